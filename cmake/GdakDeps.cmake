@@ -1,0 +1,69 @@
+# Dependencies, each found properly, each failure naming the package to install.
+find_package(PkgConfig)
+if(NOT PkgConfig_FOUND)
+  message(FATAL_ERROR "pkg-config not found: install it with `apt-get install pkg-config`")
+endif()
+
+# rdma-core: <infiniband/mlx5dv.h> for the mlx5 formats, libibverbs for the
+# verbs transport, libmlx5 for the hardware backend.
+pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+if(NOT IBVERBS_FOUND)
+  message(FATAL_ERROR "rdma-core's libibverbs not found (pkg-config libibverbs): "
+                      "install it with `apt-get install libibverbs-dev`")
+endif()
+include(CheckIncludeFile)
+set(CMAKE_REQUIRED_INCLUDES ${IBVERBS_INCLUDE_DIRS})
+check_include_file(infiniband/mlx5dv.h GDAK_HAVE_MLX5DV_H)
+unset(CMAKE_REQUIRED_INCLUDES)
+if(NOT GDAK_HAVE_MLX5DV_H)
+  message(FATAL_ERROR "<infiniband/mlx5dv.h> not found: install rdma-core's headers "
+                      "with `apt-get install libibverbs-dev`")
+endif()
+pkg_check_modules(MLX5 IMPORTED_TARGET libmlx5)
+if(GDAK_HW_MLX5 AND NOT MLX5_FOUND)
+  message(FATAL_ERROR "GDAK_HW_MLX5=ON needs rdma-core's libmlx5 (pkg-config libmlx5): "
+                      "install it with `apt-get install libibverbs-dev`")
+endif()
+
+find_package(Libev)
+if(NOT Libev_FOUND)
+  message(FATAL_ERROR "libev not found: install it with `apt-get install libev-dev`")
+endif()
+
+set(THREADS_PREFER_PTHREAD_FLAG ON)
+find_package(Threads REQUIRED)
+
+# CUDA: the NIC model loads the driver API at run time (dlopen), so the
+# library never links libcuda; nvcc is only needed for the CUDA tests/tools.
+set(GDAK_HAVE_CUDA OFF)
+if(NOT GDAK_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES ${GDAK_CUDA_ARCH})
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+    set(GDAK_HAVE_CUDA ON)
+  elseif(GDAK_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "GDAK_CUDA=ON but no CUDA compiler was found: install the CUDA "
+                        "toolkit (nvcc) or set CMAKE_CUDA_COMPILER")
+  endif()
+endif()
+message(STATUS "gdak: CUDA ${GDAK_HAVE_CUDA}, hardware backend ${GDAK_HW_MLX5}, "
+               "libev ${Libev_LIBRARY}")
+
+# One interface target carrying every dependency of libgdak.
+add_library(gdak_deps INTERFACE)
+target_link_libraries(gdak_deps INTERFACE PkgConfig::IBVERBS Libev::libev
+                      Threads::Threads ${CMAKE_DL_LIBS})
+if(GDAK_HW_MLX5)
+  target_link_libraries(gdak_deps INTERFACE PkgConfig::MLX5)
+endif()

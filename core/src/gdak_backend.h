@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak_backend.h - what a backend implements (internal to gdak).
+ *
+ * core/ validates arguments, normalises attributes and enforces the QP state
+ * machine; a backend sees only well-formed requests.  Backend objects embed
+ * the base structs below as their first member.
+ */
+#ifndef GDAK_BACKEND_H
+#define GDAK_BACKEND_H
+
+#include <stdatomic.h>
+#include <gdak/gdak.h>
+
+struct gdak_backend_ops;
+
+struct gdak_ctx {
+	const struct gdak_backend_ops *ops;
+	uint32_t id;		/* process-unique, for logs */
+	char device[64];	/* device string after defaults */
+};
+
+struct gdak_mr {
+	struct gdak_ctx *ctx;
+	void *addr;
+	size_t len;
+	unsigned access;
+	uint32_t lkey;
+	uint32_t rkey;
+};
+
+struct gdak_qp {
+	struct gdak_ctx *ctx;
+	uint32_t qpn;
+	_Atomic int state;	/* enum gdak_qp_state; the NIC may move it to ERR */
+	struct gdak_qp_attr attr; /* normalised */
+};
+
+struct gdak_backend_ops {
+	const char *name;
+	/* 1 when this backend serves the device string */
+	int (*match)(const char *device);
+	int (*open)(const char *device, struct gdak_ctx **ctx);
+	void (*close)(struct gdak_ctx *ctx);
+
+	int (*mem_alloc)(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void **addr);
+	int (*mem_free)(struct gdak_ctx *ctx, void *addr);
+	enum gdak_mem_kind (*mem_kind_of)(struct gdak_ctx *ctx, const void *addr);
+	int (*mr_reg)(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, struct gdak_mr **mr);
+	int (*mr_dereg)(struct gdak_mr *mr);
+
+	int (*qp_create)(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **qp);
+	int (*qp_destroy)(struct gdak_qp *qp);
+	int (*qp_info)(struct gdak_qp *qp, struct gdak_qp_info *out);
+	/* one legal transition; peer is non-NULL for ->RTR */
+	int (*qp_modify)(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_qp_info *peer);
+	int (*qp_export)(struct gdak_qp *qp, struct gdak_dev_qp **dqp);
+	int (*qp_query_error)(struct gdak_qp *qp, struct gdak_qp_error *err);
+};
+
+/* The backends compiled in (core/src/gdak.c lists them). */
+extern const struct gdak_backend_ops gdak_nm_backend_ops;
+#ifdef GDAK_HAVE_HW_MLX5
+extern const struct gdak_backend_ops gdak_hw_backend_ops;
+#endif
+
+/* A fresh process-unique id for logs. */
+uint32_t gdak_next_obj_id(void);
+
+#endif /* GDAK_BACKEND_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak/dev/types.h - the descriptors shared by the host (which fills them)
+ * and device code (which drives the queues through them).
+ *
+ * They live in device-visible memory (pinned host memory mapped into the GPU
+ * for the NIC model; host or GPU memory for hw_mlx5).  Every pointer in them
+ * is valid on the device that runs the code: under CUDA's unified addressing
+ * a mapped host pointer is also the device pointer.  Layout is ABI: each
+ * struct starts with a version and its size is pinned by static_assert.
+ *
+ * Compiles as C11, as C++17 and under nvcc.
+ */
+#ifndef GDAK_DEV_TYPES_H
+#define GDAK_DEV_TYPES_H
+
+#include <stdint.h>
+
+#define GDAK_DEV_ABI_VERSION 1u
+
+/* How device code rings the doorbell. */
+enum gdak_dev_db_handler {
+	/* doorbell record, then the first 8 bytes of the last WQE's ctrl
+	 * segment written to the doorbell register (UAR + 0x800) */
+	GDAK_DEV_DB_DB = 0,
+	/* doorbell record, then the whole 64-byte WQE written to the BlueFlame
+	 * register (only for single-WQEBB WQEs; larger ones fall back to DB) */
+	GDAK_DEV_DB_BF = 1,
+	/* the device publishes its producer index in host memory; a CPU
+	 * thread writes the doorbell record and register for it */
+	GDAK_DEV_DB_CPU_PROXY = 2,
+};
+#define GDAK_DEV_DB_HANDLER_COUNT 3
+
+/* Who may post on a QP. */
+enum gdak_dev_sharing {
+	GDAK_DEV_EXCLUSIVE = 0, /* one device thread (or one cooperating group) owns it */
+	GDAK_DEV_SHARED = 1,	/* many threads/blocks reserve slots atomically */
+};
+
+/* A completion queue as device code sees it. */
+struct gdak_dev_cq {
+	uint32_t version;	/* GDAK_DEV_ABI_VERSION */
+	uint32_t cqn;
+	uint32_t ncqe;		/* entries, a power of two */
+	uint32_t log_ncqe;
+	void *cqes;		/* struct mlx5_cqe64[ncqe] */
+	uint32_t *dbrec;	/* be32: dbrec[0] = consumer index & 0xffffff */
+	uint64_t cons_idx;	/* device-owned: next CQE to examine */
+	uint32_t lock;		/* device-owned: serialises polling in shared mode */
+	uint32_t reserved0;
+	uint64_t reserved[3];
+};
+
+/* A queue pair as device code sees it. */
+struct gdak_dev_qp {
+	uint32_t version;	/* GDAK_DEV_ABI_VERSION */
+	uint32_t qpn;
+	uint32_t qpn_ds_be;	/* be32(qpn << 8): OR in be32(ds) for ctrl.qpn_ds */
+	uint32_t sq_wqebb_cnt;	/* SQ size in WQEBBs, a power of two */
+	uint32_t sq_log_cnt;
+	uint32_t handler;	/* enum gdak_dev_db_handler */
+	uint32_t sharing;	/* enum gdak_dev_sharing */
+	uint32_t max_inline;	/* inline payload bytes one WQE may carry */
+	void *sq_buf;		/* sq_wqebb_cnt * 64 bytes */
+	uint32_t *dbrec;	/* be32 dbrec[0] receive counter, dbrec[1] send counter */
+	uint64_t *db_reg;	/* doorbell / BlueFlame register (UAR page + 0x800) */
+	uint64_t *proxy_pi;	/* CPU_PROXY: producer index the device publishes */
+
+	/* Send-queue indices (WQEBB units, 64-bit so they never wrap in practice;
+	 * the hardware sees the low 16 bits).  Device-owned. */
+	uint64_t sq_resv;	/* next WQEBB to hand out */
+	uint64_t sq_ready;	/* WQEBBs made visible to the NIC (doorbell record value) */
+	uint64_t sq_done;	/* WQEBBs whose completion device code has seen */
+	uint64_t sq_db;		/* WQEBBs the doorbell has been rung for */
+
+	struct gdak_dev_cq scq;	/* send completions */
+
+	/* Receive queue (two-sided operations); rq_buf == NULL when absent. */
+	void *rq_buf;		/* rq_wqe_cnt * (1 << rq_log_stride) bytes */
+	uint32_t rq_wqe_cnt;	/* a power of two */
+	uint32_t rq_log_stride;	/* log2 bytes per receive WQE (16 * max_sge) */
+	uint64_t rq_pi;		/* device-owned: receive WQEs posted */
+	uint64_t rq_done;	/* device-owned: receive completions seen */
+	struct gdak_dev_cq rcq;	/* receive completions */
+
+	/* Per-slot bookkeeping for shared mode: WQEBB count of the WQE starting
+	 * at each slot, so completions can retire multi-WQEBB WQEs; sized
+	 * sq_wqebb_cnt, device-visible. NULL when unused. */
+	uint8_t *sq_slot_bbs;
+	uint64_t reserved[5];
+};
+
+#ifdef __cplusplus
+#define GDAK_DEV_STATIC_ASSERT static_assert
+#else
+#define GDAK_DEV_STATIC_ASSERT _Static_assert
+#endif
+GDAK_DEV_STATIC_ASSERT(sizeof(struct gdak_dev_cq) == 72, "gdak_dev_cq layout is ABI");
+GDAK_DEV_STATIC_ASSERT(sizeof(struct gdak_dev_qp) == 320, "gdak_dev_qp layout is ABI");
+
+#endif /* GDAK_DEV_TYPES_H */

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak_test.h - the few macros every gdak test uses.
+ *
+ * A failed check prints file:line, the expression and the values, counts a
+ * failure and (CHECK) carries on or (REQUIRE) ends the test.  main() ends with
+ * `return gdak_test_end();`, which prints "N passed, N failed" and exits 1 on
+ * any failure.  A test that cannot run here calls GDAK_TEST_SKIP(why): exit 77.
+ */
+#ifndef GDAK_TEST_H
+#define GDAK_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern unsigned gdak_test_passed, gdak_test_failed;
+
+void gdak_test_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int gdak_test_end(void);
+/* Deterministic pseudo-random bytes (xorshift) for data patterns. */
+void gdak_test_fill(void *buf, size_t len, uint64_t seed);
+uint64_t gdak_test_rand(uint64_t *state);
+/* Monotonic nanoseconds. */
+uint64_t gdak_test_now_ns(void);
+
+#define GDAK_TEST_SKIP(...)                                            \
+	do {                                                           \
+		fprintf(stderr, "SKIP: " __VA_ARGS__);                 \
+		fprintf(stderr, "\n");                                 \
+		exit(77);                                              \
+	} while (0)
+
+#define CHECK(cond)                                                               \
+	((cond) ? (void)gdak_test_passed++                                        \
+		: gdak_test_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond))
+#define REQUIRE(cond)                                                             \
+	do {                                                                      \
+		if (cond) {                                                       \
+			gdak_test_passed++;                                       \
+		} else {                                                          \
+			gdak_test_fail(__FILE__, __LINE__, "REQUIRE(%s) failed", #cond); \
+			exit(gdak_test_end() ? 1 : 1);                            \
+		}                                                                 \
+	} while (0)
+#define CHECK_EQ(a, b)                                                                        \
+	do {                                                                                  \
+		uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);                            \
+		if (va_ == vb_)                                                               \
+			gdak_test_passed++;                                                   \
+		else                                                                          \
+			gdak_test_fail(__FILE__, __LINE__, "CHECK_EQ(%s, %s): 0x%" PRIx64     \
+				       " != 0x%" PRIx64, #a, #b, va_, vb_);                   \
+	} while (0)
+#define REQUIRE_EQ(a, b)                                                                      \
+	do {                                                                                  \
+		uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);                            \
+		if (va_ == vb_) {                                                             \
+			gdak_test_passed++;                                                   \
+		} else {                                                                      \
+			gdak_test_fail(__FILE__, __LINE__, "REQUIRE_EQ(%s, %s): 0x%" PRIx64   \
+				       " != 0x%" PRIx64, #a, #b, va_, vb_);                   \
+			exit(1);                                                              \
+		}                                                                             \
+	} while (0)
+#define CHECK_MEM(a, b, n)                                                                    \
+	do {                                                                                  \
+		size_t off_ = gdak_test_memdiff((a), (b), (n));                               \
+		if (off_ == (size_t)-1)                                                       \
+			gdak_test_passed++;                                                   \
+		else                                                                          \
+			gdak_test_fail(__FILE__, __LINE__, "CHECK_MEM(%s, %s, %zu): first "   \
+				       "difference at byte %zu", #a, #b, (size_t)(n), off_);  \
+	} while (0)
+#define CHECK_STR(a, b)                                                                       \
+	do {                                                                                  \
+		const char *sa_ = (a), *sb_ = (b);                                            \
+		if (sa_ && sb_ && !strcmp(sa_, sb_))                                          \
+			gdak_test_passed++;                                                   \
+		else                                                                          \
+			gdak_test_fail(__FILE__, __LINE__, "CHECK_STR(%s, %s): '%s' != '%s'", \
+				       #a, #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");   \
+	} while (0)
+
+/* Offset of the first differing byte, or (size_t)-1 when equal. */
+size_t gdak_test_memdiff(const void *a, const void *b, size_t n);
+
+#endif
