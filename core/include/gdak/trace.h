@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak/trace.h - the WQE/CQE/doorbell/packet trace writer.
+ *
+ * A trace is a pcapng file (docs/TRACE.md): wire packets as ordinary
+ * Ethernet/IPv4/UDP/RoCEv2 frames that Wireshark decodes, and gdak's own
+ * records (doorbell, WQE, CQE, check violation, injected fault, lost-record
+ * count) in a documented custom block.  The NIC model writes through one
+ * buffer per NIC thread (no lock on the data path); a full buffer is flushed,
+ * and anything that could not be written is counted and recorded, never
+ * dropped silently.  gdak-trace reads it back.
+ */
+#ifndef GDAK_TRACE_H
+#define GDAK_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gdak_trace;	/* one open trace file */
+struct gdak_trace_buf;	/* one writer thread's buffer into it */
+
+/* Record kinds (the custom block's record type field). */
+enum gdak_trace_rec {
+	GDAK_TREC_DOORBELL = 1,	 /* a doorbell the NIC observed */
+	GDAK_TREC_WQE = 2,	 /* a fetched send WQE, raw WQEBBs */
+	GDAK_TREC_CQE = 3,	 /* a CQE written, raw 64 bytes */
+	GDAK_TREC_VIOLATION = 4, /* a check that fired */
+	GDAK_TREC_FAULT = 5,	 /* an injected fault */
+	GDAK_TREC_LOST = 6,	 /* records that could not be written */
+	GDAK_TREC_QP = 7,	 /* QP created/connected: qpn, peer, transport */
+	GDAK_TREC_RECV_WQE = 8,	 /* a receive WQE consumed, raw bytes */
+	GDAK_TREC_NOTE = 9,	 /* free text (tool annotations) */
+};
+
+/* Open path for writing ("-" is not allowed); 0 or -errno. */
+int gdak_trace_open(const char *path, struct gdak_trace **t);
+/* Flush every buffer, write the closing statistics, close. */
+void gdak_trace_close(struct gdak_trace *t);
+/* Flush every thread's buffer to the file (safe from any thread). */
+int gdak_trace_flush(struct gdak_trace *t);
+/* The buffer a writer thread uses; thread_id is recorded in each record
+ * (the NIC thread number).  Safe to call from several threads; each buffer
+ * must then be used by one thread at a time. */
+struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thread_id);
+
+/* Records.  Each takes its own nanosecond timestamp (CLOCK_REALTIME). */
+void gdak_trace_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler,
+			 uint16_t dbrec_pi, const void *reg, uint32_t reg_len);
+void gdak_trace_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+		    const void *wqebbs, uint32_t n_wqebb);
+void gdak_trace_recv_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+			 const void *wqe, uint32_t len);
+void gdak_trace_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32_t cq_index,
+		    const void *cqe64);
+void gdak_trace_violation(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+			  const char *rule, uint8_t syndrome, const char *text);
+void gdak_trace_fault(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+		      const char *kind, const char *text);
+void gdak_trace_qp(struct gdak_trace_buf *b, uint32_t qpn, uint32_t peer_qpn,
+		   const char *transport, const char *text);
+void gdak_trace_note(struct gdak_trace_buf *b, const char *text);
+
+/* A RoCEv2 packet: udp_payload starts at the BTH (ICRC included).  The
+ * writer wraps it in Ethernet/IPv4/UDP with the given addresses (network
+ * byte order IPv4, host-order ports).  dir: 0 sent, 1 received. */
+void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
+		       uint16_t src_port, uint16_t dst_port, const void *udp_payload,
+		       uint32_t len);
+
+/* Counters. */
+struct gdak_trace_stats {
+	uint64_t records;	/* written */
+	uint64_t bytes;		/* file bytes */
+	uint64_t lost;		/* could not be written (I/O error) */
+	uint64_t flushes;
+};
+void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GDAK_TRACE_H */
