@@ -36,8 +36,19 @@ enum gdak_trace_rec {
 	GDAK_TREC_NOTE = 9,	 /* free text (tool annotations) */
 };
 
-/* Open path for writing ("-" is not allowed); 0 or -errno. */
+/* Open path for writing ("-" is not allowed); 0 or -errno.  Timestamps come
+ * from CLOCK_REALTIME, or from a counter when $GDAK_TRACE_CLOCK is "fake". */
 int gdak_trace_open(const char *path, struct gdak_trace **t);
+
+struct gdak_trace_opts {
+	size_t buf_size;	/* per-thread buffer bytes; 0 = 256 KiB (min 128 KiB) */
+	int fake_clock;		/* 1: timestamps = 1000 ns * a global counter (golden
+				 * tests); 0: $GDAK_TRACE_CLOCK decides */
+};
+int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
+			 struct gdak_trace **t);
+/* Open $GDAK_TRACE if set: 0 with *t NULL when unset, 0 with *t, or -errno. */
+int gdak_trace_open_env(struct gdak_trace **t);
 /* Flush every buffer, write the closing statistics, close. */
 void gdak_trace_close(struct gdak_trace *t);
 /* Flush every thread's buffer to the file (safe from any thread). */

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_read.c - the pcapng trace reader (format: gdak/trace_format.h).
+ *
+ * The file is untrusted input (it may be truncated by a crash, cut by a full
+ * disk, or fuzzed): every length is checked against the bytes that exist
+ * before anything is read, and every error names the byte offset.  A bad
+ * block length makes the rest of the file unreadable (-EINVAL); a well
+ * framed block with a bad body is reported and skipped (-EBADMSG).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gdak/mlx5.h>
+#include "trace_int.h"
+
+#define MAX_IFS 256
+#define MAX_BLOCK (16u << 20) /* larger than anything a writer makes; a sanity bound */
+
+struct iface {
+	uint16_t linktype;
+	uint8_t tsresol;	/* pcapng if_tsresol byte; 6 (microseconds) by default */
+};
+
+struct gdak_trace_reader {
+	int have_shb;
+	int swap;		/* section written big-endian */
+	unsigned n_if;
+	struct iface ifs[MAX_IFS];
+	char err[256];
+};
+
+int gdak_trace_reader_new(struct gdak_trace_reader **r)
+{
+	if (!r)
+		return -EINVAL;
+	*r = calloc(1, sizeof(**r));
+	return *r ? 0 : -ENOMEM;
+}
+
+void gdak_trace_reader_free(struct gdak_trace_reader *r) { free(r); }
+
+const char *gdak_trace_reader_error(const struct gdak_trace_reader *r)
+{
+	return r && r->err[0] ? r->err : "no error";
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(struct gdak_trace_reader *r, int rc,
+						      uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(r->err, sizeof(r->err), "offset %llu: ", (unsigned long long)off);
+
+	if (n < 0 || (size_t)n >= sizeof(r->err))
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Section-order loads (block framing); gdak record fields are always LE. */
+static uint16_t s16(const struct gdak_trace_reader *r, const uint8_t *p)
+{
+	uint16_t v = trace_get16(p);
+	return r->swap ? gdak_bswap16(v) : v;
+}
+static uint32_t s32(const struct gdak_trace_reader *r, const uint8_t *p)
+{
+	uint32_t v = trace_get32(p);
+	return r->swap ? gdak_bswap32(v) : v;
+}
+
+static uint64_t pow10u(unsigned e)
+{
+	uint64_t v = 1;
+	while (e--)
+		v *= 10;
+	return v;
+}
+
+/* Timestamp units of an interface to nanoseconds (pcapng if_tsresol). */
+static uint64_t ts_to_ns(uint64_t ts, uint8_t res)
+{
+	unsigned v = res & 0x7f;
+
+	if (res & 0x80) {	/* 2^-v seconds */
+		if (v > 63)
+			return 0;
+		return (uint64_t)(((unsigned __int128)ts * 1000000000u) >> v);
+	}
+	if (v <= 9)
+		return ts * pow10u(9 - v);
+	if (v - 9 > 19)
+		return 0;
+	return ts / pow10u(v - 9);
+}
+
+/* Walk options at p[0..n): calls back for each; -1 if they overrun. */
+typedef void (*opt_fn)(const struct gdak_trace_reader *r, uint16_t code, const uint8_t *v,
+		       uint16_t len, void *arg);
+static int walk_opts(const struct gdak_trace_reader *r, const uint8_t *p, size_t n, opt_fn fn,
+		     void *arg)
+{
+	size_t i = 0;
+
+	while (i + 4 <= n) {
+		uint16_t code = s16(r, p + i), len = s16(r, p + i + 2);
+		size_t room = ((size_t)len + 3) & ~(size_t)3;
+
+		if (code == GDAK_PCAPNG_OPT_END)
+			return 0;
+		if (room > n - i - 4)
+			return -1;
+		fn(r, code, p + i + 4, len, arg);
+		i += 4 + room;
+	}
+	return i == n ? 0 : -1; /* options may end without opt_endofopt */
+}
+
+static void idb_opt(const struct gdak_trace_reader *r, uint16_t code, const uint8_t *v,
+		    uint16_t len, void *arg)
+{
+	struct iface *f = arg;
+
+	if (code == GDAK_PCAPNG_IF_TSRESOL && len == 1)
+		f->tsresol = v[0];
+}
+
+static void epb_opt(const struct gdak_trace_reader *r, uint16_t code, const uint8_t *v,
+		    uint16_t len, void *arg)
+{
+	struct gdak_trace_item *it = arg;
+
+	if (code == GDAK_PCAPNG_EPB_FLAGS && len == 4) {
+		uint32_t fl = s32(r, v) & 3;
+		it->pkt.dir = fl == GDAK_PCAPNG_EPB_INBOUND ? 1 : fl == GDAK_PCAPNG_EPB_OUTBOUND ? 0 : -1;
+	} else if (code == GDAK_PCAPNG_OPT_CUSTOM_BIN && len == 8 &&
+		   s32(r, v) == GDAK_TRACE_PEN) {
+		it->pkt.thread_id = trace_get32(v + 4);
+	}
+}
+
+static int parse_shb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t blen, uint64_t off)
+{
+	if (blen < 28)
+		return fail(r, -EINVAL, off, "Section Header Block of %u bytes is shorter than 28",
+			    blen);
+	if (s16(r, b + 12) != 1)
+		return fail(r, -EINVAL, off, "pcapng major version %u is not 1", s16(r, b + 12));
+	r->have_shb = 1;
+	r->n_if = 0;	/* interfaces are per section */
+	return 0;
+}
+
+static int parse_idb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t blen, uint64_t off)
+{
+	struct iface f = {.tsresol = 6};
+
+	if (blen < 20)
+		return fail(r, -EBADMSG, off, "Interface Description Block of %u bytes is shorter "
+			    "than 20", blen);
+	if (r->n_if >= MAX_IFS)
+		return fail(r, -EBADMSG, off, "more than %d interfaces", MAX_IFS);
+	f.linktype = s16(r, b + 8);
+	/* register the interface even if its options are bad: packets refer to it */
+	r->ifs[r->n_if++] = f;
+	if (walk_opts(r, b + 16, blen - 20, idb_opt, &f))
+		return fail(r, -EBADMSG, off, "interface %u: options overrun the block",
+			    r->n_if - 1);
+	r->ifs[r->n_if - 1] = f;
+	return 0;
+}
+
+static int parse_epb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t blen, uint64_t off,
+		     struct gdak_trace_item *it)
+{
+	uint32_t ifid, cap, room;
+
+	if (blen < 32)
+		return fail(r, -EBADMSG, off, "Enhanced Packet Block of %u bytes is shorter than 32",
+			    blen);
+	ifid = s32(r, b + 8);
+	if (ifid >= r->n_if)
+		return fail(r, -EBADMSG, off, "packet on interface %u, but %u interfaces are "
+			    "described", ifid, r->n_if);
+	cap = s32(r, b + 20);
+	if (cap > blen - 32)
+		return fail(r, -EBADMSG, off, "captured length %u exceeds the block (%u bytes of "
+			    "room)", cap, blen - 32);
+	room = (cap + 3) & ~3u;
+	if (room > blen - 32)
+		room = blen - 32;
+	it->pkt.if_id = ifid;
+	it->pkt.ts_ns = ts_to_ns((uint64_t)s32(r, b + 12) << 32 | s32(r, b + 16),
+				 r->ifs[ifid].tsresol);
+	it->pkt.caplen = cap;
+	it->pkt.origlen = s32(r, b + 24);
+	it->pkt.frame = b + 28;
+	it->pkt.dir = -1;
+	it->pkt.thread_id = GDAK_TRACE_THREAD_WRITER;
+	if (walk_opts(r, b + 28 + room, blen - 32 - room, epb_opt, it))
+		return fail(r, -EBADMSG, off, "packet options overrun the block");
+	it->kind = r->ifs[ifid].linktype == GDAK_PCAPNG_LINKTYPE_ETHERNET ? GDAK_TITEM_PACKET
+									   : GDAK_TITEM_OTHER;
+	return 0;
+}
+
+/* Two counted strings after an 8-byte fixed part. */
+static int two_strs(const uint8_t *b, uint32_t n, uint16_t l1, uint16_t l2,
+		    struct gdak_trace_str *s1, struct gdak_trace_str *s2)
+{
+	if ((uint32_t)l1 + l2 > n - 8)
+		return -1;
+	s1->s = (const char *)b + 8;
+	s1->len = l1;
+	s2->s = (const char *)b + 8 + l1;
+	s2->len = l2;
+	return 0;
+}
+
+static int parse_body(struct gdak_trace_reader *r, struct gdak_trace_item *it, uint64_t off)
+{
+	const uint8_t *b = it->body;
+	uint32_t n = it->hdr.body_len;
+	const char *what = gdak_trace_rec_name(it->hdr.type);
+	static const uint32_t min_len[GDAK_TREC_MAX + 1] = {
+		[GDAK_TREC_DOORBELL] = 8, [GDAK_TREC_WQE] = 8,	    [GDAK_TREC_CQE] = 72,
+		[GDAK_TREC_VIOLATION] = 8, [GDAK_TREC_FAULT] = 8,   [GDAK_TREC_LOST] = 16,
+		[GDAK_TREC_QP] = 8,	  [GDAK_TREC_RECV_WQE] = 8, [GDAK_TREC_NOTE] = 8,
+		[GDAK_TREC_STATS] = 40,
+	};
+
+	if (it->hdr.type > GDAK_TREC_MAX || !min_len[it->hdr.type])
+		return 0; /* a record type from a newer writer: passed on raw */
+	if (n < min_len[it->hdr.type])
+		return fail(r, -EBADMSG, off, "%s record body of %u bytes is shorter than %u",
+			    what, n, min_len[it->hdr.type]);
+	switch (it->hdr.type) {
+	case GDAK_TREC_DOORBELL:
+		it->u.db.dbrec_pi = trace_get16(b);
+		it->u.db.handler = b[2];
+		it->u.db.reg_len = trace_get16(b + 4);
+		it->u.db.reg = b + 8;
+		if (it->u.db.reg_len > n - 8)
+			return fail(r, -EBADMSG, off, "DOORBELL register length %u exceeds the body "
+				    "(%u bytes)", it->u.db.reg_len, n - 8);
+		break;
+	case GDAK_TREC_WQE:
+	case GDAK_TREC_RECV_WQE:
+		it->u.wqe.wqe_index = trace_get16(b);
+		it->u.wqe.flags = trace_get16(b + 2);
+		it->u.wqe.len = trace_get32(b + 4);
+		it->u.wqe.bytes = b + 8;
+		if (it->u.wqe.len > n - 8)
+			return fail(r, -EBADMSG, off, "%s length %u exceeds the body (%u bytes)", what,
+				    it->u.wqe.len, n - 8);
+		break;
+	case GDAK_TREC_CQE:
+		it->u.cqe.cqn = trace_get32(b);
+		it->u.cqe.cq_index = trace_get32(b + 4);
+		it->u.cqe.cqe = b + 8;
+		break;
+	case GDAK_TREC_VIOLATION:
+	case GDAK_TREC_FAULT:
+		it->u.viol.wqe_index = trace_get16(b);
+		it->u.viol.syndrome = b[2];
+		if (two_strs(b, n, trace_get16(b + 4), trace_get16(b + 6), &it->u.viol.name,
+			     &it->u.viol.text))
+			return fail(r, -EBADMSG, off, "%s strings (%u + %u bytes) exceed the body "
+				    "(%u bytes)", what, trace_get16(b + 4), trace_get16(b + 6), n - 8);
+		break;
+	case GDAK_TREC_QP:
+		it->u.qp.peer_qpn = trace_get32(b);
+		if (two_strs(b, n, trace_get16(b + 4), trace_get16(b + 6), &it->u.qp.transport,
+			     &it->u.qp.text))
+			return fail(r, -EBADMSG, off, "QP strings (%u + %u bytes) exceed the body "
+				    "(%u bytes)", trace_get16(b + 4), trace_get16(b + 6), n - 8);
+		break;
+	case GDAK_TREC_NOTE: {
+		struct gdak_trace_str none;
+		if (two_strs(b, n, trace_get16(b), 0, &it->u.note.text, &none))
+			return fail(r, -EBADMSG, off, "NOTE text of %u bytes exceeds the body (%u "
+				    "bytes)", trace_get16(b), n - 8);
+		break;
+	}
+	case GDAK_TREC_LOST:
+		it->u.lost.records = trace_get64(b);
+		it->u.lost.bytes = trace_get64(b + 8);
+		break;
+	case GDAK_TREC_STATS:
+		it->u.stats.records = trace_get64(b);
+		it->u.stats.bytes = trace_get64(b + 8);
+		it->u.stats.lost = trace_get64(b + 16);
+		it->u.stats.flushes = trace_get64(b + 24);
+		it->u.stats.packets = trace_get64(b + 32);
+		break;
+	}
+	return 0;
+}
+
+static int parse_cb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t blen, uint64_t off,
+		    struct gdak_trace_item *it)
+{
+	const uint8_t *h = b + 12;
+	uint32_t avail;
+
+	if (blen < 16)
+		return fail(r, -EBADMSG, off, "Custom Block of %u bytes has no room for a PEN", blen);
+	if (s32(r, b + 8) != GDAK_TRACE_PEN)
+		return 0; /* someone else's custom block */
+	avail = blen - 16;
+	if (avail < sizeof(struct gdak_trace_rec_hdr))
+		return fail(r, -EBADMSG, off, "gdak record of %u bytes is shorter than its 32-byte "
+			    "header", avail);
+	it->hdr.type = h[0];
+	it->hdr.version = h[1];
+	it->hdr.hdr_len = trace_get16(h + 2);
+	it->hdr.body_len = trace_get32(h + 4);
+	it->hdr.ts_ns = trace_get64(h + 8);
+	it->hdr.thread_id = trace_get32(h + 16);
+	it->hdr.qpn = trace_get32(h + 20);
+	it->hdr.seq = trace_get64(h + 24);
+	if (it->hdr.version < 1)
+		return fail(r, -EBADMSG, off, "gdak record version 0 is not valid");
+	if (it->hdr.hdr_len < sizeof(struct gdak_trace_rec_hdr) || it->hdr.hdr_len > avail)
+		return fail(r, -EBADMSG, off, "gdak record header length %u is outside 32..%u",
+			    it->hdr.hdr_len, avail);
+	if (it->hdr.body_len > avail - it->hdr.hdr_len)
+		return fail(r, -EBADMSG, off, "%s record body length %u exceeds the block (%u "
+			    "bytes of room)", gdak_trace_rec_name(it->hdr.type), it->hdr.body_len,
+			    avail - it->hdr.hdr_len);
+	it->body = h + it->hdr.hdr_len;
+	it->kind = GDAK_TITEM_RECORD;
+	return parse_body(r, it, off);
+}
+
+int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t len,
+			   uint64_t file_off, struct gdak_trace_item *it, size_t *consumed)
+{
+	const uint8_t *b = buf;
+	uint32_t type, blen;
+	int rc = 0;
+
+	if (!r || !it || !consumed || (!buf && len))
+		return -EINVAL;
+	*consumed = 0;
+	memset(it, 0, sizeof(*it));
+	it->offset = file_off;
+	it->kind = GDAK_TITEM_OTHER;
+	if (len < 12)
+		return 0;
+	type = trace_get32(b);
+	if (type == GDAK_PCAPNG_SHB) {
+		/* the byte-order magic decides how the rest of the section reads */
+		uint32_t bom = trace_get32(b + 8);
+		if (bom == GDAK_PCAPNG_BOM)
+			r->swap = 0;
+		else if (bom == gdak_bswap32(GDAK_PCAPNG_BOM))
+			r->swap = 1;
+		else
+			return fail(r, -EINVAL, file_off, "Section Header Block byte-order magic "
+				    "0x%08x is neither 0x1a2b3c4d nor its byte swap", bom);
+	} else if (!r->have_shb) {
+		return fail(r, -EINVAL, file_off, "not a pcapng file: the first block (type 0x%08x) "
+			    "is not a Section Header Block", type);
+	} else {
+		type = s32(r, b);
+	}
+	blen = s32(r, b + 4);
+	it->block_type = type;
+	it->block_len = blen;
+	if (blen < 12 || blen % 4)
+		return fail(r, -EINVAL, file_off, "block type 0x%08x has length %u (must be >= 12 and "
+			    "a multiple of 4)", type, blen);
+	if (blen > MAX_BLOCK)
+		return fail(r, -EINVAL, file_off, "block type 0x%08x has length %u, over the %u-byte "
+			    "limit", type, blen, MAX_BLOCK);
+	if (blen > len)
+		return 0;
+	if (s32(r, b + blen - 4) != blen)
+		return fail(r, -EINVAL, file_off, "block type 0x%08x: trailing length %u differs from "
+			    "the leading length %u", type, s32(r, b + blen - 4), blen);
+	*consumed = blen;
+	switch (type) {
+	case GDAK_PCAPNG_SHB:
+		rc = parse_shb(r, b, blen, file_off);
+		if (rc)
+			*consumed = 0;
+		break;
+	case GDAK_PCAPNG_IDB:
+		rc = parse_idb(r, b, blen, file_off);
+		break;
+	case GDAK_PCAPNG_EPB:
+		rc = parse_epb(r, b, blen, file_off, it);
+		break;
+	case GDAK_PCAPNG_CB_COPY:
+	case GDAK_PCAPNG_CB_NOCOPY:
+		rc = parse_cb(r, b, blen, file_off, it);
+		break;
+	default:
+		break;
+	}
+	if (rc) {
+		it->kind = GDAK_TITEM_OTHER;
+		return rc;
+	}
+	return 1;
+}

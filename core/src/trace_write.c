@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_write.c - the pcapng trace writer (format: gdak/trace_format.h).
+ *
+ * Each writer thread appends whole pcapng blocks to its own buffer; the
+ * record path takes no lock.  A buffer's bytes go to the file under one
+ * mutex: by the owner when the buffer is full, or by gdak_trace_flush()
+ * from any thread.  The two never touch the same bytes: the owner writes
+ * only past `committed` and resets the buffer only while holding the
+ * mutex; a flusher reads only [flushed, committed) and only under the mutex.
+ * A failed write loses that chunk: it is counted and a LOST record says so
+ * as soon as a later write succeeds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gdak/config.h>
+#include "gdak_log.h"
+#include "trace_int.h"
+
+#define DEFAULT_BUF (256u * 1024)
+#define MIN_BUF (128u * 1024)	/* holds the largest record (a 65000-byte packet) */
+
+/* committed bytes (low 32 bits) and records (high 32) published together so
+ * a flusher never sees a record count that does not match the bytes */
+#define PACK(recs, bytes) (((uint64_t)(recs) << 32) | (uint32_t)(bytes))
+
+struct gdak_trace_buf {
+	struct gdak_trace *t;
+	struct gdak_trace_buf *next;
+	uint32_t thread_id;
+	uint64_t seq;		/* owner only */
+	uint8_t *data;
+	size_t cap;
+	size_t used;		/* owner only: == committed bytes */
+	uint32_t recs;		/* owner only: == committed records */
+	_Atomic uint64_t committed; /* PACK(records, bytes) of whole blocks */
+	size_t flushed;		/* under t->lock */
+	uint32_t recs_flushed;	/* under t->lock */
+};
+
+struct gdak_trace {
+	int fd;
+	int regular;		/* a regular file: a failed write can be cut off */
+	int fake_clock;
+	size_t buf_size;
+	pthread_mutex_t lock;	/* the file, the buffer list, the counters below */
+	struct gdak_trace_buf *bufs;
+	uint64_t off;		/* file bytes written (all whole blocks) */
+	uint64_t records, packets, flushes;
+	uint64_t lost_recs, lost_bytes;		/* in all */
+	uint64_t pend_lost_recs, pend_lost_bytes; /* not yet reported by a LOST record */
+	uint64_t writer_seq;
+	unsigned inject_errors;
+	_Atomic uint64_t fake_now;
+};
+
+/* ---- time ------------------------------------------------------------- */
+
+static uint64_t now_ns(struct gdak_trace *t)
+{
+	struct timespec ts;
+
+	if (t->fake_clock)
+		return 1000 * (atomic_fetch_add_explicit(&t->fake_now, 1, memory_order_relaxed) + 1);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- file writes (under t->lock) ------------------------------------- */
+
+/* Write all of p or nothing: on failure a regular file is cut back to its
+ * last whole block so readers never meet half a block. */
+static int file_write(struct gdak_trace *t, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	size_t done = 0;
+	int err = 0;
+
+	if (!n)
+		return 0;
+	if (t->inject_errors) {
+		t->inject_errors--;
+		err = EIO;
+	}
+	while (!err && done < n) {
+		ssize_t w = write(t->fd, c + done, n - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+		} else if (w == 0) {
+			err = EIO;
+		} else {
+			done += (size_t)w;
+		}
+	}
+	if (!err) {
+		t->off += n;
+		return 0;
+	}
+	if (done && t->regular) {
+		if (ftruncate(t->fd, (off_t)t->off) || lseek(t->fd, (off_t)t->off, SEEK_SET) < 0)
+			GDAK_ERR_RL("trace", 0, "cannot cut the trace back to %llu bytes: %s",
+				    (unsigned long long)t->off, strerror(errno));
+	} else if (done) {
+		t->off += done; /* a pipe: the reader will see a torn block */
+	}
+	GDAK_WARN_RL("trace", 0, "trace write of %zu bytes failed: %s", n, strerror(err));
+	return -err;
+}
+
+static size_t pad4(size_t n) { return (n + 3) & ~(size_t)3; }
+
+/* Build the writer's own record (LOST, STATS) in a small stack buffer. */
+static size_t build_writer_rec(struct gdak_trace *t, uint8_t *blk, uint8_t type, const void *body,
+			       uint32_t body_len)
+{
+	size_t total = 12 + 4 + sizeof(struct gdak_trace_rec_hdr) + pad4(body_len);
+	uint8_t *h = blk + 12;
+
+	trace_put32(blk, GDAK_PCAPNG_CB_COPY);
+	trace_put32(blk + 4, (uint32_t)total);
+	trace_put32(blk + 8, GDAK_TRACE_PEN);
+	h[0] = type;
+	h[1] = GDAK_TRACE_REC_VERSION;
+	trace_put16(h + 2, sizeof(struct gdak_trace_rec_hdr));
+	trace_put32(h + 4, body_len);
+	trace_put64(h + 8, now_ns(t));
+	trace_put32(h + 16, GDAK_TRACE_THREAD_WRITER);
+	trace_put32(h + 20, GDAK_TRACE_QPN_NONE);
+	trace_put64(h + 24, t->writer_seq++);
+	memcpy(h + 32, body, body_len);
+	memset(h + 32 + body_len, 0, pad4(body_len) - body_len);
+	trace_put32(blk + total - 4, (uint32_t)total);
+	return total;
+}
+
+/* After a successful write, tell the reader what was lost before it. */
+static void report_lost(struct gdak_trace *t)
+{
+	uint8_t blk[128];
+	uint8_t body[16];
+	size_t n;
+
+	if (!t->pend_lost_recs && !t->pend_lost_bytes)
+		return;
+	trace_put64(body, t->pend_lost_recs);
+	trace_put64(body + 8, t->pend_lost_bytes);
+	n = build_writer_rec(t, blk, GDAK_TREC_LOST, body, sizeof(body));
+	if (file_write(t, blk, n) == 0) {
+		t->pend_lost_recs = 0;
+		t->pend_lost_bytes = 0;
+		t->records++;
+	}
+}
+
+/* Write what b has committed and not yet written.  Under t->lock. */
+static int flush_buf_locked(struct gdak_trace_buf *b)
+{
+	struct gdak_trace *t = b->t;
+	uint64_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
+	size_t bytes = (uint32_t)c;
+	uint32_t recs = (uint32_t)(c >> 32);
+	size_t n = bytes - b->flushed;
+	uint32_t nrec = recs - b->recs_flushed;
+	int rc;
+
+	if (!n)
+		return 0;
+	rc = file_write(t, b->data + b->flushed, n);
+	t->flushes++;
+	if (rc) {
+		t->lost_recs += nrec;
+		t->lost_bytes += n;
+		t->pend_lost_recs += nrec;
+		t->pend_lost_bytes += n;
+	} else {
+		t->records += nrec;
+		report_lost(t);
+	}
+	b->flushed = bytes;
+	b->recs_flushed = recs;
+	return rc;
+}
+
+/* Owner: make room for n bytes (n <= cap). */
+static void buf_make_room(struct gdak_trace_buf *b, size_t n)
+{
+	struct gdak_trace *t = b->t;
+
+	if (b->used + n <= b->cap)
+		return;
+	pthread_mutex_lock(&t->lock);
+	flush_buf_locked(b);
+	b->used = 0;
+	b->recs = 0;
+	b->flushed = 0;
+	b->recs_flushed = 0;
+	atomic_store_explicit(&b->committed, 0, memory_order_release);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void buf_commit(struct gdak_trace_buf *b, size_t n)
+{
+	b->used += n;
+	b->recs++;
+	atomic_store_explicit(&b->committed, PACK(b->recs, b->used), memory_order_release);
+}
+
+/* ---- records -------------------------------------------------------- */
+
+struct rec {
+	uint8_t *blk;	/* block start */
+	uint8_t *body;	/* where the body goes */
+	size_t total;
+};
+
+/* Reserve a custom block for a record of body_len bytes and fill its
+ * headers; the caller fills the body and calls rec_end(). */
+static void rec_begin(struct gdak_trace_buf *b, struct rec *r, uint8_t type, uint32_t qpn,
+		      uint32_t body_len)
+{
+	uint8_t *h;
+
+	r->total = 12 + 4 + sizeof(struct gdak_trace_rec_hdr) + pad4(body_len);
+	buf_make_room(b, r->total);
+	r->blk = b->data + b->used;
+	h = r->blk + 12;
+	trace_put32(r->blk, GDAK_PCAPNG_CB_COPY);
+	trace_put32(r->blk + 4, (uint32_t)r->total);
+	trace_put32(r->blk + 8, GDAK_TRACE_PEN);
+	h[0] = type;
+	h[1] = GDAK_TRACE_REC_VERSION;
+	trace_put16(h + 2, sizeof(struct gdak_trace_rec_hdr));
+	trace_put32(h + 4, body_len);
+	trace_put64(h + 8, now_ns(b->t));
+	trace_put32(h + 16, b->thread_id);
+	trace_put32(h + 20, qpn);
+	trace_put64(h + 24, b->seq++);
+	r->body = h + sizeof(struct gdak_trace_rec_hdr);
+	/* zero the padding now; the body overwrites the rest */
+	memset(r->blk + r->total - 8, 0, 4);
+}
+
+static void rec_end(struct gdak_trace_buf *b, struct rec *r)
+{
+	trace_put32(r->blk + r->total - 4, (uint32_t)r->total);
+	buf_commit(b, r->total);
+}
+
+static uint32_t str_len(const char *s)
+{
+	size_t n = s ? strnlen(s, GDAK_TRACE_MAX_STR) : 0;
+	return (uint32_t)n;
+}
+
+void gdak_trace_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler,
+			 uint16_t dbrec_pi, const void *reg, uint32_t reg_len)
+{
+	struct rec r;
+	uint8_t flags = 0;
+
+	if (!b)
+		return;
+	if (!reg)
+		reg_len = 0;
+	if (reg_len > GDAK_TRACE_MAX_REG) {
+		reg_len = GDAK_TRACE_MAX_REG;
+		flags |= GDAK_TRACE_F_TRUNC;
+	}
+	rec_begin(b, &r, GDAK_TREC_DOORBELL, qpn, 8 + reg_len);
+	trace_put16(r.body, dbrec_pi);
+	r.body[2] = handler;
+	r.body[3] = flags;
+	trace_put16(r.body + 4, (uint16_t)reg_len);
+	trace_put16(r.body + 6, 0);
+	if (reg_len)
+		memcpy(r.body + 8, reg, reg_len);
+	rec_end(b, &r);
+}
+
+static void wqe_rec(struct gdak_trace_buf *b, uint8_t type, uint32_t qpn, uint16_t idx,
+		    const void *bytes, uint32_t len, uint32_t max)
+{
+	struct rec r;
+	uint16_t flags = 0;
+
+	if (!bytes)
+		len = 0;
+	if (len > max) {
+		len = max;
+		flags |= GDAK_TRACE_F_TRUNC;
+	}
+	rec_begin(b, &r, type, qpn, 8 + len);
+	trace_put16(r.body, idx);
+	trace_put16(r.body + 2, flags);
+	trace_put32(r.body + 4, len);
+	if (len)
+		memcpy(r.body + 8, bytes, len);
+	rec_end(b, &r);
+}
+
+void gdak_trace_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+		    const void *wqebbs, uint32_t n_wqebb)
+{
+	if (!b)
+		return;
+	if (n_wqebb > GDAK_TRACE_MAX_WQEBB + 1)
+		n_wqebb = GDAK_TRACE_MAX_WQEBB + 1; /* flagged TRUNC below */
+	wqe_rec(b, GDAK_TREC_WQE, qpn, wqe_index, wqebbs, n_wqebb * 64,
+		GDAK_TRACE_MAX_WQEBB * 64);
+}
+
+void gdak_trace_recv_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+			 const void *wqe, uint32_t len)
+{
+	if (!b)
+		return;
+	wqe_rec(b, GDAK_TREC_RECV_WQE, qpn, wqe_index, wqe, len, GDAK_TRACE_MAX_RECV);
+}
+
+void gdak_trace_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32_t cq_index,
+		    const void *cqe64)
+{
+	struct rec r;
+
+	if (!b)
+		return;
+	rec_begin(b, &r, GDAK_TREC_CQE, qpn, 8 + 64);
+	trace_put32(r.body, cqn);
+	trace_put32(r.body + 4, cq_index);
+	if (cqe64)
+		memcpy(r.body + 8, cqe64, 64);
+	else
+		memset(r.body + 8, 0, 64);
+	rec_end(b, &r);
+}
+
+/* VIOLATION and FAULT share a body: index, syndrome, name, text. */
+static void named_rec(struct gdak_trace_buf *b, uint8_t type, uint32_t qpn, uint16_t idx,
+		      uint8_t syndrome, const char *name, const char *text)
+{
+	uint32_t nl = str_len(name), tl = str_len(text);
+	struct rec r;
+
+	rec_begin(b, &r, type, qpn, 8 + nl + tl);
+	trace_put16(r.body, idx);
+	r.body[2] = syndrome;
+	r.body[3] = 0;
+	trace_put16(r.body + 4, (uint16_t)nl);
+	trace_put16(r.body + 6, (uint16_t)tl);
+	memcpy(r.body + 8, name ? name : "", nl);
+	memcpy(r.body + 8 + nl, text ? text : "", tl);
+	rec_end(b, &r);
+}
+
+void gdak_trace_violation(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+			  const char *rule, uint8_t syndrome, const char *text)
+{
+	if (b)
+		named_rec(b, GDAK_TREC_VIOLATION, qpn, wqe_index, syndrome, rule, text);
+}
+
+void gdak_trace_fault(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+		      const char *kind, const char *text)
+{
+	if (b)
+		named_rec(b, GDAK_TREC_FAULT, qpn, wqe_index, 0, kind, text);
+}
+
+void gdak_trace_qp(struct gdak_trace_buf *b, uint32_t qpn, uint32_t peer_qpn,
+		   const char *transport, const char *text)
+{
+	uint32_t nl = str_len(transport), tl = str_len(text);
+	struct rec r;
+
+	if (!b)
+		return;
+	rec_begin(b, &r, GDAK_TREC_QP, qpn, 8 + nl + tl);
+	trace_put32(r.body, peer_qpn);
+	trace_put16(r.body + 4, (uint16_t)nl);
+	trace_put16(r.body + 6, (uint16_t)tl);
+	memcpy(r.body + 8, transport ? transport : "", nl);
+	memcpy(r.body + 8 + nl, text ? text : "", tl);
+	rec_end(b, &r);
+}
+
+void gdak_trace_note(struct gdak_trace_buf *b, const char *text)
+{
+	uint32_t tl = str_len(text);
+	struct rec r;
+
+	if (!b)
+		return;
+	rec_begin(b, &r, GDAK_TREC_NOTE, GDAK_TRACE_QPN_NONE, 8 + tl);
+	trace_put16(r.body, (uint16_t)tl);
+	memset(r.body + 2, 0, 6);
+	memcpy(r.body + 8, text ? text : "", tl);
+	rec_end(b, &r);
+}
+
+/* ---- packets ------------------------------------------------------- */
+
+/* RFC 791 header checksum: one's complement of the one's-complement sum. */
+static uint16_t ipv4_csum(const uint8_t *h)
+{
+	uint32_t s = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		s += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* Locally administered MAC derived from the IPv4 address: 02:00:a.b.c.d. */
+static void mac_of(uint8_t *mac, uint32_t ip_be)
+{
+	mac[0] = 0x02;
+	mac[1] = 0x00;
+	memcpy(mac + 2, &ip_be, 4);
+}
+
+enum { ETH_LEN = 14, IP_LEN = 20, UDP_LEN = 8, HDRS = ETH_LEN + IP_LEN + UDP_LEN };
+
+void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
+		       uint16_t src_port, uint16_t dst_port, const void *udp_payload, uint32_t len)
+{
+	uint32_t keep, orig;
+	size_t frame, total;
+	uint8_t *p, *f, *ip, *udp, *o;
+	uint64_t ts;
+
+	if (!b)
+		return;
+	if (!udp_payload)
+		len = 0;
+	keep = len > GDAK_TRACE_MAX_PKT ? GDAK_TRACE_MAX_PKT : len;
+	orig = len > 0xffff - IP_LEN - UDP_LEN ? 0xffff - IP_LEN - UDP_LEN : len;
+	frame = HDRS + keep;
+	/* EPB: 28 fixed, frame, epb_flags (8), custom option (4 + 8), end (4), trailer (4) */
+	total = 28 + pad4(frame) + 8 + 12 + 4 + 4;
+	buf_make_room(b, total);
+	p = b->data + b->used;
+	ts = now_ns(b->t);
+	b->seq++;	/* packets count in the thread's sequence too */
+
+	trace_put32(p, GDAK_PCAPNG_EPB);
+	trace_put32(p + 4, (uint32_t)total);
+	trace_put32(p + 8, 0); /* interface 0: Ethernet */
+	trace_put32(p + 12, (uint32_t)(ts >> 32));
+	trace_put32(p + 16, (uint32_t)ts);
+	trace_put32(p + 20, (uint32_t)frame);
+	trace_put32(p + 24, (uint32_t)(HDRS + orig));
+
+	f = p + 28;
+	mac_of(f, dst_ip);
+	mac_of(f + 6, src_ip);
+	f[12] = 0x08; /* IPv4 */
+	f[13] = 0x00;
+
+	ip = f + ETH_LEN;
+	ip[0] = 0x45;		/* version 4, 5 words */
+	ip[1] = 0;		/* DSCP/ECN */
+	ip[2] = (uint8_t)((IP_LEN + UDP_LEN + orig) >> 8);
+	ip[3] = (uint8_t)(IP_LEN + UDP_LEN + orig);
+	ip[4] = ip[5] = 0;	/* id */
+	ip[6] = 0x40;		/* DF: RoCEv2 packets are never fragmented */
+	ip[7] = 0;
+	ip[8] = 64;		/* TTL */
+	ip[9] = 17;		/* UDP */
+	ip[10] = ip[11] = 0;
+	memcpy(ip + 12, &src_ip, 4);
+	memcpy(ip + 16, &dst_ip, 4);
+	uint16_t cs = ipv4_csum(ip);
+	ip[10] = (uint8_t)(cs >> 8);
+	ip[11] = (uint8_t)cs;
+
+	udp = ip + IP_LEN;
+	udp[0] = (uint8_t)(src_port >> 8);
+	udp[1] = (uint8_t)src_port;
+	udp[2] = (uint8_t)(dst_port >> 8);
+	udp[3] = (uint8_t)dst_port;
+	udp[4] = (uint8_t)((UDP_LEN + orig) >> 8);
+	udp[5] = (uint8_t)(UDP_LEN + orig);
+	udp[6] = udp[7] = 0;	/* no UDP checksum: RoCEv2 (IBA A17.4.3) sends 0 over IPv4 */
+	if (keep)
+		memcpy(udp + UDP_LEN, udp_payload, keep);
+	memset(f + frame, 0, pad4(frame) - frame);
+
+	o = p + 28 + pad4(frame);
+	trace_put16(o, GDAK_PCAPNG_EPB_FLAGS);
+	trace_put16(o + 2, 4);
+	trace_put32(o + 4, dir ? GDAK_PCAPNG_EPB_INBOUND : GDAK_PCAPNG_EPB_OUTBOUND);
+	trace_put16(o + 8, GDAK_PCAPNG_OPT_CUSTOM_BIN);
+	trace_put16(o + 10, 8);
+	trace_put32(o + 12, GDAK_TRACE_PEN);
+	trace_put32(o + 16, b->thread_id);
+	trace_put32(o + 20, 0); /* opt_endofopt */
+	trace_put32(o + 24, (uint32_t)total);
+	buf_commit(b, total);
+	__atomic_fetch_add(&b->t->packets, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- file, buffers, statistics -------------------------------------- */
+
+static size_t put_opt(uint8_t *p, uint16_t code, const void *v, uint16_t len)
+{
+	trace_put16(p, code);
+	trace_put16(p + 2, len);
+	memcpy(p + 4, v, len);
+	memset(p + 4 + len, 0, pad4(len) - len);
+	return 4 + pad4(len);
+}
+
+static int write_headers(struct gdak_trace *t)
+{
+	uint8_t blk[256];
+	size_t n;
+	static const char appl[] = "gdak " GDAK_VERSION_STRING;
+	static const char ifname[] = "gdak-roce";
+	uint8_t tsresol = 9;
+
+	/* SHB: BOM, version 1.0, section length unknown (-1) */
+	trace_put32(blk, GDAK_PCAPNG_SHB);
+	trace_put32(blk + 8, GDAK_PCAPNG_BOM);
+	trace_put16(blk + 12, 1);
+	trace_put16(blk + 14, 0);
+	trace_put64(blk + 16, UINT64_MAX);
+	n = 24;
+	n += put_opt(blk + n, GDAK_PCAPNG_SHB_USERAPPL, appl, sizeof(appl) - 1);
+	trace_put32(blk + n, 0);
+	n += 4 + 4;
+	trace_put32(blk + 4, (uint32_t)n);
+	trace_put32(blk + n - 4, (uint32_t)n);
+	if (file_write(t, blk, n))
+		return -EIO;
+
+	/* IDB 0: Ethernet, no snaplen limit, nanosecond timestamps */
+	trace_put32(blk, GDAK_PCAPNG_IDB);
+	trace_put16(blk + 8, GDAK_PCAPNG_LINKTYPE_ETHERNET);
+	trace_put16(blk + 10, 0);
+	trace_put32(blk + 12, 0);
+	n = 16;
+	n += put_opt(blk + n, GDAK_PCAPNG_IF_NAME, ifname, sizeof(ifname) - 1);
+	n += put_opt(blk + n, GDAK_PCAPNG_IF_TSRESOL, &tsresol, 1);
+	trace_put32(blk + n, 0);
+	n += 4 + 4;
+	trace_put32(blk + 4, (uint32_t)n);
+	trace_put32(blk + n - 4, (uint32_t)n);
+	return file_write(t, blk, n) ? -EIO : 0;
+}
+
+int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
+			 struct gdak_trace **tp)
+{
+	struct gdak_trace *t;
+	const char *clk = getenv("GDAK_TRACE_CLOCK");
+	struct stat st;
+	int rc;
+
+	if (!tp)
+		return -EINVAL;
+	*tp = NULL;
+	if (!path || !*path || !strcmp(path, "-")) {
+		GDAK_ERR("trace", 0, "trace path '%s' is not a file name", path ? path : "(null)");
+		return -EINVAL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->buf_size = opts && opts->buf_size ? opts->buf_size : DEFAULT_BUF;
+	if (t->buf_size < MIN_BUF)
+		t->buf_size = MIN_BUF;
+	if (t->buf_size > UINT32_MAX / 2)
+		t->buf_size = UINT32_MAX / 2; /* the byte count is packed in 32 bits */
+	t->fake_clock = (opts && opts->fake_clock) || (clk && !strcmp(clk, "fake"));
+	if (clk && *clk && strcmp(clk, "fake") && strcmp(clk, "real"))
+		GDAK_WARN("trace", 0, "GDAK_TRACE_CLOCK='%s' is not fake|real; using real", clk);
+	pthread_mutex_init(&t->lock, NULL);
+	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (t->fd < 0) {
+		rc = -errno;
+		GDAK_ERR("trace", 0, "cannot open trace file %s: %s", path, strerror(-rc));
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		return rc;
+	}
+	t->regular = !fstat(t->fd, &st) && S_ISREG(st.st_mode);
+	rc = write_headers(t);
+	if (rc) {
+		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s", path);
+		close(t->fd);
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		return rc;
+	}
+	*tp = t;
+	return 0;
+}
+
+int gdak_trace_open(const char *path, struct gdak_trace **t)
+{
+	return gdak_trace_open_opts(path, NULL, t);
+}
+
+int gdak_trace_open_env(struct gdak_trace **t)
+{
+	const char *p = getenv("GDAK_TRACE");
+
+	if (!t)
+		return -EINVAL;
+	*t = NULL;
+	if (!p || !*p)
+		return 0;
+	return gdak_trace_open(p, t);
+}
+
+struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thread_id)
+{
+	struct gdak_trace_buf *b;
+
+	if (!t)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	for (b = t->bufs; b; b = b->next)
+		if (b->thread_id == thread_id)
+			goto out;
+	b = calloc(1, sizeof(*b));
+	if (b)
+		b->data = malloc(t->buf_size);
+	if (!b || !b->data) {
+		GDAK_ERR("trace", thread_id, "no memory for a %zu-byte trace buffer", t->buf_size);
+		free(b);
+		b = NULL;
+		goto out;
+	}
+	b->t = t;
+	b->thread_id = thread_id;
+	b->cap = t->buf_size;
+	b->next = t->bufs;
+	t->bufs = b;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return b;
+}
+
+int gdak_trace_flush(struct gdak_trace *t)
+{
+	int rc = 0;
+
+	if (!t)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	for (struct gdak_trace_buf *b = t->bufs; b; b = b->next) {
+		int r = flush_buf_locked(b);
+		if (r && !rc)
+			rc = r;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st)
+{
+	if (!t || !st)
+		return;
+	pthread_mutex_lock(&t->lock);
+	st->records = t->records;
+	st->bytes = t->off;
+	st->lost = t->lost_recs;
+	st->flushes = t->flushes;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n)
+{
+	pthread_mutex_lock(&t->lock);
+	t->inject_errors = n;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Writers must have stopped (the NIC threads joined) before this. */
+void gdak_trace_close(struct gdak_trace *t)
+{
+	struct gdak_trace_buf *b, *next;
+	uint8_t blk[128], body[40];
+	size_t n;
+
+	if (!t)
+		return;
+	gdak_trace_flush(t);
+	pthread_mutex_lock(&t->lock);
+	report_lost(t);
+	trace_put64(body, t->records);
+	trace_put64(body + 8, t->off);
+	trace_put64(body + 16, t->lost_recs);
+	trace_put64(body + 24, t->flushes);
+	trace_put64(body + 32, __atomic_load_n(&t->packets, __ATOMIC_RELAXED));
+	n = build_writer_rec(t, blk, GDAK_TREC_STATS, body, sizeof(body));
+	if (file_write(t, blk, n))
+		GDAK_ERR("trace", 0, "cannot write the closing statistics");
+	if (t->lost_recs)
+		GDAK_WARN("trace", 0, "%llu trace records could not be written",
+			  (unsigned long long)t->lost_recs);
+	pthread_mutex_unlock(&t->lock);
+	if (close(t->fd))
+		GDAK_ERR("trace", 0, "closing the trace file: %s", strerror(errno));
+	for (b = t->bufs; b; b = next) {
+		next = b->next;
+		free(b->data);
+		free(b);
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
