@@ -60,6 +60,18 @@ endif()
 message(STATUS "gdak: CUDA ${GDAK_HAVE_CUDA}, hardware backend ${GDAK_HW_MLX5}, "
                "libev ${Libev_LIBRARY}")
 
+# What gdak.pc's Libs line needs: libgdak.a is static, so its dependencies go
+# into Libs.  libev by the library found (the static archive, normally).
+if(Libev_LIBRARY MATCHES "\\.a$")
+  set(GDAK_PC_LIBEV "${Libev_LIBRARY}")
+else()
+  set(GDAK_PC_LIBEV "-lev")
+endif()
+set(GDAK_PC_EXTRA_LIBS "")
+if(GDAK_HW_MLX5)
+  set(GDAK_PC_EXTRA_LIBS "-lmlx5")
+endif()
+
 # One interface target carrying every dependency of libgdak.
 add_library(gdak_deps INTERFACE)
 target_link_libraries(gdak_deps INTERFACE PkgConfig::IBVERBS Libev::libev

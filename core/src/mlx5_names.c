@@ -77,15 +77,25 @@ const struct gdak_mlx5_op_info *gdak_mlx5_op_table(size_t *n)
 	return op_table;
 }
 
-static __thread char unknown_buf[32];
+/*
+ * Names for codes no table knows ("OPCODE_0x3e"): one preformatted string per
+ * possible 8-bit code, so two calls in one printf, or calls from several
+ * threads, never share a buffer.
+ */
+static char unknown_op[256][16], unknown_cqe[256][12], unknown_synd[256][16];
+__attribute__((constructor)) static void build_unknown_names(void)
+{
+	for (int i = 0; i < 256; i++) {
+		snprintf(unknown_op[i], sizeof(unknown_op[i]), "OPCODE_0x%02x", i);
+		snprintf(unknown_cqe[i], sizeof(unknown_cqe[i]), "CQE_0x%x", i);
+		snprintf(unknown_synd[i], sizeof(unknown_synd[i]), "SYNDROME_0x%02x", i);
+	}
+}
 
 const char *gdak_mlx5_opcode_name(uint8_t opcode)
 {
 	const struct gdak_mlx5_op_info *oi = op_index[opcode];
-	if (oi)
-		return oi->name;
-	snprintf(unknown_buf, sizeof(unknown_buf), "OPCODE_0x%02x", opcode);
-	return unknown_buf;
+	return oi ? oi->name : unknown_op[opcode];
 }
 
 static const char *const cqe_names[16] = {
@@ -94,6 +104,9 @@ static const char *const cqe_names[16] = {
 	[MLX5_CQE_RESP_SEND] = "RESP_SEND",
 	[MLX5_CQE_RESP_SEND_IMM] = "RESP_SEND_IMM",
 	[MLX5_CQE_RESP_SEND_INV] = "RESP_SEND_INV",
+	[MLX5_CQE_RESIZE_CQ] = "RESIZE_CQ",
+	[MLX5_CQE_NO_PACKET] = "NO_PACKET",
+	[MLX5_CQE_SIG_ERR] = "SIG_ERR",
 	[MLX5_CQE_REQ_ERR] = "REQ_ERR",
 	[MLX5_CQE_RESP_ERR] = "RESP_ERR",
 	[MLX5_CQE_INVALID] = "INVALID",
@@ -103,8 +116,7 @@ const char *gdak_mlx5_cqe_opcode_name(uint8_t op)
 {
 	if (op < 16 && cqe_names[op])
 		return cqe_names[op];
-	snprintf(unknown_buf, sizeof(unknown_buf), "CQE_0x%x", op);
-	return unknown_buf;
+	return unknown_cqe[op];
 }
 
 static const struct {
@@ -134,8 +146,7 @@ const char *gdak_mlx5_syndrome_name(uint8_t s)
 	for (size_t i = 0; i < N_SYND; i++)
 		if (syndrome_table[i].code == s)
 			return syndrome_table[i].name;
-	snprintf(unknown_buf, sizeof(unknown_buf), "SYNDROME_0x%02x", s);
-	return unknown_buf;
+	return unknown_synd[s];
 }
 
 const char *gdak_mlx5_fence_name(uint8_t fm_ce_se)

@@ -315,8 +315,8 @@ struct gdak_mlx5_op_info {
 const struct gdak_mlx5_op_info *gdak_mlx5_op_info(uint8_t opcode);
 /* Every known opcode, *n entries. */
 const struct gdak_mlx5_op_info *gdak_mlx5_op_table(size_t *n);
-/* Names: never NULL ("UNKNOWN(0x..)" style names come from a static buffer
- * per call site; use the *_r variants from threads). */
+/* Names: never NULL; a code no table knows gets a constant name that shows
+ * its value ("OPCODE_0x3e", "CQE_0x7", "SYNDROME_0x99"); thread safe. */
 const char *gdak_mlx5_opcode_name(uint8_t opcode);
 const char *gdak_mlx5_cqe_opcode_name(uint8_t cqe_opcode);
 const char *gdak_mlx5_syndrome_name(uint8_t syndrome);

@@ -1,0 +1,78 @@
+# gdak.core.headers: run with cmake -DARGS=<check_args.cmake> -P check_headers.cmake
+#  1. every header TU object the build made exists (the build compiled each
+#     public header alone as C11, C++17 and, with CUDA, under nvcc);
+#  2. the check can fail: a deliberately broken header is rejected;
+#  3. each header compiles alone once more, from scratch, as C11 and C++17.
+include(${ARGS})
+set(fails 0)
+
+list(LENGTH HDR_OBJECTS n_obj)
+if(NOT n_obj EQUAL HDR_EXPECT)
+  message(SEND_ERROR "expected ${HDR_EXPECT} header objects, the build lists ${n_obj}")
+  math(EXPR fails "${fails} + 1")
+endif()
+foreach(o IN LISTS HDR_OBJECTS)
+  if(NOT EXISTS "${o}")
+    message(SEND_ERROR "header object missing (build not complete?): ${o}")
+    math(EXPR fails "${fails} + 1")
+  else()
+    file(SIZE "${o}" sz)
+    if(sz EQUAL 0)
+      message(SEND_ERROR "header object empty: ${o}")
+      math(EXPR fails "${fails} + 1")
+    endif()
+  endif()
+endforeach()
+
+file(MAKE_DIRECTORY ${HDR_WORK})
+function(try_compile_hdr result lang include)
+  if(lang STREQUAL "c")
+    set(cc ${HDR_CC})
+    set(std -std=c11)
+    set(src ${HDR_WORK}/tu.c)
+  else()
+    set(cc ${HDR_CXX})
+    set(std -std=c++17 -Wno-shadow)
+    set(src ${HDR_WORK}/tu.cpp)
+  endif()
+  file(WRITE ${src} "#include <${include}>\nint gdak_hdr_check_symbol;\n")
+  execute_process(COMMAND ${cc} ${std} -Wall -Werror -fsyntax-only ${HDR_FLAGS}
+                          -I${HDR_WORK} ${src}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  set(${result} ${rc} PARENT_SCOPE)
+  set(${result}_out "${out}" PARENT_SCOPE)
+endfunction()
+
+# 2. negative control
+configure_file(${HDR_BAD} ${HDR_WORK}/bad_header.h COPYONLY)
+foreach(lang c cxx)
+  try_compile_hdr(rc ${lang} bad_header.h)
+  if(rc EQUAL 0)
+    message(SEND_ERROR "the broken header compiled as ${lang}: the check cannot detect anything")
+    math(EXPR fails "${fails} + 1")
+  endif()
+endforeach()
+
+# 3. every header again
+set(n_ok 0)
+foreach(h IN LISTS HDR_NAMES)
+  string(REGEX REPLACE "^(core|device)/include/" "" inc ${h})
+  foreach(lang c cxx)
+    try_compile_hdr(rc ${lang} ${inc})
+    if(rc EQUAL 0)
+      math(EXPR n_ok "${n_ok} + 1")
+    else()
+      message(SEND_ERROR "${h} does not compile alone as ${lang}:\n${rc_out}")
+      math(EXPR fails "${fails} + 1")
+    endif()
+  endforeach()
+endforeach()
+
+list(LENGTH HDR_NAMES n_hdr)
+math(EXPR total "${n_obj} + 2 + ${n_hdr} * 2")
+math(EXPR passed "${total} - ${fails}")
+message("headers: ${HDR_NAMES}")
+message("${passed} passed, ${fails} failed")
+if(fails GREATER 0)
+  message(FATAL_ERROR "header self-containment check failed")
+endif()
