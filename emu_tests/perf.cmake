@@ -1,0 +1,7 @@
+# Smoke tests of gdak-perf and gdak-demo: they run the tools and check
+# correctness (exit codes, verified data, parseable output), never timing.
+if(TARGET gdak-perf)
+  gdak_add_test(NAME gdak.tools.perf_smoke SOURCES perf_smoke.c
+                ARGS $<TARGET_FILE:gdak-perf> LABELS emu TIMEOUT 120)
+  add_dependencies(gdak_tools_perf_smoke gdak-perf)
+endif()

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_smoke.c - gdak.tools.perf_smoke: gdak-perf runs, its --json parses and
+ * carries verified numbers, bad command lines exit 2 with a message naming
+ * the problem, and a damaged destination makes it exit 1 with no number.
+ * Correctness only: tiny iteration counts, no timing asserted.
+ *
+ * argv[1]: the gdak-perf binary.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gdak_test.h"
+
+static const char *perf_bin;
+
+struct run {
+	int status;		/* exit code, or -1 */
+	char out[65536];
+	char err[16384];
+};
+
+static void slurp(int fd, char *buf, size_t cap)
+{
+	ssize_t n;
+	size_t len = 0;
+
+	lseek(fd, 0, SEEK_SET);
+	while (len + 1 < cap && (n = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+}
+
+/* Run gdak-perf with args (NULL-terminated), stdout/stderr into r. */
+static void run_perf(struct run *r, const char *env, const char *const *args)
+{
+	char out_path[] = "/tmp/gdak_perf_smoke_outXXXXXX";
+	char err_path[] = "/tmp/gdak_perf_smoke_errXXXXXX";
+	int ofd = mkstemp(out_path), efd = mkstemp(err_path), st;
+	const char *argv[32];
+	pid_t pid;
+	size_t i;
+
+	REQUIRE(ofd >= 0 && efd >= 0);
+	unlink(out_path);
+	unlink(err_path);
+	argv[0] = perf_bin;
+	for (i = 0; args[i] && i < 30; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		if (env)
+			putenv((char *)env);
+		execv(perf_bin, (char *const *)argv);
+		_exit(127);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	slurp(ofd, r->out, sizeof(r->out));
+	slurp(efd, r->err, sizeof(r->err));
+	close(ofd);
+	close(efd);
+}
+
+/* Braces and brackets balance outside strings, and the text is one object. */
+static int json_balanced(const char *s)
+{
+	int depth = 0, in_str = 0, seen = 0;
+
+	for (; *s; s++) {
+		if (in_str) {
+			if (*s == '\\' && s[1])
+				s++;
+			else if (*s == '"')
+				in_str = 0;
+			continue;
+		}
+		if (*s == '"')
+			in_str = 1;
+		else if (*s == '{' || *s == '[')
+			depth++, seen = 1;
+		else if (*s == '}' || *s == ']')
+			if (--depth < 0)
+				return 0;
+	}
+	return seen && depth == 0 && !in_str;
+}
+
+/* The number after "key": in the n-th (0-based) occurrence; -1 if missing or null. */
+static double json_num(const char *s, const char *key, int nth)
+{
+	char pat[64];
+	const char *p = s;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	while ((p = strstr(p, pat)) && nth--)
+		p += strlen(pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	if (!strncmp(p, "null", 4))
+		return -1;
+	return strtod(p, NULL);
+}
+
+static int count_str(const char *s, const char *needle)
+{
+	int n = 0;
+
+	while ((s = strstr(s, needle))) {
+		n++;
+		s += strlen(needle);
+	}
+	return n;
+}
+
+static void test_baseline_json(void)
+{
+	static struct run r;
+	const char *args[] = {"--json", "--quiet", "--size-range", "8:16", "-n", "2000", "-r",
+			      "2", "baseline", NULL};
+
+	run_perf(&r, NULL, args);
+	CHECK_EQ(r.status, 0);
+	CHECK(json_balanced(r.out));
+	CHECK(strstr(r.out, "\"tool\": \"gdak-perf\"") != NULL);
+	CHECK(strstr(r.out, "\"test\": \"baseline\"") != NULL);
+	CHECK_EQ(count_str(r.out, "\"verified\": true"), 2);
+	CHECK(json_num(r.out, "bytes", 0) == 8);
+	CHECK(json_num(r.out, "bytes", 1) == 16);
+	CHECK(json_num(r.out, "iters", 0) == 2000);
+	CHECK(json_num(r.out, "exec_rate_1", 0) > 0);
+	CHECK(json_num(r.out, "exec_rate_16", 1) > 0);
+	CHECK(json_num(r.out, "memcpy_bw", 0) > 0);
+	CHECK(json_num(r.out, "pingpong_p50_ns", 0) > 0);
+	CHECK(json_num(r.out, "nproc", 0) >= 1);
+	if (r.status)
+		fprintf(stderr, "stderr was:\n%s\n", r.err);
+}
+
+static void test_table_and_csv(void)
+{
+	static struct run r;
+	const char *table[] = {"--quiet", "-s", "64", "-n", "500", "-r", "1", "baseline", NULL};
+	const char *csv[] = {"--csv", "-s", "64", "-n", "500", "-r", "1", "baseline", NULL};
+
+	run_perf(&r, NULL, table);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "exec 16/db[Mpps]") != NULL);
+	CHECK(strstr(r.out, "data verified: yes") != NULL);
+	run_perf(&r, NULL, csv);
+	CHECK_EQ(r.status, 0);
+	CHECK(!strncmp(r.out, "test,device,bytes,", 18));
+	CHECK(strstr(r.out, "\nbaseline,") != NULL);
+	CHECK_EQ(count_str(r.out, "\n"), 2);
+}
+
+/* A damaged destination must fail the run and print no number. */
+static void test_verification_catches_damage(void)
+{
+	static struct run r;
+	const char *args[] = {"--json", "--quiet", "-s", "8", "-n", "1000", "-r", "1", "baseline",
+			      NULL};
+
+	run_perf(&r, "GDAK_PERF_TEST_CORRUPT=1", args);
+	CHECK_EQ(r.status, 1);
+	CHECK(strstr(r.err, "VERIFY FAILED") != NULL);
+	CHECK(strstr(r.out, "\"verified\": true") == NULL);
+	CHECK(json_num(r.out, "exec_rate_1", 0) < 0);
+}
+
+static void bad_cli(const char *a0, const char *a1, const char *a2, const char *expect)
+{
+	static struct run r;
+	const char *args[] = {a0, a1, a2, NULL};
+
+	run_perf(&r, NULL, args);
+	CHECK_EQ(r.status, 2);
+	if (!strstr(r.err, expect))
+		fprintf(stderr, "expected '%s' in: %s\n", expect, r.err);
+	CHECK(strstr(r.err, expect) != NULL);
+	CHECK_EQ(r.out[0], 0);
+}
+
+static void test_bad_command_lines(void)
+{
+	static struct run r;
+	const char *help[] = {"--help", NULL};
+
+	bad_cli("--bogus", "write_bw", NULL, "unknown option '--bogus'");
+	bad_cli("no_such_test", NULL, NULL, "unknown test 'no_such_test'");
+	bad_cli("-s", "0", "write_bw", "bad size '0'");
+	bad_cli("-s", "12Q", "write_bw", "bad size '12Q'");
+	bad_cli("--handler", "doorbell", "write_bw", "unknown --handler 'doorbell'");
+	bad_cli("--poll", "fast", "write_lat", "unknown --poll 'fast'");
+	bad_cli("--size-range", "64:8", "write_bw", "MIN is larger than MAX");
+	bad_cli("-s", "16", "atomic_rate", "8-byte operands only");
+	bad_cli("-n", "-5", "write_bw", "bad iteration count '-5'");
+	bad_cli("--wqes-per-db", "4096", "write_bw", "--wqes-per-db must be");
+	run_perf(&r, NULL, help);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "write_bw") && strstr(r.out, "put_signal_lat"));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		GDAK_TEST_SKIP("usage: %s GDAK_PERF_BINARY", argv[0]);
+	perf_bin = argv[1];
+	if (access(perf_bin, X_OK))
+		GDAK_TEST_SKIP("%s is not executable: %s", perf_bin, strerror(errno));
+	test_bad_command_lines();
+	test_baseline_json();
+	test_table_and_csv();
+	test_verification_catches_damage();
+	return gdak_test_end();
+}

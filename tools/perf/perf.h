@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf.h - gdak-perf internals: options, results, and the functions each
+ * file of tools/perf/ provides, grouped by that file.
+ *
+ * gdak-perf measures the device API driven by host threads (or, with --cuda,
+ * by a CUDA kernel) against the NIC model or a ConnectX, and measures in the
+ * same run the baselines the numbers are judged against: the "minimal
+ * executor" (the irreducible work per WQE), memcpy bandwidth and a
+ * thread-to-thread ping-pong.  Every measured test verifies its last
+ * iteration's data; a run that fails verification prints what was wrong and
+ * exits non-zero, so a broken path never reports a number.
+ */
+#ifndef GDAK_PERF_H
+#define GDAK_PERF_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <gdak/gdak.h>
+
+/* Exit codes: 0 ok, 1 run or verification failed, 2 bad command line. */
+enum { PERF_EXIT_OK = 0, PERF_EXIT_FAIL = 1, PERF_EXIT_USAGE = 2 };
+
+enum perf_test_id {
+	PERF_WRITE_BW,
+	PERF_WRITE_LAT,
+	PERF_READ_BW,
+	PERF_READ_LAT,
+	PERF_ATOMIC_RATE,
+	PERF_ATOMIC_LAT,
+	PERF_SEND_BW,
+	PERF_PUT_SIGNAL_LAT,
+	PERF_BASELINE,
+	PERF_TEST_COUNT,
+};
+
+/* What a test reports, which decides its table and baselines. */
+enum perf_kind {
+	PERF_KIND_BW,	   /* message rate and bandwidth */
+	PERF_KIND_LAT,	   /* per-operation latency percentiles */
+	PERF_KIND_BASE,	   /* the baselines alone */
+};
+
+struct perf_test_desc {
+	const char *name;
+	enum perf_test_id id;
+	enum perf_kind kind;
+	int fixed_size;		/* atomics: 8 bytes whatever -s says */
+	const char *what;	/* one line for --help */
+};
+
+enum perf_poll { PERF_POLL_DEFAULT, PERF_POLL_SPIN, PERF_POLL_ADAPTIVE };
+
+struct perf_opts {
+	const struct perf_test_desc *test;
+	size_t size_min, size_max;	/* message sizes: powers of two between (or one) */
+	int all_sizes;			/* -a */
+	uint64_t iters;			/* 0: the test's default */
+	unsigned qps;			/* QPs driven */
+	unsigned idle_qps;		/* extra QPs opened and left idle */
+	unsigned threads;		/* posting threads */
+	unsigned wqes_per_db;		/* WQEs per doorbell (rate tests) */
+	unsigned signal_every;		/* a CQE every N WQEs (rate tests) */
+	unsigned sq_depth;		/* WQEBBs per send queue */
+	enum gdak_dev_db_handler handler;
+	int nic_threads;		/* 0: the NIC model's default */
+	enum perf_poll poll;
+	const char *device;		/* NULL: $GDAK_DEVICE or "emu" */
+	const char *peer_addr;		/* emu:udp client: server address */
+	int server;			/* emu:udp: wait for a client */
+	uint16_t port;			/* emu:udp bootstrap port */
+	int cuda;			/* --cuda: device code is a kernel */
+	unsigned ctas;			/* --cuda: CTAs (one thread, one QP each) */
+	unsigned rounds;		/* baseline/test alternations, median taken */
+	int no_baseline;
+	int json, csv;
+	int quiet;			/* no progress on stderr */
+	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
+};
+
+/* One row of output: one message size. */
+struct perf_result {
+	size_t bytes;
+	uint64_t iters;			/* operations per round */
+	unsigned rounds;
+	unsigned qps;
+
+	/* PERF_KIND_BW: medians over rounds */
+	double msg_rate;		/* operations per second */
+	double bw;			/* payload bytes per second */
+	double peak_msg_rate;		/* best round */
+
+	/* PERF_KIND_LAT: nanoseconds, over every sample of every round */
+	double lat_min, lat_max, lat_p50, lat_avg, lat_stdev, lat_p99, lat_p999;
+
+	/* baselines, measured in the same run (0 when not measured) */
+	double exec_rate;		/* minimal executor, WQE/s, same WQEs per doorbell */
+	unsigned exec_per_db;
+	double exec_rate_1, exec_rate_16; /* PERF_KIND_BASE: both doorbell batchings */
+	double memcpy_bw;		/* bytes/s, same message size */
+	double pingpong_p50, pingpong_p99; /* ns, thread round trip */
+	double exec_ratio;		/* msg_rate / exec_rate */
+	double memcpy_ratio;		/* bw / memcpy_bw */
+	double pingpong_ratio;		/* lat_p50 / pingpong_p50 */
+
+	long rss_kib;			/* process RSS after the test (VmRSS) */
+	int verified;			/* 1: last iteration's data checked and right */
+};
+
+/* ---- perf_cli.c ---------------------------------------------------------- */
+/* 0, or PERF_EXIT_USAGE after printing why (or 1 for --help, printed). */
+int perf_parse_args(int argc, char **argv, struct perf_opts *o);
+const struct perf_test_desc *perf_test_by_name(const char *name);
+void perf_usage(FILE *f);
+
+/* ---- perf_util.c --------------------------------------------------------- */
+uint64_t perf_now_ns(void);
+/* Spin politely: a few pause instructions, then sched_yield, then short
+ * sleeps (on a 2-core machine a hard spin starves the other side). */
+struct perf_backoff {
+	unsigned n;
+};
+void perf_backoff(struct perf_backoff *b);
+static inline void perf_backoff_reset(struct perf_backoff *b) { b->n = 0; }
+void perf_fill(void *buf, size_t len, uint64_t seed);
+double perf_median(double *v, unsigned n);
+/* Sorts v; p in [0,1]. */
+double perf_percentile_sorted(const double *v, size_t n, double p);
+void perf_lat_summary(double *ns, size_t n, struct perf_result *r);
+long perf_rss_kib(void);
+/* Bytes of each buffer region a test of this message size uses: whole
+ * message slots, at least one, at most 4 MiB in all (1 MiB + messages get
+ * one slot, small ones cycle through many so the copies are not all one
+ * cache line). */
+size_t perf_region_slots(size_t size);
+/* Progress on stderr, at most once a second (unless quiet). */
+void perf_progress(const struct perf_opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void perf_progress_done(const struct perf_opts *o);
+/* Report a verification failure: prints it and remembers it for the exit code. */
+void perf_verify_fail(const char *test, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+unsigned perf_verify_failures(void);
+/* Test hook: GDAK_PERF_TEST_CORRUPT=1 damages one destination byte after each
+ * run, so the smoke test can prove a broken path reports no number. */
+int perf_test_corrupt(void);
+
+/* ---- perf_exec.c: the minimal executor ------------------------------------ */
+/* Two threads, a ring of mlx5-shaped 64-byte RDMA_WRITE WQEs built with the
+ * <gdak/mlx5.h> helpers; the consumer decodes each, bounds-checks it against
+ * one region and copies its bytes.  Returns WQE/s, or a negative errno (and
+ * a verification failure is reported) when the copied bytes are wrong. */
+int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate);
+
+/* ---- perf_base.c: the other baselines ------------------------------------ */
+/* memcpy bandwidth over the same buffer layout as the tests (bytes/s). */
+int perf_memcpy_run(size_t size, uint64_t iters, double *bw);
+/* Two threads bouncing a flag: round-trip p50/p99 in ns. */
+int perf_pingpong_run(uint64_t iters, double *p50, double *p99);
+
+/* ---- perf_run.c: sizes, rounds, baselines around a test ------------------- */
+typedef int (*perf_test_fn)(void *env, const struct perf_opts *o, size_t size,
+			    uint64_t iters, struct perf_result *round, double *lat_ns);
+int perf_run_sizes(const struct perf_opts *o, void *env, perf_test_fn fn,
+		   struct perf_result **out, size_t *nout);
+uint64_t perf_default_iters(const struct perf_opts *o, size_t size);
+
+/* ---- perf_emu.c: tests through gdak_open + the device API ------------------ */
+struct perf_env;
+int perf_env_open(const struct perf_opts *o, struct perf_env **env);
+void perf_env_close(struct perf_env *env);
+/* The perf_test_fn for o->test. */
+int perf_emu_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		  struct perf_result *round, double *lat_ns);
+
+/* ---- perf_cuda*.c: --cuda (a CUDA kernel is the device) --------------------- */
+/* 1 when this build has the CUDA mode and a GPU is usable; else 0 with *why set. */
+int perf_cuda_available(const char **why);
+/* Same contract as perf_emu_test, with the kernel posting. */
+int perf_cuda_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		   struct perf_result *round, double *lat_ns);
+
+/* ---- perf_output.c ------------------------------------------------------- */
+void perf_print(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n);
+void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n);
+void perf_print_csv(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n);
+/* "AMD EPYC" from /proc/cpuinfo; "unknown" otherwise. */
+const char *perf_cpu_model(void);
+
+#endif /* GDAK_PERF_H */

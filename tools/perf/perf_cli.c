@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/* perf_cli.c - gdak-perf's command line: the test table, option parsing and
+ * --help.  A bad flag or value prints what is wrong and exits 2. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "perf.h"
+
+static const struct perf_test_desc tests[] = {
+	{"write_bw", PERF_WRITE_BW, PERF_KIND_BW, 0,
+	 "RDMA_WRITE message rate and bandwidth (N WQEs per doorbell, CQE every M)"},
+	{"write_lat", PERF_WRITE_LAT, PERF_KIND_LAT, 0,
+	 "RDMA_WRITE latency: post -> CQE seen by the poster"},
+	{"read_bw", PERF_READ_BW, PERF_KIND_BW, 0, "RDMA_READ message rate and bandwidth"},
+	{"read_lat", PERF_READ_LAT, PERF_KIND_LAT, 0, "RDMA_READ latency: post -> data and CQE"},
+	{"atomic_rate", PERF_ATOMIC_RATE, PERF_KIND_BW, 8, "8-byte fetch-add message rate"},
+	{"atomic_lat", PERF_ATOMIC_LAT, PERF_KIND_LAT, 8, "8-byte fetch-add latency"},
+	{"send_bw", PERF_SEND_BW, PERF_KIND_BW, 0, "SEND/RECV message rate and bandwidth"},
+	{"put_signal_lat", PERF_PUT_SIGNAL_LAT, PERF_KIND_LAT, 0,
+	 "put+signal latency: post -> the target sees the signal word"},
+	{"baseline", PERF_BASELINE, PERF_KIND_BASE, 0,
+	 "the baselines alone: minimal executor (1 and 16 WQEs/doorbell), memcpy, ping-pong"},
+};
+
+const struct perf_test_desc *perf_test_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!strcmp(tests[i].name, name))
+			return &tests[i];
+	return NULL;
+}
+
+void perf_usage(FILE *f)
+{
+	size_t i;
+
+	fputs("usage: gdak-perf [options] TEST [SERVER_ADDR]\n"
+	      "\n"
+	      "Measures gdak's device API (host threads, or a CUDA kernel with --cuda) against\n"
+	      "the emulated NIC or a ConnectX, with baselines measured in the same run.\n"
+	      "The last iteration's data is verified; a failed check exits 1.\n"
+	      "\n"
+	      "tests:\n", f);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		fprintf(f, "  %-15s %s\n", tests[i].name, tests[i].what);
+	fputs("\n"
+	      "message sizes (K/M/G suffixes are powers of 1024):\n"
+	      "  -s, --size SIZE          one message size (bw: 65536, lat: 8)\n"
+	      "      --size-range MIN:MAX powers of two from MIN to MAX\n"
+	      "  -a, --all                powers of two from 1 to 8M (or to -m)\n"
+	      "  -m, --max-size SIZE      upper bound for -a\n"
+	      "run:\n"
+	      "  -n, --iters N            operations per round (default: by size)\n"
+	      "  -r, --rounds N           test/baseline alternations; medians reported (5)\n"
+	      "  -q, --qps N              QPs driven (default: one per posting thread)\n"
+	      "      --idle-qps N         extra QPs opened and left idle (polling cost)\n"
+	      "  -t, --threads N          posting threads (1)\n"
+	      "      --wqes-per-db N      WQEs per doorbell in rate tests (16)\n"
+	      "      --signal-every N     a CQE every N WQEs in rate tests (default: per doorbell)\n"
+	      "      --sq-depth N         send queue WQEBBs (256)\n"
+	      "      --handler H          doorbell handler: db, bf, cpu_proxy (db)\n"
+	      "      --nic-threads N      NIC model threads (default: the model's)\n"
+	      "      --poll MODE          NIC polling: spin, adaptive (lat tests: spin)\n"
+	      "  -d, --device DEV         emu, emu:udp, emu:verbs:DEV, mlx5_0 ($GDAK_DEVICE, emu)\n"
+	      "      --server             emu:udp: wait for a client on --port\n"
+	      "  -p, --port N             emu:udp bootstrap TCP port (18515)\n"
+	      "      --cuda               a CUDA kernel posts (needs a GPU)\n"
+	      "      --ctas N             --cuda: CTAs, one thread and one QP each (1)\n"
+	      "      --no-baseline        skip the baselines\n"
+	      "      --trace PATH         write a WQE/CQE trace (same as GDAK_TRACE=PATH)\n"
+	      "output:\n"
+	      "      --json               one JSON document on stdout\n"
+	      "      --csv                CSV on stdout\n"
+	      "      --quiet              no progress lines on stderr\n"
+	      "  -h, --help               this text\n"
+	      "\n"
+	      "examples:\n"
+	      "  gdak-perf -a write_bw\n"
+	      "  gdak-perf -s 8 -n 1000000 --wqes-per-db 16 write_bw\n"
+	      "  gdak-perf -s 8 --poll spin write_lat\n"
+	      "  gdak-perf --json -a write_bw > bw.json && tools/plot_bench.py bw.json bw.png\n",
+	      f);
+}
+
+static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gdak-perf: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (try --help)\n", stderr);
+	return PERF_EXIT_USAGE;
+}
+
+/* "64", "4K", "1M": bytes; 0 on error. */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if ((*end == 'b' || *end == 'B') && end[1] == '\0')
+		end++;
+	if (*end || !v || v > (1ull << 30))
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+enum {
+	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
+	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
+	OPT_JSON, OPT_CSV, OPT_QUIET,
+};
+
+static const struct option long_opts[] = {
+	{"size", required_argument, NULL, 's'},
+	{"size-range", required_argument, NULL, OPT_SIZE_RANGE},
+	{"all", no_argument, NULL, 'a'},
+	{"max-size", required_argument, NULL, 'm'},
+	{"iters", required_argument, NULL, 'n'},
+	{"rounds", required_argument, NULL, 'r'},
+	{"qps", required_argument, NULL, 'q'},
+	{"idle-qps", required_argument, NULL, OPT_IDLE_QPS},
+	{"threads", required_argument, NULL, 't'},
+	{"wqes-per-db", required_argument, NULL, OPT_WPD},
+	{"signal-every", required_argument, NULL, OPT_SIGNAL},
+	{"sq-depth", required_argument, NULL, OPT_SQ},
+	{"handler", required_argument, NULL, OPT_HANDLER},
+	{"nic-threads", required_argument, NULL, OPT_NIC_THREADS},
+	{"poll", required_argument, NULL, OPT_POLL},
+	{"device", required_argument, NULL, 'd'},
+	{"server", no_argument, NULL, OPT_SERVER},
+	{"port", required_argument, NULL, 'p'},
+	{"cuda", no_argument, NULL, OPT_CUDA},
+	{"ctas", required_argument, NULL, OPT_CTAS},
+	{"no-baseline", no_argument, NULL, OPT_NO_BASE},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"csv", no_argument, NULL, OPT_CSV},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static int is_pow2(size_t v) { return v && !(v & (v - 1)); }
+
+/* Everything that depends on more than one option. */
+static int check_combination(struct perf_opts *o, int have_size, int have_range, int qps_given,
+			     size_t max_size)
+{
+	if (max_size && !o->all_sizes)
+		return usage_err("%s", "-m only bounds -a");
+	if (o->all_sizes + have_size + have_range > 1)
+		return usage_err("%s", "-s, --size-range and -a exclude each other");
+	if (o->test->fixed_size && (have_range || o->all_sizes ||
+				    (have_size && o->size_min != (size_t)o->test->fixed_size)))
+		return usage_err("%s works on 8-byte operands only; drop -s/-a/--size-range",
+				 o->test->name);
+	if (o->all_sizes) {
+		o->size_min = 1;
+		o->size_max = max_size ? max_size : 8u << 20;
+	} else if (!have_size && !have_range) {
+		o->size_min = o->test->fixed_size ? o->test->fixed_size
+			      : o->test->kind == PERF_KIND_BW ? 65536 : 8;
+		o->size_max = o->size_min;
+	}
+	if (o->size_min > o->size_max)
+		return usage_err("%s", "size range: MIN is larger than MAX");
+	if (o->size_min != o->size_max && (!is_pow2(o->size_min) || !is_pow2(o->size_max)))
+		return usage_err("%s", "size range: MIN and MAX must be powers of two");
+	if (!is_pow2(o->sq_depth) || o->sq_depth < 2 || o->sq_depth > 32768)
+		return usage_err("%s", "--sq-depth must be a power of two in 2..32768");
+	if (!o->wqes_per_db || o->wqes_per_db > o->sq_depth / 2)
+		return usage_err("%s", "--wqes-per-db must be 1..sq-depth/2");
+	if (!o->signal_every)
+		o->signal_every = o->wqes_per_db;
+	if (o->signal_every > o->sq_depth / 2)
+		return usage_err("%s", "--signal-every must be 1..sq-depth/2");
+	if (!qps_given)
+		o->qps = o->threads;
+	if (o->qps < o->threads)
+		return usage_err("%s", "-q must be at least -t: every posting thread needs a QP");
+	if (o->server && o->peer_addr)
+		return usage_err("%s", "--server and SERVER_ADDR exclude each other");
+	if (o->json && o->csv)
+		return usage_err("%s", "--json and --csv exclude each other");
+	if (o->ctas != 1 && !o->cuda)
+		return usage_err("%s", "--ctas needs --cuda");
+	return 0;
+}
+
+int perf_parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	int c, have_size = 0, have_range = 0, qps_given = 0;
+	size_t max_size = 0;
+	unsigned long long v;
+	char *colon;
+
+	memset(o, 0, sizeof(*o));
+	o->qps = 1;
+	o->threads = 1;
+	o->wqes_per_db = 16;
+	o->sq_depth = 256;
+	o->rounds = 5;
+	o->port = 18515;
+	o->ctas = 1;
+	o->handler = GDAK_DEV_DB_DB;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":s:am:n:r:q:t:d:p:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (parse_size(optarg, &o->size_min))
+				return usage_err("bad size '%s' (e.g. 8, 4K, 1M; at most 1G)", optarg);
+			o->size_max = o->size_min;
+			have_size = 1;
+			break;
+		case OPT_SIZE_RANGE: {
+			char buf[64];
+
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			colon = strchr(buf, ':');
+			if (!colon)
+				return usage_err("--size-range wants MIN:MAX, got '%s'", optarg);
+			*colon = '\0';
+			if (parse_size(buf, &o->size_min) || parse_size(colon + 1, &o->size_max))
+				return usage_err("bad --size-range '%s'", optarg);
+			have_range = 1;
+			break;
+		}
+		case 'a':
+			o->all_sizes = 1;
+			break;
+		case 'm':
+			if (parse_size(optarg, &max_size))
+				return usage_err("bad max size '%s'", optarg);
+			break;
+		case 'n':
+			if (parse_uint(optarg, 1ull << 40, &v) || !v)
+				return usage_err("bad iteration count '%s'", optarg);
+			o->iters = v;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 1000, &v) || !v)
+				return usage_err("bad round count '%s' (1..1000)", optarg);
+			o->rounds = (unsigned)v;
+			break;
+		case 'q':
+			if (parse_uint(optarg, 65536, &v) || !v)
+				return usage_err("bad QP count '%s' (1..65536)", optarg);
+			o->qps = (unsigned)v;
+			qps_given = 1;
+			break;
+		case OPT_IDLE_QPS:
+			if (parse_uint(optarg, 65536, &v))
+				return usage_err("bad idle QP count '%s' (0..65536)", optarg);
+			o->idle_qps = (unsigned)v;
+			break;
+		case 't':
+			if (parse_uint(optarg, 256, &v) || !v)
+				return usage_err("bad thread count '%s' (1..256)", optarg);
+			o->threads = (unsigned)v;
+			break;
+		case OPT_WPD:
+			if (parse_uint(optarg, 32768, &v) || !v)
+				return usage_err("bad --wqes-per-db '%s'", optarg);
+			o->wqes_per_db = (unsigned)v;
+			break;
+		case OPT_SIGNAL:
+			if (parse_uint(optarg, 32768, &v) || !v)
+				return usage_err("bad --signal-every '%s'", optarg);
+			o->signal_every = (unsigned)v;
+			break;
+		case OPT_SQ:
+			if (parse_uint(optarg, 32768, &v))
+				return usage_err("bad --sq-depth '%s'", optarg);
+			o->sq_depth = (unsigned)v;
+			break;
+		case OPT_HANDLER:
+			if (!strcasecmp(optarg, "db"))
+				o->handler = GDAK_DEV_DB_DB;
+			else if (!strcasecmp(optarg, "bf"))
+				o->handler = GDAK_DEV_DB_BF;
+			else if (!strcasecmp(optarg, "cpu_proxy") || !strcasecmp(optarg, "proxy"))
+				o->handler = GDAK_DEV_DB_CPU_PROXY;
+			else
+				return usage_err("unknown --handler '%s' (db, bf, cpu_proxy)", optarg);
+			break;
+		case OPT_NIC_THREADS:
+			if (parse_uint(optarg, 64, &v) || !v)
+				return usage_err("bad --nic-threads '%s' (1..64)", optarg);
+			o->nic_threads = (int)v;
+			break;
+		case OPT_POLL:
+			if (!strcasecmp(optarg, "spin"))
+				o->poll = PERF_POLL_SPIN;
+			else if (!strcasecmp(optarg, "adaptive"))
+				o->poll = PERF_POLL_ADAPTIVE;
+			else
+				return usage_err("unknown --poll '%s' (spin, adaptive)", optarg);
+			break;
+		case 'd':
+			o->device = optarg;
+			break;
+		case OPT_SERVER:
+			o->server = 1;
+			break;
+		case 'p':
+			if (parse_uint(optarg, 65535, &v) || !v)
+				return usage_err("bad port '%s'", optarg);
+			o->port = (uint16_t)v;
+			break;
+		case OPT_CUDA:
+			o->cuda = 1;
+			break;
+		case OPT_CTAS:
+			if (parse_uint(optarg, 4096, &v) || !v)
+				return usage_err("bad --ctas '%s' (1..4096)", optarg);
+			o->ctas = (unsigned)v;
+			break;
+		case OPT_NO_BASE:
+			o->no_baseline = 1;
+			break;
+		case OPT_TRACE:
+			o->trace = optarg;
+			break;
+		case OPT_JSON:
+			o->json = 1;
+			break;
+		case OPT_CSV:
+			o->csv = 1;
+			break;
+		case OPT_QUIET:
+			o->quiet = 1;
+			break;
+		case 'h':
+			perf_usage(stdout);
+			return 1;
+		case ':':
+			return usage_err("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_err("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_err("%s", "no TEST given");
+	o->test = perf_test_by_name(argv[optind]);
+	if (!o->test)
+		return usage_err("unknown test '%s'", argv[optind]);
+	if (optind + 1 < argc)
+		o->peer_addr = argv[optind + 1];
+	if (optind + 2 < argc)
+		return usage_err("unexpected argument '%s'", argv[optind + 2]);
+	return check_combination(o, have_size, have_range, qps_given, max_size);
+}

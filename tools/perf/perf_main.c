@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_main.c - gdak-perf: perftest-like benchmarks of gdak's device API
+ * with their baselines measured in the same run.  See --help and
+ * docs/BENCHMARKS.md.
+ */
+#include <stdlib.h>
+
+#include "perf.h"
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o;
+	struct perf_result *res = NULL;
+	struct perf_env *env = NULL;
+	perf_test_fn fn = perf_emu_test;
+	size_t n = 0;
+	int ret;
+
+	ret = perf_parse_args(argc, argv, &o);
+	if (ret)
+		return ret == 1 ? PERF_EXIT_OK : ret;
+	if (o.trace && setenv("GDAK_TRACE", o.trace, 1)) {
+		fprintf(stderr, "gdak-perf: cannot set GDAK_TRACE\n");
+		return PERF_EXIT_FAIL;
+	}
+	if (o.cuda) {
+		const char *why = "unknown reason";
+
+		if (!perf_cuda_available(&why)) {
+			fprintf(stderr, "gdak-perf: --cuda is not available: %s\n", why);
+			return PERF_EXIT_FAIL;
+		}
+		fn = perf_cuda_test;
+	}
+	if (o.test->kind != PERF_KIND_BASE) {
+		ret = perf_env_open(&o, &env);
+		if (ret) {
+			fprintf(stderr, "gdak-perf: cannot set up %s on device '%s': %s\n",
+				o.test->name, o.device ? o.device : "(default)", gdak_strerror(ret));
+			return PERF_EXIT_FAIL;
+		}
+	}
+	ret = perf_run_sizes(&o, env, fn, &res, &n);
+	if (o.json)
+		perf_print_json(stdout, &o, res, n);
+	else if (o.csv)
+		perf_print_csv(stdout, &o, res, n);
+	else
+		perf_print(stdout, &o, res, n);
+	fflush(stdout);
+	perf_env_close(env);
+	free(res);
+	if (ret || perf_verify_failures()) {
+		fprintf(stderr, "gdak-perf: %s FAILED (%s%s); no numbers from the failed size\n",
+			o.test->name, ret ? gdak_strerror(ret) : "",
+			perf_verify_failures() ? ", data verification failed" : "");
+		return PERF_EXIT_FAIL;
+	}
+	return PERF_EXIT_OK;
+}
