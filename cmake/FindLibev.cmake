@@ -12,6 +12,14 @@ if(GDAK_LIBEV_STATIC)
 else()
   find_library(Libev_LIBRARY NAMES ev)
 endif()
+# A path given by hand (-DLibev_INCLUDE_DIR=...) must really hold the files;
+# a normal variable shadows the cache entry so the user's value is kept.
+if(Libev_INCLUDE_DIR AND NOT EXISTS "${Libev_INCLUDE_DIR}/ev.h")
+  set(Libev_INCLUDE_DIR "Libev_INCLUDE_DIR-NOTFOUND")
+endif()
+if(Libev_LIBRARY AND NOT EXISTS "${Libev_LIBRARY}")
+  set(Libev_LIBRARY "Libev_LIBRARY-NOTFOUND")
+endif()
 find_package_handle_standard_args(Libev
   REQUIRED_VARS Libev_LIBRARY Libev_INCLUDE_DIR
   REASON_FAILURE_MESSAGE

@@ -17,3 +17,10 @@ gdak_add_test(NAME gdak.core.tables SOURCES core_tables.c LABELS unit TIMEOUT 30
 
 include(${CMAKE_CURRENT_LIST_DIR}/headers/headers.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/consumer/consumer.cmake)
+
+# Configuring with libev / rdma-core hidden fails naming the package and the
+# apt line (core_configure_errors.sh configures the source tree in a temp dir).
+add_test(NAME gdak.core.configure_errors
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/core_configure_errors.sh ${PROJECT_SOURCE_DIR}
+          ${CMAKE_COMMAND} ${CMAKE_GENERATOR})
+set_tests_properties(gdak.core.configure_errors PROPERTIES LABELS unit TIMEOUT 300)

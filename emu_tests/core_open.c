@@ -96,6 +96,7 @@ static void null_arguments(void)
 	CHECK_EQ(gdak_qp_connect(NULL, &qi), -EINVAL);
 	CHECK_EQ(gdak_qp_modify(NULL, GDAK_QPS_INIT, NULL), -EINVAL);
 	CHECK_EQ(gdak_qp_export(NULL, &dqp), -EINVAL);
+	CHECK(dqp == NULL);
 	CHECK_EQ(gdak_qp_query_error(NULL, &qe), -EINVAL);
 	CHECK(n_lines >= 10); /* every refusal says why */
 

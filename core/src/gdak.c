@@ -97,8 +97,11 @@ const char *gdak_ctx_device(const struct gdak_ctx *ctx) { return ctx ? ctx->devi
 
 int gdak_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void **addr)
 {
+	/* the out-pointer is cleared whenever there is one, so a caller
+	 * that ignores the error never sees a stale object */
+	if (addr)
+		*addr = NULL;
 	CHECK_ARG(ctx && addr, "NULL argument (ctx=%p addr=%p)", (void *)ctx, (void *)addr);
-	*addr = NULL;
 	CHECK_ARG(len > 0, "zero-length allocation");
 	CHECK_ARG(kind == GDAK_MEM_HOST || kind == GDAK_MEM_HOST_MAPPED || kind == GDAK_MEM_GPU,
 		  "unknown memory kind %d", (int)kind);
@@ -122,8 +125,9 @@ enum gdak_mem_kind gdak_mem_kind_of(struct gdak_ctx *ctx, const void *addr)
 
 int gdak_mr_reg(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, struct gdak_mr **mr)
 {
+	if (mr)
+		*mr = NULL;
 	CHECK_ARG(ctx && mr, "NULL argument (ctx=%p mr=%p)", (void *)ctx, (void *)mr);
-	*mr = NULL;
 	CHECK_ARG(addr || !len, "NULL address with length %zu", len);
 	CHECK_ARG(!(access & ~(unsigned)GDAK_ACCESS_ALL), "unknown access bits 0x%x", access);
 	/* IBA 10.6.3.1: remote write/atomic need local write. */
@@ -231,8 +235,9 @@ int gdak_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct
 	struct gdak_qp_attr a;
 	int ret;
 
+	if (qp)
+		*qp = NULL;
 	CHECK_ARG(ctx && qp, "NULL argument (ctx=%p qp=%p)", (void *)ctx, (void *)qp);
-	*qp = NULL;
 	ret = normalise_attr(attr, &a);
 	if (ret)
 		return ret;
@@ -330,8 +335,9 @@ int gdak_qp_connect(struct gdak_qp *qp, const struct gdak_qp_info *peer)
 
 int gdak_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp)
 {
+	if (dqp)
+		*dqp = NULL;
 	CHECK_ARG(qp && dqp, "NULL argument (qp=%p dqp=%p)", (void *)qp, (void *)dqp);
-	*dqp = NULL;
 	return qp->ctx->ops->qp_export(qp, dqp);
 }
 
