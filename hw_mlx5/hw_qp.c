@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hw_qp.c - what both QP paths share: creation and teardown, the exported
+ * device descriptor, and mapping host memory into the GPU.
+ *
+ * The descriptor (struct gdak_dev_qp), the per-slot WQEBB counts of shared
+ * mode and the CPU-proxy producer word live in one allocation: pinned host
+ * memory mapped into the GPU (cuMemHostAlloc, same address on host and GPU
+ * under unified addressing) when CUDA is usable, ordinary host memory when
+ * the device is CPU threads.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "hw_loc.h"
+#include "gdak_log.h"
+
+/* proxy_pi gets a cache line of its own: the device writes it, the proxy
+ * thread polls it. */
+#define DQP_PI_OFF 320u
+#define DQP_SLOTS_OFF 384u
+
+static const char *const handler_names[] = {"DB", "BF", "CPU_PROXY"};
+
+static uint32_t random_psn(void)
+{
+	uint32_t v = 0;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = (uint32_t)(uintptr_t)&v ^ 0x5a5a5au;
+	return v & 0xffffff;
+}
+
+static int dqp_alloc(struct hw_qp *hq, uint32_t slots)
+{
+	size_t len = DQP_SLOTS_OFF + slots;
+	void *p = NULL;
+
+	if (hq->ctx->cuda) {
+		if (hw_cuda_host_alloc(len, &p))
+			return -ENOMEM;
+		hq->dqp_cuda = 1;
+	} else if (posix_memalign(&p, 64, len)) {
+		return -ENOMEM;
+	}
+	memset(p, 0, len);
+	hq->dqp = p;
+	hq->proxy_pi = (uint64_t *)((char *)p + DQP_PI_OFF);
+	hq->slot_bbs = (uint8_t *)p + DQP_SLOTS_OFF;
+	return 0;
+}
+
+static void dqp_free(struct hw_qp *hq)
+{
+	if (!hq->dqp)
+		return;
+	if (hq->dqp_cuda)
+		hw_cuda_host_free(hq->dqp);
+	else
+		free(hq->dqp);
+	hq->dqp = NULL;
+}
+
+/*
+ * Device address of host memory the device code must reach.  Without CUDA
+ * (CPU threads as the device), or with $GDAK_HW_NO_GPU_MAP=1 (CPU threads as
+ * the device on a GPU machine), that is the host address itself.
+ */
+int hw_qp_map(struct hw_qp *hq, void *host, size_t len, int iomem, void **dev)
+{
+	const char *env = getenv("GDAK_HW_NO_GPU_MAP");
+	int ret;
+
+	if (!hq->ctx->cuda || (env && *env == '1')) {
+		*dev = host;
+		return 0;
+	}
+	if (hq->n_mapped >= (int)(sizeof(hq->mapped) / sizeof(hq->mapped[0])))
+		return -ENOSPC;
+	ret = hw_gpumap_get(hq->ctx, host, len, iomem, dev);
+	if (ret)
+		return ret;
+	hq->mapped[hq->n_mapped++] = host;
+	return 0;
+}
+
+static void unmap_all(struct hw_qp *hq)
+{
+	while (hq->n_mapped > 0)
+		hw_gpumap_put(hq->ctx, hq->mapped[--hq->n_mapped]);
+}
+
+int hw_qp_publish(struct hw_qp *hq, const struct gdak_dev_qp *tmpl)
+{
+	struct gdak_dev_qp *d;
+	int ret;
+
+	ret = dqp_alloc(hq, tmpl->sq_wqebb_cnt);
+	if (ret)
+		return ret;
+	d = hq->dqp;
+	*d = *tmpl;
+	d->version = GDAK_DEV_ABI_VERSION;
+	d->scq.version = GDAK_DEV_ABI_VERSION;
+	if (d->rq_buf)
+		d->rcq.version = GDAK_DEV_ABI_VERSION;
+	d->proxy_pi = hq->proxy_pi;
+	d->sq_slot_bbs = hq->slot_bbs;
+	if (d->handler == GDAK_DEV_DB_CPU_PROXY) {
+		ret = hw_proxy_add(hq->ctx, hq);
+		if (ret)
+			return ret;
+	}
+	GDAK_INFO("qp", hq->base.qpn, "%s path: SQ %u WQEBBs, CQ %u, RQ %u, handler %s, inline %u",
+		  hq->devx ? "DEVX (queues in GPU memory)" : "verbs", d->sq_wqebb_cnt, d->scq.ncqe,
+		  d->rq_wqe_cnt, handler_names[d->handler], d->max_inline);
+	return 0;
+}
+
+int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **out)
+{
+	struct hw_ctx *hc = hw_ctx_of(ctx);
+	struct gdak_dev_qp tmpl;
+	struct hw_qp *hq;
+	int ret;
+
+	hq = calloc(1, sizeof(*hq));
+	if (!hq)
+		return -ENOMEM;
+	hq->ctx = hc;
+	hq->base.ctx = ctx;
+	hq->base.attr = *attr;	/* core stores it again after we return */
+	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU);
+	hq->psn = random_psn();
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.handler = attr->handler;
+	tmpl.sharing = attr->sharing;
+
+	if (hq->devx && (!hc->devx || !hc->cuda)) {
+		GDAK_ERR("ctx", ctx->id, "GDAK_QP_F_QUEUES_GPU needs %s",
+			 !hc->devx ? "a DEVX-capable mlx5 context (kernel and firmware)"
+				   : "a CUDA GPU");
+		free(hq);
+		return -ENOTSUP;
+	}
+	ret = hq->devx ? hw_dqp_create(hq, &tmpl) : hw_vqp_create(hq, &tmpl);
+	if (ret)
+		goto fail;
+	hq->base.qpn = tmpl.qpn;
+	ret = hw_qp_publish(hq, &tmpl);
+	if (ret)
+		goto fail;
+	*out = &hq->base;
+	return 0;
+fail:
+	hw_qp_destroy(&hq->base);
+	return ret;
+}
+
+int hw_qp_destroy(struct gdak_qp *qp)
+{
+	struct hw_qp *hq = hw_qp_of(qp);
+
+	if (hq->proxied)
+		hw_proxy_remove(hq->ctx, hq);
+	unmap_all(hq);
+	if (hq->devx)
+		hw_dqp_destroy(hq);
+	else
+		hw_vqp_destroy(hq);
+	dqp_free(hq);
+	free(hq);
+	return 0;
+}
+
+int hw_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp)
+{
+	*dqp = hw_qp_of(qp)->dqp;
+	return 0;
+}
