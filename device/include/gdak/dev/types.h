@@ -48,8 +48,15 @@ struct gdak_dev_cq {
 	uint32_t *dbrec;	/* be32: dbrec[0] = consumer index & 0xffffff */
 	uint64_t cons_idx;	/* device-owned: next CQE to examine */
 	uint32_t lock;		/* device-owned: serialises polling in shared mode */
-	uint32_t reserved0;
-	uint64_t reserved[3];
+	/* Sticky error, device-owned (the host may read it): the first error
+	 * CQE this CQ returned.  0 = none, else GDAK_DEV_CQ_ERR_VALID | fields
+	 * (see gdak/dev/cq.h); written after the err_* fields below. */
+	uint32_t err;
+	uint16_t err_wqe_counter; /* the error CQE's wqe_counter */
+	uint16_t err_pad;
+	uint32_t err_qpn;
+	uint64_t err_wqe_index;	/* that WQE's 64-bit index in its work queue */
+	uint64_t reserved[1];
 };
 
 /* A queue pair as device code sees it. */
@@ -88,7 +95,17 @@ struct gdak_dev_qp {
 	 * at each slot, so completions can retire multi-WQEBB WQEs; sized
 	 * sq_wqebb_cnt, device-visible. NULL when unused. */
 	uint8_t *sq_slot_bbs;
-	uint64_t reserved[5];
+
+	uint64_t sq_sig;	/* device-owned: end index of the last signalled WQE submitted */
+	/* Host-filled: 8 bytes of registered local memory that receive the
+	 * (discarded) fetched value of put+signal's ATOMIC_FA; 0 = none. */
+	uint64_t scratch_addr;
+	uint32_t scratch_lkey;
+	uint32_t rq_lock;	/* device-owned: serialises receive post/poll in shared mode */
+	/* Bound on the waits inside posting calls (ring space, producer order),
+	 * nanoseconds; 0 = wait forever.  Host- or device-set. */
+	uint64_t wait_timeout_ns;
+	uint64_t reserved[1];
 };
 
 #ifdef __cplusplus

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak/dev/db.h - make written WQEs visible to the NIC and ring it.
+ *
+ * Sequence (PRM "Doorbell record" / "Doorbells"; rdma-core mlx5_post_send):
+ *   1. barrier: WQE stores before the record
+ *   2. send doorbell record: dbrec[MLX5_SND_DBR] = be32(new_pi & 0xffff)
+ *   3. ring, by the QP's handler:
+ *      DB        barrier, then the first 8 bytes of the last WQE's ctrl
+ *                segment to the doorbell register (8-byte store)
+ *      BF        barrier, then the whole 64-byte WQE to the BlueFlame
+ *                register - only when this doorbell covers exactly one
+ *                single-WQEBB WQE; anything larger falls back to DB
+ *      CPU_PROXY release-store the 64-bit producer index to *proxy_pi; a CPU
+ *                thread watching it rings the NIC for us (hosts where the
+ *                GPU cannot map the UAR page)
+ *
+ * Not thread safe: one submitter at a time (exclusive owner, or the holder of
+ * the producer-order token in rma.h's shared mode).
+ */
+#ifndef GDAK_DEV_DB_H
+#define GDAK_DEV_DB_H
+
+#include <stdint.h>
+
+#include <gdak/mlx5.h>
+#include <gdak/dev/types.h>
+#include <gdak/dev/ordering.h>
+#include <gdak/dev/wqe.h>
+
+/* Step 2 alone: publish the producer index in the send doorbell record. */
+GDAK_DEV void gdak_dev_sq_update_dbrec(struct gdak_dev_qp *qp, uint64_t new_pi)
+{
+	gdak_dev_barrier_wqe_to_dbrec();
+	gdak_dev_store_release_u32(&qp->dbrec[MLX5_SND_DBR],
+				   gdak_mlx5_sq_dbrec_value((uint32_t)new_pi));
+}
+
+/* Step 3 alone: ring for the WQE at last_idx, the last one below new_pi;
+ * single says the doorbell covers only that one WQE (BlueFlame allowed). */
+GDAK_DEV void gdak_dev_sq_ring(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
+			       int single)
+{
+	const uint64_t *wqe = (const uint64_t *)gdak_dev_wqe_ptr(qp, last_idx);
+
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
+		gdak_dev_store_release_u64(qp->proxy_pi, new_pi);
+	} else if (qp->handler == GDAK_DEV_DB_BF && single &&
+		   gdak_dev_wqe_bbs_at(qp, last_idx) == 1) {
+		gdak_dev_barrier_dbrec_to_db();
+		for (int i = 0; i < 8; i++)
+			gdak_dev_mmio_store_u64(qp->db_reg + i, wqe[i]);
+	} else {
+		/* DB, and BF for batches or multi-WQEBB WQEs */
+		gdak_dev_barrier_dbrec_to_db();
+		gdak_dev_mmio_store_u64(qp->db_reg, wqe[0]);
+	}
+	qp->sq_db = new_pi;
+}
+
+/*
+ * Exclusive submit: the WQEs in [sq_ready, new_pi) were written, the last
+ * starting at last_idx.  Record, ring, then advance sq_ready.
+ */
+GDAK_DEV void gdak_dev_sq_submit(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi)
+{
+	uint64_t prev = qp->sq_ready;
+	gdak_dev_sq_update_dbrec(qp, new_pi);
+	gdak_dev_sq_ring(qp, last_idx, new_pi, last_idx == prev);
+	gdak_dev_store_release_u64(&qp->sq_ready, new_pi);
+}
+
+#endif /* GDAK_DEV_DB_H */

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak/dev/dev.h - the device API in one include.
+ *
+ * Header-only; compiles as C11 (host threads play the device) and as CUDA
+ * C++ under nvcc (__device__ functions).  Layers, lowest first:
+ *   types.h     descriptors the host exports (struct gdak_dev_qp / _cq)
+ *   ordering.h  barriers by intent, acquire/release accessors, back-off
+ *   wqe.h       reserve WQEBBs, build WQEs (caller owns the queue)
+ *   db.h        doorbell record + ring by handler (DB, BF, CPU_PROXY)
+ *   cq.h        poll CQEs, retire WQEs, sticky errors, bounded waits
+ */
+#ifndef GDAK_DEV_DEV_H
+#define GDAK_DEV_DEV_H
+
+#include <gdak/dev/types.h>
+#include <gdak/dev/ordering.h>
+#include <gdak/dev/wqe.h>
+#include <gdak/dev/db.h>
+#include <gdak/dev/cq.h>
+
+#endif /* GDAK_DEV_DEV_H */

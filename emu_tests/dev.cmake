@@ -1,0 +1,3 @@
+# Device API (device/include/gdak/dev) unit tests: host threads play the
+# device against fake descriptors in local memory; no NIC.
+gdak_add_test(NAME gdak.dev.wqe SOURCES dev_wqe.c LABELS unit MEMCHECK)
