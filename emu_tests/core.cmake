@@ -24,3 +24,11 @@ add_test(NAME gdak.core.configure_errors
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/core_configure_errors.sh ${PROJECT_SOURCE_DIR}
           ${CMAKE_COMMAND} ${CMAKE_GENERATOR})
 set_tests_properties(gdak.core.configure_errors PROPERTIES LABELS unit TIMEOUT 300)
+
+# gdak-info: text, --json (parsed), environment as read, bad flags.
+if(TARGET gdak-info)
+  add_test(NAME gdak.core.info
+    COMMAND ${CMAKE_COMMAND} -DINFO=$<TARGET_FILE:gdak-info> -DVERSION=${PROJECT_VERSION}
+            -P ${CMAKE_CURRENT_LIST_DIR}/core_info_check.cmake)
+  set_tests_properties(gdak.core.info PROPERTIES LABELS unit TIMEOUT 60)
+endif()

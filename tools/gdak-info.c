@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak-info - what this gdak can do on this machine: the backends compiled
+ * in, how it was built, whether a CUDA driver and GPUs are there (found at
+ * run time with dlopen, never linked), the verbs devices, and the NIC
+ * model's configuration as it reads it from the environment.
+ *
+ *   gdak-info [--json] [--help]
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include <gdak/config.h>
+#include <gdak/gdak.h>
+#if GDAK_INFO_NIC_API
+#include <gdak/nic.h>
+#endif
+
+#ifndef GDAK_INFO_BUILD_TYPE
+#define GDAK_INFO_BUILD_TYPE "unknown"
+#endif
+#ifndef GDAK_INFO_SANITIZE
+#define GDAK_INFO_SANITIZE ""
+#endif
+#ifndef GDAK_INFO_COMPILER
+#define GDAK_INFO_COMPILER "unknown"
+#endif
+
+/* ---- output: one set of calls, text or JSON ------------------------------ */
+
+static int json;
+static int json_first = 1; /* no comma before the first member of an object */
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void sep(void)
+{
+	if (!json_first)
+		putchar(',');
+	json_first = 0;
+}
+
+/* Open a section: text heading, or "name": { in JSON. */
+static void section(const char *key, const char *title)
+{
+	if (json) {
+		sep();
+		json_str(key);
+		printf(":{");
+		json_first = 1;
+	} else {
+		printf("%s:\n", title);
+	}
+}
+
+static void section_end(void)
+{
+	if (json) {
+		putchar('}');
+		json_first = 0;
+	}
+}
+
+static void kv_str(const char *key, const char *val)
+{
+	if (json) {
+		sep();
+		json_str(key);
+		putchar(':');
+		if (val)
+			json_str(val);
+		else
+			printf("null");
+	} else {
+		printf("  %-18s %s\n", key, val ? val : "(none)");
+	}
+}
+
+static void kv_fmt(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kv_fmt(const char *key, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	kv_str(key, buf);
+}
+
+static void kv_num(const char *key, long long v)
+{
+	if (json) {
+		sep();
+		json_str(key);
+		printf(":%lld", v);
+	} else {
+		printf("  %-18s %lld\n", key, v);
+	}
+}
+
+static void kv_bool(const char *key, int v)
+{
+	if (json) {
+		sep();
+		json_str(key);
+		printf(":%s", v ? "true" : "false");
+	} else {
+		printf("  %-18s %s\n", key, v ? "yes" : "no");
+	}
+}
+
+/* A JSON array of objects / a text list. */
+static void list_begin(const char *key, const char *title)
+{
+	if (json) {
+		sep();
+		json_str(key);
+		printf(":[");
+		json_first = 1;
+	} else {
+		printf("  %s:\n", title);
+	}
+}
+static void list_item_begin(void)
+{
+	if (json) {
+		sep();
+		putchar('{');
+		json_first = 1;
+	}
+}
+static void list_item_end(void)
+{
+	if (json) {
+		putchar('}');
+		json_first = 0;
+	}
+}
+static void list_end(void)
+{
+	if (json) {
+		putchar(']');
+		json_first = 0;
+	}
+}
+
+/* ---- sections -------------------------------------------------------------- */
+
+static void show_build(void)
+{
+	section("build", "build");
+	kv_str("version", GDAK_VERSION_STRING);
+	kv_str("build_type", GDAK_INFO_BUILD_TYPE);
+	kv_str("compiler", GDAK_INFO_COMPILER);
+	kv_str("sanitizers", *GDAK_INFO_SANITIZE ? GDAK_INFO_SANITIZE : "none");
+	kv_bool("hw_mlx5", GDAK_HW_MLX5);
+	kv_bool("cuda_toolkit", GDAK_BUILT_WITH_CUDA_TOOLKIT);
+	section_end();
+}
+
+static void show_backends(void)
+{
+	const char *const *b = gdak_backends();
+
+	if (json) {
+		sep();
+		json_str("backends");
+		printf(":[");
+		for (int i = 0; b[i]; i++) {
+			if (i)
+				putchar(',');
+			json_str(b[i]);
+		}
+		putchar(']');
+		json_first = 0;
+		return;
+	}
+	printf("backends:\n ");
+	for (; *b; b++)
+		printf(" %s", *b);
+	printf("%s\n", GDAK_HW_MLX5 ? "" : "   (mlx5: build with -DGDAK_HW_MLX5=ON)");
+}
+
+/* The CUDA driver API, loaded by hand: a build without the toolkit, or a
+ * machine without a GPU, still runs gdak-info. */
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_int_fn)(int *);
+typedef int (*cu_dev_get_fn)(int *, int);
+typedef int (*cu_dev_name_fn)(char *, int, int);
+typedef int (*cu_dev_mem_fn)(size_t *, int);
+typedef int (*cu_dev_attr_fn)(int *, int, int);
+typedef int (*cu_err_fn)(int, const char **);
+enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+
+static void show_cuda(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	cu_init_fn cu_init;
+	cu_int_fn drv_ver, dev_count;
+	cu_dev_get_fn dev_get;
+	cu_dev_name_fn dev_name;
+	cu_dev_mem_fn dev_mem;
+	cu_dev_attr_fn dev_attr;
+	cu_err_fn err_str;
+	int ver = 0, n = 0, rc;
+
+	section("cuda", "CUDA (run time)");
+	if (!h) {
+		kv_bool("driver", 0);
+		kv_str("why", "libcuda.so.1 not found (no NVIDIA driver); GPU memory and CUDA tests "
+			      "are unavailable, CPU threads act as the device");
+		section_end();
+		return;
+	}
+	cu_init = (cu_init_fn)dlsym(h, "cuInit");
+	drv_ver = (cu_int_fn)dlsym(h, "cuDriverGetVersion");
+	dev_count = (cu_int_fn)dlsym(h, "cuDeviceGetCount");
+	dev_get = (cu_dev_get_fn)dlsym(h, "cuDeviceGet");
+	dev_name = (cu_dev_name_fn)dlsym(h, "cuDeviceGetName");
+	dev_mem = (cu_dev_mem_fn)dlsym(h, "cuDeviceTotalMem_v2");
+	dev_attr = (cu_dev_attr_fn)dlsym(h, "cuDeviceGetAttribute");
+	err_str = (cu_err_fn)dlsym(h, "cuGetErrorString");
+	kv_bool("driver", 1);
+	if (!cu_init || !drv_ver || !dev_count || !dev_get || !dev_name || !dev_mem || !dev_attr) {
+		kv_str("why", "libcuda.so.1 lacks a driver API entry point gdak-info needs");
+		section_end();
+		dlclose(h);
+		return;
+	}
+	if (!drv_ver(&ver))
+		kv_fmt("driver_version", "%d.%d", ver / 1000, ver % 1000 / 10);
+	rc = cu_init(0);
+	if (rc) {
+		const char *s = NULL;
+		if (err_str)
+			err_str(rc, &s);
+		kv_num("devices", 0);
+		kv_fmt("why", "cuInit failed: %d (%s)", rc, s ? s : "?");
+		section_end();
+		dlclose(h);
+		return;
+	}
+	if (dev_count(&n))
+		n = 0;
+	kv_num("devices", n);
+	list_begin("gpus", "GPUs");
+	for (int i = 0; i < n; i++) {
+		int dev, maj = 0, min = 0;
+		char name[128] = "?";
+		size_t mem = 0;
+
+		if (dev_get(&dev, i))
+			continue;
+		dev_name(name, sizeof(name), dev);
+		dev_mem(&mem, dev);
+		dev_attr(&maj, CU_ATTR_CC_MAJOR, dev);
+		dev_attr(&min, CU_ATTR_CC_MINOR, dev);
+		list_item_begin();
+		if (json) {
+			kv_num("index", i);
+			kv_str("name", name);
+			kv_fmt("compute_capability", "%d.%d", maj, min);
+			kv_num("memory_bytes", (long long)mem);
+		} else {
+			printf("    %d: %s, sm_%d%d, %.1f GiB\n", i, name, maj, min,
+			       (double)mem / (1024.0 * 1024 * 1024));
+		}
+		list_item_end();
+	}
+	list_end();
+	section_end();
+	dlclose(h);
+}
+
+static void show_verbs(void)
+{
+	int n = 0;
+	struct ibv_device **list;
+
+	section("verbs", "verbs devices (rdma-core)");
+	errno = 0;
+	list = ibv_get_device_list(&n);
+	if (!list) {
+		kv_num("count", 0);
+		kv_fmt("why", "ibv_get_device_list: %s (no RDMA support in this kernel?)",
+		       strerror(errno ? errno : ENODEV));
+		section_end();
+		return;
+	}
+	kv_num("count", n);
+	if (!n && !json)
+		printf("    (none: no RDMA device; the NIC model needs none, rxe tests run in a VM)\n");
+	list_begin("devices", "devices");
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_port_attr pa;
+		int have_port = ctx && !ibv_query_port(ctx, 1, &pa);
+		const char *ll = "?";
+
+		if (have_port)
+			ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand";
+		list_item_begin();
+		if (json) {
+			kv_str("name", ibv_get_device_name(list[i]));
+			kv_str("node_type", ibv_node_type_str(list[i]->node_type));
+			kv_str("port1_state", have_port ? ibv_port_state_str(pa.state) : NULL);
+			kv_str("link_layer", have_port ? ll : NULL);
+		} else {
+			printf("    %s: %s, port 1 %s, %s\n", ibv_get_device_name(list[i]),
+			       ibv_node_type_str(list[i]->node_type),
+			       have_port ? ibv_port_state_str(pa.state) : "(cannot query)", ll);
+		}
+		list_item_end();
+		if (ctx)
+			ibv_close_device(ctx);
+	}
+	list_end();
+	ibv_free_device_list(list);
+	section_end();
+}
+
+static const char *env_or_unset(const char *name)
+{
+	const char *v = getenv(name);
+	return v ? v : "(unset)";
+}
+
+static void show_nic(void)
+{
+	static const char *const vars[] = {"GDAK_DEVICE", "GDAK_NIC_THREADS", "GDAK_STRICT",
+					   "GDAK_POLL", "GDAK_TRACE", "GDAK_FAULTS",
+					   "GDAK_RNR_TIMEOUT_MS", "GDAK_LOG"};
+	struct gdak_ctx *ctx = NULL;
+	int ret;
+
+	section("nic_model", "NIC model (emu backend)");
+	/* The NIC model reads its environment at the first gdak_open() of an
+	 * emu device: open one so the values below are the ones it uses. */
+	ret = gdak_open("emu", &ctx);
+	if (ret) {
+		kv_bool("available", 0);
+		kv_fmt("why", "gdak_open(\"emu\"): %s", gdak_strerror(ret));
+	} else {
+		kv_bool("available", 1);
+	}
+#if GDAK_INFO_NIC_API
+	if (!ret) {
+		enum gdak_nic_poll p = gdak_nic_get_poll();
+		kv_num("threads", (long long)gdak_nic_get_threads());
+		kv_bool("strict", gdak_nic_get_strict());
+		kv_str("poll", p == GDAK_NIC_POLL_SPIN ? "spin" : "adaptive");
+	}
+#else
+	kv_str("settings", "this build's NIC model has no gdak_nic_* getters yet; "
+			   "environment shown as set");
+#endif
+	if (ctx)
+		gdak_close(ctx);
+
+	if (json) {
+		sep();
+		json_str("environment");
+		printf(":{");
+		json_first = 1;
+		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+			kv_str(vars[i], getenv(vars[i]));
+		putchar('}');
+		json_first = 0;
+	} else {
+		printf("  environment:\n");
+		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+			printf("    %-20s %s\n", vars[i], env_or_unset(vars[i]));
+	}
+	section_end();
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gdak-info [--json] [--help]\n"
+		"\n"
+		"Shows what gdak can do here: the backends compiled in, the build\n"
+		"configuration, the CUDA driver and GPUs (found at run time), the verbs\n"
+		"devices, and the NIC model's configuration (GDAK_NIC_THREADS, GDAK_STRICT,\n"
+		"GDAK_POLL, GDAK_TRACE, GDAK_FAULTS, ...).\n"
+		"\n"
+		"  --json   one JSON object instead of text\n"
+		"  --help   this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "gdak-info: unknown argument '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	/* Logs go to stderr; stdout stays one parseable document. */
+	if (json)
+		putchar('{');
+	else
+		printf("gdak %s\n", GDAK_VERSION_STRING);
+	show_build();
+	show_backends();
+	show_cuda();
+	show_verbs();
+	show_nic();
+	if (json)
+		printf("}\n");
+	return 0;
+}
