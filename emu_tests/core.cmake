@@ -29,6 +29,6 @@ set_tests_properties(gdak.core.configure_errors PROPERTIES LABELS unit TIMEOUT 3
 if(TARGET gdak-info)
   add_test(NAME gdak.core.info
     COMMAND ${CMAKE_COMMAND} -DINFO=$<TARGET_FILE:gdak-info> -DVERSION=${PROJECT_VERSION}
-            -P ${CMAKE_CURRENT_LIST_DIR}/core_info_check.cmake)
+            -P ${CMAKE_CURRENT_LIST_DIR}/core_scripts/info_check.cmake)
   set_tests_properties(gdak.core.info PROPERTIES LABELS unit TIMEOUT 60)
 endif()
