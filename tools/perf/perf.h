@@ -168,13 +168,44 @@ int perf_run_sizes(const struct perf_opts *o, void *env, perf_test_fn fn,
 		   struct perf_result **out, size_t *nout);
 uint64_t perf_default_iters(const struct perf_opts *o, size_t size);
 
-/* ---- perf_emu.c: tests through gdak_open + the device API ------------------ */
-struct perf_env;
+/* ---- perf_emu.c: set-up for tests through gdak_open + the device API ------ */
+/* One measured connection: a requester QP (posted on) and its loopback or
+ * remote target QP, each with a buffer region registered for every access. */
+struct perf_conn {
+	struct gdak_qp *qp, *peer;	/* peer: NULL when the target is remote */
+	struct gdak_dev_qp *dqp, *dpeer;
+	uint8_t *lbuf, *rbuf;		/* local (source/landing) and target regions */
+	struct gdak_mr *lmr, *rmr;
+	size_t region;			/* bytes in each region */
+	uint64_t recv_posted;		/* send_bw: receive WQEs the target posted */
+};
+
+struct perf_env {
+	struct gdak_ctx *ctx;
+	struct perf_conn *conn;		/* o->qps of them */
+	unsigned nconn;
+	struct gdak_qp **idle;		/* --idle-qps, connected in pairs */
+	unsigned nidle;
+	unsigned qps_open;		/* every QP this run has open */
+};
+
 int perf_env_open(const struct perf_opts *o, struct perf_env **env);
 void perf_env_close(struct perf_env *env);
-/* The perf_test_fn for o->test. */
+/* Make every connection's regions hold at least `region` bytes. */
+int perf_env_regions(struct perf_env *env, size_t region);
+/* Say why a QP stopped (its error state, syndrome, rule) on stderr. */
+void perf_report_qp_error(const char *test, struct perf_conn *c, int rc);
+/* The perf_test_fn for o->test: dispatches to perf_emu_rate.c / perf_emu_lat.c. */
 int perf_emu_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
 		  struct perf_result *round, double *lat_ns);
+
+/* ---- perf_emu_rate.c: write_bw, read_bw, atomic_rate, send_bw ------------ */
+int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		  struct perf_result *round);
+
+/* ---- perf_emu_lat.c: write_lat, read_lat, atomic_lat, put_signal_lat ------- */
+int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		 double *lat_ns);
 
 /* ---- perf_cuda*.c: --cuda (a CUDA kernel is the device) --------------------- */
 /* 1 when this build has the CUDA mode and a GPU is usable; else 0 with *why set. */

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* perf_emu.c - the tests through the real stack: gdak_open, QPs, and host
- * threads driving them with the device API while the NIC model executes. */
+/*
+ * perf_emu.c - set-up for the tests through the real stack: gdak_open, one
+ * loopback connection (requester QP + target QP) per measured QP, idle QPs
+ * for the polling-cost measurement, and the registered buffer regions the
+ * tests move data between.  The NIC model's knobs (threads, polling mode) go
+ * through the environment variables gdak/nic.h documents, read at the first
+ * gdak_open().
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/mlx5.h>
+
 #include "perf.h"
 
-struct perf_env {
-	struct gdak_ctx *ctx;
-};
-
-/* NIC-model knobs go through the environment variables gdak/nic.h documents,
- * read at the first gdak_open(). */
 static int set_nic_env(const struct perf_opts *o)
 {
 	char buf[16];
@@ -22,8 +24,10 @@ static int set_nic_env(const struct perf_opts *o)
 		if (setenv("GDAK_NIC_THREADS", buf, 1))
 			return -errno;
 	}
-	if (o->poll == PERF_POLL_SPIN || (o->poll == PERF_POLL_DEFAULT &&
-					  o->test->kind == PERF_KIND_LAT)) {
+	/* latency tests default to pure spinning: adaptive back-off would
+	 * measure the NIC thread's sleep, not the path */
+	if (o->poll == PERF_POLL_SPIN ||
+	    (o->poll == PERF_POLL_DEFAULT && o->test->kind == PERF_KIND_LAT)) {
 		if (setenv("GDAK_POLL", "spin", 1))
 			return -errno;
 	} else if (o->poll == PERF_POLL_ADAPTIVE) {
@@ -33,13 +37,102 @@ static int set_nic_env(const struct perf_opts *o)
 	return 0;
 }
 
+static int connect_pair(struct gdak_qp *a, struct gdak_qp *b)
+{
+	struct gdak_qp_info ia, ib;
+	int ret;
+
+	ret = gdak_qp_info(a, &ia);
+	if (!ret)
+		ret = gdak_qp_info(b, &ib);
+	if (!ret)
+		ret = gdak_qp_connect(a, &ib);
+	if (!ret && a != b)
+		ret = gdak_qp_connect(b, &ia);
+	return ret;
+}
+
+static int open_conn(struct perf_env *env, const struct perf_opts *o, struct perf_conn *c)
+{
+	struct gdak_qp_attr req = {
+		.sq_depth = o->sq_depth,
+		.cq_depth = o->sq_depth,
+		.handler = o->handler,
+		.sharing = GDAK_DEV_EXCLUSIVE,
+		.nic_thread = -1,
+	};
+	struct gdak_qp_attr tgt = {
+		.sq_depth = 8,
+		.cq_depth = 8,
+		.handler = o->handler,
+		.sharing = GDAK_DEV_EXCLUSIVE,
+		.nic_thread = -1,
+	};
+	int ret;
+
+	if (o->test->id == PERF_SEND_BW) {
+		tgt.rq_depth = o->sq_depth;
+		tgt.rcq_depth = o->sq_depth;
+	}
+	ret = gdak_qp_create(env->ctx, &req, &c->qp);
+	if (ret)
+		return ret;
+	env->qps_open++;
+	ret = gdak_qp_create(env->ctx, &tgt, &c->peer);
+	if (ret)
+		return ret;
+	env->qps_open++;
+	ret = connect_pair(c->qp, c->peer);
+	if (!ret)
+		ret = gdak_qp_export(c->qp, &c->dqp);
+	if (!ret)
+		ret = gdak_qp_export(c->peer, &c->dpeer);
+	return ret;
+}
+
+static int open_idle(struct perf_env *env, const struct perf_opts *o)
+{
+	struct gdak_qp_attr a = {
+		.sq_depth = 8, .cq_depth = 8, .handler = o->handler, .nic_thread = -1,
+	};
+	unsigned i;
+	int ret;
+
+	env->idle = calloc(o->idle_qps + 1, sizeof(*env->idle));
+	if (!env->idle)
+		return -ENOMEM;
+	for (i = 0; i < o->idle_qps; i++) {
+		ret = gdak_qp_create(env->ctx, &a, &env->idle[i]);
+		if (ret)
+			return ret;
+		env->nidle++;
+		env->qps_open++;
+		/* connected in pairs so the NIC serves them as it would live ones */
+		if (i & 1) {
+			ret = connect_pair(env->idle[i - 1], env->idle[i]);
+			if (ret)
+				return ret;
+		}
+	}
+	if (o->idle_qps & 1)
+		return connect_pair(env->idle[o->idle_qps - 1], env->idle[o->idle_qps - 1]);
+	return 0;
+}
+
 int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 {
 	struct perf_env *env = calloc(1, sizeof(*env));
+	unsigned i;
 	int ret;
 
 	if (!env)
 		return -ENOMEM;
+	if (o->peer_addr || o->server) {
+		fprintf(stderr, "gdak-perf: server/client mode (emu:udp between processes) needs "
+				"the TCP bootstrap, which this build does not have yet\n");
+		free(env);
+		return -ENOTSUP;
+	}
 	ret = set_nic_env(o);
 	if (!ret)
 		ret = gdak_open(o->device, &env->ctx);
@@ -47,20 +140,121 @@ int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 		free(env);
 		return ret;
 	}
+	env->conn = calloc(o->qps, sizeof(*env->conn));
+	if (!env->conn) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < o->qps; i++) {
+		env->nconn++;
+		ret = open_conn(env, o, &env->conn[i]);
+		if (ret)
+			goto fail;
+	}
+	ret = open_idle(env, o);
+	if (ret)
+		goto fail;
 	*envp = env;
+	return 0;
+fail:
+	perf_env_close(env);
+	return ret;
+}
+
+static void free_regions(struct perf_env *env, struct perf_conn *c)
+{
+	if (c->lmr)
+		gdak_mr_dereg(c->lmr);
+	if (c->rmr)
+		gdak_mr_dereg(c->rmr);
+	if (c->lbuf)
+		gdak_mem_free(env->ctx, c->lbuf);
+	if (c->rbuf)
+		gdak_mem_free(env->ctx, c->rbuf);
+	c->lmr = c->rmr = NULL;
+	c->lbuf = c->rbuf = NULL;
+	c->region = 0;
+}
+
+int perf_env_regions(struct perf_env *env, size_t region)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < env->nconn; i++) {
+		struct perf_conn *c = &env->conn[i];
+		void *l, *r;
+
+		if (c->region >= region)
+			continue;
+		free_regions(env, c);
+		ret = gdak_mem_alloc(env->ctx, region, GDAK_MEM_HOST, &l);
+		if (ret)
+			return ret;
+		c->lbuf = l;
+		ret = gdak_mem_alloc(env->ctx, region, GDAK_MEM_HOST, &r);
+		if (ret)
+			return ret;
+		c->rbuf = r;
+		ret = gdak_mr_reg(env->ctx, c->lbuf, region, GDAK_ACCESS_ALL, &c->lmr);
+		if (!ret)
+			ret = gdak_mr_reg(env->ctx, c->rbuf, region, GDAK_ACCESS_ALL, &c->rmr);
+		if (ret)
+			return ret;
+		c->region = region;
+	}
 	return 0;
 }
 
 void perf_env_close(struct perf_env *env)
 {
+	unsigned i;
+
 	if (!env)
 		return;
-	gdak_close(env->ctx);
+	for (i = 0; i < env->nconn; i++) {
+		struct perf_conn *c = &env->conn[i];
+
+		if (c->qp)
+			gdak_qp_destroy(c->qp);
+		if (c->peer)
+			gdak_qp_destroy(c->peer);
+		free_regions(env, c);
+	}
+	for (i = 0; i < env->nidle; i++)
+		gdak_qp_destroy(env->idle[i]);
+	free(env->idle);
+	free(env->conn);
+	if (env->ctx)
+		gdak_close(env->ctx);
 	free(env);
+}
+
+void perf_report_qp_error(const char *test, struct perf_conn *c, int rc)
+{
+	struct gdak_qp_error e;
+
+	fprintf(stderr, "gdak-perf: %s: QP 0x%x failed: %s\n", test, c->dqp ? c->dqp->qpn : 0,
+		gdak_strerror(rc));
+	if (c->qp && !gdak_qp_query_error(c->qp, &e))
+		fprintf(stderr, "gdak-perf:   state %s, syndrome 0x%02x (%s), WQE %u (%s)%s%s: %s\n",
+			gdak_qp_state_name(e.state), e.syndrome,
+			gdak_mlx5_syndrome_name(e.syndrome), e.wqe_index,
+			gdak_mlx5_opcode_name(e.opcode), e.rule[0] ? ", rule " : "", e.rule, e.text);
 }
 
 int perf_emu_test(void *envp, const struct perf_opts *o, size_t size, uint64_t iters,
 		  struct perf_result *round, double *lat_ns)
 {
-	return -ENOSYS;
+	struct perf_env *env = envp;
+	size_t region = perf_region_slots(size) * size;
+	int ret;
+
+	/* + 64: room for put_signal_lat's signal word after the data slots */
+	ret = perf_env_regions(env, region + 64);
+	if (ret)
+		return ret;
+	if (o->test->kind == PERF_KIND_LAT)
+		return perf_emu_lat(env, o, size, iters, lat_ns);
+	return perf_emu_rate(env, o, size, iters, round);
 }

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_emu_rate.c - message-rate / bandwidth tests (write_bw, read_bw,
+ * atomic_rate, send_bw) through the low-level device API, as device code
+ * that cares about rate posts: reserve WQEBBs, build N WQEs, one doorbell for
+ * the batch (gdak_dev_sq_submit), a CQE only every --signal-every WQEs and
+ * on the last one, completions reaped only when the ring is full.
+ *
+ * Each posting thread owns the connections t, t+T, t+2T, ... and
+ * round-robins batches over them.  The clock runs from the moment every
+ * thread may start to the moment every WQE of every connection completed.
+ * After the clock stops, the data the last iterations moved is verified.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gdak/dev/dev.h>
+
+#include "perf.h"
+
+/* No progress at all for this long means the NIC lost work: fail, never hang. */
+#define STALL_NS (10ull * 1000000000ull)
+
+struct rate_ctx {
+	struct perf_env *env;
+	const struct perf_opts *o;
+	size_t size, slots;
+	uint64_t iters;		/* per connection */
+	_Atomic int go;
+};
+
+struct rate_thread {
+	struct rate_ctx *rc;
+	unsigned first;		/* first connection; then every o->threads-th */
+	int ret;
+	struct perf_conn *failed;
+	pthread_t tid;
+};
+
+/* Build the k-th operation of a connection at WQEBB idx; WQEBBs used, 0 if
+ * the request could not be encoded. */
+static uint32_t build(const struct rate_ctx *rc, struct perf_conn *c, uint64_t k, uint64_t idx,
+		      uint32_t flags)
+{
+	size_t off = (size_t)(k % rc->slots) * rc->size;
+	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->lbuf + off), (uint32_t)rc->size,
+				   gdak_mr_lkey(c->lmr)};
+	uint64_t raddr = (uint64_t)(uintptr_t)(c->rbuf + off);
+	uint32_t rkey = gdak_mr_rkey(c->rmr);
+
+	switch (rc->o->test->id) {
+	case PERF_WRITE_BW:
+		return gdak_dev_wqe_write(c->dqp, idx, flags, raddr, rkey, &sge, 1);
+	case PERF_READ_BW:
+		return gdak_dev_wqe_read(c->dqp, idx, flags, raddr, rkey, &sge, 1);
+	case PERF_ATOMIC_RATE:
+		/* every fetch-add hits the counter at the start of the target
+		 * region; the fetched values land in consecutive local slots */
+		return gdak_dev_wqe_fetch_add(c->dqp, idx, flags, (uint64_t)(uintptr_t)c->rbuf, rkey,
+					      1, (uint64_t)(uintptr_t)(c->lbuf + (k % rc->slots) * 8),
+					      gdak_mr_lkey(c->lmr));
+	case PERF_SEND_BW:
+		return gdak_dev_wqe_send(c->dqp, idx, flags, &sge, 1);
+	default:
+		return 0;
+	}
+}
+
+/* Post one batch on c if the ring has room: WQEs posted, 0 when full, or
+ * a negative errno (an error CQE, an unencodable WQE). */
+static int post_batch(const struct rate_ctx *rc, struct perf_conn *c, uint64_t *k)
+{
+	const struct perf_opts *o = rc->o;
+	struct gdak_dev_qp *q = c->dqp;
+	uint64_t n = rc->iters - *k, j, idx, last = 0;
+
+	if (n > o->wqes_per_db)
+		n = o->wqes_per_db;
+	if (gdak_dev_sq_free_bbs(q) < n) {
+		int r = gdak_dev_sq_drain(q);
+
+		if (r < 0)
+			return r;
+		if (gdak_dev_sq_free_bbs(q) < n)
+			return 0;
+	}
+	for (j = 0; j < n; j++) {
+		uint64_t kk = *k + j;
+		uint32_t flags = ((kk + 1) % o->signal_every == 0 || kk + 1 == rc->iters)
+				 ? GDAK_DEV_WQE_SIGNAL : 0;
+
+		idx = gdak_dev_sq_reserve(q, 1);
+		if (!build(rc, c, kk, idx, flags))
+			return -EINVAL;
+		last = idx;
+	}
+	gdak_dev_sq_submit(q, last, q->sq_resv);
+	*k += n;
+	return (int)n;
+}
+
+static void *rate_thread_fn(void *arg)
+{
+	struct rate_thread *t = arg;
+	struct rate_ctx *rc = t->rc;
+	unsigned step = rc->o->threads, i, left;
+	uint64_t *k = calloc(rc->env->nconn, sizeof(*k)), stall_since = 0;
+	struct perf_backoff bo = {0};
+	struct gdak_dev_cqe err;
+
+	if (!k) {
+		t->ret = -ENOMEM;
+		return NULL;
+	}
+	while (!atomic_load_explicit(&rc->go, memory_order_acquire))
+		perf_backoff(&bo);
+	perf_backoff_reset(&bo);
+	do {
+		int progressed = 0;
+
+		left = 0;
+		for (i = t->first; i < rc->env->nconn; i += step) {
+			int r;
+
+			if (k[i] == rc->iters)
+				continue;
+			r = post_batch(rc, &rc->env->conn[i], &k[i]);
+			if (r < 0) {
+				t->ret = r;
+				t->failed = &rc->env->conn[i];
+				goto out;
+			}
+			progressed |= r > 0;
+			left += k[i] < rc->iters;
+		}
+		if (progressed) {
+			perf_backoff_reset(&bo);
+			stall_since = 0;
+		} else if (left) {
+			uint64_t now = perf_now_ns();
+
+			if (!stall_since)
+				stall_since = now;
+			else if (now - stall_since > STALL_NS) {
+				t->ret = -ETIMEDOUT;
+				t->failed = &rc->env->conn[t->first];
+				goto out;
+			}
+			perf_backoff(&bo);
+		}
+	} while (left);
+	for (i = t->first; i < rc->env->nconn; i += step) {
+		struct gdak_dev_qp *q = rc->env->conn[i].dqp;
+		int r = gdak_dev_sq_wait_timeout(q, q->sq_resv, STALL_NS, &err);
+
+		if (r) {
+			t->ret = r;
+			t->failed = &rc->env->conn[i];
+			break;
+		}
+	}
+out:
+	free(k);
+	return NULL;
+}
+
+static void prepare(const struct rate_ctx *rc, struct perf_conn *c)
+{
+	size_t len = rc->slots * rc->size;
+
+	switch (rc->o->test->id) {
+	case PERF_READ_BW:
+		perf_fill(c->rbuf, len, rc->size + 7);
+		memset(c->lbuf, 0, len);
+		break;
+	case PERF_ATOMIC_RATE:
+		memset(c->rbuf, 0, 8);
+		memset(c->lbuf, 0, rc->slots * 8);
+		break;
+	default:
+		perf_fill(c->lbuf, len, rc->size + 7);
+		memset(c->rbuf, 0, len);
+		break;
+	}
+}
+
+/* The last iterations' data, after the clock stopped. */
+static int verify(const struct rate_ctx *rc, struct perf_conn *c, unsigned ci)
+{
+	const char *name = rc->o->test->name;
+	size_t n = (rc->iters < rc->slots ? rc->iters : rc->slots) * rc->size;
+	uint8_t *dst = rc->o->test->id == PERF_READ_BW ? c->lbuf : c->rbuf;
+	const uint8_t *src = rc->o->test->id == PERF_READ_BW ? c->rbuf : c->lbuf;
+
+	if (perf_test_corrupt())
+		dst[0] ^= 0xff;
+	if (rc->o->test->id == PERF_ATOMIC_RATE) {
+		uint64_t counter, fetched, want = rc->iters - 1;
+
+		memcpy(&counter, c->rbuf, 8);
+		memcpy(&fetched, c->lbuf + ((rc->iters - 1) % rc->slots) * 8, 8);
+		fetched = gdak_be64toh(fetched);	/* ConnectX returns it big-endian */
+		if (counter != rc->iters || fetched != want) {
+			perf_verify_fail(name, rc->size, "connection %u: counter %llu (want %llu), "
+					 "last fetched value %llu (want %llu)", ci,
+					 (unsigned long long)counter, (unsigned long long)rc->iters,
+					 (unsigned long long)fetched, (unsigned long long)want);
+			return -EIO;
+		}
+		return 0;
+	}
+	if (rc->o->test->id == PERF_SEND_BW)
+		return 0; /* checked by perf_emu_recv_verify (receive side) */
+	if (memcmp(dst, src, n)) {
+		size_t i = 0;
+
+		while (i < n && dst[i] == src[i])
+			i++;
+		perf_verify_fail(name, rc->size, "connection %u: byte %zu of the destination is "
+				 "0x%02x, the source has 0x%02x", ci, i, dst[i], src[i]);
+		return -EIO;
+	}
+	return 0;
+}
+
+int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		  struct perf_result *round)
+{
+	struct rate_ctx rc = {
+		.env = env, .o = o, .size = size, .iters = iters,
+		.slots = perf_region_slots(size),
+	};
+	struct rate_thread *th;
+	unsigned i, started = 0;
+	uint64_t t0, t1;
+	int ret = 0;
+
+	if (o->test->id == PERF_SEND_BW) {
+		fprintf(stderr, "gdak-perf: send_bw needs the receive side of the device API, "
+				"not in this build yet\n");
+		return -ENOTSUP;
+	}
+	for (i = 0; i < env->nconn; i++)
+		prepare(&rc, &env->conn[i]);
+	th = calloc(o->threads, sizeof(*th));
+	if (!th)
+		return -ENOMEM;
+	for (i = 0; i < o->threads; i++) {
+		th[i].rc = &rc;
+		th[i].first = i;
+		/* the last thread is the caller itself: one posting thread, no extra thread */
+		if (i + 1 < o->threads) {
+			if (pthread_create(&th[i].tid, NULL, rate_thread_fn, &th[i])) {
+				ret = -EAGAIN;
+				break;
+			}
+			started++;
+		}
+	}
+	t0 = perf_now_ns();
+	atomic_store_explicit(&rc.go, 1, memory_order_release);
+	if (!ret)
+		rate_thread_fn(&th[o->threads - 1]);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i].tid, NULL);
+	t1 = perf_now_ns();
+	for (i = 0; i < o->threads && !ret; i++)
+		if (th[i].ret) {
+			ret = th[i].ret;
+			perf_report_qp_error(o->test->name, th[i].failed, ret);
+		}
+	free(th);
+	if (ret)
+		return ret;
+	for (i = 0; i < env->nconn; i++) {
+		ret = verify(&rc, &env->conn[i], i);
+		if (ret)
+			return ret;
+	}
+	round->msg_rate = (double)iters * env->nconn * 1e9 / (double)(t1 - t0 ? t1 - t0 : 1);
+	round->bw = round->msg_rate * (double)size;
+	round->verified = 1;
+	return 0;
+}
