@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <gdak/trace_format.h>
+#include "trace_tool.h"
 
 /* A fresh temporary file name (the file exists, empty); free() it. */
 static inline char *tt_tmpname(const char *tag)
@@ -102,6 +103,82 @@ static inline int tt_read_all(const uint8_t *buf, size_t len, tt_item_fn fn, voi
 	}
 	gdak_trace_reader_free(r);
 	return errors;
+}
+
+/*
+ * A RoCEv2 packet (BTH, extended headers, payload, pad, ICRC) as
+ * gdak_trace_packet() takes it, with the ICRC computed over the IPv4/UDP
+ * headers the writer will put around it (docs/TRACE.md: id 0, DF, TTL 64,
+ * UDP checksum 0).  Returns its length.
+ */
+static inline size_t tt_roce_build(uint8_t *out, uint8_t opcode, uint32_t dqpn, uint32_t psn,
+				   int ackreq, const void *ext, size_t ext_len, const void *payload,
+				   size_t plen, uint32_t sip, uint32_t dip, uint16_t sport,
+				   uint16_t dport)
+{
+	uint8_t tmp[28 + 2048];
+	size_t pad = (4 - plen % 4) % 4;
+	size_t n = 12 + ext_len + plen + pad + 4;
+	uint8_t *ip = tmp, *b = tmp + 28;
+	uint32_t icrc;
+
+	if (n > sizeof(tmp) - 28)
+		return 0;
+	memset(tmp, 0, sizeof(tmp));
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)((20 + 8 + n) >> 8);
+	ip[3] = (uint8_t)(20 + 8 + n);
+	ip[6] = 0x40;
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
+	ip[20] = (uint8_t)(sport >> 8);
+	ip[21] = (uint8_t)sport;
+	ip[22] = (uint8_t)(dport >> 8);
+	ip[23] = (uint8_t)dport;
+	ip[24] = (uint8_t)((8 + n) >> 8);
+	ip[25] = (uint8_t)(8 + n);
+	b[0] = opcode;
+	b[1] = (uint8_t)(pad << 4);
+	b[2] = b[3] = 0xff;	/* default P_Key */
+	b[5] = (uint8_t)(dqpn >> 16);
+	b[6] = (uint8_t)(dqpn >> 8);
+	b[7] = (uint8_t)dqpn;
+	b[8] = ackreq ? 0x80 : 0;
+	b[9] = (uint8_t)(psn >> 16);
+	b[10] = (uint8_t)(psn >> 8);
+	b[11] = (uint8_t)psn;
+	if (ext_len)
+		memcpy(b + 12, ext, ext_len);
+	if (plen)
+		memcpy(b + 12 + ext_len, payload, plen);
+	icrc = roce_icrc(ip, (uint32_t)(28 + n));
+	b[n - 4] = (uint8_t)icrc;
+	b[n - 3] = (uint8_t)(icrc >> 8);
+	b[n - 2] = (uint8_t)(icrc >> 16);
+	b[n - 1] = (uint8_t)(icrc >> 24);
+	memcpy(out, b, n);
+	return n;
+}
+
+static inline void tt_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+static inline void tt_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* RETH: virtual address, rkey, DMA length (IBA 9.3.3). */
+static inline void tt_reth(uint8_t *p, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	tt_be64(p, va);
+	tt_be32(p + 8, rkey);
+	tt_be32(p + 12, len);
 }
 
 #endif

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_tshark.c - tshark opens a gdak trace without errors and decodes its
+ * packet records as InfiniBand (RoCEv2): an RC RDMA WRITE ONLY with the
+ * BTH and RETH fields we wrote, no malformed-packet or expert errors.
+ * Skips (77) where tshark is not installed.
+ */
+#include <arpa/inet.h>
+#include <sys/wait.h>
+
+#include "gdak_test.h"
+#include "trace_util.h"
+
+/* Run a shell command, its stdout into *out (malloc'd); the exit status. */
+static int run(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 4096, n = 0;
+	char *b = malloc(cap);
+	int st;
+
+	if (!p || !b) {
+		free(b);
+		if (p)
+			pclose(p);
+		return -1;
+	}
+	for (;;) {
+		size_t r;
+		if (n + 1 >= cap) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb)
+				break;
+			b = nb;
+			cap *= 2;
+		}
+		r = fread(b + n, 1, cap - n - 1, p);
+		if (!r)
+			break;
+		n += r;
+	}
+	b[n] = 0;
+	st = pclose(p);
+	*out = b;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(void)
+{
+	char *path, *out = NULL, cmd[1024];
+	struct gdak_trace *t;
+	struct gdak_trace_buf *b;
+	uint8_t pkt[256], reth[16], payload[16], cqe[64] = {0};
+	uint32_t sip = inet_addr("192.0.2.1"), dip = inet_addr("192.0.2.2");
+	size_t n;
+	int rc;
+
+	if (system("command -v tshark >/dev/null 2>&1") != 0)
+		GDAK_TEST_SKIP("tshark is not installed");
+	path = tt_tmpname("tshark");
+	REQUIRE(path);
+
+	gdak_test_fill(payload, sizeof(payload), 9);
+	tt_reth(reth, 0x7f0000001000ull, 0x2002, sizeof(payload));
+	n = tt_roce_build(pkt, 0x0a /* RC RDMA WRITE ONLY */, 0x000012, 100, 1, reth, sizeof(reth),
+			  payload, sizeof(payload), sip, dip, 49152, 4791);
+	REQUIRE(n == 12 + 16 + 16 + 4);
+
+	REQUIRE_EQ(gdak_trace_open(path, &t), 0);
+	b = gdak_trace_thread_buf(t, 0);
+	REQUIRE(b);
+	/* records around the packet: tshark must step over the custom blocks */
+	gdak_trace_note(b, "before");
+	gdak_trace_packet(b, 0, sip, dip, 49152, 4791, pkt, (uint32_t)n);
+	gdak_trace_cqe(b, 0x12, 1, 0, cqe);
+	gdak_trace_close(t);
+
+	/* the packet, field by field */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r '%s' -Y infiniband -T fields -E separator=, -e infiniband.bth.opcode "
+		 "-e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.a "
+		 "-e infiniband.reth.va -e infiniband.reth.r_key -e infiniband.reth.dmalen "
+		 "-e udp.dstport -e ip.checksum.status 2>/dev/null", path);
+	rc = run(cmd, &out);
+	CHECK_EQ(rc, 0);
+	REQUIRE(out);
+	printf("tshark fields: %s", out);
+	/* fields by value (tshark prints some in hex, some in decimal):
+	 * opcode 10 = RC RDMA WRITE Only */
+	{
+		static const uint64_t want[] = {10, 0x12, 100, 1, 0x7f0000001000ull, 0x2002, 16, 4791};
+		char *p = out, *end;
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			uint64_t v = strtoull(p, &end, 0);
+			CHECK_EQ(v, want[i]);
+			if (*end != ',')
+				break;
+			p = end + 1;
+		}
+	}
+	free(out);
+	out = NULL;
+
+	/* the summary line names the operation */
+	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -Y infiniband 2>/dev/null", path);
+	rc = run(cmd, &out);
+	CHECK_EQ(rc, 0);
+	REQUIRE(out);
+	printf("tshark: %s", out);
+	CHECK(strstr(out, "RC RDMA Write Only") != NULL);
+	CHECK(strstr(out, "QP=0x000012") != NULL);
+	CHECK(strstr(out, "Malformed") == NULL);
+	free(out);
+	out = NULL;
+
+	/* IP header checksum verified by tshark itself */
+	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -o ip.check_checksum:TRUE -Y "
+		 "'ip.checksum.status == \"Good\"' 2>/dev/null | wc -l", path);
+	rc = run(cmd, &out);
+	CHECK_EQ(rc, 0);
+	CHECK(out && atoi(out) == 1);
+	free(out);
+	out = NULL;
+
+	/* no expert info of warning or error severity anywhere in the file */
+	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -q -z expert,warn 2>&1", path);
+	rc = run(cmd, &out);
+	CHECK_EQ(rc, 0);
+	REQUIRE(out);
+	CHECK(strstr(out, "Errors (") == NULL);
+	CHECK(strstr(out, "Warns (") == NULL);
+	CHECK(strstr(out, "Malformed") == NULL);
+	if (strstr(out, "Errors (") || strstr(out, "Warns ("))
+		printf("tshark expert: %s", out);
+	free(out);
+
+	unlink(path);
+	free(path);
+	return gdak_test_end();
+}
