@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * roce_qp.c - engine objects, packet finishing, receive dispatch, and the
+ * progress/timer entry points the transport drives.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdak_log.h"
+#include "roce.h"
+
+static const char *const qp_state_names[] = {
+	[ROCE_QPS_RESET] = "RESET", [ROCE_QPS_RTS] = "RTS", [ROCE_QPS_ERR] = "ERR",
+};
+
+const char *roce_qp_state_name(int state)
+{
+	return (unsigned)state <= ROCE_QPS_ERR ? qp_state_names[state] : "INVALID";
+}
+
+void roce_ctx_init(struct roce_ctx *ctx, const struct roce_ops *ops, void *priv)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->ops = ops;
+	ctx->priv = priv;
+}
+
+void roce_ctx_fini(struct roce_ctx *ctx)
+{
+	roce_fault_free(ctx->faults);
+	ctx->faults = NULL;
+}
+
+static int valid_mtu(uint32_t mtu)
+{
+	return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
+}
+
+int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const struct roce_cfg *cfg)
+{
+	struct roce_cfg c = cfg ? *cfg : (struct roce_cfg){0};
+
+	memset(qp, 0, offsetof(struct roce_qp, pkt));
+	memset(&qp->stats, 0, sizeof(qp->stats));
+	if (!c.mtu)
+		c.mtu = 1024;
+	if (!c.sq_size)
+		c.sq_size = 256;
+	if (!c.window)
+		c.window = 256;
+	if (!c.max_rd_atomic)
+		c.max_rd_atomic = 16;
+	if (!c.timeout_ns)
+		c.timeout_ns = 20 * 1000 * 1000ull;
+	if (!c.pkey)
+		c.pkey = ROCE_PKEY_DEFAULT;
+	if (!c.cfg_set) {
+		/* zeros mean "default" until the caller says it set them */
+		if (!c.retry_cnt)
+			c.retry_cnt = 7;
+		if (!c.rnr_retry)
+			c.rnr_retry = 7;
+		if (!c.min_rnr_timer)
+			c.min_rnr_timer = 1;
+	}
+	c.cfg_set = 1;
+	if (!valid_mtu(c.mtu) || (c.sq_size & (c.sq_size - 1)) || c.retry_cnt > 7 ||
+	    c.rnr_retry > 7 || c.min_rnr_timer > 31 || c.window > (1u << 22) ||
+	    c.max_rd_atomic > 256 || qpn > ROCE_PSN_MASK) {
+		GDAK_ERR("qp", qpn, "bad RoCE settings: mtu %u sq_size %u retry %u rnr %u window %u",
+			 c.mtu, c.sq_size, c.retry_cnt, c.rnr_retry, c.window);
+		return -EINVAL;
+	}
+	qp->ctx = ctx;
+	qp->qpn = qpn;
+	qp->cfg = c;
+	qp->sq = calloc(c.sq_size, sizeof(*qp->sq));
+	qp->res = calloc(c.max_rd_atomic, sizeof(*qp->res));
+	qp->jobs = calloc(2 * c.max_rd_atomic, sizeof(*qp->jobs));
+	if (!qp->sq || !qp->res || !qp->jobs) {
+		roce_qp_fini(qp);
+		return -ENOMEM;
+	}
+	qp->state = ROCE_QPS_RESET;
+	return 0;
+}
+
+void roce_qp_fini(struct roce_qp *qp)
+{
+	roce_fault_qp_fini(qp);
+	free(qp->sq);
+	free(qp->res);
+	free(qp->jobs);
+	qp->sq = NULL;
+	qp->res = NULL;
+	qp->jobs = NULL;
+}
+
+int roce_qp_connect(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
+		    uint32_t mtu, const struct roce_path *path)
+{
+	if (qp->state != ROCE_QPS_RESET || !valid_mtu(mtu) || mtu > qp->cfg.mtu ||
+	    dqpn > ROCE_PSN_MASK) {
+		GDAK_ERR("qp", qp->qpn, "cannot connect: state %s, path MTU %u (local max %u), "
+			 "peer QPN 0x%x", roce_qp_state_name(qp->state), mtu, qp->cfg.mtu, dqpn);
+		return -EINVAL;
+	}
+	qp->dqpn = dqpn;
+	qp->cfg.mtu = mtu;
+	qp->path = *path;
+	qp->tx_psn = qp->una_psn = qp->max_psn = sq_psn & ROCE_PSN_MASK;
+	qp->epsn = rq_psn & ROCE_PSN_MASK;
+	qp->last_op = ROCE_ACK; /* not inside a message */
+	qp->retry_left = qp->cfg.retry_cnt;
+	qp->rnr_left = qp->cfg.rnr_retry;
+	qp->retry_armed = 1;
+	qp->state = ROCE_QPS_RTS;
+	return 0;
+}
+
+void roce_qp_error(struct roce_qp *qp)
+{
+	if (qp->state == ROCE_QPS_ERR)
+		return;
+	qp->state = ROCE_QPS_ERR;
+	roce_req_flush(qp, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	if (qp->rmsg.active) {
+		qp->rmsg.active = 0;
+		qp->ctx->ops->resp_end(qp, &qp->rmsg, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	}
+	qp->job_head = qp->job_tail;
+	/* a pending NAK still goes out: the peer must learn why */
+	if (qp->ack.pending && (qp->ack.syn & AETH_TYPE_MASK) == AETH_ACK)
+		qp->ack.pending = 0;
+}
+
+uint32_t roce_pkt_finish(struct roce_qp *qp, uint8_t opcode, int se, int ackreq, uint32_t psn,
+			 uint32_t plen)
+{
+	uint8_t *p = qp->pkt;
+	uint32_t hdr = roce_op(opcode)->hdr_len, pad = (4 - (plen & 3)) & 3;
+	uint32_t len = hdr + plen + pad + ROCE_ICRC_LEN;
+
+	bth_set(p, opcode, se, pad, qp->cfg.pkey, qp->dqpn, ackreq, psn);
+	memset(p + hdr + plen, 0, pad);
+	roce_icrc_set(&qp->path, p, len);
+	return len;
+}
+
+int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *pkt, uint32_t len,
+	    uint64_t now_ns)
+{
+	const struct roce_opinfo *oi;
+	struct roce_qp *qp;
+	uint32_t hdr, plen;
+
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_PKT) {
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("ctx", ctx->id, "dropped a %u-byte datagram: not a RoCEv2 packet", len);
+		return -EBADMSG;
+	}
+	if (!roce_icrc_ok(path, pkt, len)) {
+		ctx->stats.icrc_errors++;
+		GDAK_WARN_RL("ctx", ctx->id, "dropped %s PSN 0x%06x to QP 0x%06x: ICRC mismatch",
+			     roce_op_name(bth_opcode(pkt)), bth_psn(pkt), bth_qpn(pkt));
+		return -EBADMSG;
+	}
+	oi = roce_op(bth_opcode(pkt));
+	hdr = oi->hdr_len;
+	if (!(oi->mask & ROCE_M_VALID) || bth_tver(pkt) != 0 ||
+	    hdr + bth_pad(pkt) + ROCE_ICRC_LEN > len) {
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("ctx", ctx->id, "dropped opcode 0x%02x (%s) TVer %u, %u bytes: "
+			     "unsupported or truncated", bth_opcode(pkt), roce_op_name(bth_opcode(pkt)),
+			     bth_tver(pkt), len);
+		return -EPROTO;
+	}
+	plen = len - hdr - bth_pad(pkt) - ROCE_ICRC_LEN;
+	if ((!(oi->mask & ROCE_M_PAYLOAD) && (plen || bth_pad(pkt))) || plen > ROCE_MAX_MTU) {
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("ctx", ctx->id, "dropped %s with %u payload bytes", oi->name, plen);
+		return -EPROTO;
+	}
+	qp = ctx->ops->lookup(ctx, bth_qpn(pkt));
+	if (!qp) {
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("ctx", ctx->id, "dropped %s for unknown QP 0x%06x", oi->name,
+			     bth_qpn(pkt));
+		return -ENOENT;
+	}
+	qp->now_ns = now_ns;
+	qp->stats.rx_pkts++;
+	qp->stats.rx_bytes += len;
+	if (qp->ctx->ops->trace_pkt)
+		qp->ctx->ops->trace_pkt(qp, 1, pkt, len);
+	/* P_Key: the low 15 bits name the partition (IBA 10.9.3) */
+	if (qp->state != ROCE_QPS_RTS || ((bth_pkey(pkt) ^ qp->cfg.pkey) & 0x7fff)) {
+		qp->stats.bad_pkts++;
+		return -ENOENT;
+	}
+	if (oi->mask & ROCE_M_REQ)
+		roce_resp_rx(qp, pkt, plen);
+	else
+		roce_req_rx(qp, pkt, plen);
+	return 0;
+}
+
+int roce_qp_progress(struct roce_qp *qp, uint64_t now_ns, int budget)
+{
+	int n;
+
+	qp->now_ns = now_ns;
+	n = roce_fault_release(qp, 0);
+	if (qp->state == ROCE_QPS_RTS) {
+		n += roce_resp_send(qp, budget - n);
+		n += roce_req_send(qp, budget - n);
+	} else if (qp->ack.pending && n < budget) {
+		/* ERR: only the final NAK goes out */
+		if (!roce_send_ack(qp, qp->ack.syn, qp->ack.psn)) {
+			qp->ack.pending = 0;
+			n++;
+		}
+	}
+	/* a packet held for reordering waits for the next one only this long */
+	n += roce_fault_release(qp, 1);
+	return n;
+}
+
+uint64_t roce_qp_deadline(const struct roce_qp *qp)
+{
+	uint64_t d = roce_fault_deadline(qp);
+
+	if (qp->state != ROCE_QPS_RTS)
+		return d;
+	if (qp->rto_due_ns && qp->rto_due_ns < d)
+		d = qp->rto_due_ns;
+	if (qp->rnr_due_ns && qp->rnr_due_ns < d)
+		d = qp->rnr_due_ns;
+	return d;
+}
+
+void roce_qp_timer(struct roce_qp *qp, uint64_t now_ns)
+{
+	qp->now_ns = now_ns;
+	roce_req_timer(qp);
+}
+
+int roce_qp_busy(const struct roce_qp *qp)
+{
+	return qp->sq_una != qp->sq_head || roce_resp_busy(qp) || qp->held != NULL;
+}

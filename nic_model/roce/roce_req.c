@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * roce_req.c - the RC requester and completer (IBA vol. 1 9.7.4, 9.7.5.1).
+ *
+ * WRs sit in a ring from posting to completion.  Packets are never kept:
+ * like hardware, a retransmission rebuilds them from the WR and its local
+ * data, which stays valid until the WR completes.  PSN state:
+ *
+ *   una_psn  oldest PSN not yet acknowledged (ACK, read response, atomic ACK)
+ *   tx_psn   next PSN to (re)send; sq_tx/tx_pkt say which WR and packet
+ *   max_psn  one past the highest PSN ever sent
+ *
+ * Recovery is go-back-N: a NAK (PSN sequence error), a gap in read
+ * responses, an ACK that skips an unanswered READ/atomic, or the
+ * retransmission timer rewinds tx_psn to una_psn.  NAK- and gap-triggered
+ * rewinds happen once per episode (retry_armed, re-armed by progress), so a
+ * burst of out-of-order responses does not restart the window repeatedly;
+ * the timer always rewinds and spends one retry (TRANSPORT_RETRY_EXC when
+ * none is left, C9-145..).  RNR NAKs wait the advertised time and spend an
+ * RNR retry (7 = forever).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "gdak_log.h"
+#include "roce.h"
+
+static int is_rd(const struct roce_wr *wr)
+{
+	return wr->op == ROCE_WR_READ || wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD;
+}
+
+static struct roce_wr *wr_at(struct roce_qp *qp, uint32_t i)
+{
+	return &qp->sq[i & (qp->cfg.sq_size - 1)];
+}
+
+uint32_t roce_wr_npkts(const struct roce_qp *qp, const struct roce_wr *wr)
+{
+	if (wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD || !wr->len)
+		return 1;
+	return (wr->len + qp->cfg.mtu - 1) / qp->cfg.mtu;
+}
+
+int roce_post(struct roce_qp *qp, const struct roce_wr *wr)
+{
+	struct roce_wr *w;
+
+	if (qp->state == ROCE_QPS_ERR)
+		return -EIO;
+	if (qp->state != ROCE_QPS_RTS || wr->op >= ROCE_WR_NOPS || wr->len > (1u << 31)) {
+		GDAK_ERR_RL("qp", qp->qpn, "bad WR: op %u len %u in state %s", wr->op, wr->len,
+			    roce_qp_state_name(qp->state));
+		return -EINVAL;
+	}
+	if (qp->sq_head - qp->sq_una >= qp->cfg.sq_size)
+		return -EAGAIN;
+	w = wr_at(qp, qp->sq_head);
+	*w = *wr;
+	if (w->op == ROCE_WR_CMP_SWAP || w->op == ROCE_WR_FETCH_ADD)
+		w->len = 8;
+	w->first_psn = 0;
+	w->npkts = 0;
+	w->rx_pkts = 0;
+	w->sent = 0;
+	qp->sq_head++;
+	return 0;
+}
+
+/* ---- completion ------------------------------------------------------------- */
+
+static void complete_head(struct roce_qp *qp, uint8_t status)
+{
+	struct roce_wr *wr = wr_at(qp, qp->sq_una);
+
+	if (wr->sent && is_rd(wr) && qp->rd_inflight)
+		qp->rd_inflight--;
+	qp->sq_una++;
+	if (qp->sq_tx - qp->sq_una > qp->sq_head - qp->sq_una) { /* sq_tx fell behind */
+		qp->sq_tx = qp->sq_una;
+		qp->tx_pkt = 0;
+	}
+	qp->ctx->ops->req_complete(qp, wr, status);
+}
+
+void roce_req_flush(struct roce_qp *qp, uint8_t status)
+{
+	while (qp->sq_una != qp->sq_head)
+		complete_head(qp, status);
+	qp->sq_tx = qp->sq_head;
+	qp->tx_pkt = 0;
+	qp->rd_inflight = 0;
+	qp->rto_due_ns = 0;
+	qp->rnr_due_ns = 0;
+}
+
+/* The WR at the head failed: it gets status, the QP goes to ERR and the
+ * rest is flushed (IBA 10.8.3: a requester error moves the QP to ERR). */
+static void fail_head(struct roce_qp *qp, uint8_t status, const char *why)
+{
+	GDAK_WARN_RL("qp", qp->qpn, "WR at PSN 0x%06x failed: %s (syndrome 0x%02x)",
+		     qp->una_psn, why, status);
+	if (qp->sq_una != qp->sq_head)
+		complete_head(qp, status);
+	roce_qp_error(qp);
+}
+
+/* una_psn moved: reset the retry counters (IBA 9.7.5.1.4: the count is per
+ * "no progress"), restart or stop the timer, allow a new go-back. */
+static void progressed(struct roce_qp *qp)
+{
+	qp->retry_left = qp->cfg.retry_cnt;
+	qp->rnr_left = qp->cfg.rnr_retry;
+	qp->retry_armed = 1;
+	qp->rto_due_ns = qp->una_psn == qp->max_psn ? 0 : qp->now_ns + qp->cfg.timeout_ns;
+}
+
+/* Point the transmitter at psn (which lies in [una_psn, max_psn]). */
+static void rewind_to(struct roce_qp *qp, uint32_t psn)
+{
+	for (uint32_t i = qp->sq_una; i != qp->sq_head; i++) {
+		struct roce_wr *wr = wr_at(qp, i);
+		int32_t k;
+
+		if (wr->sent && psn_diff(psn, psn_add(wr->first_psn, (int32_t)wr->npkts)) >= 0)
+			continue;
+		qp->sq_tx = i;
+		k = wr->sent ? psn_diff(psn, wr->first_psn) : 0;
+		if (k < 0 || wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD)
+			k = 0;
+		qp->tx_pkt = (uint32_t)k;
+		qp->tx_psn = wr->sent ? psn_add(wr->first_psn, k) : psn;
+		return;
+	}
+	qp->sq_tx = qp->sq_head;
+	qp->tx_pkt = 0;
+	qp->tx_psn = psn;
+}
+
+static void go_back(struct roce_qp *qp, const char *why)
+{
+	GDAK_DBG("qp", qp->qpn, "go-back-N to PSN 0x%06x (%s; sent up to 0x%06x)", qp->una_psn, why,
+		 qp->max_psn);
+	rewind_to(qp, qp->una_psn);
+	qp->retry_armed = 0;
+}
+
+/*
+ * Everything before PSN target is acknowledged: complete the SEND/WRITE WRs
+ * it covers.  Returns 0, 1 when a READ/atomic before target has not had its
+ * response (the responder answered it, the answer was lost: retransmit,
+ * IBA 9.7.5.1.3 "implied NAK"), or -1 when target lies beyond anything sent.
+ */
+static int ack_upto(struct roce_qp *qp, uint32_t target)
+{
+	int adv = 0, ret = 0;
+
+	if (psn_diff(target, qp->max_psn) > 0)
+		return -1;
+	while (psn_diff(target, qp->una_psn) > 0 && qp->sq_una != qp->sq_head) {
+		struct roce_wr *wr = wr_at(qp, qp->sq_una);
+		uint32_t end;
+
+		if (!wr->sent)
+			break;
+		if (is_rd(wr)) {
+			ret = 1;
+			break;
+		}
+		end = psn_add(wr->first_psn, (int32_t)wr->npkts);
+		if (psn_diff(target, end) >= 0) {
+			qp->una_psn = end;
+			adv = 1;
+			complete_head(qp, 0);
+			if (qp->state != ROCE_QPS_RTS)
+				return 0;
+		} else {
+			qp->una_psn = target;
+			adv = 1;
+		}
+	}
+	if (adv) {
+		/* the transmitter may be behind what is now acknowledged */
+		if (psn_diff(qp->tx_psn, qp->una_psn) < 0)
+			rewind_to(qp, qp->una_psn);
+		progressed(qp);
+	}
+	return ret;
+}
+
+static uint8_t nak_status(unsigned code)
+{
+	switch (code) {
+	case AETH_NAK_INVALID_REQ: return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+	case AETH_NAK_REM_ACCESS: return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	case AETH_NAK_REM_OP: return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+	case AETH_NAK_INVALID_RD_REQ: return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+	default: return MLX5_CQE_SYNDROME_BAD_RESP_ERR;
+	}
+}
+
+static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
+{
+	int r;
+
+	switch (syn & AETH_TYPE_MASK) {
+	case AETH_ACK:
+		qp->stats.acks_rcvd++;
+		r = ack_upto(qp, psn_add(psn, 1));
+		if (r < 0)
+			goto bad;
+		if (r > 0 && qp->retry_armed)
+			go_back(qp, "ACK past an unanswered READ/atomic");
+		return;
+	case AETH_RNR_NAK:
+		qp->stats.rnr_naks_rcvd++;
+		r = ack_upto(qp, psn);
+		if (r < 0)
+			goto bad;
+		if (qp->state != ROCE_QPS_RTS || psn != qp->una_psn) {
+			qp->stats.dup_resps++;
+			return;
+		}
+		if (!qp->rnr_left) {
+			fail_head(qp, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, "RNR retries exhausted");
+			return;
+		}
+		if (qp->cfg.rnr_retry != 7)
+			qp->rnr_left--;
+		qp->rnr_due_ns = qp->now_ns + roce_rnr_timer_ns(syn & 0x1f);
+		qp->rto_due_ns = 0;
+		rewind_to(qp, psn);
+		return;
+	case AETH_NAK:
+		r = ack_upto(qp, psn);
+		if (r < 0)
+			goto bad;
+		if (qp->state != ROCE_QPS_RTS)
+			return;
+		if ((syn & 0x1f) == AETH_NAK_PSN_SEQ) {
+			qp->stats.seq_naks_rcvd++;
+			if (psn_diff(psn, qp->una_psn) < 0 && !r) {
+				qp->stats.dup_resps++;
+				return;
+			}
+			if (qp->retry_armed)
+				go_back(qp, "NAK PSN sequence error");
+			return;
+		}
+		qp->stats.err_naks_rcvd++;
+		if (psn != qp->una_psn) {
+			qp->stats.dup_resps++;
+			return;
+		}
+		fail_head(qp, nak_status(syn & 0x1f), "NAK from the responder");
+		return;
+	default:
+		goto bad;
+	}
+bad:
+	qp->stats.bad_pkts++;
+	GDAK_WARN_RL("qp", qp->qpn, "dropped %s PSN 0x%06x syndrome 0x%02x: beyond PSN 0x%06x sent",
+		     "ACK", psn, syn, qp->max_psn);
+}
+
+/* Read response or atomic ACK at psn. */
+static void rx_data_resp(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
+{
+	uint8_t op = bth_opcode(pkt);
+	const struct roce_opinfo *oi = roce_op(op);
+	uint32_t psn = bth_psn(pkt);
+	struct roce_wr *wr;
+	int r, st;
+
+	if (oi->off_aeth && (aeth_syn(pkt + oi->off_aeth) & AETH_TYPE_MASK) != AETH_ACK) {
+		qp->stats.bad_pkts++;
+		return;
+	}
+	r = ack_upto(qp, psn);
+	if (r < 0) {
+		qp->stats.bad_pkts++;
+		return;
+	}
+	if (qp->state != ROCE_QPS_RTS)
+		return;
+	if (psn_diff(psn, qp->una_psn) < 0) {
+		qp->stats.dup_resps++;
+		return;
+	}
+	if (psn != qp->una_psn) {
+		qp->stats.ooo_drops++;
+		if (qp->retry_armed)
+			go_back(qp, "gap in READ responses / missing atomic ACK");
+		return;
+	}
+	if (qp->sq_una == qp->sq_head) {
+		qp->stats.bad_pkts++;
+		return;
+	}
+	wr = wr_at(qp, qp->sq_una);
+	if (!wr->sent || !is_rd(wr) || (wr->op == ROCE_WR_READ) != !!(oi->mask & ROCE_M_READ)) {
+		fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR, "response does not match the request");
+		return;
+	}
+	if (wr->op == ROCE_WR_READ) {
+		uint32_t k = wr->rx_pkts, n = wr->npkts, off = k * qp->cfg.mtu;
+		uint32_t want = wr->len - off < qp->cfg.mtu ? wr->len - off : qp->cfg.mtu;
+		uint8_t exp = n == 1 ? ROCE_READ_RESP_ONLY : k == 0 ? ROCE_READ_RESP_FIRST :
+			      k == n - 1 ? ROCE_READ_RESP_LAST : ROCE_READ_RESP_MIDDLE;
+
+		if (op != exp || plen != want) {
+			fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR,
+				  "READ response opcode/length does not fit the request");
+			return;
+		}
+		st = plen ? qp->ctx->ops->req_scatter(qp, wr, off, pkt + oi->hdr_len, plen) : 0;
+		if (st) {
+			fail_head(qp, (uint8_t)st, "cannot store READ response data");
+			return;
+		}
+		wr->rx_pkts++;
+		qp->una_psn = psn_add(qp->una_psn, 1);
+		if (psn_diff(qp->tx_psn, qp->una_psn) < 0)
+			rewind_to(qp, qp->una_psn);
+		progressed(qp);
+		if (wr->rx_pkts == n)
+			complete_head(qp, 0);
+	} else {
+		uint64_t orig = atmack_orig(pkt + oi->off_atmack);
+
+		st = qp->ctx->ops->req_scatter(qp, wr, 0, &orig, 8);
+		if (st) {
+			fail_head(qp, (uint8_t)st, "cannot store the atomic result");
+			return;
+		}
+		qp->una_psn = psn_add(qp->una_psn, 1);
+		if (psn_diff(qp->tx_psn, qp->una_psn) < 0)
+			rewind_to(qp, qp->una_psn);
+		progressed(qp);
+		complete_head(qp, 0);
+	}
+}
+
+void roce_req_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
+{
+	uint8_t op = bth_opcode(pkt);
+
+	if (qp->state != ROCE_QPS_RTS)
+		return;
+	if (op == ROCE_ACK)
+		rx_ack(qp, aeth_syn(pkt + ROCE_BTH_LEN), bth_psn(pkt));
+	else
+		rx_data_resp(qp, pkt, plen);
+}
+
+void roce_req_timer(struct roce_qp *qp)
+{
+	if (qp->rnr_due_ns && qp->now_ns >= qp->rnr_due_ns)
+		qp->rnr_due_ns = 0;
+	if (!qp->rto_due_ns || qp->now_ns < qp->rto_due_ns || qp->state != ROCE_QPS_RTS)
+		return;
+	qp->stats.timeouts++;
+	if (!qp->retry_left) {
+		fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			  "no response within the retransmission timeout, retries exhausted");
+		return;
+	}
+	qp->retry_left--;
+	go_back(qp, "retransmission timeout");
+	qp->rto_due_ns = qp->now_ns + qp->cfg.timeout_ns;
+}
+
+/* ---- transmit ------------------------------------------------------------------ */
+
+/* Build packet k of wr into qp->pkt; returns its length, or minus a local
+ * syndrome when its data cannot be read. */
+static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
+{
+	uint8_t *p = qp->pkt;
+	uint32_t mtu = qp->cfg.mtu, psn = psn_add(wr->first_psn, (int32_t)k);
+	uint32_t off = k * mtu, plen = 0;
+	int first = k == 0, last = k == wr->npkts - 1, ackreq = 0, se = 0;
+	uint8_t op;
+	const struct roce_opinfo *oi;
+
+	switch (wr->op) {
+	case ROCE_WR_SEND:
+	case ROCE_WR_SEND_IMM: {
+		int imm = wr->op == ROCE_WR_SEND_IMM;
+		op = first && last ? (imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY) :
+		     first ? ROCE_SEND_FIRST : last ? (imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST) :
+		     ROCE_SEND_MIDDLE;
+		break;
+	}
+	case ROCE_WR_WRITE:
+	case ROCE_WR_WRITE_IMM: {
+		int imm = wr->op == ROCE_WR_WRITE_IMM;
+		op = first && last ? (imm ? ROCE_WRITE_ONLY_IMM : ROCE_WRITE_ONLY) :
+		     first ? ROCE_WRITE_FIRST : last ? (imm ? ROCE_WRITE_LAST_IMM : ROCE_WRITE_LAST) :
+		     ROCE_WRITE_MIDDLE;
+		break;
+	}
+	case ROCE_WR_READ:
+		op = ROCE_READ_REQ;
+		break;
+	case ROCE_WR_CMP_SWAP:
+		op = ROCE_CMP_SWAP;
+		break;
+	default:
+		op = ROCE_FETCH_ADD;
+		break;
+	}
+	oi = roce_op(op);
+	if (oi->off_reth) {
+		/* a READ retried from packet k asks for the rest only (9.7.5.1.5) */
+		if (op == ROCE_READ_REQ)
+			reth_set(p + oi->off_reth, wr->raddr + off, wr->rkey, wr->len - off);
+		else
+			reth_set(p + oi->off_reth, wr->raddr, wr->rkey, wr->len);
+	}
+	if (oi->off_atmeth)
+		atmeth_set(p + oi->off_atmeth, wr->raddr, wr->rkey, wr->swap_add,
+			   op == ROCE_CMP_SWAP ? wr->cmp : 0);
+	if (oi->off_immdt)
+		memcpy(p + oi->off_immdt, &wr->imm, 4);
+	if (oi->mask & ROCE_M_PAYLOAD) {
+		plen = wr->len - off < mtu ? wr->len - off : mtu;
+		if (plen) {
+			int st = qp->ctx->ops->req_gather(qp, wr, off, p + oi->hdr_len, plen);
+			if (st)
+				return -st;
+		}
+	}
+	if (last || !(oi->mask & ROCE_M_PAYLOAD)) {
+		ackreq = 1;
+		se = !!(wr->flags & ROCE_WRF_SOLICITED);
+	} else if (!(psn & 63)) {
+		ackreq = 1; /* long messages: ask for progress now and then */
+	}
+	return (int)roce_pkt_finish(qp, op, se, ackreq, psn, plen);
+}
+
+int roce_req_send(struct roce_qp *qp, int budget)
+{
+	int n = 0;
+
+	if (qp->state != ROCE_QPS_RTS)
+		return 0;
+	if (qp->rnr_due_ns) {
+		if (qp->now_ns < qp->rnr_due_ns)
+			return 0;
+		qp->rnr_due_ns = 0;
+	}
+	while (n < budget && qp->sq_tx != qp->sq_head) {
+		struct roce_wr *wr = wr_at(qp, qp->sq_tx);
+		uint32_t psn;
+		int len, rc;
+
+		if (psn_diff(qp->tx_psn, qp->una_psn) >= (int32_t)qp->cfg.window)
+			break;
+		if (!wr->sent) {
+			/* fence (IBA 10.8.3.3): wait for every earlier WR */
+			if ((wr->flags & ROCE_WRF_FENCE) && qp->sq_una != qp->sq_tx)
+				break;
+			if (is_rd(wr) && qp->rd_inflight >= qp->cfg.max_rd_atomic)
+				break;
+			wr->first_psn = qp->tx_psn;
+			wr->npkts = roce_wr_npkts(qp, wr);
+			wr->rx_pkts = 0;
+			wr->sent = 1;
+			if (is_rd(wr))
+				qp->rd_inflight++;
+		}
+		psn = psn_add(wr->first_psn, (int32_t)qp->tx_pkt);
+		len = build(qp, wr, qp->tx_pkt);
+		if (len < 0) {
+			/* only the head can fail cleanly; anything else flushes */
+			fail_head(qp, (uint8_t)-len, "local data unreadable");
+			return n;
+		}
+		rc = roce_emit(qp, qp->pkt, (uint32_t)len);
+		if (rc == -EAGAIN) {
+			qp->stats.xmit_busy++;
+			break;
+		}
+		if (psn_diff(psn, qp->max_psn) < 0)
+			qp->stats.retransmits++;
+		if (is_rd(wr)) {
+			qp->tx_psn = psn_add(wr->first_psn, (int32_t)wr->npkts);
+			qp->tx_pkt = wr->npkts;
+		} else {
+			qp->tx_psn = psn_add(psn, 1);
+			qp->tx_pkt++;
+		}
+		if (qp->tx_pkt >= wr->npkts) {
+			qp->sq_tx++;
+			qp->tx_pkt = 0;
+		}
+		if (psn_diff(qp->tx_psn, qp->max_psn) > 0)
+			qp->max_psn = qp->tx_psn;
+		if (!qp->rto_due_ns)
+			qp->rto_due_ns = qp->now_ns + qp->cfg.timeout_ns;
+		n++;
+	}
+	return n;
+}
