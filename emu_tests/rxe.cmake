@@ -1,0 +1,20 @@
+# Soft-RoCE (label rxe).  The host kernel has no rdma_rxe, so two kinds:
+#  * host side (labels rxe;rxe-host): boot the qemu guest of tools/rxe/gdak-rxe-vm;
+#    they skip (77) where qemu or a Debian package source is missing;
+#  * guest side (label rxe): need a verbs device (rxe0, rxe1); they skip on the
+#    host and run inside the guest, which gdak.rxe.guest_suite boots for them.
+# The guest is one qemu at a time (RESOURCE_LOCK): two TCG guests on a 2-core
+# machine would only slow each other down.
+set(GDAK_RXE_VM ${PROJECT_SOURCE_DIR}/tools/rxe/gdak-rxe-vm)
+
+add_test(NAME gdak.rxe.harness
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rxe_harness.sh ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gdak.rxe.harness PROPERTIES LABELS "rxe;rxe-host" TIMEOUT 400
+  SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_rxe_vm)
+
+# Every guest-side rxe test, run inside one boot of the guest.
+add_test(NAME gdak.rxe.guest_suite
+  COMMAND ${GDAK_RXE_VM} --timeout 500 ctest ${PROJECT_BINARY_DIR} -L rxe -LE rxe-host)
+set_tests_properties(gdak.rxe.guest_suite PROPERTIES LABELS "rxe;rxe-host" TIMEOUT 600
+  SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_rxe_vm)
