@@ -4,3 +4,9 @@ gdak_add_test(NAME gdak.trace.roundtrip SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_
 # tshark decodes the packet records as InfiniBand; skips without tshark.
 gdak_add_test(NAME gdak.trace.tshark SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_tshark.c
   LIBS gdak_trace_tool LABELS unit TIMEOUT 120)
+# Golden decoded output of a fixed synthetic scenario (fake clock), through
+# the gdak-trace binary: text, JSON, summary, filters.
+gdak_add_test(NAME gdak.trace.golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_golden.c
+  LIBS gdak_trace_tool LABELS unit
+  ARGS $<TARGET_FILE:gdak-trace> ${CMAKE_CURRENT_LIST_DIR}/data/trace)
+add_dependencies(gdak_trace_golden gdak-trace)

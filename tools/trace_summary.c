@@ -32,6 +32,7 @@ struct qp_sum {
 	uint64_t pkts_tx, pkts_rx, naks, violations, faults;
 	char *first_error;	/* a printed line, newline stripped */
 	char *first_error_wqe;
+	char *first_pkt_error;	/* shown only when no record names a WQE */
 };
 
 struct trace_summary {
@@ -161,7 +162,9 @@ void trace_summary_add(struct trace_summary *s, const struct gdak_trace_item *it
 			q->pkts_tx++;
 		if (trace_item_is_error(it)) {
 			q->naks++;
-			note_error(s, q, it, 0, 0);
+			s->errors++;
+			if (!q->first_pkt_error)
+				q->first_pkt_error = line_of(s, it);
 		}
 		return;
 	}
@@ -213,6 +216,10 @@ static void print_text(struct trace_summary *s, FILE *f)
 		struct qp_sum *q = &s->qps[i];
 		int first = 1;
 
+		if (!q->first_error && q->first_pkt_error) {
+			q->first_error = q->first_pkt_error;
+			q->first_pkt_error = NULL;
+		}
 		fprintf(f, "qp 0x%06x: wqes %" PRIu64, q->qpn, q->wqes);
 		for (int op = 0; op < 256; op++) {
 			if (!q->by_op[op])
@@ -223,7 +230,7 @@ static void print_text(struct trace_summary *s, FILE *f)
 		}
 		fprintf(f, "%s, bytes %" PRIu64 ", recv_wqes %" PRIu64 ", doorbells %" PRIu64
 			", cqes %" PRIu64 ", cqe_errors %" PRIu64 ", violations %" PRIu64
-			", faults %" PRIu64 ", packets tx %" PRIu64 " rx %" PRIu64 ", pkt_errors %" PRIu64
+			", faults %" PRIu64 ", packets to it tx %" PRIu64 " rx %" PRIu64 ", pkt_errors %" PRIu64
 			"\n", first ? "" : ")", q->bytes, q->recv_wqes, q->doorbells, q->cqes,
 			q->cqe_errors, q->violations, q->faults, q->pkts_tx, q->pkts_rx, q->naks);
 		if (q->first_error)
@@ -243,6 +250,10 @@ static void print_json(struct trace_summary *s, FILE *f)
 		struct qp_sum *q = &s->qps[i];
 		int first = 1;
 
+		if (!q->first_error && q->first_pkt_error) {
+			q->first_error = q->first_pkt_error;
+			q->first_pkt_error = NULL;
+		}
 		fprintf(f, "{\"qpn\":\"0x%06x\",\"wqes\":%" PRIu64 ",\"by_opcode\":{", q->qpn, q->wqes);
 		for (int op = 0; op < 256; op++) {
 			if (!q->by_op[op])
@@ -253,7 +264,7 @@ static void print_json(struct trace_summary *s, FILE *f)
 		}
 		fprintf(f, "},\"bytes\":%" PRIu64 ",\"recv_wqes\":%" PRIu64 ",\"doorbells\":%" PRIu64
 			",\"cqes\":%" PRIu64 ",\"cqe_errors\":%" PRIu64 ",\"violations\":%" PRIu64
-			",\"faults\":%" PRIu64 ",\"packets_tx\":%" PRIu64 ",\"packets_rx\":%" PRIu64
+			",\"faults\":%" PRIu64 ",\"pkts_to_qp_tx\":%" PRIu64 ",\"pkts_to_qp_rx\":%" PRIu64
 			",\"pkt_errors\":%" PRIu64, q->bytes, q->recv_wqes, q->doorbells, q->cqes,
 			q->cqe_errors, q->violations, q->faults, q->pkts_tx, q->pkts_rx, q->naks);
 		if (q->first_error)
@@ -283,6 +294,7 @@ void trace_summary_free(struct trace_summary *s)
 	for (size_t i = 0; i < s->n_qp; i++) {
 		free(s->qps[i].first_error);
 		free(s->qps[i].first_error_wqe);
+		free(s->qps[i].first_pkt_error);
 	}
 	free(s->qps);
 	for (unsigned b = 0; b < NBUCKET; b++) {
