@@ -18,3 +18,8 @@ add_test(NAME gdak.rxe.guest_suite
   COMMAND ${GDAK_RXE_VM} --timeout 500 ctest ${PROJECT_BINARY_DIR} -L rxe -LE rxe-host)
 set_tests_properties(gdak.rxe.guest_suite PROPERTIES LABELS "rxe;rxe-host" TIMEOUT 600
   SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_rxe_vm)
+
+# Guest side: kernel rxe on its own (the reference the NIC model is held to).
+add_test(NAME gdak.rxe.peer_selftest COMMAND gdak-rxe-peer -d rxe0 selftest)
+set_tests_properties(gdak.rxe.peer_selftest PROPERTIES LABELS rxe TIMEOUT 120
+  SKIP_RETURN_CODE 77)
