@@ -50,10 +50,15 @@ grep -q '^consumer ok$' <<<"$out1" || fail "CMake-built consumer did not say ok"
 
 echo "== pkg-config gdak"
 export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-# gdak.pc names the configured prefix; point it at the temporary one.
-pc=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs gdak) ||
+# gdak.pc locates its prefix from its own directory (${pcfiledir}): no
+# --define-variable needed for a tree installed with --prefix.
+pc=$(pkg-config --cflags --libs gdak) ||
 	fail "pkg-config --cflags --libs gdak failed"
 echo "pkg-config: $pc"
+pc_inc=$(pkg-config --variable=includedir gdak)
+pc_lib=$(pkg-config --variable=libdir gdak)
+[[ -f $pc_inc/gdak/gdak.h && -f $pc_lib/libgdak.a ]] ||
+	fail "gdak.pc's includedir/libdir ($pc_inc, $pc_lib) are not the installed tree"
 # shellcheck disable=SC2086 # word splitting of the flags is wanted
 "$cc" "${flags[@]}" -o "$tmp/consumer-pc" "$src/main.c" $pc ||
 	fail "building the consumer with pkg-config flags failed"
