@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* demo_show.c - gdak-demo's output: the perftest-style table, the verified
+ * lines, and the first decoded lines of the trace (by running gdak-trace,
+ * found next to gdak-demo or on PATH). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "demo.h"
+
+static void rule(void)
+{
+	puts("-------------------------------------------------------------------------------");
+}
+
+void demo_print_table(const struct demo_args *a, const char *device, const char *runner,
+		      const char *trace)
+{
+	int i;
+
+	rule();
+	printf(" gdak-demo: device code on %s, device %s, two loopback QPs\n", runner, device);
+	printf(" trace: %s\n", trace ? trace : "(off)");
+	rule();
+	printf(" %-16s %7s %7s %10s %10s %10s  %s\n", "op", "#bytes", "#iters", "t_avg[us]",
+	       "t_min[us]", "t_max[us]", "verified");
+	for (i = 0; i < DEMO_NOPS; i++) {
+		const struct demo_op_result *r = &a->res[i];
+		double avg = r->iters ? (double)r->ns_sum / r->iters / 1e3 : 0;
+
+		printf(" %-16s %7u %7u %10.2f %10.2f %10.2f  %s\n", r->name, r->bytes, r->iters,
+		       avg, r->ns_min / 1e3, r->ns_max / 1e3, r->ok ? "yes" : "NO");
+	}
+	rule();
+	for (i = 0; i < DEMO_NOPS; i++) {
+		const struct demo_op_result *r = &a->res[i];
+
+		if (r->ok)
+			printf("verified %s: %s\n", r->name, r->why);
+		else
+			printf("FAILED   %s: %s\n", r->name, r->why[0] ? r->why : "not run");
+	}
+}
+
+/* gdak-trace next to this program, else the name for PATH. */
+static void find_trace_tool(const char *argv0, char *out, size_t len)
+{
+	char self[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, PATH_MAX - 1);
+	char *slash;
+
+	snprintf(out, len, "gdak-trace");
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return;
+	strcpy(slash + 1, "gdak-trace");
+	if (strlen(self) >= len)
+		return;
+	memcpy(out, self, strlen(self) + 1);
+	if (access(out, X_OK))
+		snprintf(out, len, "gdak-trace");
+}
+
+/* Single-quote s for sh. */
+static void quote(char *out, size_t len, const char *s)
+{
+	size_t k = 0;
+
+	if (len < 3)
+		return;
+	out[k++] = '\'';
+	for (; *s && k + 5 < len; s++) {
+		if (*s == '\'') {
+			memcpy(out + k, "'\\''", 4);
+			k += 4;
+		} else {
+			out[k++] = *s;
+		}
+	}
+	out[k++] = '\'';
+	out[k] = '\0';
+}
+
+int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
+{
+	char tool[PATH_MAX], qt[PATH_MAX * 2], qf[PATH_MAX * 2], cmd[PATH_MAX * 4 + 32];
+	char line[512];
+	unsigned shown = 0, total = 0;
+	FILE *p;
+	int st;
+
+	find_trace_tool(argv0, tool, sizeof(tool));
+	quote(qt, sizeof(qt), tool);
+	quote(qf, sizeof(qf), trace);
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", qt, qf);
+	p = popen(cmd, "r");
+	if (!p) {
+		fprintf(stderr, "gdak-demo: cannot run %s: %s\n", tool, strerror(errno));
+		return -errno;
+	}
+	printf("\n$ gdak-trace %s   (first %u lines)\n", trace, lines);
+	while (fgets(line, sizeof(line), p)) {
+		total++;
+		if (shown < lines) {
+			fputs(line, stdout);
+			if (!strchr(line, '\n'))
+				fputc('\n', stdout);
+			shown++;
+		}
+	}
+	st = pclose(p);
+	if (total > shown)
+		printf("... %u more lines: gdak-trace %s\n", total - shown, trace);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "gdak-demo: %s could not read the trace cleanly (status %d)\n", tool,
+			st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+		return -EIO;
+	}
+	if (!total) {
+		fprintf(stderr, "gdak-demo: the trace %s is empty\n", trace);
+		return -EIO;
+	}
+	return 0;
+}
