@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak/nic.h - knobs and counters of the emulated NIC (the "emu" backend).
+ *
+ * Everything here has an environment variable read at the first gdak_open()
+ * of an "emu" device; a call overrides it:
+ *   GDAK_NIC_THREADS=N     NIC threads (default 1); QPs are spread over them
+ *   GDAK_STRICT=0|1        strict checks (default 1, see DESIGN.md "Checks")
+ *   GDAK_POLL=adaptive|spin  idle back-off (default adaptive) or pure spinning
+ *   GDAK_TRACE=path        write a pcapng trace (gdak/trace.h)
+ *   GDAK_FAULTS=spec       fault injection ("err:qp=N,wqe=K,syndrome=NAME",
+ *                          "delay:qp=N,wqe=K,passes=P"; several joined by ';')
+ *   GDAK_RNR_TIMEOUT_MS=T  how long a SEND waits for a receive WQE before the
+ *                          requester completes it with RNR_RETRY_EXC_ERR (default 1000)
+ *
+ * Adaptive polling: a NIC thread with nothing to do spins a little, then
+ * yields, then sleeps in growing steps up to 1 ms; a doorbell is therefore
+ * seen within about 1 ms at worst.  Spin mode never sleeps (latency
+ * benchmarks; it takes a whole core per NIC thread).
+ *
+ * Atomics: the NIC model writes the original value of an ATOMIC_FA/CS to
+ * the requester's local buffer in big-endian byte order, as ConnectX does;
+ * the target word in memory is a native (little-endian) uint64_t.
+ */
+#ifndef GDAK_NIC_H
+#define GDAK_NIC_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gdak_ctx;
+struct gdak_qp;
+
+enum gdak_nic_poll {
+	GDAK_NIC_POLL_ADAPTIVE = 0,
+	GDAK_NIC_POLL_SPIN = 1,
+};
+
+/* Number of NIC threads: takes effect when no emu context is open (returns
+ * -EBUSY otherwise).  1..64. */
+int gdak_nic_set_threads(unsigned n);
+unsigned gdak_nic_get_threads(void);
+int gdak_nic_set_strict(int on);
+int gdak_nic_get_strict(void);
+int gdak_nic_set_poll(enum gdak_nic_poll mode);
+enum gdak_nic_poll gdak_nic_get_poll(void);
+/* Start tracing to path (NULL stops and closes the trace).  -ENOTSUP when
+ * the build has no trace writer. */
+int gdak_nic_set_trace(const char *path);
+/* Fault injection spec (see above); NULL or "" clears.  -EINVAL on a bad spec. */
+int gdak_nic_set_faults(const char *spec);
+int gdak_nic_set_rnr_timeout_ms(uint32_t ms);
+
+struct gdak_nic_stats {
+	uint64_t wqes;		/* send WQEs executed (errors included) */
+	uint64_t bytes;		/* payload bytes of executed WQEs */
+	uint64_t cqes;		/* CQEs written (send and receive) */
+	uint64_t errors;	/* error CQEs written (flushes excluded) */
+	uint64_t flushed;	/* WR_FLUSH_ERR CQEs written */
+	uint64_t violations;	/* strict-mode checks that fired */
+	uint64_t doorbells;	/* doorbells (record or register changes) seen */
+	uint64_t recvs;		/* receive WQEs consumed */
+	uint64_t rnr;		/* requests that found no receive WQE (retried) */
+};
+
+/* Counters of one QP (emu backend only; -ENOTSUP otherwise). */
+int gdak_nic_qp_stats(struct gdak_qp *qp, struct gdak_nic_stats *st);
+/* Counters of every QP of the process, destroyed ones included. */
+int gdak_nic_stats(struct gdak_nic_stats *st);
+/* Bytes of NIC-model state per QP beyond the rings the caller asked for. */
+uint64_t gdak_nic_qp_state_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GDAK_NIC_H */

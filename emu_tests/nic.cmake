@@ -1,0 +1,7 @@
+# NIC-model tests (label emu): host threads play the device through
+# emu_tests/nic_util.[ch], which uses only the public headers.
+add_library(gdak_nic_util STATIC nic_util.c)
+target_link_libraries(gdak_nic_util PUBLIC gdak gdak_testlib)
+gdak_set_warnings(gdak_nic_util)
+
+gdak_add_test(NAME gdak.nic.write SOURCES nic_write.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)

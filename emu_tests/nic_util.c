@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "nic_util.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp)
+{
+	memset(q, 0, sizeof(*q));
+	q->qp = qp;
+	gdak_qp_export(qp, &q->d);
+	q->qpn = gdak_qp_num(qp);
+}
+
+int nu_pair(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct nu_qp *a, struct nu_qp *b)
+{
+	struct gdak_qp *qa, *qb;
+	struct gdak_qp_info ia, ib;
+	int r;
+
+	if ((r = gdak_qp_create(ctx, attr, &qa)))
+		return r;
+	if ((r = gdak_qp_create(ctx, attr, &qb)))
+		return r;
+	if ((r = gdak_qp_info(qa, &ia)) || (r = gdak_qp_info(qb, &ib)))
+		return r;
+	if ((r = gdak_qp_connect(qa, &ib)) || (r = gdak_qp_connect(qb, &ia)))
+		return r;
+	nu_qp_from(a, qa);
+	nu_qp_from(b, qb);
+	return 0;
+}
+
+void nu_destroy(struct nu_qp *q)
+{
+	if (q->qp)
+		gdak_qp_destroy(q->qp);
+	q->qp = NULL;
+}
+
+void nu_put_raw(struct nu_qp *q, const void *wqe, unsigned ds)
+{
+	unsigned bbs = gdak_mlx5_wqebbs(ds ? ds : 1);
+	const uint8_t *s = wqe;
+	uint8_t *ring = q->d->sq_buf;
+
+	for (unsigned i = 0; i < bbs; i++) {
+		uint32_t slot = (uint32_t)(q->pi + i) & (q->d->sq_wqebb_cnt - 1);
+		memcpy(ring + (size_t)slot * 64, s + (size_t)i * 64, 64);
+	}
+	q->last = q->pi;
+	q->pi += bbs;
+}
+
+static void ctrl(struct mlx5_wqe_ctrl_seg *c, struct nu_qp *q, uint8_t opcode, unsigned ds,
+		 unsigned flags, uint32_t imm)
+{
+	struct gdak_mlx5_ctrl cc = {
+		.opcode = opcode, .wqe_index = (uint16_t)q->pi, .qpn = q->qpn, .ds = (uint8_t)ds,
+		.fm_ce_se = (uint8_t)((flags & NU_SIG ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+				      (flags & NU_FENCE ? GDAK_MLX5_FENCE_SMALL_AND_FENCE : 0)),
+		.imm = imm,
+	};
+	gdak_mlx5_ctrl_encode(c, &cc);
+}
+
+uint16_t nu_post_rdma(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey, uint32_t imm_be, unsigned flags)
+{
+	uint8_t w[1024] __attribute__((aligned(16))) = {0};
+	unsigned ds = 3;
+	uint16_t idx = (uint16_t)q->pi;
+
+	gdak_mlx5_raddr_encode((void *)(w + 16), raddr, rkey);
+	if (flags & NU_INLINE) {
+		gdak_mlx5_inline_encode((void *)(w + 32), len);
+		memcpy(w + 36, laddr, len);
+		ds = 2 + gdak_mlx5_inline_ds(len);
+	} else {
+		gdak_mlx5_data_encode((void *)(w + 32), (uintptr_t)laddr, len, lkey);
+	}
+	ctrl((void *)w, q, opcode, ds, flags, imm_be);
+	nu_put_raw(q, w, ds);
+	return idx;
+}
+
+uint16_t nu_post_send(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len, uint32_t lkey,
+		      uint32_t imm_be, unsigned flags)
+{
+	uint8_t w[1024] __attribute__((aligned(16))) = {0};
+	unsigned ds = 2;
+	uint16_t idx = (uint16_t)q->pi;
+
+	if (flags & NU_INLINE) {
+		gdak_mlx5_inline_encode((void *)(w + 16), len);
+		memcpy(w + 20, laddr, len);
+		ds = 1 + gdak_mlx5_inline_ds(len);
+	} else {
+		gdak_mlx5_data_encode((void *)(w + 16), (uintptr_t)laddr, len, lkey);
+	}
+	ctrl((void *)w, q, opcode, ds, flags, imm_be);
+	nu_put_raw(q, w, ds);
+	return idx;
+}
+
+uint16_t nu_post_atomic(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t lkey,
+			uint64_t raddr, uint32_t rkey, uint64_t swap_add, uint64_t compare,
+			unsigned flags)
+{
+	uint8_t w[64] __attribute__((aligned(16))) = {0};
+	uint16_t idx = (uint16_t)q->pi;
+
+	gdak_mlx5_raddr_encode((void *)(w + 16), raddr, rkey);
+	gdak_mlx5_atomic_encode((void *)(w + 32), swap_add, compare);
+	gdak_mlx5_data_encode((void *)(w + 48), (uintptr_t)laddr, 8, lkey);
+	ctrl((void *)w, q, opcode, 4, flags, 0);
+	nu_put_raw(q, w, 4);
+	return idx;
+}
+
+uint16_t nu_post_nop(struct nu_qp *q, unsigned flags)
+{
+	uint8_t w[64] __attribute__((aligned(16))) = {0};
+	uint16_t idx = (uint16_t)q->pi;
+
+	ctrl((void *)w, q, MLX5_OPCODE_NOP, 1, flags, 0);
+	nu_put_raw(q, w, 1);
+	return idx;
+}
+
+void nu_ring(struct nu_qp *q)
+{
+	struct gdak_dev_qp *d = q->d;
+	const uint8_t *last = (const uint8_t *)d->sq_buf + ((uint32_t)q->last & (d->sq_wqebb_cnt - 1)) * 64;
+
+	if (d->handler == GDAK_DEV_DB_CPU_PROXY) {
+		__atomic_store_n(d->proxy_pi, q->pi, __ATOMIC_RELEASE);
+		return;
+	}
+	/* WQE stores before the record; the record before the register */
+	__atomic_store_n(&d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)q->pi),
+			 __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (d->handler == GDAK_DEV_DB_BF) {
+		/* the 64 bytes first, the 8 ctrl bytes last: what the NIC compares
+		 * is then complete once the first word changes */
+		memcpy((uint8_t *)d->db_reg + 8, last + 8, 56);
+		__atomic_store_n(d->db_reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(d->db_reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
+	}
+}
+
+void nu_post_recv(struct nu_qp *q, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct gdak_dev_qp *d = q->d;
+	uint8_t *w = (uint8_t *)d->rq_buf + ((q->rq_pi & (d->rq_wqe_cnt - 1)) << d->rq_log_stride);
+	uint32_t nseg = (1u << d->rq_log_stride) / 16;
+
+	gdak_mlx5_data_encode((void *)w, (uintptr_t)addr, len, lkey);
+	for (uint32_t i = 1; i < nseg; i++)
+		gdak_mlx5_data_encode((void *)(w + 16 * i), 0, 0, MLX5_INVALID_LKEY);
+	q->rq_pi++;
+	__atomic_store_n(&d->dbrec[MLX5_RCV_DBR], gdak_htobe32((uint32_t)q->rq_pi & 0xffff),
+			 __ATOMIC_RELEASE);
+}
+
+static struct gdak_dev_cq *cq_of(struct nu_qp *q, int rcq, uint64_t **ci)
+{
+	*ci = rcq ? &q->rcq_ci : &q->scq_ci;
+	return rcq ? &q->d->rcq : &q->d->scq;
+}
+
+int nu_cqe_ready(struct nu_qp *q, int rcq)
+{
+	uint64_t *ci;
+	struct gdak_dev_cq *cq = cq_of(q, rcq, &ci);
+	const struct mlx5_cqe64 *c = (const struct mlx5_cqe64 *)cq->cqes + (*ci & (cq->ncqe - 1));
+
+	return gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(&c->op_own, __ATOMIC_ACQUIRE), *ci, cq->ncqe);
+}
+
+int nu_poll(struct nu_qp *q, int rcq, struct gdak_mlx5_cqe_fields *f, unsigned timeout_ms)
+{
+	uint64_t *ci;
+	struct gdak_dev_cq *cq = cq_of(q, rcq, &ci);
+	const struct mlx5_cqe64 *c = (const struct mlx5_cqe64 *)cq->cqes + (*ci & (cq->ncqe - 1));
+	uint64_t end = now_ms() + timeout_ms;
+	unsigned spins = 0;
+
+	while (!gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(&c->op_own, __ATOMIC_ACQUIRE), *ci,
+					  cq->ncqe)) {
+		if (++spins > 64) {
+			if (now_ms() > end)
+				return -ETIMEDOUT;
+			sched_yield();
+		}
+	}
+	gdak_mlx5_cqe_decode(c, f);
+	(*ci)++;
+	__atomic_store_n(cq->dbrec, gdak_mlx5_cq_dbrec_value((uint32_t)*ci), __ATOMIC_RELEASE);
+	return 0;
+}
+
+int nu_wait_state(struct nu_qp *q, enum gdak_qp_state s, unsigned timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+
+	while (gdak_qp_state(q->qp) != s) {
+		if (now_ms() > end)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+	return 0;
+}

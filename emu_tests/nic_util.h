@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nic_util.h - a tiny "device side" for the NIC-model tests, written only
+ * against the public headers (gdak.h, mlx5.h, dev/types.h): it builds mlx5
+ * WQEs with the encode helpers, rings the doorbell the way each handler
+ * does, and polls CQEs.  Host threads play the device.
+ */
+#ifndef GDAK_NIC_UTIL_H
+#define GDAK_NIC_UTIL_H
+
+#include <stdint.h>
+
+#include <gdak/gdak.h>
+#include <gdak/mlx5.h>
+#include <gdak/nic.h>
+
+struct nu_qp {
+	struct gdak_qp *qp;
+	struct gdak_dev_qp *d;
+	uint32_t qpn;
+	uint64_t pi;		/* next WQEBB */
+	uint64_t last;		/* first WQEBB of the last WQE posted */
+	uint64_t scq_ci, rcq_ci, rq_pi;
+};
+
+/* Two QPs on ctx, connected to each other (attr may be NULL). */
+int nu_pair(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct nu_qp *a, struct nu_qp *b);
+void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp);
+void nu_destroy(struct nu_qp *q);
+
+enum { NU_SIG = 1, NU_FENCE = 2, NU_INLINE = 4 };
+
+/* Copy a WQE of ds DS into the ring at pi (wrapping), fixing nothing. */
+void nu_put_raw(struct nu_qp *q, const void *wqe, unsigned ds);
+/* Build and post one WQE; returns its WQE index. */
+uint16_t nu_post_rdma(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey, uint32_t imm_be, unsigned flags);
+uint16_t nu_post_send(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len, uint32_t lkey,
+		      uint32_t imm_be, unsigned flags);
+uint16_t nu_post_atomic(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t lkey,
+			uint64_t raddr, uint32_t rkey, uint64_t swap_add, uint64_t compare,
+			unsigned flags);
+uint16_t nu_post_nop(struct nu_qp *q, unsigned flags);
+/* Doorbell record + register per the QP's handler. */
+void nu_ring(struct nu_qp *q);
+/* Post a receive WQE (one segment) and publish it. */
+void nu_post_recv(struct nu_qp *q, void *addr, uint32_t len, uint32_t lkey);
+
+/* Wait (bounded) for the next CQE of the send (rcq=0) or receive CQ; 0,
+ * or -ETIMEDOUT.  Consumes it and updates the CQ doorbell record. */
+int nu_poll(struct nu_qp *q, int rcq, struct gdak_mlx5_cqe_fields *f, unsigned timeout_ms);
+/* Peek without consuming: 1 if a CQE is ready. */
+int nu_cqe_ready(struct nu_qp *q, int rcq);
+/* Wait until the QP's state is s (bounded): 0 or -ETIMEDOUT. */
+int nu_wait_state(struct nu_qp *q, enum gdak_qp_state s, unsigned timeout_ms);
+
+#endif

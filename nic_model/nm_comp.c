@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_comp.c - the completer: mlx5 CQEs, error CQEs, flushes, violations.
+ *
+ * A CQE is written body first and op_own last with release ordering, so
+ * device code that sees the new owner bit (its acquire) sees the whole CQE.
+ * The owner bit is the wrap parity of the CQE's index (mlx5 PRM "CQE
+ * ownership"; gdak_mlx5_cqe_op_own).
+ *
+ * Requester CQEs only when the WQE asked (CQ_UPDATE) or on error; an error
+ * CQE moves the QP to ERR and every later WQE completes with WR_FLUSH_ERR
+ * (one CQE each, as hardware does), receive WQEs on the receive CQ alike.
+ *
+ * CQ overrun: before writing, the producer is compared with the consumer
+ * counter the device publishes in the CQ doorbell record (24 bits).  A full
+ * CQ in strict mode is a violation (rule cq_overrun): hardware raises a CQ
+ * error and moves the QP to ERR, and the CQE is lost - the model does the
+ * same.  Relaxed mode overwrites (the device asked for it).  Device code
+ * must therefore keep the CQ doorbell record current.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "nm_loc.h"
+
+int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
+{
+	uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
+	uint32_t used = ((uint32_t)cq->pi - ci) & 0xffffff;
+
+	return used < cq->ncqe;
+}
+
+/* The slot for the next CQE, or NULL when it is lost to an overrun. */
+static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq)
+{
+	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_strict()) {
+		uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
+		nm_violation(qp, 0, "cq_overrun", 0,
+			     "CQ 0x%x overrun: %llu CQEs written, the device consumed up to %u of %u "
+			     "(is it updating the CQ doorbell record?)", cq->cqn,
+			     (unsigned long long)cq->pi, ci, cq->ncqe);
+		nm_qp_set_error(qp, 0, 0, 0, "cq_overrun",
+				"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
+				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
+		return NULL;
+	}
+	return &cq->cqes[cq->pi & (cq->ncqe - 1)];
+}
+
+static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode)
+{
+	uint8_t own = gdak_mlx5_cqe_op_own(opcode, cq->pi, cq->ncqe);
+
+	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
+	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
+	cq->pi++;
+	/* the receive CQ is written by the peer's thread: counters there are shared */
+	if (cq == &qp->rcq)
+		__atomic_fetch_add(&qp->st.cqes, 1, __ATOMIC_RELAXED);
+	else
+		nm_stat_add(&qp->st.cqes, 1);
+}
+
+static void write_err(struct nm_qp *qp, struct nm_cq *cq, uint8_t cqe_op, uint8_t synd,
+		      uint8_t wqe_op, uint16_t wqe_index)
+{
+	struct mlx5_cqe64 *slot = cq_slot(qp, cq);
+	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)slot;
+
+	if (!slot)
+		return;
+	memset(e, 0, 63);
+	e->syndrome = synd;
+	/* vendor syndrome: what ConnectX reports for flushes (0xf9), else 0 */
+	e->vendor_err_synd = synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? 0xf9 : 0;
+	e->s_wqe_opcode_qpn = gdak_htobe32((uint32_t)wqe_op << 24 | (qp->base.qpn & 0xffffff));
+	e->wqe_counter = gdak_htobe16(wqe_index);
+	cq_publish(qp, cq, slot, cqe_op);
+	if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+		__atomic_fetch_add(&qp->st.flushed, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&qp->st.errors, 1, __ATOMIC_RELAXED);
+}
+
+void nm_comp_send(struct nm_qp *qp, struct nm_op *op)
+{
+	struct mlx5_cqe64 *cqe;
+
+	if (__builtin_expect(!op->status, 1)) {
+		if (!(op->flags & NM_OPF_SIGNALED))
+			return;
+		cqe = cq_slot(qp, &qp->scq);
+		if (!cqe)
+			return;
+		memset(cqe, 0, 63);
+		cqe->byte_cnt = gdak_htobe32(op->len);
+		cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
+		cqe->wqe_counter = gdak_htobe16(op->wqe_index);
+		cq_publish(qp, &qp->scq, cqe, MLX5_CQE_REQ);
+		return;
+	}
+	if (op->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+		nm_comp_flush(qp, op->wqe_index, op->opcode);
+		return;
+	}
+	GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) failed: %s%s%s", op->wqe_index,
+		     gdak_mlx5_opcode_name(op->opcode), gdak_mlx5_syndrome_name(op->status),
+		     op->rule ? ", rule " : "", op->rule ? op->rule : "");
+	nm_qp_set_error(qp, op->status, op->opcode, op->wqe_index, op->rule,
+			"WQE %u (%s) completed with %s%s%s", op->wqe_index,
+			gdak_mlx5_opcode_name(op->opcode), gdak_mlx5_syndrome_name(op->status),
+			op->rule ? " (rule " : "", op->rule ? op->rule : "");
+	if (op->rule && op->rule[0] && !(op->flags & NM_OPF_VIOLATION))
+		NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, op->wqe_index, op->rule, op->status,
+			 gdak_mlx5_syndrome_name(op->status));
+	write_err(qp, &qp->scq, MLX5_CQE_REQ_ERR, op->status, op->opcode, op->wqe_index);
+}
+
+void nm_comp_flush(struct nm_qp *qp, uint16_t wqe_index, uint8_t opcode)
+{
+	write_err(qp, &qp->scq, MLX5_CQE_REQ_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, opcode, wqe_index);
+}
+
+/* caller holds qp->resp_lock */
+void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint32_t byte_cnt,
+		  uint32_t imm, uint8_t syndrome, uint8_t opcode)
+{
+	struct mlx5_cqe64 *cqe;
+
+	if (syndrome) {
+		write_err(qp, &qp->rcq, MLX5_CQE_RESP_ERR, syndrome, opcode, wqe_index);
+		return;
+	}
+	cqe = cq_slot(qp, &qp->rcq);
+	if (!cqe)
+		return;
+	memset(cqe, 0, 63);
+	cqe->byte_cnt = gdak_htobe32(byte_cnt);
+	cqe->imm_inval_pkey = imm;
+	cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
+	cqe->wqe_counter = gdak_htobe16(wqe_index);
+	cq_publish(qp, &qp->rcq, cqe, cqe_opcode);
+}
+
+void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
+		  const char *fmt, ...)
+{
+	char text[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	__atomic_fetch_add(&qp->st.violations, 1, __ATOMIC_RELAXED);
+	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
+	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
+}

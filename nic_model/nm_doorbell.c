@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_doorbell.c - the doorbell stage: how far may the requester go?
+ *
+ * Three things announce new WQEs (mlx5 PRM "Doorbell record" / "UAR"):
+ *   - the send doorbell record, dbrec[1] = be32(producer & 0xffff);
+ *   - the doorbell register at UAR + 0x800: the first 8 bytes of the last
+ *     posted WQE's ctrl segment (DB), or the whole 64-byte WQE (BlueFlame);
+ *     its WQE index + size says where the producer is;
+ *   - CPU_PROXY: a 64-bit producer index the device publishes.
+ *
+ * In strict mode the requester works up to min(record, ring), which accepts
+ * both orders seen in the field: record-then-ring (rdma-core, NVSHMEM) and
+ * ring-record-ring (DOCA) - in each case the work runs once both have
+ * moved.  A record that stays ahead of the ring, or a ring ahead of the
+ * record, is reported when the QP goes idle (hardware would not execute
+ * WQEs it was never rung for).  Relaxed mode works to the record alone.
+ *
+ * The producer moving backwards or more than the ring size ahead of the
+ * consumer means the device overwrote WQEs the NIC had not executed yet:
+ * strict mode stops the QP with LOCAL_QP_OP_ERR (rule producer_overrun).
+ */
+#include "nm_loc.h"
+
+/* what the names table says about a doorbell, for logs */
+enum nm_db_event { NM_DB_NONE, NM_DB_RECORD, NM_DB_RING, NM_DB_PROXY };
+static const char *const db_event_names[] = {"none", "record", "ring", "proxy"};
+
+static inline uint64_t reg_load(const struct nm_qp *qp)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)(qp->uar + GDAK_MLX5_DB_OFFSET),
+			       __ATOMIC_ACQUIRE);
+}
+
+static inline uint16_t rec_load(const struct nm_qp *qp)
+{
+	return (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+}
+
+void nm_db_reset(struct nm_qp *qp)
+{
+	qp->db_reg_last = 0;
+	qp->rung_pi = 0;
+	qp->pi = 0;
+	qp->rec_last = 0;
+	qp->rung_any = false;
+	qp->bf_bad = UINT64_MAX;
+}
+
+int nm_db_peek(const struct nm_qp *qp)
+{
+	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY)
+		return __atomic_load_n(qp->proxy_pi, __ATOMIC_RELAXED) != qp->pi;
+	return rec_load(qp) != qp->rec_last || reg_load(qp) != qp->db_reg_last ||
+	       nm_qp_state(qp) == GDAK_QPS_ERR;
+}
+
+/* Producer index p (64-bit) against the consumer: 1 when acceptable. */
+static int producer_ok(struct nm_qp *qp, uint64_t p, enum nm_db_event ev)
+{
+	uint64_t ahead = p - qp->ci;
+
+	if (ahead <= qp->sq_cnt)
+		return 1;
+	if (nm_strict()) {
+		const char *what = (int64_t)ahead < 0 || ahead > 0x8000 ? "moved backwards"
+									: "overran the consumer";
+		nm_violation(qp, (uint16_t)qp->ci, "producer_overrun",
+			     MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+			     "%s producer %s: %llu WQEBBs ahead of consumer %llu, ring %u "
+			     "(the device overwrote WQEs not yet executed)",
+			     db_event_names[ev], what, (unsigned long long)(int64_t)ahead,
+			     (unsigned long long)qp->ci, qp->sq_cnt);
+		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, (uint16_t)qp->ci,
+				"producer_overrun", "producer %s (%s): %lld WQEBBs ahead of consumer, ring %u",
+				what, db_event_names[ev], (long long)ahead, qp->sq_cnt);
+	}
+	return 0;
+}
+
+/* BlueFlame: the register holds the whole WQE; it must equal the ring copy. */
+static void bf_check(struct nm_qp *qp, uint64_t idx)
+{
+	const uint8_t *reg = qp->uar + GDAK_MLX5_DB_OFFSET;
+	const uint8_t *ring = qp->sq + (idx & qp->sq_mask) * 64;
+	uint8_t copy[64];
+
+	memcpy(copy, reg, 64);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (!memcmp(copy, ring, 64))
+		return;
+	/* the device may have been writing the next BlueFlame meanwhile */
+	if (reg_load(qp) != qp->db_reg_last)
+		return;
+	nm_violation(qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+		     "BlueFlame copy of WQE %u differs from the ring copy", (unsigned)(uint16_t)idx);
+	qp->bf_bad = idx;
+}
+
+int nm_db_poll(struct nm_qp *qp)
+{
+	uint64_t target;
+	uint16_t rec;
+	uint64_t reg;
+	int changed = 0;
+
+	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY) {
+		uint64_t p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+
+		if (p == qp->pi)
+			return 0;
+		nm_stat_add(&qp->st.doorbells, 1);
+		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, GDAK_DEV_DB_CPU_PROXY, (uint16_t)p, &p, 8);
+		if (!producer_ok(qp, p, NM_DB_PROXY))
+			return 1;
+		qp->pi = p;
+		return 1;
+	}
+
+	rec = rec_load(qp);
+	reg = reg_load(qp);
+	if (reg != qp->db_reg_last) {
+		/* ctrl segment bytes 0..7: be32 opmod|idx|opcode, be32 qpn|ds */
+		uint32_t w0 = gdak_be32toh((uint32_t)reg);
+		uint32_t w1 = gdak_be32toh((uint32_t)(reg >> 32));
+		uint16_t idx16 = (uint16_t)(w0 >> 8);
+		uint32_t ds = w1 & 0x3f;
+		uint16_t end16 = (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds ? ds : 1));
+		uint64_t idx = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
+
+		qp->db_reg_last = reg;
+		qp->rung_pi = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
+		qp->rung_any = true;
+		changed = 1;
+		nm_stat_add(&qp->st.doorbells, 1);
+		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, (uint8_t)qp->base.attr.handler, rec,
+			 qp->uar + GDAK_MLX5_DB_OFFSET,
+			 qp->base.attr.handler == GDAK_DEV_DB_BF ? 64u : 8u);
+		if (qp->base.attr.handler == GDAK_DEV_DB_BF && nm_strict() && idx >= qp->ci &&
+		    idx - qp->ci < qp->sq_cnt)
+			bf_check(qp, idx);
+	}
+	if (rec != qp->rec_last) {
+		qp->rec_last = rec;
+		changed = 1;
+	}
+	if (!changed)
+		return 0;
+
+	/* record as a 64-bit producer: 0..65535 ahead of the consumer */
+	target = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
+	if (!producer_ok(qp, target, NM_DB_RECORD))
+		return 1;
+	if (nm_strict()) {
+		if (!qp->rung_any || (int64_t)(qp->rung_pi - qp->ci) < 0)
+			target = qp->ci;	/* nothing rung beyond the consumer yet */
+		else if (qp->rung_pi < target)
+			target = qp->rung_pi;
+	}
+	if (target > qp->pi)
+		qp->pi = target;
+	if (qp->pi < qp->ci)
+		qp->pi = qp->ci;
+	return 1;
+}
+
+void nm_db_idle_check(struct nm_qp *qp)
+{
+	uint64_t rec_pi;
+
+	if (!nm_strict() || qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY ||
+	    nm_qp_state(qp) != GDAK_QPS_RTS)
+		return;
+	rec_pi = qp->ci + (uint16_t)(qp->rec_last - (uint16_t)qp->ci);
+	if (rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt)
+		nm_violation(qp, (uint16_t)qp->pi, "record_without_ring", 0,
+			     "doorbell record at %u but the doorbell register was rung only up to %u: "
+			     "WQEs %u.. are not executed (hardware would not see them either)",
+			     (unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi, (unsigned)(uint16_t)qp->pi);
+	else if (qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt)
+		nm_violation(qp, (uint16_t)rec_pi, "ring_without_record", 0,
+			     "doorbell register rung up to %u but the record says %u",
+			     (unsigned)(uint16_t)qp->rung_pi, (unsigned)qp->rec_last);
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_fault.c - WQE-level fault injection (GDAK_FAULTS), minimal version.
+ *
+ * Spec: rules separated by ';', each "kind:key=val,key=val":
+ *   err:qp=N,wqe=K,syndrome=NAME    WQE index K of QP N completes with the
+ *                                   syndrome (name as in gdak_mlx5_syndrome_from_name,
+ *                                   e.g. REMOTE_ACCESS or 0x13); fires once
+ *   delay:qp=N,wqe=K,passes=P       its CQE is held back P NIC passes; fires once
+ * qp=* (or omitted) matches every QP.  Numbers in C syntax (0x.. allowed).
+ * Packet-level faults (loss, duplication, ...) belong to the udp transport.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nm_loc.h"
+
+#define NM_MAX_FAULTS 16
+
+enum nm_fault_kind { NM_FAULT_ERR, NM_FAULT_DELAY };
+
+struct nm_fault {
+	enum nm_fault_kind kind;
+	int64_t qpn;		/* -1: any */
+	uint32_t wqe;
+	uint8_t syndrome;
+	uint32_t passes;
+	_Atomic int fired;
+	uint32_t left;		/* delay: passes still to wait */
+};
+
+_Atomic int nm_faults_on;
+static struct nm_fault faults[NM_MAX_FAULTS];
+static int nfaults;
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int parse_rule(const char *r, size_t n, struct nm_fault *f)
+{
+	char buf[160], *save = NULL, *kv;
+	const char *colon;
+	int have_wqe = 0;
+
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, r, n);
+	buf[n] = 0;
+	memset(f, 0, sizeof(*f));
+	f->qpn = -1;
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -EINVAL;
+	if (!strncmp(buf, "err", (size_t)(colon - buf)) && colon - buf == 3)
+		f->kind = NM_FAULT_ERR;
+	else if (!strncmp(buf, "delay", (size_t)(colon - buf)) && colon - buf == 5)
+		f->kind = NM_FAULT_DELAY;
+	else
+		return -EINVAL;
+	for (kv = strtok_r(buf + (colon - buf) + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '='), *end;
+		unsigned long long v;
+
+		if (!eq)
+			return -EINVAL;
+		*eq++ = 0;
+		if (!strcmp(kv, "qp") && !strcmp(eq, "*")) {
+			f->qpn = -1;
+			continue;
+		}
+		if (!strcmp(kv, "syndrome")) {
+			int s = gdak_mlx5_syndrome_from_name(eq);
+			if (s < 0) {
+				v = strtoull(eq, &end, 0);
+				if (*end || !v || v > 0xff)
+					return -EINVAL;
+				s = (int)v;
+			}
+			f->syndrome = (uint8_t)s;
+			continue;
+		}
+		v = strtoull(eq, &end, 0);
+		if (*end || end == eq)
+			return -EINVAL;
+		if (!strcmp(kv, "qp"))
+			f->qpn = (int64_t)(v & 0xffffff);
+		else if (!strcmp(kv, "wqe"))
+			f->wqe = (uint32_t)(v & 0xffff), have_wqe = 1;
+		else if (!strcmp(kv, "passes"))
+			f->passes = (uint32_t)v;
+		else
+			return -EINVAL;
+	}
+	if (!have_wqe || (f->kind == NM_FAULT_ERR && !f->syndrome))
+		return -EINVAL;
+	f->left = f->passes;
+	return 0;
+}
+
+int nm_fault_parse(const char *spec)
+{
+	struct nm_fault tmp[NM_MAX_FAULTS];
+	int n = 0;
+
+	while (spec && *spec) {
+		const char *e = strchr(spec, ';');
+		size_t len = e ? (size_t)(e - spec) : strlen(spec);
+
+		if (len) {
+			if (n == NM_MAX_FAULTS || parse_rule(spec, len, &tmp[n])) {
+				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME "
+					 "or delay:qp=N,wqe=K,passes=P; at most %d)", (int)len, spec,
+					 NM_MAX_FAULTS);
+				return -EINVAL;
+			}
+			n++;
+		}
+		spec = e ? e + 1 : NULL;
+	}
+	pthread_mutex_lock(&fault_lock);
+	atomic_store(&nm_faults_on, 0);
+	/* a NIC thread may be inside a hook reading the old table */
+	pthread_mutex_unlock(&fault_lock);
+	if (nm_engine_nthreads())
+		nm_engine_sync();
+	pthread_mutex_lock(&fault_lock);
+	memcpy(faults, tmp, sizeof(tmp[0]) * (size_t)n);
+	nfaults = n;
+	atomic_store(&nm_faults_on, n > 0);
+	pthread_mutex_unlock(&fault_lock);
+	return 0;
+}
+
+static struct nm_fault *match(struct nm_qp *qp, const struct nm_op *op, enum nm_fault_kind k)
+{
+	for (int i = 0; i < nfaults; i++) {
+		struct nm_fault *f = &faults[i];
+		if (f->kind == k && (f->qpn < 0 || f->qpn == qp->base.qpn) && f->wqe == op->wqe_index)
+			return f;
+	}
+	return NULL;
+}
+
+void nm_fault_wqe_slow(struct nm_qp *qp, struct nm_op *op)
+{
+	struct nm_fault *f = match(qp, op, NM_FAULT_ERR);
+	int exp = 0;
+
+	if (!f || !atomic_compare_exchange_strong(&f->fired, &exp, 1))
+		return;
+	op->status = f->syndrome;
+	op->rule = "injected";
+	GDAK_INFO("qp", qp->id, "fault: WQE %u completes with %s", op->wqe_index,
+		  gdak_mlx5_syndrome_name(f->syndrome));
+	NM_TRACE(qp, gdak_trace_fault, qp->base.qpn, op->wqe_index, "err",
+		 gdak_mlx5_syndrome_name(f->syndrome));
+}
+
+int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op)
+{
+	struct nm_fault *f = match(qp, op, NM_FAULT_DELAY);
+
+	if (!f || atomic_load(&f->fired))
+		return 0;
+	if (f->left == f->passes)
+		NM_TRACE(qp, gdak_trace_fault, qp->base.qpn, op->wqe_index, "delay", "CQE held back");
+	if (f->left) {
+		f->left--;
+		return 1;
+	}
+	atomic_store(&f->fired, 1);
+	return 0;
+}

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_loc.h - the NIC model's internal header: objects, the transport
+ * interface, and every cross-file function grouped by the file defining it.
+ *
+ * Pipeline (DESIGN.md "NIC model pipeline"), one file per stage:
+ *   nm_doorbell.c  watch the send doorbell record / register / proxy word
+ *   nm_req.c       requester: fetch, check, decode, execute in order
+ *   nm_loop.c      the in-process transport (the others: tr_udp*.c, tr_verbs*.c)
+ *   nm_resp.c      responder: rkey/bounds/access checks, receive WQEs
+ *   nm_comp.c      completer: CQEs, errors, flushes
+ * around them nm_mem.c (memory, MRs), nm_qp.c (QP objects), nm_thread.c (NIC
+ * threads, libev loops), nm_backend.c (the "emu" backend ops), nm_api.c
+ * (gdak_nic_*), nm_fault.c (fault-injection hooks).
+ *
+ * Threading: a QP's send side (doorbell, requester, completer of its send
+ * CQ) runs only on the NIC thread that serves it.  The responder side of a
+ * QP (its RQ and receive CQ) is driven by whichever thread executes the
+ * peer's requests; it is serialised by qp->resp_lock.  Control-path calls
+ * reach a thread through nm_thread_call(); objects the data path can see
+ * (MRs, QPs) are freed only after nm_engine_sync(), a grace period every
+ * NIC thread passes between two polling passes.
+ */
+#ifndef NM_LOC_H
+#define NM_LOC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <gdak/gdak.h>
+#include <gdak/mlx5.h>
+#include <gdak/nic.h>
+#include <gdak/trace.h>
+
+#include "gdak_backend.h"
+#include "gdak_log.h"
+
+struct ev_loop;
+struct nm_ctx;
+struct nm_qp;
+struct nm_thread;
+struct nm_op;
+
+/* ---- limits ----------------------------------------------------------- */
+
+#define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
+#define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
+#define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
+#define NM_MR_CHUNK 1024	/* MR table: chunks of this many slots */
+#define NM_MR_CHUNKS 1024	/* ... and this many chunks (1M MRs per context) */
+
+/* ---- memory: nm_dma.h has the DMA engine; MRs here --------------------- */
+
+struct nm_mr {
+	struct gdak_mr base;	/* must be first */
+	uint32_t index;		/* slot in the context's table (key >> 8) */
+	uint8_t kind;		/* enum gdak_mem_kind of the whole region */
+	uintptr_t start, end;	/* [start, end) */
+};
+
+/* ---- transport interface -------------------------------------------------- */
+
+enum nm_tx_result {
+	NM_TX_DONE = 0,	   /* completed now; op->status holds 0 or a syndrome */
+	NM_TX_PENDING = 1, /* the transport calls nm_comp_op_done() later, on the QP's thread */
+	NM_TX_BUSY = 2,	   /* window full / RNR: the requester offers the op again later */
+};
+
+/*
+ * A transport moves requests to the peer QP.  Implementations: nm_loop.c
+ * (nm_tr_loop_ops), tr_udp*.c (nm_tr_udp_ops) and tr_verbs*.c
+ * (nm_tr_verbs_ops).  nic_model/CMakeLists.txt defines NM_HAVE_TR_UDP /
+ * NM_HAVE_TR_VERBS when those files are part of gdak_nic, and nm_backend.c
+ * then lists them: device strings "emu:<name>[:args]".
+ *
+ * ctx_init/ctx_fini/qp_init/qp_info/qp_connect/qp_fini run on the control
+ * path (the caller's thread); post_send/rq_kick/qp_poll run on the QP's NIC
+ * thread.  To run something on that thread (start an ev_io, an ev_timer),
+ * use nm_thread_call(qp->thr, fn, arg) and nm_thread_loop(qp->thr).
+ */
+struct nm_transport_ops {
+	const char *name;
+	int (*ctx_init)(struct nm_ctx *ctx, const char *args); /* args: after "emu:<name>:", or "" */
+	void (*ctx_fini)(struct nm_ctx *ctx);
+	int (*qp_init)(struct nm_qp *qp);
+	void (*qp_fini)(struct nm_qp *qp); /* after the QP left its thread */
+	int (*qp_info)(struct nm_qp *qp, struct gdak_qp_info *out);
+	int (*qp_connect)(struct nm_qp *qp, const struct gdak_qp_info *peer); /* INIT -> RTR */
+	/* Execute one decoded request (see struct nm_op). */
+	enum nm_tx_result (*post_send)(struct nm_qp *qp, struct nm_op *op);
+	/* Optional: receive WQEs were posted on qp (RNR retry can go on). */
+	void (*rq_kick)(struct nm_qp *qp);
+	/* Optional: called every pass while the QP is active; returns work done. */
+	int (*qp_poll)(struct nm_qp *qp);
+	/* Optional: the QP went to ERR; abort what is in flight (complete the
+	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
+	void (*qp_error)(struct nm_qp *qp);
+};
+
+extern const struct nm_transport_ops nm_tr_loop_ops;
+#ifdef NM_HAVE_TR_UDP
+extern const struct nm_transport_ops nm_tr_udp_ops;
+#endif
+#ifdef NM_HAVE_TR_VERBS
+extern const struct nm_transport_ops nm_tr_verbs_ops;
+#endif
+
+/* ---- context ----------------------------------------------------------- */
+
+struct nm_alloc;	/* nm_mem.c: gdak_mem_alloc bookkeeping */
+
+struct nm_ctx {
+	struct gdak_ctx base;	/* must be first */
+	const struct nm_transport_ops *tr;
+	void *tr_priv;		/* the transport's per-context state */
+	uint64_t node;		/* NIC-model instance (this process) */
+	pthread_mutex_t lock;	/* MR table growth, allocation list */
+	_Atomic(struct nm_mr *) *mrt[NM_MR_CHUNKS]; /* MR slots, published with release */
+	uint32_t mr_next;	/* next never-used slot */
+	uint32_t mr_free_head;	/* recycled slots (index + 1), 0 = none */
+	uint32_t *mr_free_next;
+	uint32_t mr_free_cap;
+	uint8_t mr_key;		/* 8-bit key variant, bumped per registration */
+	struct nm_alloc *allocs;
+	_Atomic uint32_t nqps;
+};
+
+static inline struct nm_ctx *nm_ctx_of(struct gdak_ctx *c) { return (struct nm_ctx *)c; }
+
+/* ---- queues --------------------------------------------------------------- */
+
+struct nm_cq {
+	struct mlx5_cqe64 *cqes;
+	uint32_t *dbrec;	/* be32 consumer counter written by the device */
+	uint32_t ncqe;		/* power of two */
+	uint32_t cqn;
+	uint64_t pi;		/* CQEs written */
+};
+
+/* One decoded send WQE on its way through the pipeline. */
+enum nm_op_flags {
+	NM_OPF_INLINE = 1u << 0,   /* data is inline (op->inl) */
+	NM_OPF_SIGNALED = 1u << 1, /* CQ_UPDATE set: CQE wanted */
+	NM_OPF_DONE = 1u << 2,	   /* completed; status valid */
+	NM_OPF_FENCE = 1u << 3,
+	NM_OPF_READS = 1u << 4,	   /* RDMA_READ / atomic (fence-relevant) */
+	NM_OPF_VIOLATION = 1u << 5, /* status comes from a strict check */
+};
+
+struct nm_op {
+	uint64_t ci;		/* 64-bit index of its first WQEBB */
+	uint16_t wqe_index;	/* ci & 0xffff, what its CQE reports */
+	uint8_t opcode;		/* MLX5_OPCODE_* */
+	uint8_t fm_ce_se;
+	uint8_t ds;
+	uint8_t bbs;		/* WQEBBs it occupies */
+	uint8_t status;		/* 0 or MLX5_CQE_SYNDROME_* */
+	uint8_t nseg;		/* data segments (0 for inline) */
+	uint16_t flags;		/* enum nm_op_flags */
+	uint16_t inl_len_hi;	/* unused, keeps alignment explicit */
+	uint32_t imm;		/* as stored: big-endian */
+	uint32_t len;		/* message length in bytes */
+	uint32_t rkey;
+	uint64_t raddr;
+	uint64_t swap_add, compare, swap_mask, compare_mask; /* atomics, host order */
+	const struct mlx5_wqe_data_seg *sge; /* data segments (ring or wrap buffer) */
+	const uint8_t *inl;	/* inline payload */
+	const char *rule;	/* the check that set status, or NULL */
+	uint64_t tr_data[2];	/* free for the transport (e.g. first PSN) */
+};
+
+struct nm_qp_err {
+	uint8_t syndrome, vendor, opcode;
+	uint16_t wqe_index;
+	char rule[48];
+	char text[160];
+};
+
+struct nm_qp {
+	struct gdak_qp base;	/* must be first */
+	struct nm_ctx *ctx;
+	struct nm_thread *thr;
+	uint32_t id;		/* object id for logs (the QPN) */
+
+	/* device-visible block (one allocation): descriptor, rings, records */
+	void *dmem;
+	size_t dmem_len;
+	uint8_t dmem_kind;
+	struct gdak_dev_qp *dqp;
+	uint8_t *sq;		/* sq_cnt * 64 */
+	uint32_t sq_cnt, sq_mask;
+	uint32_t *dbrec;	/* [0] receive, [1] send, be32 */
+	uint8_t *uar;		/* 4 KiB "UAR" page; register at +0x800 */
+	uint64_t *proxy_pi;
+	uint8_t *rq;		/* receive WQEs */
+	uint32_t rq_cnt, rq_stride, rq_max_sge;
+	struct nm_cq scq, rcq;
+
+	/* doorbell stage (NIC thread) */
+	uint64_t db_reg_last;	/* register contents seen last */
+	uint64_t rung_pi;	/* producer index the last ring announced */
+	uint64_t pi;		/* producer index the NIC works to */
+	uint16_t rec_last;	/* record value seen last */
+	bool rung_any;
+	uint64_t bf_bad;	/* WQE whose BlueFlame copy differed (UINT64_MAX: none) */
+
+	/* requester (NIC thread) */
+	uint64_t ci;		/* next WQEBB to fetch */
+	struct nm_op inflight[NM_MAX_INFLIGHT];
+	uint32_t if_head, if_tail; /* ring of ops executed, not yet completed */
+	uint32_t reads_outstanding;
+	uint64_t busy_since_ns;	/* head op BUSY since (RNR timeout) */
+	bool stopped;		/* an error op is queued: fetch no further */
+	uint8_t wrap[NM_WRAP_BUF] __attribute__((aligned(16)));
+
+	/* thread scheduling */
+	uint32_t idle_passes;
+	bool active;
+	bool on_thread;
+	uint32_t thr_slot;	/* index in thread's qps[] */
+
+	/* transport */
+	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
+	void *tr_priv;
+	struct gdak_qp_info peer_info;
+
+	/* responder side (any thread, under resp_lock) */
+	pthread_spinlock_t resp_lock;
+	uint64_t rq_ci;		/* receive WQEs consumed */
+
+	/* error state */
+	pthread_mutex_t err_lock;
+	struct nm_qp_err err;
+	bool err_set;
+
+	struct gdak_nic_stats st; /* single writer per field group; read relaxed */
+};
+
+static inline struct nm_qp *nm_qp_of(struct gdak_qp *q) { return (struct nm_qp *)q; }
+static inline int nm_qp_state(const struct nm_qp *qp)
+{
+	return atomic_load_explicit(&((struct nm_qp *)qp)->base.state, memory_order_acquire);
+}
+
+/* statistics: one writer per counter, readers load relaxed */
+static inline void nm_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* ---- engine-wide settings (nm_api.c) ---------------------------------------- */
+
+struct nm_config {
+	_Atomic int strict;	  /* 1 (default) or 0 */
+	_Atomic int poll;	  /* enum gdak_nic_poll */
+	_Atomic unsigned threads; /* NIC threads to start */
+	_Atomic uint32_t rnr_timeout_ms;
+	_Atomic(struct gdak_trace *) trace;
+};
+extern struct nm_config nm_cfg;
+static inline int nm_strict(void) { return atomic_load_explicit(&nm_cfg.strict, memory_order_relaxed); }
+void nm_config_init_env(void);
+/* process-wide counters of objects already gone (their stats survive) */
+void nm_stats_retire(const struct gdak_nic_stats *st);
+
+/* ---- nm_mem.c ---------------------------------------------------------------- */
+
+int nm_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void **addr);
+int nm_mem_free(struct gdak_ctx *ctx, void *addr);
+enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *ctx, const void *addr);
+int nm_mr_reg(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, struct gdak_mr **mr);
+int nm_mr_dereg(struct gdak_mr *mr);
+void nm_mem_ctx_fini(struct nm_ctx *ctx);
+
+/* Data path: the MR behind key, or NULL (unknown / deregistered).  Valid
+ * until the calling NIC thread's next quiescent point. */
+static inline struct nm_mr *nm_mr_get(struct nm_ctx *ctx, uint32_t key)
+{
+	uint32_t idx = key >> 8;
+	_Atomic(struct nm_mr *) *chunk;
+	struct nm_mr *mr;
+
+	if (idx >= NM_MR_CHUNK * NM_MR_CHUNKS)
+		return NULL;
+	chunk = __atomic_load_n(&ctx->mrt[idx / NM_MR_CHUNK], __ATOMIC_ACQUIRE);
+	if (!chunk)
+		return NULL;
+	mr = atomic_load_explicit(&chunk[idx % NM_MR_CHUNK], memory_order_acquire);
+	if (!mr || mr->base.lkey != key)
+		return NULL;
+	return mr;
+}
+
+/* 1 when [addr, addr+len) lies inside mr (len 0 included). */
+static inline int nm_mr_covers(const struct nm_mr *mr, uint64_t addr, uint64_t len)
+{
+	return addr >= mr->start && addr <= mr->end && len <= mr->end - addr;
+}
+
+/* ---- nm_qp.c --------------------------------------------------------------------- */
+
+int nm_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **qp);
+int nm_qp_destroy(struct gdak_qp *qp);
+int nm_qp_info(struct gdak_qp *qp, struct gdak_qp_info *out);
+int nm_qp_modify(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_qp_info *peer);
+int nm_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp);
+int nm_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err);
+/* The loop transport's registry: the live QP with this number, or NULL.
+ * Takes the registry lock; control path only. */
+struct nm_qp *nm_qp_lookup(uint32_t qpn);
+/* Record the first error of a QP (later ones are ignored) and move it to
+ * ERR.  Any thread. */
+void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_t wqe_index,
+		     const char *rule, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Sum of the counters of every live QP. */
+void nm_qp_stats_sum(struct gdak_nic_stats *st);
+
+/* ---- nm_thread.c ---------------------------------------------------------------- */
+
+int nm_engine_get(void);	/* start the NIC threads (refcounted by contexts) */
+void nm_engine_put(void);
+unsigned nm_engine_nthreads(void);
+/* Wait until every NIC thread has passed a quiescent point (grace period):
+ * after it, no thread holds a pointer loaded before the call. */
+void nm_engine_sync(void);
+/* The thread for a new QP (nic_thread < 0: round robin). */
+struct nm_thread *nm_engine_pick(int nic_thread);
+/* Run fn(arg) on thr's loop and wait for it (from a thread other than thr). */
+void nm_thread_call(struct nm_thread *thr, void (*fn)(void *arg), void *arg);
+struct ev_loop *nm_thread_loop(struct nm_thread *thr);
+uint32_t nm_thread_id(const struct nm_thread *thr);
+/* The trace buffer of the calling NIC thread (NULL on other threads). */
+struct gdak_trace_buf *nm_thread_tbuf_cur(void);
+/* On thr: serve / stop serving qp. */
+void nm_thread_add_qp(struct nm_thread *thr, struct nm_qp *qp);
+void nm_thread_del_qp(struct nm_thread *thr, struct nm_qp *qp);
+/* On the QP's thread: put it on the active list now. */
+void nm_thread_activate(struct nm_qp *qp);
+/* Any thread: make the QP's thread look at it soon (async wakeup). */
+void nm_thread_kick(struct nm_qp *qp);
+uint64_t nm_now_ns(void);
+
+/* ---- nm_doorbell.c -------------------------------------------------------------- */
+
+/* Producer index to work to (checks the record, register and proxy word);
+ * returns 1 when new work was announced. */
+int nm_db_poll(struct nm_qp *qp);
+/* Cheap test for an idle QP: anything changed since last look? */
+int nm_db_peek(const struct nm_qp *qp);
+/* Called when a QP leaves the active list: record without ring etc. */
+void nm_db_idle_check(struct nm_qp *qp);
+void nm_db_reset(struct nm_qp *qp);
+
+/* ---- nm_req.c --------------------------------------------------------------------- */
+
+/* One pass of a QP: doorbell, requester, completer, flush.  Returns the
+ * work done (0 = nothing happened). */
+int nm_req_progress(struct nm_qp *qp);
+/* 1 while the QP must stay on the active list (work in flight). */
+int nm_req_busy(const struct nm_qp *qp);
+void nm_req_reset(struct nm_qp *qp);
+/* Resolve local data segment i of op: host pointer + MR, with the lkey,
+ * access and bounds checks.  Returns 0 or a syndrome (rule set). */
+int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,
+		     void **addr, uint32_t *len, struct nm_mr **mr, const char **rule);
+
+/* ---- nm_resp.c ---------------------------------------------------------------------- */
+
+/*
+ * A message as the responder applies it.  A packet transport calls
+ * nm_resp_begin at the first packet (rkey, va, total length and receive WQE
+ * checked/consumed there), nm_resp_write / nm_resp_read per segment at its
+ * byte offset, and nm_resp_end at the last; the loop transport does all of
+ * it in one go.  Every call returns 0 or the syndrome the REQUESTER must see
+ * (REMOTE_ACCESS_ERR, REMOTE_INVAL_REQ_ERR, REMOTE_OP_ERR, ...), or
+ * NM_RESP_RNR when no receive WQE is posted (retry later).
+ */
+#define NM_RESP_RNR 0x100
+struct nm_resp_msg {
+	struct nm_qp *qp;	/* the responder QP */
+	uint8_t opcode;		/* MLX5_OPCODE_* of the request */
+	uint32_t len;		/* total message length */
+	uint32_t imm;		/* big-endian, as in the WQE */
+	/* RDMA: target */
+	struct nm_mr *mr;
+	uint8_t *va;
+	/* SEND / WRITE_IMM: the receive WQE consumed */
+	bool has_rwqe;
+	uint16_t rwqe_index;
+	uint8_t nrsge;
+	struct { uint8_t *addr; uint32_t len; struct nm_mr *mr; } rsge[16];
+	const char *rule;
+};
+int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
+		  uint32_t rkey, uint32_t len, uint32_t imm);
+/* Copy len bytes from src (kind src_kind) into the message at byte offset off. */
+int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
+		  uint32_t len);
+/* RDMA_READ: copy len bytes of the target at offset off to dst (kind dst_kind). */
+int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kind, uint32_t len);
+/* Completes the message: receive CQE for SEND / WRITE_IMM.  status != 0
+ * aborts it (responder error CQE as IBA wants for the case). */
+int nm_resp_end(struct nm_resp_msg *m, int status);
+/* Atomic on the responder: returns 0 or a syndrome; *orig is the value
+ * before the operation (host order). */
+int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
+		   const struct nm_op *op, uint64_t *orig, const char **rule);
+/* Flush posted receive WQEs with WR_FLUSH_ERR (QP in ERR).  Returns count. */
+int nm_resp_flush(struct nm_qp *qp);
+/* Posted, not consumed receive WQEs. */
+uint32_t nm_resp_rq_avail(struct nm_qp *qp);
+
+/* ---- nm_comp.c ---------------------------------------------------------------------- */
+
+/* Write a requester CQE for op (success when op->status == 0 and only if
+ * signalled; error CQE otherwise, moving the QP to ERR). */
+void nm_comp_send(struct nm_qp *qp, struct nm_op *op);
+/* 1 when cq has room for one more CQE (the device consumed enough). */
+int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq);
+/* Flush CQE for a send WQE that will not execute. */
+void nm_comp_flush(struct nm_qp *qp, uint16_t wqe_index, uint8_t opcode);
+/* A receive completion (or receive error / flush when syndrome != 0). */
+void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint32_t byte_cnt,
+		  uint32_t imm, uint8_t syndrome, uint8_t opcode);
+/* Transport: op (in qp->inflight) completed with status. */
+void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status);
+/* Report a strict-mode violation: counter, rate-limited log, trace record. */
+void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* ---- nm_fault.c ---------------------------------------------------------------------- */
+
+/* 1 when any fault is configured (GDAK_FAULTS / gdak_nic_set_faults). */
+extern _Atomic int nm_faults_on;
+/* Before executing op: may set op->status (injected error). */
+void nm_fault_wqe_slow(struct nm_qp *qp, struct nm_op *op);
+static inline void nm_fault_wqe(struct nm_qp *qp, struct nm_op *op)
+{
+	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_relaxed), 0))
+		nm_fault_wqe_slow(qp, op);
+}
+/* Before writing a CQE: returns 1 to delay it (retry next pass). */
+int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op);
+static inline int nm_fault_cqe(struct nm_qp *qp, struct nm_op *op)
+{
+	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_relaxed), 0))
+		return nm_fault_cqe_slow(qp, op);
+	return 0;
+}
+int nm_fault_parse(const char *spec);
+
+/* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */
+
+static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
+{
+	if (__builtin_expect(!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed), 1))
+		return NULL;
+	return nm_thread_tbuf_cur();
+}
+/* NM_TRACE(qp, gdak_trace_wqe, qpn, ...): the record when tracing is on.
+ * NM_HAVE_TRACE is defined when core/ carries the trace writer. */
+#ifdef NM_HAVE_TRACE
+#define NM_TRACE(qp, fn, ...)                                      \
+	do {                                                       \
+		struct gdak_trace_buf *tb_ = nm_tbuf(qp);          \
+		if (tb_)                                           \
+			fn(tb_, __VA_ARGS__);                      \
+	} while (0)
+#else
+#define NM_TRACE(qp, fn, ...) ((void)(qp))
+#endif
+
+/* ---- nm_backend.c ---------------------------------------------------------------------- */
+
+const struct nm_transport_ops *nm_transport_find(const char *name, size_t n);
+uint64_t nm_node_id(void);
+
+#endif /* NM_LOC_H */

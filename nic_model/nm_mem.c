@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_mem.c - memory allocation and memory regions of the NIC model.
+ *
+ * Keys are verbs-like: lkey = rkey = slot index << 8 | an 8-bit variant that
+ * changes on every registration, so a stale key of a recycled slot does not
+ * match.  The data path looks keys up without a lock (nm_mr_get in nm_loc.h):
+ * slots are atomically published pointers; deregistration clears the slot,
+ * waits for a grace period (nm_engine_sync) and only then frees the MR.  A
+ * WQE that names a deregistered key therefore gets LOCAL_PROT_ERR (local) or
+ * REMOTE_ACCESS_ERR (remote), never a use-after-free.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "nm_dma.h"
+#include "nm_loc.h"
+
+struct nm_alloc {
+	struct nm_alloc *next;
+	void *addr;
+	size_t len;
+	enum gdak_mem_kind kind;
+};
+
+int nm_mem_alloc(struct gdak_ctx *bctx, size_t len, enum gdak_mem_kind kind, void **addr)
+{
+	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	struct nm_alloc *a = calloc(1, sizeof(*a));
+	int ret;
+
+	if (!a)
+		return -ENOMEM;
+	ret = nm_dma_get()->alloc(len, kind, addr);
+	if (ret) {
+		free(a);
+		GDAK_ERR("ctx", bctx->id, "cannot allocate %zu bytes of %s memory: %s", len,
+			 kind == GDAK_MEM_GPU ? "GPU" : kind == GDAK_MEM_HOST_MAPPED ? "mapped" : "host",
+			 gdak_strerror(ret));
+		return ret;
+	}
+	a->addr = *addr;
+	a->len = len;
+	a->kind = kind;
+	pthread_mutex_lock(&ctx->lock);
+	a->next = ctx->allocs;
+	ctx->allocs = a;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int nm_mem_free(struct gdak_ctx *bctx, void *addr)
+{
+	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	struct nm_alloc **pp, *a = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (pp = &ctx->allocs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->addr == addr) {
+			a = *pp;
+			*pp = a->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!a) {
+		GDAK_ERR("ctx", bctx->id, "%p was not allocated with gdak_mem_alloc on this context",
+			 addr);
+		return -EINVAL;
+	}
+	nm_dma_get()->free(a->addr, a->len, a->kind);
+	free(a);
+	return 0;
+}
+
+enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *bctx, const void *addr)
+{
+	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	enum gdak_mem_kind k = GDAK_MEM_HOST;
+	int found = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (struct nm_alloc *a = ctx->allocs; a; a = a->next) {
+		if ((uintptr_t)addr >= (uintptr_t)a->addr &&
+		    (uintptr_t)addr < (uintptr_t)a->addr + a->len) {
+			k = a->kind;
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!found)
+		k = nm_dma_get()->kind_of(addr);
+	/* for data movement HOST_MAPPED is host memory */
+	return k;
+}
+
+/* ---- MR table ---------------------------------------------------------------- */
+
+static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx)
+{
+	if (ctx->mr_free_head) {
+		*idx = ctx->mr_free_head - 1;
+		ctx->mr_free_head = ctx->mr_free_next[*idx];
+		return 0;
+	}
+	if (ctx->mr_next >= NM_MR_CHUNK * NM_MR_CHUNKS)
+		return -ENOSPC;
+	if (!ctx->mrt[ctx->mr_next / NM_MR_CHUNK]) {
+		_Atomic(struct nm_mr *) *chunk = calloc(NM_MR_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return -ENOMEM;
+		__atomic_store_n(&ctx->mrt[ctx->mr_next / NM_MR_CHUNK], chunk, __ATOMIC_RELEASE);
+	}
+	if (ctx->mr_next >= ctx->mr_free_cap) {
+		uint32_t cap = ctx->mr_free_cap ? ctx->mr_free_cap * 2 : 64;
+		uint32_t *n = realloc(ctx->mr_free_next, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		ctx->mr_free_next = n;
+		ctx->mr_free_cap = cap;
+	}
+	/* index 0 is never handed out: key 0 stays invalid */
+	if (ctx->mr_next == 0)
+		ctx->mr_next = 1;
+	*idx = ctx->mr_next++;
+	return 0;
+}
+
+int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, struct gdak_mr **out)
+{
+	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	struct nm_mr *mr = calloc(1, sizeof(*mr));
+	uint32_t idx;
+	int ret;
+
+	if (!mr)
+		return -ENOMEM;
+	mr->kind = (uint8_t)nm_mem_kind_of(bctx, addr);
+	if (mr->kind == GDAK_MEM_HOST_MAPPED)
+		mr->kind = GDAK_MEM_HOST;
+	mr->start = (uintptr_t)addr;
+	mr->end = (uintptr_t)addr + len;
+	mr->base.ctx = bctx;
+	mr->base.addr = addr;
+	mr->base.len = len;
+	mr->base.access = access;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = slot_alloc(ctx, &idx);
+	if (!ret) {
+		uint8_t key = ++ctx->mr_key;
+		mr->index = idx;
+		mr->base.lkey = mr->base.rkey = idx << 8 | key;
+		atomic_store_explicit(&ctx->mrt[idx / NM_MR_CHUNK][idx % NM_MR_CHUNK], mr,
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret) {
+		GDAK_ERR("ctx", bctx->id, "no free memory-region slot: %s", gdak_strerror(ret));
+		free(mr);
+		return ret;
+	}
+	GDAK_DBG("ctx", bctx->id, "mr %p+%zu access 0x%x key 0x%x", addr, len, access, mr->base.lkey);
+	*out = &mr->base;
+	return 0;
+}
+
+int nm_mr_dereg(struct gdak_mr *bmr)
+{
+	struct nm_mr *mr = (struct nm_mr *)bmr;
+	struct nm_ctx *ctx = nm_ctx_of(bmr->ctx);
+	_Atomic(struct nm_mr *) *slot = &ctx->mrt[mr->index / NM_MR_CHUNK][mr->index % NM_MR_CHUNK];
+
+	if (atomic_load(slot) != mr) {
+		GDAK_ERR("ctx", bmr->ctx->id, "mr key 0x%x is not registered", bmr->lkey);
+		return -EINVAL;
+	}
+	atomic_store_explicit(slot, NULL, memory_order_release);
+	/* WQEs executing right now may still hold mr: let them finish. */
+	nm_engine_sync();
+	pthread_mutex_lock(&ctx->lock);
+	ctx->mr_free_next[mr->index] = ctx->mr_free_head;
+	ctx->mr_free_head = mr->index + 1;
+	pthread_mutex_unlock(&ctx->lock);
+	free(mr);
+	return 0;
+}
+
+void nm_mem_ctx_fini(struct nm_ctx *ctx)
+{
+	unsigned leaked = 0;
+
+	for (uint32_t c = 0; c < NM_MR_CHUNKS; c++) {
+		if (!ctx->mrt[c])
+			continue;
+		for (uint32_t i = 0; i < NM_MR_CHUNK; i++) {
+			struct nm_mr *mr = atomic_load(&ctx->mrt[c][i]);
+			if (mr) {
+				leaked++;
+				free(mr);
+			}
+		}
+		free(ctx->mrt[c]);
+		ctx->mrt[c] = NULL;
+	}
+	if (leaked)
+		GDAK_WARN("ctx", ctx->base.id, "%u memory regions still registered at close; freed",
+			  leaked);
+	free(ctx->mr_free_next);
+	while (ctx->allocs) {
+		struct nm_alloc *a = ctx->allocs;
+		ctx->allocs = a->next;
+		nm_dma_get()->free(a->addr, a->len, a->kind);
+		free(a);
+	}
+}

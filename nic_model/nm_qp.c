@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_qp.c - QP objects of the NIC model: the device-visible block (UAR
+ * page, descriptor, doorbell records, SQ, send CQ, RQ, receive CQ), QPNs
+ * and the process-wide QPN registry, the state machine's backend half,
+ * export, error query, destroy.
+ *
+ * Device-visible block, one allocation of the HOST_MAPPED kind:
+ *   +0      "UAR" page, 4 KiB; the doorbell/BlueFlame register at +0x800
+ *   +4096   struct gdak_dev_qp (320 B)
+ *   +4608   doorbell records, one 64-byte line each (the device writes
+ *           them, the NIC reads them: no false sharing with the CQ record):
+ *           QP dbrec[2], send-CQ dbrec, receive-CQ dbrec, proxy producer index
+ *   +8192   SQ (sq * 64), send CQ (cq * 64), RQ (rq * stride),
+ *           receive CQ (rcq * 64), per-slot WQEBB counts (sq bytes)
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nm_dma.h"
+#include "nm_loc.h"
+
+/* ---- QPN registry ------------------------------------------------------- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nm_qp **reg;
+static uint32_t reg_n, reg_cap;
+static uint32_t qpn_next = 0x100;
+
+static int reg_add(struct nm_qp *qp, uint32_t *qpn)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (reg_n == reg_cap) {
+		uint32_t cap = reg_cap ? reg_cap * 2 : 64;
+		struct nm_qp **n = realloc(reg, cap * sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&reg_lock);
+			return -ENOMEM;
+		}
+		reg = n;
+		reg_cap = cap;
+	}
+	/* 24-bit QPNs, 0 and 1 reserved (IBA: QP0/QP1); skip numbers in use */
+	for (;;) {
+		uint32_t cand = qpn_next;
+		int used = 0;
+
+		qpn_next = (qpn_next + 1) & 0xffffff;
+		if (qpn_next < 2)
+			qpn_next = 2;
+		for (uint32_t i = 0; i < reg_n && !used; i++)
+			used = reg[i]->base.qpn == cand;
+		if (!used) {
+			*qpn = cand;
+			break;
+		}
+	}
+	qp->base.qpn = *qpn;
+	reg[reg_n++] = qp;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+/* Remove qp and forget it as anybody's loop peer. */
+static void reg_del(struct nm_qp *qp)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n; i++) {
+		if (reg[i] == qp) {
+			reg[i] = reg[--reg_n];
+			i--;
+			continue;
+		}
+		if (atomic_load(&reg[i]->peer) == qp)
+			atomic_store(&reg[i]->peer, NULL);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+struct nm_qp *nm_qp_lookup(uint32_t qpn)
+{
+	struct nm_qp *qp = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n; i++)
+		if (reg[i]->base.qpn == qpn)
+			qp = reg[i];
+	pthread_mutex_unlock(&reg_lock);
+	return qp;
+}
+
+/* ---- layout ------------------------------------------------------------------ */
+
+static uint32_t log2u(uint32_t v)
+{
+	uint32_t l = 0;
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+static void cq_init(struct nm_cq *cq)
+{
+	for (uint32_t i = 0; i < cq->ncqe; i++) {
+		memset(&cq->cqes[i], 0, sizeof(cq->cqes[i]));
+		cq->cqes[i].op_own = GDAK_MLX5_CQE_INVALID_OP_OWN;
+	}
+	*cq->dbrec = 0;
+	cq->pi = 0;
+}
+
+static void dev_cq_fill(struct gdak_dev_cq *d, const struct nm_cq *cq)
+{
+	memset(d, 0, sizeof(*d));
+	d->version = GDAK_DEV_ABI_VERSION;
+	d->cqn = cq->cqn;
+	d->ncqe = cq->ncqe;
+	d->log_ncqe = log2u(cq->ncqe);
+	d->cqes = cq->cqes;
+	d->dbrec = cq->dbrec;
+}
+
+static void dev_qp_fill(struct nm_qp *qp)
+{
+	struct gdak_dev_qp *d = qp->dqp;
+
+	memset(d, 0, sizeof(*d));
+	d->version = GDAK_DEV_ABI_VERSION;
+	d->qpn = qp->base.qpn;
+	d->qpn_ds_be = gdak_htobe32(qp->base.qpn << 8);
+	d->sq_wqebb_cnt = qp->sq_cnt;
+	d->sq_log_cnt = log2u(qp->sq_cnt);
+	d->handler = qp->base.attr.handler;
+	d->sharing = qp->base.attr.sharing;
+	/* largest inline payload any inline-capable opcode can carry in 63 DS:
+	 * ctrl + raddr + 4-byte inline header */
+	d->max_inline = (GDAK_MLX5_MAX_DS - 2) * GDAK_MLX5_DS_BYTES - 4;
+	d->sq_buf = qp->sq;
+	d->dbrec = qp->dbrec;
+	d->db_reg = (uint64_t *)(void *)(qp->uar + GDAK_MLX5_DB_OFFSET);
+	d->proxy_pi = qp->proxy_pi;
+	dev_cq_fill(&d->scq, &qp->scq);
+	if (qp->rq_cnt) {
+		d->rq_buf = qp->rq;
+		d->rq_wqe_cnt = qp->rq_cnt;
+		d->rq_log_stride = log2u(qp->rq_stride);
+		dev_cq_fill(&d->rcq, &qp->rcq);
+	}
+	d->sq_slot_bbs = (uint8_t *)qp->dmem + qp->dmem_len - qp->sq_cnt;
+}
+
+/* Zero the queues: a fresh QP, or one that went back to RESET. */
+static void queues_reset(struct nm_qp *qp)
+{
+	memset(qp->uar, 0, GDAK_MLX5_UAR_PAGE);
+	qp->dbrec[0] = qp->dbrec[1] = 0;
+	*qp->proxy_pi = 0;
+	memset(qp->sq, 0, (size_t)qp->sq_cnt * 64);
+	if (qp->rq_cnt)
+		memset(qp->rq, 0, (size_t)qp->rq_cnt * qp->rq_stride);
+	cq_init(&qp->scq);
+	if (qp->rq_cnt)
+		cq_init(&qp->rcq);
+	qp->rq_ci = 0;
+	nm_db_reset(qp);
+	nm_req_reset(qp);
+	pthread_mutex_lock(&qp->err_lock);
+	memset(&qp->err, 0, sizeof(qp->err));
+	qp->err_set = false;
+	pthread_mutex_unlock(&qp->err_lock);
+	dev_qp_fill(qp);
+}
+
+int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gdak_qp **out)
+{
+	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	struct nm_qp *qp;
+	size_t off, sq_b, cq_b, rq_b = 0, rcq_b = 0;
+	uint32_t qpn;
+	uint8_t *m;
+	int ret;
+
+	qp = aligned_alloc(64, (sizeof(*qp) + 63) & ~(size_t)63);
+	if (!qp)
+		return -ENOMEM;
+	memset(qp, 0, sizeof(*qp));
+	qp->ctx = ctx;
+	qp->base.ctx = bctx;
+	qp->base.attr = *a;
+	pthread_spin_init(&qp->resp_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&qp->err_lock, NULL);
+
+	qp->sq_cnt = a->sq_depth;
+	qp->sq_mask = a->sq_depth - 1;
+	qp->scq.ncqe = a->cq_depth;
+	qp->rq_cnt = a->rq_depth;
+	qp->rq_max_sge = a->rq_depth ? a->rq_max_sge : 0;
+	qp->rq_stride = 16 * (qp->rq_max_sge ? qp->rq_max_sge : 1);
+	qp->rcq.ncqe = a->rq_depth ? a->rcq_depth : 0;
+
+	sq_b = (size_t)qp->sq_cnt * 64;
+	cq_b = (size_t)qp->scq.ncqe * 64;
+	if (qp->rq_cnt) {
+		rq_b = (size_t)qp->rq_cnt * qp->rq_stride;
+		rcq_b = (size_t)qp->rcq.ncqe * 64;
+	}
+	qp->dmem_len = 8192 + sq_b + cq_b + rq_b + rcq_b + qp->sq_cnt;
+	qp->dmem_kind = GDAK_MEM_HOST_MAPPED;
+	ret = nm_dma_get()->alloc(qp->dmem_len, GDAK_MEM_HOST_MAPPED, &qp->dmem);
+	if (ret)
+		goto err_free;
+	m = qp->dmem;
+	memset(m, 0, qp->dmem_len);
+	qp->uar = m;
+	qp->dqp = (struct gdak_dev_qp *)(void *)(m + 4096);
+	qp->dbrec = (uint32_t *)(void *)(m + 4608);
+	qp->scq.dbrec = (uint32_t *)(void *)(m + 4608 + 64);
+	qp->rcq.dbrec = (uint32_t *)(void *)(m + 4608 + 128);
+	qp->proxy_pi = (uint64_t *)(void *)(m + 4608 + 192);
+	off = 8192;
+	qp->sq = m + off;
+	off += sq_b;
+	qp->scq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
+	off += cq_b;
+	if (qp->rq_cnt) {
+		qp->rq = m + off;
+		off += rq_b;
+		qp->rcq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
+		off += rcq_b;
+	}
+
+	ret = reg_add(qp, &qpn);
+	if (ret)
+		goto err_dmem;
+	qp->id = qpn;
+	qp->scq.cqn = (qpn << 1) & 0xffffff;
+	qp->rcq.cqn = ((qpn << 1) | 1) & 0xffffff;
+	queues_reset(qp);
+
+	if (ctx->tr->qp_init) {
+		ret = ctx->tr->qp_init(qp);
+		if (ret)
+			goto err_reg;
+	}
+	qp->thr = nm_engine_pick(a->nic_thread);
+	nm_thread_add_qp(qp->thr, qp);
+	atomic_fetch_add(&ctx->nqps, 1);
+	GDAK_DBG("qp", qpn, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %d, thread %u",
+		 qp->sq_cnt, qp->scq.ncqe, qp->rq_cnt, qp->rq_max_sge, qp->rcq.ncqe, a->handler,
+		 nm_thread_id(qp->thr));
+	*out = &qp->base;
+	return 0;
+
+err_reg:
+	reg_del(qp);
+err_dmem:
+	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
+err_free:
+	GDAK_ERR("ctx", bctx->id, "cannot create a QP: %s", gdak_strerror(ret));
+	pthread_spin_destroy(&qp->resp_lock);
+	pthread_mutex_destroy(&qp->err_lock);
+	free(qp);
+	return ret;
+}
+
+int nm_qp_destroy(struct gdak_qp *bqp)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+	struct nm_ctx *ctx = qp->ctx;
+
+	/* 1. the serving thread lets go of it (whatever was in flight stays
+	 *    unexecuted: the device asked for the QP to go away) */
+	nm_thread_del_qp(qp->thr, qp);
+	/* 2. nobody can find it as a peer any more */
+	reg_del(qp);
+	if (ctx->tr->qp_fini)
+		ctx->tr->qp_fini(qp);
+	/* 3. threads executing a peer's request into it finish first */
+	nm_engine_sync();
+	nm_stats_retire(&qp->st);
+	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
+	pthread_spin_destroy(&qp->resp_lock);
+	pthread_mutex_destroy(&qp->err_lock);
+	atomic_fetch_sub(&ctx->nqps, 1);
+	free(qp);
+	return 0;
+}
+
+int nm_qp_info(struct gdak_qp *bqp, struct gdak_qp_info *out)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+
+	out->qpn = bqp->qpn;
+	out->mtu = bqp->attr.mtu;
+	out->node = qp->ctx->node;
+	if (qp->ctx->tr->qp_info)
+		return qp->ctx->tr->qp_info(qp, out);
+	return 0;
+}
+
+static void reset_on_thread(void *arg) { queues_reset(arg); }
+
+int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_qp_info *peer)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+	int ret;
+
+	switch (to) {
+	case GDAK_QPS_RESET:
+		atomic_store(&bqp->state, GDAK_QPS_RESET);
+		nm_thread_call(qp->thr, reset_on_thread, qp);
+		atomic_store(&qp->peer, NULL);
+		return 0;
+	case GDAK_QPS_INIT:
+		return 0;
+	case GDAK_QPS_RTR:
+		if (qp->ctx->tr->qp_connect) {
+			ret = qp->ctx->tr->qp_connect(qp, peer);
+			if (ret)
+				return ret;
+		}
+		qp->peer_info = *peer;
+		return 0;
+	case GDAK_QPS_RTS:
+		atomic_store(&bqp->state, GDAK_QPS_RTS);
+		nm_thread_kick(qp);
+		return 0;
+	case GDAK_QPS_ERR:
+		nm_qp_set_error(qp, 0, 0, (uint16_t)qp->ci, "", "moved to ERR by gdak_qp_modify");
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int nm_qp_export(struct gdak_qp *bqp, struct gdak_dev_qp **dqp)
+{
+	*dqp = nm_qp_of(bqp)->dqp;
+	return 0;
+}
+
+int nm_qp_query_error(struct gdak_qp *bqp, struct gdak_qp_error *e)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+
+	pthread_mutex_lock(&qp->err_lock);
+	if (qp->err_set) {
+		e->syndrome = qp->err.syndrome;
+		e->vendor_syndrome = qp->err.vendor;
+		e->wqe_index = qp->err.wqe_index;
+		e->opcode = qp->err.opcode;
+		snprintf(e->rule, sizeof(e->rule), "%s", qp->err.rule);
+		snprintf(e->text, sizeof(e->text), "%s", qp->err.text);
+	}
+	pthread_mutex_unlock(&qp->err_lock);
+	return 0;
+}
+
+void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_t wqe_index,
+		     const char *rule, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&qp->err_lock);
+	if (!qp->err_set) {
+		qp->err_set = true;
+		qp->err.syndrome = syndrome;
+		qp->err.opcode = opcode;
+		qp->err.wqe_index = wqe_index;
+		snprintf(qp->err.rule, sizeof(qp->err.rule), "%s", rule ? rule : "");
+		va_start(ap, fmt);
+		vsnprintf(qp->err.text, sizeof(qp->err.text), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&qp->err_lock);
+	atomic_store_explicit(&qp->base.state, GDAK_QPS_ERR, memory_order_release);
+	nm_thread_kick(qp);
+}
+
+void nm_qp_stats_sum(struct gdak_nic_stats *st)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n; i++) {
+		const struct gdak_nic_stats *s = &reg[i]->st;
+#define SUM(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
+		SUM(wqes); SUM(bytes); SUM(cqes); SUM(errors); SUM(flushed);
+		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr);
+#undef SUM
+	}
+	pthread_mutex_unlock(&reg_lock);
+}

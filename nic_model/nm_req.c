@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_req.c - the requester: fetch the WQEs between the consumer and the
+ * producer index, check and decode each into a struct nm_op, execute them
+ * in order through the QP's transport, and retire them in order.
+ *
+ * Per QP and pass it runs through these states (names for logs):
+ *   FETCH -> CHECK -> (FENCE_WAIT) -> EXECUTE -> RETIRE, and FLUSH in ERR.
+ * At most NM_PASS_CAP WQEs per pass, so one busy QP cannot starve the
+ * others of its NIC thread (cf. rxe's task budget).
+ *
+ * Ordering (IBA 9.5, RC): ops complete in WQE order.  The loop transport
+ * finishes each op inside post_send; a packet transport returns PENDING and
+ * completes later (nm_comp_op_done); either way CQEs are written by the
+ * in-order retire step.  A fenced WQE (any non-zero fence mode, see
+ * <gdak/mlx5.h>) does not start while an earlier RDMA_READ or atomic is
+ * still outstanding (IBA 10.8.3.3).
+ *
+ * A WQE that fails a check, or whose execution fails, stops the fetch: the
+ * ops before it retire normally, it gets an error CQE, the QP goes to ERR
+ * and everything after it is flushed (nm_comp.c).
+ */
+#include <stdio.h>
+
+#include "nm_dma.h"
+#include "nm_loc.h"
+
+enum nm_req_state { NM_REQ_FETCH, NM_REQ_CHECK, NM_REQ_FENCE_WAIT, NM_REQ_EXECUTE, NM_REQ_RETIRE,
+		    NM_REQ_FLUSH };
+static const char *const req_state_names[] __attribute__((unused)) = {
+	"FETCH", "CHECK", "FENCE_WAIT", "EXECUTE", "RETIRE", "FLUSH"};
+
+void nm_req_reset(struct nm_qp *qp)
+{
+	qp->ci = 0;
+	qp->if_head = qp->if_tail = 0;
+	qp->reads_outstanding = 0;
+	qp->busy_since_ns = 0;
+	qp->stopped = false;
+}
+
+int nm_req_busy(const struct nm_qp *qp)
+{
+	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi ||
+	       nm_qp_state(qp) == GDAK_QPS_ERR;
+}
+
+/* A check failed: the op carries the syndrome; strict-mode rules count as
+ * violations (log, counter, trace). */
+static void fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
+		 const char *what)
+{
+	op->status = synd;
+	op->rule = rule;
+	if (violation) {
+		op->flags |= NM_OPF_VIOLATION;
+		nm_violation(qp, op->wqe_index, rule, synd, "%s WQE: %s", gdak_mlx5_opcode_name(op->opcode),
+			     what);
+	}
+}
+
+int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need,
+		     void **addr, uint32_t *len, struct nm_mr **mrp, const char **rule)
+{
+	uint64_t a;
+	uint32_t l, lkey;
+	struct nm_mr *mr;
+
+	gdak_mlx5_data_decode(&op->sge[i], &a, &l, &lkey);
+	mr = nm_mr_get(qp->ctx, lkey);
+	if (!mr) {
+		*rule = "bad_lkey";
+		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: lkey 0x%x is not registered",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i, lkey);
+		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+	}
+	if ((mr->base.access & need) != need) {
+		*rule = "lkey_access";
+		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: lkey 0x%x lacks LOCAL_WRITE",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i, lkey);
+		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+	}
+	if (!nm_mr_covers(mr, a, l)) {
+		*rule = "lkey_bounds";
+		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: 0x%llx+%u outside lkey 0x%x "
+			     "[0x%llx, 0x%llx)", op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i,
+			     (unsigned long long)a, l, lkey, (unsigned long long)mr->start,
+			     (unsigned long long)mr->end);
+		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+	}
+	*addr = (void *)(uintptr_t)a;
+	*len = l;
+	*mrp = mr;
+	return 0;
+}
+
+/* FETCH + CHECK: decode the WQE at qp->ci into op. */
+static void decode(struct nm_qp *qp, struct nm_op *op)
+{
+	uint32_t slot = (uint32_t)qp->ci & qp->sq_mask;
+	const uint8_t *w = qp->sq + (size_t)slot * 64;
+	const struct gdak_mlx5_op_info *info;
+	struct gdak_mlx5_ctrl c;
+	const uint8_t *p;
+	uint32_t rem;
+	int strict = nm_strict();
+
+	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+	op->ci = qp->ci;
+	op->wqe_index = (uint16_t)qp->ci;
+	op->opcode = c.opcode;
+	op->fm_ce_se = c.fm_ce_se;
+	op->ds = c.ds;
+	op->bbs = (uint8_t)gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+	op->status = 0;
+	op->nseg = 0;
+	op->flags = 0;
+	op->imm = c.imm;
+	op->len = 0;
+	op->rkey = 0;
+	op->raddr = 0;
+	op->sge = NULL;
+	op->inl = NULL;
+	op->rule = NULL;
+	if (c.fm_ce_se & GDAK_MLX5_CE_MASK)
+		op->flags |= NM_OPF_SIGNALED;
+	if (c.fm_ce_se & GDAK_MLX5_FENCE_MASK)
+		op->flags |= NM_OPF_FENCE;
+
+	info = gdak_mlx5_op_info(c.opcode);
+	if (!info || !(info->flags & GDAK_OPF_SUPPORTED)) {
+		op->bbs = 1;
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
+		     info ? "opcode not supported by the NIC model" : "unknown opcode");
+		return;
+	}
+	if (info->flags & GDAK_OPF_READS_REMOTE)
+		op->flags |= NM_OPF_READS;
+	if (c.ds < info->min_ds || c.ds > info->max_ds) {
+		char t[64];
+		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, info->min_ds, info->max_ds);
+		if (c.ds == 0)
+			op->bbs = 1;
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
+		return;
+	}
+	if (op->bbs > qp->pi - qp->ci) {
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
+		     "DS count reaches past the producer index");
+		op->bbs = (uint8_t)(qp->pi - qp->ci);
+		return;
+	}
+	if (c.wqe_index != op->wqe_index && strict) {
+		char t[64];
+		snprintf(t, sizeof(t), "ctrl says index %u, ring slot is %u", c.wqe_index, op->wqe_index);
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1, t);
+		return;
+	}
+	if (c.qpn != qp->base.qpn && strict) {
+		char t[64];
+		snprintf(t, sizeof(t), "ctrl names QPN 0x%x, this is 0x%x", c.qpn, qp->base.qpn);
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
+		return;
+	}
+	if (__builtin_expect(qp->bf_bad == qp->ci, 0)) {
+		qp->bf_bad = UINT64_MAX;
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
+		return;
+	}
+
+	/* a WQE that runs past the ring's end continues at its start */
+	if (__builtin_expect(slot + op->bbs > qp->sq_cnt, 0)) {
+		size_t first = (size_t)(qp->sq_cnt - slot) * 64;
+		memcpy(qp->wrap, w, first);
+		memcpy(qp->wrap + first, qp->sq, (size_t)op->bbs * 64 - first);
+		w = qp->wrap;
+	}
+	NM_TRACE(qp, gdak_trace_wqe, qp->base.qpn, op->wqe_index, w, op->bbs);
+
+	p = w + 16;
+	if (info->flags & GDAK_OPF_RADDR) {
+		gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)(const void *)p, &op->raddr,
+				       &op->rkey);
+		p += 16;
+	}
+	if (info->flags & GDAK_OPF_ATOMIC) {
+		gdak_mlx5_atomic_decode((const struct mlx5_wqe_atomic_seg *)(const void *)p,
+					&op->swap_add, &op->compare);
+		p += 16;
+	} else if (info->flags & GDAK_OPF_MASKED) {
+		const struct gdak_mlx5_masked_atomic_seg *m = (const void *)p;
+		op->swap_add = gdak_be64toh(m->swap_add);
+		op->compare = gdak_be64toh(m->compare);
+		op->swap_mask = gdak_be64toh(m->swap_add_mask);
+		op->compare_mask = gdak_be64toh(m->compare_mask);
+		p += 32;
+	}
+	if (!(info->flags & GDAK_OPF_DATA))
+		return;
+	rem = c.ds - (uint32_t)(p - w) / 16;
+	if (!rem)
+		return;
+	{
+		uint32_t bc = gdak_be32toh(*(const uint32_t *)(const void *)p);
+
+		if (bc & MLX5_INLINE_SEG) {
+			uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
+			if (!(info->flags & GDAK_OPF_INLINE_OK)) {
+				fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "inline_not_allowed", 1,
+				     "inline data on an opcode that takes none");
+				return;
+			}
+			if (4 + (uint64_t)l > (uint64_t)rem * 16) {
+				char t[80];
+				snprintf(t, sizeof(t), "inline length %u over the %u bytes its DS hold", l,
+					 rem * 16 - 4);
+				fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "inline_overflow", 1, t);
+				return;
+			}
+			op->inl = p + 4;
+			op->len = l;
+			op->flags |= NM_OPF_INLINE;
+			return;
+		}
+	}
+	op->sge = (const struct mlx5_wqe_data_seg *)(const void *)p;
+	op->nseg = (uint8_t)rem;
+	{
+		uint64_t total = 0;
+		for (uint32_t i = 0; i < rem; i++)
+			total += gdak_be32toh(op->sge[i].byte_count);
+		if (total > 0x80000000ull) {
+			fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
+			     "message longer than 2 GiB");
+			return;
+		}
+		op->len = (uint32_t)total;
+	}
+	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) && (op->nseg != 1 || op->len != 8)) {
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
+		     "an atomic needs one 8-byte local data segment");
+		return;
+	}
+}
+
+/* EXECUTE: the head of the unexecuted WQEs.  Returns WQEs consumed (0/1). */
+static int execute_one(struct nm_qp *qp)
+{
+	struct nm_op *op = &qp->inflight[qp->if_tail % NM_MAX_INFLIGHT];
+	enum nm_tx_result r = NM_TX_DONE;
+
+	decode(qp, op);
+	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
+		return 0; /* FENCE_WAIT: re-decoded next pass */
+	if (!op->status)
+		nm_fault_wqe(qp, op);
+	if (!op->status && op->opcode != MLX5_OPCODE_NOP) {
+		r = qp->ctx->tr->post_send(qp, op);
+		if (r == NM_TX_BUSY) {
+			uint64_t now = nm_now_ns();
+			uint64_t lim = (uint64_t)atomic_load_explicit(&nm_cfg.rnr_timeout_ms,
+								     memory_order_relaxed) * 1000000ull;
+			if (!qp->busy_since_ns) {
+				qp->busy_since_ns = now ? now : 1;
+				return 0;
+			}
+			if (now - qp->busy_since_ns < lim)
+				return 0;
+			op->status = MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+			op->rule = "rnr_retry_exceeded";
+			r = NM_TX_DONE;
+		}
+	}
+	qp->busy_since_ns = 0;
+	nm_stat_add(&qp->st.wqes, 1);
+	if (!op->status)
+		nm_stat_add(&qp->st.bytes, op->len);
+	qp->ci += op->bbs;
+	qp->if_tail++;
+	if (r == NM_TX_PENDING) {
+		if (op->flags & NM_OPF_READS)
+			qp->reads_outstanding++;
+	} else {
+		op->flags |= NM_OPF_DONE;
+	}
+	if (op->status)
+		qp->stopped = true;
+	return 1;
+}
+
+void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status)
+{
+	if (op->flags & NM_OPF_DONE)
+		return;
+	if (status && !op->status)
+		op->status = status;
+	if (op->flags & NM_OPF_READS)
+		qp->reads_outstanding--;
+	op->flags |= NM_OPF_DONE;
+	if (op->status)
+		qp->stopped = true;
+}
+
+/* RETIRE: CQEs in WQE order for the done ops at the head. */
+static int retire(struct nm_qp *qp)
+{
+	int n = 0;
+
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+
+		if (!(op->flags & NM_OPF_DONE))
+			break;
+		if (nm_fault_cqe(qp, op))
+			break;
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, &qp->scq))
+			break; /* flushing waits for the device to consume */
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
+			/* the QP failed meanwhile (responder, modify): flushed */
+			nm_comp_flush(qp, op->wqe_index, op->opcode);
+		} else {
+			nm_comp_send(qp, op);
+		}
+		qp->if_head++;
+		n++;
+	}
+	return n;
+}
+
+/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
+static int flush(struct nm_qp *qp)
+{
+	int n = 0;
+	uint64_t p;
+
+	if (qp->if_head != qp->if_tail && qp->ctx->tr->qp_error)
+		qp->ctx->tr->qp_error(qp);
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+		int r;
+
+		if (!(op->flags & NM_OPF_DONE))
+			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+		r = retire(qp);
+		if (!r)
+			break; /* no CQ room, or a delayed CQE: next pass */
+		n += r;
+	}
+	if (qp->if_head != qp->if_tail)
+		return n;
+
+	/* everything posted, rung or not, is flushed (what hardware does) */
+	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY) {
+		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+	} else {
+		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
+								      __ATOMIC_ACQUIRE));
+		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
+	}
+	if (p - qp->ci > qp->sq_cnt)
+		p = qp->ci; /* garbage producer: nothing sensible to flush */
+	qp->pi = p;
+	while (qp->ci < p && n < NM_PASS_CAP) {
+		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
+		struct gdak_mlx5_ctrl c;
+		uint32_t bbs;
+
+		if (!nm_comp_cq_room(qp, &qp->scq))
+			break;
+		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+		bbs = gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+		if (bbs > p - qp->ci)
+			bbs = (uint32_t)(p - qp->ci);
+		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
+		qp->ci += bbs;
+		n++;
+	}
+	qp->stopped = false;
+	qp->busy_since_ns = 0;
+	return n;
+}
+
+int nm_req_progress(struct nm_qp *qp)
+{
+	int st = nm_qp_state(qp);
+	int work = 0;
+
+	if (__builtin_expect(st == GDAK_QPS_RTS, 1)) {
+		work += nm_db_poll(qp);
+		if (qp->ctx->tr->qp_poll)
+			work += qp->ctx->tr->qp_poll(qp);
+		for (int n = 0; n < NM_PASS_CAP && qp->ci != qp->pi && !qp->stopped &&
+				qp->if_tail - qp->if_head < NM_MAX_INFLIGHT;
+		     n++) {
+			if (!execute_one(qp))
+				break;
+			work++;
+			/* retire as we go: with the loop transport the window never fills */
+			if (qp->if_tail - qp->if_head == NM_MAX_INFLIGHT)
+				retire(qp);
+		}
+		work += retire(qp);
+	} else if (st == GDAK_QPS_ERR) {
+		work += flush(qp);
+		if (qp->rq_cnt)
+			work += nm_resp_flush(qp);
+	} else if (st == GDAK_QPS_RTR && qp->ctx->tr->qp_poll) {
+		work += qp->ctx->tr->qp_poll(qp);
+	}
+	return work;
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_resp.c - the responder: applies requests that arrive for a QP.
+ *
+ * Checks in the order IBA 9.7.5 / C9-88 lists them for RC: QP state, rkey
+ * valid, access right, range inside the region (REMOTE_ACCESS_ERR for each,
+ * the "remote access error" NAK), atomics 8-byte aligned (REMOTE_INVAL_REQ,
+ * "invalid request" NAK), then for SEND / RDMA_WRITE_IMM a receive WQE:
+ * none posted is RNR (the requester retries), one too small is a local
+ * length error on the responder (RESP_ERR CQE, responder QP to ERR, the
+ * requester sees REMOTE_INVAL_REQ_ERR), one with a bad lkey a local
+ * protection error on the responder (the requester sees REMOTE_OP_ERR).
+ * A responder QP not in RTR/RTS drops requests: the requester runs out of
+ * retries, TRANSPORT_RETRY_EXC_ERR.
+ *
+ * Responder states (for logs): CHK_STATE, CHK_RKEY, CHK_RWQE, DATA, DONE, ERROR.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "nm_dma.h"
+#include "nm_loc.h"
+
+enum nm_resp_state { NM_RESP_CHK_STATE, NM_RESP_CHK_RKEY, NM_RESP_CHK_RWQE, NM_RESP_DATA,
+		     NM_RESP_DONE, NM_RESP_ERROR };
+static const char *const resp_state_names[] = {"CHK_STATE", "CHK_RKEY", "CHK_RWQE", "DATA",
+					       "DONE", "ERROR"};
+
+static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
+		  const char *fmt, ...)
+{
+	char text[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	m->rule = rule;
+	GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st], rule,
+		     gdak_mlx5_syndrome_name((uint8_t)synd), text);
+	return synd;
+}
+
+uint32_t nm_resp_rq_avail(struct nm_qp *qp)
+{
+	uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
+	return (uint16_t)(rec - (uint16_t)qp->rq_ci);
+}
+
+static int rkey_check(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t need, uint64_t va,
+		      uint32_t rkey, uint64_t len)
+{
+	struct nm_mr *mr = nm_mr_get(qp->ctx, rkey);
+
+	if (!mr)
+		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "bad_rkey",
+			      "rkey 0x%x is not registered", rkey);
+	if ((mr->base.access & need) != need)
+		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "rkey_access",
+			      "rkey 0x%x grants 0x%x, the request needs 0x%x", rkey, mr->base.access,
+			      need);
+	if (!nm_mr_covers(mr, va, len))
+		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "rkey_bounds",
+			      "0x%llx+%llu outside rkey 0x%x [0x%llx, 0x%llx)", (unsigned long long)va,
+			      (unsigned long long)len, rkey, (unsigned long long)mr->start,
+			      (unsigned long long)mr->end);
+	m->mr = mr;
+	m->va = (uint8_t *)(uintptr_t)va;
+	return 0;
+}
+
+/* Receive-side failure: RESP_ERR CQE for the consumed WQE, responder to ERR. */
+static void rwqe_fail(struct nm_resp_msg *m, uint8_t synd, const char *rule)
+{
+	struct nm_qp *qp = m->qp;
+
+	pthread_spin_lock(&qp->resp_lock);
+	nm_comp_recv(qp, MLX5_CQE_RESP_ERR, m->rwqe_index, 0, 0, synd, m->opcode);
+	pthread_spin_unlock(&qp->resp_lock);
+	nm_qp_set_error(qp, synd, m->opcode, m->rwqe_index, rule,
+			"receive WQE %u failed: %s (%s)", m->rwqe_index, gdak_mlx5_syndrome_name(synd),
+			rule);
+	m->has_rwqe = false;
+}
+
+static int take_rwqe(struct nm_resp_msg *m)
+{
+	struct nm_qp *qp = m->qp;
+	const struct mlx5_wqe_data_seg *seg;
+	uint64_t cap = 0;
+	uint32_t avail;
+
+	if (!qp->rq_cnt)
+		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "no_rq",
+			      "%s to a QP without a receive queue", gdak_mlx5_opcode_name(m->opcode));
+	pthread_spin_lock(&qp->resp_lock);
+	avail = nm_resp_rq_avail(qp);
+	if (avail == 0) {
+		pthread_spin_unlock(&qp->resp_lock);
+		__atomic_fetch_add(&qp->st.rnr, 1, __ATOMIC_RELAXED);
+		m->rule = "rnr";
+		return NM_RESP_RNR;
+	}
+	if (avail > qp->rq_cnt) {
+		pthread_spin_unlock(&qp->resp_lock);
+		if (nm_strict()) {
+			nm_violation(qp, (uint16_t)qp->rq_ci, "rq_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+				     "receive producer %u ahead of consumer by %u, ring %u",
+				     (unsigned)(uint16_t)(qp->rq_ci + avail), avail, qp->rq_cnt);
+			nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, m->opcode,
+					(uint16_t)qp->rq_ci, "rq_overrun",
+					"receive queue producer overran the consumer");
+		}
+		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, "rq_overrun",
+			      "receive queue overrun");
+	}
+	m->rwqe_index = (uint16_t)qp->rq_ci;
+	seg = (const void *)(qp->rq + (size_t)(qp->rq_ci & (qp->rq_cnt - 1)) * qp->rq_stride);
+	qp->rq_ci++;
+	pthread_spin_unlock(&qp->resp_lock);
+	__atomic_fetch_add(&qp->st.recvs, 1, __ATOMIC_RELAXED);
+	m->has_rwqe = true;
+	NM_TRACE(qp, gdak_trace_recv_wqe, qp->base.qpn, m->rwqe_index, seg, qp->rq_stride);
+
+	m->nrsge = 0;
+	for (uint32_t i = 0; i < qp->rq_max_sge && i < 16; i++) {
+		uint64_t a;
+		uint32_t l, lkey;
+		struct nm_mr *mr;
+
+		gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
+		if (lkey == MLX5_INVALID_LKEY)
+			break; /* end of a short list (rdma-core convention) */
+		mr = nm_mr_get(qp->ctx, lkey);
+		if (!mr || !(mr->base.access & GDAK_ACCESS_LOCAL_WRITE) || !nm_mr_covers(mr, a, l)) {
+			const char *rule = !mr ? "recv_bad_lkey" : !(mr->base.access & GDAK_ACCESS_LOCAL_WRITE)
+							  ? "recv_lkey_access" : "recv_lkey_bounds";
+			nm_violation(qp, m->rwqe_index, rule, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+				     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u", m->rwqe_index,
+				     i, lkey, (unsigned long long)a, l);
+			rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, rule);
+			return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, rule,
+				      "the receive WQE is bad (responder local protection error)");
+		}
+		m->rsge[m->nrsge].addr = (uint8_t *)(uintptr_t)a;
+		m->rsge[m->nrsge].len = l;
+		m->rsge[m->nrsge].mr = mr;
+		m->nrsge++;
+		cap += l;
+	}
+	if (m->opcode != MLX5_OPCODE_RDMA_WRITE_IMM && cap < m->len) {
+		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "recv_too_small");
+		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+			      "recv_too_small", "%u-byte message, receive WQE holds %llu", m->len,
+			      (unsigned long long)cap);
+	}
+	return 0;
+}
+
+int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
+		  uint32_t rkey, uint32_t len, uint32_t imm)
+{
+	int st = nm_qp_state(qp);
+	int r;
+
+	m->qp = qp;
+	m->opcode = opcode;
+	m->len = len;
+	m->imm = imm;
+	m->mr = NULL;
+	m->va = NULL;
+	m->has_rwqe = false;
+	m->nrsge = 0;
+	m->rule = NULL;
+	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS)
+		return refuse(m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			      "responder_not_ready", "responder QP is in %s; requests are dropped",
+			      gdak_qp_state_name((enum gdak_qp_state)st));
+	switch (opcode) {
+	case MLX5_OPCODE_RDMA_WRITE:
+		return rkey_check(m, qp, GDAK_ACCESS_REMOTE_WRITE, va, rkey, len);
+	case MLX5_OPCODE_RDMA_READ:
+		return rkey_check(m, qp, GDAK_ACCESS_REMOTE_READ, va, rkey, len);
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		r = rkey_check(m, qp, GDAK_ACCESS_REMOTE_WRITE, va, rkey, len);
+		if (r)
+			return r;
+		return take_rwqe(m);
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		return take_rwqe(m);
+	default:
+		return refuse(m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+			      "bad_request", "opcode %s is not a responder request",
+			      gdak_mlx5_opcode_name(opcode));
+	}
+}
+
+int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
+		  uint32_t len)
+{
+	const uint8_t *s = src;
+
+	if ((uint64_t)off + len > m->len)
+		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
+			      "segment %u+%u beyond the %u-byte message", off, len, m->len);
+	if (m->mr)
+		return nm_dma_copy(m->va + off, m->mr->kind, s, src_kind, len) ?
+			       MLX5_CQE_SYNDROME_REMOTE_OP_ERR : 0;
+	/* scatter into the receive WQE's segments */
+	for (unsigned i = 0; i < m->nrsge && len; i++) {
+		uint32_t l = m->rsge[i].len;
+		uint32_t n;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		n = l - off < len ? l - off : len;
+		if (nm_dma_copy(m->rsge[i].addr + off, m->rsge[i].mr->kind, s, src_kind, n))
+			return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+		s += n;
+		len -= n;
+		off = 0;
+	}
+	return 0;
+}
+
+int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kind, uint32_t len)
+{
+	if ((uint64_t)off + len > m->len || !m->mr)
+		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
+			      "read segment %u+%u beyond the %u-byte request", off, len, m->len);
+	return nm_dma_copy(dst, dst_kind, m->va + off, m->mr->kind, len) ?
+		       MLX5_CQE_SYNDROME_REMOTE_OP_ERR : 0;
+}
+
+int nm_resp_end(struct nm_resp_msg *m, int status)
+{
+	struct nm_qp *qp = m->qp;
+	uint8_t cqe_op;
+
+	if (!m->has_rwqe)
+		return status;
+	if (status) {
+		rwqe_fail(m, MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, "aborted");
+		return status;
+	}
+	cqe_op = m->opcode == MLX5_OPCODE_RDMA_WRITE_IMM ? MLX5_CQE_RESP_WR_IMM
+		 : m->opcode == MLX5_OPCODE_SEND_IMM	 ? MLX5_CQE_RESP_SEND_IMM
+							 : MLX5_CQE_RESP_SEND;
+	pthread_spin_lock(&qp->resp_lock);
+	nm_comp_recv(qp, cqe_op, m->rwqe_index, m->len, m->imm, 0, m->opcode);
+	pthread_spin_unlock(&qp->resp_lock);
+	m->has_rwqe = false;
+	return 0;
+}
+
+int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
+		   const struct nm_op *op, uint64_t *orig, const char **rule)
+{
+	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = 8};
+	int st = nm_qp_state(qp);
+	enum nm_atomic_op aop;
+	int r;
+
+	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS) {
+		r = refuse(&m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			   "responder_not_ready", "responder QP is in %s",
+			   gdak_qp_state_name((enum gdak_qp_state)st));
+		*rule = m.rule;
+		return r;
+	}
+	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, 8);
+	if (!r && (va & 7)) {
+		nm_violation(qp, 0, "atomic_unaligned", MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+			     "atomic target 0x%llx is not 8-byte aligned", (unsigned long long)va);
+		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+			   "atomic_unaligned", "target 0x%llx not 8-byte aligned",
+			   (unsigned long long)va);
+	}
+	if (r) {
+		*rule = m.rule;
+		return r;
+	}
+	switch (opcode) {
+	case MLX5_OPCODE_ATOMIC_FA: aop = NM_ATOMIC_FA; break;
+	case MLX5_OPCODE_ATOMIC_CS: aop = NM_ATOMIC_CS; break;
+	case MLX5_OPCODE_ATOMIC_MASKED_FA: aop = NM_ATOMIC_MFA; break;
+	default: aop = NM_ATOMIC_MCS; break;
+	}
+	if (m.mr->kind == GDAK_MEM_GPU)
+		r = nm_dma_get()->atomic64(m.va, GDAK_MEM_GPU, aop, op->swap_add, op->compare,
+					   op->swap_mask, op->compare_mask, orig);
+	else
+		r = nm_dma_host_ops.atomic64(m.va, GDAK_MEM_HOST, aop, op->swap_add, op->compare,
+					     op->swap_mask, op->compare_mask, orig);
+	if (r) {
+		*rule = "atomic_failed";
+		return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+	}
+	return 0;
+}
+
+int nm_resp_flush(struct nm_qp *qp)
+{
+	int n = 0;
+
+	pthread_spin_lock(&qp->resp_lock);
+	while (n < NM_PASS_CAP) {
+		uint32_t avail = nm_resp_rq_avail(qp);
+
+		if (!avail || avail > qp->rq_cnt || !nm_comp_cq_room(qp, &qp->rcq))
+			break;
+		nm_comp_recv(qp, MLX5_CQE_RESP_ERR, (uint16_t)qp->rq_ci, 0, 0,
+			     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, MLX5_OPCODE_SEND);
+		qp->rq_ci++;
+		n++;
+	}
+	pthread_spin_unlock(&qp->resp_lock);
+	return n;
+}

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_thread.c - NIC threads: one libev loop each, QPs sharded across them.
+ *
+ * Watchers per thread: ev_idle runs polling passes while there is anything
+ * to poll; ev_async carries control-path requests (add/remove a QP, run a
+ * function, wake up) and wakes the loop from its sleep; ev_timer ends the
+ * longest sleeps of the adaptive back-off.
+ *
+ * A pass serves the ACTIVE QPs (rung recently or with work in flight) and
+ * then sweeps a bounded slice of the inactive ones for a changed doorbell,
+ * so the cost of a pass grows with the active QPs, not with the idle ones.
+ * A QP that stays empty for NM_IDLE_DEACT passes leaves the active list.
+ *
+ * Back-off when every pass is empty (adaptive mode): spin, then
+ * sched_yield(), then nanosleep() in growing steps, then 1 ms ev_timer
+ * sleeps (libev's epoll backend has millisecond resolution) that an
+ * ev_async wakes early.  On two loaded cores a spinning NIC would starve the
+ * threads that play the device, hence the early yield.  Spin mode never
+ * yields or sleeps.
+ *
+ * Between passes a thread holds no pointer to any MR or QP: each pass end
+ * is a quiescent point counted in qseq; nm_engine_sync() waits for every
+ * thread to pass one (RCU-like grace period).
+ */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <ev.h>
+
+#include "nm_loc.h"
+
+#define NM_IDLE_DEACT 512	/* empty passes before a QP leaves the active list */
+#define NM_SWEEP 32		/* inactive QPs looked at per pass */
+#define NM_SPIN_PASSES 256	/* adaptive: empty passes spent spinning */
+#define NM_YIELD_PASSES 512	/* ... then yielding */
+#define NM_NAP_STEPS 8		/* ... then nanosleep 2, 4, ... 256 us */
+#define NM_INNER_PASSES 64	/* passes per idle callback before libev polls again */
+
+struct nm_cmd {
+	struct nm_cmd *next;
+	void (*fn)(void *arg);
+	void *arg;
+	int done;
+};
+
+struct nm_thread {
+	uint32_t id;
+	pthread_t tid;
+	struct ev_loop *loop;
+	ev_idle idle;
+	ev_async async;
+	ev_timer timer;
+
+	pthread_mutex_t lock;	/* cmds */
+	pthread_cond_t cond;
+	struct nm_cmd *cmds, **cmds_tail;
+
+	struct nm_qp **qps;	/* every QP served */
+	uint32_t nqps, qcap;
+	struct nm_qp **act;	/* active QPs */
+	uint32_t nact;
+	uint32_t sweep;
+	uint32_t empty;		/* consecutive empty passes */
+	bool sleeping;
+	_Atomic int kicked;
+	_Atomic uint64_t qseq;	/* quiescent points passed */
+	struct gdak_trace *tr_of_buf;
+	struct gdak_trace_buf *tbuf;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int refs;
+	unsigned n;
+	struct nm_thread *thr;
+	_Atomic unsigned rr;
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
+
+uint64_t nm_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- active list ------------------------------------------------------------ */
+
+static void activate(struct nm_thread *t, struct nm_qp *qp)
+{
+	qp->idle_passes = 0;
+	if (qp->active)
+		return;
+	qp->active = true;
+	t->act[t->nact++] = qp;	/* act[] has room for every QP of the thread */
+}
+
+void nm_thread_activate(struct nm_qp *qp) { activate(qp->thr, qp); }
+
+static void deactivate_at(struct nm_thread *t, uint32_t i)
+{
+	t->act[i]->active = false;
+	t->act[i] = t->act[--t->nact];
+}
+
+/* ---- one pass ------------------------------------------------------------------ */
+
+static int pass(struct nm_thread *t)
+{
+	int work = 0;
+
+	for (uint32_t i = 0; i < t->nact;) {
+		struct nm_qp *qp = t->act[i];
+		int r = nm_req_progress(qp);
+
+		if (r > 0) {
+			work += r;
+			qp->idle_passes = 0;
+		} else if (++qp->idle_passes > NM_IDLE_DEACT && !nm_req_busy(qp)) {
+			nm_db_idle_check(qp);
+			deactivate_at(t, i);
+			continue;
+		}
+		i++;
+	}
+	if (t->nqps > t->nact) {
+		uint32_t n = t->nqps < NM_SWEEP ? t->nqps : NM_SWEEP;
+		for (uint32_t k = 0; k < n; k++) {
+			struct nm_qp *qp;
+
+			if (t->sweep >= t->nqps)
+				t->sweep = 0;
+			qp = t->qps[t->sweep++];
+			if (!qp->active && nm_db_peek(qp)) {
+				activate(t, qp);
+				work++;
+			}
+		}
+	}
+	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
+	return work;
+}
+
+static void handle_kicks(struct nm_thread *t)
+{
+	if (!atomic_exchange(&t->kicked, 0))
+		return;
+	for (uint32_t i = 0; i < t->nqps; i++)
+		activate(t, t->qps[i]);
+}
+
+static void go_sleep(struct nm_thread *t)
+{
+	ev_idle_stop(t->loop, &t->idle);
+	if (t->nqps) {
+		ev_timer_set(&t->timer, 0.001, 0.);
+		ev_timer_start(t->loop, &t->timer);
+	}
+	t->sleeping = true;
+}
+
+static void wake(struct nm_thread *t)
+{
+	if (!t->sleeping)
+		return;
+	t->sleeping = false;
+	ev_timer_stop(t->loop, &t->timer);
+	ev_idle_start(t->loop, &t->idle);
+}
+
+static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct nm_thread *t = ev_userdata(loop);
+	int spin = atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) == GDAK_NIC_POLL_SPIN;
+
+	for (int k = 0; k < NM_INNER_PASSES && !ev_async_pending(&t->async); k++) {
+		if (pass(t)) {
+			t->empty = 0;
+			continue;
+		}
+		t->empty++;
+		if (spin || t->empty < NM_SPIN_PASSES) {
+			cpu_relax();
+			continue;
+		}
+		if (t->empty < NM_YIELD_PASSES) {
+			sched_yield();
+			continue;
+		}
+		if (t->empty < NM_YIELD_PASSES + NM_NAP_STEPS * 4) {
+			struct timespec ts = {0, 2000L << ((t->empty - NM_YIELD_PASSES) / 4)};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		go_sleep(t);
+		return;
+	}
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct nm_thread *t = ev_userdata(loop);
+
+	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
+	/* one pass; if still nothing, idle_cb sends us back to sleep at once */
+	t->sleeping = false;
+	ev_idle_start(loop, &t->idle);
+}
+
+static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct nm_thread *t = ev_userdata(loop);
+	struct nm_cmd *c;
+
+	for (;;) {
+		pthread_mutex_lock(&t->lock);
+		c = t->cmds;
+		if (c) {
+			t->cmds = c->next;
+			if (!t->cmds)
+				t->cmds_tail = &t->cmds;
+		}
+		pthread_mutex_unlock(&t->lock);
+		if (!c)
+			break;
+		c->fn(c->arg);
+		pthread_mutex_lock(&t->lock);
+		c->done = 1;
+		pthread_cond_broadcast(&t->cond);
+		pthread_mutex_unlock(&t->lock);
+	}
+	handle_kicks(t);
+	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
+	t->empty = 0;
+	if (t->nqps)
+		wake(t);
+}
+
+static void *thread_main(void *arg)
+{
+	struct nm_thread *t = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "gdak-nic%u", t->id);
+	pthread_setname_np(pthread_self(), name);
+	cur_thread = t;
+	ev_run(t->loop, 0);
+	return NULL;
+}
+
+/* ---- control path ---------------------------------------------------------------- */
+
+void nm_thread_call(struct nm_thread *t, void (*fn)(void *), void *arg)
+{
+	struct nm_cmd c = {.fn = fn, .arg = arg};
+
+	if (pthread_equal(pthread_self(), t->tid)) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	*t->cmds_tail = &c;
+	t->cmds_tail = &c.next;
+	pthread_mutex_unlock(&t->lock);
+	ev_async_send(t->loop, &t->async);
+	pthread_mutex_lock(&t->lock);
+	while (!c.done)
+		pthread_cond_wait(&t->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+}
+
+struct ev_loop *nm_thread_loop(struct nm_thread *t) { return t->loop; }
+uint32_t nm_thread_id(const struct nm_thread *t) { return t->id; }
+
+struct gdak_trace_buf *nm_thread_tbuf_cur(void)
+{
+#ifdef NM_HAVE_TRACE
+	struct nm_thread *t = cur_thread;
+	if (!t)
+		return NULL;
+	struct gdak_trace *tr = atomic_load_explicit(&nm_cfg.trace, memory_order_acquire);
+
+	if (tr != t->tr_of_buf) {
+		t->tbuf = tr ? gdak_trace_thread_buf(tr, t->id) : NULL;
+		t->tr_of_buf = tr;
+	}
+	return t->tbuf;
+#else
+	return NULL;
+#endif
+}
+
+struct add_arg {
+	struct nm_thread *t;
+	struct nm_qp *qp;
+	int ret;
+};
+
+static void add_on_thread(void *p)
+{
+	struct add_arg *a = p;
+	struct nm_thread *t = a->t;
+
+	if (t->nqps == t->qcap) {
+		uint32_t cap = t->qcap ? t->qcap * 2 : 64;
+		struct nm_qp **q = realloc(t->qps, cap * sizeof(*q));
+		struct nm_qp **ac;
+
+		if (!q) {
+			a->ret = -ENOMEM;
+			return;
+		}
+		t->qps = q;
+		ac = realloc(t->act, cap * sizeof(*ac));
+		if (!ac) {
+			a->ret = -ENOMEM;
+			return;
+		}
+		t->act = ac;
+		t->qcap = cap;
+	}
+	a->qp->thr_slot = t->nqps;
+	a->qp->on_thread = true;
+	t->qps[t->nqps++] = a->qp;
+	activate(t, a->qp);
+	wake(t);
+}
+
+void nm_thread_add_qp(struct nm_thread *t, struct nm_qp *qp)
+{
+	struct add_arg a = {.t = t, .qp = qp};
+
+	nm_thread_call(t, add_on_thread, &a);
+	if (a.ret)
+		GDAK_ERR("qp", qp->id, "NIC thread %u cannot take the QP: %s", t->id,
+			 gdak_strerror(a.ret));
+}
+
+static void del_on_thread(void *p)
+{
+	struct add_arg *a = p;
+	struct nm_thread *t = a->t;
+	struct nm_qp *qp = a->qp;
+
+	if (!qp->on_thread)
+		return;
+	for (uint32_t i = 0; i < t->nact; i++) {
+		if (t->act[i] == qp) {
+			deactivate_at(t, i);
+			break;
+		}
+	}
+	t->qps[qp->thr_slot] = t->qps[--t->nqps];
+	t->qps[qp->thr_slot]->thr_slot = qp->thr_slot;
+	qp->on_thread = false;
+}
+
+void nm_thread_del_qp(struct nm_thread *t, struct nm_qp *qp)
+{
+	struct add_arg a = {.t = t, .qp = qp};
+	nm_thread_call(t, del_on_thread, &a);
+}
+
+void nm_thread_kick(struct nm_qp *qp)
+{
+	struct nm_thread *t = qp->thr;
+
+	if (!t)
+		return;
+	if (pthread_equal(pthread_self(), t->tid) && qp->on_thread) {
+		activate(t, qp);
+		return;
+	}
+	atomic_store(&t->kicked, 1);
+	ev_async_send(t->loop, &t->async);
+}
+
+/* ---- engine ------------------------------------------------------------------------ */
+
+static void stop_on_thread(void *p)
+{
+	struct nm_thread *t = p;
+	ev_idle_stop(t->loop, &t->idle);
+	ev_timer_stop(t->loop, &t->timer);
+	ev_async_stop(t->loop, &t->async);
+	ev_break(t->loop, EVBREAK_ALL);
+}
+
+static void thread_fini(struct nm_thread *t)
+{
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+	if (t->loop)
+		ev_loop_destroy(t->loop);
+	free(t->qps);
+	free(t->act);
+}
+
+static int thread_start(struct nm_thread *t, uint32_t id)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->cmds_tail = &t->cmds;
+	t->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (!t->loop) {
+		thread_fini(t);
+		return -ENOMEM;
+	}
+	ev_set_userdata(t->loop, t);
+	ev_idle_init(&t->idle, idle_cb);
+	ev_async_init(&t->async, async_cb);
+	ev_timer_init(&t->timer, timer_cb, 0.001, 0.);
+	ev_async_start(t->loop, &t->async);
+	t->sleeping = true;	/* nothing to poll until a QP arrives */
+	ret = pthread_create(&t->tid, NULL, thread_main, t);
+	if (ret) {
+		thread_fini(t);
+		return -ret;
+	}
+	return 0;
+}
+
+int nm_engine_get(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&eng.lock);
+	if (eng.refs++ == 0) {
+		unsigned n = atomic_load(&nm_cfg.threads);
+		if (!n)
+			n = 1;
+		eng.thr = calloc(n, sizeof(*eng.thr));
+		if (!eng.thr) {
+			ret = -ENOMEM;
+		} else {
+			for (eng.n = 0; eng.n < n; eng.n++) {
+				ret = thread_start(&eng.thr[eng.n], eng.n);
+				if (ret)
+					break;
+			}
+		}
+		if (ret) {
+			GDAK_ERR("nic", 0, "cannot start NIC threads: %s", gdak_strerror(ret));
+			for (unsigned i = 0; i < eng.n; i++) {
+				nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
+				pthread_join(eng.thr[i].tid, NULL);
+				thread_fini(&eng.thr[i]);
+			}
+			free(eng.thr);
+			eng.thr = NULL;
+			eng.n = 0;
+			eng.refs = 0;
+		} else {
+			GDAK_INFO("nic", 0, "%u NIC thread(s), %s polling, strict %s", n,
+				  atomic_load(&nm_cfg.poll) == GDAK_NIC_POLL_SPIN ? "spin" : "adaptive",
+				  nm_strict() ? "on" : "off");
+		}
+	}
+	pthread_mutex_unlock(&eng.lock);
+	return ret;
+}
+
+void nm_engine_put(void)
+{
+	pthread_mutex_lock(&eng.lock);
+	if (--eng.refs == 0) {
+		for (unsigned i = 0; i < eng.n; i++) {
+			nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
+			pthread_join(eng.thr[i].tid, NULL);
+			thread_fini(&eng.thr[i]);
+		}
+		free(eng.thr);
+		eng.thr = NULL;
+		eng.n = 0;
+	}
+	pthread_mutex_unlock(&eng.lock);
+}
+
+unsigned nm_engine_nthreads(void)
+{
+	unsigned n;
+	pthread_mutex_lock(&eng.lock);
+	n = eng.refs ? eng.n : 0;
+	pthread_mutex_unlock(&eng.lock);
+	return n;
+}
+
+struct nm_thread *nm_engine_pick(int nic_thread)
+{
+	unsigned i;
+
+	if (nic_thread >= 0)
+		i = (unsigned)nic_thread % eng.n;
+	else
+		i = atomic_fetch_add(&eng.rr, 1) % eng.n;
+	return &eng.thr[i];
+}
+
+void nm_engine_sync(void)
+{
+	uint64_t snap[64];
+	unsigned n = eng.n < 64 ? eng.n : 64;
+
+	for (unsigned i = 0; i < n; i++) {
+		snap[i] = atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire);
+		if (!pthread_equal(pthread_self(), eng.thr[i].tid))
+			ev_async_send(eng.thr[i].loop, &eng.thr[i].async);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct timespec ts = {0, 20000};
+		if (pthread_equal(pthread_self(), eng.thr[i].tid))
+			continue;
+		while (atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire) == snap[i])
+			nanosleep(&ts, NULL);
+	}
+}
