@@ -276,6 +276,8 @@ struct roce_wr {
 	uint32_t npkts;		/* PSNs it occupies */
 	uint32_t rx_pkts;	/* read: response packets taken */
 	uint8_t sent;		/* PSNs assigned */
+	uint8_t resumed;	/* read: re-requested from the middle (responses may
+				 * restart with FIRST/ONLY there) */
 };
 
 /* Engine statistics (per QP; the context keeps those of packets that never

@@ -63,6 +63,7 @@ int roce_post(struct roce_qp *qp, const struct roce_wr *wr)
 	w->npkts = 0;
 	w->rx_pkts = 0;
 	w->sent = 0;
+	w->resumed = 0;
 	qp->sq_head++;
 	return 0;
 }
@@ -307,8 +308,11 @@ static void rx_data_resp(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 		uint32_t want = wr->len - off < qp->cfg.mtu ? wr->len - off : qp->cfg.mtu;
 		uint8_t exp = n == 1 ? ROCE_READ_RESP_ONLY : k == 0 ? ROCE_READ_RESP_FIRST :
 			      k == n - 1 ? ROCE_READ_RESP_LAST : ROCE_READ_RESP_MIDDLE;
+		/* the response to a re-request of the tail starts over with
+		 * FIRST/ONLY (the responder sees a READ of the remainder) */
+		uint8_t alt = k == n - 1 ? ROCE_READ_RESP_ONLY : ROCE_READ_RESP_FIRST;
 
-		if (op != exp || plen != want) {
+		if ((op != exp && !(wr->resumed && k && op == alt)) || plen != want) {
 			fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR,
 				  "READ response opcode/length does not fit the request");
 			return;
@@ -472,6 +476,8 @@ int roce_req_send(struct roce_qp *qp, int budget)
 				qp->rd_inflight++;
 		}
 		psn = psn_add(wr->first_psn, (int32_t)qp->tx_pkt);
+		if (wr->op == ROCE_WR_READ && qp->tx_pkt)
+			wr->resumed = 1;
 		len = build(qp, wr, qp->tx_pkt);
 		if (len < 0) {
 			/* only the head can fail cleanly; anything else flushes */
