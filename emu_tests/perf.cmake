@@ -5,3 +5,8 @@ if(TARGET gdak-perf)
                 ARGS $<TARGET_FILE:gdak-perf> LABELS emu TIMEOUT 120)
   add_dependencies(gdak_tools_perf_smoke gdak-perf)
 endif()
+if(TARGET gdak-demo)
+  gdak_add_test(NAME gdak.tools.demo SOURCES perf_demo.c
+                ARGS $<TARGET_FILE:gdak-demo> LABELS emu TIMEOUT 120)
+  add_dependencies(gdak_tools_demo gdak-demo)
+endif()

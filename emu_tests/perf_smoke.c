@@ -209,6 +209,74 @@ static void test_bad_command_lines(void)
 	CHECK(strstr(r.out, "write_bw") && strstr(r.out, "put_signal_lat"));
 }
 
+/* A test through the NIC model: exit 0, verified, and a positive number. */
+static void nic_test(const char *test, const char *const *extra, const char *key)
+{
+	static struct run r;
+	const char *args[24] = {"--json", "--quiet", "-r", "1", "--poll", "adaptive"};
+	int n = 6;
+
+	while (*extra)
+		args[n++] = *extra++;
+	args[n++] = test;
+	args[n] = NULL;
+	run_perf(&r, NULL, args);
+	CHECK_EQ(r.status, 0);
+	CHECK(json_balanced(r.out));
+	CHECK(count_str(r.out, "\"verified\": true") >= 1);
+	CHECK(strstr(r.out, "\"verified\": false") == NULL);
+	CHECK(json_num(r.out, key, 0) > 0);
+	if (r.status || json_num(r.out, key, 0) <= 0)
+		fprintf(stderr, "%s: stdout:\n%s\nstderr:\n%s\n", test, r.out, r.err);
+}
+
+static void test_nic_model(void)
+{
+	static const char *const small[] = {"-s", "8", "-n", "3000", "--no-baseline", NULL};
+	static const char *const lat[] = {"-s", "64", "-n", "200", "--no-baseline", NULL};
+	static const char *const wpd1[] = {"-s", "8", "-n", "500", "--wqes-per-db", "1",
+					   "--signal-every", "1", "--no-baseline", NULL};
+	static const char *const multi[] = {"--size-range", "8:4K", "-n", "300", "-q", "4",
+					    "-t", "2", "--idle-qps", "5", "--signal-every", "32",
+					    "--no-baseline", NULL};
+	static const char *const big[] = {"-s", "1M", "-n", "4", NULL};
+	static const char *const proxy[] = {"-s", "8", "-n", "2000", "--handler", "cpu_proxy",
+					    "--no-baseline", NULL};
+	static struct run r;
+	const char *bad_args[] = {"--json", "--quiet", "-r", "1", "-s", "64", "-n", "100",
+				  "--no-baseline", "write_bw", NULL};
+
+	nic_test("write_bw", small, "msg_rate");
+	nic_test("write_bw", wpd1, "msg_rate");
+	nic_test("write_bw", multi, "msg_rate");
+	nic_test("write_bw", big, "memcpy_ratio");
+	nic_test("write_bw", proxy, "msg_rate");
+	nic_test("read_bw", small, "bw_bytes_per_s");
+	nic_test("atomic_rate", (const char *const[]){"-n", "3000", "--no-baseline", NULL},
+		 "msg_rate");
+	nic_test("write_lat", lat, "lat_p50_ns");
+	nic_test("read_lat", lat, "lat_p99_ns");
+	nic_test("atomic_lat", (const char *const[]){"-n", "200", "--no-baseline", NULL},
+		 "lat_p50_ns");
+	nic_test("put_signal_lat", lat, "lat_p50_ns");
+
+	/* the multi-QP run reports every size it was asked for */
+	{
+		const char *args[] = {"--json", "--quiet", "-r", "1", "--size-range", "8:32", "-n",
+				      "100", "-q", "2", "--no-baseline", "write_bw", NULL};
+
+		run_perf(&r, NULL, args);
+		CHECK_EQ(r.status, 0);
+		CHECK_EQ(count_str(r.out, "\"bytes\": "), 3);
+	}
+	/* damaged data through the real path: exit 1, no verified number */
+	run_perf(&r, "GDAK_PERF_TEST_CORRUPT=1", bad_args);
+	CHECK_EQ(r.status, 1);
+	CHECK(strstr(r.err, "VERIFY FAILED: write_bw") != NULL);
+	CHECK(strstr(r.out, "\"verified\": true") == NULL);
+	CHECK(json_num(r.out, "msg_rate", 0) < 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -220,5 +288,6 @@ int main(int argc, char **argv)
 	test_baseline_json();
 	test_table_and_csv();
 	test_verification_catches_damage();
+	test_nic_model();
 	return gdak_test_end();
 }

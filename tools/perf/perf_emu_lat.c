@@ -54,14 +54,16 @@ static int post_op(const struct lat_ctx *lc, uint64_t k)
 	case PERF_PUT_SIGNAL_LAT:
 		/* the write, then a fetch-add on the signal word: RC executes
 		 * them in order at the responder (IBA 9.5), so a peer that sees
-		 * the signal sees the data */
+		 * the signal sees the data; the fetched value lands after the
+		 * local data slots, never on a source */
 		idx = gdak_dev_sq_reserve(q, 1);
 		if (!gdak_dev_wqe_write(q, idx, 0, raddr, rkey, &sge, 1))
 			return -EINVAL;
 		idx = gdak_dev_sq_reserve(q, 1);
 		bbs = gdak_dev_wqe_fetch_add(q, idx, GDAK_DEV_WQE_SIGNAL,
 					     (uint64_t)(uintptr_t)lc->signal, rkey, 1,
-					     (uint64_t)(uintptr_t)(c->lbuf + off), lkey);
+					     (uint64_t)(uintptr_t)(c->lbuf + lc->slots * lc->size),
+					     lkey);
 		break;
 	default:
 		return -EINVAL;

@@ -52,9 +52,9 @@ int main(int argc, char **argv)
 	perf_env_close(env);
 	free(res);
 	if (ret || perf_verify_failures()) {
-		fprintf(stderr, "gdak-perf: %s FAILED (%s%s); no numbers from the failed size\n",
-			o.test->name, ret ? gdak_strerror(ret) : "",
-			perf_verify_failures() ? ", data verification failed" : "");
+		fprintf(stderr, "gdak-perf: %s FAILED: %s; no numbers from the failed size\n",
+			o.test->name, perf_verify_failures() ? "data verification failed"
+							    : gdak_strerror(ret));
 		return PERF_EXIT_FAIL;
 	}
 	return PERF_EXIT_OK;

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_demo.c - gdak.tools.demo: gdak-demo runs on the emulated NIC, exits
+ * 0, prints a verified line for every operation and the decoded trace it
+ * wrote; a bad flag exits 2 naming it.  Correctness only, no timing.
+ *
+ * argv[1]: the gdak-demo binary.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gdak_test.h"
+
+static char out[1 << 17];
+
+/* Run cmd (sh), capture stdout+stderr into out; exit code or -1. */
+static int run(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0, k;
+	int st;
+
+	REQUIRE(p != NULL);
+	while ((k = fread(out + n, 1, sizeof(out) - 1 - n, p)) > 0)
+		n += k;
+	out[n] = '\0';
+	st = pclose(p);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const ops[] = {"verified put:", "verified get:", "verified fetch_add:",
+					  "verified put_signal+wait:", "verified send/recv:"};
+	char dir[] = "/tmp/gdak_demo_testXXXXXX", cmd[1024], trace[256];
+	struct stat sb;
+	size_t i;
+	int rc;
+
+	if (argc < 2)
+		GDAK_TEST_SKIP("usage: %s GDAK_DEMO_BINARY", argv[0]);
+	if (access(argv[1], X_OK))
+		GDAK_TEST_SKIP("%s is not executable: %s", argv[1], strerror(errno));
+	REQUIRE(mkdtemp(dir) != NULL);
+
+	/* the default trace lands in the current directory */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && GDAK_POLL=adaptive '%s' -n 10 2>&1", dir, argv[1]);
+	rc = run(cmd);
+	CHECK_EQ(rc, 0);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		CHECK(strstr(out, ops[i]) != NULL);
+	CHECK(strstr(out, "FAILED") == NULL);
+	CHECK(strstr(out, "ALL OK") != NULL);
+	/* the table and the decoded trace: a doorbell, the WQE and its CQE */
+	CHECK(strstr(out, "#bytes") && strstr(out, "t_avg[us]"));
+	CHECK(strstr(out, "$ gdak-trace demo.pcapng") != NULL);
+	CHECK(strstr(out, " DOORBELL ") && strstr(out, " WQE idx=0 RDMA_WRITE") &&
+	      strstr(out, " CQE REQ "));
+	snprintf(trace, sizeof(trace), "%s/demo.pcapng", dir);
+	CHECK(stat(trace, &sb) == 0 && sb.st_size > 1000);
+	if (rc)
+		fprintf(stderr, "gdak-demo said:\n%s\n", out);
+
+	/* --trace PATH, fewer lines */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' -n 3 --trace t2.pcapng --lines 3 2>&1", dir,
+		 argv[1]);
+	CHECK_EQ(run(cmd), 0);
+	CHECK(strstr(out, "$ gdak-trace t2.pcapng   (first 3 lines)") != NULL);
+	snprintf(trace, sizeof(trace), "%s/t2.pcapng", dir);
+	CHECK(stat(trace, &sb) == 0);
+
+	/* bad usage: exit 2 and the flag named */
+	snprintf(cmd, sizeof(cmd), "'%s' --bogus 2>&1", argv[1]);
+	CHECK_EQ(run(cmd), 2);
+	CHECK(strstr(out, "unknown option '--bogus'") != NULL);
+	snprintf(cmd, sizeof(cmd), "'%s' -n 0 2>&1", argv[1]);
+	CHECK_EQ(run(cmd), 2);
+	CHECK(strstr(out, "bad iteration count '0'") != NULL);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK_EQ(run(cmd), 0);
+	return gdak_test_end();
+}
