@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scen_env.c - what every scenario needs: a context with two connected RC
+ * QPs and registered buffers, a host thread to play the device, and the
+ * device-side posting, waiting and receive helpers.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gdak_test.h"
+#include "scenarios.h"
+
+int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth)
+{
+	struct gdak_qp_attr a;
+	struct gdak_qp_info info[2];
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->cfg = cfg;
+	ret = gdak_open(cfg->device, &p->ctx);
+	if (ret) {
+		fprintf(stderr, "scenario: gdak_open(%s): %s\n", cfg->device, gdak_strerror(ret));
+		return ret;
+	}
+	memset(&a, 0, sizeof(a));
+	a.sq_depth = 64;
+	a.cq_depth = 64;
+	a.rq_depth = rq_depth;
+	a.rq_max_sge = 1;
+	a.handler = cfg->handler;
+	a.sharing = GDAK_DEV_EXCLUSIVE;
+	a.mtu = 1024;
+	a.nic_thread = -1;
+	a.flags = cfg->qp_flags;
+	for (int i = 0; i < 2; i++) {
+		ret = gdak_mem_alloc(p->ctx, SCEN_BUF_LEN, GDAK_MEM_HOST, (void **)&p->buf[i]);
+		if (!ret) {
+			/* gdak_mem_alloc does not promise zeroed memory */
+			memset(p->buf[i], 0, SCEN_BUF_LEN);
+			ret = gdak_mr_reg(p->ctx, p->buf[i], SCEN_BUF_LEN, GDAK_ACCESS_ALL, &p->mr[i]);
+		}
+		if (!ret)
+			ret = gdak_qp_create(p->ctx, &a, &p->qp[i]);
+		if (!ret)
+			ret = gdak_qp_info(p->qp[i], &info[i]);
+		if (ret) {
+			fprintf(stderr, "scenario: setting up QP %d: %s\n", i, gdak_strerror(ret));
+			return ret;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		ret = gdak_qp_connect(p->qp[i], &info[1 - i]);
+		if (!ret)
+			ret = gdak_qp_export(p->qp[i], &p->dq[i]);
+		if (ret) {
+			fprintf(stderr, "scenario: connecting QP %d: %s\n", i, gdak_strerror(ret));
+			return ret;
+		}
+		if (gdak_qp_state(p->qp[i]) != GDAK_QPS_RTS) {
+			fprintf(stderr, "scenario: QP %d in %s after connect\n", i,
+				gdak_qp_state_name(gdak_qp_state(p->qp[i])));
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+void scen_pair_close(struct scen_pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		if (p->qp[i])
+			gdak_qp_destroy(p->qp[i]);
+		if (p->mr[i])
+			gdak_mr_dereg(p->mr[i]);
+		if (p->buf[i])
+			gdak_mem_free(p->ctx, p->buf[i]);
+	}
+	if (p->ctx)
+		gdak_close(p->ctx);
+	memset(p, 0, sizeof(*p));
+}
+
+void scen_on_device(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg)) {
+		/* no thread to spare: the calling thread plays the device */
+		fn(arg);
+		return;
+	}
+	pthread_join(t, NULL);
+}
+
+int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb)
+{
+	if (gdak_dev_sq_free_bbs(q) < nbb)
+		return -1;
+	return (int64_t)gdak_dev_sq_reserve(q, nbb);
+}
+
+int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, uint64_t end,
+		     struct gdak_dev_cqe *err)
+{
+	gdak_dev_sq_submit(q, last, end);
+	return gdak_dev_sq_wait_timeout(q, end, p->cfg->timeout_ns, err);
+}
+
+/*
+ * Receive WQE of a QP without SRQ: rq_log_stride bytes of data segments
+ * (PRM "Receive WQE"); the unused ones end the list with the invalid lkey
+ * (MLX5_INVALID_LKEY, byte count 0).  The receive doorbell record
+ * dbrec[MLX5_RCV_DBR] holds the 16-bit count of WQEs posted.
+ */
+void scen_rq_post(struct gdak_dev_qp *q, uint64_t addr, uint32_t len, uint32_t lkey)
+{
+	uint32_t nseg = (1u << q->rq_log_stride) / 16;
+	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)
+		((char *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1)) << q->rq_log_stride));
+
+	gdak_mlx5_data_encode(&seg[0], addr, len, lkey);
+	for (uint32_t i = 1; i < nseg; i++)
+		gdak_mlx5_data_encode(&seg[i], 0, 0, MLX5_INVALID_LKEY);
+	q->rq_pi++;
+	gdak_dev_barrier_wqe_to_dbrec();
+	gdak_dev_store_release_u32(&q->dbrec[MLX5_RCV_DBR],
+				   gdak_htobe32((uint32_t)(q->rq_pi & 0xffff)));
+}
+
+int scen_rq_poll(struct scen_pair *p, struct gdak_dev_qp *q, struct gdak_dev_cqe *c)
+{
+	uint64_t deadline = gdak_dev_deadline(p->cfg->timeout_ns);
+	uint32_t spins = 0;
+
+	for (;;) {
+		int r = gdak_dev_cq_poll_one(&q->rcq, q->rq_done, c);
+		if (r) {
+			gdak_dev_cq_update_dbrec(&q->rcq);
+			if (r > 0)
+				q->rq_done++;
+			return r;
+		}
+		if (gdak_dev_expired(deadline, spins))
+			return -ETIMEDOUT;
+		gdak_dev_backoff(&spins);
+	}
+}
