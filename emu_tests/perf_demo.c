@@ -7,6 +7,7 @@
  * argv[1]: the gdak-demo binary.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
 {
 	static const char *const ops[] = {"verified put:", "verified get:", "verified fetch_add:",
 					  "verified put_signal+wait:", "verified send/recv:"};
-	char dir[] = "/tmp/gdak_demo_testXXXXXX", cmd[1024], trace[256];
+	char dir[] = "/tmp/gdak_demo_testXXXXXX", cmd[1024], trace[256], demo[PATH_MAX];
 	struct stat sb;
 	size_t i;
 	int rc;
@@ -44,6 +45,9 @@ int main(int argc, char **argv)
 		GDAK_TEST_SKIP("usage: %s GDAK_DEMO_BINARY", argv[0]);
 	if (access(argv[1], X_OK))
 		GDAK_TEST_SKIP("%s is not executable: %s", argv[1], strerror(errno));
+	/* absolute: the demo runs from a scratch directory */
+	REQUIRE(realpath(argv[1], demo) != NULL);
+	argv[1] = demo;
 	REQUIRE(mkdtemp(dir) != NULL);
 
 	/* the default trace lands in the current directory */
