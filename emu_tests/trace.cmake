@@ -10,3 +10,9 @@ gdak_add_test(NAME gdak.trace.golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_gol
   LIBS gdak_trace_tool LABELS unit
   ARGS $<TARGET_FILE:gdak-trace> ${CMAKE_CURRENT_LIST_DIR}/data/trace)
 add_dependencies(gdak_trace_golden gdak-trace)
+# Truncated (every prefix) and corrupt (every byte flipped) traces, specific
+# damage with specific messages, the command line, --follow.
+gdak_add_test(NAME gdak.trace.corrupt SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_corrupt.c
+  LIBS gdak_trace_tool LABELS unit TIMEOUT 300
+  ARGS $<TARGET_FILE:gdak-trace>)
+add_dependencies(gdak_trace_corrupt gdak-trace)

@@ -55,6 +55,7 @@ struct run {
 	struct trace_summary *sum;
 	int follow;
 	int errors;	/* problems found in the file */
+	int closed;	/* the writer's closing STATS record was seen */
 };
 
 static void report(struct run *rn, const char *msg)
@@ -66,6 +67,8 @@ static void report(struct run *rn, const char *msg)
 
 static void handle(struct run *rn, const struct gdak_trace_item *it)
 {
+	if (it->kind == GDAK_TITEM_RECORD && it->hdr.type == GDAK_TREC_STATS)
+		rn->closed = 1;
 	if (!trace_filter_match(&rn->filt, it))
 		return;
 	if (rn->sum)
@@ -172,6 +175,13 @@ static int run_file(struct run *rn)
 		report(rn, msg);
 	} else if (eof && base == 0) {
 		report(rn, "offset 0: empty file, not a pcapng trace");
+	} else if (eof && !rn->errors && !rn->closed) {
+		/* gdak_trace_close() always ends a trace with STATS: without it the
+		 * file was cut at a block boundary (a crash, a full disk) */
+		snprintf(msg, sizeof(msg), "offset %llu: the trace ends without the writer's closing "
+			 "STATS record: it was cut short, or is still being written (--follow)",
+			 (unsigned long long)base);
+		report(rn, msg);
 	}
 	close(fd);
 	free(buf);

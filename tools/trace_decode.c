@@ -253,8 +253,10 @@ static void recv_fields(const struct emit *e, const struct gdak_trace_item *it)
 static void cqe_fields(const struct emit *e, const struct gdak_trace_item *it)
 {
 	struct gdak_mlx5_cqe_fields f;
+	struct mlx5_cqe64 cqe;	/* aligned copy: the body is only 4-byte aligned */
 
-	gdak_mlx5_cqe_decode(it->u.cqe.cqe, &f);
+	memcpy(&cqe, it->u.cqe.cqe, sizeof(cqe));
+	gdak_mlx5_cqe_decode(&cqe, &f);
 	e_word(e, "cqe_opcode", gdak_mlx5_cqe_opcode_name(f.opcode));
 	e_x(e, "cqn", it->u.cqe.cqn);
 	e_u(e, "cq_idx", it->u.cqe.cq_index);

@@ -186,7 +186,9 @@ void trace_summary_add(struct trace_summary *s, const struct gdak_trace_item *it
 		q->cqes++;
 		if (trace_item_is_error(it)) {
 			struct gdak_mlx5_cqe_fields f;
-			gdak_mlx5_cqe_decode(it->u.cqe.cqe, &f);
+			struct mlx5_cqe64 cqe;	/* aligned copy */
+			memcpy(&cqe, it->u.cqe.cqe, sizeof(cqe));
+			gdak_mlx5_cqe_decode(&cqe, &f);
 			q->cqe_errors++;
 			note_error(s, q, it, 1, f.wqe_counter);
 		}
@@ -280,7 +282,8 @@ static void print_json(struct trace_summary *s, FILE *f)
 
 void trace_summary_print(struct trace_summary *s, const struct trace_out *o)
 {
-	qsort(s->qps, s->n_qp, sizeof(s->qps[0]), by_qpn);
+	if (s->n_qp)
+		qsort(s->qps, s->n_qp, sizeof(s->qps[0]), by_qpn);
 	if (o->json)
 		print_json(s, o->f);
 	else
