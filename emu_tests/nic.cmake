@@ -5,3 +5,5 @@ target_link_libraries(gdak_nic_util PUBLIC gdak gdak_testlib)
 gdak_set_warnings(gdak_nic_util)
 
 gdak_add_test(NAME gdak.nic.write SOURCES nic_write.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
+gdak_add_test(NAME gdak.nic.ops SOURCES nic_ops.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
+gdak_add_test(NAME gdak.nic.checks SOURCES nic_checks.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
