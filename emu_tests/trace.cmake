@@ -1,6 +1,6 @@
 # Trace writer/reader and gdak-trace (docs/TRACE.md).
 gdak_add_test(NAME gdak.trace.roundtrip SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_roundtrip.c
-  LABELS unit MEMCHECK)
+  LIBS gdak_trace_tool LABELS unit MEMCHECK)
 # tshark decodes the packet records as InfiniBand; skips without tshark.
 gdak_add_test(NAME gdak.trace.tshark SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_tshark.c
   LIBS gdak_trace_tool LABELS unit TIMEOUT 120)

@@ -153,7 +153,7 @@ static inline size_t tt_roce_build(uint8_t *out, uint8_t opcode, uint32_t dqpn, 
 		memcpy(b + 12, ext, ext_len);
 	if (plen)
 		memcpy(b + 12 + ext_len, payload, plen);
-	icrc = roce_icrc(ip, (uint32_t)(28 + n));
+	icrc = trace_roce_icrc(ip, (uint32_t)(28 + n));
 	b[n - 4] = (uint8_t)icrc;
 	b[n - 3] = (uint8_t)(icrc >> 8);
 	b[n - 2] = (uint8_t)(icrc >> 16);

@@ -292,12 +292,12 @@ static void doorbell_fields(const struct emit *e, const struct gdak_trace_item *
 
 static void packet_fields(const struct emit *e, const struct gdak_trace_item *it)
 {
-	struct roce_pkt p;
+	struct trace_roce_pkt p;
 	const char *why = NULL;
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN], k[64];
 
 	e_word(e, "dir", it->pkt.dir == 1 ? "rx" : it->pkt.dir == 0 ? "tx" : "?");
-	if (roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why)) {
+	if (trace_roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why)) {
 		e_u(e, "frame_len", it->pkt.caplen);
 		e_s(e, "undecoded", why);
 		return;
@@ -306,7 +306,7 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 	inet_ntop(AF_INET, &p.dst_ip, b, sizeof(b));
 	snprintf(k, sizeof(k), "%s:%u>%s:%u", a, p.src_port, b, p.dst_port);
 	e_s(e, "flow", k);
-	e_word(e, "bth_opcode", roce_opcode_name(p.opcode));
+	e_word(e, "bth_opcode", trace_roce_opcode_name(p.opcode));
 	e_qpn(e, "dqpn", p.dqpn);
 	e_u(e, "psn", p.psn);
 	if (p.se)
@@ -315,26 +315,26 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 		e_u(e, "ackreq", 1);
 	if (p.fecn || p.becn)
 		e_u(e, "ecn", (unsigned)(p.fecn << 1 | p.becn));
-	if (p.has & (ROCE_H_RETH | ROCE_H_ATOMICETH)) {
+	if (p.has & (TRACE_ROCE_H_RETH | TRACE_ROCE_H_ATOMICETH)) {
 		e_x(e, "va", p.va);
 		e_x(e, "rkey", p.rkey);
 	}
-	if (p.has & ROCE_H_RETH)
+	if (p.has & TRACE_ROCE_H_RETH)
 		e_u(e, "dmalen", p.dmalen);
-	if (p.has & ROCE_H_ATOMICETH) {
+	if (p.has & TRACE_ROCE_H_ATOMICETH) {
 		e_x(e, "swap_add", p.swap_add);
 		e_x(e, "compare", p.compare);
 	}
-	if (p.has & ROCE_H_AETH) {
-		e_s(e, "aeth", roce_aeth_name(p.aeth_syndrome));
+	if (p.has & TRACE_ROCE_H_AETH) {
+		e_s(e, "aeth", trace_roce_aeth_name(p.aeth_syndrome));
 		e_x(e, "aeth_syndrome", p.aeth_syndrome);
 		e_u(e, "msn", p.msn);
 	}
-	if (p.has & ROCE_H_ATOMICACKETH)
+	if (p.has & TRACE_ROCE_H_ATOMICACKETH)
 		e_x(e, "orig", p.orig);
-	if (p.has & ROCE_H_IMMDT)
+	if (p.has & TRACE_ROCE_H_IMMDT)
 		e_x(e, "imm", gdak_be32toh(p.imm));
-	if (p.has & ROCE_H_IETH)
+	if (p.has & TRACE_ROCE_H_IETH)
 		e_x(e, "inv_rkey", p.ieth);
 	e_u(e, "payload", p.payload);
 	e_s(e, "icrc", p.icrc_ok < 0 ? "unchecked" : p.icrc_ok ? "ok" : "BAD");
@@ -344,13 +344,13 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 
 uint32_t trace_item_qpn(const struct gdak_trace_item *it)
 {
-	struct roce_pkt p;
+	struct trace_roce_pkt p;
 	const char *why;
 
 	if (it->kind == GDAK_TITEM_RECORD)
 		return it->hdr.qpn;
 	if (it->kind == GDAK_TITEM_PACKET &&
-	    !roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why))
+	    !trace_roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why))
 		return p.dqpn;
 	return GDAK_TRACE_QPN_NONE;
 }
@@ -358,11 +358,11 @@ uint32_t trace_item_qpn(const struct gdak_trace_item *it)
 int trace_item_is_error(const struct gdak_trace_item *it)
 {
 	if (it->kind == GDAK_TITEM_PACKET) {
-		struct roce_pkt p;
+		struct trace_roce_pkt p;
 		const char *why;
-		if (roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why))
+		if (trace_roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why))
 			return 1;
-		return ((p.has & ROCE_H_AETH) && roce_aeth_is_nak(p.aeth_syndrome)) ||
+		return ((p.has & TRACE_ROCE_H_AETH) && trace_roce_aeth_is_nak(p.aeth_syndrome)) ||
 		       p.icrc_ok == 0;
 	}
 	if (it->kind != GDAK_TITEM_RECORD)

@@ -40,7 +40,7 @@ int trace_filter_set_opcode(struct trace_filter *f, const char *name)
 		return 0;
 	}
 	for (int b = 0; b < 256; b++) {
-		const char *n = roce_opcode_name((uint8_t)b);
+		const char *n = trace_roce_opcode_name((uint8_t)b);
 		if (!strcasecmp(name, n) || (!strncmp(n, "RC_", 3) && !strcasecmp(name, n + 3))) {
 			f->bth_opcode = b;
 			return 0;
@@ -54,12 +54,12 @@ static int opcode_match(const struct trace_filter *f, const struct gdak_trace_it
 	if (f->wqe_opcode < 0 && f->cqe_opcode < 0 && f->rec_type < 0 && f->bth_opcode < 0)
 		return 1;
 	if (it->kind == GDAK_TITEM_PACKET) {
-		struct roce_pkt p;
+		struct trace_roce_pkt p;
 		const char *why;
 		if (f->bth_opcode == 0x100)
 			return 1;
 		return f->bth_opcode >= 0 &&
-		       !roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why) &&
+		       !trace_roce_decode(it->pkt.frame, it->pkt.caplen, it->pkt.origlen, &p, &why) &&
 		       p.opcode == f->bth_opcode;
 	}
 	if (it->kind != GDAK_TITEM_RECORD)

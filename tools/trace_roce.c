@@ -30,31 +30,31 @@ static const struct {
 	[0x00] = {"SEND_FIRST", 0},
 	[0x01] = {"SEND_MIDDLE", 0},
 	[0x02] = {"SEND_LAST", 0},
-	[0x03] = {"SEND_LAST_WITH_IMMEDIATE", ROCE_H_IMMDT},
+	[0x03] = {"SEND_LAST_WITH_IMMEDIATE", TRACE_ROCE_H_IMMDT},
 	[0x04] = {"SEND_ONLY", 0},
-	[0x05] = {"SEND_ONLY_WITH_IMMEDIATE", ROCE_H_IMMDT},
-	[0x06] = {"RDMA_WRITE_FIRST", ROCE_H_RETH},
+	[0x05] = {"SEND_ONLY_WITH_IMMEDIATE", TRACE_ROCE_H_IMMDT},
+	[0x06] = {"RDMA_WRITE_FIRST", TRACE_ROCE_H_RETH},
 	[0x07] = {"RDMA_WRITE_MIDDLE", 0},
 	[0x08] = {"RDMA_WRITE_LAST", 0},
-	[0x09] = {"RDMA_WRITE_LAST_WITH_IMMEDIATE", ROCE_H_IMMDT},
-	[0x0a] = {"RDMA_WRITE_ONLY", ROCE_H_RETH},
-	[0x0b] = {"RDMA_WRITE_ONLY_WITH_IMMEDIATE", ROCE_H_RETH | ROCE_H_IMMDT},
-	[0x0c] = {"RDMA_READ_REQUEST", ROCE_H_RETH},
-	[0x0d] = {"RDMA_READ_RESPONSE_FIRST", ROCE_H_AETH},
+	[0x09] = {"RDMA_WRITE_LAST_WITH_IMMEDIATE", TRACE_ROCE_H_IMMDT},
+	[0x0a] = {"RDMA_WRITE_ONLY", TRACE_ROCE_H_RETH},
+	[0x0b] = {"RDMA_WRITE_ONLY_WITH_IMMEDIATE", TRACE_ROCE_H_RETH | TRACE_ROCE_H_IMMDT},
+	[0x0c] = {"RDMA_READ_REQUEST", TRACE_ROCE_H_RETH},
+	[0x0d] = {"RDMA_READ_RESPONSE_FIRST", TRACE_ROCE_H_AETH},
 	[0x0e] = {"RDMA_READ_RESPONSE_MIDDLE", 0},
-	[0x0f] = {"RDMA_READ_RESPONSE_LAST", ROCE_H_AETH},
-	[0x10] = {"RDMA_READ_RESPONSE_ONLY", ROCE_H_AETH},
-	[0x11] = {"ACKNOWLEDGE", ROCE_H_AETH},
-	[0x12] = {"ATOMIC_ACKNOWLEDGE", ROCE_H_AETH | ROCE_H_ATOMICACKETH},
-	[0x13] = {"COMPARE_SWAP", ROCE_H_ATOMICETH},
-	[0x14] = {"FETCH_ADD", ROCE_H_ATOMICETH},
-	[0x16] = {"SEND_LAST_WITH_INVALIDATE", ROCE_H_IETH},
-	[0x17] = {"SEND_ONLY_WITH_INVALIDATE", ROCE_H_IETH},
+	[0x0f] = {"RDMA_READ_RESPONSE_LAST", TRACE_ROCE_H_AETH},
+	[0x10] = {"RDMA_READ_RESPONSE_ONLY", TRACE_ROCE_H_AETH},
+	[0x11] = {"ACKNOWLEDGE", TRACE_ROCE_H_AETH},
+	[0x12] = {"ATOMIC_ACKNOWLEDGE", TRACE_ROCE_H_AETH | TRACE_ROCE_H_ATOMICACKETH},
+	[0x13] = {"COMPARE_SWAP", TRACE_ROCE_H_ATOMICETH},
+	[0x14] = {"FETCH_ADD", TRACE_ROCE_H_ATOMICETH},
+	[0x16] = {"SEND_LAST_WITH_INVALIDATE", TRACE_ROCE_H_IETH},
+	[0x17] = {"SEND_ONLY_WITH_INVALIDATE", TRACE_ROCE_H_IETH},
 };
 
 static __thread char op_buf[40];
 
-const char *roce_opcode_name(uint8_t opcode)
+const char *trace_roce_opcode_name(uint8_t opcode)
 {
 	static const char *const transports[8] = {"RC", "UC", "RD", "UD", "CNP", "XRC", "T6",
 						  "T7"};
@@ -71,7 +71,7 @@ const char *roce_opcode_name(uint8_t opcode)
 }
 
 /* AETH syndrome, IBA 9.7.5.1.1 table 41: bits 6:5 say ACK / RNR NAK / NAK. */
-const char *roce_aeth_name(uint8_t s)
+const char *trace_roce_aeth_name(uint8_t s)
 {
 	static const char *const naks[] = {"NAK_PSN_SEQ_ERR", "NAK_INVALID_REQ",
 					   "NAK_REMOTE_ACCESS", "NAK_REMOTE_OP",
@@ -91,7 +91,7 @@ const char *roce_aeth_name(uint8_t s)
 	}
 }
 
-int roce_aeth_is_nak(uint8_t s)
+int trace_roce_aeth_is_nak(uint8_t s)
 {
 	unsigned k = (s >> 5) & 3;
 	return k == 1 || k == 3;
@@ -118,13 +118,13 @@ static uint32_t crc_run(uint32_t c, const uint8_t *p, size_t n)
 	return c;
 }
 
-uint32_t roce_icrc(const uint8_t *ip, uint32_t len)
+uint32_t trace_roce_icrc(const uint8_t *ip, uint32_t len)
 {
 	static const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-	uint8_t hdr[20 + 8 + ROCE_BTH_LEN];
+	uint8_t hdr[20 + 8 + TRACE_ROCE_BTH_LEN];
 	uint32_t c = 0xffffffffu;
 
-	if (len < sizeof(hdr) + ROCE_ICRC_LEN)
+	if (len < sizeof(hdr) + TRACE_ROCE_ICRC_LEN)
 		return 0;
 	memcpy(hdr, ip, sizeof(hdr));
 	hdr[1] = 0xff;			/* TOS (DSCP + ECN) */
@@ -134,13 +134,13 @@ uint32_t roce_icrc(const uint8_t *ip, uint32_t len)
 	hdr[28 + 4] = 0xff;		/* BTH FECN, BECN, reserved */
 	c = crc_run(c, ones, sizeof(ones));
 	c = crc_run(c, hdr, sizeof(hdr));
-	c = crc_run(c, ip + sizeof(hdr), len - sizeof(hdr) - ROCE_ICRC_LEN);
+	c = crc_run(c, ip + sizeof(hdr), len - sizeof(hdr) - TRACE_ROCE_ICRC_LEN);
 	return ~c;
 }
 
 /* ---- frames ------------------------------------------------------------ */
 
-int roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struct roce_pkt *p,
+int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struct trace_roce_pkt *p,
 		const char **why)
 {
 	const uint8_t *ip, *udp, *bth, *h, *end;
@@ -149,7 +149,7 @@ int roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struct roce
 
 	memset(p, 0, sizeof(*p));
 	p->icrc_ok = -1;
-	if (caplen < 14 + 20 + 8 + ROCE_BTH_LEN)
+	if (caplen < 14 + 20 + 8 + TRACE_ROCE_BTH_LEN)
 		return *why = "frame too short for Ethernet/IPv4/UDP/BTH", -1;
 	if (be16(f + 12) != 0x0800)
 		return *why = "not IPv4", -1;
@@ -159,7 +159,7 @@ int roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struct roce
 	if (ip[9] != 17)
 		return *why = "not UDP", -1;
 	ip_len = be16(ip + 2);
-	if (ip_len < 20 + 8 + ROCE_BTH_LEN + ROCE_ICRC_LEN || 14 + ip_len > origlen)
+	if (ip_len < 20 + 8 + TRACE_ROCE_BTH_LEN + TRACE_ROCE_ICRC_LEN || 14 + ip_len > origlen)
 		return *why = "IPv4 total length inconsistent with the frame", -1;
 	udp = ip + 20;
 	memcpy(&p->src_ip, ip + 12, 4);
@@ -184,60 +184,60 @@ int roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struct roce
 	p->psn = be24(bth + 9);
 
 	has = (p->opcode >> 5) == 0 ? rc_ops[p->opcode & 0x1f].has : 0;
-	if (has & ROCE_H_RETH)
+	if (has & TRACE_ROCE_H_RETH)
 		need += 16;
-	if (has & ROCE_H_ATOMICETH)
+	if (has & TRACE_ROCE_H_ATOMICETH)
 		need += 28;
-	if (has & ROCE_H_AETH)
+	if (has & TRACE_ROCE_H_AETH)
 		need += 4;
-	if (has & ROCE_H_ATOMICACKETH)
+	if (has & TRACE_ROCE_H_ATOMICACKETH)
 		need += 8;
-	if (has & (ROCE_H_IMMDT | ROCE_H_IETH))
+	if (has & (TRACE_ROCE_H_IMMDT | TRACE_ROCE_H_IETH))
 		need += 4;
 	/* the headers must fit in what was captured and in the IP packet */
-	if (udp_len < 8 + ROCE_BTH_LEN + need + p->pad + ROCE_ICRC_LEN)
+	if (udp_len < 8 + TRACE_ROCE_BTH_LEN + need + p->pad + TRACE_ROCE_ICRC_LEN)
 		return *why = "packet too short for its opcode's headers", -1;
-	if (caplen < 14 + 20 + 8 + ROCE_BTH_LEN + need)
+	if (caplen < 14 + 20 + 8 + TRACE_ROCE_BTH_LEN + need)
 		return *why = "headers cut off by the capture length", -1;
-	h = bth + ROCE_BTH_LEN;
-	if (has & ROCE_H_RETH) {
+	h = bth + TRACE_ROCE_BTH_LEN;
+	if (has & TRACE_ROCE_H_RETH) {
 		p->va = be64(h);
 		p->rkey = be32(h + 8);
 		p->dmalen = be32(h + 12);
 		h += 16;
 	}
-	if (has & ROCE_H_ATOMICETH) {
+	if (has & TRACE_ROCE_H_ATOMICETH) {
 		p->va = be64(h);
 		p->rkey = be32(h + 8);
 		p->swap_add = be64(h + 12);
 		p->compare = be64(h + 20);
 		h += 28;
 	}
-	if (has & ROCE_H_AETH) {
+	if (has & TRACE_ROCE_H_AETH) {
 		p->aeth_syndrome = h[0];
 		p->msn = be24(h + 1);
 		h += 4;
 	}
-	if (has & ROCE_H_ATOMICACKETH) {
+	if (has & TRACE_ROCE_H_ATOMICACKETH) {
 		p->orig = be64(h);
 		h += 8;
 	}
-	if (has & ROCE_H_IMMDT) {
+	if (has & TRACE_ROCE_H_IMMDT) {
 		memcpy(&p->imm, h, 4);
 		h += 4;
 	}
-	if (has & ROCE_H_IETH) {
+	if (has & TRACE_ROCE_H_IETH) {
 		p->ieth = be32(h);
 		h += 4;
 	}
 	p->has = has;
 	end = ip + ip_len;
-	p->payload = (uint32_t)(end - h) - p->pad - ROCE_ICRC_LEN;
+	p->payload = (uint32_t)(end - h) - p->pad - TRACE_ROCE_ICRC_LEN;
 	if (14 + ip_len <= caplen) {
-		const uint8_t *ic = end - ROCE_ICRC_LEN;
+		const uint8_t *ic = end - TRACE_ROCE_ICRC_LEN;
 		p->icrc = (uint32_t)ic[0] | (uint32_t)ic[1] << 8 | (uint32_t)ic[2] << 16 |
 			  (uint32_t)ic[3] << 24;
-		p->icrc_ok = roce_icrc(ip, ip_len) == p->icrc;
+		p->icrc_ok = trace_roce_icrc(ip, ip_len) == p->icrc;
 	}
 	return 0;
 }

@@ -14,13 +14,13 @@
 /* ---- trace_roce.c: RoCEv2 packets ------------------------------------- */
 
 enum {
-	ROCE_UDP_PORT = 4791,
-	ROCE_BTH_LEN = 12,
-	ROCE_ICRC_LEN = 4,
+	TRACE_ROCE_UDP_PORT = 4791,
+	TRACE_ROCE_BTH_LEN = 12,
+	TRACE_ROCE_ICRC_LEN = 4,
 };
 
 /* A packet's headers, decoded (IBA 9.2 - 9.5; RoCEv2: IBA annex A17). */
-struct roce_pkt {
+struct trace_roce_pkt {
 	uint32_t src_ip, dst_ip;	/* network order */
 	uint16_t src_port, dst_port;
 	uint8_t opcode;			/* BTH opcode */
@@ -30,7 +30,7 @@ struct roce_pkt {
 	uint32_t dqpn;
 	uint8_t ackreq;
 	uint32_t psn;
-	unsigned has;			/* ROCE_H_* */
+	unsigned has;			/* TRACE_ROCE_H_* */
 	uint64_t va;			/* RETH / AtomicETH */
 	uint32_t rkey;
 	uint32_t dmalen;
@@ -45,26 +45,26 @@ struct roce_pkt {
 	int icrc_ok;			/* 1 ok, 0 bad, -1 not checked (frame truncated) */
 };
 enum {
-	ROCE_H_RETH = 1u << 0,
-	ROCE_H_ATOMICETH = 1u << 1,
-	ROCE_H_AETH = 1u << 2,
-	ROCE_H_ATOMICACKETH = 1u << 3,
-	ROCE_H_IMMDT = 1u << 4,
-	ROCE_H_IETH = 1u << 5,
+	TRACE_ROCE_H_RETH = 1u << 0,
+	TRACE_ROCE_H_ATOMICETH = 1u << 1,
+	TRACE_ROCE_H_AETH = 1u << 2,
+	TRACE_ROCE_H_ATOMICACKETH = 1u << 3,
+	TRACE_ROCE_H_IMMDT = 1u << 4,
+	TRACE_ROCE_H_IETH = 1u << 5,
 };
 
 /* Decode an Ethernet/IPv4/UDP/RoCEv2 frame: 0, or -1 with *why set. */
-int roce_decode(const uint8_t *frame, uint32_t caplen, uint32_t origlen, struct roce_pkt *p,
+int trace_roce_decode(const uint8_t *frame, uint32_t caplen, uint32_t origlen, struct trace_roce_pkt *p,
 		const char **why);
 /* "RC_RDMA_WRITE_ONLY" etc.; never NULL. */
-const char *roce_opcode_name(uint8_t opcode);
+const char *trace_roce_opcode_name(uint8_t opcode);
 /* RoCEv2 ICRC of a frame's IPv4 packet: ip points at the IPv4 header, len
  * runs to the end of the ICRC (which is excluded from the sum). */
-uint32_t roce_icrc(const uint8_t *ip, uint32_t len);
+uint32_t trace_roce_icrc(const uint8_t *ip, uint32_t len);
 /* AETH syndrome as text: "ACK", "RNR_NAK", "NAK_REMOTE_ACCESS", ... */
-const char *roce_aeth_name(uint8_t syndrome);
+const char *trace_roce_aeth_name(uint8_t syndrome);
 /* 1 when an AETH reports a NAK (RNR or error). */
-int roce_aeth_is_nak(uint8_t syndrome);
+int trace_roce_aeth_is_nak(uint8_t syndrome);
 
 /* ---- trace_decode.c: one line per item -------------------------------- */
 
