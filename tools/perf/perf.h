@@ -131,6 +131,8 @@ double perf_median(double *v, unsigned n);
 double perf_percentile_sorted(const double *v, size_t n, double p);
 void perf_lat_summary(double *ns, size_t n, struct perf_result *r);
 long perf_rss_kib(void);
+/* Page-aligned buffer, as the NIC model's host allocator gives (free()). */
+void *perf_alloc(size_t len);
 /* Bytes of each buffer region a test of this message size uses: whole
  * message slots, at least one, at most 4 MiB in all (1 MiB + messages get
  * one slot, small ones cycle through many so the copies are not all one
@@ -147,6 +149,9 @@ unsigned perf_verify_failures(void);
 /* Test hook: GDAK_PERF_TEST_CORRUPT=1 damages one destination byte after each
  * run, so the smoke test can prove a broken path reports no number. */
 int perf_test_corrupt(void);
+/* Every QP the run holds open (requesters, targets, idle), for the output. */
+void perf_set_qps_open(unsigned n);
+unsigned perf_qps_open(void);
 
 /* ---- perf_exec.c: the minimal executor ------------------------------------ */
 /* Two threads, a ring of mlx5-shaped 64-byte RDMA_WRITE WQEs built with the

@@ -16,7 +16,7 @@
 int perf_memcpy_run(size_t size, uint64_t iters, double *bw)
 {
 	size_t slots = perf_region_slots(size), region = slots * size;
-	uint8_t *src = malloc(region), *dst = malloc(region);
+	uint8_t *src = perf_alloc(region), *dst = perf_alloc(region);
 	uint64_t t0, t1, i;
 	size_t check;
 	int ret = 0;

@@ -154,6 +154,7 @@ int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 	ret = open_idle(env, o);
 	if (ret)
 		goto fail;
+	perf_set_qps_open(env->qps_open);
 	*envp = env;
 	return 0;
 fail:

@@ -165,8 +165,8 @@ int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate)
 	while (e->ring_n < 2ull * per_db)
 		e->ring_n *= 2;
 	e->ring = aligned_alloc(4096, e->ring_n * 64);
-	e->src = malloc(e->region);
-	e->dst = malloc(e->region);
+	e->src = perf_alloc(e->region);
+	e->dst = perf_alloc(e->region);
 	if (!e->ring || !e->src || !e->dst) {
 		ret = -ENOMEM;
 		goto out;

@@ -91,8 +91,8 @@ static void header(FILE *f, const struct perf_opts *o)
 		o->cuda ? " (CUDA kernel)" : " (host threads)", perf_cpu_model(),
 		sysconf(_SC_NPROCESSORS_ONLN));
 	if (o->test->kind != PERF_KIND_BASE)
-		fprintf(f, " QPs %u (+%u idle)   posting threads %u   WQEs/doorbell %u   CQE every %u"
-			"   handler %s   NIC threads %d   poll %s\n", o->qps, o->idle_qps, o->threads,
+		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u   CQE every %u"
+			"   handler %s   NIC threads %d   poll %s\n", o->qps, perf_qps_open(), o->threads,
 			o->wqes_per_db, o->signal_every, handler_name(o->handler), o->nic_threads,
 			poll_name(o->poll));
 	fprintf(f, " %u rounds, medians; baselines measured between rounds%s\n", o->rounds,
@@ -219,10 +219,11 @@ void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_resul
 	fprintf(f, ", \"nproc\": %ld},\n", sysconf(_SC_NPROCESSORS_ONLN));
 	fputs(" \"options\": {\"device\": ", f);
 	jstr(f, dev_name(o));
-	fprintf(f, ", \"cuda\": %s, \"qps\": %u, \"idle_qps\": %u, \"threads\": %u, "
+	fprintf(f, ", \"cuda\": %s, \"qps\": %u, \"idle_qps\": %u, \"qps_open\": %u, \"threads\": %u, "
 		"\"wqes_per_db\": %u, \"signal_every\": %u, \"sq_depth\": %u, \"handler\": \"%s\", "
 		"\"nic_threads\": %d, \"poll\": \"%s\", \"rounds\": %u, \"baseline\": %s},\n",
-		o->cuda ? "true" : "false", o->qps, o->idle_qps, o->threads, o->wqes_per_db,
+		o->cuda ? "true" : "false", o->qps, o->idle_qps, perf_qps_open(), o->threads,
+		o->wqes_per_db,
 		o->signal_every, o->sq_depth, handler_name(o->handler), o->nic_threads,
 		poll_name(o->poll), o->rounds, o->no_baseline ? "false" : "true");
 	fputs(" \"results\": [", f);

@@ -128,6 +128,13 @@ long perf_rss_kib(void)
 	return kib;
 }
 
+void *perf_alloc(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, 4096, len ? len : 1) ? NULL : p;
+}
+
 size_t perf_region_slots(size_t size)
 {
 	const size_t cap = 4u << 20;
@@ -195,3 +202,8 @@ int perf_test_corrupt(void)
 
 	return v && *v == '1';
 }
+
+static unsigned qps_open;
+
+void perf_set_qps_open(unsigned n) { qps_open = n; }
+unsigned perf_qps_open(void) { return qps_open; }
