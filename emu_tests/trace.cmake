@@ -16,3 +16,6 @@ gdak_add_test(NAME gdak.trace.corrupt SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_co
   LIBS gdak_trace_tool LABELS unit TIMEOUT 300
   ARGS $<TARGET_FILE:gdak-trace>)
 add_dependencies(gdak_trace_corrupt gdak-trace)
+# Records/s of the writer (prints numbers, asserts only completeness).
+gdak_add_test(NAME gdak.trace.bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_bench.c
+  LIBS gdak_trace_tool LABELS unit)
