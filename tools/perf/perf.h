@@ -77,6 +77,7 @@ struct perf_opts {
 	unsigned rounds;		/* baseline/test alternations, median taken */
 	int no_baseline;
 	int json, csv;
+	const char *json_file;		/* --json-file: JSON there, the table on stdout */
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
 };

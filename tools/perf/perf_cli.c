@@ -77,6 +77,7 @@ void perf_usage(FILE *f)
 	      "      --trace PATH         write a WQE/CQE trace (same as GDAK_TRACE=PATH)\n"
 	      "output:\n"
 	      "      --json               one JSON document on stdout\n"
+	      "      --json-file PATH     also write the JSON document to PATH\n"
 	      "      --csv                CSV on stdout\n"
 	      "      --quiet              no progress lines on stderr\n"
 	      "  -h, --help               this text\n"
@@ -146,7 +147,7 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 enum {
 	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
 	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
-	OPT_JSON, OPT_CSV, OPT_QUIET,
+	OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET,
 };
 
 static const struct option long_opts[] = {
@@ -173,6 +174,7 @@ static const struct option long_opts[] = {
 	{"no-baseline", no_argument, NULL, OPT_NO_BASE},
 	{"trace", required_argument, NULL, OPT_TRACE},
 	{"json", no_argument, NULL, OPT_JSON},
+	{"json-file", required_argument, NULL, OPT_JSON_FILE},
 	{"csv", no_argument, NULL, OPT_CSV},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, 'h'},
@@ -363,6 +365,9 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_JSON:
 			o->json = 1;
+			break;
+		case OPT_JSON_FILE:
+			o->json_file = optarg;
 			break;
 		case OPT_CSV:
 			o->csv = 1;

@@ -4,6 +4,7 @@
  * with their baselines measured in the same run.  See --help and
  * docs/BENCHMARKS.md.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "perf.h"
@@ -49,6 +50,14 @@ int main(int argc, char **argv)
 	else
 		perf_print(stdout, &o, res, n);
 	fflush(stdout);
+	if (o.json_file) {
+		FILE *jf = fopen(o.json_file, "w");
+
+		if (!jf || (perf_print_json(jf, &o, res, n), fclose(jf))) {
+			fprintf(stderr, "gdak-perf: cannot write %s\n", o.json_file);
+			ret = ret ? ret : -EIO;
+		}
+	}
 	perf_env_close(env);
 	free(res);
 	if (ret || perf_verify_failures()) {
