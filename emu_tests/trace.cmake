@@ -19,3 +19,8 @@ add_dependencies(gdak_trace_corrupt gdak-trace)
 # Records/s of the writer (prints numbers, asserts only completeness).
 gdak_add_test(NAME gdak.trace.bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_bench.c
   LIBS gdak_trace_tool LABELS unit)
+# The NIC model with tracing on, read back with gdak-trace.
+gdak_add_test(NAME gdak.trace.emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_emu.c
+  LIBS gdak_nic_util gdak_trace_tool LABELS emu TIMEOUT 120
+  ARGS $<TARGET_FILE:gdak-trace>)
+add_dependencies(gdak_trace_emu gdak-trace)
