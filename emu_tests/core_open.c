@@ -189,6 +189,23 @@ static int with_emu(void)
 		return 0;
 	}
 	CHECK_EQ(gdak_qp_state(qp), GDAK_QPS_RESET);
+	/* the normalised sizes, as device code sees them (gdak.h: depths round
+	 * up to powers of two; CQs default to their queue's depth) */
+	{
+		struct gdak_dev_qp *dqp = NULL;
+
+		CHECK_EQ(gdak_qp_export(qp, &dqp), 0);
+		if (dqp) {
+			CHECK_EQ(dqp->version, GDAK_DEV_ABI_VERSION);
+			CHECK_EQ(dqp->qpn, gdak_qp_num(qp));
+			CHECK_EQ(dqp->sq_wqebb_cnt, 128);
+			CHECK_EQ(1u << dqp->sq_log_cnt, 128);
+			CHECK_EQ(dqp->scq.ncqe, 128);
+			CHECK_EQ(dqp->rq_wqe_cnt, 4);
+			CHECK_EQ(dqp->rcq.ncqe, 4);
+			CHECK_EQ(dqp->handler, GDAK_DEV_DB_DB);
+		}
+	}
 
 	/* illegal transitions */
 	CHECK_EQ(gdak_qp_modify(qp, GDAK_QPS_RTS, NULL), -EINVAL);
@@ -214,6 +231,21 @@ static int with_emu(void)
 	CHECK_EQ(gdak_qp_state(qp), GDAK_QPS_ERR);
 	CHECK_EQ(gdak_qp_modify(qp, GDAK_QPS_RTS, NULL), -EINVAL);
 	CHECK_EQ(gdak_qp_destroy(qp), 0);
+
+	/* NULL attributes: every default */
+	qp = NULL;
+	CHECK_EQ(gdak_qp_create(ctx, NULL, &qp), 0);
+	if (qp) {
+		struct gdak_dev_qp *dqp = NULL;
+
+		CHECK_EQ(gdak_qp_export(qp, &dqp), 0);
+		if (dqp) {
+			CHECK_EQ(dqp->sq_wqebb_cnt, 256);
+			CHECK_EQ(dqp->scq.ncqe, 256);
+			CHECK(dqp->rq_buf == NULL); /* no receive queue by default */
+		}
+		CHECK_EQ(gdak_qp_destroy(qp), 0);
+	}
 	gdak_close(ctx);
 	return 1;
 }
