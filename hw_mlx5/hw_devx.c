@@ -1,29 +1,623 @@
 /* SPDX-License-Identifier: MIT */
-/* hw_devx.c - path 2 (queues in GPU memory through DEVX): being written. */
+/*
+ * hw_devx.c - path 2 (GDAK_QP_F_QUEUES_GPU): the send/receive rings and CQ
+ * rings in GPU memory, created through DEVX with raw PRM commands, the way
+ * NVSHMEM's IBGDA and DOCA GPUNetIO build theirs: the GPU then polls CQEs
+ * and writes WQEs in its own memory instead of across PCIe.
+ *
+ *   GPU buffer (one DEVX umem):   [ RQ | SQ ] [ send CQ ] [ receive CQ ]
+ *   doorbell records (one umem):  QP dbrec @0, send CQ @64, receive CQ @128
+ *     in GPU memory, or in mapped host memory when the CPU proxy rings for
+ *     the device (it must write the send record)
+ *   UAR: mlx5dv_devx_alloc_uar (non-cached), its page mapped into the GPU
+ *
+ * NOT YET RUN ON HARDWARE.  Every command layout below was written from the
+ * mlx5 PRM structure definitions (as published in rdma-core's and Linux's
+ * mlx5_ifc.h) and is compiled, not executed, here.  docs/HARDWARE.md says
+ * how to validate it.  Field positions are given as (bit offset, width) with
+ * PRM numbering: bit 0 is the most significant bit of the first big-endian
+ * dword.
+ */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "hw_loc.h"
 #include "gdak_log.h"
+#include <gdak/mlx5.h>
 
-int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *tmpl)
+/* ---- PRM command opcodes -------------------------------------------------- */
+enum {
+	PRM_CREATE_CQ = 0x400,
+	PRM_CREATE_QP = 0x500,
+	PRM_RST2INIT_QP = 0x502,
+	PRM_INIT2RTR_QP = 0x503,
+	PRM_RTR2RTS_QP = 0x504,
+	PRM_2ERR_QP = 0x507,
+	PRM_2RST_QP = 0x50a,
+	PRM_QUERY_QP = 0x50b,
+};
+
+/* ---- command header and output (every command) ----------------------------- */
+#define CMD_OPCODE 0x000, 16
+#define CMD_OP_MOD 0x030, 16
+#define OUT_STATUS 0x000, 8
+#define OUT_SYNDROME 0x020, 32
+#define OUT_OBJ_NUM 0x048, 24	/* create_cq_out.cqn, create_qp_out.qpn */
+#define CMD_QPN 0x048, 24	/* QP transition / query / 2ERR / 2RST inputs */
+
+/* ---- CREATE_CQ input: cq_context at 0x80 ---------------------------------- */
+#define CREATE_CQ_IN_BYTES (0x880 / 8)
+#define CQC 0x080		/* cq_context base */
+#define CQC_DBR_UMEM_VALID 0x006, 1
+#define CQC_CQE_SZ 0x008, 3	/* 0 = 64-byte CQEs */
+#define CQC_OI 0x00e, 1		/* overrun ignore */
+#define CQC_DBR_UMEM_ID 0x020, 32
+#define CQC_LOG_CQ_SIZE 0x063, 5
+#define CQC_UAR_PAGE 0x068, 24
+#define CQC_C_EQN 0x0b8, 8
+#define CQC_LOG_PAGE_SIZE 0x0c3, 5	/* log2(page) - 12 */
+#define CQC_DBR_ADDR 0x1c0	/* 64 bits: offset in the dbr umem */
+#define CREATE_CQ_UMEM_OFFSET 0x280	/* 64 bits */
+#define CREATE_CQ_UMEM_ID 0x2c0, 32
+#define CREATE_CQ_UMEM_VALID 0x2e0, 1
+
+/* ---- QP commands: opt_param_mask at 0x80, qpc at 0xc0 -------------------- */
+#define QP_CMD_IN_BYTES (0x880 / 8)	/* create_qp_in, rst2init, init2rtr, rtr2rts */
+#define QP_SHORT_IN_BYTES (0x80 / 8)	/* 2err, 2rst, query_qp_in */
+#define QP_OUT_BYTES (0x80 / 8)
+#define QUERY_QP_OUT_BYTES (0x880 / 8 + 64)
+#define QPC 0x0c0
+#define QPC_STATE 0x000, 4
+#define QPC_ST 0x008, 8		/* service type: 0 = RC */
+#define QPC_PM_STATE 0x013, 2	/* path migration: 3 = migrated (no APM) */
+#define QPC_PD 0x028, 24
+#define QPC_MTU 0x040, 3	/* 1 = 256 ... 5 = 4096 (IBA encoding) */
+#define QPC_LOG_MSG_MAX 0x043, 5
+#define QPC_LOG_RQ_SIZE 0x049, 4
+#define QPC_LOG_RQ_STRIDE 0x04d, 3	/* log2(stride) - 4 */
+#define QPC_LOG_SQ_SIZE 0x051, 4
+#define QPC_UAR_PAGE 0x068, 24
+#define QPC_LOG_PAGE_SIZE 0x0a3, 5
+#define QPC_REMOTE_QPN 0x0a8, 24
+#define ADS 0x0c0		/* primary_address_path within the qpc */
+#define ADS_PKEY_INDEX 0x010, 16
+#define ADS_GRH 0x028, 1
+#define ADS_RLID 0x030, 16
+#define ADS_ACK_TIMEOUT 0x040, 5
+#define ADS_SRC_ADDR_INDEX 0x048, 8
+#define ADS_HOP_LIMIT 0x058, 8
+#define ADS_RGID 0x080		/* 128 bits */
+#define ADS_SL 0x124, 4
+#define ADS_VHCA_PORT_NUM 0x128, 8
+#define ADS_RMAC_47_32 0x130, 16
+#define ADS_RMAC_31_0 0x140, 32
+#define QPC_LOG_SRA_MAX 0x388, 3
+#define QPC_RETRY_COUNT 0x38d, 3
+#define QPC_RNR_RETRY 0x390, 3
+#define QPC_NEXT_SEND_PSN 0x3c8, 24
+#define QPC_CQN_SND 0x3e8, 24
+#define QPC_LOG_RRA_MAX 0x488, 3
+#define QPC_ATOMIC_MODE 0x48c, 4
+#define QPC_RRE 0x490, 1
+#define QPC_RWE 0x491, 1
+#define QPC_RAE 0x492, 1
+#define QPC_MIN_RNR_NAK 0x4a3, 5
+#define QPC_NEXT_RCV_PSN 0x4a8, 24
+#define QPC_CQN_RCV 0x4e8, 24
+#define QPC_DBR_ADDR 0x500	/* 64 bits: offset in the dbr umem */
+#define QPC_RQ_TYPE 0x565, 3	/* 0 = regular, 3 = zero-size RQ */
+#define QPC_DBR_UMEM_VALID 0x683, 1
+#define QPC_DBR_UMEM_ID 0x720, 32
+#define CREATE_QP_WQ_UMEM_ID 0x840, 32
+#define CREATE_QP_WQ_UMEM_VALID 0x860, 1
+
+enum {
+	QPC_ST_RC = 0,
+	QPC_PM_MIGRATED = 3,
+	QPC_RQ_REGULAR = 0,
+	QPC_RQ_ZERO_SIZE = 3,
+	/* 8-byte standard atomics (the kernel's MLX5_ATOMIC_MODE_8B >> 16) */
+	QPC_ATOMIC_MODE_8B = 3,
+	QPC_STATE_RST = 0, QPC_STATE_INIT, QPC_STATE_RTR, QPC_STATE_RTS,
+	QPC_STATE_SQER, QPC_STATE_SQD, QPC_STATE_ERR,
+};
+
+#define HW_DX_PAGE 4096u	/* umem page size: log_page_size 0 everywhere */
+#define HW_DX_MAX_INLINE 128u
+#define DBR_QP 0u
+#define DBR_SCQ 64u
+#define DBR_RCQ 128u
+#define DBR_LEN 4096u
+
+/* Set a big-endian PRM field: bit offset base + off (MSB-first), width w <= 32. */
+static void fset(void *buf, unsigned base, unsigned off, unsigned w, uint32_t v)
 {
-	GDAK_ERR("ctx", hq->ctx->base.id, "GDAK_QP_F_QUEUES_GPU: the DEVX path is not built yet");
-	return -ENOTSUP;
+	unsigned bit = base + off;
+	uint32_t *dw = (uint32_t *)buf + bit / 32;
+	unsigned shift = 32 - w - bit % 32;
+	uint32_t mask = (w == 32 ? 0xffffffffu : ((1u << w) - 1u)) << shift;
+
+	*dw = gdak_htobe32((gdak_be32toh(*dw) & ~mask) | ((v << shift) & mask));
 }
 
-void hw_dqp_destroy(struct hw_qp *hq) {}
+static uint32_t fget(const void *buf, unsigned base, unsigned off, unsigned w)
+{
+	unsigned bit = base + off;
+	uint32_t v = gdak_be32toh(((const uint32_t *)buf)[bit / 32]);
+	return (v >> (32 - w - bit % 32)) & (w == 32 ? 0xffffffffu : ((1u << w) - 1u));
+}
+
+static void fset64(void *buf, unsigned bit, uint64_t v)
+{
+	uint32_t *dw = (uint32_t *)buf + bit / 32;
+	dw[0] = gdak_htobe32((uint32_t)(v >> 32));
+	dw[1] = gdak_htobe32((uint32_t)v);
+}
+
+struct hw_devx_qp {
+	struct mlx5dv_devx_uar *uar;
+	void *gpu;			/* rings */
+	size_t gpu_len;
+	size_t rq_off, sq_off, scq_off, rcq_off;
+	struct mlx5dv_devx_umem *ring_umem;
+	void *dbr;			/* doorbell records */
+	int dbr_host;			/* 1: mapped host memory (CPU proxy) */
+	struct mlx5dv_devx_umem *dbr_umem;
+	struct mlx5dv_devx_obj *scq, *rcq, *qp;
+	uint32_t scqn, rcqn, pdn, eqn;
+	uint32_t sq_cnt, rq_cnt, rq_stride, scq_n, rcq_n;
+};
+
+static uint32_t ilog2(uint32_t v) { return v ? 31u - (uint32_t)__builtin_clz(v) : 0; }
+static size_t page_up(size_t v) { return (v + HW_DX_PAGE - 1) & ~(size_t)(HW_DX_PAGE - 1); }
+
+static const char *dx_err(const void *out, char *buf, size_t len)
+{
+	snprintf(buf, len, "status 0x%x syndrome 0x%08x", fget(out, 0, OUT_STATUS),
+		 fget(out, 0, OUT_SYNDROME));
+	return buf;
+}
+
+/* A DEVX umem on 4 KiB pages (the page size every context below names).
+ * GPU memory goes through a dma-buf when the driver offers one, else
+ * through peer memory (nvidia-peermem). */
+static struct mlx5dv_devx_umem *umem_reg(struct hw_ctx *hc, void *addr, size_t len, int gpu)
+{
+	struct mlx5dv_devx_umem_in in = {
+		.addr = addr, .size = len,
+		.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		.pgsz_bitmap = HW_DX_PAGE,
+	};
+	struct mlx5dv_devx_umem *u;
+	uint64_t off;
+	int fd;
+
+	if (gpu && !hw_cuda_dmabuf_fd(addr, len, &fd, &off)) {
+		in.addr = (void *)(uintptr_t)off;	/* offset in the dma-buf */
+		in.comp_mask = MLX5DV_UMEM_MASK_DMABUF;
+		in.dmabuf_fd = fd;
+		u = mlx5dv_devx_umem_reg_ex(hc->ibctx, &in);
+		close(fd);
+		if (u)
+			return u;
+		GDAK_INFO("ctx", hc->base.id, "dma-buf umem for %p: %s; trying peer memory", addr,
+			  strerror(errno));
+		in.addr = addr;
+		in.comp_mask = 0;
+	}
+	u = mlx5dv_devx_umem_reg_ex(hc->ibctx, &in);
+	if (!u && (errno == EOPNOTSUPP || errno == ENOTSUP))
+		u = mlx5dv_devx_umem_reg(hc->ibctx, addr, len, in.access);
+	if (!u)
+		GDAK_ERR("ctx", hc->base.id, "DEVX umem for %s memory %p+%zu: %s",
+			 gpu ? "GPU" : "host", addr, len, strerror(errno));
+	return u;
+}
+
+/* A fresh CQ ring: every op_own INVALID with owner 1, so pass 0 finds nothing. */
+static int init_cq_ring(void *gpu_ring, uint32_t n)
+{
+	uint8_t *img = calloc(n, 64);
+	int ret;
+
+	if (!img)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		img[i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
+	ret = hw_cuda_memcpy_htod(gpu_ring, img, (size_t)n * 64);
+	free(img);
+	return ret;
+}
+
+static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ring_off,
+					 uint32_t dbr_off, uint32_t *cqn)
+{
+	struct hw_devx_qp *dx = hq->dx;
+	uint8_t in[CREATE_CQ_IN_BYTES], out[QP_OUT_BYTES];
+	struct mlx5dv_devx_obj *obj;
+	char e[64];
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	fset(in, 0, CMD_OPCODE, PRM_CREATE_CQ);
+	fset(in, CQC, CQC_CQE_SZ, 0);
+	/* device code updates the CQ doorbell record per batch, not per CQE */
+	fset(in, CQC, CQC_OI, 1);
+	fset(in, CQC, CQC_LOG_CQ_SIZE, ilog2(n));
+	fset(in, CQC, CQC_UAR_PAGE, dx->uar->page_id);
+	fset(in, CQC, CQC_C_EQN, dx->eqn);
+	fset(in, CQC, CQC_LOG_PAGE_SIZE, 0);
+	fset(in, CQC, CQC_DBR_UMEM_VALID, 1);
+	fset(in, CQC, CQC_DBR_UMEM_ID, dx->dbr_umem->umem_id);
+	fset64(in, CQC + CQC_DBR_ADDR, dbr_off);
+	fset64(in, CREATE_CQ_UMEM_OFFSET, ring_off);
+	fset(in, 0, CREATE_CQ_UMEM_ID, dx->ring_umem->umem_id);
+	fset(in, 0, CREATE_CQ_UMEM_VALID, 1);
+	obj = mlx5dv_devx_obj_create(hq->ctx->ibctx, in, sizeof(in), out, sizeof(out));
+	if (!obj) {
+		GDAK_ERR("ctx", hq->ctx->base.id, "DEVX CREATE_CQ(%u): %s (%s)", n, strerror(errno),
+			 dx_err(out, e, sizeof(e)));
+		return NULL;
+	}
+	*cqn = fget(out, 0, OUT_OBJ_NUM);
+	return obj;
+}
+
+static int create_qp(struct hw_qp *hq)
+{
+	struct hw_devx_qp *dx = hq->dx;
+	uint8_t in[QP_CMD_IN_BYTES], out[QP_OUT_BYTES];
+	char e[64];
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	fset(in, 0, CMD_OPCODE, PRM_CREATE_QP);
+	fset(in, QPC, QPC_ST, QPC_ST_RC);
+	fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
+	fset(in, QPC, QPC_PD, dx->pdn);
+	fset(in, QPC, QPC_UAR_PAGE, dx->uar->page_id);
+	fset(in, QPC, QPC_LOG_PAGE_SIZE, 0);
+	fset(in, QPC, QPC_LOG_SQ_SIZE, ilog2(dx->sq_cnt));
+	if (dx->rq_cnt) {
+		fset(in, QPC, QPC_RQ_TYPE, QPC_RQ_REGULAR);
+		fset(in, QPC, QPC_LOG_RQ_SIZE, ilog2(dx->rq_cnt));
+		fset(in, QPC, QPC_LOG_RQ_STRIDE, ilog2(dx->rq_stride) - 4);
+	} else {
+		fset(in, QPC, QPC_RQ_TYPE, QPC_RQ_ZERO_SIZE);
+	}
+	fset(in, QPC, QPC_CQN_SND, dx->scqn);
+	fset(in, QPC, QPC_CQN_RCV, dx->rq_cnt ? dx->rcqn : dx->scqn);
+	fset(in, QPC, QPC_DBR_UMEM_VALID, 1);
+	fset(in, QPC, QPC_DBR_UMEM_ID, dx->dbr_umem->umem_id);
+	fset64(in, QPC + QPC_DBR_ADDR, DBR_QP);
+	/* the WQ umem holds the RQ first, then the SQ (PRM "QP buffer") */
+	fset(in, 0, CREATE_QP_WQ_UMEM_ID, dx->ring_umem->umem_id);
+	fset(in, 0, CREATE_QP_WQ_UMEM_VALID, 1);
+	dx->qp = mlx5dv_devx_obj_create(hq->ctx->ibctx, in, sizeof(in), out, sizeof(out));
+	if (!dx->qp) {
+		GDAK_ERR("ctx", hq->ctx->base.id, "DEVX CREATE_QP: %s (%s)", strerror(errno),
+			 dx_err(out, e, sizeof(e)));
+		return errno ? -errno : -EIO;
+	}
+	hq->base.qpn = fget(out, 0, OUT_OBJ_NUM);
+	return 0;
+}
+
+static int alloc_memory(struct hw_qp *hq, struct gdak_dev_qp *t)
+{
+	const struct gdak_qp_attr *a = &hq->base.attr;
+	struct hw_devx_qp *dx = hq->dx;
+	struct hw_ctx *hc = hq->ctx;
+	size_t rq_bytes;
+	int ret;
+
+	dx->sq_cnt = a->sq_depth;
+	dx->rq_cnt = a->rq_depth;
+	dx->rq_stride = 16u * (a->rq_max_sge ? a->rq_max_sge : 1);
+	dx->scq_n = a->cq_depth;
+	dx->rcq_n = a->rq_depth ? a->rcq_depth : 0;
+	rq_bytes = (size_t)dx->rq_cnt * dx->rq_stride;
+	dx->rq_off = 0;
+	dx->sq_off = rq_bytes;
+	dx->scq_off = page_up(dx->sq_off + (size_t)dx->sq_cnt * 64);
+	dx->rcq_off = page_up(dx->scq_off + (size_t)dx->scq_n * 64);
+	dx->gpu_len = page_up(dx->rcq_off + (size_t)dx->rcq_n * 64);
+
+	ret = hw_cuda_dev_alloc(dx->gpu_len, &dx->gpu);
+	if (!ret)
+		ret = hw_cuda_memset(dx->gpu, 0, dx->gpu_len);
+	if (!ret)
+		ret = init_cq_ring((char *)dx->gpu + dx->scq_off, dx->scq_n);
+	if (!ret && dx->rcq_n)
+		ret = init_cq_ring((char *)dx->gpu + dx->rcq_off, dx->rcq_n);
+	if (ret)
+		return ret;
+	dx->ring_umem = umem_reg(hc, dx->gpu, dx->gpu_len, 1);
+	if (!dx->ring_umem)
+		return -EIO;
+
+	/* the CPU proxy writes the send record: keep the records where it can */
+	dx->dbr_host = t->handler == GDAK_DEV_DB_CPU_PROXY;
+	ret = dx->dbr_host ? hw_cuda_host_alloc(DBR_LEN, &dx->dbr)
+			   : hw_cuda_dev_alloc(DBR_LEN, &dx->dbr);
+	if (ret)
+		return ret;
+	if (dx->dbr_host)
+		memset(dx->dbr, 0, DBR_LEN);
+	else if ((ret = hw_cuda_memset(dx->dbr, 0, DBR_LEN)))
+		return ret;
+	dx->dbr_umem = umem_reg(hc, dx->dbr, DBR_LEN, !dx->dbr_host);
+	return dx->dbr_umem ? 0 : -EIO;
+}
+
+int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
+{
+	struct hw_ctx *hc = hq->ctx;
+	struct hw_devx_qp *dx;
+	struct mlx5dv_pd dvpd;
+	struct mlx5dv_obj obj = {.pd = {.in = hc->pd, .out = &dvpd}};
+	void *dev;
+	int ret;
+
+	dx = calloc(1, sizeof(*dx));
+	if (!dx)
+		return -ENOMEM;
+	hq->dx = dx;
+	GDAK_WARN("ctx", hc->base.id, "GDAK_QP_F_QUEUES_GPU: the DEVX path has not yet run on "
+		  "hardware (docs/HARDWARE.md)");
+	ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD);
+	if (ret) {
+		GDAK_ERR("ctx", hc->base.id, "mlx5dv_init_obj(PD): %s", strerror(ret));
+		return -ret;
+	}
+	dx->pdn = dvpd.pdn;
+	ret = mlx5dv_devx_query_eqn(hc->ibctx, 0, &dx->eqn);
+	if (ret) {
+		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_query_eqn: %s", strerror(ret));
+		return -ret;
+	}
+	/* non-cached UAR: GPU stores reach it one by one, nothing to combine */
+	dx->uar = mlx5dv_devx_alloc_uar(hc->ibctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	if (!dx->uar) {
+		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_alloc_uar: %s", strerror(errno));
+		return errno ? -errno : -EIO;
+	}
+	t->handler = hq->base.attr.handler;
+	ret = alloc_memory(hq, t);
+	if (ret)
+		return ret;
+	dx->scq = create_cq(hq, dx->scq_n, dx->scq_off, DBR_SCQ, &dx->scqn);
+	if (!dx->scq)
+		return -EIO;
+	if (dx->rcq_n) {
+		dx->rcq = create_cq(hq, dx->rcq_n, dx->rcq_off, DBR_RCQ, &dx->rcqn);
+		if (!dx->rcq)
+			return -EIO;
+	}
+	ret = create_qp(hq);
+	if (ret)
+		return ret;
+
+	t->qpn = hq->base.qpn;
+	t->qpn_ds_be = gdak_htobe32(t->qpn << 8);
+	t->sq_wqebb_cnt = dx->sq_cnt;
+	t->sq_log_cnt = ilog2(dx->sq_cnt);
+	t->max_inline = HW_DX_MAX_INLINE;
+	t->sq_buf = (char *)dx->gpu + dx->sq_off;
+	if (dx->rq_cnt) {
+		t->rq_buf = (char *)dx->gpu + dx->rq_off;
+		t->rq_wqe_cnt = dx->rq_cnt;
+		t->rq_log_stride = ilog2(dx->rq_stride);
+	}
+	t->dbrec = (uint32_t *)((char *)dx->dbr + DBR_QP);
+	t->scq.cqn = dx->scqn;
+	t->scq.ncqe = dx->scq_n;
+	t->scq.log_ncqe = ilog2(dx->scq_n);
+	t->scq.cqes = (char *)dx->gpu + dx->scq_off;
+	t->scq.dbrec = (uint32_t *)((char *)dx->dbr + DBR_SCQ);
+	if (dx->rcq_n) {
+		t->rcq.cqn = dx->rcqn;
+		t->rcq.ncqe = dx->rcq_n;
+		t->rcq.log_ncqe = ilog2(dx->rcq_n);
+		t->rcq.cqes = (char *)dx->gpu + dx->rcq_off;
+		t->rcq.dbrec = (uint32_t *)((char *)dx->dbr + DBR_RCQ);
+	}
+	hq->scq_n = dx->scq_n;
+	hq->rcq_n = dx->rcq_n;
+	hq->db_reg = dx->uar->reg_addr;
+	if (dx->dbr_host)
+		hq->dbrec = (uint32_t *)((char *)dx->dbr + DBR_QP);
+	if (t->handler != GDAK_DEV_DB_CPU_PROXY) {
+		ret = hw_qp_map(hq, dx->uar->reg_addr, 64, 1, &dev);
+		if (ret) {
+			/* records are in GPU memory, out of the proxy's reach */
+			GDAK_ERR("qp", t->qpn, "the UAR page cannot be mapped into the GPU (%s); "
+				 "create the QP with the CPU_PROXY handler", gdak_strerror(ret));
+			return ret;
+		}
+		t->db_reg = dev;
+		if (t->handler == GDAK_DEV_DB_BF) {
+			/* a non-cached UAR has no BlueFlame buffer worth the name */
+			GDAK_INFO("qp", t->qpn, "DEVX QP: BF handler rings as DB (NC UAR)");
+			t->handler = GDAK_DEV_DB_DB;
+		}
+	}
+	return 0;
+}
+
+void hw_dqp_destroy(struct hw_qp *hq)
+{
+	struct hw_devx_qp *dx = hq->dx;
+
+	if (!dx)
+		return;
+	if (dx->qp)
+		mlx5dv_devx_obj_destroy(dx->qp);
+	if (dx->rcq)
+		mlx5dv_devx_obj_destroy(dx->rcq);
+	if (dx->scq)
+		mlx5dv_devx_obj_destroy(dx->scq);
+	if (dx->ring_umem)
+		mlx5dv_devx_umem_dereg(dx->ring_umem);
+	if (dx->dbr_umem)
+		mlx5dv_devx_umem_dereg(dx->dbr_umem);
+	if (dx->gpu)
+		hw_cuda_dev_free(dx->gpu);
+	if (dx->dbr)
+		dx->dbr_host ? hw_cuda_host_free(dx->dbr) : hw_cuda_dev_free(dx->dbr);
+	if (dx->uar)
+		mlx5dv_devx_free_uar(dx->uar);
+	free(dx);
+	hq->dx = NULL;
+}
+
+/* RoCE needs the peer's MAC in the address path; verbs resolve it in the
+ * kernel, DEVX leaves it to us: an address handle resolves it and mlx5dv
+ * shows it (the address vector's rmac). */
+static int resolve_rmac(struct hw_qp *hq, const struct gdak_qp_info *peer, uint8_t mac[6])
+{
+	struct hw_ctx *hc = hq->ctx;
+	struct ibv_ah_attr aa;
+	struct mlx5dv_ah dvah;
+	struct mlx5dv_obj obj;
+	struct ibv_ah *ah;
+	int ret;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	memcpy(aa.grh.dgid.raw, peer->gid, 16);
+	aa.grh.sgid_index = hc->gid_index;
+	aa.grh.hop_limit = 64;
+	aa.port_num = hc->port;
+	ah = ibv_create_ah(hc->pd, &aa);
+	if (!ah) {
+		GDAK_ERR("qp", hq->base.qpn, "ibv_create_ah (resolving the peer's MAC): %s",
+			 strerror(errno));
+		return errno ? -errno : -EHOSTUNREACH;
+	}
+	memset(&obj, 0, sizeof(obj));
+	obj.ah.in = ah;
+	obj.ah.out = &dvah;
+	ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+	if (!ret)
+		memcpy(mac, dvah.av->rmac, 6);
+	ibv_destroy_ah(ah);
+	return -ret;
+}
+
+static int modify(struct hw_qp *hq, uint16_t opcode, void *in, size_t inlen)
+{
+	uint8_t out[QP_OUT_BYTES];
+	char e[64];
+
+	memset(out, 0, sizeof(out));
+	fset(in, 0, CMD_OPCODE, opcode);
+	fset(in, 0, CMD_QPN, hq->base.qpn);
+	if (mlx5dv_devx_obj_modify(hq->dx->qp, in, inlen, out, sizeof(out))) {
+		GDAK_ERR("qp", hq->base.qpn, "DEVX QP command 0x%x: %s (%s)", opcode,
+			 strerror(errno), dx_err(out, e, sizeof(e)));
+		return errno ? -errno : -EIO;
+	}
+	return 0;
+}
 
 int hw_dqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_info *peer)
 {
-	return -ENOTSUP;
+	struct hw_ctx *hc = hq->ctx;
+	struct hw_conn_params p;
+	uint8_t in[QP_CMD_IN_BYTES];
+	uint8_t mac[6];
+	int ret;
+
+	memset(in, 0, sizeof(in));
+	switch (to) {
+	case GDAK_QPS_RESET:
+		return modify(hq, PRM_2RST_QP, in, QP_SHORT_IN_BYTES);
+	case GDAK_QPS_ERR:
+		return modify(hq, PRM_2ERR_QP, in, QP_SHORT_IN_BYTES);
+	case GDAK_QPS_INIT:
+		if (gdak_qp_state(&hq->base) == GDAK_QPS_INIT)
+			return 0;
+		fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
+		fset(in, QPC + ADS, ADS_VHCA_PORT_NUM, hc->port);
+		fset(in, QPC + ADS, ADS_PKEY_INDEX, 0);
+		fset(in, QPC, QPC_RRE, 1);
+		fset(in, QPC, QPC_RWE, 1);
+		fset(in, QPC, QPC_RAE, 1);
+		fset(in, QPC, QPC_ATOMIC_MODE, QPC_ATOMIC_MODE_8B);
+		return modify(hq, PRM_RST2INIT_QP, in, sizeof(in));
+	case GDAK_QPS_RTR:
+		hw_conn_params(hq, peer, &p);
+		fset(in, QPC, QPC_MTU, (uint32_t)p.mtu);	/* ibv_mtu uses the IBA encoding */
+		fset(in, QPC, QPC_LOG_MSG_MAX, 30);
+		fset(in, QPC, QPC_REMOTE_QPN, peer->qpn);
+		fset(in, QPC, QPC_NEXT_RCV_PSN, peer->psn);
+		fset(in, QPC, QPC_LOG_RRA_MAX, ilog2(p.max_dest_rd_atomic));
+		fset(in, QPC, QPC_MIN_RNR_NAK, p.min_rnr_timer);
+		fset(in, QPC + ADS, ADS_VHCA_PORT_NUM, hc->port);
+		if (hc->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			ret = resolve_rmac(hq, peer, mac);
+			if (ret)
+				return ret;
+			fset(in, QPC + ADS, ADS_GRH, 1);
+			fset(in, QPC + ADS, ADS_SRC_ADDR_INDEX, hc->gid_index);
+			fset(in, QPC + ADS, ADS_HOP_LIMIT, p.hop_limit);
+			memcpy(in + (QPC + ADS + ADS_RGID) / 8, peer->gid, 16);
+			fset(in, QPC + ADS, ADS_RMAC_47_32, (uint32_t)mac[0] << 8 | mac[1]);
+			fset(in, QPC + ADS, ADS_RMAC_31_0, (uint32_t)mac[2] << 24 |
+				     (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5]);
+		} else {
+			fset(in, QPC + ADS, ADS_RLID, peer->lid);
+			fset(in, QPC + ADS, ADS_SL, 0);
+		}
+		hq->mtu = hw_mtu_bytes(p.mtu);
+		return modify(hq, PRM_INIT2RTR_QP, in, sizeof(in));
+	case GDAK_QPS_RTS:
+		if (gdak_qp_state(&hq->base) == GDAK_QPS_RTS)
+			return 0;
+		hw_conn_params(hq, NULL, &p);
+		fset(in, QPC, QPC_LOG_SRA_MAX, ilog2(p.max_rd_atomic));
+		fset(in, QPC, QPC_RETRY_COUNT, p.retry_cnt);
+		fset(in, QPC, QPC_RNR_RETRY, p.rnr_retry);
+		fset(in, QPC, QPC_NEXT_SEND_PSN, hq->psn);
+		fset(in, QPC + ADS, ADS_ACK_TIMEOUT, p.timeout);
+		return modify(hq, PRM_RTR2RTS_QP, in, sizeof(in));
+	}
+	return -EINVAL;
 }
 
 int hw_dqp_query_state(struct hw_qp *hq, enum gdak_qp_state *state)
 {
-	return -ENOTSUP;
+	uint8_t in[QP_SHORT_IN_BYTES], out[QUERY_QP_OUT_BYTES];
+	char e[64];
+
+	memset(in, 0, sizeof(in));
+	memset(out, 0, sizeof(out));
+	fset(in, 0, CMD_OPCODE, PRM_QUERY_QP);
+	fset(in, 0, CMD_QPN, hq->base.qpn);
+	if (mlx5dv_devx_obj_query(hq->dx->qp, in, sizeof(in), out, sizeof(out))) {
+		GDAK_ERR("qp", hq->base.qpn, "DEVX QUERY_QP: %s (%s)", strerror(errno),
+			 dx_err(out, e, sizeof(e)));
+		return errno ? -errno : -EIO;
+	}
+	switch (fget(out, QPC, QPC_STATE)) {
+	case QPC_STATE_RST: *state = GDAK_QPS_RESET; break;
+	case QPC_STATE_INIT: *state = GDAK_QPS_INIT; break;
+	case QPC_STATE_RTR: *state = GDAK_QPS_RTR; break;
+	case QPC_STATE_RTS:
+	case QPC_STATE_SQD: *state = GDAK_QPS_RTS; break;
+	default: *state = GDAK_QPS_ERR; break;
+	}
+	return 0;
 }
 
 int hw_dqp_read_cqe(struct hw_qp *hq, int recv, uint32_t idx, void *out64)
 {
-	return -ENOTSUP;
+	struct hw_devx_qp *dx = hq->dx;
+	size_t off = (recv ? dx->rcq_off : dx->scq_off) + (size_t)idx * 64;
+
+	return hw_cuda_memcpy_dtoh(out64, (char *)dx->gpu + off, 64);
 }
