@@ -47,6 +47,7 @@ static void test_every_record(void)
 	gdak_test_fill(pkt, sizeof(pkt), 5);
 
 	REQUIRE_EQ(gdak_trace_open_opts(path, &o, &t), 0);
+	CHECK(gdak_trace_generation(t) != 0);
 	b = gdak_trace_thread_buf(t, 7);
 	REQUIRE(b);
 	CHECK(gdak_trace_thread_buf(t, 7) == b);	/* one buffer per thread id */
@@ -179,6 +180,7 @@ static void test_open_errors(void)
 	CHECK_EQ(gdak_trace_open("/nonexistent-dir/x.pcapng", &t), -ENOENT);
 	CHECK_EQ(gdak_trace_open("/tmp", &t), -EISDIR);
 	CHECK(gdak_trace_thread_buf(NULL, 0) == NULL);
+	CHECK_EQ(gdak_trace_generation(NULL), 0);
 	CHECK_EQ(gdak_trace_flush(NULL), -EINVAL);
 	gdak_trace_close(NULL);
 	unsetenv("GDAK_TRACE");
@@ -231,6 +233,16 @@ static void test_write_errors(void)
 
 	REQUIRE(path);
 	REQUIRE_EQ(gdak_trace_open(path, &t), 0);
+	{
+		struct gdak_trace *t2;
+		char *p2 = tt_tmpname("gen");
+		REQUIRE(p2);
+		REQUIRE_EQ(gdak_trace_open(p2, &t2), 0);
+		CHECK(gdak_trace_generation(t2) > gdak_trace_generation(t));
+		gdak_trace_close(t2);
+		unlink(p2);
+		free(p2);
+	}
 	b = gdak_trace_thread_buf(t, 0);
 	REQUIRE(b);
 	gdak_trace_note(b, "a");

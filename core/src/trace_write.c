@@ -59,8 +59,11 @@ struct gdak_trace {
 	uint64_t pend_lost_recs, pend_lost_bytes; /* not yet reported by a LOST record */
 	uint64_t writer_seq;
 	unsigned inject_errors;
+	uint64_t generation;
 	_Atomic uint64_t fake_now;
 };
+
+static _Atomic uint64_t generations;
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -595,6 +598,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 		return rc;
 	}
 	t->regular = !fstat(t->fd, &st) && S_ISREG(st.st_mode);
+	t->generation = atomic_fetch_add(&generations, 1) + 1;
 	rc = write_headers(t);
 	if (rc) {
 		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s", path);
@@ -668,6 +672,8 @@ int gdak_trace_flush(struct gdak_trace *t)
 	pthread_mutex_unlock(&t->lock);
 	return rc;
 }
+
+uint64_t gdak_trace_generation(const struct gdak_trace *t) { return t ? t->generation : 0; }
 
 void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st)
 {

@@ -49,6 +49,9 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			 struct gdak_trace **t);
 /* Open $GDAK_TRACE if set: 0 with *t NULL when unset, 0 with *t, or -errno. */
 int gdak_trace_open_env(struct gdak_trace **t);
+/* A process-unique number for this open trace (never reused, unlike its
+ * address after a close): code that caches a thread buffer compares it. */
+uint64_t gdak_trace_generation(const struct gdak_trace *t);
 /* Flush every buffer, write the closing statistics, close. */
 void gdak_trace_close(struct gdak_trace *t);
 /* Flush every thread's buffer to the file (safe from any thread). */
