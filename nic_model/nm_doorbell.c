@@ -45,14 +45,19 @@ void nm_db_reset(struct nm_qp *qp)
 	qp->rec_last = 0;
 	qp->rung_any = false;
 	qp->bf_bad = UINT64_MAX;
+	qp->db_odd_since_ns = 0;
+	qp->db_odd_reported = false;
 }
 
 int nm_db_peek(const struct nm_qp *qp)
 {
 	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY)
 		return __atomic_load_n(qp->proxy_pi, __ATOMIC_RELAXED) != qp->pi;
-	return rec_load(qp) != qp->rec_last || reg_load(qp) != qp->db_reg_last ||
-	       nm_qp_state(qp) == GDAK_QPS_ERR;
+	if (rec_load(qp) != qp->rec_last || reg_load(qp) != qp->db_reg_last)
+		return 1;
+	/* in ERR, receive WQEs posted meanwhile are flushed too */
+	return qp->rq_cnt && nm_qp_state(qp) == GDAK_QPS_ERR &&
+	       nm_resp_rq_avail((struct nm_qp *)qp);
 }
 
 /* Producer index p (64-bit) against the consumer: 1 when acceptable. */
@@ -146,6 +151,7 @@ int nm_db_poll(struct nm_qp *qp)
 	}
 	if (!changed)
 		return 0;
+	qp->db_odd_reported = false;
 
 	/* record as a 64-bit producer: 0..65535 ahead of the consumer */
 	target = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
@@ -164,21 +170,51 @@ int nm_db_poll(struct nm_qp *qp)
 	return 1;
 }
 
-void nm_db_idle_check(struct nm_qp *qp)
+/*
+ * Called when the QP has been idle for a while.  A record ahead of the ring
+ * (or the reverse) is normal for a moment - the device writes one, then the
+ * other, and may be preempted in between - so it is reported only when it
+ * has not changed for NM_DB_SETTLE_NS.  Returns 1 to keep the QP active
+ * until then.
+ */
+#define NM_DB_SETTLE_NS 200000000ull
+
+int nm_db_idle_check(struct nm_qp *qp)
 {
-	uint64_t rec_pi;
+	uint64_t rec_pi, now;
+	int rec_ahead, ring_ahead;
 
 	if (!nm_strict() || qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY ||
 	    nm_qp_state(qp) != GDAK_QPS_RTS)
-		return;
+		return 0;
 	rec_pi = qp->ci + (uint16_t)(qp->rec_last - (uint16_t)qp->ci);
-	if (rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt)
+	rec_ahead = rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt;
+	ring_ahead = qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt;
+	if (!rec_ahead && !ring_ahead) {
+		qp->db_odd_since_ns = 0;
+		return 0;
+	}
+	now = nm_now_ns();
+	if (!qp->db_odd_since_ns || qp->db_odd_rec != qp->rec_last ||
+	    qp->db_odd_reg != qp->db_reg_last) {
+		qp->db_odd_since_ns = now;
+		qp->db_odd_rec = qp->rec_last;
+		qp->db_odd_reg = qp->db_reg_last;
+		return 1;
+	}
+	if (now - qp->db_odd_since_ns < NM_DB_SETTLE_NS)
+		return 1;
+	if (qp->db_odd_reported)
+		return 0;
+	qp->db_odd_reported = true;
+	if (rec_ahead)
 		nm_violation(qp, (uint16_t)qp->pi, "record_without_ring", 0,
 			     "doorbell record at %u but the doorbell register was rung only up to %u: "
 			     "WQEs %u.. are not executed (hardware would not see them either)",
 			     (unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi, (unsigned)(uint16_t)qp->pi);
-	else if (qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt)
+	else
 		nm_violation(qp, (uint16_t)rec_pi, "ring_without_record", 0,
 			     "doorbell register rung up to %u but the record says %u",
 			     (unsigned)(uint16_t)qp->rung_pi, (unsigned)qp->rec_last);
+	return 0;
 }

@@ -206,6 +206,10 @@ struct nm_qp {
 	uint16_t rec_last;	/* record value seen last */
 	bool rung_any;
 	uint64_t bf_bad;	/* WQE whose BlueFlame copy differed (UINT64_MAX: none) */
+	uint64_t db_odd_since_ns; /* record and ring disagree since (0: they agree) */
+	uint64_t db_odd_reg;
+	uint16_t db_odd_rec;
+	bool db_odd_reported;
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */
@@ -351,8 +355,9 @@ uint64_t nm_now_ns(void);
 int nm_db_poll(struct nm_qp *qp);
 /* Cheap test for an idle QP: anything changed since last look? */
 int nm_db_peek(const struct nm_qp *qp);
-/* Called when a QP leaves the active list: record without ring etc. */
-void nm_db_idle_check(struct nm_qp *qp);
+/* Called when a QP has been idle a while: record without ring etc.
+ * Returns 1 to keep it on the active list (a disagreement still settling). */
+int nm_db_idle_check(struct nm_qp *qp);
 void nm_db_reset(struct nm_qp *qp);
 
 /* ---- nm_req.c --------------------------------------------------------------------- */

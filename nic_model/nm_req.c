@@ -41,8 +41,7 @@ void nm_req_reset(struct nm_qp *qp)
 
 int nm_req_busy(const struct nm_qp *qp)
 {
-	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi ||
-	       nm_qp_state(qp) == GDAK_QPS_ERR;
+	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi;
 }
 
 /* A check failed: the op carries the syndrome; strict-mode rules count as
@@ -356,6 +355,9 @@ static int flush(struct nm_qp *qp)
 		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
 								      __ATOMIC_ACQUIRE));
 		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
+		qp->rec_last = rec;
+		qp->db_reg_last = __atomic_load_n((const uint64_t *)(const void *)(qp->uar +
+							GDAK_MLX5_DB_OFFSET), __ATOMIC_RELAXED);
 	}
 	if (p - qp->ci > qp->sq_cnt)
 		p = qp->ci; /* garbage producer: nothing sensible to flush */

@@ -132,9 +132,12 @@ static int pass(struct nm_thread *t)
 			work += r;
 			qp->idle_passes = 0;
 		} else if (++qp->idle_passes > NM_IDLE_DEACT && !nm_req_busy(qp)) {
-			nm_db_idle_check(qp);
-			deactivate_at(t, i);
-			continue;
+			if (nm_db_idle_check(qp)) {
+				qp->idle_passes = 0;
+			} else {
+				deactivate_at(t, i);
+				continue;
+			}
 		}
 		i++;
 	}
