@@ -3,7 +3,8 @@ gdak_add_test(NAME gdak.trace.roundtrip SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_
   LIBS gdak_trace_tool LABELS unit MEMCHECK)
 # tshark decodes the packet records as InfiniBand; skips without tshark.
 gdak_add_test(NAME gdak.trace.tshark SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_tshark.c
-  LIBS gdak_trace_tool LABELS unit TIMEOUT 120)
+  LIBS gdak_trace_tool LABELS unit TIMEOUT 120
+  ARGS ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
 # Golden decoded output of a fixed synthetic scenario (fake clock), through
 # the gdak-trace binary: text, JSON, summary, filters.
 gdak_add_test(NAME gdak.trace.golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_golden.c

@@ -3,7 +3,8 @@
  * trace_tshark.c - tshark opens a gdak trace without errors and decodes its
  * packet records as InfiniBand (RoCEv2): an RC RDMA WRITE ONLY with the
  * BTH and RETH fields we wrote, no malformed-packet or expert errors.
- * Skips (77) where tshark is not installed.
+ * With tools/gdak-trace.lua (argv[1]) and a Lua-enabled tshark, the gdak
+ * records decode too.  Skips (77) where tshark is not installed.
  */
 #include <arpa/inet.h>
 #include <sys/wait.h>
@@ -45,7 +46,7 @@ static int run(const char *cmd, char **out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char *path, *out = NULL, cmd[1024];
 	struct gdak_trace *t;
@@ -133,6 +134,31 @@ int main(void)
 	if (strstr(out, "Errors (") || strstr(out, "Warns ("))
 		printf("tshark expert: %s", out);
 	free(out);
+	out = NULL;
+
+	/* the Lua dissector names the gdak records, without expert errors */
+	if (argc > 1) {
+		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -Y gdak 2>&1", argv[1],
+			 path);
+		rc = run(cmd, &out);
+		CHECK_EQ(rc, 0);
+		REQUIRE(out);
+		if (strstr(out, "lua") && strstr(out, "not")) {
+			printf("tshark without Lua: %s", out);
+		} else {
+			printf("tshark + gdak-trace.lua:\n%s", out);
+			CHECK(strstr(out, "gdak") && strstr(out, "NOTE"));
+			CHECK(strstr(out, "CQE qp 0x000012 cqe opcode=0 wqe_counter=0") != NULL);
+			CHECK(strstr(out, "STATS") != NULL);
+		}
+		free(out);
+		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1",
+			 argv[1], path);
+		rc = run(cmd, &out);
+		CHECK_EQ(rc, 0);
+		CHECK(out && !strstr(out, "Errors (") && !strstr(out, "Warns ("));
+		free(out);
+	}
 
 	unlink(path);
 	free(path);
