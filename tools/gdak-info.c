@@ -18,9 +18,7 @@
 
 #include <gdak/config.h>
 #include <gdak/gdak.h>
-#if GDAK_INFO_NIC_API
 #include <gdak/nic.h>
-#endif
 
 #ifndef GDAK_INFO_BUILD_TYPE
 #define GDAK_INFO_BUILD_TYPE "unknown"
@@ -363,17 +361,12 @@ static void show_nic(void)
 	} else {
 		kv_bool("available", 1);
 	}
-#if GDAK_INFO_NIC_API
 	if (!ret) {
 		enum gdak_nic_poll p = gdak_nic_get_poll();
 		kv_num("threads", (long long)gdak_nic_get_threads());
 		kv_bool("strict", gdak_nic_get_strict());
 		kv_str("poll", p == GDAK_NIC_POLL_SPIN ? "spin" : "adaptive");
 	}
-#else
-	kv_str("settings", "this build's NIC model has no gdak_nic_* getters yet; "
-			   "environment shown as set");
-#endif
 	if (ctx)
 		gdak_close(ctx);
 
