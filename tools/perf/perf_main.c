@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <gdak/nic.h>
+
 #include "perf.h"
 
 int main(int argc, char **argv)
@@ -59,6 +61,10 @@ int main(int argc, char **argv)
 		}
 	}
 	perf_env_close(env);
+	/* the NIC model keeps a trace open across contexts: close it so the
+	 * file is complete */
+	if (env && (o.trace || getenv("GDAK_TRACE")))
+		gdak_nic_set_trace(NULL);
 	free(res);
 	if (ret || perf_verify_failures()) {
 		fprintf(stderr, "gdak-perf: %s FAILED: %s; no numbers from the failed size\n",
