@@ -23,3 +23,11 @@ set_tests_properties(gdak.rxe.guest_suite PROPERTIES LABELS "rxe;rxe-host" TIMEO
 add_test(NAME gdak.rxe.peer_selftest COMMAND gdak-rxe-peer -d rxe0 selftest)
 set_tests_properties(gdak.rxe.peer_selftest PROPERTIES LABELS rxe TIMEOUT 120
   SKIP_RETURN_CODE 77)
+
+# The verbs transport's tables (runs anywhere).
+gdak_add_test(NAME gdak.rxe.verbs_map SOURCES rxe_verbs_map.c LABELS "unit;rxe" TIMEOUT 30)
+target_include_directories(gdak_rxe_verbs_map PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+
+# Guest side: the scenario library over emu:verbs:rxe0.
+gdak_add_test(NAME gdak.rxe.verbs_scenarios SOURCES rxe_verbs_scenarios.c
+              LIBS gdak_scenarios LABELS rxe TIMEOUT 300)

@@ -1,0 +1,858 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tr_verbs.c - the "verbs" transport: "emu:verbs:DEV[:GID_INDEX]".
+ *
+ * Each emulated QP is backed by a real RC QP on a verbs device (soft-RoCE
+ * rxe, siw, any HCA).  The NIC model still fetches and checks every mlx5
+ * WQE; this file turns the decoded request into an ibv_post_send work
+ * request, the device's receive WQEs into ibv_post_recv, and the verbs
+ * completions back into mlx5 CQEs (through nm_comp_op_done/nm_comp_recv).
+ * The responder is the real device: gdak's own nm_resp is not involved.
+ *
+ * Memory: a NIC-model MR is registered with ibv_reg_mr lazily, the first
+ * time a WQE uses it, and cached by its table slot (tv_mrc).  Keys in WQEs
+ * are NIC-model keys; the lkeys are translated here.  Remote keys: when the
+ * peer QP lives in this process (another emu:verbs QP) its NIC-model rkey is
+ * translated through the peer context's cache; any other peer (another
+ * process, plain verbs code, a ConnectX) must have handed out a real verbs
+ * rkey, which is used as it is.  GPU memory is refused (LOCAL_PROT) until
+ * it is staged or registered through dmabuf.
+ *
+ * Threads: ctx/qp setup on the caller's thread; post_send/qp_poll on the
+ * QP's NIC thread, where a libev watcher on the QP's completion channel and
+ * a short timer (receive WQEs posted by the device) put the QP back on the
+ * thread's active list.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "nm_loc.h"
+#include "tr_verbs.h"
+
+#define TV_MAX_SGE 16		/* data segments per work request we ask for */
+#define TV_RQ_CHECK_S 0.002	/* how often an idle QP looks for new receive WQEs */
+#define TV_POLL_BATCH 16
+#define TV_ROCE_PORT 4791	/* IANA RoCEv2 UDP port (IBA A17.4.2) */
+
+struct tv_mrc {			/* one cached registration, by NIC-model MR slot */
+	struct nm_mr *mr;
+	uint32_t key;
+	uintptr_t start, end;
+	struct ibv_mr *vmr;
+};
+
+struct tv_ctx {
+	struct ibv_context *vctx;
+	struct ibv_pd *pd;
+	uint8_t port;
+	int gid_index;		/* -1: InfiniBand link layer, LID addressing */
+	union ibv_gid gid;
+	uint16_t lid;
+	enum ibv_mtu active_mtu;
+	uint32_t max_sge, max_rd_atom;
+	bool atomic_host_order;	/* the device returns an atomic's old value in host order */
+	pthread_mutex_t lock;	/* mrc */
+	struct tv_mrc *mrc;
+	uint32_t nmrc;
+	uint32_t id;
+};
+
+struct tv_qp {
+	struct nm_qp *qp;
+	struct tv_ctx *tc;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *vqp;
+	uint32_t psn;
+	uint8_t *stage;		/* NM_MAX_INFLIGHT slots of NM_WRAP_BUF: inline payloads */
+	struct ibv_mr *stage_mr;
+	uint64_t rq_posted;	/* receive WQEs handed to ibv_post_recv */
+	bool peer_local;	/* the peer is an emu:verbs QP of this process */
+	uint32_t peer_qpn;
+	union ibv_gid peer_gid;
+	bool watching;
+	ev_io io;
+	ev_timer rq_timer;
+	struct tv_qp *next;	/* registry */
+};
+
+/* The emu:verbs QPs of this process, for same-process rkey translation. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tv_qp *reg_head;
+
+static struct tv_ctx *tc_of(struct nm_ctx *ctx) { return ctx->tr_priv; }
+
+/* ---- memory -------------------------------------------------------------- */
+
+/* The verbs MR for a NIC-model MR, registering it on first use.  NULL when
+ * the device refuses it (logged). */
+static struct ibv_mr *mr_get(struct tv_ctx *tc, struct nm_mr *mr)
+{
+	struct tv_mrc *e;
+	struct ibv_mr *vmr = NULL;
+	unsigned acc;
+
+	if (mr->kind == GDAK_MEM_GPU) {
+		GDAK_WARN_RL("ctx", tc->id, "verbs: key 0x%x is GPU memory, which this transport "
+			     "cannot register yet", mr->base.lkey);
+		return NULL;
+	}
+	pthread_mutex_lock(&tc->lock);
+	if (mr->index >= tc->nmrc) {
+		uint32_t n = tc->nmrc ? tc->nmrc : 64;
+		while (n <= mr->index)
+			n *= 2;
+		e = realloc(tc->mrc, n * sizeof(*e));
+		if (!e)
+			goto out;
+		memset(e + tc->nmrc, 0, (n - tc->nmrc) * sizeof(*e));
+		tc->mrc = e;
+		tc->nmrc = n;
+	}
+	e = &tc->mrc[mr->index];
+	if (e->vmr && e->mr == mr && e->key == mr->base.lkey && e->start == mr->start &&
+	    e->end == mr->end) {
+		vmr = e->vmr;
+		goto out;
+	}
+	if (e->vmr) /* the slot was reused by a new registration */
+		ibv_dereg_mr(e->vmr);
+	e->vmr = NULL;
+	/* the NIC model has checked local access already; verbs needs
+	 * LOCAL_WRITE with any remote write/atomic right (IBA C10-? / ibv_reg_mr(3)) */
+	acc = (mr->base.access & GDAK_ACCESS_ALL) | IBV_ACCESS_LOCAL_WRITE;
+	vmr = ibv_reg_mr(tc->pd, (void *)mr->start, mr->end - mr->start, (int)acc);
+	if (!vmr) {
+		GDAK_WARN_RL("ctx", tc->id, "verbs: ibv_reg_mr of key 0x%x [0x%llx, 0x%llx): %s",
+			     mr->base.lkey, (unsigned long long)mr->start,
+			     (unsigned long long)mr->end, strerror(errno));
+		goto out;
+	}
+	*e = (struct tv_mrc){ .mr = mr, .key = mr->base.lkey, .start = mr->start, .end = mr->end,
+			      .vmr = vmr };
+out:
+	pthread_mutex_unlock(&tc->lock);
+	return vmr;
+}
+
+/* The rkey to put on the wire for a WQE's rkey (see the file comment). */
+static uint32_t remote_key(struct tv_qp *tq, uint32_t rkey)
+{
+	struct tv_qp *p;
+	uint32_t out = 0; /* no MR of the peer: a key no device hands out for an MR */
+
+	if (!tq->peer_local)
+		return rkey;
+	pthread_mutex_lock(&reg_lock);
+	for (p = reg_head; p; p = p->next)
+		if (p->vqp->qp_num == tq->peer_qpn && !memcmp(&p->tc->gid, &tq->peer_gid, 16))
+			break;
+	if (p) {
+		struct nm_mr *mr = nm_mr_get(p->qp->ctx, rkey);
+		struct ibv_mr *vmr = mr ? mr_get(p->tc, mr) : NULL;
+		if (vmr)
+			out = vmr->rkey;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return out;
+}
+
+/* ---- context ---------------------------------------------------------------- */
+
+static int is_v4_mapped(const union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	return !memcmp(g->raw, pfx, sizeof(pfx));
+}
+
+/* RoCE: the first RoCEv2 GID holding an IPv4 address, else the first RoCEv2
+ * one (IPv6), else 0; the udp transport and kernel rxe speak RoCEv2. */
+static int pick_gid(struct tv_ctx *tc, int len)
+{
+	int v6 = -1;
+
+	for (int i = 0; i < len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(tc->vctx, tc->port, (uint32_t)i, &e, 0))
+			continue;
+		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (is_v4_mapped((const union ibv_gid *)e.gid.raw))
+			return i;
+		if (v6 < 0)
+			v6 = i;
+	}
+	return v6 >= 0 ? v6 : 0;
+}
+
+static void tc_free(struct tv_ctx *tc)
+{
+	for (uint32_t i = 0; i < tc->nmrc; i++)
+		if (tc->mrc[i].vmr)
+			ibv_dereg_mr(tc->mrc[i].vmr);
+	free(tc->mrc);
+	if (tc->pd)
+		ibv_dealloc_pd(tc->pd);
+	if (tc->vctx)
+		ibv_close_device(tc->vctx);
+	pthread_mutex_destroy(&tc->lock);
+	free(tc);
+}
+
+static int verbs_ctx_init(struct nm_ctx *ctx, const char *args)
+{
+	char name[64] = "";
+	const char *colon = strchr(args, ':');
+	int gid = -2, n = 0, ret = -ENODEV;
+	struct ibv_device **list, *dev = NULL;
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct tv_ctx *tc;
+
+	snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - args) : (int)strlen(args), args);
+	if (colon) {
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || v < 0 || v > 255) {
+			GDAK_ERR("ctx", ctx->base.id, "emu:verbs:%s: the GID index after the device "
+				 "must be a number 0..255", args);
+			return -EINVAL;
+		}
+		gid = (int)v;
+	}
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return -ENOMEM;
+	pthread_mutex_init(&tc->lock, NULL);
+	tc->id = ctx->base.id;
+	tc->port = 1;
+	list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n && !dev; i++)
+		if (!name[0] || !strcmp(ibv_get_device_name(list[i]), name))
+			dev = list[i];
+	if (!dev) {
+		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: no verbs device %s%s (%d present%s)",
+			 name[0] ? "named " : "", name[0] ? name : "at all", n,
+			 n ? "" : "; soft-RoCE: `rdma link add rxe0 type rxe netdev IF`, or "
+				  "tools/rxe/gdak-rxe-vm where the kernel has no rdma_rxe");
+		goto err;
+	}
+	tc->vctx = ibv_open_device(dev);
+	if (!tc->vctx) {
+		ret = -errno;
+		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: ibv_open_device %s: %s",
+			 ibv_get_device_name(dev), strerror(errno));
+		goto err;
+	}
+	ret = ibv_query_device(tc->vctx, &da);
+	if (!ret)
+		ret = ibv_query_port(tc->vctx, tc->port, &pa);
+	if (ret) {
+		ret = -ret;
+		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: query %s: %s", ibv_get_device_name(dev),
+			 strerror(-ret));
+		goto err;
+	}
+	if (pa.state != IBV_PORT_ACTIVE)
+		GDAK_WARN("ctx", ctx->base.id, "emu:verbs: %s port %u is %s, not ACTIVE",
+			  ibv_get_device_name(dev), tc->port, ibv_port_state_str(pa.state));
+	tc->pd = ibv_alloc_pd(tc->vctx);
+	if (!tc->pd) {
+		ret = -errno;
+		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: ibv_alloc_pd: %s", strerror(errno));
+		goto err;
+	}
+	tc->active_mtu = pa.active_mtu;
+	tc->lid = pa.lid;
+	tc->max_sge = (uint32_t)da.max_sge;
+	tc->max_rd_atom = (uint32_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
+	/* ConnectX writes an atomic's original value big-endian, as the NIC
+	 * model does; the software devices store it in host order. */
+	tc->atomic_host_order = strncmp(ibv_get_device_name(dev), "mlx", 3) != 0;
+	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND && gid < 0)
+		tc->gid_index = -1;
+	else
+		tc->gid_index = gid >= 0 ? gid : pick_gid(tc, pa.gid_tbl_len);
+	if (tc->gid_index >= 0 && ibv_query_gid(tc->vctx, tc->port, tc->gid_index, &tc->gid)) {
+		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: %s has no GID %d", ibv_get_device_name(dev),
+			 tc->gid_index);
+		ret = -EINVAL;
+		goto err;
+	}
+	GDAK_INFO("ctx", ctx->base.id, "emu:verbs on %s port %u, gid index %d, active MTU %u",
+		  ibv_get_device_name(dev), tc->port, tc->gid_index, tv_mtu_bytes(tc->active_mtu));
+	ibv_free_device_list(list);
+	ctx->tr_priv = tc;
+	return 0;
+err:
+	if (list)
+		ibv_free_device_list(list);
+	tc_free(tc);
+	return ret;
+}
+
+static void verbs_ctx_fini(struct nm_ctx *ctx)
+{
+	if (ctx->tr_priv)
+		tc_free(ctx->tr_priv);
+	ctx->tr_priv = NULL;
+}
+
+/* ---- QP ------------------------------------------------------------------------ */
+
+static int modify(struct tv_qp *tq, struct ibv_qp_attr *a, int mask, const char *what)
+{
+	int rc = ibv_modify_qp(tq->vqp, a, mask);
+
+	if (rc)
+		GDAK_ERR("qp", tq->qp->id, "verbs: QP 0x%x to %s: %s", tq->vqp->qp_num, what,
+			 strerror(rc));
+	return -rc;
+}
+
+static int to_init(struct tv_qp *tq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = tq->tc->port,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC };
+
+	return modify(tq, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		      IBV_QP_ACCESS_FLAGS, "INIT");
+}
+
+static void tq_free(struct tv_qp *tq)
+{
+	if (tq->vqp)
+		ibv_destroy_qp(tq->vqp);
+	if (tq->scq)
+		ibv_destroy_cq(tq->scq);
+	if (tq->rcq)
+		ibv_destroy_cq(tq->rcq);
+	if (tq->ch)
+		ibv_destroy_comp_channel(tq->ch);
+	if (tq->stage_mr)
+		ibv_dereg_mr(tq->stage_mr);
+	free(tq->stage);
+	free(tq);
+}
+
+static int verbs_qp_init(struct nm_qp *qp)
+{
+	struct tv_ctx *tc = tc_of(qp->ctx);
+	struct tv_qp *tq = calloc(1, sizeof(*tq));
+	uint32_t rq = qp->rq_cnt ? qp->rq_cnt : 1;
+	uint32_t nsge = tc->max_sge < TV_MAX_SGE ? tc->max_sge : TV_MAX_SGE;
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC };
+	size_t stage_len = (size_t)NM_MAX_INFLIGHT * NM_WRAP_BUF;
+	int ret = -ENOMEM;
+
+	if (!tq)
+		return -ENOMEM;
+	tq->qp = qp;
+	tq->tc = tc;
+	if (posix_memalign((void **)&tq->stage, 4096, stage_len))
+		goto err;
+	tq->ch = ibv_create_comp_channel(tc->vctx);
+	if (tq->ch)
+		fcntl(tq->ch->fd, F_SETFL, fcntl(tq->ch->fd, F_GETFL) | O_NONBLOCK);
+	tq->scq = tq->ch ? ibv_create_cq(tc->vctx, NM_MAX_INFLIGHT + 8, tq, tq->ch, 0) : NULL;
+	tq->rcq = tq->scq ? ibv_create_cq(tc->vctx, (int)rq + 8, tq, tq->ch, 0) : NULL;
+	tq->stage_mr = ibv_reg_mr(tc->pd, tq->stage, stage_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!tq->rcq || !tq->stage_mr) {
+		ret = errno ? -errno : -ENOMEM;
+		GDAK_ERR("qp", qp->id, "verbs: channel/CQ/staging MR: %s", strerror(-ret));
+		goto err;
+	}
+	qa.send_cq = tq->scq;
+	qa.recv_cq = tq->rcq;
+	qa.cap.max_send_wr = NM_MAX_INFLIGHT + 1;
+	qa.cap.max_recv_wr = rq;
+	qa.cap.max_send_sge = nsge;
+	qa.cap.max_recv_sge = qp->rq_max_sge > nsge ? nsge : (qp->rq_max_sge ? qp->rq_max_sge : 1);
+	tq->vqp = ibv_create_qp(tc->pd, &qa);
+	if (!tq->vqp) {
+		ret = -errno;
+		GDAK_ERR("qp", qp->id, "verbs: ibv_create_qp (sq %u x %u sge, rq %u): %s",
+			 NM_MAX_INFLIGHT + 1, nsge, rq, strerror(errno));
+		goto err;
+	}
+	/* INIT now, so receive WQEs can be posted before the connection
+	 * (IBA C10-49: a QP in INIT accepts receive work requests) */
+	ret = to_init(tq);
+	if (ret)
+		goto err;
+	tq->psn = (uint32_t)(nm_now_ns() ^ ((uint64_t)tq->vqp->qp_num << 8)) & 0xffffff;
+	qp->tr_priv = tq;
+	pthread_mutex_lock(&reg_lock);
+	tq->next = reg_head;
+	reg_head = tq;
+	pthread_mutex_unlock(&reg_lock);
+	GDAK_DBG("qp", qp->id, "verbs QP 0x%x", tq->vqp->qp_num);
+	return 0;
+err:
+	tq_free(tq);
+	return ret;
+}
+
+static void stop_watch(void *arg)
+{
+	struct tv_qp *tq = arg;
+	struct ev_loop *loop = nm_thread_loop(tq->qp->thr);
+
+	ev_io_stop(loop, &tq->io);
+	ev_timer_stop(loop, &tq->rq_timer);
+}
+
+static void verbs_qp_fini(struct nm_qp *qp)
+{
+	struct tv_qp *tq = qp->tr_priv, **pp;
+
+	if (!tq)
+		return;
+	if (tq->watching)
+		nm_thread_call(qp->thr, stop_watch, tq);
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_head; *pp; pp = &(*pp)->next) {
+		if (*pp == tq) {
+			*pp = tq->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	tq_free(tq);
+	qp->tr_priv = NULL;
+}
+
+static int verbs_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
+{
+	struct tv_qp *tq = qp->tr_priv;
+	struct tv_ctx *tc = tq->tc;
+	uint32_t mtu = tv_mtu_bytes(tc->active_mtu);
+
+	out->transport = GDAK_QPI_VERBS;
+	out->qpn = tq->vqp->qp_num; /* the wire QPN: what any verbs peer needs */
+	out->psn = tq->psn;
+	if (!out->mtu || out->mtu > mtu)
+		out->mtu = mtu;
+	out->lid = tc->lid;
+	out->gid_index = tc->gid_index < 0 ? 0 : (uint8_t)tc->gid_index;
+	if (tc->gid_index >= 0) {
+		memcpy(out->gid, tc->gid.raw, 16);
+		out->udp_port = TV_ROCE_PORT;
+	}
+	return 0;
+}
+
+/* ---- wakeups on the QP's thread -------------------------------------------------- */
+
+static uint16_t rq_producer(const struct nm_qp *qp)
+{
+	return (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tv_qp *tq = (struct tv_qp *)((char *)w - offsetof(struct tv_qp, io));
+	struct ibv_cq *cq;
+	void *cctx;
+
+	(void)loop, (void)revents;
+	while (!ibv_get_cq_event(tq->ch, &cq, &cctx)) {
+		ibv_ack_cq_events(cq, 1);
+		ibv_req_notify_cq(cq, 0);
+	}
+	nm_thread_activate(tq->qp); /* qp_poll then reaps the completions */
+}
+
+static void rq_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tv_qp *tq = (struct tv_qp *)((char *)w - offsetof(struct tv_qp, rq_timer));
+
+	(void)loop, (void)revents;
+	if (rq_producer(tq->qp) != (uint16_t)tq->rq_posted)
+		nm_thread_activate(tq->qp);
+}
+
+static void start_watch(void *arg)
+{
+	struct tv_qp *tq = arg;
+	struct ev_loop *loop = nm_thread_loop(tq->qp->thr);
+
+	ev_io_init(&tq->io, io_cb, tq->ch->fd, EV_READ);
+	ev_io_start(loop, &tq->io);
+	if (tq->qp->rq_cnt) {
+		ev_timer_init(&tq->rq_timer, rq_cb, TV_RQ_CHECK_S, TV_RQ_CHECK_S);
+		ev_timer_start(loop, &tq->rq_timer);
+	}
+	nm_thread_activate(tq->qp);
+}
+
+/* ---- connect ---------------------------------------------------------------------- */
+
+static int verbs_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
+{
+	struct tv_qp *tq = qp->tr_priv, *p;
+	struct tv_ctx *tc = tq->tc;
+	struct ibv_qp_attr a;
+	uint32_t mtu = qp->base.attr.mtu;
+	int ret;
+
+	if (peer->transport == GDAK_QPI_LOOP) {
+		GDAK_ERR("qp", qp->id, "verbs: peer QP 0x%x is an in-process loop QP; open both "
+			 "sides with emu:verbs (or any RoCE/verbs peer)", peer->qpn);
+		return -EINVAL;
+	}
+	if (peer->transport == GDAK_QPI_UDP && peer->udp_port && peer->udp_port != TV_ROCE_PORT)
+		GDAK_WARN("qp", qp->id, "verbs: udp peer listens on port %u; a verbs device sends "
+			  "RoCEv2 to %u only", peer->udp_port, TV_ROCE_PORT);
+	if (peer->mtu && peer->mtu < mtu)
+		mtu = peer->mtu;
+	if (mtu > tv_mtu_bytes(tc->active_mtu))
+		mtu = tv_mtu_bytes(tc->active_mtu);
+
+	/* from whatever state (a reconnect after RESET/ERR): RESET -> INIT ->
+	 * RTR -> RTS; receive WQEs posted before are gone with the RESET */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	ret = modify(tq, &a, IBV_QP_STATE, "RESET");
+	if (!ret)
+		ret = to_init(tq);
+	if (ret)
+		return ret;
+	tq->rq_posted = qp->rq_ci;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = tv_mtu_enum(mtu);
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn & 0xffffff;
+	a.max_dest_rd_atomic = (uint8_t)tc->max_rd_atom;
+	a.min_rnr_timer = 12; /* 0.64 ms (IBA table 45) */
+	a.ah_attr.port_num = tc->port;
+	if (tc->gid_index >= 0) {
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)tc->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+	} else {
+		a.ah_attr.dlid = peer->lid;
+	}
+	ret = modify(tq, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR");
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;	  /* 4.096 us * 2^14 = 67 ms: TCG guests are slow */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;  /* RNR: retry for ever, as the device may post late */
+	a.sq_psn = tq->psn;
+	a.max_rd_atomic = (uint8_t)tc->max_rd_atom;
+	ret = modify(tq, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS");
+	if (ret)
+		return ret;
+
+	tq->peer_qpn = peer->qpn;
+	memcpy(tq->peer_gid.raw, peer->gid, 16);
+	tq->peer_local = false;
+	if (peer->transport == GDAK_QPI_VERBS && peer->node == qp->ctx->node) {
+		pthread_mutex_lock(&reg_lock);
+		for (p = reg_head; p; p = p->next)
+			if (p->vqp->qp_num == peer->qpn && !memcmp(p->tc->gid.raw, peer->gid, 16))
+				tq->peer_local = true;
+		pthread_mutex_unlock(&reg_lock);
+	}
+	ibv_req_notify_cq(tq->scq, 0);
+	ibv_req_notify_cq(tq->rcq, 0);
+	if (!tq->watching) {
+		tq->watching = true;
+		nm_thread_call(qp->thr, start_watch, tq);
+	}
+	GDAK_DBG("qp", qp->id, "verbs QP 0x%x -> peer 0x%x, mtu %u, %s rkeys", tq->vqp->qp_num,
+		 peer->qpn, mtu, tq->peer_local ? "translated" : "verbatim");
+	return 0;
+}
+
+/* ---- send side -------------------------------------------------------------------- */
+
+/* wr_id: the op's slot in qp->inflight (top byte) and its WQE index, so a
+ * completion for an op already flushed and recycled is recognised. */
+#define TV_WRID_CI_MASK ((1ull << 56) - 1)
+
+static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
+{
+	struct tv_qp *tq = qp->tr_priv;
+	struct ibv_sge sge[TV_MAX_SGE];
+	struct ibv_send_wr wr = { 0 }, *bad;
+	unsigned slot = (unsigned)(op - qp->inflight);
+	unsigned need = 0;
+	int rc;
+
+	if (tv_wr_opcode(op->opcode, &wr.opcode)) {
+		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		op->rule = "verbs_opcode";
+		GDAK_WARN_RL("qp", qp->id, "verbs: WQE %u: %s has no verbs work request",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode));
+		return NM_TX_DONE;
+	}
+	if (op->opcode == MLX5_OPCODE_RDMA_READ || op->opcode == MLX5_OPCODE_ATOMIC_CS ||
+	    op->opcode == MLX5_OPCODE_ATOMIC_FA)
+		need = GDAK_ACCESS_LOCAL_WRITE;
+
+	if (op->flags & NM_OPF_INLINE) {
+		uint8_t *s = tq->stage + (size_t)slot * NM_WRAP_BUF;
+
+		memcpy(s, op->inl, op->len);
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)s, .length = op->len,
+					   .lkey = tq->stage_mr->lkey };
+		wr.num_sge = op->len ? 1 : 0;
+	} else {
+		if (op->nseg > TV_MAX_SGE || op->nseg > tq->tc->max_sge) {
+			op->status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			op->rule = "verbs_too_many_sge";
+			return NM_TX_DONE;
+		}
+		for (unsigned i = 0; i < op->nseg; i++) {
+			void *a;
+			uint32_t l;
+			struct nm_mr *mr;
+			struct ibv_mr *vmr;
+			int r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
+
+			if (r) {
+				op->status = (uint8_t)r;
+				return NM_TX_DONE;
+			}
+			if (!l)
+				continue;
+			vmr = mr_get(tq->tc, mr);
+			if (!vmr) {
+				op->status = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+				op->rule = "verbs_reg_mr";
+				return NM_TX_DONE;
+			}
+			sge[wr.num_sge++] = (struct ibv_sge){ .addr = (uintptr_t)a, .length = l,
+							      .lkey = vmr->lkey };
+			if (need && wr.num_sge == 1)
+				op->tr_data[0] = (uintptr_t)a; /* atomic result lands here */
+		}
+	}
+	wr.sg_list = sge;
+	wr.wr_id = ((uint64_t)slot << 56) | (op->ci & TV_WRID_CI_MASK);
+	/* every request is signalled: the NIC model decides which get a CQE */
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op->flags & NM_OPF_FENCE)
+		wr.send_flags |= IBV_SEND_FENCE;
+	if (op->fm_ce_se & MLX5_WQE_CTRL_SOLICITED)
+		wr.send_flags |= IBV_SEND_SOLICITED;
+	switch (op->opcode) {
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+	case MLX5_OPCODE_SEND_IMM:
+		wr.imm_data = op->imm; /* both big-endian */
+		break;
+	default:
+		break;
+	}
+	switch (op->opcode) {
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+	case MLX5_OPCODE_RDMA_READ:
+		wr.wr.rdma.remote_addr = op->raddr;
+		wr.wr.rdma.rkey = remote_key(tq, op->rkey);
+		break;
+	case MLX5_OPCODE_ATOMIC_FA:
+		wr.wr.atomic.remote_addr = op->raddr;
+		wr.wr.atomic.rkey = remote_key(tq, op->rkey);
+		wr.wr.atomic.compare_add = op->swap_add;
+		break;
+	case MLX5_OPCODE_ATOMIC_CS:
+		wr.wr.atomic.remote_addr = op->raddr;
+		wr.wr.atomic.rkey = remote_key(tq, op->rkey);
+		wr.wr.atomic.compare_add = op->compare;
+		wr.wr.atomic.swap = op->swap_add;
+		break;
+	default:
+		break;
+	}
+	rc = ibv_post_send(tq->vqp, &wr, &bad);
+	if (rc == ENOMEM)
+		return NM_TX_BUSY; /* the verbs SQ is full: offered again next pass */
+	if (rc) {
+		GDAK_WARN_RL("qp", qp->id, "verbs: WQE %u: ibv_post_send: %s", op->wqe_index,
+			     strerror(rc));
+		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		op->rule = "verbs_post_send";
+		return NM_TX_DONE;
+	}
+	return NM_TX_PENDING;
+}
+
+static void send_done(struct tv_qp *tq, const struct ibv_wc *wc)
+{
+	struct nm_qp *qp = tq->qp;
+	unsigned slot = (unsigned)(wc->wr_id >> 56);
+	struct nm_op *op;
+	uint8_t synd;
+
+	if (slot >= NM_MAX_INFLIGHT)
+		return;
+	op = &qp->inflight[slot];
+	if ((op->ci & TV_WRID_CI_MASK) != (wc->wr_id & TV_WRID_CI_MASK) ||
+	    (op->flags & NM_OPF_DONE))
+		return; /* flushed by the NIC model already (QP error, reset) */
+	synd = tv_syndrome_of(wc->status);
+	if (!synd && (op->opcode == MLX5_OPCODE_ATOMIC_FA || op->opcode == MLX5_OPCODE_ATOMIC_CS) &&
+	    tq->tc->atomic_host_order && op->tr_data[0]) {
+		/* the mlx5 contract: the original value arrives big-endian */
+		uint64_t *p = (uint64_t *)(uintptr_t)op->tr_data[0];
+		*p = gdak_htobe64(*p);
+	}
+	if (synd && synd != MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+		op->rule = "verbs_completion";
+		GDAK_DBG("qp", qp->id, "verbs: WQE %u (%s): %s (vendor 0x%x)", op->wqe_index,
+			 gdak_mlx5_opcode_name(op->opcode), ibv_wc_status_str(wc->status),
+			 wc->vendor_err);
+	}
+	nm_comp_op_done(qp, op, synd);
+}
+
+/* ---- receive side ------------------------------------------------------------------ */
+
+/* Hand the receive WQEs the device posted since last time to the verbs QP. */
+static int post_recvs(struct tv_qp *tq)
+{
+	struct nm_qp *qp = tq->qp;
+	uint16_t prod = rq_producer(qp);
+	uint32_t n = (uint16_t)(prod - (uint16_t)tq->rq_posted);
+	int done = 0;
+
+	if (!qp->rq_cnt || !n)
+		return 0;
+	if (n > qp->rq_cnt) {
+		nm_violation(qp, (uint16_t)tq->rq_posted, "rq_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+			     "receive producer %u ahead of what was posted by %u, ring %u", prod, n,
+			     qp->rq_cnt);
+		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, MLX5_OPCODE_SEND,
+				(uint16_t)tq->rq_posted, "rq_overrun",
+				"receive queue producer overran the consumer");
+		return 0;
+	}
+	for (; n; n--) {
+		const struct mlx5_wqe_data_seg *seg = (const void *)(qp->rq +
+			(size_t)(tq->rq_posted & (qp->rq_cnt - 1)) * qp->rq_stride);
+		struct ibv_sge sge[TV_MAX_SGE];
+		struct ibv_recv_wr wr = { .wr_id = tq->rq_posted, .sg_list = sge }, *bad;
+		uint32_t max = qp->rq_max_sge ? qp->rq_max_sge : 1;
+		int rc;
+
+		for (uint32_t i = 0; i < max && i < TV_MAX_SGE; i++) {
+			uint64_t a;
+			uint32_t l, lkey;
+			struct nm_mr *mr;
+			struct ibv_mr *vmr = NULL;
+
+			gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
+			if (lkey == MLX5_INVALID_LKEY)
+				break; /* end of a short list (rdma-core convention) */
+			mr = nm_mr_get(qp->ctx, lkey);
+			if (mr && (mr->base.access & GDAK_ACCESS_LOCAL_WRITE) && nm_mr_covers(mr, a, l))
+				vmr = mr_get(tq->tc, mr);
+			if (!vmr) {
+				/* posted with a key no MR has: the device then fails
+				 * the message with a local protection error, as a
+				 * ConnectX would on this WQE */
+				nm_violation(qp, (uint16_t)tq->rq_posted, "recv_bad_lkey",
+					     MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+					     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u",
+					     (unsigned)(uint16_t)tq->rq_posted, i, lkey,
+					     (unsigned long long)a, l);
+				sge[wr.num_sge++] = (struct ibv_sge){ .addr = a, .length = l ? l : 1,
+								      .lkey = 0 };
+				continue;
+			}
+			if (l)
+				sge[wr.num_sge++] = (struct ibv_sge){ .addr = a, .length = l,
+								      .lkey = vmr->lkey };
+		}
+		rc = ibv_post_recv(tq->vqp, &wr, &bad);
+		if (rc) {
+			GDAK_WARN_RL("qp", qp->id, "verbs: ibv_post_recv of receive WQE %u: %s",
+				     (unsigned)(uint16_t)tq->rq_posted, strerror(rc));
+			break; /* tried again next pass */
+		}
+		tq->rq_posted++;
+		done++;
+	}
+	return done;
+}
+
+static void recv_done(struct tv_qp *tq, const struct ibv_wc *wc)
+{
+	struct nm_qp *qp = tq->qp;
+	uint8_t cqe_op, req_op, synd = tv_syndrome_of(wc->status);
+
+	if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+		return; /* the NIC model flushes its receive queue itself (nm_resp_flush) */
+	tv_recv_cqe_opcode(wc, &cqe_op, &req_op);
+	pthread_spin_lock(&qp->resp_lock);
+	if (wc->wr_id + 1 > qp->rq_ci)
+		qp->rq_ci = wc->wr_id + 1; /* RC receives complete in order */
+	nm_comp_recv(qp, synd ? MLX5_CQE_RESP_ERR : cqe_op, (uint16_t)wc->wr_id, wc->byte_len,
+		     wc->imm_data, synd, req_op);
+	pthread_spin_unlock(&qp->resp_lock);
+	if (synd)
+		nm_qp_set_error(qp, synd, req_op, (uint16_t)wc->wr_id, "verbs_recv",
+				"receive WQE %u: %s", (unsigned)(uint16_t)wc->wr_id,
+				ibv_wc_status_str(wc->status));
+}
+
+static int verbs_qp_poll(struct nm_qp *qp)
+{
+	struct tv_qp *tq = qp->tr_priv;
+	struct ibv_wc wc[TV_POLL_BATCH];
+	int work = post_recvs(tq), n;
+
+	while ((n = ibv_poll_cq(tq->scq, TV_POLL_BATCH, wc)) > 0) {
+		for (int i = 0; i < n; i++)
+			send_done(tq, &wc[i]);
+		work += n;
+	}
+	while ((n = ibv_poll_cq(tq->rcq, TV_POLL_BATCH, wc)) > 0) {
+		for (int i = 0; i < n; i++)
+			recv_done(tq, &wc[i]);
+		work += n;
+	}
+	return work;
+}
+
+static void verbs_qp_error(struct nm_qp *qp)
+{
+	struct tv_qp *tq = qp->tr_priv;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	/* what is in flight on the device is flushed there; the NIC model
+	 * completes those ops with WR_FLUSH_ERR itself, and send_done ignores
+	 * the late verbs completions */
+	ibv_modify_qp(tq->vqp, &a, IBV_QP_STATE);
+}
+
+const struct nm_transport_ops nm_tr_verbs_ops = {
+	.name = "verbs",
+	.ctx_init = verbs_ctx_init,
+	.ctx_fini = verbs_ctx_fini,
+	.qp_init = verbs_qp_init,
+	.qp_fini = verbs_qp_fini,
+	.qp_info = verbs_qp_info,
+	.qp_connect = verbs_qp_connect,
+	.post_send = verbs_post_send,
+	.qp_poll = verbs_qp_poll,
+	.qp_error = verbs_qp_error,
+};
