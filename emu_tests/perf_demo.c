@@ -63,6 +63,11 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "$ gdak-trace demo.pcapng") != NULL);
 	CHECK(strstr(out, " DOORBELL ") && strstr(out, " WQE idx=0 RDMA_WRITE") &&
 	      strstr(out, " CQE REQ "));
+	/* the per-QP summary counts what the demo did: 10 of each kind */
+	CHECK(strstr(out, "$ gdak-trace --summary demo.pcapng") != NULL);
+	CHECK(strstr(out, "(RDMA_WRITE 20, SEND 10, RDMA_READ 10, ATOMIC_FA 20)") != NULL);
+	CHECK(strstr(out, "recv_wqes 10,") != NULL);
+	CHECK(strstr(out, "errors 0, lost 0") != NULL);
 	snprintf(trace, sizeof(trace), "%s/demo.pcapng", dir);
 	CHECK(stat(trace, &sb) == 0 && sb.st_size > 1000);
 	if (rc)

@@ -88,27 +88,28 @@ static void quote(char *out, size_t len, const char *s)
 	out[k] = '\0';
 }
 
-int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
+/* Run gdak-trace with opts on the trace; print at most max lines of what it
+ * says.  0, or -EIO when it could not read the file cleanly or said nothing. */
+static int run_trace_tool(const char *tool, const char *opts, const char *trace, unsigned max,
+			  unsigned *total)
 {
-	char tool[PATH_MAX], qt[PATH_MAX * 2], qf[PATH_MAX * 2], cmd[PATH_MAX * 4 + 32];
-	char line[512];
-	unsigned shown = 0, total = 0;
+	char qt[PATH_MAX * 2], qf[PATH_MAX * 2], cmd[PATH_MAX * 4 + 64], line[512];
+	unsigned shown = 0;
 	FILE *p;
 	int st;
 
-	find_trace_tool(argv0, tool, sizeof(tool));
 	quote(qt, sizeof(qt), tool);
 	quote(qf, sizeof(qf), trace);
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", qt, qf);
+	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", qt, opts, qf);
+	*total = 0;
 	p = popen(cmd, "r");
 	if (!p) {
 		fprintf(stderr, "gdak-demo: cannot run %s: %s\n", tool, strerror(errno));
 		return -errno;
 	}
-	printf("\n$ gdak-trace %s   (first %u lines)\n", trace, lines);
 	while (fgets(line, sizeof(line), p)) {
-		total++;
-		if (shown < lines) {
+		(*total)++;
+		if (shown < max) {
 			fputs(line, stdout);
 			if (!strchr(line, '\n'))
 				fputc('\n', stdout);
@@ -116,16 +117,31 @@ int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
 		}
 	}
 	st = pclose(p);
-	if (total > shown)
-		printf("... %u more lines: gdak-trace %s\n", total - shown, trace);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "gdak-demo: %s could not read the trace cleanly (status %d)\n", tool,
 			st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128);
 		return -EIO;
 	}
-	if (!total) {
+	if (!*total) {
 		fprintf(stderr, "gdak-demo: the trace %s is empty\n", trace);
 		return -EIO;
 	}
 	return 0;
+}
+
+int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
+{
+	char tool[PATH_MAX];
+	unsigned total;
+	int rc;
+
+	find_trace_tool(argv0, tool, sizeof(tool));
+	printf("\n$ gdak-trace %s   (first %u lines)\n", trace, lines);
+	rc = run_trace_tool(tool, "", trace, lines, &total);
+	if (rc)
+		return rc;
+	if (total > lines)
+		printf("... %u more lines: gdak-trace %s\n", total - lines, trace);
+	printf("\n$ gdak-trace --summary %s\n", trace);
+	return run_trace_tool(tool, "--summary", trace, 64, &total);
 }
