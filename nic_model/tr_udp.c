@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tr_udp.c - the "udp" transport: each NIC-model QP is a RoCEv2 RC endpoint
+ * (the engine in roce/) on its own UDP socket.
+ *
+ * Device strings: "emu:udp" (127.0.0.1, ephemeral ports), "emu:udp:ADDR",
+ * "emu:udp:ADDR:PORT" (QPs bind PORT, PORT+1, ... ; 4791 is RoCEv2's port).
+ * One socket per QP gives every QP its own source port (flow entropy, as
+ * ConnectX derives it from the QPN) and keeps all of a QP's packets on the
+ * NIC thread that serves it: no cross-thread hand-off.  gdak_qp_info
+ * carries the address (IPv4-mapped GID), the port, the QPN, the first PSN
+ * and the MTU; the path MTU is the smaller of both ends.
+ *
+ * Sockets are unconnected, with DF set (IP_PMTUDISC_DO): the kernel then
+ * sends IP ID 0, which is what the ICRC is computed over (roce_icrc.c).
+ * Packets go out in sendmmsg batches; a full socket makes the engine wait
+ * (xmit -EAGAIN) rather than drop.  Reception: recvmmsg from qp_poll while
+ * the QP is active, and an ev_io watcher on the QP's NIC thread wakes the
+ * loop when it sleeps; an ev_timer does the same for the retransmission
+ * timer.  Everything of a QP runs on its NIC thread.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "nm_dma.h"
+#include "nm_loc.h"
+#include "tr_udp.h"
+
+#define BATCH 32
+#define MAX_SEG 16
+
+struct udp_ctx {
+	struct in_addr addr;
+	uint16_t base_port;	/* 0: ephemeral */
+	uint16_t next_port;
+	char faults[512];	/* GDAK_FAULTS, parsed again per QP (own generator) */
+};
+
+/* What a posted op needs after its WQE slot may have been reused: the
+ * resolved local segments, or a copy of the inline data. */
+struct udp_op {
+	uint8_t nseg;
+	struct { uint8_t *addr; uint32_t len; uint8_t kind; } seg[MAX_SEG];
+	uint8_t inl[NM_WRAP_BUF];
+};
+
+struct udp_qp {
+	struct roce_qp rqp;	/* engine; ->priv = this */
+	struct roce_ctx rctx;	/* one per QP: its own fault generator, no sharing */
+	struct nm_qp *qp;
+	int fd;
+	struct in_addr addr;
+	uint16_t port;
+	uint32_t psn0;
+	struct sockaddr_in peer;
+	ev_io io;
+	ev_timer timer;
+	int watching;
+	/* responder message in progress */
+	struct nm_resp_msg rm;
+	/* transmit batch */
+	unsigned ntx;
+	struct mmsghdr txm[BATCH];
+	struct iovec txv[BATCH];
+	uint8_t *txbuf;		/* BATCH * ROCE_MAX_PKT */
+	/* receive batch */
+	struct mmsghdr rxm[BATCH];
+	struct iovec rxv[BATCH];
+	struct sockaddr_in rxa[BATCH];
+	uint8_t *rxbuf;
+	struct udp_op ops[NM_MAX_INFLIGHT];
+};
+
+static struct udp_qp *uqp_of(struct roce_qp *r) { return r->priv; }
+
+/* ---- engine callbacks: wire ---------------------------------------------------- */
+
+/* Send the batch; keep what the socket did not take.  0 or -EAGAIN. */
+static int tx_flush(struct udp_qp *u)
+{
+	while (u->ntx) {
+		int n = sendmmsg(u->fd, u->txm, u->ntx, MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == ENOBUFS)
+				return -EAGAIN;
+			/* unreachable peer etc.: the packets are lost, retransmission copes */
+			GDAK_WARN_RL("qp", u->qp->id, "sendmmsg: %s", strerror(errno));
+			n = 1;
+		}
+		/* move the unsent tail to the front (rare: a full socket) */
+		for (unsigned i = (unsigned)n; i < u->ntx; i++) {
+			memcpy(u->txbuf + (size_t)(i - n) * ROCE_MAX_PKT,
+			       u->txbuf + (size_t)i * ROCE_MAX_PKT, u->txv[i].iov_len);
+			u->txv[i - n].iov_len = u->txv[i].iov_len;
+		}
+		u->ntx -= (unsigned)n;
+	}
+	return 0;
+}
+
+static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
+{
+	struct udp_qp *u = uqp_of(r);
+
+	if (u->ntx == BATCH && tx_flush(u))
+		return -EAGAIN;
+	memcpy(u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT, pkt, len);
+	u->txv[u->ntx].iov_len = len;
+	u->ntx++;
+	return 0;
+}
+
+static struct roce_qp *lookup(struct roce_ctx *c, uint32_t qpn)
+{
+	struct udp_qp *u = c->priv;
+	return u->rqp.qpn == qpn ? &u->rqp : NULL;
+}
+
+static void trace_pkt(struct roce_qp *r, int dir, const uint8_t *pkt, uint32_t len)
+{
+#ifdef NM_HAVE_TRACE
+	struct udp_qp *u = uqp_of(r);
+	struct gdak_trace_buf *tb = nm_tbuf(u->qp);
+
+	if (tb)
+		gdak_trace_packet(tb, dir, dir ? r->path.dip : r->path.sip,
+				  dir ? r->path.sip : r->path.dip, dir ? r->path.dport : r->path.sport,
+				  dir ? r->path.sport : r->path.dport, pkt, len);
+#else
+	(void)r; (void)dir; (void)pkt; (void)len;
+#endif
+}
+
+/* ---- engine callbacks: requester ------------------------------------------------ */
+
+static struct udp_op *uop_of(struct udp_qp *u, struct roce_wr *wr)
+{
+	struct nm_op *op = (struct nm_op *)(uintptr_t)wr->cookie;
+	return &u->ops[op - u->qp->inflight];
+}
+
+/* Walk the op's segments from byte off: copy len bytes out (dir 0) or in. */
+static int seg_copy(struct udp_op *o, uint32_t off, void *buf, uint32_t len, int in)
+{
+	uint8_t *b = buf;
+
+	for (unsigned i = 0; i < o->nseg && len; i++) {
+		uint32_t l = o->seg[i].len, n;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		n = l - off < len ? l - off : len;
+		if (in ? nm_dma_copy(o->seg[i].addr + off, o->seg[i].kind, b, GDAK_MEM_HOST, n)
+		       : nm_dma_copy(b, GDAK_MEM_HOST, o->seg[i].addr + off, o->seg[i].kind, n))
+			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+		b += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
+}
+
+static int req_gather(struct roce_qp *r, struct roce_wr *wr, uint32_t off, void *dst, uint32_t len)
+{
+	struct udp_qp *u = uqp_of(r);
+	struct nm_op *op = (struct nm_op *)(uintptr_t)wr->cookie;
+	struct udp_op *o = uop_of(u, wr);
+
+	if (op->flags & NM_OPF_INLINE) {
+		memcpy(dst, o->inl + off, len);
+		return 0;
+	}
+	return seg_copy(o, off, dst, len, 0);
+}
+
+static int req_scatter(struct roce_qp *r, struct roce_wr *wr, uint32_t off, const void *src,
+		       uint32_t len)
+{
+	struct udp_qp *u = uqp_of(r);
+	struct udp_op *o = uop_of(u, wr);
+
+	if (wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD) {
+		uint64_t v, be;
+		memcpy(&v, src, 8);
+		be = gdak_htobe64(v); /* ConnectX returns the original value big-endian */
+		return seg_copy(o, 0, &be, 8, 1);
+	}
+	return seg_copy(o, off, (void *)(uintptr_t)src, len, 1);
+}
+
+static void req_complete(struct roce_qp *r, struct roce_wr *wr, uint8_t status)
+{
+	struct udp_qp *u = uqp_of(r);
+	struct nm_op *op = (struct nm_op *)(uintptr_t)wr->cookie;
+
+	if (status && !op->rule)
+		op->rule = status == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ? "udp_retry_exceeded"
+			 : status == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR       ? "udp_rnr_retry_exceeded"
+			 : status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR	      ? NULL
+									      : "udp_remote_nak";
+	nm_comp_op_done(u->qp, op, status);
+	nm_thread_activate(u->qp);
+}
+
+/* ---- engine callbacks: responder ------------------------------------------------- */
+
+static int resp_begin(struct roce_qp *r, struct roce_rmsg *m)
+{
+	struct udp_qp *u = uqp_of(r);
+	int st;
+
+	if (m->kind == ROCE_WR_SEND) {
+		/* the length is known at the last packet only: check capacity as
+		 * the data comes, report the real length at the end */
+		st = nm_resp_begin(u->qp, &u->rm, m->has_imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND,
+				   0, 0, 0, m->imm);
+		if (!st) {
+			uint32_t cap = 0;
+			for (unsigned i = 0; i < u->rm.nrsge; i++)
+				cap += u->rm.rsge[i].len;
+			u->rm.len = cap;
+		}
+		return st;
+	}
+	return nm_resp_begin(u->qp, &u->rm,
+			     m->has_imm ? MLX5_OPCODE_RDMA_WRITE_IMM : MLX5_OPCODE_RDMA_WRITE, m->va,
+			     m->rkey, m->dma_len, m->imm);
+}
+
+static int resp_imm(struct roce_qp *r, struct roce_rmsg *m)
+{
+	struct udp_qp *u = uqp_of(r);
+
+	/* the rkey was checked at the first packet; now the receive WQE */
+	return nm_resp_begin(u->qp, &u->rm, MLX5_OPCODE_RDMA_WRITE_IMM, m->va, m->rkey, m->dma_len,
+			     m->imm);
+}
+
+static int resp_data(struct roce_qp *r, struct roce_rmsg *m, uint32_t off, const void *src,
+		     uint32_t len)
+{
+	return nm_resp_write(&uqp_of(r)->rm, off, src, GDAK_MEM_HOST, len);
+}
+
+static int resp_end(struct roce_qp *r, struct roce_rmsg *m, int status)
+{
+	struct udp_qp *u = uqp_of(r);
+
+	if (m->kind == ROCE_WR_SEND)
+		u->rm.len = m->off;
+	return nm_resp_end(&u->rm, status);
+}
+
+static int resp_read_check(struct roce_qp *r, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	struct nm_resp_msg m;
+	return nm_resp_begin(uqp_of(r)->qp, &m, MLX5_OPCODE_RDMA_READ, va, rkey, len, 0);
+}
+
+static int resp_read(struct roce_qp *r, uint32_t rkey, uint64_t va, void *dst, uint32_t len)
+{
+	struct nm_resp_msg m;
+	int st = nm_resp_begin(uqp_of(r)->qp, &m, MLX5_OPCODE_RDMA_READ, va, rkey, len, 0);
+
+	return st ? st : nm_resp_read(&m, 0, dst, GDAK_MEM_HOST, len);
+}
+
+static int resp_atomic(struct roce_qp *r, uint8_t opcode, uint32_t rkey, uint64_t va,
+		       uint64_t swap_add, uint64_t cmp, uint64_t *orig)
+{
+	struct nm_op fop = {.swap_add = swap_add, .compare = cmp, .swap_mask = ~0ull,
+			    .compare_mask = ~0ull};
+	const char *rule = NULL;
+
+	return nm_resp_atomic(uqp_of(r)->qp,
+			      opcode == ROCE_FETCH_ADD ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_CS,
+			      va, rkey, &fop, orig, &rule);
+}
+
+static void resp_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
+{
+	struct udp_qp *u = uqp_of(r);
+
+	/* IBA class C/D responder errors: the responder QP goes to ERR too */
+	nm_qp_set_error(u->qp, syndrome, 0, 0, "udp_responder", "responder: %s", why);
+}
+
+static const struct roce_ops udp_roce_ops = {
+	.xmit = xmit, .lookup = lookup, .trace_pkt = trace_pkt,
+	.req_gather = req_gather, .req_scatter = req_scatter, .req_complete = req_complete,
+	.resp_begin = resp_begin, .resp_imm = resp_imm, .resp_data = resp_data,
+	.resp_end = resp_end, .resp_read_check = resp_read_check, .resp_read = resp_read,
+	.resp_atomic = resp_atomic, .resp_fatal = resp_fatal,
+};
+
+/* ---- the QP's thread: receive, timers, progress ------------------------------------ */
+
+static int rx_drain(struct udp_qp *u, uint64_t now)
+{
+	int total = 0;
+
+	for (int round = 0; round < 4; round++) {
+		int n;
+
+		for (unsigned i = 0; i < BATCH; i++)
+			u->rxm[i].msg_hdr.msg_namelen = sizeof(u->rxa[i]);
+		n = recvmmsg(u->fd, u->rxm, BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct roce_path p = {.sip = u->rxa[i].sin_addr.s_addr, .dip = u->addr.s_addr,
+					      .sport = ntohs(u->rxa[i].sin_port), .dport = u->port};
+			(void)roce_rx(&u->rctx, &p, u->rxbuf + (size_t)i * ROCE_MAX_PKT,
+				      u->rxm[i].msg_len, now);
+		}
+		total += n;
+		if (n < BATCH)
+			break;
+	}
+	return total;
+}
+
+static void arm_timer(struct udp_qp *u, uint64_t now)
+{
+	uint64_t d = roce_qp_deadline(&u->rqp);
+	struct ev_loop *loop = nm_thread_loop(u->qp->thr);
+
+	ev_timer_stop(loop, &u->timer);
+	if (d == UINT64_MAX)
+		return;
+	ev_timer_set(&u->timer, d > now ? (double)(d - now) * 1e-9 : 0., 0.);
+	ev_timer_start(loop, &u->timer);
+}
+
+/* One round of engine work on the QP's thread; returns work done. */
+static int engine_round(struct udp_qp *u)
+{
+	uint64_t now = nm_now_ns();
+	int work = rx_drain(u, now);
+
+	if (roce_qp_deadline(&u->rqp) <= now)
+		roce_qp_timer(&u->rqp, now);
+	for (int k = 0; k < 8; k++) {
+		int n = roce_qp_progress(&u->rqp, now, 64);
+		int busy = tx_flush(u);
+
+		work += n;
+		if (n < 64 || busy)
+			break;
+	}
+	if (u->watching)
+		arm_timer(u, now);
+	return work;
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct udp_qp *u = (struct udp_qp *)((char *)w - offsetof(struct udp_qp, io));
+
+	engine_round(u);
+	nm_thread_activate(u->qp);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct udp_qp *u = (struct udp_qp *)((char *)w - offsetof(struct udp_qp, timer));
+
+	engine_round(u);
+	nm_thread_activate(u->qp);
+}
+
+static int udp_qp_poll(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	return u->watching ? engine_round(u) : 0;
+}
+
+static void watch_on(void *arg)
+{
+	struct udp_qp *u = arg;
+	struct ev_loop *loop = nm_thread_loop(u->qp->thr);
+
+	ev_io_init(&u->io, io_cb, u->fd, EV_READ);
+	ev_io_start(loop, &u->io);
+	ev_init(&u->timer, timer_cb);
+	u->watching = 1;
+}
+
+static void watch_off(void *arg)
+{
+	struct udp_qp *u = arg;
+	struct ev_loop *loop = nm_thread_loop(u->qp->thr);
+
+	if (!u->watching)
+		return;
+	ev_io_stop(loop, &u->io);
+	ev_timer_stop(loop, &u->timer);
+	u->watching = 0;
+}
+
+/* ---- transport ops ---------------------------------------------------------------- */
+
+static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
+{
+	struct udp_qp *u = qp->tr_priv;
+	struct udp_op *o = &u->ops[op - qp->inflight];
+	unsigned need = 0;
+	struct roce_wr wr = {.cookie = (uintptr_t)op, .len = op->len, .raddr = op->raddr,
+			     .rkey = op->rkey, .imm = op->imm, .swap_add = op->swap_add,
+			     .cmp = op->compare};
+	int r;
+
+	switch (op->opcode) {
+	case MLX5_OPCODE_RDMA_WRITE: wr.op = ROCE_WR_WRITE; break;
+	case MLX5_OPCODE_RDMA_WRITE_IMM: wr.op = ROCE_WR_WRITE_IMM; break;
+	case MLX5_OPCODE_SEND: wr.op = ROCE_WR_SEND; break;
+	case MLX5_OPCODE_SEND_IMM: wr.op = ROCE_WR_SEND_IMM; break;
+	case MLX5_OPCODE_RDMA_READ: wr.op = ROCE_WR_READ; need = GDAK_ACCESS_LOCAL_WRITE; break;
+	case MLX5_OPCODE_ATOMIC_CS: wr.op = ROCE_WR_CMP_SWAP; need = GDAK_ACCESS_LOCAL_WRITE; break;
+	case MLX5_OPCODE_ATOMIC_FA: wr.op = ROCE_WR_FETCH_ADD; need = GDAK_ACCESS_LOCAL_WRITE; break;
+	default:
+		/* masked atomics have no RoCE wire encoding in IBA (mlx5 uses a vendor one) */
+		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		op->rule = "udp_unsupported_opcode";
+		GDAK_WARN_RL("qp", qp->id, "WQE %u: %s is not supported over udp", op->wqe_index,
+			     gdak_mlx5_opcode_name(op->opcode));
+		return NM_TX_DONE;
+	}
+	if (op->fm_ce_se & MLX5_WQE_CTRL_SOLICITED)
+		wr.flags |= ROCE_WRF_SOLICITED;
+	/* resolve the local data now: the WQE slot (or the wrap buffer) holding
+	 * the segments may be reused before the op completes */
+	o->nseg = 0;
+	if (op->flags & NM_OPF_INLINE) {
+		if (op->len > sizeof(o->inl)) {
+			op->status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			op->rule = "inline_length";
+			return NM_TX_DONE;
+		}
+		memcpy(o->inl, op->inl, op->len);
+	} else {
+		if (op->nseg > MAX_SEG) {
+			op->status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			op->rule = "udp_too_many_segments";
+			return NM_TX_DONE;
+		}
+		for (unsigned i = 0; i < op->nseg; i++) {
+			void *a;
+			uint32_t l;
+			struct nm_mr *mr;
+
+			r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
+			if (r) {
+				op->status = (uint8_t)r;
+				return NM_TX_DONE;
+			}
+			o->seg[o->nseg].addr = a;
+			o->seg[o->nseg].len = l;
+			o->seg[o->nseg].kind = mr->kind;
+			o->nseg++;
+		}
+	}
+	r = roce_post(&u->rqp, &wr);
+	if (r == -EAGAIN)
+		return NM_TX_BUSY;
+	if (r) {
+		op->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+		return NM_TX_DONE;
+	}
+	engine_round(u);
+	return NM_TX_PENDING;
+}
+
+static void udp_qp_error(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	roce_qp_error(&u->rqp);
+	(void)tx_flush(u); /* a final NAK, if any */
+}
+
+static int open_socket(struct udp_qp *u, struct udp_ctx *c)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = c->addr};
+	socklen_t sl = sizeof(sa);
+	int one = 1, pmtu = IP_PMTUDISC_DO, buf = 8 << 20;
+
+	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0)
+		return -errno;
+	(void)one;
+	setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	if (setsockopt(u->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	if (setsockopt(u->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	for (int tries = 0;; tries++) {
+		uint16_t port = 0;
+
+		if (c->base_port) {
+			pthread_mutex_lock(&u->qp->ctx->lock);
+			port = c->next_port++;
+			pthread_mutex_unlock(&u->qp->ctx->lock);
+		}
+		sa.sin_port = htons(port);
+		if (!bind(u->fd, (struct sockaddr *)&sa, sizeof(sa)))
+			break;
+		if (errno != EADDRINUSE || !c->base_port || tries == 64) {
+			int e = errno;
+			GDAK_ERR("qp", u->qp->id, "cannot bind UDP %s:%u: %s", inet_ntoa(c->addr), port,
+				 strerror(e));
+			close(u->fd);
+			u->fd = -1;
+			return -e;
+		}
+	}
+	getsockname(u->fd, (struct sockaddr *)&sa, &sl);
+	u->addr = c->addr;
+	u->port = ntohs(sa.sin_port);
+	return 0;
+}
+
+static int udp_qp_init(struct nm_qp *qp)
+{
+	struct udp_ctx *c = qp->ctx->tr_priv;
+	struct udp_qp *u = calloc(1, sizeof(*u));
+	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT};
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->qp = qp;
+	u->txbuf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	u->rxbuf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	if (!u->txbuf || !u->rxbuf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = open_socket(u, c);
+	if (ret)
+		goto err;
+	roce_ctx_init(&u->rctx, &udp_roce_ops, u);
+	u->rctx.id = qp->base.qpn;
+	ret = roce_fault_parse(c->faults, &u->rctx.faults);
+	if (ret)
+		goto err_fd;
+	ret = roce_qp_init(&u->rqp, &u->rctx, qp->base.qpn, &cfg);
+	if (ret)
+		goto err_fd;
+	u->rqp.priv = u;
+	for (unsigned i = 0; i < BATCH; i++) {
+		u->txv[i].iov_base = u->txbuf + (size_t)i * ROCE_MAX_PKT;
+		u->txm[i].msg_hdr = (struct msghdr){.msg_name = &u->peer,
+						     .msg_namelen = sizeof(u->peer),
+						     .msg_iov = &u->txv[i], .msg_iovlen = 1};
+		u->rxv[i].iov_base = u->rxbuf + (size_t)i * ROCE_MAX_PKT;
+		u->rxv[i].iov_len = ROCE_MAX_PKT;
+		u->rxm[i].msg_hdr = (struct msghdr){.msg_name = &u->rxa[i],
+						     .msg_namelen = sizeof(u->rxa[i]),
+						     .msg_iov = &u->rxv[i], .msg_iovlen = 1};
+	}
+	/* a first PSN that differs per QP and per run (IBA leaves it to us) */
+	u->psn0 = (uint32_t)(nm_now_ns() * 2654435761u ^ qp->base.qpn) & ROCE_PSN_MASK;
+	qp->tr_priv = u;
+	GDAK_DBG("qp", qp->id, "udp endpoint %s:%u", inet_ntoa(u->addr), u->port);
+	return 0;
+
+err_fd:
+	roce_ctx_fini(&u->rctx);
+	close(u->fd);
+err:
+	free(u->txbuf);
+	free(u->rxbuf);
+	free(u);
+	return ret;
+}
+
+static void udp_qp_fini(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	if (!u)
+		return;
+	if (qp->thr)
+		nm_thread_call(qp->thr, watch_off, u);
+	roce_qp_fini(&u->rqp);
+	roce_ctx_fini(&u->rctx);
+	close(u->fd);
+	free(u->txbuf);
+	free(u->rxbuf);
+	free(u);
+	qp->tr_priv = NULL;
+}
+
+static int udp_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	out->transport = GDAK_QPI_UDP;
+	out->psn = u->psn0;
+	memset(out->gid, 0, 10);
+	out->gid[10] = out->gid[11] = 0xff; /* IPv4-mapped (RoCEv2 GID of an IPv4 address) */
+	memcpy(out->gid + 12, &u->addr.s_addr, 4);
+	out->udp_port = u->port;
+	return 0;
+}
+
+static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
+{
+	static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	struct udp_qp *u = qp->tr_priv;
+	uint32_t mtu = qp->base.attr.mtu;
+	struct roce_path path;
+	int ret;
+
+	if (peer->transport != GDAK_QPI_UDP || memcmp(peer->gid, v4map, 12) || !peer->udp_port) {
+		GDAK_ERR("qp", qp->id, "peer QP 0x%x is not a udp endpoint (transport %u, port %u): "
+			 "open both sides with \"emu:udp...\"", peer->qpn, peer->transport,
+			 peer->udp_port);
+		return -EINVAL;
+	}
+	/* path MTU: the smaller of both ends (never assume 4096) */
+	if (peer->mtu < mtu)
+		mtu = peer->mtu;
+	if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
+		GDAK_ERR("qp", qp->id, "peer MTU %u is not one of 256..4096", peer->mtu);
+		return -EINVAL;
+	}
+	if (u->watching)
+		nm_thread_call(qp->thr, watch_off, u);
+	if (u->rqp.state != ROCE_QPS_RESET) {
+		/* reconnecting after RESET: a fresh engine */
+		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT};
+		roce_qp_fini(&u->rqp);
+		ret = roce_qp_init(&u->rqp, &u->rctx, qp->base.qpn, &cfg);
+		if (ret)
+			return ret;
+		u->rqp.priv = u;
+	}
+	u->peer = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(peer->udp_port)};
+	memcpy(&u->peer.sin_addr, peer->gid + 12, 4);
+	path = (struct roce_path){.sip = u->addr.s_addr, .dip = u->peer.sin_addr.s_addr,
+				  .sport = u->port, .dport = peer->udp_port};
+	ret = roce_qp_connect(&u->rqp, peer->qpn, u->psn0, peer->psn, mtu, &path);
+	if (ret)
+		return ret;
+	nm_thread_call(qp->thr, watch_on, u);
+	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u", inet_ntoa(u->addr),
+		  u->port, peer->qpn, inet_ntoa(u->peer.sin_addr), peer->udp_port, mtu);
+	return 0;
+}
+
+static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
+{
+	struct udp_ctx *c = calloc(1, sizeof(*c));
+	char host[64] = "127.0.0.1";
+	const char *colon = strrchr(args, ':'), *env;
+	int ret = 0;
+
+	if (!c)
+		return -ENOMEM;
+	if (*args) {
+		size_t n = colon ? (size_t)(colon - args) : strlen(args);
+		if (n >= sizeof(host) || !n) {
+			GDAK_ERR(NULL, 0, "emu:udp: bad address in '%s' (emu:udp[:ADDR[:PORT]])", args);
+			ret = -EINVAL;
+			goto err;
+		}
+		memcpy(host, args, n);
+		host[n] = 0;
+		if (colon) {
+			char *end;
+			unsigned long p = strtoul(colon + 1, &end, 10);
+			if (*end || !colon[1] || p > 65535) {
+				GDAK_ERR(NULL, 0, "emu:udp: bad port '%s'", colon + 1);
+				ret = -EINVAL;
+				goto err;
+			}
+			c->base_port = c->next_port = (uint16_t)p;
+		}
+	}
+	if (inet_pton(AF_INET, host, &c->addr) != 1 || c->addr.s_addr == htonl(INADDR_ANY)) {
+		GDAK_ERR(NULL, 0, "emu:udp: '%s' is not an IPv4 address of this host (the ICRC "
+			 "covers it, so 0.0.0.0 will not do)", host);
+		ret = -EINVAL;
+		goto err;
+	}
+	env = getenv("GDAK_FAULTS");
+	if (env) {
+		struct roce_fault *f = NULL;
+		if (strlen(env) >= sizeof(c->faults)) {
+			GDAK_ERR(NULL, 0, "GDAK_FAULTS longer than %zu characters", sizeof(c->faults) - 1);
+			ret = -EINVAL;
+			goto err;
+		}
+		ret = roce_fault_parse(env, &f);
+		if (ret)
+			goto err;
+		roce_fault_free(f);
+		strcpy(c->faults, env);
+	}
+	ctx->tr_priv = c;
+	return 0;
+err:
+	free(c);
+	return ret;
+}
+
+static void udp_ctx_fini(struct nm_ctx *ctx)
+{
+	free(ctx->tr_priv);
+	ctx->tr_priv = NULL;
+}
+
+int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
+{
+	struct nm_qp *qp;
+	struct udp_qp *u;
+
+	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv))
+		return -EINVAL;
+	*st = u->rqp.stats;
+	st->icrc_errors += u->rctx.stats.icrc_errors;
+	st->bad_pkts += u->rctx.stats.bad_pkts;
+	return 0;
+}
+
+const struct nm_transport_ops nm_tr_udp_ops = {
+	.name = "udp",
+	.ctx_init = udp_ctx_init,
+	.ctx_fini = udp_ctx_fini,
+	.qp_init = udp_qp_init,
+	.qp_fini = udp_qp_fini,
+	.qp_info = udp_qp_info,
+	.qp_connect = udp_qp_connect,
+	.post_send = udp_post_send,
+	.qp_poll = udp_qp_poll,
+	.qp_error = udp_qp_error,
+};
