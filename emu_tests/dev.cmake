@@ -3,3 +3,13 @@
 gdak_add_test(NAME gdak.dev.wqe SOURCES dev_wqe.c LABELS unit MEMCHECK)
 gdak_add_test(NAME gdak.dev.db SOURCES dev_db.c LABELS unit MEMCHECK)
 gdak_add_test(NAME gdak.dev.cq SOURCES dev_cq.c LABELS unit MEMCHECK)
+gdak_add_test(NAME gdak.dev.shared SOURCES dev_shared.c LABELS unit TIMEOUT 300)
+
+# The device headers under nvcc (sm_${GDAK_CUDA_ARCH}): every function
+# instantiated in kernels, warp and block scopes included.  A compile
+# failure breaks the build; the test records that the build happened.
+if(GDAK_HAVE_CUDA)
+  gdak_add_test(NAME gdak.dev.nvcc_compile SOURCES dev_nvcc_compile.cu LABELS unit)
+  target_compile_options(gdak_dev_nvcc_compile PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+endif()

@@ -51,6 +51,10 @@ struct gdak_dev_cqe {
 /* cq->err: valid bit, then the first error's fields. */
 #define GDAK_DEV_CQ_ERR_VALID 0x80000000u
 #define GDAK_DEV_CQ_ERR_PROTO 0x40000000u	/* CQE for a WQE never posted */
+/* Device code gave up on slots it had reserved (a bounded wait expired in
+ * shared mode): later WQEs can never be published in order, so the queue is
+ * dead for device code, as after an error CQE. */
+#define GDAK_DEV_CQ_ERR_ABORT 0x20000000u
 #define GDAK_DEV_CQ_ERR_PACK(cqe_op, vendor, synd, wqe_op)                                     \
 	(GDAK_DEV_CQ_ERR_VALID | ((uint32_t)((cqe_op) & 0xf) << 24) |                         \
 	 ((uint32_t)(vendor) << 16) | ((uint32_t)(synd) << 8) | (uint32_t)(wqe_op))
@@ -79,8 +83,9 @@ GDAK_DEV void gdak_dev_cq_record_error(struct gdak_dev_cq *cq, const struct gdak
 						     (c->proto ? GDAK_DEV_CQ_ERR_PROTO : 0));
 }
 
-/* The sticky error: 0 if none, else -EIO (-EPROTO for a nonsensical CQE)
- * with the first error CQE's fields in *out (when out is not NULL). */
+/* The sticky error: 0 if none, else -EIO (-EPROTO for a nonsensical CQE,
+ * -ECANCELED for abandoned slots) with the first error CQE's fields in *out
+ * (when out is not NULL). */
 GDAK_DEV int gdak_dev_cq_error(const struct gdak_dev_cq *cq, struct gdak_dev_cqe *out)
 {
 	uint32_t e = gdak_dev_load_acquire_u32(&cq->err);
@@ -98,7 +103,16 @@ GDAK_DEV int gdak_dev_cq_error(const struct gdak_dev_cq *cq, struct gdak_dev_cqe
 		out->imm = 0;
 		out->wqe_index = cq->err_wqe_index;
 	}
+	if (e & GDAK_DEV_CQ_ERR_ABORT)
+		return -ECANCELED;
 	return (e & GDAK_DEV_CQ_ERR_PROTO) ? -EPROTO : -EIO;
+}
+
+/* Mark the CQ's queue dead (GDAK_DEV_CQ_ERR_ABORT) unless an error is
+ * already recorded.  Any thread may call it. */
+GDAK_DEV void gdak_dev_cq_abort(struct gdak_dev_cq *cq)
+{
+	gdak_dev_cas_u32(&cq->err, 0, GDAK_DEV_CQ_ERR_VALID | GDAK_DEV_CQ_ERR_ABORT);
 }
 
 #ifdef GDAK_DEV_DEBUG
@@ -226,7 +240,8 @@ GDAK_DEV int gdak_dev_sq_failed_below(const struct gdak_dev_qp *qp, uint64_t tar
 	uint32_t e = gdak_dev_load_acquire_u32(&qp->scq.err);
 	if (gdak_dev_likely(!e))
 		return 0;
-	if (!(e & GDAK_DEV_CQ_ERR_PROTO) && qp->scq.err_wqe_index >= target)
+	if (!(e & (GDAK_DEV_CQ_ERR_PROTO | GDAK_DEV_CQ_ERR_ABORT)) &&
+	    qp->scq.err_wqe_index >= target)
 		return 0;
 	return gdak_dev_cq_error(&qp->scq, err);
 }
@@ -235,7 +250,7 @@ GDAK_DEV int gdak_dev_sq_failed_below(const struct gdak_dev_qp *qp, uint64_t tar
  * Poll up to an index: wait until every WQE below target completed
  * (sq_done >= target).  Some WQE at or after the last one below target must
  * be signalled, or no CQE will ever say so (rma.h's wait/quiet see to it).
- * Returns 0, -EIO / -EPROTO (*err: the first error CQE) when work below
+ * Returns 0, -EIO / -EPROTO / -ECANCELED (*err: the first error) when work below
  * target failed, or -ETIMEDOUT after timeout_ns (GDAK_DEV_FOREVER: never).
  */
 GDAK_DEV int gdak_dev_sq_wait_timeout(struct gdak_dev_qp *qp, uint64_t target,

@@ -9,6 +9,10 @@
  *   wqe.h       reserve WQEBBs, build WQEs (caller owns the queue)
  *   db.h        doorbell record + ring by handler (DB, BF, CPU_PROXY)
  *   cq.h        poll CQEs, retire WQEs, sticky errors, bounded waits
+ *   recv.h      post receive WQEs, poll the receive CQ
+ *   rma.h       high level: put, put+signal, get, atomics, wait, quiet,
+ *               signal waits, send; exclusive or shared QPs
+ *   coop.h      warp and block scopes (CUDA only)
  */
 #ifndef GDAK_DEV_DEV_H
 #define GDAK_DEV_DEV_H
@@ -18,5 +22,8 @@
 #include <gdak/dev/wqe.h>
 #include <gdak/dev/db.h>
 #include <gdak/dev/cq.h>
+#include <gdak/dev/recv.h>
+#include <gdak/dev/rma.h>
+#include <gdak/dev/coop.h>
 
 #endif /* GDAK_DEV_DEV_H */
