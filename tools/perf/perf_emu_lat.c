@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * perf_emu_lat.c - latency tests (write_lat, read_lat, atomic_lat,
- * put_signal_lat): one operation at a time on the first connection, each
+ * put_signal_lat) through the high-level device API (gdak/dev/rma.h: put,
+ * get, fetch-add, put+signal, wait): one operation at a time on the first
+ * connection, each
  * timed from just before its WQE is built to the moment the poster sees the
  * result - its CQE (write, read, atomic), or the signal word changing in the
  * target's memory (put_signal: what the peer waiting on it would see).
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include <gdak/dev/dev.h>
+#include <gdak/dev/rma.h>
 
 #include "perf.h"
 
@@ -23,56 +26,6 @@ struct lat_ctx {
 	size_t size, slots;
 	uint64_t *signal;	/* put_signal_lat: in the target region, after the data */
 };
-
-/* Post operation k (one or two WQEs, the last signalled), one doorbell. */
-static int post_op(const struct lat_ctx *lc, uint64_t k)
-{
-	struct perf_conn *c = lc->c;
-	struct gdak_dev_qp *q = c->dqp;
-	size_t off = (size_t)(k % lc->slots) * lc->size;
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->lbuf + off), (uint32_t)lc->size,
-				   gdak_mr_lkey(c->lmr)};
-	uint64_t raddr = (uint64_t)(uintptr_t)(c->rbuf + off), idx;
-	uint32_t rkey = gdak_mr_rkey(c->rmr), lkey = gdak_mr_lkey(c->lmr), bbs = 0;
-
-	switch (lc->o->test->id) {
-	case PERF_WRITE_LAT:
-		idx = gdak_dev_sq_reserve(q, 1);
-		bbs = gdak_dev_wqe_write(q, idx, GDAK_DEV_WQE_SIGNAL, raddr, rkey, &sge, 1);
-		break;
-	case PERF_READ_LAT:
-		idx = gdak_dev_sq_reserve(q, 1);
-		bbs = gdak_dev_wqe_read(q, idx, GDAK_DEV_WQE_SIGNAL, raddr, rkey, &sge, 1);
-		break;
-	case PERF_ATOMIC_LAT:
-		idx = gdak_dev_sq_reserve(q, 1);
-		bbs = gdak_dev_wqe_fetch_add(q, idx, GDAK_DEV_WQE_SIGNAL,
-					     (uint64_t)(uintptr_t)c->rbuf, rkey, 1,
-					     (uint64_t)(uintptr_t)(c->lbuf + (k % lc->slots) * 8),
-					     lkey);
-		break;
-	case PERF_PUT_SIGNAL_LAT:
-		/* the write, then a fetch-add on the signal word: RC executes
-		 * them in order at the responder (IBA 9.5), so a peer that sees
-		 * the signal sees the data; the fetched value lands after the
-		 * local data slots, never on a source */
-		idx = gdak_dev_sq_reserve(q, 1);
-		if (!gdak_dev_wqe_write(q, idx, 0, raddr, rkey, &sge, 1))
-			return -EINVAL;
-		idx = gdak_dev_sq_reserve(q, 1);
-		bbs = gdak_dev_wqe_fetch_add(q, idx, GDAK_DEV_WQE_SIGNAL,
-					     (uint64_t)(uintptr_t)lc->signal, rkey, 1,
-					     (uint64_t)(uintptr_t)(c->lbuf + lc->slots * lc->size),
-					     lkey);
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (!bbs)
-		return -EINVAL;
-	gdak_dev_sq_submit(q, idx, q->sq_resv);
-	return 0;
-}
 
 static int wait_signal(const struct lat_ctx *lc, uint64_t want)
 {
@@ -94,6 +47,46 @@ static int wait_signal(const struct lat_ctx *lc, uint64_t want)
 		}
 	}
 	return 0;
+}
+
+/* Operation k, waited for, as device code that needs the result before it
+ * goes on does it.  put_signal_lat waits on the target's signal word (what
+ * the peer sees), then for its own completion. */
+static int run_op(const struct lat_ctx *lc, uint64_t k)
+{
+	struct perf_conn *c = lc->c;
+	struct gdak_dev_qp *q = c->dqp;
+	size_t off = (size_t)(k % lc->slots) * lc->size;
+	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->lbuf + off), (uint32_t)lc->size,
+				   gdak_mr_lkey(c->lmr)};
+	uint64_t raddr = (uint64_t)(uintptr_t)(c->rbuf + off), ticket = 0, old;
+	uint32_t rkey = gdak_mr_rkey(c->rmr);
+	struct gdak_dev_cqe err;
+	int rc;
+
+	switch (lc->o->test->id) {
+	case PERF_WRITE_LAT:
+		rc = gdak_dev_put(q, &sge, raddr, rkey, GDAK_DEV_WQE_SIGNAL, &ticket);
+		break;
+	case PERF_READ_LAT:
+		rc = gdak_dev_get(q, &sge, raddr, rkey, GDAK_DEV_WQE_SIGNAL, &ticket);
+		break;
+	case PERF_ATOMIC_LAT:
+		return gdak_dev_fetch_add_timeout(q, (uint64_t)(uintptr_t)c->rbuf, rkey, 1,
+						  (uint64_t *)(void *)(c->lbuf + (k % lc->slots) * 8),
+						  gdak_mr_lkey(c->lmr), &old, STALL_NS, &err);
+	case PERF_PUT_SIGNAL_LAT:
+		rc = gdak_dev_put_signal(q, &sge, raddr, rkey, (uint64_t)(uintptr_t)lc->signal, rkey,
+					 1, GDAK_DEV_WQE_SIGNAL, &ticket);
+		if (!rc)
+			rc = wait_signal(lc, k + 1);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (rc)
+		return rc;
+	return gdak_dev_wait_timeout(q, ticket, STALL_NS, &err);
 }
 
 static void prepare(const struct lat_ctx *lc)
@@ -157,28 +150,22 @@ int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, u
 	struct lat_ctx lc = {.o = o, .c = &env->conn[0], .size = size,
 			     .slots = perf_region_slots(size)};
 	struct gdak_dev_qp *q = lc.c->dqp;
-	struct gdak_dev_cqe err;
 	uint64_t k;
 	int ret = 0;
 
 	lc.signal = (uint64_t *)(void *)(lc.c->rbuf + lc.slots * size);
+	/* put+signal's fetched value lands in the QP's scratch word: after the
+	 * local data slots, never on a source */
+	if (!q->scratch_addr) {
+		q->scratch_addr = (uint64_t)(uintptr_t)(lc.c->lbuf + lc.slots * size + 8);
+		q->scratch_lkey = gdak_mr_lkey(lc.c->lmr);
+	}
 	prepare(&lc);
 	for (k = 0; k < iters; k++) {
 		uint64_t t0 = perf_now_ns();
 
-		ret = post_op(&lc, k);
-		if (ret)
-			break;
-		if (o->test->id == PERF_PUT_SIGNAL_LAT) {
-			ret = wait_signal(&lc, k + 1);
-			lat_ns[k] = (double)(perf_now_ns() - t0);
-			/* reap the CQE outside the timed part */
-			if (!ret)
-				ret = gdak_dev_sq_wait_timeout(q, q->sq_resv, STALL_NS, &err);
-		} else {
-			ret = gdak_dev_sq_wait_timeout(q, q->sq_resv, STALL_NS, &err);
-			lat_ns[k] = (double)(perf_now_ns() - t0);
-		}
+		ret = run_op(&lc, k);
+		lat_ns[k] = (double)(perf_now_ns() - t0);
 		if (ret)
 			break;
 	}
