@@ -91,7 +91,10 @@ GDAK_DEV void gdak_dev_rq_unlock(struct gdak_dev_qp *qp)
 GDAK_DEV int gdak_dev_recv_post(struct gdak_dev_qp *qp, const struct gdak_dev_sge *sge,
 				uint32_t nsge)
 {
-	int rc = gdak_dev_rq_lock(qp, GDAK_DEV_FOREVER);
+	int rc;
+	if (gdak_dev_unlikely(!qp->rq_buf))
+		return -EINVAL;
+	rc = gdak_dev_rq_lock(qp, GDAK_DEV_FOREVER);
 	if (rc)
 		return rc;
 	if (qp->rq_pi - gdak_dev_load_acquire_u64(&qp->rq_done) >= qp->rq_wqe_cnt) {
