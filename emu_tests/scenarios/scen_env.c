@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gdak_test.h"
@@ -100,6 +101,12 @@ int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb)
 	if (gdak_dev_sq_free_bbs(q) < nbb)
 		return -1;
 	return (int64_t)gdak_dev_sq_reserve(q, nbb);
+}
+
+int scen_batch_ok(const struct gdak_dev_qp *q)
+{
+	const char *env = getenv("GDAK_SCEN_BF_BATCH");
+	return q->handler != GDAK_DEV_DB_BF || (env && *env == '1');
 }
 
 int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, uint64_t end,

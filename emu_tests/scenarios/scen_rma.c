@@ -34,7 +34,7 @@ static void *write_dev(void *arg)
 	struct gdak_dev_qp *q = p->dq[0];
 	struct gdak_dev_sge sge = {addr_of(p->buf[0]), 2048, gdak_mr_lkey(p->mr[0])};
 	uint32_t rkey = gdak_mr_rkey(p->mr[1]), nbb = gdak_dev_wqe_bbs_sge(1, 1);
-	int64_t idx, first = -1;
+	int64_t idx;
 
 	/* one signalled write */
 	idx = scen_reserve(q, nbb);
@@ -53,10 +53,10 @@ static void *write_dev(void *arg)
 		idx = scen_reserve(q, nbb);
 		if (idx < 0)
 			return NULL;
-		if (first < 0)
-			first = idx;
 		gdak_dev_wqe_write(q, (uint64_t)idx, k == 3 ? FLAG_SIG : 0,
 				   addr_of(p->buf[1]) + BATCH_OFF(k), rkey, &s, 1);
+		if (k < 3 && !scen_batch_ok(q))
+			gdak_dev_sq_submit(q, (uint64_t)idx, (uint64_t)idx + nbb);
 	}
 	j->rc_batch = scen_submit_wait(p, q, (uint64_t)idx, (uint64_t)idx + nbb, &j->err);
 	return NULL;
@@ -275,6 +275,8 @@ static void *sig_dev(void *arg)
 	if (w < 0 || a < 0)
 		return NULL;
 	gdak_dev_wqe_write(q, (uint64_t)w, 0, addr_of(p->buf[1]), gdak_mr_rkey(p->mr[1]), &sge, 1);
+	if (!scen_batch_ok(q))
+		gdak_dev_sq_submit(q, (uint64_t)w, (uint64_t)w + wbb);
 	/* the atomic runs after the write's data is placed: an RC responder
 	 * executes requests in order (IBA 9.5), so a signal of 1 vouches for
 	 * the data */

@@ -78,6 +78,13 @@ int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb);
  * completed; 0, or the negative code with the error CQE in *err. */
 int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, uint64_t end,
 		     struct gdak_dev_cqe *err);
+/*
+ * 1 when several WQEs may share one doorbell.  Under the BF handler the
+ * device API rings batches with an 8-byte doorbell, which ConnectX accepts
+ * but the NIC model's bf_mismatch check rejects today; until it accepts
+ * them, BF runs ring once per WQE unless $GDAK_SCEN_BF_BATCH=1.
+ */
+int scen_batch_ok(const struct gdak_dev_qp *q);
 /* Device side: post one receive WQE (one SGE) and ring the receive record. */
 void scen_rq_post(struct gdak_dev_qp *q, uint64_t addr, uint32_t len, uint32_t lkey);
 /* Device side: wait for one receive completion; 1, -EIO, or -ETIMEDOUT. */
