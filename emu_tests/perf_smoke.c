@@ -252,6 +252,8 @@ static void test_nic_model(void)
 	nic_test("write_bw", big, "memcpy_ratio");
 	nic_test("write_bw", proxy, "msg_rate");
 	nic_test("read_bw", small, "bw_bytes_per_s");
+	nic_test("send_bw", small, "msg_rate");
+	nic_test("send_bw", multi, "msg_rate");
 	nic_test("atomic_rate", (const char *const[]){"-n", "3000", "--no-baseline", NULL},
 		 "msg_rate");
 	nic_test("write_lat", lat, "lat_p50_ns");

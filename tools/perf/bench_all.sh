@@ -47,6 +47,7 @@ run idle_1024 -s 8 -n 300000 -r 7 --nic-threads 1 --idle-qps 1022 write_bw
 # the other tests, 8 B
 run read_bw_8B -s 8 -n 300000 -r 5 --nic-threads 1 read_bw
 run atomic_rate -n 300000 -r 5 --nic-threads 1 atomic_rate
+run send_bw_8B -s 8 -n 300000 -r 5 --nic-threads 1 send_bw
 run read_lat_8B -s 8 -n 20000 -r 3 --nic-threads 1 --poll spin read_lat
 run atomic_lat -n 20000 -r 3 --nic-threads 1 --poll spin atomic_lat
 # every size, for the plot

@@ -183,7 +183,7 @@ struct perf_conn {
 	uint8_t *lbuf, *rbuf;		/* local (source/landing) and target regions */
 	struct gdak_mr *lmr, *rmr;
 	size_t region;			/* bytes in each region */
-	uint64_t recv_posted;		/* send_bw: receive WQEs the target posted */
+	_Atomic uint64_t recv_posted;	/* send_bw: receive WQEs the target posted (credits) */
 };
 
 struct perf_env {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <gdak/dev/dev.h>
+#include <gdak/dev/recv.h>
 
 #include "perf.h"
 
@@ -29,6 +30,8 @@ struct rate_ctx {
 	size_t size, slots;
 	uint64_t iters;		/* per connection */
 	_Atomic int go;
+	_Atomic int stop;	/* a thread failed: the others give up */
+	int recv_ret;		/* send_bw: the receiving thread's result */
 };
 
 struct rate_thread {
@@ -78,6 +81,16 @@ static int post_batch(const struct rate_ctx *rc, struct perf_conn *c, uint64_t *
 
 	if (n > o->wqes_per_db)
 		n = o->wqes_per_db;
+	if (o->test->id == PERF_SEND_BW) {
+		/* a SEND needs a receive WQE at the target: post only against
+		 * the receives it announced (credits), never into RNR */
+		uint64_t credits = atomic_load_explicit(&c->recv_posted, memory_order_acquire) - *k;
+
+		if (credits < n)
+			n = credits;
+		if (!n)
+			return 0;
+	}
 	if (gdak_dev_sq_free_bbs(q) < n) {
 		int r = gdak_dev_sq_drain(q);
 
@@ -119,6 +132,11 @@ static void *rate_thread_fn(void *arg)
 	perf_backoff_reset(&bo);
 	do {
 		int progressed = 0;
+
+		if (atomic_load_explicit(&rc->stop, memory_order_relaxed)) {
+			t->ret = -ECANCELED;
+			goto out;
+		}
 
 		left = 0;
 		for (i = t->first; i < rc->env->nconn; i += step) {
@@ -165,7 +183,118 @@ static void *rate_thread_fn(void *arg)
 		}
 	}
 out:
+	if (t->ret)
+		atomic_store_explicit(&rc->stop, 1, memory_order_relaxed);
 	free(k);
+	return NULL;
+}
+
+/* ---- send_bw: the target side ------------------------------------------------ */
+
+static int post_recv(const struct rate_ctx *rc, struct perf_conn *c)
+{
+	uint64_t j = atomic_load_explicit(&c->recv_posted, memory_order_relaxed);
+	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->rbuf + (j % rc->slots) * rc->size),
+				   (uint32_t)rc->size, gdak_mr_lkey(c->rmr)};
+	int r = gdak_dev_recv_post(c->dpeer, &sge, 1);
+
+	if (!r)
+		atomic_store_explicit(&c->recv_posted, j + 1, memory_order_release);
+	return r;
+}
+
+/* Before the clock: fill every target's receive queue. */
+static int prepost_recvs(struct rate_ctx *rc)
+{
+	unsigned i;
+
+	for (i = 0; i < rc->env->nconn; i++) {
+		struct perf_conn *c = &rc->env->conn[i];
+
+		atomic_store(&c->recv_posted, 0);
+		while (atomic_load(&c->recv_posted) < rc->iters &&
+		       atomic_load(&c->recv_posted) < c->dpeer->rq_wqe_cnt) {
+			int r = post_recv(rc, c);
+
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* One thread plays every target: reap each receive completion, check it,
+ * post the next receive (a credit for the sender). */
+static void *recv_thread_fn(void *arg)
+{
+	struct rate_ctx *rc = arg;
+	unsigned n = rc->env->nconn, i, left = n;
+	uint64_t *got = calloc(n, sizeof(*got)), stall_since = 0;
+	struct perf_backoff bo = {0};
+	int ret = 0;
+
+	if (!got) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (left) {
+		int any = 0;
+
+		if (atomic_load_explicit(&rc->stop, memory_order_relaxed)) {
+			ret = -ECANCELED;
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			struct perf_conn *c = &rc->env->conn[i];
+			struct gdak_dev_cqe cqe;
+			int r;
+
+			if (got[i] == rc->iters)
+				continue;
+			r = gdak_dev_recv_poll(c->dpeer, &cqe);
+			if (!r)
+				continue;
+			if (r < 0 || cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt != rc->size) {
+				fprintf(stderr, "gdak-perf: send_bw: receive %llu on QP 0x%x: %s, %u "
+					"bytes (want RESP_SEND, %zu)\n", (unsigned long long)got[i],
+					c->dpeer->qpn, gdak_mlx5_cqe_opcode_name(cqe.opcode),
+					cqe.byte_cnt, rc->size);
+				ret = -EIO;
+				goto out;
+			}
+			any = 1;
+			if (++got[i] == rc->iters)
+				left--;
+			if (atomic_load_explicit(&c->recv_posted, memory_order_relaxed) < rc->iters) {
+				ret = post_recv(rc, c);
+				if (ret)
+					goto out;
+			}
+		}
+		if (any) {
+			perf_backoff_reset(&bo);
+			stall_since = 0;
+		} else {
+			if ((bo.n & 255) == 255) {
+				uint64_t now = perf_now_ns();
+
+				if (!stall_since) {
+					stall_since = now;
+				} else if (now - stall_since > STALL_NS) {
+					fprintf(stderr, "gdak-perf: send_bw: no receive completion for "
+						"10 s\n");
+					ret = -ETIMEDOUT;
+					goto out;
+				}
+			}
+			perf_backoff(&bo);
+		}
+	}
+out:
+	if (ret)
+		atomic_store_explicit(&rc->stop, 1, memory_order_relaxed);
+	rc->recv_ret = ret;
+	free(got);
 	return NULL;
 }
 
@@ -214,8 +343,6 @@ static int verify(const struct rate_ctx *rc, struct perf_conn *c, unsigned ci)
 		}
 		return 0;
 	}
-	if (rc->o->test->id == PERF_SEND_BW)
-		return 0; /* checked by perf_emu_recv_verify (receive side) */
 	if (memcmp(dst, src, n)) {
 		size_t i = 0;
 
@@ -237,19 +364,28 @@ int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, 
 	};
 	struct rate_thread *th;
 	unsigned i, started = 0;
+	pthread_t rtid;
+	int recv_started = 0;
 	uint64_t t0, t1;
 	int ret = 0;
 
-	if (o->test->id == PERF_SEND_BW) {
-		fprintf(stderr, "gdak-perf: send_bw needs the receive side of the device API, "
-				"not in this build yet\n");
-		return -ENOTSUP;
-	}
 	for (i = 0; i < env->nconn; i++)
 		prepare(&rc, &env->conn[i]);
+	if (o->test->id == PERF_SEND_BW) {
+		ret = prepost_recvs(&rc);
+		if (ret)
+			return ret;
+	}
 	th = calloc(o->threads, sizeof(*th));
 	if (!th)
 		return -ENOMEM;
+	if (o->test->id == PERF_SEND_BW) {
+		if (pthread_create(&rtid, NULL, recv_thread_fn, &rc)) {
+			free(th);
+			return -EAGAIN;
+		}
+		recv_started = 1;
+	}
 	for (i = 0; i < o->threads; i++) {
 		th[i].rc = &rc;
 		th[i].first = i;
@@ -268,12 +404,23 @@ int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, 
 		rate_thread_fn(&th[o->threads - 1]);
 	for (i = 0; i < started; i++)
 		pthread_join(th[i].tid, NULL);
+	if (recv_started) {
+		/* the receiver runs until every message arrived (or stop) */
+		if (ret)
+			atomic_store(&rc.stop, 1);
+		pthread_join(rtid, NULL);
+	}
 	t1 = perf_now_ns();
+	/* the first real failure; -ECANCELED only says another thread failed */
 	for (i = 0; i < o->threads && !ret; i++)
-		if (th[i].ret) {
+		if (th[i].ret && th[i].ret != -ECANCELED) {
 			ret = th[i].ret;
 			perf_report_qp_error(o->test->name, th[i].failed, ret);
 		}
+	if (!ret && rc.recv_ret)
+		ret = rc.recv_ret;
+	for (i = 0; i < o->threads && !ret; i++)
+		ret = th[i].ret;
 	free(th);
 	if (ret)
 		return ret;
