@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * demo_device.c - the demo's device code, built for host threads: thread A
- * (the initiator) and thread B (the target) use nothing but the device API
- * on the exported descriptors, exactly as a CUDA kernel would.
+ * (the initiator) and thread B (the target) use nothing but the high-level
+ * device API (gdak/dev/rma.h, gdak/dev/recv.h) on the exported
+ * descriptors, exactly as a CUDA kernel would.
  *
  * Every operation completes before the next starts, and every result is
  * checked: the bytes a put left at the target, the bytes a get brought
@@ -16,6 +17,8 @@
 #include <string.h>
 
 #include <gdak/dev/dev.h>
+#include <gdak/dev/recv.h>
+#include <gdak/dev/rma.h>
 
 #include "demo.h"
 
@@ -39,20 +42,31 @@ static void account(struct demo_op_result *r, uint64_t ns)
 	r->iters++;
 }
 
-/* Wait for every WQE posted on q; on failure say why in r. */
-static int wait_all(const struct demo_args *a, struct gdak_dev_qp *q, struct demo_op_result *r)
+/* Say in r why a posting call or a wait failed. */
+static int failed(const struct demo_args *a, struct demo_op_result *r, int rc,
+		  const struct gdak_dev_cqe *err)
 {
-	struct gdak_dev_cqe err = {0};
-	int rc = gdak_dev_sq_wait_timeout(q, q->sq_resv, a->timeout_ns, &err);
-
 	if (rc == -ETIMEDOUT)
 		snprintf(r->why, sizeof(r->why), "no completion within %llu ms (iteration %u)",
 			 (unsigned long long)(a->timeout_ns / 1000000), r->iters);
-	else if (rc)
+	else if (err && err->opcode)
 		snprintf(r->why, sizeof(r->why), "error CQE: %s, syndrome 0x%02x (%s), WQE %llu",
-			 gdak_mlx5_cqe_opcode_name(err.opcode), err.syndrome,
-			 gdak_mlx5_syndrome_name(err.syndrome), (unsigned long long)err.wqe_index);
-	return rc;
+			 gdak_mlx5_cqe_opcode_name(err->opcode), err->syndrome,
+			 gdak_mlx5_syndrome_name(err->syndrome),
+			 (unsigned long long)err->wqe_index);
+	else
+		snprintf(r->why, sizeof(r->why), "iteration %u: device API error %d", r->iters, rc);
+	return rc ? rc : -EIO;
+}
+
+/* Posted with a ticket: wait for it (bounded). */
+static int wait_ticket(struct demo_args *a, struct demo_op_result *r, int rc, uint64_t ticket)
+{
+	struct gdak_dev_cqe err = {0};
+
+	if (!rc)
+		rc = gdak_dev_wait_timeout(a->a, ticket, a->timeout_ns, &err);
+	return rc ? failed(a, r, rc, &err) : 0;
 }
 
 static int op_put(struct demo_args *a)
@@ -63,16 +77,15 @@ static int op_put(struct demo_args *a)
 	uint32_t i, j;
 
 	for (i = 0; i < a->iters; i++) {
-		uint64_t t0, idx;
+		uint64_t t0, ticket = 0;
+		int rc;
 
 		for (j = 0; j < DEMO_PUT_LEN; j++)
 			a->abuf[DEMO_PUT_OFF + j] = pattern(i, j);
 		t0 = gdak_dev_now_ns();
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_write(a->a, idx, GDAK_DEV_WQE_SIGNAL,
-				   (uint64_t)(uintptr_t)(a->bbuf + DEMO_PUT_OFF), a->brkey, &sge, 1);
-		gdak_dev_sq_submit(a->a, idx, a->a->sq_resv);
-		if (wait_all(a, a->a, r))
+		rc = gdak_dev_put(a->a, &sge, (uint64_t)(uintptr_t)(a->bbuf + DEMO_PUT_OFF), a->brkey,
+				  GDAK_DEV_WQE_SIGNAL, &ticket);
+		if (wait_ticket(a, r, rc, ticket))
 			return -EIO;
 		account(r, gdak_dev_now_ns() - t0);
 		if (memcmp(a->bbuf + DEMO_PUT_OFF, a->abuf + DEMO_PUT_OFF, DEMO_PUT_LEN)) {
@@ -94,18 +107,17 @@ static int op_get(struct demo_args *a)
 	uint32_t i, j;
 
 	for (i = 0; i < a->iters; i++) {
-		uint64_t t0, idx;
+		uint64_t t0, ticket = 0;
+		int rc;
 
 		/* the target's bytes change every iteration; ours are cleared */
 		for (j = 0; j < DEMO_GET_LEN; j++)
 			a->bbuf[DEMO_GET_OFF + j] = pattern(i + 7, j);
 		memset(a->abuf + DEMO_GET_OFF, 0, DEMO_GET_LEN);
 		t0 = gdak_dev_now_ns();
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_read(a->a, idx, GDAK_DEV_WQE_SIGNAL,
-				  (uint64_t)(uintptr_t)(a->bbuf + DEMO_GET_OFF), a->brkey, &sge, 1);
-		gdak_dev_sq_submit(a->a, idx, a->a->sq_resv);
-		if (wait_all(a, a->a, r))
+		rc = gdak_dev_get(a->a, &sge, (uint64_t)(uintptr_t)(a->bbuf + DEMO_GET_OFF), a->brkey,
+				  GDAK_DEV_WQE_SIGNAL, &ticket);
+		if (wait_ticket(a, r, rc, ticket))
 			return -EIO;
 		account(r, gdak_dev_now_ns() - t0);
 		if (memcmp(a->bbuf + DEMO_GET_OFF, a->abuf + DEMO_GET_OFF, DEMO_GET_LEN)) {
@@ -127,17 +139,15 @@ static int op_fadd(struct demo_args *a)
 	uint32_t i;
 
 	for (i = 0; i < a->iters; i++) {
-		uint64_t t0 = gdak_dev_now_ns(), idx, got;
+		uint64_t t0 = gdak_dev_now_ns(), got = 0;
+		struct gdak_dev_cqe err = {0};
+		int rc;
 
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_fetch_add(a->a, idx, GDAK_DEV_WQE_SIGNAL,
-				       (uint64_t)(uintptr_t)counter, a->brkey, 1,
-				       (uint64_t)(uintptr_t)fetched, a->alkey);
-		gdak_dev_sq_submit(a->a, idx, a->a->sq_resv);
-		if (wait_all(a, a->a, r))
-			return -EIO;
+		rc = gdak_dev_fetch_add_timeout(a->a, (uint64_t)(uintptr_t)counter, a->brkey, 1, fetched,
+						a->alkey, &got, a->timeout_ns, &err);
+		if (rc)
+			return failed(a, r, rc, &err);
 		account(r, gdak_dev_now_ns() - t0);
-		got = gdak_be64toh(*fetched);	/* the NIC returns it big-endian, as ConnectX */
 		if (got != DEMO_FADD_START + i) {
 			snprintf(r->why, sizeof(r->why), "iteration %u: fetched %llu, want %llu", i,
 				 (unsigned long long)got, (unsigned long long)(DEMO_FADD_START + i));
@@ -181,22 +191,18 @@ static int op_put_signal(struct demo_args *a, struct demo_sync *s)
 	uint32_t i, j;
 
 	for (i = 0; i < a->iters; i++) {
-		uint64_t t0, idx;
+		uint64_t t0, ticket = 0;
+		int rc;
 
 		for (j = 0; j < DEMO_SIG_DATA_LEN; j++)
 			a->abuf[DEMO_SIG_DATA_OFF + j] = pattern(i + 13, j);
 		t0 = gdak_dev_now_ns();
-		/* the data, then +1 on the target's signal word: RC executes
-		 * them in order, so B seeing the signal sees the data */
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_write(a->a, idx, 0, (uint64_t)(uintptr_t)(a->bbuf + DEMO_SIG_DATA_OFF),
-				   a->brkey, &sge, 1);
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_fetch_add(a->a, idx, GDAK_DEV_WQE_SIGNAL,
-				       (uint64_t)(uintptr_t)(a->bbuf + DEMO_SIG_OFF), a->brkey, 1,
-				       (uint64_t)(uintptr_t)(a->abuf + DEMO_SIG_OFF), a->alkey);
-		gdak_dev_sq_submit(a->a, idx, a->a->sq_resv);
-		if (wait_all(a, a->a, r))
+		/* the data, then +1 on the target's signal word, one doorbell:
+		 * RC executes them in order, so B seeing the signal sees the data */
+		rc = gdak_dev_put_signal(a->a, &sge, (uint64_t)(uintptr_t)(a->bbuf + DEMO_SIG_DATA_OFF),
+					 a->brkey, (uint64_t)(uintptr_t)(a->bbuf + DEMO_SIG_OFF),
+					 a->brkey, 1, GDAK_DEV_WQE_SIGNAL, &ticket);
+		if (wait_ticket(a, r, rc, ticket))
 			return -EIO;
 		account(r, gdak_dev_now_ns() - t0);
 		/* B checks the data behind signal i+1 before we overwrite it */
@@ -221,7 +227,8 @@ static int op_send(struct demo_args *a, struct demo_sync *s)
 	uint32_t i, j;
 
 	for (i = 0; i < a->iters; i++) {
-		uint64_t t0, idx;
+		uint64_t t0, ticket = 0;
+		int rc;
 
 		if (wait_u32(a, &s->recv_posted, i + 1, &s->failed)) {
 			snprintf(r->why, sizeof(r->why), "target posted no receive for message %u", i);
@@ -230,10 +237,8 @@ static int op_send(struct demo_args *a, struct demo_sync *s)
 		for (j = 0; j < DEMO_SEND_LEN; j++)
 			a->abuf[DEMO_SEND_OFF + j] = pattern(i + 29, j);
 		t0 = gdak_dev_now_ns();
-		idx = gdak_dev_sq_reserve(a->a, 1);
-		gdak_dev_wqe_send(a->a, idx, GDAK_DEV_WQE_SIGNAL, &sge, 1);
-		gdak_dev_sq_submit(a->a, idx, a->a->sq_resv);
-		if (wait_all(a, a->a, r))
+		rc = gdak_dev_send(a->a, &sge, GDAK_DEV_WQE_SIGNAL, &ticket);
+		if (wait_ticket(a, r, rc, ticket))
 			return -EIO;
 		account(r, gdak_dev_now_ns() - t0);
 	}
@@ -242,37 +247,27 @@ static int op_send(struct demo_args *a, struct demo_sync *s)
 
 /* ---- target side (B) ------------------------------------------------------ */
 
-/* Post one receive WQE: one data segment per WQE (rq_max_sge 1), then the
- * receive doorbell record dbrec[MLX5_RCV_DBR] = be32(rq_pi & 0xffff)
- * (PRM "Receive WQE", "Doorbell record"). */
-static void post_recv(struct gdak_dev_qp *q, uint64_t addr, uint32_t len, uint32_t lkey)
+static int post_recv(struct demo_args *a, uint8_t *buf)
 {
-	uint8_t *w = (uint8_t *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1))
-					     << q->rq_log_stride);
+	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)buf, DEMO_SEND_LEN, a->blkey};
 
-	gdak_mlx5_data_encode((struct mlx5_wqe_data_seg *)(void *)w, addr, len, lkey);
-	q->rq_pi++;
-	gdak_dev_barrier_wqe_to_dbrec();
-	gdak_dev_store_release_u32(&q->dbrec[MLX5_RCV_DBR], gdak_htobe32((uint32_t)q->rq_pi & 0xffff));
+	return gdak_dev_recv_post(a->b, &sge, 1);
 }
 
-static int recv_one(struct demo_args *a, struct gdak_dev_cqe *c, _Atomic int *abort)
+/* One receive completion, bounded, in slices so a failed initiator stops us. */
+static int recv_wait(struct demo_args *a, struct gdak_dev_cqe *c, _Atomic int *abort)
 {
-	struct gdak_dev_qp *q = a->b;
-	uint64_t deadline = gdak_dev_deadline(a->timeout_ns);
-	uint32_t spins = 0;
+	uint64_t waited = 0, slice = 10000000;
 	int rc;
 
-	while (!(rc = gdak_dev_cq_poll_one(&q->rcq, q->rq_done, c))) {
+	while ((rc = gdak_dev_recv_wait_timeout(a->b, c, slice)) == -ETIMEDOUT) {
+		waited += slice;
 		if (atomic_load_explicit(abort, memory_order_relaxed))
 			return -ECANCELED;
-		if (gdak_dev_expired(deadline, spins))
+		if (waited >= a->timeout_ns)
 			return -ETIMEDOUT;
-		gdak_dev_backoff(&spins);
 	}
-	gdak_dev_cq_update_dbrec(&q->rcq);
-	q->rq_done++;
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 static void *target_main(void *arg)
@@ -280,24 +275,24 @@ static void *target_main(void *arg)
 	struct demo_sync *s = arg;
 	struct demo_args *a = s->a;
 	struct demo_op_result *rs = &a->res[DEMO_PUT_SIGNAL], *rr = &a->res[DEMO_SENDRECV];
-	const volatile uint64_t *sig = (const uint64_t *)(void *)(a->bbuf + DEMO_SIG_OFF);
+	const uint64_t *sig = (const uint64_t *)(void *)(a->bbuf + DEMO_SIG_OFF);
 	uint32_t i, j, depth = a->b->rq_wqe_cnt, slots = (DEMO_BUF_LEN - DEMO_SEND_OFF) / DEMO_SEND_LEN;
 
 	if (slots > depth)
 		slots = depth;
 	/* 1. put+signal: wait for each signal, then check the data behind it */
 	for (i = 0; i < a->iters; i++) {
-		uint64_t deadline = gdak_dev_deadline(a->timeout_ns);
-		uint32_t spins = 0;
+		/* bounded in slices so a failed initiator stops us early */
+		uint64_t waited = 0, slice = 10000000;
 
-		while (__atomic_load_n(sig, __ATOMIC_ACQUIRE) < i + 1u) {
+		while (gdak_dev_signal_wait_timeout(sig, GDAK_DEV_CMP_GE, i + 1u, slice, NULL)) {
+			waited += slice;
 			if (atomic_load_explicit(&s->failed, memory_order_relaxed))
 				return NULL;
-			if (gdak_dev_expired(deadline, spins)) {
+			if (waited >= a->timeout_ns) {
 				snprintf(rs->why, sizeof(rs->why), "target: signal %u never came", i + 1);
 				goto fail;
 			}
-			gdak_dev_backoff(&spins);
 		}
 		for (j = 0; j < DEMO_SIG_DATA_LEN; j++)
 			if (a->bbuf[DEMO_SIG_DATA_OFF + j] != pattern(i + 13, j)) {
@@ -309,13 +304,15 @@ static void *target_main(void *arg)
 	}
 	/* 2. send/recv: keep `slots` receives posted, check each message */
 	for (i = 0; i < slots && i < a->iters; i++)
-		post_recv(a->b, (uint64_t)(uintptr_t)(a->bbuf + DEMO_SEND_OFF + i * DEMO_SEND_LEN),
-			  DEMO_SEND_LEN, a->blkey);
+		if (post_recv(a, a->bbuf + DEMO_SEND_OFF + i * DEMO_SEND_LEN)) {
+			snprintf(rr->why, sizeof(rr->why), "target: cannot post receive %u", i);
+			goto fail;
+		}
 	atomic_store_explicit(&s->recv_posted, i, memory_order_release);
 	for (i = 0; i < a->iters; i++) {
 		struct gdak_dev_cqe c = {0};
 		const uint8_t *m = a->bbuf + DEMO_SEND_OFF + (i % slots) * DEMO_SEND_LEN;
-		int rc = recv_one(a, &c, &s->failed);
+		int rc = recv_wait(a, &c, &s->failed);
 
 		if (rc) {
 			snprintf(rr->why, sizeof(rr->why), "target: receive %u: %s", i,
@@ -335,7 +332,10 @@ static void *target_main(void *arg)
 				goto fail;
 			}
 		if (i + slots < a->iters) {
-			post_recv(a->b, (uint64_t)(uintptr_t)m, DEMO_SEND_LEN, a->blkey);
+			if (post_recv(a, (uint8_t *)m)) {
+				snprintf(rr->why, sizeof(rr->why), "target: cannot repost receive");
+				goto fail;
+			}
 			atomic_fetch_add_explicit(&s->recv_posted, 1, memory_order_release);
 		}
 	}

@@ -93,6 +93,12 @@ static int setup(struct demo_setup *st, const char *device, struct demo_args *a)
 	a->arkey = gdak_mr_rkey(st->amr);
 	a->blkey = gdak_mr_lkey(st->bmr);
 	a->brkey = gdak_mr_rkey(st->bmr);
+	/* put+signal discards the signal word's old value into the QP's
+	 * scratch word: give it 8 registered bytes of A nobody else uses */
+	if (!a->a->scratch_addr) {
+		a->a->scratch_addr = (uint64_t)(uintptr_t)((uint8_t *)st->abuf + DEMO_SIG_OFF);
+		a->a->scratch_lkey = a->alkey;
+	}
 	return 0;
 }
 
