@@ -13,4 +13,9 @@ if(GDAK_HAVE_CUDA)
   gdak_add_test(NAME gdak.dev.nvcc_compile SOURCES dev_nvcc_compile.cu LABELS unit)
   target_compile_options(gdak_dev_nvcc_compile PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+  # The same calls from CUDA kernels (thread, warp, block scopes) against a
+  # loopback fake NIC thread; exits 77 without a GPU.
+  gdak_add_test(NAME gdak.dev.cuda SOURCES dev_cuda.cu LABELS cuda TIMEOUT 300)
+  target_compile_options(gdak_dev_cuda PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
 endif()
