@@ -6,6 +6,7 @@ add_library(gdak_scenarios STATIC
   scenarios/scen_atomic.c
   scenarios/scen_env.c
   scenarios/scen_errors.c
+  scenarios/scen_hl.c
   scenarios/scen_rma.c
   scenarios/scen_run.c
   scenarios/scen_twosided.c)

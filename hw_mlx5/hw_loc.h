@@ -156,6 +156,7 @@ struct hw_qp {
 	int dqp_cuda;		/* allocated with cuMemHostAlloc */
 	uint8_t *slot_bbs;	/* lives right after dqp in the same allocation */
 	uint64_t *proxy_pi;	/* same allocation */
+	struct ibv_mr *scratch_mr; /* put+signal's discarded fetch (same allocation) */
 
 	uint32_t psn;
 	uint32_t mtu;		/* bytes, path MTU after connect */

@@ -17,10 +17,12 @@
 #include "hw_loc.h"
 #include "gdak_log.h"
 
-/* proxy_pi gets a cache line of its own: the device writes it, the proxy
- * thread polls it. */
+/* proxy_pi gets a cache line of its own (the device writes it, the proxy
+ * thread polls it), and so does the scratch word the HCA writes the
+ * discarded fetch of put+signal into. */
 #define DQP_PI_OFF 320u
-#define DQP_SLOTS_OFF 384u
+#define DQP_SCRATCH_OFF 384u
+#define DQP_SLOTS_OFF 448u
 
 static const char *const handler_names[] = {"DB", "BF", "CPU_PROXY"};
 
@@ -48,6 +50,14 @@ static int dqp_alloc(struct hw_qp *hq, uint32_t slots)
 	hq->dqp = p;
 	hq->proxy_pi = (uint64_t *)((char *)p + DQP_PI_OFF);
 	hq->slot_bbs = (uint8_t *)p + DQP_SLOTS_OFF;
+	/* registered memory the HCA may write (LOCAL_WRITE) */
+	hq->scratch_mr = ibv_reg_mr(hq->ctx->pd, (char *)p + DQP_SCRATCH_OFF, 8,
+				    IBV_ACCESS_LOCAL_WRITE);
+	if (!hq->scratch_mr) {
+		GDAK_ERR("ctx", hq->ctx->base.id, "registering the QP's scratch word: %s",
+			 strerror(errno));
+		return errno ? -errno : -ENOMEM;
+	}
 	return 0;
 }
 
@@ -55,6 +65,8 @@ static void dqp_free(struct hw_qp *hq)
 {
 	if (!hq->dqp)
 		return;
+	if (hq->scratch_mr)
+		ibv_dereg_mr(hq->scratch_mr);
 	if (hq->dqp_cuda)
 		hw_cuda_host_free(hq->dqp);
 	else
@@ -107,6 +119,8 @@ int hw_qp_publish(struct hw_qp *hq, const struct gdak_dev_qp *tmpl)
 		d->rcq.version = GDAK_DEV_ABI_VERSION;
 	d->proxy_pi = hq->proxy_pi;
 	d->sq_slot_bbs = hq->slot_bbs;
+	d->scratch_addr = (uint64_t)(uintptr_t)hq->scratch_mr->addr;
+	d->scratch_lkey = hq->scratch_mr->lkey;
 	if (d->handler == GDAK_DEV_DB_CPU_PROXY) {
 		ret = hw_proxy_add(hq->ctx, hq);
 		if (ret)

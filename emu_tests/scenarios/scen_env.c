@@ -15,6 +15,12 @@
 
 int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth)
 {
+	return scen_pair_open_ex(cfg, p, rq_depth, GDAK_DEV_EXCLUSIVE, 64);
+}
+
+int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
+		      enum gdak_dev_sharing sharing, uint32_t sq_depth)
+{
 	struct gdak_qp_attr a;
 	struct gdak_qp_info info[2];
 	int ret;
@@ -27,12 +33,12 @@ int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_
 		return ret;
 	}
 	memset(&a, 0, sizeof(a));
-	a.sq_depth = 64;
-	a.cq_depth = 64;
+	a.sq_depth = sq_depth;
+	a.cq_depth = sq_depth;
 	a.rq_depth = rq_depth;
 	a.rq_max_sge = 1;
 	a.handler = cfg->handler;
-	a.sharing = GDAK_DEV_EXCLUSIVE;
+	a.sharing = sharing;
 	a.mtu = 1024;
 	a.nic_thread = -1;
 	a.flags = cfg->qp_flags;
@@ -116,42 +122,19 @@ int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, 
 	return gdak_dev_sq_wait_timeout(q, end, p->cfg->timeout_ns, err);
 }
 
-/*
- * Receive WQE of a QP without SRQ: rq_log_stride bytes of data segments
- * (PRM "Receive WQE"); the unused ones end the list with the invalid lkey
- * (MLX5_INVALID_LKEY, byte count 0).  The receive doorbell record
- * dbrec[MLX5_RCV_DBR] holds the 16-bit count of WQEs posted.
- */
+/* The device API's receive side (gdak/dev/recv.h), with the scenarios'
+ * hang guard. */
 void scen_rq_post(struct gdak_dev_qp *q, uint64_t addr, uint32_t len, uint32_t lkey)
 {
-	uint32_t nseg = (1u << q->rq_log_stride) / 16;
-	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)
-		((char *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1)) << q->rq_log_stride));
+	struct gdak_dev_sge sge = {addr, len, lkey};
 
-	gdak_mlx5_data_encode(&seg[0], addr, len, lkey);
-	for (uint32_t i = 1; i < nseg; i++)
-		gdak_mlx5_data_encode(&seg[i], 0, 0, MLX5_INVALID_LKEY);
-	q->rq_pi++;
-	gdak_dev_barrier_wqe_to_dbrec();
-	gdak_dev_store_release_u32(&q->dbrec[MLX5_RCV_DBR],
-				   gdak_htobe32((uint32_t)(q->rq_pi & 0xffff)));
+	if (gdak_dev_recv_post(q, &sge, 1))
+		CHECK(!"gdak_dev_recv_post");
 }
 
 int scen_rq_poll(struct scen_pair *p, struct gdak_dev_qp *q, struct gdak_dev_cqe *c)
 {
-	uint64_t deadline = gdak_dev_deadline(p->cfg->timeout_ns);
-	uint32_t spins = 0;
+	int rc = gdak_dev_recv_wait_timeout(q, c, p->cfg->timeout_ns);
 
-	for (;;) {
-		int r = gdak_dev_cq_poll_one(&q->rcq, q->rq_done, c);
-		if (r) {
-			gdak_dev_cq_update_dbrec(&q->rcq);
-			if (r > 0)
-				q->rq_done++;
-			return r;
-		}
-		if (gdak_dev_expired(deadline, spins))
-			return -ETIMEDOUT;
-		gdak_dev_backoff(&spins);
-	}
+	return rc ? rc : 1;
 }

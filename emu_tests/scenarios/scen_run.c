@@ -17,6 +17,10 @@ static const struct gdak_scenario table[] = {
 	{"compare_swap", scen_compare_swap, 0},
 	{"put_signal", scen_put_signal, 1},
 	{"bad_rkey", scen_bad_rkey, 0},
+	{"hl_put_get", scen_hl_put_get, 0},
+	{"hl_put_signal", scen_hl_put_signal, 1},
+	{"hl_atomics", scen_hl_atomics, 0},
+	{"hl_shared", scen_hl_shared, 1},
 };
 
 const struct gdak_scenario *gdak_scenarios(size_t *n)

@@ -67,6 +67,9 @@ struct scen_pair {
 
 /* rq_depth: receive WQEs on each QP (0 = none).  0 or a negative errno. */
 int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth);
+/* The same with a sharing mode and SQ depth of one's choice. */
+int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
+		      enum gdak_dev_sharing sharing, uint32_t sq_depth);
 void scen_pair_close(struct scen_pair *p);
 
 /* Run fn(arg) on a fresh host thread (the "device") and wait for it. */
@@ -85,7 +88,7 @@ int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, 
  * them, BF runs ring once per WQE unless $GDAK_SCEN_BF_BATCH=1.
  */
 int scen_batch_ok(const struct gdak_dev_qp *q);
-/* Device side: post one receive WQE (one SGE) and ring the receive record. */
+/* Device side: post one receive WQE (one SGE) through gdak_dev_recv_post. */
 void scen_rq_post(struct gdak_dev_qp *q, uint64_t addr, uint32_t len, uint32_t lkey);
 /* Device side: wait for one receive completion; 1, -EIO, or -ETIMEDOUT. */
 int scen_rq_poll(struct scen_pair *p, struct gdak_dev_qp *q, struct gdak_dev_cqe *c);
@@ -100,5 +103,10 @@ int scen_fetch_add(const struct gdak_scen_cfg *cfg);
 int scen_compare_swap(const struct gdak_scen_cfg *cfg);
 int scen_send_recv(const struct gdak_scen_cfg *cfg);
 int scen_bad_rkey(const struct gdak_scen_cfg *cfg);
+/* The high-level device API (gdak/dev/rma.h) (scen_hl.c). */
+int scen_hl_put_get(const struct gdak_scen_cfg *cfg);
+int scen_hl_put_signal(const struct gdak_scen_cfg *cfg);
+int scen_hl_atomics(const struct gdak_scen_cfg *cfg);
+int scen_hl_shared(const struct gdak_scen_cfg *cfg);
 
 #endif /* GDAK_SCENARIOS_H */
