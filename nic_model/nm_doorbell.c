@@ -45,6 +45,8 @@ void nm_db_reset(struct nm_qp *qp)
 	qp->rec_last = 0;
 	qp->rung_any = false;
 	qp->bf_bad = UINT64_MAX;
+	qp->bf_wait = UINT64_MAX;
+	qp->bf_since_ns = 0;
 	qp->db_odd_since_ns = 0;
 	qp->db_odd_reported = false;
 }
@@ -83,23 +85,51 @@ static int producer_ok(struct nm_qp *qp, uint64_t p, enum nm_db_event ev)
 	return 0;
 }
 
-/* BlueFlame: the register holds the whole WQE; it must equal the ring copy. */
-static void bf_check(struct nm_qp *qp, uint64_t idx)
+/*
+ * BlueFlame: a doorbell that covers exactly one single-WQEBB WQE carries the
+ * whole WQE; it must equal the ring copy.  The device writes those 64 bytes
+ * as several stores (write-combined on hardware), so the NIC may look in the
+ * middle of them: a difference only counts once the register has stayed the
+ * same for NM_DB_SETTLE_NS.  Until then the WQE waits (normally for
+ * nanoseconds).  Returns 0 to go on, 1 to wait, -1 for a real mismatch.
+ */
+#define NM_DB_SETTLE_NS 200000000ull
+
+int nm_db_bf_verify(struct nm_qp *qp)
 {
-	const uint8_t *reg = qp->uar + GDAK_MLX5_DB_OFFSET;
+	uint64_t idx = qp->bf_wait, now;
 	const uint8_t *ring = qp->sq + (idx & qp->sq_mask) * 64;
 	uint8_t copy[64];
 
-	memcpy(copy, reg, 64);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (!memcmp(copy, ring, 64))
-		return;
-	/* the device may have been writing the next BlueFlame meanwhile */
-	if (reg_load(qp) != qp->db_reg_last)
-		return;
-	nm_violation(qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-		     "BlueFlame copy of WQE %u differs from the ring copy", (unsigned)(uint16_t)idx);
-	qp->bf_bad = idx;
+	if (reg_load(qp) != qp->db_reg_last) {
+		qp->bf_wait = UINT64_MAX; /* a newer doorbell replaced it: cannot tell */
+		return 0;
+	}
+	memcpy(copy, qp->uar + GDAK_MLX5_DB_OFFSET, 64);
+	if (!memcmp(copy, ring, 64)) {
+		qp->bf_wait = UINT64_MAX;
+		qp->bf_since_ns = 0;
+		return 0;
+	}
+	now = nm_now_ns();
+	if (!qp->bf_since_ns || memcmp(copy, qp->bf_seen, 64)) {
+		qp->bf_since_ns = now; /* still being written */
+		memcpy(qp->bf_seen, copy, 64);
+		return 1;
+	}
+	if (now - qp->bf_since_ns < NM_DB_SETTLE_NS)
+		return 1;
+	qp->bf_wait = UINT64_MAX;
+	qp->bf_since_ns = 0;
+	for (int i = 0; i < 64; i++) {
+		if (copy[i] != ring[i]) {
+			nm_violation(qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+				     "BlueFlame copy of WQE %u differs from the ring copy at byte %d "
+				     "(0x%02x vs 0x%02x)", (unsigned)(uint16_t)idx, i, copy[i], ring[i]);
+			break;
+		}
+	}
+	return -1;
 }
 
 int nm_db_poll(struct nm_qp *qp)
@@ -133,6 +163,8 @@ int nm_db_poll(struct nm_qp *qp)
 		uint16_t end16 = (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds ? ds : 1));
 		uint64_t idx = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
 
+		uint64_t prev_end = qp->rung_pi;
+
 		qp->db_reg_last = reg;
 		qp->rung_pi = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
 		qp->rung_any = true;
@@ -141,9 +173,13 @@ int nm_db_poll(struct nm_qp *qp)
 		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, (uint8_t)qp->base.attr.handler, rec,
 			 qp->uar + GDAK_MLX5_DB_OFFSET,
 			 qp->base.attr.handler == GDAK_DEV_DB_BF ? 64u : 8u);
-		if (qp->base.attr.handler == GDAK_DEV_DB_BF && nm_strict() && idx >= qp->ci &&
-		    idx - qp->ci < qp->sq_cnt)
-			bf_check(qp, idx);
+		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
+		 * batches ring with the 8-byte form and leave stale bytes behind */
+		if (qp->base.attr.handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&
+		    idx == prev_end && idx >= qp->ci && idx - qp->ci < qp->sq_cnt) {
+			qp->bf_wait = idx;
+			qp->bf_since_ns = 0;
+		}
 	}
 	if (rec != qp->rec_last) {
 		qp->rec_last = rec;
@@ -177,8 +213,6 @@ int nm_db_poll(struct nm_qp *qp)
  * has not changed for NM_DB_SETTLE_NS.  Returns 1 to keep the QP active
  * until then.
  */
-#define NM_DB_SETTLE_NS 200000000ull
-
 int nm_db_idle_check(struct nm_qp *qp)
 {
 	uint64_t rec_pi, now;

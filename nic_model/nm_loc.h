@@ -206,6 +206,9 @@ struct nm_qp {
 	uint16_t rec_last;	/* record value seen last */
 	bool rung_any;
 	uint64_t bf_bad;	/* WQE whose BlueFlame copy differed (UINT64_MAX: none) */
+	uint64_t bf_wait;	/* WQE whose BlueFlame copy is still to be verified */
+	uint64_t bf_since_ns;
+	uint8_t bf_seen[64];
 	uint64_t db_odd_since_ns; /* record and ring disagree since (0: they agree) */
 	uint64_t db_odd_reg;
 	uint16_t db_odd_rec;
@@ -353,6 +356,8 @@ uint64_t nm_now_ns(void);
 /* Producer index to work to (checks the record, register and proxy word);
  * returns 1 when new work was announced. */
 int nm_db_poll(struct nm_qp *qp);
+/* BlueFlame copy of the WQE at qp->bf_wait: 0 go on, 1 wait, -1 mismatch. */
+int nm_db_bf_verify(struct nm_qp *qp);
 /* Cheap test for an idle QP: anything changed since last look? */
 int nm_db_peek(const struct nm_qp *qp);
 /* Called when a QP has been idle a while: record without ring etc.

@@ -394,6 +394,13 @@ int nm_req_progress(struct nm_qp *qp)
 		for (int n = 0; n < NM_PASS_CAP && qp->ci != qp->pi && !qp->stopped &&
 				qp->if_tail - qp->if_head < NM_MAX_INFLIGHT;
 		     n++) {
+			if (__builtin_expect(qp->bf_wait == qp->ci, 0)) {
+				int v = nm_db_bf_verify(qp);
+				if (v > 0)
+					break;
+				if (v < 0)
+					qp->bf_bad = qp->ci;
+			}
 			if (!execute_one(qp))
 				break;
 			work++;
