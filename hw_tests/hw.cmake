@@ -5,3 +5,8 @@
 gdak_add_test(NAME gdak.hw.scenarios SOURCES hw_scenarios.c
               LIBS gdak_scenarios LABELS hw TIMEOUT 300
               ENV GDAK_HW_NO_GPU_MAP=1)
+
+# The backend's CUDA plumbing on a real GPU (no ConnectX needed); exits 77
+# without one.  It calls hw_mlx5's internal functions.
+gdak_add_test(NAME gdak.hw.cuda SOURCES hw_cuda_test.c LABELS cuda TIMEOUT 120)
+target_include_directories(gdak_hw_cuda PRIVATE ${PROJECT_SOURCE_DIR}/hw_mlx5)
