@@ -123,6 +123,10 @@ int gdak_nic_set_faults(const char *spec)
 	return nm_fault_parse(spec ? spec : "");
 }
 
+#ifdef NM_HAVE_TRACE
+static void trace_atexit(void);
+#endif
+
 int gdak_nic_set_trace(const char *path)
 {
 #ifdef NM_HAVE_TRACE
@@ -138,6 +142,13 @@ int gdak_nic_set_trace(const char *path)
 	}
 	pthread_mutex_lock(&api_lock);
 	old = atomic_exchange(&nm_cfg.trace, t);
+	{
+		static int registered;
+		if (t && !registered) {
+			registered = 1;
+			atexit(trace_atexit);
+		}
+	}
 	pthread_mutex_unlock(&api_lock);
 	if (old) {
 		/* NIC threads may be writing through their buffers of old */
@@ -151,6 +162,32 @@ int gdak_nic_set_trace(const char *path)
 	return -ENOTSUP;
 #endif
 }
+
+/* Engine stopped: its threads are gone, so their buffers can be flushed
+ * from here.  The trace stays open for a later session of the process and
+ * is closed at exit (or by gdak_nic_set_trace(NULL)). */
+void nm_trace_engine_stopped(void)
+{
+#ifdef NM_HAVE_TRACE
+	struct gdak_trace *t = atomic_load(&nm_cfg.trace);
+	if (t)
+		gdak_trace_flush(t);
+#endif
+}
+
+#ifdef NM_HAVE_TRACE
+static void trace_atexit(void)
+{
+	/* with NIC threads still running (a context never closed) only flush */
+	if (nm_engine_nthreads()) {
+		struct gdak_trace *t = atomic_load(&nm_cfg.trace);
+		if (t)
+			gdak_trace_flush(t);
+		return;
+	}
+	gdak_nic_set_trace(NULL);
+}
+#endif
 
 static void add(struct gdak_nic_stats *d, const struct gdak_nic_stats *s)
 {

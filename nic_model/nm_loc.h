@@ -270,6 +270,9 @@ struct nm_config {
 extern struct nm_config nm_cfg;
 static inline int nm_strict(void) { return atomic_load_explicit(&nm_cfg.strict, memory_order_relaxed); }
 void nm_config_init_env(void);
+/* The last emu context closed: the NIC threads are gone; close the trace
+ * (a trace covers one session of the engine). */
+void nm_trace_engine_stopped(void);
 /* process-wide counters of objects already gone (their stats survive) */
 void nm_stats_retire(const struct gdak_nic_stats *st);
 

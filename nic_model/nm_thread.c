@@ -69,7 +69,7 @@ struct nm_thread {
 	bool sleeping;
 	_Atomic int kicked;
 	_Atomic uint64_t qseq;	/* quiescent points passed */
-	struct gdak_trace *tr_of_buf;
+	uint64_t tr_gen;	/* generation of the trace tbuf belongs to */
 	struct gdak_trace_buf *tbuf;
 };
 
@@ -298,9 +298,16 @@ struct gdak_trace_buf *nm_thread_tbuf_cur(void)
 		return NULL;
 	struct gdak_trace *tr = atomic_load_explicit(&nm_cfg.trace, memory_order_acquire);
 
-	if (tr != t->tr_of_buf) {
-		t->tbuf = tr ? gdak_trace_thread_buf(tr, t->id) : NULL;
-		t->tr_of_buf = tr;
+	uint64_t gen;
+
+	if (!tr)
+		return NULL;
+	/* a trace closed and another opened may reuse the address: the
+	 * generation never repeats */
+	gen = gdak_trace_generation(tr);
+	if (gen != t->tr_gen) {
+		t->tbuf = gdak_trace_thread_buf(tr, t->id);
+		t->tr_gen = gen;
 	}
 	return t->tbuf;
 #else
@@ -494,6 +501,7 @@ void nm_engine_put(void)
 		free(eng.thr);
 		eng.thr = NULL;
 		eng.n = 0;
+		nm_trace_engine_stopped();
 	}
 	pthread_mutex_unlock(&eng.lock);
 }
