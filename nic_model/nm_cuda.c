@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_cuda.c - the NIC model's memory engine when a GPU is usable.
+ *
+ * Loaded, not linked: nm_cuda_dma_probe() dlopen()s libcuda.so.1, initialises
+ * the driver and retains the primary context of one device ($GDAK_CUDA_DEVICE,
+ * default 0) - the context the CUDA runtime of the application uses too, so
+ * memory either side allocates is valid in the other.  Without libcuda, a
+ * device or a working driver the probe returns NULL and nm_dma_host.c serves
+ * (GDAK_CUDA_DMA=0 forces that, e.g. for a process that forks).
+ *
+ * What changes with a GPU:
+ *   HOST_MAPPED  cuMemHostAlloc(PORTABLE | DEVICEMAP): pinned host memory
+ *                mapped into the GPU at the same address (unified addressing),
+ *                so the rings, doorbell records, the "UAR" page and the
+ *                exported descriptor are reachable from kernels through the
+ *                host pointers the descriptor holds; the NIC threads access
+ *                it as ordinary memory.
+ *   GPU          cuMemAlloc.  The NIC threads cannot load or store it: every
+ *                copy touching it is a cuMemcpyAsync on the calling NIC
+ *                thread's own stream followed by a stream synchronize.  The
+ *                streams are NON_BLOCKING: a copy must never wait for the
+ *                application's kernels (they spin on CQEs this copy
+ *                precedes), which a copy on the legacy default stream would.
+ *   kind_of      cuPointerGetAttribute(MEMORY_TYPE): memory the application
+ *                got from cudaMalloc is recognised as GPU memory when it
+ *                registers it.
+ *
+ * Atomics on GPU memory are a read-modify-write of the 8-byte word through
+ * two copies under a lock (striped by address).  They are atomic with
+ * respect to every other atomic the NIC model executes, on any NIC thread -
+ * what IBA requires of an HCA (o10-42: atomicity among the HCA's own
+ * atomics) - but NOT with respect to the GPU's own atomic instructions on
+ * the same word, nor to RDMA writes landing on it: the same contract as a
+ * real NIC without PCIe AtomicOps.  Device code must not mix them on one word.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nm_cuda.h"
+#include "nm_dma.h"
+#include "nm_loc.h"
+
+static struct nm_cu_api cu;
+static nm_cu_ctx cu_ctx;
+static int cu_ordinal;
+
+/* ---- per-thread state: current context and the thread's own stream ----- */
+
+static __thread int tls_ctx_set;
+static __thread nm_cu_stream tls_stream;
+static pthread_key_t stream_key;
+
+static void stream_dtor(void *s)
+{
+	/* a thread that used the engine goes away: its stream too */
+	if (s && cu.StreamDestroy)
+		cu.StreamDestroy((nm_cu_stream)s);
+}
+
+static const char *cu_err(nm_cu_result r)
+{
+	const char *s = NULL;
+
+	if (cu.GetErrorString && !cu.GetErrorString(r, &s) && s)
+		return s;
+	return "unknown CUDA error";
+}
+
+static int cu_errno(nm_cu_result r)
+{
+	switch (r) {
+	case 1:	/* CUDA_ERROR_INVALID_VALUE */
+		return -EINVAL;
+	case 2:	/* CUDA_ERROR_OUT_OF_MEMORY */
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+static int thread_ctx(void)
+{
+	nm_cu_result r;
+
+	if (__builtin_expect(tls_ctx_set, 1))
+		return 0;
+	r = cu.CtxSetCurrent(cu_ctx);
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuCtxSetCurrent: %s", cu_err(r));
+		return cu_errno(r);
+	}
+	tls_ctx_set = 1;
+	return 0;
+}
+
+static int thread_stream(nm_cu_stream *out)
+{
+	nm_cu_result r;
+	int ret;
+
+	if (__builtin_expect(tls_stream != NULL, 1)) {
+		*out = tls_stream;
+		return 0;
+	}
+	ret = thread_ctx();
+	if (ret)
+		return ret;
+	r = cu.StreamCreate(&tls_stream, NM_CU_STREAM_NON_BLOCKING);
+	if (r) {
+		tls_stream = NULL;
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuStreamCreate: %s", cu_err(r));
+		return cu_errno(r);
+	}
+	pthread_setspecific(stream_key, tls_stream);
+	*out = tls_stream;
+	return 0;
+}
+
+/* ---- the engine ---------------------------------------------------------- */
+
+static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
+{
+	nm_cu_result r;
+	nm_cu_ptr d = 0;
+	void *h = NULL;
+	int ret;
+
+	if (kind == GDAK_MEM_HOST)
+		return nm_dma_host_ops.alloc(len, kind, addr);
+	ret = thread_ctx();
+	if (ret)
+		return ret;
+	if (len == 0)
+		len = 1;
+	if (kind == GDAK_MEM_GPU) {
+		r = cu.MemAlloc(&d, len);
+		if (r) {
+			GDAK_ERR("cuda", cu_ordinal, "cuMemAlloc(%zu): %s", len, cu_err(r));
+			return cu_errno(r);
+		}
+		*addr = (void *)(uintptr_t)d;
+		return 0;
+	}
+	r = cu.MemHostAlloc(&h, len, NM_CU_MEMHOSTALLOC_PORTABLE | NM_CU_MEMHOSTALLOC_DEVICEMAP);
+	if (r) {
+		GDAK_ERR("cuda", cu_ordinal, "cuMemHostAlloc(%zu, PORTABLE|DEVICEMAP): %s", len,
+			 cu_err(r));
+		return cu_errno(r);
+	}
+	/* The exported descriptors hold host pointers that kernels dereference:
+	 * that needs the mapping at the same address (unified addressing, every
+	 * 64-bit platform CUDA supports).  Refuse anything else loudly. */
+	r = cu.MemHostGetDevicePointer(&d, h, 0);
+	if (r || d != (nm_cu_ptr)(uintptr_t)h) {
+		GDAK_ERR("cuda", cu_ordinal, "mapped host memory %p is at device address 0x%llx "
+			 "(%s): gdak needs unified addressing", h, d, r ? cu_err(r) : "differs");
+		cu.MemFreeHost(h);
+		return -ENOTSUP;
+	}
+	*addr = h;
+	return 0;
+}
+
+static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
+{
+	nm_cu_result r = 0;
+
+	if (kind == GDAK_MEM_HOST) {
+		nm_dma_host_ops.free(addr, len, kind);
+		return;
+	}
+	if (!addr || thread_ctx())
+		return;
+	if (kind == GDAK_MEM_GPU)
+		r = cu.MemFree((nm_cu_ptr)(uintptr_t)addr);
+	else
+		r = cu.MemFreeHost(addr);
+	if (r)
+		GDAK_WARN("cuda", cu_ordinal, "freeing %p: %s", addr, cu_err(r));
+}
+
+/* One copy on this thread's stream, waited for.  The DMA engine's contract
+ * is synchronous: the completer writes the CQE right after, and a kernel
+ * that sees the CQE must see the data. */
+static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
+		     size_t len)
+{
+	nm_cu_stream s;
+	nm_cu_result r;
+	int ret;
+
+	if (dk != GDAK_MEM_GPU && sk != GDAK_MEM_GPU) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	if (len == 0)
+		return 0;
+	ret = thread_stream(&s);
+	if (ret)
+		return ret;
+	r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, s);
+	if (!r)
+		r = cu.StreamSynchronize(s);
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "copy %p <- %p (%zu bytes): %s", dst, src, len,
+			    cu_err(r));
+		return cu_errno(r);
+	}
+	return 0;
+}
+
+#define NM_CUDA_ATOMIC_LOCKS 64
+static pthread_mutex_t atomic_lock[NM_CUDA_ATOMIC_LOCKS];
+
+/* See the file comment: atomic among the NIC model's atomics only. */
+static int cuda_atomic64(void *addr, enum gdak_mem_kind kind, enum nm_atomic_op op, uint64_t a,
+			 uint64_t b, uint64_t am, uint64_t bm, uint64_t *old)
+{
+	pthread_mutex_t *lk = &atomic_lock[((uintptr_t)addr >> 3) % NM_CUDA_ATOMIC_LOCKS];
+	uint64_t word, before;
+	int ret;
+
+	if (kind != GDAK_MEM_GPU)
+		return nm_dma_host_ops.atomic64(addr, kind, op, a, b, am, bm, old);
+	pthread_mutex_lock(lk);
+	ret = cuda_copy(&word, GDAK_MEM_HOST, addr, GDAK_MEM_GPU, 8);
+	if (!ret) {
+		before = word;
+		ret = nm_dma_host_ops.atomic64(&word, GDAK_MEM_HOST, op, a, b, am, bm, old);
+		if (!ret && word != before)
+			ret = cuda_copy(addr, GDAK_MEM_GPU, &word, GDAK_MEM_HOST, 8);
+	}
+	pthread_mutex_unlock(lk);
+	return ret;
+}
+
+static enum gdak_mem_kind cuda_kind_of(const void *addr)
+{
+	unsigned type = 0;
+
+	if (thread_ctx())
+		return GDAK_MEM_HOST;
+	/* ordinary host memory is not CUDA's: the call fails, and it is HOST */
+	if (cu.PointerGetAttribute(&type, NM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				   (nm_cu_ptr)(uintptr_t)addr))
+		return GDAK_MEM_HOST;
+	/* managed memory reports DEVICE or UNIFIED: copies through the driver
+	 * are right for it too.  Pinned host memory is host memory for the NIC. */
+	if (type == NM_CU_MEMORYTYPE_DEVICE || type == NM_CU_MEMORYTYPE_UNIFIED)
+		return GDAK_MEM_GPU;
+	return GDAK_MEM_HOST;
+}
+
+static const struct nm_dma_ops nm_cuda_ops = {
+	.name = "cuda",
+	.alloc = cuda_alloc,
+	.free = cuda_free,
+	.copy = cuda_copy,
+	.atomic64 = cuda_atomic64,
+	.kind_of = cuda_kind_of,
+};
+
+/* ---- probe ------------------------------------------------------------------- */
+
+#define SYM(field, name)                                                      \
+	do {                                                                  \
+		*(void **)(&cu.field) = dlsym(lib, name);                    \
+		if (!cu.field) {                                              \
+			GDAK_WARN("cuda", 0, "libcuda.so.1 lacks %s: GPU memory engine off", \
+				  name);                                      \
+			goto fail;                                            \
+		}                                                             \
+	} while (0)
+
+static int env_off(const char *v)
+{
+	return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"));
+}
+
+static const struct nm_dma_ops *probe_result;
+
+static void probe_once(void)
+{
+	const char *dev_env = getenv("GDAK_CUDA_DEVICE");
+	char name[128] = "";
+	nm_cu_device dev;
+	nm_cu_result r;
+	void *lib;
+	int n = 0;
+
+	if (env_off(getenv("GDAK_CUDA_DMA"))) {
+		GDAK_INFO("cuda", 0, "GDAK_CUDA_DMA=%s: host memory engine", getenv("GDAK_CUDA_DMA"));
+		return;
+	}
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		GDAK_DBG("cuda", 0, "no CUDA driver (%s): host memory engine", dlerror());
+		return;
+	}
+	SYM(Init, "cuInit");
+	SYM(DeviceGetCount, "cuDeviceGetCount");
+	SYM(DeviceGet, "cuDeviceGet");
+	SYM(DeviceGetName, "cuDeviceGetName");
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(MemAlloc, "cuMemAlloc_v2");
+	SYM(MemFree, "cuMemFree_v2");
+	SYM(MemHostAlloc, "cuMemHostAlloc");
+	SYM(MemFreeHost, "cuMemFreeHost");
+	SYM(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+	SYM(MemcpyAsync, "cuMemcpyAsync");
+	SYM(StreamCreate, "cuStreamCreate");
+	SYM(StreamSynchronize, "cuStreamSynchronize");
+	SYM(StreamDestroy, "cuStreamDestroy_v2");
+	SYM(PointerGetAttribute, "cuPointerGetAttribute");
+	SYM(GetErrorString, "cuGetErrorString");
+
+	r = cu.Init(0);
+	if (r) {
+		GDAK_INFO("cuda", 0, "cuInit: %s: host memory engine", cu_err(r));
+		goto fail;
+	}
+	r = cu.DeviceGetCount(&n);
+	if (r || n <= 0) {
+		GDAK_INFO("cuda", 0, "no CUDA device: host memory engine");
+		goto fail;
+	}
+	cu_ordinal = dev_env && *dev_env ? atoi(dev_env) : 0;
+	if (cu_ordinal < 0 || cu_ordinal >= n) {
+		GDAK_ERR("cuda", 0, "GDAK_CUDA_DEVICE=%s: only %d device(s); using device 0",
+			 dev_env, n);
+		cu_ordinal = 0;
+	}
+	r = cu.DeviceGet(&dev, cu_ordinal);
+	if (!r)
+		r = cu.DevicePrimaryCtxRetain(&cu_ctx, dev);
+	if (r) {
+		GDAK_WARN("cuda", cu_ordinal, "primary context: %s: host memory engine", cu_err(r));
+		goto fail;
+	}
+	cu.DeviceGetName(name, sizeof(name) - 1, dev);
+	for (int i = 0; i < NM_CUDA_ATOMIC_LOCKS; i++)
+		pthread_mutex_init(&atomic_lock[i], NULL);
+	pthread_key_create(&stream_key, stream_dtor);
+	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s)", cu_ordinal, name);
+	/* the library stays loaded for the life of the process */
+	probe_result = &nm_cuda_ops;
+	return;
+
+fail:
+	memset(&cu, 0, sizeof(cu));
+	dlclose(lib);
+}
+
+/* Once per process, whichever thread asks first (nm_dma_get may race). */
+const struct nm_dma_ops *nm_cuda_dma_probe(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, probe_once);
+	return probe_result;
+}
