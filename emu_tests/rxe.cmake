@@ -31,3 +31,8 @@ target_include_directories(gdak_rxe_verbs_map PRIVATE ${PROJECT_SOURCE_DIR}/nic_
 # Guest side: the scenario library over emu:verbs:rxe0.
 gdak_add_test(NAME gdak.rxe.verbs_scenarios SOURCES rxe_verbs_scenarios.c
               LIBS gdak_scenarios LABELS rxe TIMEOUT 300)
+
+# Guest side: wire interop, gdak's udp transport (netns gdakns) <-> kernel rxe1
+# (gdak-rxe-peer, plain verbs), traffic both ways, data verified.
+gdak_add_test(NAME gdak.rxe.interop SOURCES rxe_interop.c LABELS rxe TIMEOUT 180
+              ARGS $<TARGET_FILE:gdak-rxe-peer>)
