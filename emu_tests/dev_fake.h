@@ -40,7 +40,7 @@ __attribute__((unused)) static void fake_cq_init(struct gdak_dev_cq *cq, uint32_
 __attribute__((unused)) static struct dev_fake *fake_new(uint32_t log_sq, uint32_t log_cq, uint32_t handler,
 				 uint32_t sharing)
 {
-	struct dev_fake *f = (struct dev_fake *)aligned_alloc(64, sizeof(*f));
+	struct dev_fake *f = (struct dev_fake *)aligned_alloc(64, (sizeof(*f) + 63) & ~(size_t)63);
 	struct gdak_dev_qp *qp = &f->qp;
 	memset(f, 0, sizeof(*f));
 	qp->version = GDAK_DEV_ABI_VERSION;

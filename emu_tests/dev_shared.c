@@ -45,7 +45,7 @@ struct poster {
 	unsigned nops;
 	int rc;		/* first error */
 	unsigned done;	/* operations posted successfully */
-	uint8_t buf[64];
+	uint8_t buf[128]; /* inline payloads up to 121 bytes */
 };
 
 /* raddr encodes (thread, sequence); put+signal's FA carries thread in rkey

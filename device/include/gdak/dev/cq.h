@@ -144,7 +144,12 @@ GDAK_DEV int gdak_dev_cq_poll_one(struct gdak_dev_cq *cq, uint64_t wq_base,
 	uint64_t n = cq->cons_idx;
 	const uint8_t *cqe = (const uint8_t *)gdak_dev_cqe_ptr(cq, n);
 	struct gdak_mlx5_cqe_fields f;
+	/* GPU: relaxed poll, fence only on a hit; host: acquire (as cheap) */
+#if GDAK_DEV_ON_GPU
 	uint8_t op_own = gdak_dev_load_relaxed_u8(cqe + 63);
+#else
+	uint8_t op_own = gdak_dev_load_acquire_u8(cqe + 63);
+#endif
 
 	/* owner bit == wrap parity of n, opcode != INVALID (PRM "CQE ownership") */
 	if (!gdak_mlx5_cqe_is_sw_owned(op_own, n, cq->ncqe))

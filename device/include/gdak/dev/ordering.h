@@ -48,6 +48,28 @@
 #include <sched.h>
 #endif
 
+/*
+ * ThreadSanitizer does not model stand-alone fences (gcc warns, -Wtsan).
+ * Under it the host barriers below shrink to compiler barriers: every place
+ * gdak relies on them is also a release store or an acquire load, which is
+ * what TSan checks.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define GDAK_DEV_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GDAK_DEV_TSAN 1
+#endif
+#endif
+#ifndef GDAK_DEV_TSAN
+#define GDAK_DEV_TSAN 0
+#endif
+#if GDAK_DEV_TSAN
+#define GDAK_DEV_HOST_FENCE_(order) __atomic_signal_fence(order)
+#else
+#define GDAK_DEV_HOST_FENCE_(order) __atomic_thread_fence(order)
+#endif
+
 /* Error branches are cold on the hot path. */
 #define gdak_dev_likely(x) __builtin_expect(!!(x), 1)
 #define gdak_dev_unlikely(x) __builtin_expect(!!(x), 0)
@@ -65,7 +87,7 @@ GDAK_DEV void gdak_dev_barrier_wqe_to_dbrec(void)
 #if GDAK_DEV_ON_GPU
 	asm volatile("fence.acq_rel.sys;" ::: "memory");
 #else
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	GDAK_DEV_HOST_FENCE_(__ATOMIC_RELEASE);
 #endif
 }
 
@@ -80,7 +102,7 @@ GDAK_DEV void gdak_dev_barrier_dbrec_to_db(void)
 #if GDAK_DEV_ON_GPU
 	asm volatile("fence.sc.sys;" ::: "memory");
 #else
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	GDAK_DEV_HOST_FENCE_(__ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -96,7 +118,7 @@ GDAK_DEV void gdak_dev_barrier_cqe_after_owner(void)
 #if GDAK_DEV_ON_GPU
 	asm volatile("fence.acq_rel.sys;" ::: "memory");
 #else
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	GDAK_DEV_HOST_FENCE_(__ATOMIC_ACQUIRE);
 #endif
 }
 
@@ -172,8 +194,9 @@ GDAK_DEV_LDST_(64, uint64_t)
  * A store to the doorbell / BlueFlame register.  Under CUDA it is an MMIO
  * store (st.mmio: exactly one write reaches the device, never merged or
  * replayed) where the PTX ISA has it (8.2, CUDA 12.2), else a relaxed system
- * store; on the host a relaxed atomic store (the NIC model watches it with
- * loads; hardware UAR pages are written the same way by rdma-core).
+ * store; on the host an atomic release store (a plain 8-byte store on x86 and
+ * a store-release on arm64, as rdma-core writes UAR pages; release so that a
+ * NIC-model thread reading the register also sees what came before).
  */
 GDAK_DEV void gdak_dev_mmio_store_u64(uint64_t *reg, uint64_t v)
 {
@@ -185,7 +208,7 @@ GDAK_DEV void gdak_dev_mmio_store_u64(uint64_t *reg, uint64_t v)
 	asm volatile("st.relaxed.sys.b64 [%0], %1;" ::"l"(reg), "l"(v) : "memory");
 #endif
 #else
-	__atomic_store_n(reg, v, __ATOMIC_RELAXED);
+	__atomic_store_n(reg, v, __ATOMIC_RELEASE);
 #endif
 }
 
@@ -250,7 +273,7 @@ GDAK_DEV void gdak_dev_backoff(uint32_t *spins)
 #if defined(__x86_64__) || defined(__i386__)
 		_mm_pause();
 #elif defined(__aarch64__)
-		asm volatile("yield" ::: "memory");
+		__asm__ __volatile__("yield" ::: "memory");
 #endif
 	} else {
 		sched_yield();
