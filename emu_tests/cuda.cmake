@@ -1,0 +1,22 @@
+# CUDA end to end (label cuda): kernels drive the NIC model through the
+# device API.  Built wherever nvcc is (GDAK_HAVE_CUDA); each test exits 77
+# (skipped) when no GPU is usable, so CI machines without one build them and
+# report them as skipped.  tools/cuda/run-gpu.sh runs them on a GPU machine.
+if(GDAK_HAVE_CUDA)
+  function(gdak_cuda_test name src)
+    gdak_add_test(NAME gdak.cuda.${name} SOURCES ${src} LABELS cuda ${ARGN})
+    string(REPLACE "." "_" tgt "gdak.cuda.${name}")
+    target_compile_options(${tgt} PRIVATE
+      "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+    # tests that wait on the NIC spin on host memory; a GPU machine may run
+    # several at once (ctest -j), so give each one NIC thread of its own
+    set_tests_properties(gdak.cuda.${name} PROPERTIES RESOURCE_LOCK gdak_gpu)
+  endfunction()
+  gdak_cuda_test(ops cuda_ops.cu TIMEOUT 180)
+endif()
+# The CUDA benchmark (gdak-perf-cuda) lives in tools/cuda/; included here
+# until tools/ includes it itself.
+if(GDAK_HAVE_CUDA AND NOT TARGET gdak-perf-cuda
+   AND EXISTS ${PROJECT_SOURCE_DIR}/tools/cuda/cuda.cmake)
+  include(${PROJECT_SOURCE_DIR}/tools/cuda/cuda.cmake)
+endif()
