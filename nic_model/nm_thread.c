@@ -35,10 +35,10 @@
 #include "nm_loc.h"
 
 #define NM_IDLE_DEACT 512	/* empty passes before a QP leaves the active list */
-#define NM_SWEEP 32		/* inactive QPs looked at per pass */
-#define NM_SPIN_PASSES 256	/* adaptive: empty passes spent spinning */
-#define NM_YIELD_PASSES 512	/* ... then yielding */
-#define NM_NAP_STEPS 8		/* ... then nanosleep 2, 4, ... 256 us */
+#define NM_SWEEP 8		/* inactive QPs looked at per pass */
+#define NM_SPIN_NS 50000		/* adaptive: empty time spent spinning */
+#define NM_YIELD_NS 1000000	/* ... then yielding */
+#define NM_NAP_NS 5000000	/* ... then 50 us naps; after that 1 ms timer sleeps */
 #define NM_INNER_PASSES 64	/* passes per idle callback before libev polls again */
 
 struct nm_cmd {
@@ -66,6 +66,7 @@ struct nm_thread {
 	uint32_t nact;
 	uint32_t sweep;
 	uint32_t empty;		/* consecutive empty passes */
+	uint64_t empty_since;	/* when the current run of empty passes began */
 	bool sleeping;
 	_Atomic int kicked;
 	_Atomic uint64_t qseq;	/* quiescent points passed */
@@ -192,26 +193,35 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	int spin = atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) == GDAK_NIC_POLL_SPIN;
 
 	for (int k = 0; k < NM_INNER_PASSES && !ev_async_pending(&t->async); k++) {
+		uint64_t idle;
+
 		if (pass(t)) {
 			t->empty = 0;
 			continue;
 		}
-		t->empty++;
-		if (spin || t->empty < NM_SPIN_PASSES) {
+		if (spin) {
 			cpu_relax();
 			continue;
 		}
-		if (t->empty < NM_YIELD_PASSES) {
+		/* back-off by time idle, read every 16 empty passes */
+		if (t->empty++ == 0)
+			t->empty_since = nm_now_ns();
+		if (t->empty % 16) {
+			cpu_relax();
+			continue;
+		}
+		idle = nm_now_ns() - t->empty_since;
+		if (idle < NM_SPIN_NS) {
+			cpu_relax();
+		} else if (idle < NM_YIELD_NS) {
 			sched_yield();
-			continue;
-		}
-		if (t->empty < NM_YIELD_PASSES + NM_NAP_STEPS * 4) {
-			struct timespec ts = {0, 2000L << ((t->empty - NM_YIELD_PASSES) / 4)};
+		} else if (idle < NM_NAP_NS) {
+			struct timespec ts = {0, 50000};
 			nanosleep(&ts, NULL);
-			continue;
+		} else {
+			go_sleep(t);
+			return;
 		}
-		go_sleep(t);
-		return;
 	}
 }
 
