@@ -10,3 +10,8 @@ if(TARGET gdak-demo)
                 ARGS $<TARGET_FILE:gdak-demo> LABELS emu TIMEOUT 120)
   add_dependencies(gdak_tools_demo gdak-demo)
 endif()
+if(TARGET gdak-perf)
+  gdak_add_test(NAME gdak.tools.perf_net SOURCES perf_net.c
+                ARGS $<TARGET_FILE:gdak-perf> LABELS net TIMEOUT 180)
+  add_dependencies(gdak_tools_perf_net gdak-perf)
+endif()

@@ -180,9 +180,12 @@ uint64_t perf_default_iters(const struct perf_opts *o, size_t size);
 struct perf_conn {
 	struct gdak_qp *qp, *peer;	/* peer: NULL when the target is remote */
 	struct gdak_dev_qp *dqp, *dpeer;
-	uint8_t *lbuf, *rbuf;		/* local (source/landing) and target regions */
+	uint8_t *lbuf, *rbuf;		/* local (source/landing) and target regions;
+					 * rbuf NULL when the target is another process */
 	struct gdak_mr *lmr, *rmr;
 	size_t region;			/* bytes in each region */
+	uint64_t raddr;			/* the target region as WQEs address it */
+	uint32_t rkey;
 	_Atomic uint64_t recv_posted;	/* send_bw: receive WQEs the target posted (credits) */
 };
 
@@ -193,10 +196,17 @@ struct perf_env {
 	struct gdak_qp **idle;		/* --idle-qps, connected in pairs */
 	unsigned nidle;
 	unsigned qps_open;		/* every QP this run has open */
+	struct gdak_bootstrap *bs;	/* server/client mode (emu:udp between processes) */
+	size_t peer_region;		/* client: bytes of each target region at the server */
+	int server;			/* this process is the server */
 };
 
 int perf_env_open(const struct perf_opts *o, struct perf_env **env);
 void perf_env_close(struct perf_env *env);
+/* Attributes of a measured requester QP and of its target QP. */
+void perf_qp_attrs(const struct perf_opts *o, struct gdak_qp_attr *req, struct gdak_qp_attr *tgt);
+/* Largest target region (+64) any size of this run needs. */
+size_t perf_max_region(const struct perf_opts *o);
 /* Make every connection's regions hold at least `region` bytes. */
 int perf_env_regions(struct perf_env *env, size_t region);
 /* Say why a QP stopped (its error state, syndrome, rule) on stderr. */
@@ -204,6 +214,25 @@ void perf_report_qp_error(const char *test, struct perf_conn *c, int rc);
 /* The perf_test_fn for o->test: dispatches to perf_emu_rate.c / perf_emu_lat.c. */
 int perf_emu_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
 		  struct perf_result *round, double *lat_ns);
+
+/* Seed of the data pattern a test of this size moves (both processes of a
+ * server/client run derive the same bytes from it). */
+#define PERF_SEED(size) ((uint64_t)(size) + 7)
+
+/* ---- perf_net.c: server/client mode over the TCP bootstrap ----------------- */
+/* Both sides: connect to / wait for the peer, agree on the test, create this
+ * side's QPs, exchange and connect them. */
+int perf_net_setup(struct perf_env *env, const struct perf_opts *o);
+/* Client: have the server prepare its target regions for a round. */
+int perf_net_round(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters);
+/* Client, after a round: check what the server holds (and the local result
+ * of reads and atomics) against what the round must have left there. */
+int perf_net_verify(struct perf_env *env, const struct perf_opts *o, struct perf_conn *c,
+		    unsigned ci, size_t size, uint64_t iters, size_t slots);
+/* Server: answer the client's rounds until it says it is done. */
+int perf_net_serve(struct perf_env *env, const struct perf_opts *o);
+/* Client: tell the server the run is over; both: close the bootstrap. */
+void perf_net_close(struct perf_env *env, int client);
 
 /* ---- perf_emu_rate.c: write_bw, read_bw, atomic_rate, send_bw ------------ */
 int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,

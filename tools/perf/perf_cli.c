@@ -69,8 +69,10 @@ void perf_usage(FILE *f)
 	      "      --nic-threads N      NIC model threads (default: the model's)\n"
 	      "      --poll MODE          NIC polling: spin, adaptive (lat tests: spin)\n"
 	      "  -d, --device DEV         emu, emu:udp, emu:verbs:DEV, mlx5_0 ($GDAK_DEVICE, emu)\n"
-	      "      --server             emu:udp: wait for a client on --port\n"
-	      "  -p, --port N             emu:udp bootstrap TCP port (18515)\n"
+	      "      --server             hold the target QPs and memory for a client that runs\n"
+	      "                           the same TEST with SERVER_ADDR (e.g. -d emu:udp)\n"
+	      "  -p, --port N             bootstrap TCP port (18515; --server -p 0: any free one,\n"
+	      "                           printed on stderr)\n"
 	      "      --cuda               a CUDA kernel posts (needs a GPU)\n"
 	      "      --ctas N             --cuda: CTAs, one thread and one QP each (1)\n"
 	      "      --no-baseline        skip the baselines\n"
@@ -86,6 +88,7 @@ void perf_usage(FILE *f)
 	      "  gdak-perf -a write_bw\n"
 	      "  gdak-perf -s 8 -n 1000000 --wqes-per-db 16 write_bw\n"
 	      "  gdak-perf -s 8 --poll spin write_lat\n"
+	      "  gdak-perf -d emu:udp --server write_bw   and   gdak-perf -d emu:udp write_bw HOST\n"
 	      "  gdak-perf --json -a write_bw > bw.json && tools/plot_bench.py bw.json bw.png\n",
 	      f);
 }
@@ -221,6 +224,8 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 		return usage_err("%s", "-q must be at least -t: every posting thread needs a QP");
 	if (o->server && o->peer_addr)
 		return usage_err("%s", "--server and SERVER_ADDR exclude each other");
+	if (!o->port && !o->server)
+		return usage_err("%s", "-p 0 (any free port) is for --server only");
 	if (o->json && o->csv)
 		return usage_err("%s", "--json and --csv exclude each other");
 	if (o->ctas != 1 && !o->cuda)
@@ -345,7 +350,7 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			o->server = 1;
 			break;
 		case 'p':
-			if (parse_uint(optarg, 65535, &v) || !v)
+			if (parse_uint(optarg, 65535, &v))
 				return usage_err("bad port '%s'", optarg);
 			o->port = (uint16_t)v;
 			break;

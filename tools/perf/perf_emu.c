@@ -52,28 +52,39 @@ static int connect_pair(struct gdak_qp *a, struct gdak_qp *b)
 	return ret;
 }
 
+void perf_qp_attrs(const struct perf_opts *o, struct gdak_qp_attr *req, struct gdak_qp_attr *tgt)
+{
+	memset(req, 0, sizeof(*req));
+	req->sq_depth = o->sq_depth;
+	req->cq_depth = o->sq_depth;
+	req->handler = o->handler;
+	req->sharing = GDAK_DEV_EXCLUSIVE;
+	req->nic_thread = -1;
+	*tgt = *req;
+	tgt->sq_depth = 8;
+	tgt->cq_depth = 8;
+	if (o->test->id == PERF_SEND_BW) {
+		tgt->rq_depth = o->sq_depth;
+		tgt->rcq_depth = o->sq_depth;
+	}
+}
+
+size_t perf_max_region(const struct perf_opts *o)
+{
+	size_t s, best = 0;
+
+	for (s = o->size_min; s <= o->size_max; s *= 2)
+		if (perf_region_slots(s) * s > best)
+			best = perf_region_slots(s) * s;
+	return best + 64;
+}
+
 static int open_conn(struct perf_env *env, const struct perf_opts *o, struct perf_conn *c)
 {
-	struct gdak_qp_attr req = {
-		.sq_depth = o->sq_depth,
-		.cq_depth = o->sq_depth,
-		.handler = o->handler,
-		.sharing = GDAK_DEV_EXCLUSIVE,
-		.nic_thread = -1,
-	};
-	struct gdak_qp_attr tgt = {
-		.sq_depth = 8,
-		.cq_depth = 8,
-		.handler = o->handler,
-		.sharing = GDAK_DEV_EXCLUSIVE,
-		.nic_thread = -1,
-	};
+	struct gdak_qp_attr req, tgt;
 	int ret;
 
-	if (o->test->id == PERF_SEND_BW) {
-		tgt.rq_depth = o->sq_depth;
-		tgt.rcq_depth = o->sq_depth;
-	}
+	perf_qp_attrs(o, &req, &tgt);
 	ret = gdak_qp_create(env->ctx, &req, &c->qp);
 	if (ret)
 		return ret;
@@ -127,12 +138,6 @@ int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 
 	if (!env)
 		return -ENOMEM;
-	if (o->peer_addr || o->server) {
-		fprintf(stderr, "gdak-perf: server/client mode (emu:udp between processes) needs "
-				"the TCP bootstrap, which this build does not have yet\n");
-		free(env);
-		return -ENOTSUP;
-	}
 	ret = set_nic_env(o);
 	if (!ret)
 		ret = gdak_open(o->device, &env->ctx);
@@ -145,7 +150,12 @@ int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 		ret = -ENOMEM;
 		goto fail;
 	}
-	for (i = 0; i < o->qps; i++) {
+	if (o->server || o->peer_addr) {
+		ret = perf_net_setup(env, o);
+		if (ret)
+			goto fail;
+	}
+	for (i = 0; i < o->qps && !env->bs; i++) {
 		env->nconn++;
 		ret = open_conn(env, o, &env->conn[i]);
 		if (ret)
@@ -193,16 +203,28 @@ int perf_env_regions(struct perf_env *env, size_t region)
 		if (ret)
 			return ret;
 		c->lbuf = l;
+		ret = gdak_mr_reg(env->ctx, c->lbuf, region, GDAK_ACCESS_ALL, &c->lmr);
+		if (ret)
+			return ret;
+		c->region = region;
+		if (env->bs) {
+			/* the target region is the server's */
+			if (region > env->peer_region) {
+				fprintf(stderr, "gdak-perf: the server's regions hold %zu bytes, this "
+					"size needs %zu\n", env->peer_region, region);
+				return -ERANGE;
+			}
+			continue;
+		}
 		ret = gdak_mem_alloc(env->ctx, region, GDAK_MEM_HOST, &r);
 		if (ret)
 			return ret;
 		c->rbuf = r;
-		ret = gdak_mr_reg(env->ctx, c->lbuf, region, GDAK_ACCESS_ALL, &c->lmr);
-		if (!ret)
-			ret = gdak_mr_reg(env->ctx, c->rbuf, region, GDAK_ACCESS_ALL, &c->rmr);
+		ret = gdak_mr_reg(env->ctx, c->rbuf, region, GDAK_ACCESS_ALL, &c->rmr);
 		if (ret)
 			return ret;
-		c->region = region;
+		c->raddr = (uint64_t)(uintptr_t)c->rbuf;
+		c->rkey = gdak_mr_rkey(c->rmr);
 	}
 	return 0;
 }
@@ -213,6 +235,8 @@ void perf_env_close(struct perf_env *env)
 
 	if (!env)
 		return;
+	if (env->bs)
+		perf_net_close(env, !env->server);
 	for (i = 0; i < env->nconn; i++) {
 		struct perf_conn *c = &env->conn[i];
 
@@ -253,6 +277,8 @@ int perf_emu_test(void *envp, const struct perf_opts *o, size_t size, uint64_t i
 
 	/* + 64: room for put_signal_lat's signal word after the data slots */
 	ret = perf_env_regions(env, region + 64);
+	if (!ret && env->bs)
+		ret = perf_net_round(env, o, size, iters);
 	if (ret)
 		return ret;
 	if (o->test->kind == PERF_KIND_LAT)

@@ -59,8 +59,8 @@ static int run_op(const struct lat_ctx *lc, uint64_t k)
 	size_t off = (size_t)(k % lc->slots) * lc->size;
 	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->lbuf + off), (uint32_t)lc->size,
 				   gdak_mr_lkey(c->lmr)};
-	uint64_t raddr = (uint64_t)(uintptr_t)(c->rbuf + off), ticket = 0, old;
-	uint32_t rkey = gdak_mr_rkey(c->rmr);
+	uint64_t raddr = c->raddr + off, ticket = 0, old;
+	uint32_t rkey = c->rkey;
 	struct gdak_dev_cqe err;
 	int rc;
 
@@ -72,7 +72,7 @@ static int run_op(const struct lat_ctx *lc, uint64_t k)
 		rc = gdak_dev_get(q, &sge, raddr, rkey, GDAK_DEV_WQE_SIGNAL, &ticket);
 		break;
 	case PERF_ATOMIC_LAT:
-		return gdak_dev_fetch_add_timeout(q, (uint64_t)(uintptr_t)c->rbuf, rkey, 1,
+		return gdak_dev_fetch_add_timeout(q, c->raddr, rkey, 1,
 						  (uint64_t *)(void *)(c->lbuf + (k % lc->slots) * 8),
 						  gdak_mr_lkey(c->lmr), &old, STALL_NS, &err);
 	case PERF_PUT_SIGNAL_LAT:
@@ -94,19 +94,27 @@ static void prepare(const struct lat_ctx *lc)
 	struct perf_conn *c = lc->c;
 	size_t len = lc->slots * lc->size;
 
+	if (!c->rbuf) {
+		/* the server prepared its side (perf_net_round) */
+		if (lc->o->test->id == PERF_READ_LAT || lc->o->test->id == PERF_ATOMIC_LAT)
+			memset(c->lbuf, 0, len);
+		else
+			perf_fill(c->lbuf, len, PERF_SEED(lc->size));
+		return;
+	}
 	if (lc->o->test->id == PERF_READ_LAT) {
-		perf_fill(c->rbuf, len, lc->size + 11);
+		perf_fill(c->rbuf, len, PERF_SEED(lc->size));
 		memset(c->lbuf, 0, len);
 	} else if (lc->o->test->id == PERF_ATOMIC_LAT) {
 		memset(c->rbuf, 0, 8);
 		memset(c->lbuf, 0, lc->slots * 8);
 	} else {
-		perf_fill(c->lbuf, len, lc->size + 11);
+		perf_fill(c->lbuf, len, PERF_SEED(lc->size));
 		memset(c->rbuf, 0, len + 8);
 	}
 }
 
-static int verify(const struct lat_ctx *lc, uint64_t iters)
+static int verify(struct perf_env *env, const struct lat_ctx *lc, uint64_t iters)
 {
 	struct perf_conn *c = lc->c;
 	const char *name = lc->o->test->name;
@@ -115,6 +123,8 @@ static int verify(const struct lat_ctx *lc, uint64_t iters)
 	uint8_t *dst = (rd ? c->lbuf : c->rbuf) + off;
 	const uint8_t *src = (rd ? c->rbuf : c->lbuf) + off;
 
+	if (!c->rbuf)
+		return perf_net_verify(env, lc->o, c, 0, lc->size, iters, lc->slots);
 	if (perf_test_corrupt())
 		dst[0] ^= 0xff;
 	if (lc->o->test->id == PERF_ATOMIC_LAT) {
@@ -153,7 +163,9 @@ int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, u
 	uint64_t k;
 	int ret = 0;
 
-	lc.signal = (uint64_t *)(void *)(lc.c->rbuf + lc.slots * size);
+	/* put_signal_lat watches the target's memory: same process only
+	 * (perf_net_setup refuses it between processes) */
+	lc.signal = lc.c->rbuf ? (uint64_t *)(void *)(lc.c->rbuf + lc.slots * size) : NULL;
 	/* put+signal's fetched value lands in the QP's scratch word: after the
 	 * local data slots, never on a source */
 	if (!q->scratch_addr) {
@@ -173,5 +185,5 @@ int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, u
 		perf_report_qp_error(o->test->name, lc.c, ret);
 		return ret;
 	}
-	return verify(&lc, iters);
+	return verify(env, &lc, iters);
 }

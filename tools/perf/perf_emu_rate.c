@@ -50,8 +50,8 @@ static uint32_t build(const struct rate_ctx *rc, struct perf_conn *c, uint64_t k
 	size_t off = (size_t)(k % rc->slots) * rc->size;
 	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->lbuf + off), (uint32_t)rc->size,
 				   gdak_mr_lkey(c->lmr)};
-	uint64_t raddr = (uint64_t)(uintptr_t)(c->rbuf + off);
-	uint32_t rkey = gdak_mr_rkey(c->rmr);
+	uint64_t raddr = c->raddr + off;
+	uint32_t rkey = c->rkey;
 
 	switch (rc->o->test->id) {
 	case PERF_WRITE_BW:
@@ -61,7 +61,7 @@ static uint32_t build(const struct rate_ctx *rc, struct perf_conn *c, uint64_t k
 	case PERF_ATOMIC_RATE:
 		/* every fetch-add hits the counter at the start of the target
 		 * region; the fetched values land in consecutive local slots */
-		return gdak_dev_wqe_fetch_add(c->dqp, idx, flags, (uint64_t)(uintptr_t)c->rbuf, rkey,
+		return gdak_dev_wqe_fetch_add(c->dqp, idx, flags, c->raddr, rkey,
 					      1, (uint64_t)(uintptr_t)(c->lbuf + (k % rc->slots) * 8),
 					      gdak_mr_lkey(c->lmr));
 	case PERF_SEND_BW:
@@ -302,9 +302,17 @@ static void prepare(const struct rate_ctx *rc, struct perf_conn *c)
 {
 	size_t len = rc->slots * rc->size;
 
+	if (!c->rbuf) {
+		/* the server prepared its side (perf_net_round) */
+		if (rc->o->test->id == PERF_READ_BW || rc->o->test->id == PERF_ATOMIC_RATE)
+			memset(c->lbuf, 0, len);
+		else
+			perf_fill(c->lbuf, len, PERF_SEED(rc->size));
+		return;
+	}
 	switch (rc->o->test->id) {
 	case PERF_READ_BW:
-		perf_fill(c->rbuf, len, rc->size + 7);
+		perf_fill(c->rbuf, len, PERF_SEED(rc->size));
 		memset(c->lbuf, 0, len);
 		break;
 	case PERF_ATOMIC_RATE:
@@ -312,7 +320,7 @@ static void prepare(const struct rate_ctx *rc, struct perf_conn *c)
 		memset(c->lbuf, 0, rc->slots * 8);
 		break;
 	default:
-		perf_fill(c->lbuf, len, rc->size + 7);
+		perf_fill(c->lbuf, len, PERF_SEED(rc->size));
 		memset(c->rbuf, 0, len);
 		break;
 	}
@@ -326,6 +334,8 @@ static int verify(const struct rate_ctx *rc, struct perf_conn *c, unsigned ci)
 	uint8_t *dst = rc->o->test->id == PERF_READ_BW ? c->lbuf : c->rbuf;
 	const uint8_t *src = rc->o->test->id == PERF_READ_BW ? c->rbuf : c->lbuf;
 
+	if (!c->rbuf)
+		return perf_net_verify(rc->env, rc->o, c, ci, rc->size, rc->iters, rc->slots);
 	if (perf_test_corrupt())
 		dst[0] ^= 0xff;
 	if (rc->o->test->id == PERF_ATOMIC_RATE) {

@@ -36,6 +36,10 @@ int main(int argc, char **argv)
 		}
 		fn = perf_cuda_test;
 	}
+	if (o.test->kind == PERF_KIND_BASE && (o.server || o.peer_addr)) {
+		fprintf(stderr, "gdak-perf: baseline runs in one process (no --server / SERVER_ADDR)\n");
+		return PERF_EXIT_USAGE;
+	}
 	if (o.test->kind != PERF_KIND_BASE) {
 		ret = perf_env_open(&o, &env);
 		if (ret) {
@@ -43,6 +47,12 @@ int main(int argc, char **argv)
 				o.test->name, o.device ? o.device : "(default)", gdak_strerror(ret));
 			return PERF_EXIT_FAIL;
 		}
+	}
+	if (o.server) {
+		/* the client measures; the server holds the targets and checks them */
+		ret = perf_net_serve(env, &o);
+		perf_env_close(env);
+		return ret ? PERF_EXIT_FAIL : PERF_EXIT_OK;
 	}
 	ret = perf_run_sizes(&o, env, fn, &res, &n);
 	if (o.json)
