@@ -42,6 +42,8 @@ struct udp_ctx {
 	uint16_t base_port;	/* 0: ephemeral */
 	uint16_t next_port;
 	char faults[512];	/* GDAK_FAULTS, parsed again per QP (own generator) */
+	uint64_t rto_ns;	/* retransmission timeout, GDAK_UDP_RTO_US */
+	uint8_t retry_cnt;	/* GDAK_UDP_RETRY: 0..7, or 8 = "forever" (not IBA) */
 };
 
 /* What a posted op needs after its WQE slot may have been reused: the
@@ -538,7 +540,11 @@ static int udp_qp_init(struct nm_qp *qp)
 {
 	struct udp_ctx *c = qp->ctx->tr_priv;
 	struct udp_qp *u = calloc(1, sizeof(*u));
-	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT};
+	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
+			       .timeout_ns = c->rto_ns,
+			       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
+			       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
+			       .min_rnr_timer = 1, .cfg_set = 1};
 	int ret;
 
 	if (!u)
@@ -644,7 +650,12 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 		nm_thread_call(qp->thr, watch_off, u);
 	if (u->rqp.state != ROCE_QPS_RESET) {
 		/* reconnecting after RESET: a fresh engine */
-		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT};
+		struct udp_ctx *c = qp->ctx->tr_priv;
+		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
+				       .timeout_ns = c->rto_ns,
+				       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
+				       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
+				       .min_rnr_timer = 1, .cfg_set = 1};
 		roce_qp_fini(&u->rqp);
 		ret = roce_qp_init(&u->rqp, &u->rctx, qp->base.qpn, &cfg);
 		if (ret)
@@ -698,6 +709,34 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			 "covers it, so 0.0.0.0 will not do)", host);
 		ret = -EINVAL;
 		goto err;
+	}
+	/* Retransmission timeout.  Hardware defaults are tens of ms (IBA
+	 * timeout 4.096 us * 2^14); 10 ms suits loopback and LANs alike. */
+	c->rto_ns = 10 * 1000 * 1000ull;
+	env = getenv("GDAK_UDP_RTO_US");
+	if (env && *env) {
+		char *end;
+		unsigned long us = strtoul(env, &end, 10);
+		if (*end || us < 10 || us > 60000000) {
+			GDAK_ERR(NULL, 0, "GDAK_UDP_RTO_US='%s': want microseconds, 10..60000000", env);
+			ret = -EINVAL;
+			goto err;
+		}
+		c->rto_ns = us * 1000ull;
+	}
+	c->retry_cnt = 7;
+	env = getenv("GDAK_UDP_RETRY");
+	if (env && *env) {
+		if (!strcmp(env, "forever")) {
+			c->retry_cnt = 8;
+		} else if (env[0] >= '0' && env[0] <= '7' && !env[1]) {
+			c->retry_cnt = (uint8_t)(env[0] - '0');
+		} else {
+			GDAK_ERR(NULL, 0, "GDAK_UDP_RETRY='%s': want 0..7 (IBA retry count) or "
+				 "'forever' (emulator extension)", env);
+			ret = -EINVAL;
+			goto err;
+		}
 	}
 	env = getenv("GDAK_FAULTS");
 	if (env) {

@@ -312,6 +312,8 @@ struct roce_cfg {
 	uint8_t rnr_retry;	/* RNR retries, 0..7; 7 = forever (default 7) */
 	uint8_t min_rnr_timer;	/* the code our RNR NAKs carry (table 45; default 1 = 10 us) */
 	uint8_t cfg_set;	/* internal: defaults applied */
+	uint8_t retry_forever;	/* emulator extension, not IBA: the timer never gives up
+				 * (for tests at loss rates where 7 retries do not suffice) */
 	uint64_t timeout_ns;	/* retransmission timeout (default 20 ms) */
 	uint16_t pkey;
 };

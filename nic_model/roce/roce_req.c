@@ -364,12 +364,13 @@ void roce_req_timer(struct roce_qp *qp)
 	if (!qp->rto_due_ns || qp->now_ns < qp->rto_due_ns || qp->state != ROCE_QPS_RTS)
 		return;
 	qp->stats.timeouts++;
-	if (!qp->retry_left) {
+	if (!qp->retry_left && !qp->cfg.retry_forever) {
 		fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
 			  "no response within the retransmission timeout, retries exhausted");
 		return;
 	}
-	qp->retry_left--;
+	if (qp->retry_left)
+		qp->retry_left--;
 	go_back(qp, "retransmission timeout");
 	qp->rto_due_ns = qp->now_ns + qp->cfg.timeout_ns;
 }

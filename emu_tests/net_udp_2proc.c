@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net_udp_2proc.c - two processes on loopback, each with its own NIC model
+ * ("emu:udp:127.0.0.1"), joined by the TCP bootstrap; the client drives
+ * every operation through mlx5 WQEs (host threads as the device) and both
+ * sides verify the bytes, CQEs and receive completions.
+ *
+ *   net_udp_2proc ops            every operation once, multi-packet sizes
+ *   net_udp_2proc loss P         GDAK_FAULTS drop/dup/reorder at P% on both
+ *                                sides: many WRITE/READ/FETCH_ADD, each
+ *                                completing exactly once, data intact
+ *   net_udp_2proc retry          the client reaches nobody: error CQE with
+ *                                TRANSPORT_RETRY_EXC, QP in ERR
+ *   net_udp_2proc mtu            client MTU 4096, server 512: path MTU 512
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gdak/bootstrap.h>
+#include <gdak/gdak.h>
+
+#include "gdak_test.h"
+#include "nic_util.h"
+#include "tr_udp.h"
+
+#define BUF (4u << 20)
+#define RB_OFF (3u << 20) /* server: receive buffers */
+#define RB_SZ (16u << 10)
+#define NRB 16
+#define CNT_OFF (BUF - 64) /* server: atomic counter */
+#define POLL_MS 30000
+
+struct remote { uint64_t addr; uint32_t rkey, pad; };
+
+static const char *mode;
+static unsigned loss_pct;
+
+struct ep {
+	struct gdak_ctx *ctx;
+	uint8_t *buf;
+	struct gdak_mr *mr;
+	struct nu_qp q;
+	struct remote peer;
+	struct gdak_bootstrap *bs;
+};
+
+static void ep_open(struct ep *e, int server, struct gdak_bootstrap *bs)
+{
+	struct gdak_qp_attr a = {.sq_depth = 256, .rq_depth = 64, .mtu = 1024};
+	struct gdak_qp_info mine, theirs;
+	struct gdak_qp *qp;
+	struct remote me;
+
+	e->bs = bs;
+	if (!strcmp(mode, "mtu"))
+		a.mtu = server ? 512 : 4096;
+	REQUIRE_EQ(gdak_open("emu:udp:127.0.0.1", &e->ctx), 0);
+	REQUIRE_EQ(gdak_mem_alloc(e->ctx, BUF, GDAK_MEM_HOST, (void **)&e->buf), 0);
+	gdak_test_fill(e->buf, BUF, server ? 2 : 1);
+	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->buf, BUF, GDAK_ACCESS_ALL, &e->mr), 0);
+	REQUIRE_EQ(gdak_qp_create(e->ctx, &a, &qp), 0);
+	nu_qp_from(&e->q, qp);
+	if (server)
+		for (unsigned i = 0; i < NRB; i++)
+			nu_post_recv(&e->q, e->buf + RB_OFF + i * RB_SZ, RB_SZ, gdak_mr_lkey(e->mr));
+	REQUIRE_EQ(gdak_qp_info(qp, &mine), 0);
+	CHECK_EQ(mine.transport, GDAK_QPI_UDP);
+	CHECK(mine.udp_port != 0);
+	REQUIRE_EQ(gdak_bootstrap_exchange_qp_info(bs, &mine, &theirs, 1), 0);
+	me = (struct remote){.addr = (uintptr_t)e->buf, .rkey = gdak_mr_rkey(e->mr)};
+	REQUIRE_EQ(gdak_bootstrap_exchange(bs, &me, &e->peer, sizeof(me)), 0);
+	REQUIRE_EQ(gdak_qp_connect(qp, &theirs), 0);
+	REQUIRE_EQ(gdak_bootstrap_barrier(bs), 0);
+}
+
+static void ep_close(struct ep *e)
+{
+	struct roce_stats st;
+
+	if (!nm_tr_udp_qp_stats(e->q.qp, &st))
+		printf("pid %d: tx %" PRIu64 " rx %" PRIu64 " retx %" PRIu64 " timeouts %" PRIu64
+		       " seq-NAKs %" PRIu64 "/%" PRIu64 " dup-req %" PRIu64 " icrc %" PRIu64
+		       " drops %" PRIu64 " dups %" PRIu64 " reorders %" PRIu64 "\n", getpid(),
+		       st.tx_pkts, st.rx_pkts, st.retransmits, st.timeouts, st.seq_naks_sent,
+		       st.seq_naks_rcvd, st.dup_reqs, st.icrc_errors, st.f_drop, st.f_dup,
+		       st.f_reorder);
+	nu_destroy(&e->q);
+	gdak_mr_dereg(e->mr);
+	gdak_mem_free(e->ctx, e->buf);
+	gdak_close(e->ctx);
+}
+
+/* Post one signalled WQE and wait for its CQE; returns the CQE. */
+static struct gdak_mlx5_cqe_fields one(struct ep *e, uint16_t idx)
+{
+	struct gdak_mlx5_cqe_fields f = {0};
+
+	nu_ring(&e->q);
+	REQUIRE_EQ(nu_poll(&e->q, 0, &f, POLL_MS), 0);
+	CHECK_EQ(f.wqe_counter, idx);
+	return f;
+}
+
+static void expect_ok(struct ep *e, uint16_t idx)
+{
+	struct gdak_mlx5_cqe_fields f = one(e, idx);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.syndrome, 0);
+}
+
+/* ---- "ops": every operation ------------------------------------------------------ */
+
+static uint8_t *pattern(unsigned seed)
+{
+	uint8_t *p = malloc(BUF);
+	REQUIRE(p);
+	gdak_test_fill(p, BUF, seed);
+	return p;
+}
+
+static int client_ops(struct ep *e)
+{
+	uint32_t lk = gdak_mr_lkey(e->mr), rk = e->peer.rkey;
+	uint64_t ra = e->peer.addr;
+	uint8_t *srv = pattern(2);
+	uint64_t v;
+
+	/* WRITE 64 KiB + 1 (multi-packet, odd length), WRITE_IMM, SENDs */
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE, e->buf, 65537, lk, ra, rk, 0, NU_SIG));
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE_IMM, e->buf + 70000, 3000, lk,
+				  ra + 70000, rk, htobe32(0x1234abcd), NU_SIG));
+	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf + 100000, 5000, lk, 0, NU_SIG));
+	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND_IMM, e->buf + 110000, 17, lk,
+				  htobe32(0xfeed), NU_SIG));
+	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf + 120000, 40, lk, 0,
+				  NU_SIG | NU_INLINE));
+	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf, 0, lk, 0, NU_SIG));
+	/* READ 70000 bytes of the server's pattern; a zero-length READ */
+	memset(e->buf + 300000, 0, 70000);
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_READ, e->buf + 300000, 70000, lk,
+				  ra + 200000, rk, 0, NU_SIG));
+	CHECK_MEM(e->buf + 300000, srv + 200000, 70000);
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_READ, e->buf + 400000, 0, lk, ra, rk, 0, NU_SIG));
+	/* FETCH_ADD then COMPARE_SWAP on the counter: results big-endian, as ConnectX */
+	memcpy(&v, srv + CNT_OFF, 8);
+	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_FA, e->buf + 500000, lk, ra + CNT_OFF,
+				    rk, 7, 0, NU_SIG));
+	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500000)), v);
+	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_CS, e->buf + 500008, lk, ra + CNT_OFF,
+				    rk, 42, v + 7, NU_SIG));
+	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500008)), v + 7);
+	/* a failed compare leaves 42 in place and returns it */
+	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_CS, e->buf + 500016, lk, ra + CNT_OFF,
+				    rk, 99, 1, NU_SIG));
+	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500016)), 42);
+	/* bad rkey: REMOTE_ACCESS error CQE, QP to ERR */
+	{
+		struct gdak_mlx5_cqe_fields f;
+		f = one(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE, e->buf, 10, lk, ra, rk ^ 0x100,
+					0, NU_SIG));
+		CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+		CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+		CHECK_EQ(nu_wait_state(&e->q, GDAK_QPS_ERR, POLL_MS), 0);
+	}
+	free(srv);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	return 0;
+}
+
+static int server_ops(struct ep *e)
+{
+	uint8_t *cli = pattern(1), *srv = pattern(2);
+	struct gdak_mlx5_cqe_fields f;
+	uint64_t v;
+
+	/* receive completions in order: WRITE_IMM, SEND, SEND_IMM, inline SEND, empty SEND */
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_WR_IMM);
+	CHECK_EQ(f.byte_cnt, 3000);
+	CHECK_EQ(be32toh(f.imm), 0x1234abcd);
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND);
+	CHECK_EQ(f.byte_cnt, 5000);
+	CHECK_MEM(e->buf + RB_OFF + RB_SZ, cli + 100000, 5000);
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND_IMM);
+	CHECK_EQ(f.byte_cnt, 17);
+	CHECK_EQ(be32toh(f.imm), 0xfeed);
+	CHECK_MEM(e->buf + RB_OFF + 2 * RB_SZ, cli + 110000, 17);
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND);
+	CHECK_EQ(f.byte_cnt, 40);
+	CHECK_MEM(e->buf + RB_OFF + 3 * RB_SZ, cli + 120000, 40);
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND);
+	CHECK_EQ(f.byte_cnt, 0);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	CHECK_MEM(e->buf, cli, 65537);
+	CHECK_MEM(e->buf + 65537, srv + 65537, 70000 - 65537); /* nothing beyond */
+	CHECK_MEM(e->buf + 70000, cli + 70000, 3000);
+	memcpy(&v, e->buf + CNT_OFF, 8);
+	CHECK_EQ(v, 42);
+	/* the bad-rkey WRITE moved our QP to ERR as well (IBA class C) */
+	CHECK_EQ(nu_wait_state(&e->q, GDAK_QPS_ERR, POLL_MS), 0);
+	free(cli);
+	free(srv);
+	return 0;
+}
+
+/* ---- "loss": many operations through injected faults --------------------------------- */
+
+#define LOSS_N 150
+#define SLOT 12288u /* LOSS_N slots stay below the 2 MiB read-back area */
+
+static int client_loss(struct ep *e)
+{
+	uint32_t lk = gdak_mr_lkey(e->mr), rk = e->peer.rkey;
+	uint64_t ra = e->peer.addr, rs = 5, sum = 0, base;
+	uint8_t *srv = pattern(2);
+
+	memcpy(&base, srv + CNT_OFF, 8);
+	for (unsigned i = 0; i < LOSS_N; i++) {
+		uint32_t len = 1 + (uint32_t)(gdak_test_rand(&rs) % (SLOT - 1));
+		uint32_t off = i * SLOT;
+
+		expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE, e->buf + off, len, lk,
+					  ra + off, rk, 0, NU_SIG));
+		/* read it back into another place: the responder applied it in order */
+		memset(e->buf + (2u << 20), 0, len);
+		expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_READ, e->buf + (2u << 20), len, lk,
+					  ra + off, rk, 0, NU_SIG));
+		CHECK_MEM(e->buf + (2u << 20), e->buf + off, len);
+		expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_FA, e->buf + BUF - 8, lk,
+					    ra + CNT_OFF, rk, i + 1, 0, NU_SIG));
+		/* exactly once: the value before is the sum of the earlier adds */
+		CHECK_EQ(be64toh(*(uint64_t *)(e->buf + BUF - 8)), base + sum);
+		sum += i + 1;
+	}
+	free(srv);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	return 0;
+}
+
+static int server_loss(struct ep *e)
+{
+	uint8_t *cli = pattern(1), *srv = pattern(2);
+	uint64_t v, base, sum = 0, rs = 5;
+
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	memcpy(&base, srv + CNT_OFF, 8);
+	for (unsigned i = 0; i < LOSS_N; i++) {
+		uint32_t len = 1 + (uint32_t)(gdak_test_rand(&rs) % (SLOT - 1));
+		CHECK_MEM(e->buf + i * SLOT, cli + i * SLOT, len);
+		sum += i + 1;
+	}
+	memcpy(&v, e->buf + CNT_OFF, 8);
+	CHECK_EQ(v, base + sum);
+	free(cli);
+	free(srv);
+	return 0;
+}
+
+/* ---- "retry": nobody answers ------------------------------------------------------------ */
+
+static int client_retry(struct ep *e)
+{
+	struct gdak_mlx5_cqe_fields f;
+	struct gdak_qp_error err;
+
+	f = one(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE, e->buf, 5000, gdak_mr_lkey(e->mr),
+				e->peer.addr, e->peer.rkey, 0, NU_SIG));
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+	CHECK_EQ(nu_wait_state(&e->q, GDAK_QPS_ERR, POLL_MS), 0);
+	CHECK_EQ(gdak_qp_query_error(e->q.qp, &err), 0);
+	CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	return 0;
+}
+
+static int server_retry(struct ep *e)
+{
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	return 0;
+}
+
+static int side(int server, struct gdak_bootstrap *bs)
+{
+	struct ep e;
+	int r;
+
+	memset(&e, 0, sizeof(e));
+	if (!strcmp(mode, "loss")) {
+		char f[200];
+		snprintf(f, sizeof(f), "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%;pkt_reorder:p=%u%%",
+			 loss_pct, server + 1, loss_pct, loss_pct);
+		setenv("GDAK_FAULTS", f, 1);
+		/* at 20% both ways, 8 losses in a row on one tail packet happen
+		 * (0.36^8 per stall); IBA allows at most 7 retries */
+		if (loss_pct >= 10)
+			setenv("GDAK_UDP_RETRY", "forever", 1);
+	} else if (!strcmp(mode, "retry") && !server) {
+		setenv("GDAK_FAULTS", "pkt_drop:p=100%", 1);
+	}
+	ep_open(&e, server, bs);
+	if (!strcmp(mode, "loss"))
+		r = server ? server_loss(&e) : client_loss(&e);
+	else if (!strcmp(mode, "retry"))
+		r = server ? server_retry(&e) : client_retry(&e);
+	else
+		r = server ? server_ops(&e) : client_ops(&e);
+	ep_close(&e);
+	gdak_bootstrap_close(bs);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct gdak_bootstrap *bs;
+	int status = 0;
+	pid_t pid;
+
+	mode = argc > 1 ? argv[1] : "ops";
+	loss_pct = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
+	alarm(110); /* a hang becomes a failure, not a stuck suite */
+	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct gdak_bootstrap *c;
+		uint16_t port = gdak_bootstrap_port(bs);
+
+		gdak_bootstrap_close(bs);
+		REQUIRE_EQ(gdak_bootstrap_connect("127.0.0.1", port, 10000, &c), 0);
+		side(0, c);
+		_exit(gdak_test_end());
+	}
+	REQUIRE_EQ(gdak_bootstrap_accept(bs, 10000), 0);
+	side(1, bs);
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return gdak_test_end();
+}
