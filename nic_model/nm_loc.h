@@ -350,7 +350,10 @@ void nm_thread_add_qp(struct nm_thread *thr, struct nm_qp *qp);
 void nm_thread_del_qp(struct nm_thread *thr, struct nm_qp *qp);
 /* On the QP's thread: put it on the active list now. */
 void nm_thread_activate(struct nm_qp *qp);
-/* Any thread: make the QP's thread look at it soon (async wakeup). */
+/* Any thread: make the QP's thread look at it soon (async wakeup).  On
+ * the QP's own thread (a transport's ev_io / ev_timer callback that
+ * completed ops with nm_comp_op_done) it reactivates the QP and ends the
+ * thread's back-off sleep, so the CQEs are written without delay. */
 void nm_thread_kick(struct nm_qp *qp);
 uint64_t nm_now_ns(void);
 

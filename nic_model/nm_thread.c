@@ -403,7 +403,10 @@ void nm_thread_kick(struct nm_qp *qp)
 	if (!t)
 		return;
 	if (pthread_equal(pthread_self(), t->tid) && qp->on_thread) {
+		/* e.g. from a transport's ev_io callback: poll again at once */
 		activate(t, qp);
+		t->empty = 0;
+		wake(t);
 		return;
 	}
 	atomic_store(&t->kicked, 1);
