@@ -93,7 +93,9 @@ struct gdak_dev_qp {
 
 	/* Per-slot bookkeeping for shared mode: WQEBB count of the WQE starting
 	 * at each slot, so completions can retire multi-WQEBB WQEs; sized
-	 * sq_wqebb_cnt, device-visible. NULL when unused. */
+	 * sq_wqebb_cnt, device-visible. NULL when unused.  The device API does
+	 * not need it: it reads the count from the completed WQE's ctrl DS
+	 * field (gdak_dev_wqe_bbs_at), whose slot cannot have been reused. */
 	uint8_t *sq_slot_bbs;
 
 	uint64_t sq_sig;	/* device-owned: end index of the last signalled WQE submitted */
