@@ -13,7 +13,15 @@ if(GDAK_HAVE_CUDA)
     set_tests_properties(gdak.cuda.${name} PROPERTIES RESOURCE_LOCK gdak_gpu)
   endfunction()
   gdak_cuda_test(ops cuda_ops.cu TIMEOUT 180)
+  gdak_cuda_test(scopes cuda_scopes.cu TIMEOUT 180)
+  gdak_cuda_test(ctas cuda_ctas.cu TIMEOUT 180)
+  gdak_cuda_test(errors cuda_errors.cu TIMEOUT 180)
+  gdak_cuda_test(handlers cuda_handlers.cu TIMEOUT 180)
 endif()
+# The engine alone (host threads post, data in GPU memory): a C test, built
+# everywhere; it skips when the NIC model has no CUDA engine.
+gdak_add_test(NAME gdak.cuda.dma SOURCES cuda_dma.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
+
 # The CUDA benchmark (gdak-perf-cuda) lives in tools/cuda/; included here
 # until tools/ includes it itself.
 if(GDAK_HAVE_CUDA AND NOT TARGET gdak-perf-cuda
