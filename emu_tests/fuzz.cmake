@@ -1,0 +1,37 @@
+# Fuzzers (emu_tests/fuzz/, docs/RELIABILITY.md).  Each target is built two
+# ways:
+#   gdak.fuzz.<t>  (every build) the target linked with fuzz/replay.c: runs
+#                  each file of fuzz/corpus/<t>/ once; CTest label fuzz
+#   gdak-fuzz-<t>  (-DGDAK_FUZZ=ON with clang, preset `fuzz`) the libFuzzer
+#                  binary for long runs
+# gdak-fuzz-seeds writes the generated part of the seed corpora.
+set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
+
+gdak_add_test(NAME gdak.fuzz.trace SOURCES ${_fz}/fuzz_trace.c ${_fz}/replay.c
+  LIBS gdak_trace_tool LABELS fuzz TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/trace)
+gdak_add_test(NAME gdak.fuzz.roce SOURCES ${_fz}/fuzz_roce.c ${_fz}/replay.c
+  LABELS fuzz TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/roce)
+target_include_directories(gdak_fuzz_roce PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
+gdak_add_test(NAME gdak.fuzz.wqe SOURCES ${_fz}/fuzz_wqe.c ${_fz}/replay.c
+  LABELS fuzz TIMEOUT 300 ARGS ${_fz}/corpus/wqe)
+
+add_executable(gdak-fuzz-seeds ${_fz}/seeds.c)
+target_link_libraries(gdak-fuzz-seeds PRIVATE gdak)
+target_include_directories(gdak-fuzz-seeds PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
+gdak_set_warnings(gdak-fuzz-seeds)
+
+if(GDAK_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "GDAK_FUZZ=ON needs clang (libFuzzer): configure with the `fuzz` preset "
+                        "or -DCMAKE_C_COMPILER=clang; the replay drivers build without it")
+  endif()
+  foreach(t trace roce wqe)
+    add_executable(gdak-fuzz-${t} ${_fz}/fuzz_${t}.c)
+    target_link_libraries(gdak-fuzz-${t} PRIVATE gdak)
+    target_compile_options(gdak-fuzz-${t} PRIVATE -fsanitize=fuzzer)
+    target_link_options(gdak-fuzz-${t} PRIVATE -fsanitize=fuzzer)
+    gdak_set_warnings(gdak-fuzz-${t})
+  endforeach()
+  target_link_libraries(gdak-fuzz-trace PRIVATE gdak_trace_tool)
+  target_include_directories(gdak-fuzz-roce PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
+endif()
