@@ -50,6 +50,26 @@ run atomic_rate -n 300000 -r 5 --nic-threads 1 atomic_rate
 run send_bw_8B -s 8 -n 300000 -r 5 --nic-threads 1 send_bw
 run read_lat_8B -s 8 -n 20000 -r 3 --nic-threads 1 --poll spin read_lat
 run atomic_lat -n 20000 -r 3 --nic-threads 1 --poll spin atomic_lat
+# RoCEv2 over UDP between two processes on this host (server/client)
+net() {
+	name=$1
+	shift
+	"$perf" -d emu:udp --server -p 0 --quiet "$@" 2> "$out/$name.server" &
+	spid=$!
+	port=
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$out/$name.server")
+		[ -n "$port" ] && break
+		sleep 0.5
+	done
+	[ -n "$port" ] || { echo "$0: the $name server did not start" >&2; kill "$spid"; exit 1; }
+	run "$name" -d emu:udp -p "$port" "$@" 127.0.0.1
+	wait "$spid"
+}
+net udp_write_bw_8B -s 8 -n 100000 -r 3 --nic-threads 1 write_bw
+net udp_write_bw_64K -s 64K -n 2000 -r 3 --nic-threads 1 write_bw
+net udp_write_lat_8B -s 8 -n 5000 -r 3 --nic-threads 1 write_lat
+
 # every size, for the plot
 run all_write_bw -a -m 4M -r 3 --nic-threads 1 write_bw
 run all_baseline -a -m 4M -r 3 baseline
