@@ -242,6 +242,10 @@ static void test_nic_model(void)
 	static const char *const big[] = {"-s", "1M", "-n", "4", NULL};
 	static const char *const proxy[] = {"-s", "8", "-n", "2000", "--handler", "cpu_proxy",
 					    "--no-baseline", NULL};
+	static const char *const bf[] = {"-s", "8", "-n", "2000", "--handler", "bf",
+					 "--no-baseline", NULL};
+	static const char *const bf1[] = {"-s", "8", "-n", "500", "--handler", "bf",
+					  "--wqes-per-db", "1", "--no-baseline", NULL};
 	static struct run r;
 	const char *bad_args[] = {"--json", "--quiet", "-r", "1", "-s", "64", "-n", "100",
 				  "--no-baseline", "write_bw", NULL};
@@ -251,6 +255,8 @@ static void test_nic_model(void)
 	nic_test("write_bw", multi, "msg_rate");
 	nic_test("write_bw", big, "memcpy_ratio");
 	nic_test("write_bw", proxy, "msg_rate");
+	nic_test("write_bw", bf, "msg_rate");	/* batches ring with 8 bytes */
+	nic_test("write_bw", bf1, "msg_rate");	/* single WQEs with the whole 64 */
 	nic_test("read_bw", small, "bw_bytes_per_s");
 	nic_test("send_bw", small, "msg_rate");
 	nic_test("send_bw", multi, "msg_rate");
