@@ -204,6 +204,9 @@ static void test_bad_command_lines(void)
 	bad_cli("-s", "16", "atomic_rate", "8-byte operands only");
 	bad_cli("-n", "-5", "write_bw", "bad iteration count '-5'");
 	bad_cli("--wqes-per-db", "4096", "write_bw", "--wqes-per-db must be");
+	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs --cuda");
+	bad_cli("--mem", "flash", "write_bw", "unknown --mem 'flash'");
+	bad_cli("-p", "0", "write_bw", "-p 0 (any free port) is for --server only");
 	run_perf(&r, NULL, help);
 	CHECK_EQ(r.status, 0);
 	CHECK(strstr(r.out, "write_bw") && strstr(r.out, "put_signal_lat"));
@@ -258,6 +261,8 @@ static void test_nic_model(void)
 	nic_test("write_bw", bf, "msg_rate");	/* batches ring with 8 bytes */
 	nic_test("write_bw", bf1, "msg_rate");	/* single WQEs with the whole 64 */
 	nic_test("read_bw", small, "bw_bytes_per_s");
+	nic_test("read_bw", (const char *const[]){"-s", "64", "-n", "500", "--mem", "mapped",
+						  "--no-baseline", NULL}, "msg_rate");
 	nic_test("send_bw", small, "msg_rate");
 	nic_test("send_bw", multi, "msg_rate");
 	nic_test("atomic_rate", (const char *const[]){"-n", "3000", "--no-baseline", NULL},

@@ -73,6 +73,7 @@ struct perf_opts {
 	int server;			/* emu:udp: wait for a client */
 	uint16_t port;			/* emu:udp bootstrap port */
 	int cuda;			/* --cuda: device code is a kernel */
+	enum gdak_mem_kind mem;		/* --mem: where the data buffers live */
 	unsigned ctas;			/* --cuda: CTAs (one thread, one QP each) */
 	unsigned rounds;		/* baseline/test alternations, median taken */
 	int no_baseline;
@@ -208,7 +209,7 @@ void perf_qp_attrs(const struct perf_opts *o, struct gdak_qp_attr *req, struct g
 /* Largest target region (+64) any size of this run needs. */
 size_t perf_max_region(const struct perf_opts *o);
 /* Make every connection's regions hold at least `region` bytes. */
-int perf_env_regions(struct perf_env *env, size_t region);
+int perf_env_regions(struct perf_env *env, const struct perf_opts *o, size_t region);
 /* Say why a QP stopped (its error state, syndrome, rule) on stderr. */
 void perf_report_qp_error(const char *test, struct perf_conn *c, int rc);
 /* The perf_test_fn for o->test: dispatches to perf_emu_rate.c / perf_emu_lat.c. */

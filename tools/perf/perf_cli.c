@@ -75,6 +75,7 @@ void perf_usage(FILE *f)
 	      "                           printed on stderr)\n"
 	      "      --cuda               a CUDA kernel posts (needs a GPU)\n"
 	      "      --ctas N             --cuda: CTAs, one thread and one QP each (1)\n"
+	      "      --mem KIND           data buffers: host, mapped (GPU-visible host), gpu (host)\n"
 	      "      --no-baseline        skip the baselines\n"
 	      "      --trace PATH         write a WQE/CQE trace (same as GDAK_TRACE=PATH)\n"
 	      "output:\n"
@@ -150,7 +151,7 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 enum {
 	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
 	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
-	OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET,
+	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET,
 };
 
 static const struct option long_opts[] = {
@@ -173,6 +174,7 @@ static const struct option long_opts[] = {
 	{"server", no_argument, NULL, OPT_SERVER},
 	{"port", required_argument, NULL, 'p'},
 	{"cuda", no_argument, NULL, OPT_CUDA},
+	{"mem", required_argument, NULL, OPT_MEM},
 	{"ctas", required_argument, NULL, OPT_CTAS},
 	{"no-baseline", no_argument, NULL, OPT_NO_BASE},
 	{"trace", required_argument, NULL, OPT_TRACE},
@@ -230,6 +232,9 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 		return usage_err("%s", "--json and --csv exclude each other");
 	if (o->ctas != 1 && !o->cuda)
 		return usage_err("%s", "--ctas needs --cuda");
+	/* host threads prepare and verify the buffers with loads and stores */
+	if (o->mem == GDAK_MEM_GPU && !o->cuda)
+		return usage_err("%s", "--mem gpu needs --cuda (host threads cannot touch GPU memory)");
 	return 0;
 }
 
@@ -356,6 +361,16 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_CUDA:
 			o->cuda = 1;
+			break;
+		case OPT_MEM:
+			if (!strcasecmp(optarg, "host"))
+				o->mem = GDAK_MEM_HOST;
+			else if (!strcasecmp(optarg, "mapped"))
+				o->mem = GDAK_MEM_HOST_MAPPED;
+			else if (!strcasecmp(optarg, "gpu"))
+				o->mem = GDAK_MEM_GPU;
+			else
+				return usage_err("unknown --mem '%s' (host, mapped, gpu)", optarg);
 			break;
 		case OPT_CTAS:
 			if (parse_uint(optarg, 4096, &v) || !v)

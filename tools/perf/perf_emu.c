@@ -187,7 +187,7 @@ static void free_regions(struct perf_env *env, struct perf_conn *c)
 	c->region = 0;
 }
 
-int perf_env_regions(struct perf_env *env, size_t region)
+int perf_env_regions(struct perf_env *env, const struct perf_opts *o, size_t region)
 {
 	unsigned i;
 	int ret;
@@ -199,7 +199,7 @@ int perf_env_regions(struct perf_env *env, size_t region)
 		if (c->region >= region)
 			continue;
 		free_regions(env, c);
-		ret = gdak_mem_alloc(env->ctx, region, GDAK_MEM_HOST, &l);
+		ret = gdak_mem_alloc(env->ctx, region, o->mem, &l);
 		if (ret)
 			return ret;
 		c->lbuf = l;
@@ -216,7 +216,7 @@ int perf_env_regions(struct perf_env *env, size_t region)
 			}
 			continue;
 		}
-		ret = gdak_mem_alloc(env->ctx, region, GDAK_MEM_HOST, &r);
+		ret = gdak_mem_alloc(env->ctx, region, o->mem, &r);
 		if (ret)
 			return ret;
 		c->rbuf = r;
@@ -276,7 +276,7 @@ int perf_emu_test(void *envp, const struct perf_opts *o, size_t size, uint64_t i
 	int ret;
 
 	/* + 64: room for put_signal_lat's signal word after the data slots */
-	ret = perf_env_regions(env, region + 64);
+	ret = perf_env_regions(env, o, region + 64);
 	if (!ret && env->bs)
 		ret = perf_net_round(env, o, size, iters);
 	if (ret)

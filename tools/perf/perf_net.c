@@ -117,7 +117,7 @@ static int setup_conn(struct perf_env *env, const struct perf_opts *o, unsigned 
 		c->peer = qp;
 		ret = gdak_qp_export(qp, &c->dpeer);
 		if (!ret)
-			ret = gdak_mem_alloc(env->ctx, env->peer_region, GDAK_MEM_HOST, &r);
+			ret = gdak_mem_alloc(env->ctx, env->peer_region, o->mem, &r);
 		if (ret)
 			return ret;
 		c->rbuf = r;

@@ -60,6 +60,11 @@ static const char *poll_name(enum perf_poll p)
 	return p == PERF_POLL_SPIN ? "spin" : p == PERF_POLL_ADAPTIVE ? "adaptive" : "default";
 }
 
+static const char *mem_name(enum gdak_mem_kind m)
+{
+	return m == GDAK_MEM_GPU ? "gpu" : m == GDAK_MEM_HOST_MAPPED ? "mapped" : "host";
+}
+
 static const char *kind_name(enum perf_kind k)
 {
 	return k == PERF_KIND_BW ? "bw" : k == PERF_KIND_LAT ? "lat" : "baseline";
@@ -92,9 +97,9 @@ static void header(FILE *f, const struct perf_opts *o)
 		sysconf(_SC_NPROCESSORS_ONLN));
 	if (o->test->kind != PERF_KIND_BASE)
 		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u   CQE every %u"
-			"   handler %s   NIC threads %d   poll %s\n", o->qps, perf_qps_open(), o->threads,
-			o->wqes_per_db, o->signal_every, handler_name(o->handler), o->nic_threads,
-			poll_name(o->poll));
+			"   handler %s   NIC threads %d   poll %s   memory %s\n", o->qps, perf_qps_open(),
+			o->threads, o->wqes_per_db, o->signal_every, handler_name(o->handler),
+			o->nic_threads, poll_name(o->poll), mem_name(o->mem));
 	fprintf(f, " %u rounds, medians; baselines measured between rounds%s\n", o->rounds,
 		o->no_baseline ? " (off: --no-baseline)" : "");
 	rule(f);
@@ -221,11 +226,12 @@ void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_resul
 	jstr(f, dev_name(o));
 	fprintf(f, ", \"cuda\": %s, \"qps\": %u, \"idle_qps\": %u, \"qps_open\": %u, \"threads\": %u, "
 		"\"wqes_per_db\": %u, \"signal_every\": %u, \"sq_depth\": %u, \"handler\": \"%s\", "
-		"\"nic_threads\": %d, \"poll\": \"%s\", \"rounds\": %u, \"baseline\": %s},\n",
+		"\"nic_threads\": %d, \"poll\": \"%s\", \"mem\": \"%s\", \"rounds\": %u, "
+		"\"baseline\": %s},\n",
 		o->cuda ? "true" : "false", o->qps, o->idle_qps, perf_qps_open(), o->threads,
 		o->wqes_per_db,
 		o->signal_every, o->sq_depth, handler_name(o->handler), o->nic_threads,
-		poll_name(o->poll), o->rounds, o->no_baseline ? "false" : "true");
+		poll_name(o->poll), mem_name(o->mem), o->rounds, o->no_baseline ? "false" : "true");
 	fputs(" \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct perf_result *x = &r[i];
