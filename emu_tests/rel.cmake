@@ -1,0 +1,9 @@
+# Reliability (docs/RELIABILITY.md): bad input from a misbehaving device,
+# object lifetimes, host API misuse, fault injection aimed at device code,
+# soak.  Label emu.  Fuzzers: fuzz.cmake.
+add_library(gdak_rel_util STATIC rel_util.c)
+target_link_libraries(gdak_rel_util PUBLIC gdak_nic_util gdak gdak_testlib)
+gdak_set_warnings(gdak_rel_util)
+
+gdak_add_test(NAME gdak.rel.device SOURCES rel_device.c LIBS gdak_rel_util LABELS emu
+  TIMEOUT 300 MEMCHECK)
