@@ -46,7 +46,8 @@ static void run_pair(struct pair *r, const char *server_test, const char *client
 	memset(r, 0, sizeof(*r));
 	/* a generous retransmission timeout: on a loaded 2-core machine a NIC
 	 * thread can be off the CPU longer than the default 7 x 20 ms */
-	snprintf(cmd, sizeof(cmd), "GDAK_UDP_RTO_US=200000 '%s' -d emu:udp --server -p 0 --poll adaptive --quiet "
+	snprintf(cmd, sizeof(cmd), "GDAK_UDP_RTO_US=200000 '%s' -d emu:udp --server -p 0 "
+		 "--poll adaptive --quiet "
 		 "--size-range 8:64 %s %s 2>&1", perf, both, server_test);
 	srv = popen(cmd, "r");
 	REQUIRE(srv != NULL);
@@ -60,7 +61,8 @@ static void run_pair(struct pair *r, const char *server_test, const char *client
 		fprintf(stderr, "server said: %s\n", r->server);
 		return;
 	}
-	snprintf(cmd, sizeof(cmd), "GDAK_UDP_RTO_US=200000 %s '%s' -d emu:udp -p %u --poll adaptive --quiet --json -r 1 "
+	snprintf(cmd, sizeof(cmd), "GDAK_UDP_RTO_US=200000 %s '%s' -d emu:udp -p %u "
+		 "--poll adaptive --quiet --json -r 1 "
 		 "--no-baseline --size-range 8:64 %s %s %s 127.0.0.1 2>&1",
 		 client_env ? client_env : "", perf, port, both, client_args, client_test);
 	cli = popen(cmd, "r");

@@ -143,7 +143,8 @@ static int op_fadd(struct demo_args *a)
 		struct gdak_dev_cqe err = {0};
 		int rc;
 
-		rc = gdak_dev_fetch_add_timeout(a->a, (uint64_t)(uintptr_t)counter, a->brkey, 1, fetched,
+		rc = gdak_dev_fetch_add_timeout(a->a, (uint64_t)(uintptr_t)counter, a->brkey, 1,
+						fetched,
 						a->alkey, &got, a->timeout_ns, &err);
 		if (rc)
 			return failed(a, r, rc, &err);
@@ -290,7 +291,8 @@ static void *target_main(void *arg)
 			if (atomic_load_explicit(&s->failed, memory_order_relaxed))
 				return NULL;
 			if (waited >= a->timeout_ns) {
-				snprintf(rs->why, sizeof(rs->why), "target: signal %u never came", i + 1);
+				snprintf(rs->why, sizeof(rs->why), "target: signal %u never came",
+					 i + 1);
 				goto fail;
 			}
 		}
@@ -316,8 +318,8 @@ static void *target_main(void *arg)
 
 		if (rc) {
 			snprintf(rr->why, sizeof(rr->why), "target: receive %u: %s", i,
-				 rc == -ETIMEDOUT ? "no receive CQE" : rc == -ECANCELED ? "initiator failed"
-				 : "error CQE");
+				 rc == -ETIMEDOUT ? "no receive CQE"
+				 : rc == -ECANCELED ? "initiator failed" : "error CQE");
 			goto fail;
 		}
 		if (c.opcode != MLX5_CQE_RESP_SEND || c.byte_cnt != DEMO_SEND_LEN) {

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
 		fn = perf_cuda_test;
 	}
 	if (o.test->kind == PERF_KIND_BASE && (o.server || o.peer_addr)) {
-		fprintf(stderr, "gdak-perf: baseline runs in one process (no --server / SERVER_ADDR)\n");
+		fprintf(stderr, "gdak-perf: baseline runs in one process "
+				"(no --server / SERVER_ADDR)\n");
 		return PERF_EXIT_USAGE;
 	}
 	if (o.test->kind != PERF_KIND_BASE) {

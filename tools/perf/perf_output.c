@@ -96,8 +96,9 @@ static void header(FILE *f, const struct perf_opts *o)
 		o->cuda ? " (CUDA kernel)" : " (host threads)", perf_cpu_model(),
 		sysconf(_SC_NPROCESSORS_ONLN));
 	if (o->test->kind != PERF_KIND_BASE)
-		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u   CQE every %u"
-			"   handler %s   NIC threads %d   poll %s   memory %s\n", o->qps, perf_qps_open(),
+		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u"
+			"   CQE every %u   handler %s   NIC threads %d   poll %s   memory %s\n",
+			o->qps, perf_qps_open(),
 			o->threads, o->wqes_per_db, o->signal_every, handler_name(o->handler),
 			o->nic_threads, poll_name(o->poll), mem_name(o->mem));
 	fprintf(f, " %u rounds, medians; baselines measured between rounds%s\n", o->rounds,
