@@ -4,6 +4,7 @@ gdak_add_test(NAME gdak.dev.wqe SOURCES dev_wqe.c LABELS unit MEMCHECK)
 gdak_add_test(NAME gdak.dev.db SOURCES dev_db.c LABELS unit MEMCHECK)
 gdak_add_test(NAME gdak.dev.cq SOURCES dev_cq.c LABELS unit MEMCHECK)
 gdak_add_test(NAME gdak.dev.recv SOURCES dev_recv.c LABELS unit MEMCHECK)
+gdak_add_test(NAME gdak.dev.rma SOURCES dev_rma.c LABELS unit TIMEOUT 120)
 gdak_add_test(NAME gdak.dev.shared SOURCES dev_shared.c LABELS unit TIMEOUT 300)
 
 # The device headers under nvcc (sm_${GDAK_CUDA_ARCH}): every function

@@ -102,4 +102,132 @@ __attribute__((unused)) static void fake_cqe(struct gdak_dev_cq *cq, uint64_t n,
 	__atomic_store_n(&c[63], gdak_mlx5_cqe_op_own(opcode, n, cq->ncqe), __ATOMIC_RELEASE);
 }
 
+
+/* ---- a loopback NIC thread: executes WRITE (inline or SGE), READ and
+ * 8-byte atomics on local memory, CQEs for signalled WQEs -------------- */
+#include <pthread.h>
+#include <sched.h>
+
+struct fake_nic {
+	struct dev_fake *f;
+	pthread_t tid;
+	int stop;
+	int paused;		/* consume nothing while set */
+	uint64_t consumed, bad;
+	/* 1-based WQE number that gets an error CQE (0: none); set
+	 * fail_syndrome first, then fail_at with a release store */
+	uint64_t fail_at;
+	uint8_t fail_syndrome;
+};
+
+static void *fake_nic_main(void *arg)
+{
+	struct fake_nic *n = (struct fake_nic *)arg;
+	struct gdak_dev_qp *qp = &n->f->qp;
+	uint64_t ci = 0, cqe_n = 0;
+	int failed = 0;
+	while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
+		uint16_t pi = (uint16_t)gdak_be32toh(
+			__atomic_load_n(&n->f->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+		if (pi == (uint16_t)ci || __atomic_load_n(&n->paused, __ATOMIC_ACQUIRE)) {
+			sched_yield();
+			continue;
+		}
+		while ((uint16_t)ci != pi) {
+			struct gdak_mlx5_ctrl c;
+			uint64_t raddr = 0, la, sa, cmp, old;
+			uint32_t rkey, len, lkey, bbs, b;
+			int fail;
+			gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)gdak_dev_wqe_ptr(qp, ci),
+					      &c);
+			if (c.wqe_index != (uint16_t)ci || !c.ds) {
+				n->bad++;
+				c.ds = 1;
+			}
+			bbs = gdak_mlx5_wqebbs(c.ds);
+			{
+				uint64_t fa = __atomic_load_n(&n->fail_at, __ATOMIC_ACQUIRE);
+				fail = fa && ++n->consumed == fa;
+				if (!fa)
+					n->consumed++;
+			}
+			failed |= fail;
+			if (c.opcode != MLX5_OPCODE_NOP)
+				gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)
+							       gdak_dev_wqe_ds(qp, ci, 1), &raddr, &rkey);
+			if (failed) {
+				/* executes nothing */
+			} else if (c.opcode == MLX5_OPCODE_RDMA_WRITE) {
+				const uint8_t *seg = (const uint8_t *)gdak_dev_wqe_ds(qp, ci, 2);
+				memcpy(&b, seg, 4);
+				b = gdak_be32toh(b);
+				if (b & MLX5_INLINE_SEG) {
+					/* byte by byte through the DS, which may wrap */
+					for (uint32_t i = 0; i < (b & ~MLX5_INLINE_SEG); i++)
+						((uint8_t *)(uintptr_t)raddr)[i] = ((const uint8_t *)
+							gdak_dev_wqe_ds(qp, ci, 2 + (4 + i) / 16))[(4 + i) % 16];
+				} else {
+					gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)seg, &la,
+							      &len, &lkey);
+					memcpy((void *)(uintptr_t)raddr, (void *)(uintptr_t)la, len);
+				}
+			} else if (c.opcode == MLX5_OPCODE_RDMA_READ) {
+				gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)
+							      gdak_dev_wqe_ds(qp, ci, 2), &la, &len, &lkey);
+				memcpy((void *)(uintptr_t)la, (void *)(uintptr_t)raddr, len);
+			} else if (c.opcode == MLX5_OPCODE_ATOMIC_FA ||
+				   c.opcode == MLX5_OPCODE_ATOMIC_CS) {
+				gdak_mlx5_atomic_decode((const struct mlx5_wqe_atomic_seg *)
+								gdak_dev_wqe_ds(qp, ci, 2), &sa, &cmp);
+				gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)
+							      gdak_dev_wqe_ds(qp, ci, 3), &la, &len, &lkey);
+				if (c.opcode == MLX5_OPCODE_ATOMIC_FA) {
+					old = __atomic_fetch_add((uint64_t *)(uintptr_t)raddr, sa,
+								 __ATOMIC_ACQ_REL);
+				} else {
+					old = cmp;
+					__atomic_compare_exchange_n((uint64_t *)(uintptr_t)raddr, &old,
+								    sa, 0, __ATOMIC_ACQ_REL,
+								    __ATOMIC_ACQUIRE);
+				}
+				__atomic_store_n((uint64_t *)(uintptr_t)la, gdak_htobe64(old),
+						 __ATOMIC_RELEASE);
+			} else if (c.opcode != MLX5_OPCODE_NOP) {
+				n->bad++;
+			}
+			if ((c.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) || failed) {
+				while (cqe_n - gdak_be32toh(__atomic_load_n(&n->f->scq_dbrec[0],
+									    __ATOMIC_ACQUIRE)) >=
+					       qp->scq.ncqe &&
+				       !__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE))
+					sched_yield();
+				if (failed)
+					fake_cqe(&qp->scq, cqe_n++, MLX5_CQE_REQ_ERR, (uint16_t)ci,
+						 qp->qpn, fail ? n->fail_syndrome
+							       : MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+						 0, c.opcode, 0, 0);
+				else
+					fake_cqe(&qp->scq, cqe_n++, MLX5_CQE_REQ, (uint16_t)ci, qp->qpn,
+						 0, 0, 0, 0, 0);
+			}
+			ci += bbs;
+		}
+	}
+	return NULL;
+}
+
+__attribute__((unused)) static void fake_nic_start(struct fake_nic *n, struct dev_fake *f)
+{
+	memset(n, 0, sizeof(*n));
+	n->f = f;
+	if (pthread_create(&n->tid, NULL, fake_nic_main, n) != 0)
+		abort();
+}
+
+__attribute__((unused)) static void fake_nic_stop(struct fake_nic *n)
+{
+	__atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(n->tid, NULL);
+}
+
 #endif
