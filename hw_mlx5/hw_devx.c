@@ -19,6 +19,7 @@
  * dword.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,10 +132,9 @@ enum {
 #define DBR_RCQ 128u
 #define DBR_LEN 4096u
 
-/* Set a big-endian PRM field: bit offset base + off (MSB-first), width w <= 32. */
-static void fset(void *buf, unsigned base, unsigned off, unsigned w, uint32_t v)
+/* Set a big-endian PRM field: MSB-first bit offset, width <= 32. */
+void hw_prm_set(void *buf, unsigned bit, unsigned w, uint32_t v)
 {
-	unsigned bit = base + off;
 	uint32_t *dw = (uint32_t *)buf + bit / 32;
 	unsigned shift = 32 - w - bit % 32;
 	uint32_t mask = (w == 32 ? 0xffffffffu : ((1u << w) - 1u)) << shift;
@@ -142,11 +142,21 @@ static void fset(void *buf, unsigned base, unsigned off, unsigned w, uint32_t v)
 	*dw = gdak_htobe32((gdak_be32toh(*dw) & ~mask) | ((v << shift) & mask));
 }
 
-static uint32_t fget(const void *buf, unsigned base, unsigned off, unsigned w)
+uint32_t hw_prm_get(const void *buf, unsigned bit, unsigned w)
 {
-	unsigned bit = base + off;
 	uint32_t v = gdak_be32toh(((const uint32_t *)buf)[bit / 32]);
 	return (v >> (32 - w - bit % 32)) & (w == 32 ? 0xffffffffu : ((1u << w) - 1u));
+}
+
+/* (base, field) forms: fields are "offset, width" relative to a context. */
+static void fset(void *buf, unsigned base, unsigned off, unsigned w, uint32_t v)
+{
+	hw_prm_set(buf, base + off, w, v);
+}
+
+static uint32_t fget(const void *buf, unsigned base, unsigned off, unsigned w)
+{
+	return hw_prm_get(buf, base + off, w);
 }
 
 static void fset64(void *buf, unsigned bit, uint64_t v)
@@ -154,6 +164,100 @@ static void fset64(void *buf, unsigned bit, uint64_t v)
 	uint32_t *dw = (uint32_t *)buf + bit / 32;
 	dw[0] = gdak_htobe32((uint32_t)(v >> 32));
 	dw[1] = gdak_htobe32((uint32_t)v);
+}
+
+/* ---- layout self-check ------------------------------------------------------------ */
+
+/*
+ * Every field each command sets, so that hw_devx_layout_check() can prove
+ * no two of them overlap and all fit in their command: a mistyped offset
+ * shows up as a lost bit.  (base, field) pairs; 64-bit fields separately.
+ */
+#define CREATE_CQ_FIELDS(X)                                                              \
+	X(0, CMD_OPCODE) X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_OI)      \
+	X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE) X(CQC, CQC_UAR_PAGE)             \
+	X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE) X(0, CREATE_CQ_UMEM_ID)              \
+	X(0, CREATE_CQ_UMEM_VALID)
+#define CREATE_CQ_FIELDS64(X) X(CQC + CQC_DBR_ADDR) X(CREATE_CQ_UMEM_OFFSET)
+#define CREATE_QP_FIELDS(X)                                                              \
+	X(0, CMD_OPCODE) X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD)                \
+	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_LOG_PAGE_SIZE) X(QPC, QPC_LOG_SQ_SIZE)            \
+	X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE) X(QPC, QPC_LOG_RQ_STRIDE)             \
+	X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV) X(QPC, QPC_DBR_UMEM_VALID)                \
+	X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_VALID)
+#define CREATE_QP_FIELDS64(X) X(QPC + QPC_DBR_ADDR)
+#define RST2INIT_FIELDS(X)                                                               \
+	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_PM_STATE) X(QPC + ADS, ADS_VHCA_PORT_NUM) \
+	X(QPC + ADS, ADS_PKEY_INDEX) X(QPC, QPC_RRE) X(QPC, QPC_RWE) X(QPC, QPC_RAE)      \
+	X(QPC, QPC_ATOMIC_MODE)
+#define INIT2RTR_FIELDS(X)                                                               \
+	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_MTU) X(QPC, QPC_LOG_MSG_MAX)             \
+	X(QPC, QPC_REMOTE_QPN) X(QPC, QPC_NEXT_RCV_PSN) X(QPC, QPC_LOG_RRA_MAX)           \
+	X(QPC, QPC_MIN_RNR_NAK) X(QPC + ADS, ADS_VHCA_PORT_NUM) X(QPC + ADS, ADS_GRH)     \
+	X(QPC + ADS, ADS_SRC_ADDR_INDEX) X(QPC + ADS, ADS_HOP_LIMIT)                      \
+	X(QPC + ADS, ADS_RMAC_47_32) X(QPC + ADS, ADS_RMAC_31_0) X(QPC + ADS, ADS_RLID)   \
+	X(QPC + ADS, ADS_SL)                                                              \
+	X(QPC + ADS + ADS_RGID, 0, 32) X(QPC + ADS + ADS_RGID, 32, 32)                    \
+	X(QPC + ADS + ADS_RGID, 64, 32) X(QPC + ADS + ADS_RGID, 96, 32)
+#define RTR2RTS_FIELDS(X)                                                                \
+	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_LOG_SRA_MAX) X(QPC, QPC_RETRY_COUNT)     \
+	X(QPC, QPC_RNR_RETRY) X(QPC, QPC_NEXT_SEND_PSN) X(QPC + ADS, ADS_ACK_TIMEOUT)
+#define NO_FIELDS64(X)
+
+static unsigned popcount_buf(const uint8_t *b, size_t n)
+{
+	unsigned c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += (unsigned)__builtin_popcount(b[i]);
+	return c;
+}
+
+/* Set a field to all ones; returns its width, or 0 when it leaves the command. */
+static unsigned ones(uint8_t *buf, size_t len, unsigned base, unsigned off, unsigned w)
+{
+	if (base + off + w > len * 8)
+		return 0;
+	fset(buf, base, off, w, 0xffffffffu);
+	return w;
+}
+
+#define LAYOUT_CHECK(name, FIELDS, FIELDS64, bytes)                                      \
+	do {                                                                             \
+		uint8_t b_[bytes];                                                       \
+		unsigned want_ = 0;                                                      \
+		memset(b_, 0, sizeof(b_));                                               \
+		FIELDS(ADD_FIELD) FIELDS64(ADD_FIELD64)                                  \
+		if (popcount_buf(b_, sizeof(b_)) != want_) {                             \
+			snprintf(why, len, "%s: %u bits set, fields claim %u: two fields " \
+				 "overlap or one leaves the command", name,              \
+				 popcount_buf(b_, sizeof(b_)), want_);                   \
+			return -1;                                                       \
+		}                                                                        \
+	} while (0)
+#define ADD_FIELD(base, ...)                                                             \
+	{                                                                                \
+		unsigned w_ = ones(b_, sizeof(b_), base, __VA_ARGS__);                   \
+		want_ += w_ ? w_ : 1000;                                                 \
+	}
+#define ADD_FIELD64(bit)                                                                 \
+	{                                                                                \
+		if ((bit) + 64 <= sizeof(b_) * 8 && (bit) % 32 == 0) {                  \
+			fset64(b_, (bit), ~0ull);                                        \
+			want_ += 64;                                                     \
+		} else {                                                                 \
+			want_ += 1000;                                                   \
+		}                                                                        \
+	}
+
+int hw_devx_layout_check(char *why, size_t len)
+{
+	LAYOUT_CHECK("CREATE_CQ", CREATE_CQ_FIELDS, CREATE_CQ_FIELDS64, CREATE_CQ_IN_BYTES);
+	LAYOUT_CHECK("CREATE_QP", CREATE_QP_FIELDS, CREATE_QP_FIELDS64, QP_CMD_IN_BYTES);
+	LAYOUT_CHECK("RST2INIT_QP", RST2INIT_FIELDS, NO_FIELDS64, QP_CMD_IN_BYTES);
+	LAYOUT_CHECK("INIT2RTR_QP", INIT2RTR_FIELDS, NO_FIELDS64, QP_CMD_IN_BYTES);
+	LAYOUT_CHECK("RTR2RTS_QP", RTR2RTS_FIELDS, NO_FIELDS64, QP_CMD_IN_BYTES);
+	snprintf(why, len, "ok");
+	return 0;
 }
 
 struct hw_devx_qp {

@@ -229,6 +229,12 @@ int hw_vqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_
 int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *tmpl);
 void hw_dqp_destroy(struct hw_qp *hq);
 int hw_dqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_info *peer);
+/* Prove the PRM field tables consistent (no overlaps, all inside their
+ * command); 0, or -1 with the reason in why. */
+int hw_devx_layout_check(char *why, size_t len);
+/* The PRM field encoder (big-endian, bit 0 = MSB of the first dword). */
+void hw_prm_set(void *buf, unsigned bit, unsigned width, uint32_t v);
+uint32_t hw_prm_get(const void *buf, unsigned bit, unsigned width);
 int hw_dqp_query_state(struct hw_qp *hq, enum gdak_qp_state *state);
 /* Copy one CQE of a GPU-resident CQ to host memory. */
 int hw_dqp_read_cqe(struct hw_qp *hq, int recv, uint32_t idx, void *out64);

@@ -10,3 +10,7 @@ gdak_add_test(NAME gdak.hw.scenarios SOURCES hw_scenarios.c
 # without one.  It calls hw_mlx5's internal functions.
 gdak_add_test(NAME gdak.hw.cuda SOURCES hw_cuda_test.c LABELS cuda TIMEOUT 120)
 target_include_directories(gdak_hw_cuda PRIVATE ${PROJECT_SOURCE_DIR}/hw_mlx5)
+
+# DEVX (path 2) PRM command encoding: no hardware needed.
+gdak_add_test(NAME gdak.hw.prm SOURCES hw_prm_test.c LABELS unit)
+target_include_directories(gdak_hw_prm PRIVATE ${PROJECT_SOURCE_DIR}/hw_mlx5)
