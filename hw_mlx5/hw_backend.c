@@ -164,6 +164,9 @@ static int query_port(struct hw_ctx *hc, int gidx)
 			 dattr.phys_port_cnt, hc->port);
 		return -EINVAL;
 	}
+	if (dattr.atomic_cap == IBV_ATOMIC_NONE)
+		GDAK_WARN("hw", 0, "%s reports no RDMA atomics (atomic_cap NONE): fetch-add, "
+			  "compare-swap and put+signal will fail with an error CQE", hc->ibdev_name);
 	hc->max_rd_atom = (uint8_t)(dattr.max_qp_rd_atom > 255 ? 255 : dattr.max_qp_rd_atom);
 	hc->max_init_rd_atom =
 		(uint8_t)(dattr.max_qp_init_rd_atom > 255 ? 255 : dattr.max_qp_init_rd_atom);
