@@ -9,3 +9,5 @@ gdak_add_test(NAME gdak.rel.device SOURCES rel_device.c LIBS gdak_rel_util LABEL
   TIMEOUT 300 MEMCHECK)
 gdak_add_test(NAME gdak.rel.api SOURCES rel_api.c LIBS gdak_rel_util LABELS emu TIMEOUT 120
   MEMCHECK)
+gdak_add_test(NAME gdak.rel.life SOURCES rel_life.c LIBS gdak_rel_util LABELS emu TIMEOUT 300
+  MEMCHECK)
