@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ struct nm_ctx;
 struct nm_qp;
 struct nm_thread;
 struct nm_op;
+
+/* The struct holding member (libev watchers live inside the objects that own
+ * them).  Through void * so that clang's -Wcast-align accepts it. */
+#define nm_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /* ---- limits ----------------------------------------------------------- */
 
@@ -246,7 +252,9 @@ struct nm_qp {
 	struct gdak_nic_stats st; /* single writer per field group; read relaxed */
 };
 
-static inline struct nm_qp *nm_qp_of(struct gdak_qp *q) { return (struct nm_qp *)q; }
+/* base is the first member: the cast goes through void * because nm_qp is
+ * more aligned than gdak_qp (its wrap buffer), which clang -Wcast-align flags */
+static inline struct nm_qp *nm_qp_of(struct gdak_qp *q) { return (struct nm_qp *)(void *)q; }
 static inline int nm_qp_state(const struct nm_qp *qp)
 {
 	return atomic_load_explicit(&((struct nm_qp *)qp)->base.state, memory_order_acquire);
