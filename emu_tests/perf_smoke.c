@@ -272,6 +272,11 @@ static void test_nic_model(void)
 	nic_test("atomic_lat", (const char *const[]){"-n", "200", "--no-baseline", NULL},
 		 "lat_p50_ns");
 	nic_test("put_signal_lat", lat, "lat_p50_ns");
+	/* several sizes: a new, larger local region per size (and a new key) */
+	nic_test("put_signal_lat", (const char *const[]){"--size-range", "8:4K", "-n", "50",
+							 "--no-baseline", NULL}, "lat_p50_ns");
+	nic_test("read_lat", (const char *const[]){"--size-range", "8:4K", "-n", "50",
+						   "--no-baseline", NULL}, "lat_p50_ns");
 
 	/* the multi-QP run reports every size it was asked for */
 	{

@@ -167,11 +167,10 @@ int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, u
 	 * (perf_net_setup refuses it between processes) */
 	lc.signal = lc.c->rbuf ? (uint64_t *)(void *)(lc.c->rbuf + lc.slots * size) : NULL;
 	/* put+signal's fetched value lands in the QP's scratch word: after the
-	 * local data slots, never on a source */
-	if (!q->scratch_addr) {
-		q->scratch_addr = (uint64_t)(uintptr_t)(lc.c->lbuf + lc.slots * size + 8);
-		q->scratch_lkey = gdak_mr_lkey(lc.c->lmr);
-	}
+	 * local data slots, never on a source; set every time, since a larger
+	 * size may have brought a new local region and key */
+	q->scratch_addr = (uint64_t)(uintptr_t)(lc.c->lbuf + lc.slots * size + 8);
+	q->scratch_lkey = gdak_mr_lkey(lc.c->lmr);
 	prepare(&lc);
 	for (k = 0; k < iters; k++) {
 		uint64_t t0 = perf_now_ns();
