@@ -11,3 +11,7 @@ gdak_add_test(NAME gdak.rel.api SOURCES rel_api.c LIBS gdak_rel_util LABELS emu 
   MEMCHECK)
 gdak_add_test(NAME gdak.rel.life SOURCES rel_life.c LIBS gdak_rel_util LABELS emu TIMEOUT 300
   MEMCHECK)
+gdak_add_test(NAME gdak.rel.faults SOURCES rel_faults.c LIBS gdak_rel_util LABELS emu
+  TIMEOUT 300 MEMCHECK)
+gdak_add_test(NAME gdak.rel.faults_env SOURCES rel_faults.c LIBS gdak_rel_util LABELS emu
+  TIMEOUT 120 ARGS env ENV "GDAK_FAULTS=err:qp=*,wqe=1,syndrome=REMOTE_OP")
