@@ -9,3 +9,4 @@ gdak_add_test(NAME gdak.nic.ops SOURCES nic_ops.c LIBS gdak_nic_util LABELS emu 
 gdak_add_test(NAME gdak.nic.checks SOURCES nic_checks.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.nic.threads SOURCES nic_threads.c LIBS gdak_nic_util LABELS emu TIMEOUT 120)
 gdak_add_test(NAME gdak.nic.scale SOURCES nic_scale.c LIBS gdak_nic_util LABELS emu TIMEOUT 120)
+gdak_add_test(NAME gdak.nic.atomics SOURCES nic_atomics.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)

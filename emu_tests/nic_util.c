@@ -127,6 +127,25 @@ uint16_t nu_post_atomic(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t l
 	return idx;
 }
 
+uint16_t nu_post_masked(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t lkey,
+			uint64_t raddr, uint32_t rkey, uint64_t swap_add, uint64_t compare,
+			uint64_t swap_add_mask, uint64_t compare_mask, unsigned flags)
+{
+	uint8_t w[128] __attribute__((aligned(16))) = {0};
+	struct gdak_mlx5_masked_atomic_seg *m = (void *)(w + 32);
+	uint16_t idx = (uint16_t)q->pi;
+
+	gdak_mlx5_raddr_encode((void *)(w + 16), raddr, rkey);
+	m->swap_add = gdak_htobe64(swap_add);
+	m->compare = gdak_htobe64(compare);
+	m->swap_add_mask = gdak_htobe64(swap_add_mask);
+	m->compare_mask = gdak_htobe64(compare_mask);
+	gdak_mlx5_data_encode((void *)(w + 64), (uintptr_t)laddr, 8, lkey);
+	ctrl((void *)w, q, opcode, 5, flags, 0);
+	nu_put_raw(q, w, 5);
+	return idx;
+}
+
 uint16_t nu_post_nop(struct nu_qp *q, unsigned flags)
 {
 	uint8_t w[64] __attribute__((aligned(16))) = {0};

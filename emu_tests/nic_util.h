@@ -40,6 +40,12 @@ uint16_t nu_post_send(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len
 uint16_t nu_post_atomic(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t lkey,
 			uint64_t raddr, uint32_t rkey, uint64_t swap_add, uint64_t compare,
 			unsigned flags);
+/* 8-byte masked atomic (ATOMIC_MASKED_CS / _FA): ctrl + raddr + the 32-byte
+ * masked segment (swap_add, compare, swap_add_mask, compare_mask) + data:
+ * 5 DS, two WQEBBs.  For masked FA, swap_add_mask holds the field boundaries. */
+uint16_t nu_post_masked(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t lkey,
+			uint64_t raddr, uint32_t rkey, uint64_t swap_add, uint64_t compare,
+			uint64_t swap_add_mask, uint64_t compare_mask, unsigned flags);
 uint16_t nu_post_nop(struct nu_qp *q, unsigned flags);
 /* Doorbell record + register per the QP's handler. */
 void nu_ring(struct nu_qp *q);

@@ -18,12 +18,44 @@
 
 #include <gdak/gdak.h>
 
+/*
+ * The operand names follow the masked-atomic segment (<gdak/mlx5.h>):
+ * a = swap_add, b = compare, am = swap_add_mask, bm = compare_mask.
+ */
 enum nm_atomic_op {
 	NM_ATOMIC_FA = 0,	/* *p += a */
 	NM_ATOMIC_CS = 1,	/* if (*p == b) *p = a */
-	NM_ATOMIC_MFA = 2,	/* masked fetch-add (a: add, b: field-boundary mask) */
-	NM_ATOMIC_MCS = 3,	/* masked compare-swap (see nm_resp.c) */
+	NM_ATOMIC_MFA = 2,	/* *p = nm_masked_fa(*p, a, am): am marks field MSBs */
+	NM_ATOMIC_MCS = 3,	/* *p = nm_masked_cs(*p, a, b, am, bm) */
 };
+
+/*
+ * Masked fetch-add (mlx5 PRM "Masked Atomic Operations", 8-byte form): the
+ * word is a vector of fields; a bit set in the boundary mask is the most
+ * significant bit of a field, so each field adds on its own and its carry
+ * out is dropped (the top field always ends at bit 63; mask 0 is a plain
+ * 64-bit add).  Done SWAR-style: adding the words with every field's MSB
+ * cleared cannot carry past that MSB position, and the MSBs are then the
+ * sum bit without the carry out: old_msb ^ add_msb ^ carry_in.
+ */
+static inline uint64_t nm_masked_fa(uint64_t old, uint64_t add, uint64_t boundary)
+{
+	return ((old & ~boundary) + (add & ~boundary)) ^ ((old ^ add) & boundary);
+}
+
+/*
+ * Masked compare-swap (same PRM section): the compare succeeds when the
+ * bits under compare_mask equal those of compare (mask 0: always); then the
+ * bits under swap_mask come from swap and the others stay.  On a failed
+ * compare the word is unchanged.  Either way the old value is returned.
+ */
+static inline uint64_t nm_masked_cs(uint64_t old, uint64_t swap, uint64_t compare,
+				    uint64_t swap_mask, uint64_t compare_mask)
+{
+	if ((old ^ compare) & compare_mask)
+		return old;
+	return (old & ~swap_mask) | (swap & swap_mask);
+}
 
 struct nm_dma_ops {
 	const char *name;

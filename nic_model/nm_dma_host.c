@@ -41,9 +41,9 @@ static int host_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 /*
  * Host atomics: C11/GCC atomics on the 8-byte word, so that every NIC thread
  * (and device code on host threads using atomics) sees one total order.
- * Masked variants follow the PRM: MFA adds field-wise (bm marks the top bit
- * of each field: carries do not cross it), MCS compares (value & bm) with
- * (b & bm) and swaps in (a & am) | (old & ~am).
+ * The masked variants (nm_dma.h: nm_masked_fa / nm_masked_cs) run as a
+ * compare-exchange loop on the whole word, so they are exact and atomic
+ * like the plain ones; a masked CS whose compare fails writes nothing.
  */
 static int host_atomic64(void *addr, enum gdak_mem_kind kind, enum nm_atomic_op op, uint64_t a,
 			 uint64_t b, uint64_t am, uint64_t bm, uint64_t *old)
@@ -62,24 +62,17 @@ static int host_atomic64(void *addr, enum gdak_mem_kind kind, enum nm_atomic_op 
 		*old = cur;
 		return 0;
 	case NM_ATOMIC_MFA:
-		cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-		do {
-			/* field-wise add: sum without carries out of marked bits */
-			uint64_t s = cur + a;
-			uint64_t carry_in = (s ^ cur ^ a) & (bm << 1);
-			want = s - carry_in;
-		} while (!__atomic_compare_exchange_n(p, &cur, want, true, __ATOMIC_SEQ_CST,
-						      __ATOMIC_RELAXED));
-		*old = cur;
-		return 0;
 	case NM_ATOMIC_MCS:
-		cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-		do {
-			if ((cur & bm) != (b & bm))
+		cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+		for (;;) {
+			want = op == NM_ATOMIC_MFA ? nm_masked_fa(cur, a, am)
+						   : nm_masked_cs(cur, a, b, am, bm);
+			if (want == cur)
+				break; /* nothing to write (failed compare, zero add) */
+			if (__atomic_compare_exchange_n(p, &cur, want, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_SEQ_CST))
 				break;
-			want = (cur & ~am) | (a & am);
-		} while (!__atomic_compare_exchange_n(p, &cur, want, true, __ATOMIC_SEQ_CST,
-						      __ATOMIC_RELAXED));
+		}
 		*old = cur;
 		return 0;
 	}
