@@ -16,3 +16,13 @@ gdak_set_warnings(gdak_scenarios)
 
 gdak_add_test(NAME gdak.emu.scenarios SOURCES scenarios/emu_scenarios.c
               LIBS gdak_scenarios LABELS emu TIMEOUT 300)
+
+# The same scenarios with a GPU as the device (one CUDA thread); built where
+# nvcc is, skipped (77) without a GPU.  hw_tests builds this source again
+# against a ConnectX.
+if(GDAK_HAVE_CUDA)
+  gdak_add_test(NAME gdak.emu.scenarios_cuda SOURCES scenarios/scen_cuda.cu
+                LABELS cuda TIMEOUT 180 ARGS emu)
+  target_compile_options(gdak_emu_scenarios_cuda PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+endif()

@@ -14,3 +14,14 @@ target_include_directories(gdak_hw_cuda PRIVATE ${PROJECT_SOURCE_DIR}/hw_mlx5)
 # DEVX (path 2) PRM command encoding: no hardware needed.
 gdak_add_test(NAME gdak.hw.prm SOURCES hw_prm_test.c LABELS unit)
 target_include_directories(gdak_hw_prm PRIVATE ${PROJECT_SOURCE_DIR}/hw_mlx5)
+
+# The GPU-as-the-device scenarios (emu_tests/scenarios/scen_cuda.cu) against
+# a ConnectX: needs a GPU and an mlx5 device, skipped (77) otherwise.  Rings
+# and the UAR are mapped into the GPU (no GDAK_HW_NO_GPU_MAP here).
+if(GDAK_HAVE_CUDA)
+  gdak_add_test(NAME gdak.hw.scenarios_cuda
+                SOURCES ${PROJECT_SOURCE_DIR}/emu_tests/scenarios/scen_cuda.cu
+                LABELS hw TIMEOUT 180 ARGS --hw)
+  target_include_directories(gdak_hw_scenarios_cuda PRIVATE
+    ${PROJECT_SOURCE_DIR}/emu_tests/testlib)
+endif()
