@@ -15,3 +15,6 @@ gdak_add_test(NAME gdak.rel.faults SOURCES rel_faults.c LIBS gdak_rel_util LABEL
   TIMEOUT 300 MEMCHECK)
 gdak_add_test(NAME gdak.rel.faults_env SOURCES rel_faults.c LIBS gdak_rel_util LABELS emu
   TIMEOUT 120 ARGS env ENV "GDAK_FAULTS=err:qp=*,wqe=1,syndrome=REMOTE_OP")
+# Soak: short in CI (GDAK_SOAK_SECONDS and friends for long runs).
+gdak_add_test(NAME gdak.rel.soak SOURCES rel_soak.c LIBS gdak_rel_util LABELS emu TIMEOUT 300
+  MEMCHECK)
