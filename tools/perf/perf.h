@@ -156,11 +156,13 @@ void perf_set_qps_open(unsigned n);
 unsigned perf_qps_open(void);
 
 /* ---- perf_exec.c: the minimal executor ------------------------------------ */
-/* Two threads, a ring of mlx5-shaped 64-byte RDMA_WRITE WQEs built with the
- * <gdak/mlx5.h> helpers; the consumer decodes each, bounds-checks it against
- * one region and copies its bytes.  Returns WQE/s, or a negative errno (and
- * a verification failure is reported) when the copied bytes are wrong. */
-int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate);
+/* Two threads, a ring of `ring` mlx5-shaped 64-byte RDMA_WRITE WQEs (the
+ * test's send-queue size: the ring couples producer and consumer as the SQ
+ * couples poster and NIC) built with the <gdak/mlx5.h> helpers; the consumer
+ * decodes each, bounds-checks it against one region and copies its bytes.
+ * 0 and *rate in WQE/s, or a negative errno (a verification failure is
+ * reported) when the copied bytes are wrong. */
+int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, unsigned ring, double *rate);
 
 /* ---- perf_base.c: the other baselines ------------------------------------ */
 /* memcpy bandwidth over the same buffer layout as the tests (bytes/s). */

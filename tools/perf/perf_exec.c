@@ -23,7 +23,7 @@
 #include "perf.h"
 
 enum {
-	EXEC_RING = 256,	/* WQEBBs, like the default SQ (more for big batches) */
+	EXEC_RING = 256,	/* WQEBBs when the caller names none (the default SQ) */
 	EXEC_QPN = 0x123,
 	EXEC_LKEY = 0x1111,
 	EXEC_RKEY = 0x2222,
@@ -142,7 +142,7 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate)
+int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, unsigned ring, double *rate)
 {
 	struct exec *e;
 	pthread_t pt, ct;
@@ -150,7 +150,8 @@ int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate)
 	size_t check;
 	int ret = 0;
 
-	if (!size || size > UINT32_MAX || !wqes || !per_db || per_db > 32768)
+	if (!size || size > UINT32_MAX || !wqes || !per_db || per_db > 32768 || ring > 65536 ||
+	    (ring & (ring - 1)))
 		return -EINVAL;
 	e = aligned_alloc(64, sizeof(*e));
 	if (!e)
@@ -161,7 +162,7 @@ int perf_exec_run(size_t size, uint64_t wqes, unsigned per_db, double *rate)
 	e->region = e->slots * size;
 	e->total = wqes;
 	e->per_db = per_db;
-	e->ring_n = EXEC_RING;
+	e->ring_n = ring ? ring : EXEC_RING;
 	while (e->ring_n < 2ull * per_db)
 		e->ring_n *= 2;
 	e->ring = aligned_alloc(4096, e->ring_n * 64);

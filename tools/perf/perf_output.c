@@ -95,7 +95,9 @@ static void header(FILE *f, const struct perf_opts *o)
 	fprintf(f, " gdak-perf %s   device %s%s   CPU %s, %ld cores\n", o->test->name, dev_name(o),
 		o->cuda ? " (CUDA kernel)" : " (host threads)", perf_cpu_model(),
 		sysconf(_SC_NPROCESSORS_ONLN));
-	if (o->test->kind != PERF_KIND_BASE)
+	if (o->test->kind == PERF_KIND_BASE)
+		fprintf(f, " minimal executor ring: %u WQEBBs (--sq-depth)\n", o->sq_depth);
+	else
 		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u"
 			"   CQE every %u   handler %s   NIC threads %d   poll %s   memory %s\n",
 			o->qps, perf_qps_open(),
@@ -125,8 +127,8 @@ static void print_bw(FILE *f, const struct perf_opts *o, const struct perf_resul
 		fputc('\n', f);
 	}
 	if (n && !o->no_baseline)
-		fprintf(f, " exec = minimal executor at %u WQEs/doorbell; ratio = test / baseline\n",
-			o->wqes_per_db);
+		fprintf(f, " exec = minimal executor at %u WQEs/doorbell, ring of %u WQEBBs (the SQ's);"
+			" ratio = test / baseline\n", o->wqes_per_db, o->sq_depth);
 }
 
 static void print_lat(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n)

@@ -35,7 +35,7 @@ static double safe_ratio(double a, double b) { return b > 0 ? a / b : 0; }
 static int base_bw_round(const struct perf_opts *o, size_t size, uint64_t iters, double *exec,
 			 double *memc)
 {
-	int ret = perf_exec_run(size, iters, o->wqes_per_db, exec);
+	int ret = perf_exec_run(size, iters, o->wqes_per_db, o->sq_depth, exec);
 
 	if (!ret)
 		ret = perf_memcpy_run(size, iters, memc);
@@ -45,10 +45,10 @@ static int base_bw_round(const struct perf_opts *o, size_t size, uint64_t iters,
 static int run_baseline_test(const struct perf_opts *o, size_t size, uint64_t iters,
 			     double *e1, double *e16, double *memc)
 {
-	int ret = perf_exec_run(size, iters, 1, e1);
+	int ret = perf_exec_run(size, iters, 1, o->sq_depth, e1);
 
 	if (!ret)
-		ret = perf_exec_run(size, iters, 16, e16);
+		ret = perf_exec_run(size, iters, 16, o->sq_depth, e16);
 	if (!ret)
 		ret = perf_memcpy_run(size, iters, memc);
 	return ret;
