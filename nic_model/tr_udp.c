@@ -44,6 +44,7 @@ struct udp_ctx {
 	char faults[512];	/* GDAK_FAULTS, parsed again per QP (own generator) */
 	uint64_t rto_ns;	/* retransmission timeout, GDAK_UDP_RTO_US */
 	uint8_t retry_cnt;	/* GDAK_UDP_RETRY: 0..7, or 8 = "forever" (not IBA) */
+	uint32_t window;	/* GDAK_UDP_WINDOW: unacknowledged PSNs in flight */
 };
 
 /* What a posted op needs after its WQE slot may have been reused: the
@@ -541,7 +542,7 @@ static int udp_qp_init(struct nm_qp *qp)
 	struct udp_ctx *c = qp->ctx->tr_priv;
 	struct udp_qp *u = calloc(1, sizeof(*u));
 	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-			       .timeout_ns = c->rto_ns,
+			       .timeout_ns = c->rto_ns, .window = c->window,
 			       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
 			       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
 			       .min_rnr_timer = 1, .cfg_set = 1};
@@ -652,7 +653,7 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 		/* reconnecting after RESET: a fresh engine */
 		struct udp_ctx *c = qp->ctx->tr_priv;
 		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-				       .timeout_ns = c->rto_ns,
+				       .timeout_ns = c->rto_ns, .window = c->window,
 				       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
 				       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
 				       .min_rnr_timer = 1, .cfg_set = 1};
@@ -723,6 +724,20 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			goto err;
 		}
 		c->rto_ns = us * 1000ull;
+	}
+	/* Go-back-N resends everything after a loss: a window about the
+	 * bandwidth-delay product of loopback/LAN keeps that cheap. */
+	c->window = 32;
+	env = getenv("GDAK_UDP_WINDOW");
+	if (env && *env) {
+		char *end;
+		unsigned long w = strtoul(env, &end, 10);
+		if (*end || w < 1 || w > 65536) {
+			GDAK_ERR(NULL, 0, "GDAK_UDP_WINDOW='%s': want packets, 1..65536", env);
+			ret = -EINVAL;
+			goto err;
+		}
+		c->window = (uint32_t)w;
 	}
 	c->retry_cnt = 7;
 	env = getenv("GDAK_UDP_RETRY");
