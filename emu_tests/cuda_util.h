@@ -26,7 +26,7 @@ extern "C" {
 }
 
 /* Seconds a test kernel may run before the test gives up on it. */
-#define CU_HANG_S 60
+#define CU_HANG_S 45
 /* Bounded waits inside kernels: long enough never to fire in a working
  * run, short enough that a failure shows as an error code. */
 #define CU_WAIT_NS 10000000000ull

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_cuda.h - gdak-perf-cuda: the device API driven by CUDA kernels
+ * against the NIC model, with the baselines each number is judged by,
+ * measured in the same run:
+ *
+ *   pingpong   a kernel writes a word of mapped host memory, a CPU thread
+ *              answers in another, the kernel polls it: the floor of any
+ *              kernel -> CPU -> kernel round trip (the NIC model is a CPU)
+ *   write_lat  a kernel posts an 8-byte inline RDMA_WRITE, the NIC model
+ *              executes it, the kernel sees its CQE (p50 / p99 vs pingpong)
+ *   write_bw   1..256 CTAs, one thread and one QP each (NVSHMEM
+ *              shmem_put_bw's shape), puts of S bytes; WQE/s over NIC
+ *              threads 1/2/4/8
+ *   big_bw     16 MiB GPU -> GPU RDMA_WRITE vs cudaMemcpy device-to-device
+ *
+ * Files: perf_cuda_main.cu (options, rows, output), perf_cuda_lat.cu
+ * (pingpong, write_lat), perf_cuda_bw.cu (write_bw, big_bw).
+ */
+#ifndef GDAK_PERF_CUDA_H
+#define GDAK_PERF_CUDA_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <gdak/gdak.h>
+#include <gdak/nic.h>
+#include <gdak/dev/dev.h>
+
+struct pc_opts {
+	unsigned lat_iters;	/* latency samples (after warm-up) */
+	unsigned bw_iters;	/* puts per CTA */
+	unsigned big_iters;	/* 16 MiB writes */
+	size_t bw_size;		/* write_bw message size */
+	size_t big_size;
+	unsigned ctas[16], nctas;
+	unsigned nic_threads[8], nnic;
+	int run_lat, run_bw, run_big;
+	int gpu_desc;		/* descriptors copied into GPU memory (default) */
+	const char *json;	/* JSON file, or NULL */
+};
+
+/* One output row. */
+struct pc_row {
+	char test[32];
+	char note[48];		/* memory, descriptor placement ... */
+	size_t bytes;
+	unsigned ctas, nic_threads;
+	uint64_t ops;
+	double p50_ns, p99_ns, min_ns;	/* latency rows */
+	double base_p50_ns, base_p99_ns; /* pingpong in the same run */
+	double msg_rate, bw;		/* rate rows: WQE/s, bytes/s */
+	double base_bw;			/* big_bw: cudaMemcpy D2D bytes/s */
+	int verified;
+};
+
+#define PC_CHECK(call)                                                                      \
+	do {                                                                                \
+		cudaError_t e_ = (call);                                                    \
+		if (e_ != cudaSuccess) {                                                    \
+			fprintf(stderr, "gdak-perf-cuda: %s:%d: %s: %s\n", __FILE__,        \
+				__LINE__, #call, cudaGetErrorString(e_));                   \
+			return -EIO;                                                        \
+		}                                                                           \
+	} while (0)
+#define PC_GDAK(call)                                                                       \
+	do {                                                                                \
+		int r_ = (call);                                                            \
+		if (r_) {                                                                   \
+			fprintf(stderr, "gdak-perf-cuda: %s:%d: %s: %s\n", __FILE__,        \
+				__LINE__, #call, gdak_strerror(r_));                        \
+			return r_;                                                          \
+		}                                                                           \
+	} while (0)
+
+/* ---- perf_cuda_main.cu ---------------------------------------------------- */
+void pc_add_row(const struct pc_row *r);
+double pc_percentile(double *v, size_t n, double p); /* sorts v */
+uint64_t pc_now_ns(void);
+/* Wait for stream s; -ETIMEDOUT after limit_s seconds (the kernel hangs). */
+int pc_wait(cudaStream_t s, unsigned limit_s, const char *what);
+
+/* A connected pair on ctx; the requester's descriptor is copied into GPU
+ * memory when gpu_desc (its device-owned indices are then GPU-local; the
+ * rings and records stay in mapped host memory). */
+struct pc_pair {
+	struct gdak_qp *qa, *qb;
+	struct gdak_dev_qp *dev;	/* what the kernel uses */
+	struct gdak_dev_qp *host;	/* the exported descriptor */
+};
+int pc_pair_make(struct gdak_ctx *ctx, enum gdak_dev_db_handler h, uint32_t sq, int nic_thread,
+		 int gpu_desc, struct gdak_dev_qp *dev_slot, struct pc_pair *p);
+void pc_pair_destroy(struct pc_pair *p);
+
+/* ---- perf_cuda_lat.cu ------------------------------------------------------ */
+/* The raw ping-pong: p50/p99 in ns. */
+int pc_pingpong(unsigned iters, double *p50, double *p99);
+int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99);
+
+/* ---- perf_cuda_bw.cu -------------------------------------------------------- */
+int pc_write_bw(const struct pc_opts *o);
+int pc_big_bw(const struct pc_opts *o);
+
+#endif /* GDAK_PERF_CUDA_H */

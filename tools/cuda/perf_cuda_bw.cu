@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_cuda_bw.cu - message rate and bandwidth.
+ *
+ * write_bw: C CTAs of one thread, CTA c owning QP c (served by NIC thread
+ * c % T), each posting puts of S bytes back to back (the half-ring rule of
+ * rma.h signals one WQE in every half ring; one doorbell per put) and a
+ * quiet at the end - NVSHMEM shmem_put_bw's shape.  Rate = all puts /
+ * (last CTA end - first CTA start), on the GPU clock.  Buffers in mapped
+ * host memory (the NIC model copies them with memcpy); one row with GPU
+ * memory shows the CUDA engine's per-copy cost instead.
+ *
+ * big_bw: 16 MiB RDMA_WRITE GPU -> GPU, one at a time (post, wait) and
+ * pipelined (post all, quiet), against cudaMemcpy device-to-device of the
+ * same buffers, each call synchronous, measured in the same run.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_cuda.h"
+
+#define HANG_S 300
+#define MAX_CTAS 1024
+
+__global__ void k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
+		       uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1, int *rc)
+{
+	unsigned c = blockIdx.x;
+	struct gdak_dev_qp *qp = &qps[c];
+	struct gdak_dev_sge s = {src + (uint64_t)c * size, size, lkey};
+	int r = 0;
+
+	t0[c] = gdak_dev_now_ns();
+	for (unsigned i = 0; i < n && !r; i++) {
+		uint64_t t;
+		r = gdak_dev_put(qp, &s, dst + (uint64_t)c * size, rkey, 0, &t);
+	}
+	if (!r)
+		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
+	t1[c] = gdak_dev_now_ns();
+	rc[c] = r;
+}
+
+struct rate_env {
+	struct gdak_ctx *ctx;
+	struct pc_pair *pairs;
+	struct gdak_dev_qp *slots;	/* GPU array of descriptors */
+	unsigned npairs;
+	uint64_t *t0, *t1;		/* mapped */
+	int *rc;			/* mapped */
+};
+
+static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t size,
+		    enum gdak_mem_kind kind, unsigned n, const char *note)
+{
+	size_t len = (size_t)ctas * size;
+	uint8_t *src = NULL, *dst = NULL, *hs, *hd;
+	struct gdak_mr *ms = NULL, *md = NULL;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	struct pc_row r;
+	cudaStream_t s;
+	int bad = 0;
+
+	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&src));
+	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&dst));
+	PC_GDAK(gdak_mr_reg(e->ctx, src, len, GDAK_ACCESS_ALL, &ms));
+	PC_GDAK(gdak_mr_reg(e->ctx, dst, len, GDAK_ACCESS_ALL, &md));
+	hs = (uint8_t *)malloc(len);
+	hd = (uint8_t *)malloc(len);
+	if (!hs || !hd)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		hs[i] = (uint8_t)(i * 131 + 7);
+	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyDefault));
+	PC_CHECK(cudaMemset(dst, 0, len));
+	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (unsigned c = 0; c < ctas; c++)
+		e->rc[c] = -1;
+	k_rate<<<ctas, 1, 0, s>>>(e->slots, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
+				  (uint64_t)(uintptr_t)dst, gdak_mr_rkey(md), (uint32_t)size, n,
+				  e->t0, e->t1, e->rc);
+	if (pc_wait(s, HANG_S, note))
+		exit(1);
+	for (unsigned c = 0; c < ctas; c++) {
+		bad |= e->rc[c] != 0;
+		lo = e->t0[c] < lo ? e->t0[c] : lo;
+		hi = e->t1[c] > hi ? e->t1[c] : hi;
+	}
+	PC_CHECK(cudaMemcpy(hd, dst, len, cudaMemcpyDefault));
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "write_bw");
+	snprintf(r.note, sizeof(r.note), "%s", note);
+	r.bytes = size;
+	r.ctas = ctas;
+	r.nic_threads = nict;
+	r.ops = (uint64_t)ctas * n;
+	r.msg_rate = (double)r.ops / ((double)(hi - lo) / 1e9);
+	r.bw = r.msg_rate * (double)size;
+	r.verified = !bad && !memcmp(hs, hd, len);
+	if (!r.verified)
+		fprintf(stderr, "gdak-perf-cuda: write_bw %u CTAs %u NIC threads %s: %s\n", ctas,
+			nict, note, bad ? "a CTA's puts failed" : "destination bytes differ");
+	pc_add_row(&r);
+	cudaStreamDestroy(s);
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_mem_free(e->ctx, src);
+	gdak_mem_free(e->ctx, dst);
+	free(hs);
+	free(hd);
+	return r.verified ? 0 : -EIO;
+}
+
+static unsigned max_ctas(const struct pc_opts *o)
+{
+	unsigned m = 64;
+
+	for (unsigned i = 0; i < o->nctas; i++)
+		m = o->ctas[i] > m ? o->ctas[i] : m;
+	return m;
+}
+
+/* Puts per CTA: the asked count, but at most ~4 M puts per configuration
+ * (and at least 1000 per CTA). */
+static unsigned per_cta(const struct pc_opts *o, unsigned ctas)
+{
+	unsigned n = 4000000u / ctas;
+
+	if (n > o->bw_iters)
+		n = o->bw_iters;
+	return n < 1000 ? 1000 : n;
+}
+
+int pc_write_bw(const struct pc_opts *o)
+{
+	unsigned m = max_ctas(o);
+	int rc = 0;
+
+	for (unsigned ti = 0; ti < o->nnic; ti++) {
+		unsigned T = o->nic_threads[ti];
+		struct rate_env e;
+		char note[48];
+
+		memset(&e, 0, sizeof(e));
+		PC_GDAK(gdak_nic_set_threads(T));
+		PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
+		PC_GDAK(gdak_open("emu", &e.ctx));
+		e.pairs = (struct pc_pair *)calloc(m, sizeof(*e.pairs));
+		PC_CHECK(cudaMalloc((void **)&e.slots, m * sizeof(struct gdak_dev_qp)));
+		PC_CHECK(cudaHostAlloc((void **)&e.t0, m * 8, cudaHostAllocMapped));
+		PC_CHECK(cudaHostAlloc((void **)&e.t1, m * 8, cudaHostAllocMapped));
+		PC_CHECK(cudaHostAlloc((void **)&e.rc, m * sizeof(int), cudaHostAllocMapped));
+		/* descriptors must be in one array for the kernel: always the GPU
+		 * copies here */
+		for (unsigned c = 0; c < m; c++) {
+			rc = pc_pair_make(e.ctx, GDAK_DEV_DB_DB, 256, (int)(c % T), 1, &e.slots[c],
+					  &e.pairs[c]);
+			if (rc)
+				return rc;
+		}
+		e.npairs = m;
+		for (unsigned i = 0; i < o->nctas; i++) {
+			snprintf(note, sizeof(note), "DB mapped put %zuB", o->bw_size);
+			rc |= rate_run(&e, o->ctas[i], T, o->bw_size, GDAK_MEM_HOST_MAPPED,
+				       per_cta(o, o->ctas[i]), note);
+		}
+		if (T == 1) {
+			snprintf(note, sizeof(note), "DB gpu-mem put %zuB", o->bw_size);
+			rc |= rate_run(&e, 64, T, o->bw_size, GDAK_MEM_GPU, 200, note);
+		}
+		for (unsigned c = 0; c < m; c++)
+			pc_pair_destroy(&e.pairs[c]);
+		gdak_close(e.ctx);
+		cudaFree(e.slots);
+		cudaFreeHost(e.t0);
+		cudaFreeHost(e.t1);
+		cudaFreeHost(e.rc);
+		free(e.pairs);
+	}
+	gdak_nic_set_threads(1);
+	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
+	return rc ? -EIO : 0;
+}
+
+/* ---- big_bw -------------------------------------------------------------------- */
+
+/* window 1: post, wait, repeat; else post everything, quiet. */
+__global__ void k_big(struct gdak_dev_qp *qp, uint64_t src, uint32_t lkey, uint64_t dst,
+		      uint32_t rkey, uint32_t size, unsigned n, int window, uint64_t *t, int *rc)
+{
+	struct gdak_dev_sge s = {src, size, lkey};
+	uint64_t tk = 0;
+	int r = 0;
+
+	t[0] = gdak_dev_now_ns();
+	for (unsigned i = 0; i < n && !r; i++) {
+		r = gdak_dev_put(qp, &s, dst, rkey, window == 1 ? GDAK_DEV_WQE_SIGNAL : 0, &tk);
+		if (!r && window == 1)
+			r = gdak_dev_wait_timeout(qp, tk, 30000000000ull, NULL);
+	}
+	if (!r)
+		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
+	t[1] = gdak_dev_now_ns();
+	*rc = r;
+}
+
+int pc_big_bw(const struct pc_opts *o)
+{
+	size_t len = o->big_size;
+	unsigned n = o->big_iters;
+	struct gdak_ctx *ctx = NULL;
+	struct gdak_dev_qp *slot = NULL;
+	struct pc_pair p;
+	uint8_t *src = NULL, *dst = NULL, *hs, *hd;
+	struct gdak_mr *ms = NULL, *md = NULL;
+	uint64_t *t = NULL, t0;
+	int *krc = NULL, rc = 0;
+	double base_bw;
+	cudaStream_t s;
+
+	PC_GDAK(gdak_nic_set_threads(1));
+	PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
+	PC_GDAK(gdak_open("emu", &ctx));
+	PC_CHECK(cudaMalloc((void **)&slot, sizeof(*slot)));
+	PC_CHECK(cudaHostAlloc((void **)&t, 16, cudaHostAllocMapped));
+	PC_CHECK(cudaHostAlloc((void **)&krc, sizeof(int), cudaHostAllocMapped));
+	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	rc = pc_pair_make(ctx, GDAK_DEV_DB_DB, 64, 0, o->gpu_desc, slot, &p);
+	if (rc)
+		return rc;
+	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&src));
+	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&dst));
+	PC_GDAK(gdak_mr_reg(ctx, src, len, GDAK_ACCESS_ALL, &ms));
+	PC_GDAK(gdak_mr_reg(ctx, dst, len, GDAK_ACCESS_ALL, &md));
+	hs = (uint8_t *)malloc(len);
+	hd = (uint8_t *)malloc(len);
+	if (!hs || !hd)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		hs[i] = (uint8_t)(i * 197 + 3);
+	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyHostToDevice));
+
+	/* baseline: cudaMemcpy D2D, synchronous calls, warm-up first */
+	PC_CHECK(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice));
+	t0 = pc_now_ns();
+	for (unsigned i = 0; i < n; i++)
+		PC_CHECK(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice));
+	base_bw = (double)len * n / ((double)(pc_now_ns() - t0) / 1e9);
+	PC_CHECK(cudaMemset(dst, 0, len));
+	PC_CHECK(cudaDeviceSynchronize());
+
+	for (int window = 1; window <= 2; window++) {
+		struct pc_row r;
+
+		*krc = -1;
+		k_big<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
+				      (uint64_t)(uintptr_t)dst, gdak_mr_rkey(md), (uint32_t)len, n,
+				      window, t, krc);
+		if (pc_wait(s, HANG_S, "big_bw"))
+			exit(1);
+		PC_CHECK(cudaMemcpy(hd, dst, len, cudaMemcpyDeviceToHost));
+		memset(&r, 0, sizeof(r));
+		strcpy(r.test, "big_bw");
+		strcpy(r.note, window == 1 ? "gpu->gpu 1 in flight" : "gpu->gpu pipelined");
+		r.bytes = len;
+		r.ctas = 1;
+		r.nic_threads = 1;
+		r.ops = n;
+		r.msg_rate = (double)n / ((double)(t[1] - t[0]) / 1e9);
+		r.bw = r.msg_rate * (double)len;
+		r.base_bw = base_bw;
+		r.verified = *krc == 0 && !memcmp(hs, hd, len);
+		if (!r.verified)
+			fprintf(stderr, "gdak-perf-cuda: big_bw: kernel rc %d, data %s\n", *krc,
+				memcmp(hs, hd, len) ? "differs" : "right");
+		rc |= !r.verified;
+		pc_add_row(&r);
+		PC_CHECK(cudaMemset(dst, 0, len));
+		PC_CHECK(cudaDeviceSynchronize());
+	}
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_mem_free(ctx, src);
+	gdak_mem_free(ctx, dst);
+	pc_pair_destroy(&p);
+	gdak_close(ctx);
+	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
+	cudaStreamDestroy(s);
+	cudaFree(slot);
+	cudaFreeHost(t);
+	cudaFreeHost(krc);
+	free(hs);
+	free(hd);
+	return rc ? -EIO : 0;
+}

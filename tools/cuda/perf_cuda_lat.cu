@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_cuda_lat.cu - latency: the raw GPU <-> CPU ping-pong and write_lat.
+ *
+ * Both are timed on the GPU around each round trip and both spin without
+ * sleeping on both sides (the NIC model in GDAK_POLL=spin mode), so
+ * write_lat / pingpong is the cost the NIC model and the device API add on
+ * top of the unavoidable PCIe round trip.  %globaltimer ticks too coarsely
+ * for single microseconds, so each sample is counted in SM cycles (clock64)
+ * and converted with the ratio of both clocks over the whole kernel.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_cuda.h"
+
+#define WARM 200
+#define HANG_S 120
+
+/* ---- ping-pong ---------------------------------------------------------------- */
+
+/* calib: globaltimer and clock64 at the start and at the end */
+__device__ void calib_mark(uint64_t *calib, int end)
+{
+	calib[end * 2] = gdak_dev_now_ns();
+	calib[end * 2 + 1] = (uint64_t)clock64();
+}
+
+__global__ void k_pingpong(uint64_t *ping, const uint64_t *pong, unsigned n, uint32_t *cyc,
+			   uint64_t *calib)
+{
+	calib_mark(calib, 0);
+	for (unsigned i = 1; i <= n + WARM; i++) {
+		long long t0 = clock64();
+		gdak_dev_store_release_u64(ping, i);
+		while (gdak_dev_load_acquire_u64(pong) != i)
+			;
+		if (i > WARM)
+			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
+	}
+	calib_mark(calib, 1);
+}
+
+struct pp_cpu {
+	volatile uint64_t *ping, *pong;
+	unsigned n;
+	int timed_out;
+};
+
+/* The CPU side: answer each ping; a hang guard, never a sleep. */
+static void *pp_answer(void *arg)
+{
+	struct pp_cpu *c = (struct pp_cpu *)arg;
+	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
+
+	for (uint64_t i = 1; i <= c->n + WARM; i++) {
+		unsigned spins = 0;
+		while (__atomic_load_n(c->ping, __ATOMIC_ACQUIRE) != i) {
+			__builtin_ia32_pause();
+			if (++spins == 0x100000) {
+				spins = 0;
+				if (pc_now_ns() > deadline) {
+					c->timed_out = 1;
+					return NULL;
+				}
+			}
+		}
+		__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* cycles -> ns with the kernel's own clock ratio */
+static int samples_to(uint32_t *dev, unsigned n, double *out, const uint64_t *calib)
+{
+	double scale = calib[3] > calib[1] ? (double)(calib[2] - calib[0]) /
+						     (double)(calib[3] - calib[1]) : 0.0;
+
+	uint32_t *h = (uint32_t *)malloc(n * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	if (cudaMemcpy(h, dev, n * sizeof(*h), cudaMemcpyDeviceToHost) != cudaSuccess) {
+		free(h);
+		return -EIO;
+	}
+	for (unsigned i = 0; i < n; i++)
+		out[i] = h[i] * scale;
+	free(h);
+	return scale > 0 ? 0 : -EIO;
+}
+
+int pc_pingpong(unsigned iters, double *p50, double *p99)
+{
+	uint64_t *flags = NULL, *calib = NULL;
+	uint32_t *dev_ns = NULL;
+	double *v = (double *)malloc(iters * sizeof(double));
+	struct pp_cpu c;
+	struct pc_row r;
+	pthread_t tid;
+	cudaStream_t s;
+	int rc;
+
+	if (!v)
+		return -ENOMEM;
+	PC_CHECK(cudaHostAlloc((void **)&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
+	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
+	PC_CHECK(cudaMalloc((void **)&dev_ns, iters * sizeof(uint32_t)));
+	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	memset(flags, 0, 4096);
+	c.ping = flags;
+	c.pong = flags + 16; /* another cache line */
+	c.n = iters;
+	c.timed_out = 0;
+	pthread_create(&tid, NULL, pp_answer, &c);
+	k_pingpong<<<1, 1, 0, s>>>(flags, flags + 16, iters, dev_ns, calib);
+	rc = pc_wait(s, HANG_S, "pingpong");
+	if (rc) {
+		/* the kernel cannot be stopped: end the process with the reason */
+		fprintf(stderr, "gdak-perf-cuda: pingpong hung (cpu side %s)\n",
+			c.timed_out ? "timed out" : "waiting");
+		exit(1);
+	}
+	pthread_join(tid, NULL);
+	rc = samples_to(dev_ns, iters, v, calib);
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "pingpong");
+	strcpy(r.note, "gpu<->cpu mapped word");
+	r.bytes = 8;
+	r.ctas = 1;
+	r.ops = iters;
+	r.verified = !rc && !c.timed_out && flags[16] == iters + WARM;
+	r.min_ns = pc_percentile(v, iters, 0.0);
+	r.p50_ns = *p50 = pc_percentile(v, iters, 0.5);
+	r.p99_ns = *p99 = pc_percentile(v, iters, 0.99);
+	r.base_p50_ns = r.p50_ns;
+	r.base_p99_ns = r.p99_ns;
+	pc_add_row(&r);
+	cudaStreamDestroy(s);
+	cudaFree(dev_ns);
+	cudaFreeHost(flags);
+	cudaFreeHost(calib);
+	free(v);
+	return rc;
+}
+
+/* ---- write_lat ---------------------------------------------------------------- */
+
+__global__ void k_write_lat(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey, unsigned n,
+			    uint32_t *cyc, uint64_t *calib, int *rc)
+{
+	int r = 0;
+
+	calib_mark(calib, 0);
+	for (unsigned i = 1; i <= n + WARM && !r; i++) {
+		long long t0 = clock64();
+		uint64_t t = 0;
+		r = gdak_dev_put_value(qp, i, 8, raddr, rkey, GDAK_DEV_WQE_SIGNAL, &t);
+		if (!r)
+			r = gdak_dev_wait_timeout(qp, t, 5000000000ull, NULL);
+		if (i > WARM)
+			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
+	}
+	calib_mark(calib, 1);
+	*rc = r;
+}
+
+/* One write_lat variant: handler, destination kind, descriptor placement. */
+static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_dev_db_handler h,
+		       enum gdak_mem_kind dst_kind, int gpu_desc, const char *note,
+		       double base_p50, double base_p99)
+{
+	unsigned n = o->lat_iters;
+	struct gdak_dev_qp *slot = NULL;
+	struct pc_pair p;
+	struct gdak_mr *mr = NULL;
+	void *dst = NULL;
+	uint32_t *dev_ns = NULL;
+	uint64_t *calib = NULL;
+	int *krc = NULL;
+	double *v = (double *)malloc(n * sizeof(double));
+	uint64_t last = 0;
+	struct pc_row r;
+	cudaStream_t s;
+	int rc;
+
+	if (!v)
+		return -ENOMEM;
+	PC_CHECK(cudaMalloc((void **)&slot, sizeof(*slot)));
+	PC_CHECK(cudaMalloc((void **)&dev_ns, n * sizeof(uint32_t)));
+	PC_CHECK(cudaHostAlloc((void **)&krc, sizeof(int), cudaHostAllocMapped));
+	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
+	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	rc = pc_pair_make(ctx, h, 64, 0, gpu_desc, slot, &p);
+	if (rc)
+		return rc;
+	PC_GDAK(gdak_mem_alloc(ctx, 4096, dst_kind, &dst));
+	PC_GDAK(gdak_mr_reg(ctx, dst, 4096, GDAK_ACCESS_ALL, &mr));
+	*krc = -1;
+	k_write_lat<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)dst, gdak_mr_rkey(mr), n, dev_ns,
+				    calib, krc);
+	if (pc_wait(s, HANG_S, note))
+		exit(1);
+	rc = samples_to(dev_ns, n, v, calib);
+	PC_CHECK(cudaMemcpy(&last, dst, 8, cudaMemcpyDefault));
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "write_lat");
+	snprintf(r.note, sizeof(r.note), "%s", note);
+	r.bytes = 8;
+	r.ctas = 1;
+	r.nic_threads = 1;
+	r.ops = n;
+	r.verified = !rc && *krc == 0 && last == n + WARM;
+	if (!r.verified)
+		fprintf(stderr, "gdak-perf-cuda: write_lat %s: kernel rc %d, target holds %llu, "
+			"expected %u\n", note, *krc, (unsigned long long)last, n + WARM);
+	r.min_ns = pc_percentile(v, n, 0.0);
+	r.p50_ns = pc_percentile(v, n, 0.5);
+	r.p99_ns = pc_percentile(v, n, 0.99);
+	r.base_p50_ns = base_p50;
+	r.base_p99_ns = base_p99;
+	pc_add_row(&r);
+	gdak_mr_dereg(mr);
+	gdak_mem_free(ctx, dst);
+	pc_pair_destroy(&p);
+	cudaStreamDestroy(s);
+	cudaFree(slot);
+	cudaFree(dev_ns);
+	cudaFreeHost(krc);
+	cudaFreeHost(calib);
+	free(v);
+	return r.verified ? 0 : -EIO;
+}
+
+int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99)
+{
+	struct gdak_ctx *ctx = NULL;
+	int rc = 0;
+
+	PC_GDAK(gdak_nic_set_threads(1));
+	PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
+	PC_GDAK(gdak_open("emu", &ctx));
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
+			  o->gpu_desc ? "DB mapped-dst gpu-desc" : "DB mapped-dst host-desc",
+			  base_p50, base_p99);
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_BF, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
+			  o->gpu_desc ? "BF mapped-dst gpu-desc" : "BF mapped-dst host-desc",
+			  base_p50, base_p99);
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_CPU_PROXY, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
+			  o->gpu_desc ? "PROXY mapped-dst gpu-desc" : "PROXY mapped-dst host-desc",
+			  base_p50, base_p99);
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_GPU, o->gpu_desc,
+			  o->gpu_desc ? "DB gpu-dst gpu-desc" : "DB gpu-dst host-desc", base_p50,
+			  base_p99);
+	if (o->gpu_desc)
+		rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0,
+				  "DB mapped-dst host-desc", base_p50, base_p99);
+	gdak_close(ctx);
+	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
+	return rc ? -EIO : 0;
+}
