@@ -121,11 +121,11 @@ static unsigned max_ctas(const struct pc_opts *o)
 	return m;
 }
 
-/* Puts per CTA: the asked count, but at most ~4 M puts per configuration
+/* Puts per CTA: the asked count, but at most ~1 M puts per configuration
  * (and at least 1000 per CTA). */
 static unsigned per_cta(const struct pc_opts *o, unsigned ctas)
 {
-	unsigned n = 4000000u / ctas;
+	unsigned n = 1000000u / ctas;
 
 	if (n > o->bw_iters)
 		n = o->bw_iters;
