@@ -190,6 +190,7 @@ struct perf_conn {
 	uint64_t raddr;			/* the target region as WQEs address it */
 	uint32_t rkey;
 	_Atomic uint64_t recv_posted;	/* send_bw: receive WQEs the target posted (credits) */
+	uint64_t recv_base;		/* send_bw: recv_posted when the round began */
 };
 
 struct perf_env {

@@ -84,7 +84,8 @@ static int post_batch(const struct rate_ctx *rc, struct perf_conn *c, uint64_t *
 	if (o->test->id == PERF_SEND_BW) {
 		/* a SEND needs a receive WQE at the target: post only against
 		 * the receives it announced (credits), never into RNR */
-		uint64_t credits = atomic_load_explicit(&c->recv_posted, memory_order_acquire) - *k;
+		uint64_t credits = atomic_load_explicit(&c->recv_posted, memory_order_acquire) -
+				   c->recv_base - *k;
 
 		if (credits < n)
 			n = credits;
@@ -191,16 +192,29 @@ out:
 
 /* ---- send_bw: the target side ------------------------------------------------ */
 
-static int post_recv(const struct rate_ctx *rc, struct perf_conn *c)
+/* Post receive WQEs up to number `upto` (absolute), one receive doorbell
+ * record for the batch, then announce them to the sender (credits). */
+static int post_recvs(const struct rate_ctx *rc, struct perf_conn *c, uint64_t upto)
 {
+	struct gdak_dev_qp *q = c->dpeer;
 	uint64_t j = atomic_load_explicit(&c->recv_posted, memory_order_relaxed);
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(c->rbuf + (j % rc->slots) * rc->size),
-				   (uint32_t)rc->size, gdak_mr_lkey(c->rmr)};
-	int r = gdak_dev_recv_post(c->dpeer, &sge, 1);
 
-	if (!r)
-		atomic_store_explicit(&c->recv_posted, j + 1, memory_order_release);
-	return r;
+	if (upto <= j)
+		return 0;
+	for (; j < upto; j++) {
+		struct gdak_dev_sge sge = {
+			(uint64_t)(uintptr_t)(c->rbuf + ((j - c->recv_base) % rc->slots) *
+					      rc->size),
+			(uint32_t)rc->size, gdak_mr_lkey(c->rmr)};
+		int r = gdak_dev_rwqe_set(q, j, &sge, 1);
+
+		if (r)
+			return r;
+	}
+	q->rq_pi = upto;
+	gdak_dev_rq_update_dbrec(q, upto);
+	atomic_store_explicit(&c->recv_posted, upto, memory_order_release);
+	return 0;
 }
 
 /* Before the clock: fill every target's receive queue. */
@@ -210,15 +224,15 @@ static int prepost_recvs(struct rate_ctx *rc)
 
 	for (i = 0; i < rc->env->nconn; i++) {
 		struct perf_conn *c = &rc->env->conn[i];
+		uint64_t n = c->dpeer->rq_wqe_cnt < rc->iters ? c->dpeer->rq_wqe_cnt : rc->iters;
+		int r;
 
-		atomic_store(&c->recv_posted, 0);
-		while (atomic_load(&c->recv_posted) < rc->iters &&
-		       atomic_load(&c->recv_posted) < c->dpeer->rq_wqe_cnt) {
-			int r = post_recv(rc, c);
-
-			if (r)
-				return r;
-		}
+		/* a fresh round starts where the last one left the queue */
+		atomic_store(&c->recv_posted, c->dpeer->rq_pi);
+		c->recv_base = c->dpeer->rq_pi;
+		r = post_recvs(rc, c, c->recv_base + n);
+		if (r)
+			return r;
 	}
 	return 0;
 }
@@ -251,24 +265,38 @@ static void *recv_thread_fn(void *arg)
 
 			if (got[i] == rc->iters)
 				continue;
-			r = gdak_dev_recv_poll(c->dpeer, &cqe);
-			if (!r)
-				continue;
-			if (r < 0 || cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt != rc->size) {
-				fprintf(stderr, "gdak-perf: send_bw: receive %llu on QP 0x%x: %s, %u "
-					"bytes (want RESP_SEND, %zu)\n", (unsigned long long)got[i],
-					c->dpeer->qpn, gdak_mlx5_cqe_opcode_name(cqe.opcode),
-					cqe.byte_cnt, rc->size);
-				ret = -EIO;
-				goto out;
-			}
-			any = 1;
-			if (++got[i] == rc->iters)
-				left--;
-			if (atomic_load_explicit(&c->recv_posted, memory_order_relaxed) < rc->iters) {
-				ret = post_recv(rc, c);
-				if (ret)
+			while ((r = gdak_dev_recv_poll(c->dpeer, &cqe)) != 0) {
+				if (r < 0 || cqe.opcode != MLX5_CQE_RESP_SEND ||
+				    cqe.byte_cnt != rc->size) {
+					fprintf(stderr, "gdak-perf: send_bw: receive %llu on QP 0x%x: "
+						"%s, %u bytes (want RESP_SEND, %zu)\n",
+						(unsigned long long)got[i], c->dpeer->qpn,
+						gdak_mlx5_cqe_opcode_name(cqe.opcode), cqe.byte_cnt,
+						rc->size);
+					ret = -EIO;
 					goto out;
+				}
+				any = 1;
+				if (++got[i] == rc->iters) {
+					left--;
+					break;
+				}
+			}
+			/* repost in batches, once half the queue was consumed:
+			 * one doorbell record per batch, as the sender rings */
+			if (got[i] < rc->iters) {
+				uint64_t posted = atomic_load_explicit(&c->recv_posted,
+								       memory_order_relaxed) - c->recv_base;
+				uint64_t cnt = c->dpeer->rq_wqe_cnt;
+
+				if (posted < rc->iters && posted - got[i] <= cnt / 2) {
+					uint64_t upto = got[i] + cnt < rc->iters ? got[i] + cnt
+										 : rc->iters;
+
+					ret = post_recvs(rc, c, c->recv_base + upto);
+					if (ret)
+						goto out;
+				}
 			}
 		}
 		if (any) {
