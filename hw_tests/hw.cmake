@@ -22,6 +22,8 @@ if(GDAK_HAVE_CUDA)
   gdak_add_test(NAME gdak.hw.scenarios_cuda
                 SOURCES ${PROJECT_SOURCE_DIR}/emu_tests/scenarios/scen_cuda.cu
                 LABELS hw TIMEOUT 180 ARGS --hw)
-  target_include_directories(gdak_hw_scenarios_cuda PRIVATE
-    ${PROJECT_SOURCE_DIR}/emu_tests/testlib)
+  # the same with the rings in GPU memory (path 2, DEVX)
+  gdak_add_test(NAME gdak.hw.scenarios_cuda_devx
+                SOURCES ${PROJECT_SOURCE_DIR}/emu_tests/scenarios/scen_cuda.cu
+                LABELS hw TIMEOUT 180 ARGS --hw queues-gpu)
 endif()

@@ -5,7 +5,9 @@
  * (GDAK_MEM_GPU, registered like any other).  Built twice from this one
  * source: gdak.emu.scenarios_cuda (argv[1] "emu") and, with the hardware
  * backend, gdak.hw.scenarios_cuda (argv[1] "--hw": the first mlx5 device,
- * or $GDAK_HW_DEVICE; skipped without one).  Exits 77 without a GPU.
+ * or $GDAK_HW_DEVICE; skipped without one), and gdak.hw.scenarios_cuda_devx
+ * (argv[2] "queues-gpu": GDAK_QP_F_QUEUES_GPU, the DEVX path).  Exits 77
+ * without a GPU.
  *
  *   put + wait, get back, put+signal then the target's signal wait,
  *   fetch-add / compare-swap on a GPU word, and a put with a wrong rkey:
@@ -129,7 +131,8 @@ int main(int argc, char **argv)
 	if (!dev)
 		GDAK_TEST_SKIP("no mlx5 device (or no hardware backend in this build)");
 	gdak_set_log_level(GDAK_LOG_WARN);
-	printf("CUDA scenarios on %s\n", dev);
+	printf("CUDA scenarios on %s%s\n", dev,
+	       argc > 2 && !strcmp(argv[2], "queues-gpu") ? ", queues in GPU memory" : "");
 	CU_OK(cudaSetDevice(0));
 	CU_OK(cudaFree(0));
 
@@ -139,6 +142,9 @@ int main(int argc, char **argv)
 	a.mtu = 1024;
 	a.nic_thread = -1;
 	a.handler = GDAK_DEV_DB_DB;
+	/* argv[2] "queues-gpu": rings in GPU memory (hw_mlx5's DEVX path) */
+	if (argc > 2 && !strcmp(argv[2], "queues-gpu"))
+		a.flags = GDAK_QP_F_QUEUES_GPU;
 	for (int i = 0; i < 2; i++) {
 		REQUIRE(!gdak_mem_alloc(ctx, LEN, GDAK_MEM_GPU, (void **)&buf[i]));
 		CU_OK(cudaMemset(buf[i], 0, LEN));
