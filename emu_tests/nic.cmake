@@ -10,3 +10,4 @@ gdak_add_test(NAME gdak.nic.checks SOURCES nic_checks.c LIBS gdak_nic_util LABEL
 gdak_add_test(NAME gdak.nic.threads SOURCES nic_threads.c LIBS gdak_nic_util LABELS emu TIMEOUT 120)
 gdak_add_test(NAME gdak.nic.scale SOURCES nic_scale.c LIBS gdak_nic_util LABELS emu TIMEOUT 120)
 gdak_add_test(NAME gdak.nic.atomics SOURCES nic_atomics.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
+gdak_add_test(NAME gdak.nic.trace SOURCES nic_trace.c LIBS gdak_nic_util LABELS emu TIMEOUT 120 MEMCHECK)

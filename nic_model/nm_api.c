@@ -152,8 +152,7 @@ int gdak_nic_set_trace(const char *path)
 	pthread_mutex_unlock(&api_lock);
 	if (old) {
 		/* NIC threads may be writing through their buffers of old */
-		if (nm_engine_nthreads())
-			nm_engine_sync();
+		nm_engine_sync();
 		gdak_trace_close(old);
 	}
 	return 0;

@@ -31,16 +31,18 @@ int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
 	return used < cq->ncqe;
 }
 
-/* The slot for the next CQE, or NULL when it is lost to an overrun. */
-static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq)
+/* The slot for the next CQE, or NULL when it is lost to an overrun.
+ * wqe_index: the (send or receive) WQE the CQE is for, named by the report. */
+static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index)
 {
 	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_strict()) {
 		uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-		nm_violation(qp, 0, "cq_overrun", 0,
-			     "CQ 0x%x overrun: %llu CQEs written, the device consumed up to %u of %u "
-			     "(is it updating the CQ doorbell record?)", cq->cqn,
+		nm_violation(qp, wqe_index, "cq_overrun", 0,
+			     "CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
+			     "consumed up to %u of %u (is it updating the CQ doorbell record?)",
+			     cq->cqn, cq == &qp->rcq ? "receive" : "send", wqe_index,
 			     (unsigned long long)cq->pi, ci, cq->ncqe);
-		nm_qp_set_error(qp, 0, 0, 0, "cq_overrun",
+		nm_qp_set_error(qp, 0, 0, wqe_index, "cq_overrun",
 				"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
 				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
 		return NULL;
@@ -65,7 +67,7 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 static void write_err(struct nm_qp *qp, struct nm_cq *cq, uint8_t cqe_op, uint8_t synd,
 		      uint8_t wqe_op, uint16_t wqe_index)
 {
-	struct mlx5_cqe64 *slot = cq_slot(qp, cq);
+	struct mlx5_cqe64 *slot = cq_slot(qp, cq, wqe_index);
 	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)slot;
 
 	if (!slot)
@@ -90,7 +92,7 @@ void nm_comp_send(struct nm_qp *qp, struct nm_op *op)
 	if (__builtin_expect(!op->status, 1)) {
 		if (!(op->flags & NM_OPF_SIGNALED))
 			return;
-		cqe = cq_slot(qp, &qp->scq);
+		cqe = cq_slot(qp, &qp->scq, op->wqe_index);
 		if (!cqe)
 			return;
 		memset(cqe, 0, 63);
@@ -132,7 +134,7 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 		write_err(qp, &qp->rcq, MLX5_CQE_RESP_ERR, syndrome, opcode, wqe_index);
 		return;
 	}
-	cqe = cq_slot(qp, &qp->rcq);
+	cqe = cq_slot(qp, &qp->rcq, wqe_index);
 	if (!cqe)
 		return;
 	memset(cqe, 0, 63);

@@ -120,8 +120,7 @@ int nm_fault_parse(const char *spec)
 	atomic_store(&nm_faults_on, 0);
 	/* a NIC thread may be inside a hook reading the old table */
 	pthread_mutex_unlock(&fault_lock);
-	if (nm_engine_nthreads())
-		nm_engine_sync();
+	nm_engine_sync();
 	pthread_mutex_lock(&fault_lock);
 	memcpy(faults, tmp, sizeof(tmp[0]) * (size_t)n);
 	nfaults = n;

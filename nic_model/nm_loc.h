@@ -154,6 +154,8 @@ enum nm_op_flags {
 	NM_OPF_FENCE = 1u << 3,
 	NM_OPF_READS = 1u << 4,	   /* RDMA_READ / atomic (fence-relevant) */
 	NM_OPF_VIOLATION = 1u << 5, /* status comes from a strict check */
+	NM_OPF_WQE = 1u << 6,	   /* decoded from a send queue: wqe_index is real
+				    * (not set on ops a packet transport rebuilds) */
 };
 
 struct nm_op {
@@ -343,7 +345,8 @@ int nm_engine_get(void);	/* start the NIC threads (refcounted by contexts) */
 void nm_engine_put(void);
 unsigned nm_engine_nthreads(void);
 /* Wait until every NIC thread has passed a quiescent point (grace period):
- * after it, no thread holds a pointer loaded before the call. */
+ * after it, no thread holds a pointer loaded before the call.  Control path
+ * only; returns at once when no NIC thread runs. */
 void nm_engine_sync(void);
 /* The thread for a new QP (nic_thread < 0: round robin). */
 struct nm_thread *nm_engine_pick(int nic_thread);
@@ -404,8 +407,12 @@ int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsig
  * NM_RESP_RNR when no receive WQE is posted (retry later).
  */
 #define NM_RESP_RNR 0x100
+#define NM_WQE_NONE 0xffffffffu	/* the requester's WQE index is not known */
 struct nm_resp_msg {
 	struct nm_qp *qp;	/* the responder QP */
+	uint32_t req_wqe;	/* requester's WQE index, for logs and violations
+				 * (the loop transport knows it; NM_WQE_NONE from a
+				 * packet transport, which sees PSNs only) */
 	uint8_t opcode;		/* MLX5_OPCODE_* of the request */
 	uint32_t len;		/* total message length */
 	uint32_t imm;		/* big-endian, as in the WQE */
@@ -421,6 +428,10 @@ struct nm_resp_msg {
 };
 int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
 		  uint32_t rkey, uint32_t len, uint32_t imm);
+/* The same, naming the requester's WQE (req_wqe, or NM_WQE_NONE): responder
+ * logs and violation records then carry it instead of no index at all. */
+int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
+		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm);
 /* Copy len bytes from src (kind src_kind) into the message at byte offset off. */
 int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
 		  uint32_t len);
@@ -430,7 +441,8 @@ int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kin
  * aborts it (responder error CQE as IBA wants for the case). */
 int nm_resp_end(struct nm_resp_msg *m, int status);
 /* Atomic on the responder: returns 0 or a syndrome; *orig is the value
- * before the operation (host order). */
+ * before the operation (host order).  op->wqe_index names the requester's
+ * WQE when op->flags has NM_OPF_WQE. */
 int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		   const struct nm_op *op, uint64_t *orig, const char **rule);
 /* Flush posted receive WQEs with WR_FLUSH_ERR (QP in ERR).  Returns count. */

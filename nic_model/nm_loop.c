@@ -62,7 +62,8 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	uint32_t off = 0;
 	int r;
 
-	r = nm_resp_begin(peer, &m, op->opcode, op->raddr, op->rkey, op->len, op->imm);
+	r = nm_resp_begin_wqe(peer, &m, op->wqe_index, op->opcode, op->raddr, op->rkey, op->len,
+			      op->imm);
 	if (r) {
 		op->rule = m.rule;
 		return r;
@@ -92,7 +93,7 @@ static int do_read(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	uint32_t off = 0;
 	int r;
 
-	r = nm_resp_begin(peer, &m, op->opcode, op->raddr, op->rkey, op->len, 0);
+	r = nm_resp_begin_wqe(peer, &m, op->wqe_index, op->opcode, op->raddr, op->rkey, op->len, 0);
 	for (unsigned i = 0; i < op->nseg && !r; i++) {
 		void *a;
 		uint32_t l;

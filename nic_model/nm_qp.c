@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <gdak/trace_format.h>
+
 #include "nm_dma.h"
 #include "nm_loc.h"
 
@@ -89,6 +91,49 @@ struct nm_qp *nm_qp_lookup(uint32_t qpn)
 			qp = reg[i];
 	pthread_mutex_unlock(&reg_lock);
 	return qp;
+}
+
+/* ---- QP trace records --------------------------------------------------------- */
+
+/*
+ * QP life-cycle records (created, connected, reset, destroyed).  The
+ * control path has no trace buffer of its own, and a buffer must have one
+ * writer at a time, so the record is written by the QP's NIC thread, in
+ * its buffer: it then also lands in order with that QP's WQE and CQE
+ * records.  One round trip per control call, and only while tracing.
+ */
+struct qp_rec {
+	struct nm_qp *qp;
+	uint32_t peer;
+	char text[160];
+};
+
+static void qp_rec_on_thread(void *arg)
+{
+	struct qp_rec *r = arg;
+	struct nm_qp *qp = r->qp;
+
+	NM_TRACE(qp, gdak_trace_qp, qp->base.qpn, r->peer, qp->ctx->tr->name, r->text);
+}
+
+static void qp_rec(struct nm_qp *qp, uint32_t peer_qpn, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void qp_rec(struct nm_qp *qp, uint32_t peer_qpn, const char *fmt, ...)
+{
+	struct qp_rec r = {.qp = qp, .peer = peer_qpn};
+	va_list ap;
+
+	if (!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed) || !qp->thr)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r.text, sizeof(r.text), fmt, ap);
+	va_end(ap);
+	nm_thread_call(qp->thr, qp_rec_on_thread, &r);
+}
+
+static const char *handler_name(int h)
+{
+	return h == GDAK_DEV_DB_BF ? "BF" : h == GDAK_DEV_DB_CPU_PROXY ? "CPU_PROXY" : "DB";
 }
 
 /* ---- layout ------------------------------------------------------------------ */
@@ -247,6 +292,9 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->thr = nm_engine_pick(a->nic_thread);
 	nm_thread_add_qp(qp->thr, qp);
 	atomic_fetch_add(&ctx->nqps, 1);
+	qp_rec(qp, GDAK_TRACE_QPN_NONE, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %s, "
+	       "NIC thread %u", qp->sq_cnt, qp->scq.ncqe, qp->rq_cnt, qp->rq_max_sge, qp->rcq.ncqe,
+	       handler_name(a->handler), nm_thread_id(qp->thr));
 	GDAK_DBG("qp", qpn, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %d, thread %u",
 		 qp->sq_cnt, qp->scq.ncqe, qp->rq_cnt, qp->rq_max_sge, qp->rcq.ncqe, a->handler,
 		 nm_thread_id(qp->thr));
@@ -270,6 +318,8 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 	struct nm_qp *qp = nm_qp_of(bqp);
 	struct nm_ctx *ctx = qp->ctx;
 
+	qp_rec(qp, GDAK_TRACE_QPN_NONE, "destroyed in %s",
+	       gdak_qp_state_name((enum gdak_qp_state)nm_qp_state(qp)));
 	/* 1. the serving thread lets go of it (whatever was in flight stays
 	 *    unexecuted: the device asked for the QP to go away) */
 	nm_thread_del_qp(qp->thr, qp);
@@ -312,6 +362,7 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		atomic_store(&bqp->state, GDAK_QPS_RESET);
 		nm_thread_call(qp->thr, reset_on_thread, qp);
 		atomic_store(&qp->peer, NULL);
+		qp_rec(qp, GDAK_TRACE_QPN_NONE, "reset");
 		return 0;
 	case GDAK_QPS_INIT:
 		return 0;
@@ -324,6 +375,8 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		qp->peer_info = *peer;
 		return 0;
 	case GDAK_QPS_RTS:
+		qp_rec(qp, qp->peer_info.qpn, "connected (RTS) to QP 0x%x, node %llx, mtu %u",
+		       qp->peer_info.qpn, (unsigned long long)qp->peer_info.node, qp->peer_info.mtu);
 		atomic_store(&bqp->state, GDAK_QPS_RTS);
 		nm_thread_kick(qp);
 		return 0;

@@ -113,7 +113,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->bbs = (uint8_t)gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
 	op->status = 0;
 	op->nseg = 0;
-	op->flags = 0;
+	op->flags = NM_OPF_WQE;
 	op->imm = c.imm;
 	op->len = 0;
 	op->rkey = 0;

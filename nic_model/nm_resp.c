@@ -38,9 +38,29 @@ static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const 
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	m->rule = rule;
-	GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st], rule,
-		     gdak_mlx5_syndrome_name((uint8_t)synd), text);
+	if (m->req_wqe != NM_WQE_NONE)
+		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s) for WQE %u of QP 0x%x: %s",
+			     resp_state_names[st], rule, gdak_mlx5_syndrome_name((uint8_t)synd),
+			     m->req_wqe, m->qp->peer_info.qpn, text);
+	else
+		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st], rule,
+			     gdak_mlx5_syndrome_name((uint8_t)synd), text);
 	return synd;
+}
+
+/*
+ * The WQE index a responder-side violation names: the requester's WQE
+ * when the transport knows it (the loop transport), otherwise the receive
+ * WQE the request consumed or would consume next - the responder's own
+ * work request, as on hardware (the receive CQE names it).
+ */
+static uint16_t viol_index(const struct nm_resp_msg *m)
+{
+	if (m->req_wqe != NM_WQE_NONE)
+		return (uint16_t)m->req_wqe;
+	if (m->has_rwqe)
+		return m->rwqe_index;
+	return (uint16_t)m->qp->rq_ci;
 }
 
 uint32_t nm_resp_rq_avail(struct nm_qp *qp)
@@ -162,10 +182,17 @@ static int take_rwqe(struct nm_resp_msg *m)
 int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
 		  uint32_t rkey, uint32_t len, uint32_t imm)
 {
+	return nm_resp_begin_wqe(qp, m, NM_WQE_NONE, opcode, va, rkey, len, imm);
+}
+
+int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
+		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm)
+{
 	int st = nm_qp_state(qp);
 	int r;
 
 	m->qp = qp;
+	m->req_wqe = req_wqe;
 	m->opcode = opcode;
 	m->len = len;
 	m->imm = imm;
@@ -261,7 +288,8 @@ int nm_resp_end(struct nm_resp_msg *m, int status)
 int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		   const struct nm_op *op, uint64_t *orig, const char **rule)
 {
-	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = 8};
+	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = 8,
+				.req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE};
 	int st = nm_qp_state(qp);
 	enum nm_atomic_op aop;
 	int r;
@@ -275,8 +303,15 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 	}
 	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, 8);
 	if (!r && (va & 7)) {
-		nm_violation(qp, 0, "atomic_unaligned", MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			     "atomic target 0x%llx is not 8-byte aligned", (unsigned long long)va);
+		char who[48] = "";
+
+		if (m.req_wqe != NM_WQE_NONE)
+			snprintf(who, sizeof(who), " (WQE %u of requester QP 0x%x)", m.req_wqe,
+				 qp->peer_info.qpn);
+		nm_violation(qp, viol_index(&m), "atomic_unaligned",
+			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+			     "%s target 0x%llx is not 8-byte aligned%s", gdak_mlx5_opcode_name(opcode),
+			     (unsigned long long)va, who);
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
 			   "atomic_unaligned", "target 0x%llx not 8-byte aligned",
 			   (unsigned long long)va);

@@ -304,16 +304,19 @@ struct gdak_trace_buf *nm_thread_tbuf_cur(void)
 {
 #ifdef NM_HAVE_TRACE
 	struct nm_thread *t = cur_thread;
-	if (!t)
-		return NULL;
-	struct gdak_trace *tr = atomic_load_explicit(&nm_cfg.trace, memory_order_acquire);
-
+	struct gdak_trace *tr;
 	uint64_t gen;
 
+	if (!t)
+		return NULL;
+	tr = atomic_load_explicit(&nm_cfg.trace, memory_order_acquire);
 	if (!tr)
 		return NULL;
-	/* a trace closed and another opened may reuse the address: the
-	 * generation never repeats */
+	/* Not the pointer: a trace closed (gdak_nic_set_trace(NULL)) and
+	 * another opened later may get the same address while this thread
+	 * still holds the old one's buffer.  The generation never repeats.
+	 * tr itself stays valid until this thread's next quiescent point
+	 * (gdak_nic_set_trace waits for nm_engine_sync before closing). */
 	gen = gdak_trace_generation(tr);
 	if (gen != t->tr_gen) {
 		t->tbuf = gdak_trace_thread_buf(tr, t->id);
@@ -542,8 +545,12 @@ struct nm_thread *nm_engine_pick(int nic_thread)
 void nm_engine_sync(void)
 {
 	uint64_t snap[64];
-	unsigned n = eng.n < 64 ? eng.n : 64;
+	unsigned n;
 
+	/* under eng.lock: the threads cannot be stopped and freed meanwhile
+	 * (a context closing on another thread); no NIC thread takes it */
+	pthread_mutex_lock(&eng.lock);
+	n = eng.refs ? (eng.n < 64 ? eng.n : 64) : 0;
 	for (unsigned i = 0; i < n; i++) {
 		snap[i] = atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire);
 		if (!pthread_equal(pthread_self(), eng.thr[i].tid))
@@ -556,4 +563,5 @@ void nm_engine_sync(void)
 		while (atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire) == snap[i])
 			nanosleep(&ts, NULL);
 	}
+	pthread_mutex_unlock(&eng.lock);
 }
