@@ -27,12 +27,22 @@ __global__ void k_warp(struct sc_args x, int *rc)
 	uint64_t t = 0;
 	int k = l * 8;
 
+	/* A warp call groups the lanes that are converged when it is made
+	 * (__activemask): after any divergence (a leader-only branch inside
+	 * the previous call is one) converge explicitly, or the group may be
+	 * a part of the warp - still correct, but not one doorbell. */
+	__syncwarp();
 	rc[k++] = gdak_dev_put_warp(x.qp, &s, x.dst + l * CHUNK, x.dst_key, 0, &t);
+	__syncwarp();
 	rc[k++] = gdak_dev_put_value_warp(x.qp, 1000 + l, x.hdst + l * 8, x.hdst_key, 0, &t);
+	__syncwarp();
 	rc[k++] = gdak_dev_wait_warp(x.qp, t, NULL);
+	__syncwarp();
 	rc[k++] = gdak_dev_get_warp(x.qp, &b, x.dst + l * CHUNK, x.dst_key, 0, &t);
+	__syncwarp();
 	rc[k++] = gdak_dev_fetch_add_nbi_warp(x.qp, x.word, x.word_key, 1ull << l,
 					      (uint64_t *)(x.res + l * 8), x.res_key, 0, &t);
+	__syncwarp();
 	rc[k++] = gdak_dev_quiet_warp(x.qp, NULL);
 	rc[k++] = (int)(t & 0xffff); /* the group's ticket, same in every lane */
 }

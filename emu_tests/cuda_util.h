@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <gdak/gdak.h>
@@ -54,7 +55,14 @@ extern "C" {
 static void cu_require_gpu(void)
 {
 	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
+	cudaError_t e;
+
+	/* Lazy module loading (CUDA >= 12.2 default) loads a kernel at its
+	 * first launch, and that load waits for the kernels already running:
+	 * a kernel launched to answer a spinning one would never start.  Load
+	 * everything up front (the user's setting wins). */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+	e = cudaGetDeviceCount(&n);
 
 	if (e != cudaSuccess || n == 0)
 		GDAK_TEST_SKIP("no usable GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e)

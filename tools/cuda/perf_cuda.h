@@ -49,6 +49,7 @@ struct pc_row {
 	unsigned ctas, nic_threads;
 	uint64_t ops;
 	double p50_ns, p99_ns, min_ns;	/* latency rows */
+	double post_p50_ns;		/* write_lat: of which posting (until the doorbell) */
 	double base_p50_ns, base_p99_ns; /* pingpong in the same run */
 	double msg_rate, bw;		/* rate rows: WQE/s, bytes/s */
 	double base_bw;			/* big_bw: cudaMemcpy D2D bytes/s */

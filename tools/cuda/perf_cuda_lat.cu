@@ -148,28 +148,74 @@ int pc_pingpong(unsigned iters, double *p50, double *p99)
 
 /* ---- write_lat ---------------------------------------------------------------- */
 
+/* The high-level path: put_value (signalled), wait(ticket).  post[]: the
+ * cycles until put_value returned (WQE written, doorbell rung). */
 __global__ void k_write_lat(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey, unsigned n,
-			    uint32_t *cyc, uint64_t *calib, int *rc)
+			    uint32_t *cyc, uint32_t *post, uint64_t *calib, int *rc)
 {
 	int r = 0;
 
 	calib_mark(calib, 0);
 	for (unsigned i = 1; i <= n + WARM && !r; i++) {
-		long long t0 = clock64();
+		long long t0 = clock64(), t1;
 		uint64_t t = 0;
 		r = gdak_dev_put_value(qp, i, 8, raddr, rkey, GDAK_DEV_WQE_SIGNAL, &t);
+		t1 = clock64();
 		if (!r)
 			r = gdak_dev_wait_timeout(qp, t, 5000000000ull, NULL);
-		if (i > WARM)
+		if (i > WARM) {
 			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
+			post[i - WARM - 1] = (uint32_t)(t1 - t0);
+		}
 	}
+	calib_mark(calib, 1);
+	*rc = r;
+}
+
+/* The low-level floor: build the inline WRITE in place, record + DB ring,
+ * spin on the CQE's owner byte alone, retire it.  What the high-level path
+ * adds on top of this is the device API's bookkeeping. */
+__global__ void k_write_lat_ll(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey, unsigned n,
+			       uint32_t *cyc, uint32_t *post, uint64_t *calib, int *rc)
+{
+	struct gdak_dev_cq *cq = &qp->scq;
+	uint64_t idx = qp->sq_resv, ci = cq->cons_idx;
+	int r = 0;
+
+	calib_mark(calib, 0);
+	for (unsigned i = 1; i <= n + WARM && !r; i++, idx++, ci++) {
+		long long t0 = clock64(), t1;
+		uint64_t v = i, t2 = gdak_dev_now_ns();
+		const uint8_t *own = (const uint8_t *)gdak_dev_cqe_ptr(cq, ci) + 63;
+		uint8_t op;
+		gdak_dev_wqe_write_inline(qp, idx, GDAK_DEV_WQE_SIGNAL, raddr, rkey, &v, 8);
+		gdak_dev_sq_update_dbrec(qp, idx + 1);
+		gdak_dev_barrier_dbrec_to_db();
+		gdak_dev_mmio_store_u64(qp->db_reg, *(const uint64_t *)gdak_dev_wqe_ptr(qp, idx));
+		t1 = clock64();
+		while (!gdak_mlx5_cqe_is_sw_owned(op = gdak_dev_load_acquire_u8(own), ci, cq->ncqe)) {
+			if (gdak_dev_now_ns() - t2 > 5000000000ull) {
+				r = -ETIMEDOUT;
+				break;
+			}
+		}
+		if (!r && (op >> 4) != MLX5_CQE_REQ)
+			r = -EIO;
+		gdak_dev_store_relaxed_u32(&cq->dbrec[0], gdak_mlx5_cq_dbrec_value((uint32_t)(ci + 1)));
+		if (i > WARM) {
+			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
+			post[i - WARM - 1] = (uint32_t)(t1 - t0);
+		}
+	}
+	qp->sq_resv = qp->sq_ready = qp->sq_done = qp->sq_db = idx;
+	cq->cons_idx = ci;
 	calib_mark(calib, 1);
 	*rc = r;
 }
 
 /* One write_lat variant: handler, destination kind, descriptor placement. */
 static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_dev_db_handler h,
-		       enum gdak_mem_kind dst_kind, int gpu_desc, const char *note,
+		       enum gdak_mem_kind dst_kind, int gpu_desc, int low_level, const char *note,
 		       double base_p50, double base_p99)
 {
 	unsigned n = o->lat_iters;
@@ -177,19 +223,21 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	struct pc_pair p;
 	struct gdak_mr *mr = NULL;
 	void *dst = NULL;
-	uint32_t *dev_ns = NULL;
+	uint32_t *dev_ns = NULL, *dev_post = NULL;
 	uint64_t *calib = NULL;
 	int *krc = NULL;
 	double *v = (double *)malloc(n * sizeof(double));
+	double *pv = (double *)malloc(n * sizeof(double));
 	uint64_t last = 0;
 	struct pc_row r;
 	cudaStream_t s;
 	int rc;
 
-	if (!v)
+	if (!v || !pv)
 		return -ENOMEM;
 	PC_CHECK(cudaMalloc((void **)&slot, sizeof(*slot)));
 	PC_CHECK(cudaMalloc((void **)&dev_ns, n * sizeof(uint32_t)));
+	PC_CHECK(cudaMalloc((void **)&dev_post, n * sizeof(uint32_t)));
 	PC_CHECK(cudaHostAlloc((void **)&krc, sizeof(int), cudaHostAllocMapped));
 	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -199,11 +247,17 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	PC_GDAK(gdak_mem_alloc(ctx, 4096, dst_kind, &dst));
 	PC_GDAK(gdak_mr_reg(ctx, dst, 4096, GDAK_ACCESS_ALL, &mr));
 	*krc = -1;
-	k_write_lat<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)dst, gdak_mr_rkey(mr), n, dev_ns,
-				    calib, krc);
+	if (low_level)
+		k_write_lat_ll<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)dst, gdak_mr_rkey(mr), n,
+					       dev_ns, dev_post, calib, krc);
+	else
+		k_write_lat<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)dst, gdak_mr_rkey(mr), n,
+					    dev_ns, dev_post, calib, krc);
 	if (pc_wait(s, HANG_S, note))
 		exit(1);
 	rc = samples_to(dev_ns, n, v, calib);
+	if (!rc)
+		rc = samples_to(dev_post, n, pv, calib);
 	PC_CHECK(cudaMemcpy(&last, dst, 8, cudaMemcpyDefault));
 	memset(&r, 0, sizeof(r));
 	strcpy(r.test, "write_lat");
@@ -219,6 +273,7 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	r.min_ns = pc_percentile(v, n, 0.0);
 	r.p50_ns = pc_percentile(v, n, 0.5);
 	r.p99_ns = pc_percentile(v, n, 0.99);
+	r.post_p50_ns = pc_percentile(pv, n, 0.5);
 	r.base_p50_ns = base_p50;
 	r.base_p99_ns = base_p99;
 	pc_add_row(&r);
@@ -228,9 +283,11 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	cudaStreamDestroy(s);
 	cudaFree(slot);
 	cudaFree(dev_ns);
+	cudaFree(dev_post);
 	cudaFreeHost(krc);
 	cudaFreeHost(calib);
 	free(v);
+	free(pv);
 	return r.verified ? 0 : -EIO;
 }
 
@@ -242,20 +299,28 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99)
 	PC_GDAK(gdak_nic_set_threads(1));
 	PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
 	PC_GDAK(gdak_open("emu", &ctx));
-	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
-			  o->gpu_desc ? "DB mapped-dst gpu-desc" : "DB mapped-dst host-desc",
-			  base_p50, base_p99);
-	rc |= lat_variant(ctx, o, GDAK_DEV_DB_BF, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
-			  o->gpu_desc ? "BF mapped-dst gpu-desc" : "BF mapped-dst host-desc",
-			  base_p50, base_p99);
-	rc |= lat_variant(ctx, o, GDAK_DEV_DB_CPU_PROXY, GDAK_MEM_HOST_MAPPED, o->gpu_desc,
-			  o->gpu_desc ? "PROXY mapped-dst gpu-desc" : "PROXY mapped-dst host-desc",
-			  base_p50, base_p99);
-	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_GPU, o->gpu_desc,
-			  o->gpu_desc ? "DB gpu-dst gpu-desc" : "DB gpu-dst host-desc", base_p50,
-			  base_p99);
+	const char *d = o->gpu_desc ? "gpu-desc" : "host-desc";
+	char note[48];
+	static const struct {
+		enum gdak_dev_db_handler h;
+		enum gdak_mem_kind dst;
+		int ll;
+		const char *name;
+	} var[] = {
+		{GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, "DB mapped-dst"},
+		{GDAK_DEV_DB_BF, GDAK_MEM_HOST_MAPPED, 0, "BF mapped-dst"},
+		{GDAK_DEV_DB_CPU_PROXY, GDAK_MEM_HOST_MAPPED, 0, "PROXY mapped-dst"},
+		{GDAK_DEV_DB_DB, GDAK_MEM_GPU, 0, "DB gpu-dst"},
+		{GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 1, "DB mapped-dst lowlevel"},
+	};
+
+	for (unsigned i = 0; i < sizeof(var) / sizeof(var[0]); i++) {
+		snprintf(note, sizeof(note), "%s %s", var[i].name, d);
+		rc |= lat_variant(ctx, o, var[i].h, var[i].dst, o->gpu_desc, var[i].ll, note,
+				  base_p50, base_p99);
+	}
 	if (o->gpu_desc)
-		rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0,
+		rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, 0,
 				  "DB mapped-dst host-desc", base_p50, base_p99);
 	gdak_close(ctx);
 	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
