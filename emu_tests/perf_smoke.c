@@ -132,6 +132,8 @@ static void test_baseline_json(void)
 	CHECK(json_balanced(r.out));
 	CHECK(strstr(r.out, "\"tool\": \"gdak-perf\"") != NULL);
 	CHECK(strstr(r.out, "\"test\": \"baseline\"") != NULL);
+	CHECK(strstr(r.out, "\"args\": \"--json --quiet --size-range 8:16 -n 2000 -r 2 "
+			    "baseline\"") != NULL);
 	CHECK_EQ(count_str(r.out, "\"verified\": true"), 2);
 	CHECK(json_num(r.out, "bytes", 0) == 8);
 	CHECK(json_num(r.out, "bytes", 1) == 16);

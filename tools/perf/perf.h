@@ -81,6 +81,7 @@ struct perf_opts {
 	const char *json_file;		/* --json-file: JSON there, the table on stdout */
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
+	char cmdline[512];		/* the arguments, for the JSON record */
 };
 
 /* One row of output: one message size. */

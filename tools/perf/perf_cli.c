@@ -246,6 +246,12 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	char *colon;
 
 	memset(o, 0, sizeof(*o));
+	for (c = 1; c < argc; c++) {
+		size_t len = strlen(o->cmdline);
+
+		snprintf(o->cmdline + len, sizeof(o->cmdline) - len, "%s%s", c > 1 ? " " : "",
+			 argv[c]);
+	}
 	o->qps = 1;
 	o->threads = 1;
 	o->wqes_per_db = 16;

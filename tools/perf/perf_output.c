@@ -220,8 +220,10 @@ void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_resul
 
 	fputs("{\"tool\": \"gdak-perf\", \"version\": ", f);
 	jstr(f, GDAK_VERSION_STRING);
-	fprintf(f, ", \"test\": \"%s\", \"kind\": \"%s\",\n", o->test->name,
+	fprintf(f, ", \"test\": \"%s\", \"kind\": \"%s\", \"args\": ", o->test->name,
 		kind_name(o->test->kind));
+	jstr(f, o->cmdline);
+	fputs(",\n", f);
 	fputs(" \"machine\": {\"cpu\": ", f);
 	jstr(f, perf_cpu_model());
 	fprintf(f, ", \"nproc\": %ld},\n", sysconf(_SC_NPROCESSORS_ONLN));
