@@ -7,13 +7,16 @@
 # gdak-fuzz-seeds writes the generated part of the seed corpora.
 set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
 
+# The replays also carry the label of the suite they belong to (unit / emu),
+# so the asan and tsan presets (labels unit|emu|net) replay the corpora
+# under the sanitizers too.
 gdak_add_test(NAME gdak.fuzz.trace SOURCES ${_fz}/fuzz_trace.c ${_fz}/replay.c
-  LIBS gdak_trace_tool LABELS fuzz TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/trace)
+  LIBS gdak_trace_tool LABELS fuzz unit TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/trace)
 gdak_add_test(NAME gdak.fuzz.roce SOURCES ${_fz}/fuzz_roce.c ${_fz}/replay.c
-  LABELS fuzz TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/roce)
+  LABELS fuzz unit TIMEOUT 120 MEMCHECK ARGS ${_fz}/corpus/roce)
 target_include_directories(gdak_fuzz_roce PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
 gdak_add_test(NAME gdak.fuzz.wqe SOURCES ${_fz}/fuzz_wqe.c ${_fz}/replay.c
-  LABELS fuzz TIMEOUT 300 ARGS ${_fz}/corpus/wqe)
+  LABELS fuzz emu TIMEOUT 300 MEMCHECK ARGS ${_fz}/corpus/wqe)
 
 add_executable(gdak-fuzz-seeds ${_fz}/seeds.c)
 target_link_libraries(gdak-fuzz-seeds PRIVATE gdak)
@@ -25,6 +28,13 @@ if(GDAK_FUZZ)
     message(FATAL_ERROR "GDAK_FUZZ=ON needs clang (libFuzzer): configure with the `fuzz` preset "
                         "or -DCMAKE_C_COMPILER=clang; the replay drivers build without it")
   endif()
+  # libFuzzer steers by the coverage of the code under test: the library
+  # objects get the coverage instrumentation too (without libFuzzer's main)
+  foreach(lib gdak_core gdak_nic gdak_trace_tool)
+    if(TARGET ${lib})
+      set_property(TARGET ${lib} APPEND PROPERTY COMPILE_OPTIONS -fsanitize=fuzzer-no-link)
+    endif()
+  endforeach()
   foreach(t trace roce wqe)
     add_executable(gdak-fuzz-${t} ${_fz}/fuzz_${t}.c)
     target_link_libraries(gdak-fuzz-${t} PRIVATE gdak)
