@@ -208,8 +208,11 @@ struct perf_env {
 
 int perf_env_open(const struct perf_opts *o, struct perf_env **env);
 void perf_env_close(struct perf_env *env);
-/* Attributes of a measured requester QP and of its target QP. */
-void perf_qp_attrs(const struct perf_opts *o, struct gdak_qp_attr *req, struct gdak_qp_attr *tgt);
+/* Attributes of connection i's requester QP and of its target QP: both on
+ * NIC thread i (modulo the thread count), so busy QPs spread over the NIC
+ * threads instead of following creation order. */
+void perf_qp_attrs(const struct perf_opts *o, unsigned i, struct gdak_qp_attr *req,
+		   struct gdak_qp_attr *tgt);
 /* Largest target region (+64) any size of this run needs. */
 size_t perf_max_region(const struct perf_opts *o);
 /* Make every connection's regions hold at least `region` bytes. */

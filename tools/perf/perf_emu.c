@@ -52,14 +52,15 @@ static int connect_pair(struct gdak_qp *a, struct gdak_qp *b)
 	return ret;
 }
 
-void perf_qp_attrs(const struct perf_opts *o, struct gdak_qp_attr *req, struct gdak_qp_attr *tgt)
+void perf_qp_attrs(const struct perf_opts *o, unsigned i, struct gdak_qp_attr *req,
+		   struct gdak_qp_attr *tgt)
 {
 	memset(req, 0, sizeof(*req));
 	req->sq_depth = o->sq_depth;
 	req->cq_depth = o->sq_depth;
 	req->handler = o->handler;
 	req->sharing = GDAK_DEV_EXCLUSIVE;
-	req->nic_thread = -1;
+	req->nic_thread = (int)(i & 0xffff);
 	*tgt = *req;
 	tgt->sq_depth = 8;
 	tgt->cq_depth = 8;
@@ -79,12 +80,13 @@ size_t perf_max_region(const struct perf_opts *o)
 	return best + 64;
 }
 
-static int open_conn(struct perf_env *env, const struct perf_opts *o, struct perf_conn *c)
+static int open_conn(struct perf_env *env, const struct perf_opts *o, unsigned i)
 {
+	struct perf_conn *c = &env->conn[i];
 	struct gdak_qp_attr req, tgt;
 	int ret;
 
-	perf_qp_attrs(o, &req, &tgt);
+	perf_qp_attrs(o, i, &req, &tgt);
 	ret = gdak_qp_create(env->ctx, &req, &c->qp);
 	if (ret)
 		return ret;
@@ -157,7 +159,7 @@ int perf_env_open(const struct perf_opts *o, struct perf_env **envp)
 	}
 	for (i = 0; i < o->qps && !env->bs; i++) {
 		env->nconn++;
-		ret = open_conn(env, o, &env->conn[i]);
+		ret = open_conn(env, o, i);
 		if (ret)
 			goto fail;
 	}

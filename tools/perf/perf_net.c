@@ -106,7 +106,7 @@ static int setup_conn(struct perf_env *env, const struct perf_opts *o, unsigned 
 	struct net_msg m = {{0}}, p;
 	int ret;
 
-	perf_qp_attrs(o, &req, &tgt);
+	perf_qp_attrs(o, i, &req, &tgt);
 	ret = gdak_qp_create(env->ctx, env->server ? &tgt : &req, &qp);
 	if (ret)
 		return ret;
