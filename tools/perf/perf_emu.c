@@ -24,11 +24,14 @@ static int set_nic_env(const struct perf_opts *o)
 		if (setenv("GDAK_NIC_THREADS", buf, 1))
 			return -errno;
 	}
-	/* latency tests default to pure spinning: adaptive back-off would
-	 * measure the NIC thread's sleep, not the path */
-	if (o->poll == PERF_POLL_SPIN ||
-	    (o->poll == PERF_POLL_DEFAULT && o->test->kind == PERF_KIND_LAT)) {
+	/* latency tests default to pure spinning (adaptive back-off would
+	 * measure the NIC thread's sleep, not the path) unless $GDAK_POLL says
+	 * otherwise; --poll always wins */
+	if (o->poll == PERF_POLL_SPIN) {
 		if (setenv("GDAK_POLL", "spin", 1))
+			return -errno;
+	} else if (o->poll == PERF_POLL_DEFAULT && o->test->kind == PERF_KIND_LAT) {
+		if (setenv("GDAK_POLL", "spin", 0))
 			return -errno;
 	} else if (o->poll == PERF_POLL_ADAPTIVE) {
 		if (setenv("GDAK_POLL", "adaptive", 1))
