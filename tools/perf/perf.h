@@ -82,6 +82,9 @@ struct perf_opts {
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
 	char cmdline[512];		/* the arguments, for the JSON record */
+	/* what the NIC model runs with, read back after set-up (emu only) */
+	int nic_threads_eff;		/* 0: unknown */
+	const char *poll_eff;		/* "spin", "adaptive" or NULL */
 };
 
 /* One row of output: one message size. */

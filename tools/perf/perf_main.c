@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <gdak/nic.h>
 
@@ -48,6 +49,10 @@ int main(int argc, char **argv)
 				o.test->name, o.device ? o.device : "(default)", gdak_strerror(ret));
 			return PERF_EXIT_FAIL;
 		}
+	}
+	if (env && !strcmp(gdak_ctx_backend(env->ctx), "emu")) {
+		o.nic_threads_eff = (int)gdak_nic_get_threads();
+		o.poll_eff = gdak_nic_get_poll() == GDAK_NIC_POLL_SPIN ? "spin" : "adaptive";
 	}
 	if (o.server) {
 		/* the client measures; the server holds the targets and checks them */

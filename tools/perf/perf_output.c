@@ -55,9 +55,17 @@ static const char *handler_name(enum gdak_dev_db_handler h)
 	return "?";
 }
 
-static const char *poll_name(enum perf_poll p)
+static const char *poll_name(const struct perf_opts *o)
 {
-	return p == PERF_POLL_SPIN ? "spin" : p == PERF_POLL_ADAPTIVE ? "adaptive" : "default";
+	if (o->poll_eff)
+		return o->poll_eff;
+	return o->poll == PERF_POLL_SPIN ? "spin" : o->poll == PERF_POLL_ADAPTIVE ? "adaptive"
+										: "default";
+}
+
+static int nic_threads(const struct perf_opts *o)
+{
+	return o->nic_threads_eff ? o->nic_threads_eff : o->nic_threads;
 }
 
 static const char *mem_name(enum gdak_mem_kind m)
@@ -102,7 +110,7 @@ static void header(FILE *f, const struct perf_opts *o)
 			"   CQE every %u   handler %s   NIC threads %d   poll %s   memory %s\n",
 			o->qps, perf_qps_open(),
 			o->threads, o->wqes_per_db, o->signal_every, handler_name(o->handler),
-			o->nic_threads, poll_name(o->poll), mem_name(o->mem));
+			nic_threads(o), poll_name(o), mem_name(o->mem));
 	fprintf(f, " %u rounds, medians; baselines measured between rounds%s\n", o->rounds,
 		o->no_baseline ? " (off: --no-baseline)" : "");
 	rule(f);
@@ -235,8 +243,8 @@ void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_resul
 		"\"baseline\": %s},\n",
 		o->cuda ? "true" : "false", o->qps, o->idle_qps, perf_qps_open(), o->threads,
 		o->wqes_per_db,
-		o->signal_every, o->sq_depth, handler_name(o->handler), o->nic_threads,
-		poll_name(o->poll), mem_name(o->mem), o->rounds, o->no_baseline ? "false" : "true");
+		o->signal_every, o->sq_depth, handler_name(o->handler), nic_threads(o),
+		poll_name(o), mem_name(o->mem), o->rounds, o->no_baseline ? "false" : "true");
 	fputs(" \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct perf_result *x = &r[i];
