@@ -792,6 +792,7 @@ int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 		return -EINVAL;
 	*st = u->rqp.stats;
 	st->icrc_errors += u->rctx.stats.icrc_errors;
+	st->icrc_ip_id += u->rctx.stats.icrc_ip_id;
 	st->bad_pkts += u->rctx.stats.bad_pkts;
 	return 0;
 }

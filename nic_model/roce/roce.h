@@ -239,8 +239,17 @@ uint32_t roce_icrc(const struct roce_path *path, const uint8_t *pkt, uint32_t le
 /* Compute and store the ICRC in the last 4 bytes (little-endian, as the CRC
  * register is transmitted least significant byte first). */
 void roce_icrc_set(const struct roce_path *path, uint8_t *pkt, uint32_t len);
-/* 1 when the stored ICRC matches. */
+/* 1 when the stored ICRC matches the packet sent with some IPv4 ID (the
+ * socket cannot see it; roce_icrc.c says how it is solved for), with that
+ * ID in *ip_id (may be NULL); 0 when no ID makes it match.  A corrupted
+ * packet passes with probability about 2^-16. */
+int roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t len,
+		    uint16_t *ip_id);
 int roce_icrc_ok(const struct roce_path *path, const uint8_t *pkt, uint32_t len);
+/* GF(2)[x] mod the CRC-32 polynomial, reflected (bit 31 = x^0): a * b, and
+ * x^(8n) (the register effect of n zero bytes). */
+uint32_t roce_gf_mul(uint32_t a, uint32_t b);
+uint32_t roce_gf_x8n(uint64_t n);
 
 /* ---- engine objects ----------------------------------------------------------- */
 
@@ -294,6 +303,7 @@ struct roce_stats {
 	uint64_t dup_resps;	/* stale/duplicate responses dropped by the requester */
 	uint64_t ooo_drops;	/* out-of-sequence packets dropped */
 	uint64_t icrc_errors;	/* dropped: ICRC mismatch */
+	uint64_t icrc_ip_id;	/* accepted with a non-zero IPv4 ID solved for */
 	uint64_t bad_pkts;	/* dropped: malformed, wrong P_Key/TVer, unknown QP */
 	uint64_t xmit_busy;	/* the wire said "later" (socket full) */
 	uint64_t f_drop, f_dup, f_reorder, f_corrupt, f_delay; /* injected */

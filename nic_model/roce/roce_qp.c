@@ -154,17 +154,24 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	const struct roce_opinfo *oi;
 	struct roce_qp *qp;
 	uint32_t hdr, plen;
+	uint16_t ip_id;
 
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_PKT) {
 		ctx->stats.bad_pkts++;
 		GDAK_WARN_RL("ctx", ctx->id, "dropped a %u-byte datagram: not a RoCEv2 packet", len);
 		return -EBADMSG;
 	}
-	if (!roce_icrc_ok(path, pkt, len)) {
+	if (!roce_icrc_check(path, pkt, len, &ip_id)) {
 		ctx->stats.icrc_errors++;
 		GDAK_WARN_RL("ctx", ctx->id, "dropped %s PSN 0x%06x to QP 0x%06x: ICRC mismatch",
 			     roce_op_name(bth_opcode(pkt)), bth_psn(pkt), bth_qpn(pkt));
 		return -EBADMSG;
+	}
+	if (ip_id) {
+		/* a kernel RoCE stack (rxe) numbers its IPv4 datagrams */
+		ctx->stats.icrc_ip_id++;
+		GDAK_DBG("ctx", ctx->id, "%s PSN 0x%06x: ICRC matches with IPv4 ID 0x%04x",
+			   roce_op_name(bth_opcode(pkt)), bth_psn(pkt), ip_id);
 	}
 	oi = roce_op(bth_opcode(pkt));
 	hdr = oi->hdr_len;
