@@ -12,6 +12,14 @@
  *   net_udp_2proc retry          the client reaches nobody: error CQE with
  *                                TRANSPORT_RETRY_EXC, QP in ERR
  *   net_udp_2proc mtu            client MTU 4096, server 512: path MTU 512
+ *   net_udp_2proc netem          as loss, with no injected faults: the
+ *                                network itself (tc netem) impairs
+ *
+ * By default the test forks both sides on 127.0.0.1.  With
+ *   ... --role server|client DEV BS_HOST BS_PORT
+ * it plays one side only, its NIC model opened as DEV ("emu:udp:ADDR[:PORT]"),
+ * the bootstrap listening on (server) or connecting to (client)
+ * BS_HOST:BS_PORT: gdak.net.netns runs one side per network namespace.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +48,7 @@ struct remote { uint64_t addr; uint32_t rkey, pad; };
 
 static const char *mode;
 static unsigned loss_pct;
+static const char *dev = "emu:udp:127.0.0.1";
 
 struct ep {
 	struct gdak_ctx *ctx;
@@ -60,7 +69,7 @@ static void ep_open(struct ep *e, int server, struct gdak_bootstrap *bs)
 	e->bs = bs;
 	if (!strcmp(mode, "mtu"))
 		a.mtu = server ? 512 : 4096;
-	REQUIRE_EQ(gdak_open("emu:udp:127.0.0.1", &e->ctx), 0);
+	REQUIRE_EQ(gdak_open(dev, &e->ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(e->ctx, BUF, GDAK_MEM_HOST, (void **)&e->buf), 0);
 	gdak_test_fill(e->buf, BUF, server ? 2 : 1);
 	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->buf, BUF, GDAK_ACCESS_ALL, &e->mr), 0);
@@ -138,6 +147,9 @@ static int client_ops(struct ep *e)
 	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf + 100000, 5000, lk, 0, NU_SIG));
 	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND_IMM, e->buf + 110000, 17, lk,
 				  htobe32(0xfeed), NU_SIG));
+	/* multi-packet SEND_IMM: the immediate rides on SEND_LAST_IMM only */
+	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND_IMM, e->buf + 130000, 2500, lk,
+				  htobe32(0xbeef), NU_SIG));
 	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf + 120000, 40, lk, 0,
 				  NU_SIG | NU_INLINE));
 	expect_ok(e, nu_post_send(&e->q, MLX5_OPCODE_SEND, e->buf, 0, lk, 0, NU_SIG));
@@ -179,7 +191,7 @@ static int server_ops(struct ep *e)
 	struct gdak_mlx5_cqe_fields f;
 	uint64_t v;
 
-	/* receive completions in order: WRITE_IMM, SEND, SEND_IMM, inline SEND, empty SEND */
+	/* receive completions in order: WRITE_IMM, SEND, SEND_IMM x2, inline SEND, empty SEND */
 	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_RESP_WR_IMM);
 	CHECK_EQ(f.byte_cnt, 3000);
@@ -194,9 +206,14 @@ static int server_ops(struct ep *e)
 	CHECK_EQ(be32toh(f.imm), 0xfeed);
 	CHECK_MEM(e->buf + RB_OFF + 2 * RB_SZ, cli + 110000, 17);
 	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND_IMM);
+	CHECK_EQ(f.byte_cnt, 2500);
+	CHECK_EQ(be32toh(f.imm), 0xbeef);
+	CHECK_MEM(e->buf + RB_OFF + 3 * RB_SZ, cli + 130000, 2500);
+	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND);
 	CHECK_EQ(f.byte_cnt, 40);
-	CHECK_MEM(e->buf + RB_OFF + 3 * RB_SZ, cli + 120000, 40);
+	CHECK_MEM(e->buf + RB_OFF + 4 * RB_SZ, cli + 120000, 40);
 	REQUIRE_EQ(nu_poll(&e->q, 1, &f, POLL_MS), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_RESP_SEND);
 	CHECK_EQ(f.byte_cnt, 0);
@@ -307,9 +324,11 @@ static int side(int server, struct gdak_bootstrap *bs)
 			setenv("GDAK_UDP_RETRY", "forever", 1);
 	} else if (!strcmp(mode, "retry") && !server) {
 		setenv("GDAK_FAULTS", "pkt_drop:p=100%", 1);
+	} else if (!strcmp(mode, "netem")) {
+		setenv("GDAK_UDP_RETRY", "forever", 1);
 	}
 	ep_open(&e, server, bs);
-	if (!strcmp(mode, "loss"))
+	if (!strcmp(mode, "loss") || !strcmp(mode, "netem"))
 		r = server ? server_loss(&e) : client_loss(&e);
 	else if (!strcmp(mode, "retry"))
 		r = server ? server_retry(&e) : client_retry(&e);
@@ -320,6 +339,28 @@ static int side(int server, struct gdak_bootstrap *bs)
 	return r;
 }
 
+/* One side only (--role): the other runs elsewhere (another namespace). */
+static int one_side(const char *role, const char *host, const char *port_s)
+{
+	struct gdak_bootstrap *bs;
+	char *end;
+	unsigned long port = strtoul(port_s, &end, 10);
+
+	if (*end || !port || port > 65535 || (strcmp(role, "server") && strcmp(role, "client"))) {
+		fprintf(stderr, "usage: --role server|client DEV BS_HOST BS_PORT\n");
+		return 2;
+	}
+	if (!strcmp(role, "server")) {
+		REQUIRE_EQ(gdak_bootstrap_listen(host, (uint16_t)port, &bs), 0);
+		REQUIRE_EQ(gdak_bootstrap_accept(bs, 20000), 0);
+		side(1, bs);
+	} else {
+		REQUIRE_EQ(gdak_bootstrap_connect(host, (uint16_t)port, 20000, &bs), 0);
+		side(0, bs);
+	}
+	return gdak_test_end();
+}
+
 int main(int argc, char **argv)
 {
 	struct gdak_bootstrap *bs;
@@ -327,8 +368,19 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	mode = argc > 1 ? argv[1] : "ops";
-	loss_pct = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
+	loss_pct = argc > 2 && argv[2][0] != '-' ? (unsigned)atoi(argv[2]) : 0;
 	alarm(110); /* a hang becomes a failure, not a stuck suite */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--role"))
+			continue;
+		if (argc - i != 5) {
+			fprintf(stderr, "usage: %s MODE [P] --role server|client DEV BS_HOST BS_PORT\n",
+				argv[0]);
+			return 2;
+		}
+		dev = argv[i + 2];
+		return one_side(argv[i + 1], argv[i + 3], argv[i + 4]);
+	}
 	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
 	fflush(NULL);
 	pid = fork();

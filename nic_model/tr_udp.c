@@ -262,8 +262,15 @@ static int resp_end(struct roce_qp *r, struct roce_rmsg *m, int status)
 {
 	struct udp_qp *u = uqp_of(r);
 
-	if (m->kind == ROCE_WR_SEND)
+	if (m->kind == ROCE_WR_SEND) {
 		u->rm.len = m->off;
+		/* a multi-packet SEND learns of its immediate at SEND_LAST_IMM
+		 * (IBA 9.2: ImmDt rides on the last packet only) */
+		if (m->has_imm) {
+			u->rm.opcode = MLX5_OPCODE_SEND_IMM;
+			u->rm.imm = m->imm;
+		}
+	}
 	return nm_resp_end(&u->rm, status);
 }
 
