@@ -19,3 +19,10 @@ foreach(_p 1 5 20)
                 ARGS loss ${_p} LABELS net TIMEOUT 120)
   target_include_directories(gdak_net_udp_loss${_p} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 endforeach()
+
+# Two network namespaces joined by a veth pair (creates and removes them; 77
+# without the rights): every operation across them, traced; tc netem where the
+# kernel has it; a dumpcap/tshark capture of the live session.
+gdak_add_test(NAME gdak.net.netns SOURCES net_netns.c LABELS net TIMEOUT 180
+              ARGS $<TARGET_FILE:gdak_net_udp_ops> $<TARGET_FILE:gdak-trace>)
+add_dependencies(gdak_net_netns gdak_net_udp_ops gdak-trace)
