@@ -165,15 +165,18 @@ void nu_ring(struct nu_qp *q)
 		__atomic_store_n(d->proxy_pi, q->pi, __ATOMIC_RELEASE);
 		return;
 	}
-	/* WQE stores before the record; the record before the register */
+	/* WQE stores before the record (release); the record before the
+	 * register (the register store's release orders it after the record) */
 	__atomic_store_n(&d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)q->pi),
 			 __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (d->handler == GDAK_DEV_DB_BF) {
 		/* the 64 bytes first, the 8 ctrl bytes last: what the NIC compares
-		 * is then complete once the first word changes */
-		memcpy((uint8_t *)d->db_reg + 8, last + 8, 56);
-		__atomic_store_n(d->db_reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
+		 * is then complete once the first word changes.  8-byte stores,
+		 * like the device's MMIO writes (the NIC reads them the same way) */
+		const uint64_t *w = (const uint64_t *)(const void *)last;
+		for (int i = 1; i < 8; i++)
+			__atomic_store_n(d->db_reg + i, w[i], __ATOMIC_RELAXED);
+		__atomic_store_n(d->db_reg, w[0], __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(d->db_reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
 	}

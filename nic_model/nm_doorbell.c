@@ -32,6 +32,18 @@ static inline uint64_t reg_load(const struct nm_qp *qp)
 			       __ATOMIC_ACQUIRE);
 }
 
+/* The whole 64-byte register (BlueFlame), as 8-byte loads: the device
+ * writes it with 8-byte stores, possibly while the NIC looks. */
+static void reg_copy(const struct nm_qp *qp, uint8_t out[64])
+{
+	const uint64_t *r = (const uint64_t *)(const void *)(qp->uar + GDAK_MLX5_DB_OFFSET);
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t v = __atomic_load_n(r + i, __ATOMIC_RELAXED);
+		memcpy(out + 8 * i, &v, 8);
+	}
+}
+
 static inline uint16_t rec_load(const struct nm_qp *qp)
 {
 	return (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
@@ -53,7 +65,7 @@ void nm_db_reset(struct nm_qp *qp)
 
 int nm_db_peek(const struct nm_qp *qp)
 {
-	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY)
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY)
 		return __atomic_load_n(qp->proxy_pi, __ATOMIC_RELAXED) != qp->pi;
 	if (rec_load(qp) != qp->rec_last || reg_load(qp) != qp->db_reg_last)
 		return 1;
@@ -105,7 +117,7 @@ int nm_db_bf_verify(struct nm_qp *qp)
 		qp->bf_wait = UINT64_MAX; /* a newer doorbell replaced it: cannot tell */
 		return 0;
 	}
-	memcpy(copy, qp->uar + GDAK_MLX5_DB_OFFSET, 64);
+	reg_copy(qp, copy);
 	if (!memcmp(copy, ring, 64)) {
 		qp->bf_wait = UINT64_MAX;
 		qp->bf_since_ns = 0;
@@ -139,7 +151,7 @@ int nm_db_poll(struct nm_qp *qp)
 	uint64_t reg;
 	int changed = 0;
 
-	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY) {
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		uint64_t p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
 
 		if (p == qp->pi)
@@ -170,12 +182,22 @@ int nm_db_poll(struct nm_qp *qp)
 		qp->rung_any = true;
 		changed = 1;
 		nm_stat_add(&qp->st.doorbells, 1);
-		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, (uint8_t)qp->base.attr.handler, rec,
-			 qp->uar + GDAK_MLX5_DB_OFFSET,
-			 qp->base.attr.handler == GDAK_DEV_DB_BF ? 64u : 8u);
+#ifdef NM_HAVE_TRACE
+		if (nm_tbuf(qp)) {
+			uint8_t regb[64];
+
+			if (qp->handler == GDAK_DEV_DB_BF)
+				reg_copy(qp, regb);
+			else
+				memcpy(regb, &reg, 8);
+			NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn,
+				 (uint8_t)qp->handler, rec, regb,
+				 qp->handler == GDAK_DEV_DB_BF ? 64u : 8u);
+		}
+#endif
 		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
 		 * batches ring with the 8-byte form and leave stale bytes behind */
-		if (qp->base.attr.handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&
+		if (qp->handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&
 		    idx == prev_end && idx >= qp->ci && idx - qp->ci < qp->sq_cnt) {
 			qp->bf_wait = idx;
 			qp->bf_since_ns = 0;
@@ -218,7 +240,7 @@ int nm_db_idle_check(struct nm_qp *qp)
 	uint64_t rec_pi, now;
 	int rec_ahead, ring_ahead;
 
-	if (!nm_strict() || qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY ||
+	if (!nm_strict() || qp->handler == GDAK_DEV_DB_CPU_PROXY ||
 	    nm_qp_state(qp) != GDAK_QPS_RTS)
 		return 0;
 	rec_pi = qp->ci + (uint16_t)(qp->rec_last - (uint16_t)qp->ci);

@@ -27,7 +27,8 @@ struct nm_fault {
 	uint8_t syndrome;
 	uint32_t passes;
 	_Atomic int fired;
-	uint32_t left;		/* delay: passes still to wait */
+	_Atomic uint32_t left;	/* delay: passes still to wait (rules with qp=*
+				 * are matched by every NIC thread) */
 };
 
 _Atomic int nm_faults_on;
@@ -92,7 +93,7 @@ static int parse_rule(const char *r, size_t n, struct nm_fault *f)
 	}
 	if (!have_wqe || (f->kind == NM_FAULT_ERR && !f->syndrome))
 		return -EINVAL;
-	f->left = f->passes;
+	atomic_store_explicit(&f->left, f->passes, memory_order_relaxed);
 	return 0;
 }
 
@@ -157,13 +158,16 @@ void nm_fault_wqe_slow(struct nm_qp *qp, struct nm_op *op)
 int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op)
 {
 	struct nm_fault *f = match(qp, op, NM_FAULT_DELAY);
+	uint32_t left;
 
 	if (!f || atomic_load(&f->fired))
 		return 0;
-	if (f->left == f->passes)
+	left = atomic_load(&f->left);
+	if (left == f->passes)
 		NM_TRACE(qp, gdak_trace_fault, qp->base.qpn, op->wqe_index, "delay", "CQE held back");
-	if (f->left) {
-		f->left--;
+	if (left) {
+		/* lost race with another thread: that one counted this pass */
+		atomic_compare_exchange_strong(&f->left, &left, left - 1);
 		return 1;
 	}
 	atomic_store(&f->fired, 1);

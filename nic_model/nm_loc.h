@@ -86,6 +86,17 @@ enum nm_tx_result {
  * path (the caller's thread); post_send/rq_kick/qp_poll run on the QP's NIC
  * thread.  To run something on that thread (start an ev_io, an ev_timer),
  * use nm_thread_call(qp->thr, fn, arg) and nm_thread_loop(qp->thr).
+ *
+ * Completing work outside a polling pass: a transport's ev_io / ev_timer
+ * callback that completes ops (nm_comp_op_done on NM_TX_PENDING ops), gets
+ * a receive in, or frees window room MUST then call nm_thread_kick(qp) (or,
+ * equivalently on the QP's thread, nm_thread_activate(qp)).  The callback
+ * runs between passes: the QP may have left the active list and the thread
+ * may be in its back-off (ev_idle stopped, a 1 ms timer armed), so without
+ * the kick the retire step that writes the CQEs runs only at the next
+ * sweep or timer, milliseconds late, and the device waits on its CQE that
+ * long.  Ops completed inside post_send / qp_poll (during a pass) need
+ * nothing more.
  */
 struct nm_transport_ops {
 	const char *name;
@@ -197,6 +208,9 @@ struct nm_qp {
 	void *dmem;
 	size_t dmem_len;
 	uint8_t dmem_kind;
+	/* attr.handler / attr.sharing, copied: core's gdak_qp_create rewrites
+	 * base.attr after the QP is already served by its NIC thread */
+	uint8_t handler, sharing;
 	struct gdak_dev_qp *dqp;
 	uint8_t *sq;		/* sq_cnt * 64 */
 	uint32_t sq_cnt, sq_mask;
@@ -359,7 +373,8 @@ struct gdak_trace_buf *nm_thread_tbuf_cur(void);
 /* On thr: serve / stop serving qp. */
 void nm_thread_add_qp(struct nm_thread *thr, struct nm_qp *qp);
 void nm_thread_del_qp(struct nm_thread *thr, struct nm_qp *qp);
-/* On the QP's thread: put it on the active list now. */
+/* On the QP's thread: put it on the active list now and end the thread's
+ * back-off sleep (same as nm_thread_kick from the QP's own thread). */
 void nm_thread_activate(struct nm_qp *qp);
 /* Any thread: make the QP's thread look at it soon (async wakeup).  On
  * the QP's own thread (a transport's ev_io / ev_timer callback that
@@ -474,16 +489,17 @@ void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_
 extern _Atomic int nm_faults_on;
 /* Before executing op: may set op->status (injected error). */
 void nm_fault_wqe_slow(struct nm_qp *qp, struct nm_op *op);
+/* acquire: the rule table written before nm_faults_on was set is seen */
 static inline void nm_fault_wqe(struct nm_qp *qp, struct nm_op *op)
 {
-	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_relaxed), 0))
+	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_acquire), 0))
 		nm_fault_wqe_slow(qp, op);
 }
 /* Before writing a CQE: returns 1 to delay it (retry next pass). */
 int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op);
 static inline int nm_fault_cqe(struct nm_qp *qp, struct nm_op *op)
 {
-	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_relaxed), 0))
+	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_acquire), 0))
 		return nm_fault_cqe_slow(qp, op);
 	return 0;
 }

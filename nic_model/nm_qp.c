@@ -177,8 +177,8 @@ static void dev_qp_fill(struct nm_qp *qp)
 	d->qpn_ds_be = gdak_htobe32(qp->base.qpn << 8);
 	d->sq_wqebb_cnt = qp->sq_cnt;
 	d->sq_log_cnt = log2u(qp->sq_cnt);
-	d->handler = qp->base.attr.handler;
-	d->sharing = qp->base.attr.sharing;
+	d->handler = qp->handler;
+	d->sharing = qp->sharing;
 	/* largest inline payload any inline-capable opcode can carry in 63 DS:
 	 * ctrl + raddr + 4-byte inline header */
 	d->max_inline = (GDAK_MLX5_MAX_DS - 2) * GDAK_MLX5_DS_BYTES - 4;
@@ -234,6 +234,8 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->ctx = ctx;
 	qp->base.ctx = bctx;
 	qp->base.attr = *a;
+	qp->handler = (uint8_t)a->handler;
+	qp->sharing = (uint8_t)a->sharing;
 	pthread_spin_init(&qp->resp_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&qp->err_lock, NULL);
 

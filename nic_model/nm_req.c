@@ -349,7 +349,7 @@ static int flush(struct nm_qp *qp)
 		return n;
 
 	/* everything posted, rung or not, is flushed (what hardware does) */
-	if (qp->base.attr.handler == GDAK_DEV_DB_CPU_PROXY) {
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
 	} else {
 		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],

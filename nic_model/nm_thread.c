@@ -102,6 +102,8 @@ static inline void cpu_relax(void)
 
 /* ---- active list ------------------------------------------------------------ */
 
+static void wake(struct nm_thread *t);
+
 static void activate(struct nm_thread *t, struct nm_qp *qp)
 {
 	qp->idle_passes = 0;
@@ -111,7 +113,16 @@ static void activate(struct nm_thread *t, struct nm_qp *qp)
 	t->act[t->nact++] = qp;	/* act[] has room for every QP of the thread */
 }
 
-void nm_thread_activate(struct nm_qp *qp) { activate(qp->thr, qp); }
+/* Also ends the back-off: called from a transport's ev_io / ev_timer
+ * callback, the thread may be between sleeps with its ev_idle stopped. */
+void nm_thread_activate(struct nm_qp *qp)
+{
+	struct nm_thread *t = qp->thr;
+
+	activate(t, qp);
+	t->empty = 0;
+	wake(t);
+}
 
 static void deactivate_at(struct nm_thread *t, uint32_t i)
 {
@@ -407,9 +418,7 @@ void nm_thread_kick(struct nm_qp *qp)
 		return;
 	if (pthread_equal(pthread_self(), t->tid) && qp->on_thread) {
 		/* e.g. from a transport's ev_io callback: poll again at once */
-		activate(t, qp);
-		t->empty = 0;
-		wake(t);
+		nm_thread_activate(qp);
 		return;
 	}
 	atomic_store(&t->kicked, 1);
