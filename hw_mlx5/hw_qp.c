@@ -144,7 +144,7 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 		return -ENOMEM;
 	hq->ctx = hc;
 	hq->base.ctx = ctx;
-	hq->base.attr = *attr;	/* core stores it again after we return */
+	hq->base.attr = *attr;	/* before any thread can see the QP (core checks) */
 	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU);
 	hq->psn = random_psn();
 	memset(&tmpl, 0, sizeof(tmpl));

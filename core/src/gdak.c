@@ -241,12 +241,20 @@ int gdak_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct
 	ret = normalise_attr(attr, &a);
 	if (ret)
 		return ret;
+	/* The backend fills base.ctx, base.attr (= a) and base.state before it
+	 * makes the QP visible to its NIC/proxy threads: writing them here,
+	 * after publication, would race with those threads. */
 	ret = ctx->ops->qp_create(ctx, &a, qp);
 	if (ret)
 		return ret;
-	(*qp)->ctx = ctx;
-	(*qp)->attr = a;
-	atomic_store(&(*qp)->state, GDAK_QPS_RESET);
+	if ((*qp)->ctx != ctx || memcmp(&(*qp)->attr, &a, sizeof(a)) ||
+	    atomic_load(&(*qp)->state) != GDAK_QPS_RESET) {
+		GDAK_ERR("qp", (*qp)->qpn, "backend %s did not initialise the QP's base fields",
+			 ctx->ops->name);
+		ctx->ops->qp_destroy(*qp);
+		*qp = NULL;
+		return -EFAULT;
+	}
 	return 0;
 }
 
