@@ -117,14 +117,23 @@ static void case_delay_held(void)
 	memset(E.lb, 0, 64);
 	REQUIRE_EQ(gdak_dev_put(d, &s, (uintptr_t)E.lb, gdak_mr_rkey(E.mb), GDAK_DEV_WQE_SIGNAL, &t),
 		   0);
-	while (memcmp(E.lb, E.la, 64) && w++ < 10000)
+	/* executed (the counter; the bytes are read only after the CQE, which
+	 * is what orders them) ... */
+	for (;;) {
+		struct gdak_nic_stats st;
+		gdak_nic_qp_stats(a.qp, &st);
+		if (st.wqes == 1 || w++ > 10000)
+			break;
 		rel_sleep_ms(1);
-	CHECK_MEM(E.lb, E.la, 64); /* executed ... */
-	CHECK_EQ(gdak_dev_wait_timeout(d, t, 20000000, NULL), -ETIMEDOUT); /* ... not completed */
+	}
+	CHECK(w <= 10000);
+	/* ... not completed */
+	CHECK_EQ(gdak_dev_wait_timeout(d, t, 20000000, NULL), -ETIMEDOUT);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	CHECK_EQ(gdak_dev_cq_error(&d->scq, NULL), 0);
 	REQUIRE_EQ(gdak_nic_set_faults(NULL), 0);
 	CHECK_EQ(gdak_dev_wait_timeout(d, t, LONG_NS, NULL), 0);
+	CHECK_MEM(E.lb, E.la, 64);
 	nu_destroy(&a);
 	nu_destroy(&b);
 }
@@ -235,8 +244,10 @@ static void case_two_qps(void)
 	REQUIRE_EQ(gdak_nic_set_faults(spec), 0);
 	for (unsigned i = 0; i < 5; i++) {
 		struct gdak_dev_sge s = sge(E.la, 16);
+		/* distinct targets: two NIC threads write them at the same time */
 		CHECK_EQ(gdak_dev_put(a.d, &s, (uintptr_t)E.lb, gdak_mr_rkey(E.mb), 0, &ta), 0);
-		CHECK_EQ(gdak_dev_put(c.d, &s, (uintptr_t)E.lb, gdak_mr_rkey(E.mb), 0, &tc), 0);
+		CHECK_EQ(gdak_dev_put(c.d, &s, (uintptr_t)(E.lb + 4096), gdak_mr_rkey(E.mb), 0, &tc),
+			 0);
 	}
 	CHECK_EQ(gdak_dev_wait_timeout(a.d, ta, LONG_NS, &err), -EIO);
 	CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);

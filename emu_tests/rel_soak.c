@@ -19,6 +19,24 @@
 
 #include "rel_util.h"
 
+/* gdak_test's counters are not thread safe: device threads report here */
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+#define SOAK_FAIL(...)                                                 \
+	do {                                                           \
+		pthread_mutex_lock(&fail_lock);                        \
+		gdak_test_fail(__FILE__, __LINE__, __VA_ARGS__);       \
+		pthread_mutex_unlock(&fail_lock);                      \
+	} while (0)
+/* a control-path call that must work; the soak cannot go on without it */
+#define SOAK_MUST(call)                                                                 \
+	do {                                                                            \
+		int rc_ = (call);                                                       \
+		if (rc_) {                                                              \
+			SOAK_FAIL("%s: %d", #call, rc_);                                \
+			abort();                                                        \
+		}                                                                       \
+	} while (0)
+
 #define SLICE (32u * 1024)	/* per pair, in la (S) and lb (D) */
 #define DATA 16384u		/* S: source [0, DATA), read-back [DATA, 2*DATA - 64),
 				 * atomic results in the last 64 bytes (one per op) */
@@ -59,6 +77,7 @@ struct pair {
 
 static struct pair *P;
 
+
 /* counters, summed at the end (relaxed atomics: several device threads) */
 static struct {
 	uint64_t ops, bytes, batches, cqes, recv_cqes, inj_err, inj_delay, bad_key, errors_seen,
@@ -82,7 +101,7 @@ static void fault_set(const char *kind, uint32_t qpn, uint16_t wqe, const char *
 
 	snprintf(spec, sizeof(spec), "%s:qp=%u,wqe=%u,%s=%s", kind, qpn, wqe,
 		 strcmp(kind, "err") ? "passes" : "syndrome", arg);
-	REQUIRE_EQ(gdak_nic_set_faults(spec), 0);
+	SOAK_MUST(gdak_nic_set_faults(spec));
 }
 
 /* ---- one pair ------------------------------------------------------------- */
@@ -91,18 +110,18 @@ static void pair_connect(struct pair *p)
 {
 	struct gdak_qp_info ia, ib;
 
-	REQUIRE_EQ(gdak_qp_info(p->a.qp, &ia), 0);
-	REQUIRE_EQ(gdak_qp_info(p->b.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(p->a.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(p->b.qp, &ia), 0);
+	SOAK_MUST(gdak_qp_info(p->a.qp, &ia));
+	SOAK_MUST(gdak_qp_info(p->b.qp, &ib));
+	SOAK_MUST(gdak_qp_connect(p->a.qp, &ib));
+	SOAK_MUST(gdak_qp_connect(p->b.qp, &ia));
 	nu_qp_from(&p->a, p->a.qp);
 	nu_qp_from(&p->b, p->b.qp);
 }
 
 static void pair_reset(struct pair *p)
 {
-	REQUIRE_EQ(gdak_qp_modify(p->a.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_modify(p->b.qp, GDAK_QPS_RESET, NULL), 0);
+	SOAK_MUST(gdak_qp_modify(p->a.qp, GDAK_QPS_RESET, NULL));
+	SOAK_MUST(gdak_qp_modify(p->b.qp, GDAK_QPS_RESET, NULL));
 	pair_connect(p);
 	CNT(recoveries, 1);
 }
@@ -170,7 +189,7 @@ static void apply_ok(struct pair *p, struct op *o, uint64_t *fails)
 		break;
 	case K_SEND:
 		if (memcmp(p->D + RECV_OFF + o->rslot * RECV_SLOT, p->S + o->off, o->len)) {
-			gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: SEND of %u bytes arrived wrong",
+			SOAK_FAIL("QP 0x%x: SEND of %u bytes arrived wrong",
 				       p->a.qpn, o->len);
 			(*fails)++;
 		}
@@ -178,7 +197,7 @@ static void apply_ok(struct pair *p, struct op *o, uint64_t *fails)
 	case K_FA:
 	case K_CS:
 		if (gdak_be64toh(p->res[o->rslot]) != p->atom) {
-			gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: %s fetched 0x%llx, want 0x%llx",
+			SOAK_FAIL("QP 0x%x: %s fetched 0x%llx, want 0x%llx",
 				       p->a.qpn, kind_names[o->k],
 				       (unsigned long long)gdak_be64toh(p->res[o->rslot]),
 				       (unsigned long long)p->atom);
@@ -263,7 +282,7 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 		uint8_t want_synd = (int)i == err_at ? err_synd : MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
 
 		if (nu_poll(&p->a, 0, &f, 20000)) {
-			gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: no CQE for %s WQE %u in 20 s",
+			SOAK_FAIL("QP 0x%x: no CQE for %s WQE %u in 20 s",
 				       p->a.qpn, kind_names[o->k], o->idx);
 			return 1;
 		}
@@ -271,7 +290,7 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 		if (f.wqe_counter != o->idx || f.qpn != p->a.qpn ||
 		    (want_err ? f.opcode != MLX5_CQE_REQ_ERR || f.syndrome != want_synd
 			      : f.opcode != MLX5_CQE_REQ)) {
-			gdak_test_fail(__FILE__, __LINE__, "QP 0x%x %s WQE %u: CQE opcode %u syndrome 0x%x "
+			SOAK_FAIL("QP 0x%x %s WQE %u: CQE opcode %u syndrome 0x%x "
 				       "idx %u; want %s 0x%x", p->a.qpn, kind_names[o->k], o->idx,
 				       f.opcode, f.syndrome, f.wqe_counter, want_err ? "error" : "success",
 				       want_synd);
@@ -286,7 +305,7 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 			continue;
 		}
 		if (o->k != K_READ && o->k != K_FA && o->k != K_CS && f.byte_cnt != o->len) {
-			gdak_test_fail(__FILE__, __LINE__, "QP 0x%x %s WQE %u: byte count %u, want %u",
+			SOAK_FAIL("QP 0x%x %s WQE %u: byte count %u, want %u",
 				       p->a.qpn, kind_names[o->k], o->idx, f.byte_cnt, o->len);
 			fails++;
 		}
@@ -296,7 +315,7 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 		if (o->k == K_SEND || o->k == K_WRITE_IMM) {
 			struct gdak_mlx5_cqe_fields rf;
 			if (nu_poll(&p->b, 1, &rf, 20000)) {
-				gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: no receive CQE", p->b.qpn);
+				SOAK_FAIL("QP 0x%x: no receive CQE", p->b.qpn);
 				fails++;
 			} else {
 				CNT(recv_cqes, 1);
@@ -304,7 +323,7 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 				if (rf.opcode != (o->k == K_SEND ? MLX5_CQE_RESP_SEND : MLX5_CQE_RESP_WR_IMM) ||
 				    rf.byte_cnt != o->len ||
 				    (o->k == K_WRITE_IMM && rf.imm != gdak_htobe32(o->imm))) {
-					gdak_test_fail(__FILE__, __LINE__, "QP 0x%x %s: receive CQE opcode %u "
+					SOAK_FAIL("QP 0x%x %s: receive CQE opcode %u "
 						       "bytes %u imm 0x%x", p->b.qpn, kind_names[o->k],
 						       rf.opcode, rf.byte_cnt, rf.imm);
 					fails++;
@@ -314,28 +333,31 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 		apply_ok(p, o, &fails);
 	}
 	if (faulted) {
-		REQUIRE_EQ(gdak_nic_set_faults(NULL), 0);
+		SOAK_MUST(gdak_nic_set_faults(NULL));
 		pthread_mutex_unlock(&fault_lock);
 	}
 	/* every byte of the write target against the shadow */
 	if (memcmp(p->D, p->shadow, DATA)) {
-		gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: write target differs from its shadow at "
+		SOAK_FAIL("QP 0x%x: write target differs from its shadow at "
 			       "byte %zu", p->a.qpn, gdak_test_memdiff(p->D, p->shadow, DATA));
 		fails++;
 	}
 	if (memcmp(p->S + DATA, p->shadow_rb, SPAN)) {
-		gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: read-back area differs from its shadow at "
+		SOAK_FAIL("QP 0x%x: read-back area differs from its shadow at "
 			       "byte %zu", p->a.qpn, gdak_test_memdiff(p->S + DATA, p->shadow_rb, SPAN));
 		fails++;
 	}
 	if (*(volatile uint64_t *)(p->D + ATOM_OFF) != p->atom) {
-		gdak_test_fail(__FILE__, __LINE__, "QP 0x%x: atomic word 0x%llx, want 0x%llx", p->a.qpn,
+		SOAK_FAIL("QP 0x%x: atomic word 0x%llx, want 0x%llx", p->a.qpn,
 			       (unsigned long long)*(volatile uint64_t *)(p->D + ATOM_OFF),
 			       (unsigned long long)p->atom);
 		fails++;
 	}
 	if (err_at >= 0) {
-		CHECK_EQ(nu_wait_state(&p->a, GDAK_QPS_ERR, 10000), 0);
+		if (nu_wait_state(&p->a, GDAK_QPS_ERR, 10000)) {
+			SOAK_FAIL("QP 0x%x not in ERR after its error CQE", p->a.qpn);
+			fails++;
+		}
 		pair_reset(p);
 	}
 	CNT(batches, 1);
