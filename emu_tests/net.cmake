@@ -26,3 +26,19 @@ endforeach()
 gdak_add_test(NAME gdak.net.netns SOURCES net_netns.c LABELS net TIMEOUT 180
               ARGS $<TARGET_FILE:gdak_net_udp_ops> $<TARGET_FILE:gdak-trace>)
 add_dependencies(gdak_net_netns gdak_net_udp_ops gdak-trace)
+
+# MPI bootstrap: 2 and 4 ranks under mpirun on this machine (77 without MPI
+# or mpirun).  The test re-runs itself under mpirun.
+find_program(GDAK_MPIEXEC NAMES mpirun mpiexec)
+if(GDAK_HAVE_MPI)
+  set(_gdak_mpi_libs gdak_mpi gdak_nic_util)
+else()
+  set(_gdak_mpi_libs gdak_nic_util)
+endif()
+foreach(_np 2 4)
+  gdak_add_test(NAME gdak.net.mpi${_np} SOURCES net_mpi.c LIBS ${_gdak_mpi_libs}
+                ARGS "${GDAK_MPIEXEC}" ${_np} LABELS net TIMEOUT 120)
+  if(GDAK_HAVE_MPI)
+    target_compile_definitions(gdak_net_mpi${_np} PRIVATE GDAK_HAVE_MPI=1)
+  endif()
+endforeach()

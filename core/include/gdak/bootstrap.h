@@ -11,6 +11,9 @@
  *   both:    gdak_bootstrap_exchange_qp_info(bs, mine, theirs, n); ...
  *            gdak_bootstrap_close(bs);
  *
+ * or, for jobs started by mpirun, MPI collectives (gdak_bootstrap_mpi_*,
+ * below; library gdak_mpi).
+ *
  * Every call returns 0 or a negative errno (-ETIMEDOUT, -ECONNREFUSED,
  * -EPROTO for a peer speaking something else or disagreeing on n) and logs
  * why.  Records travel in gdak_qp_info_pack's fixed big-endian form.
@@ -46,6 +49,22 @@ int gdak_bootstrap_barrier(struct gdak_bootstrap *bs);
 /* Timeout of each exchange (default 30000 ms). */
 void gdak_bootstrap_set_timeout(struct gdak_bootstrap *bs, int timeout_ms);
 void gdak_bootstrap_close(struct gdak_bootstrap *bs);
+
+/*
+ * MPI bootstrap: in library gdak_mpi (CMake target gdak::mpi), built when
+ * MPI is found.  The caller has called MPI_Init; comm points to an MPI_Comm
+ * (NULL: MPI_COMM_WORLD).  Collective: every rank of comm calls them.
+ * Returns 0 or a negative errno (-EINVAL, -ENOMEM, -EIO for an MPI error,
+ * -EPROTO for a record that is not a gdak QP info), with the reason logged.
+ *
+ *   to_each[r * n + i]    my i-th record for rank r (zeroed: none)
+ *   from_each[r * n + i]  rank r's i-th record for me (zeroed: none)
+ */
+int gdak_bootstrap_mpi_exchange_qp_info(const void *comm, const struct gdak_qp_info *to_each,
+					struct gdak_qp_info *from_each, unsigned n_per_peer);
+/* all[r * len ...] = rank r's len bytes of mine (addresses, rkeys). */
+int gdak_bootstrap_mpi_allgather(const void *comm, const void *mine, void *all, size_t len);
+int gdak_bootstrap_mpi_barrier(const void *comm);
 
 #ifdef __cplusplus
 }
