@@ -81,12 +81,16 @@ const struct nm_dma_ops *nm_cuda_dma_probe(void);
 /* The engine in use (chosen once). */
 const struct nm_dma_ops *nm_dma_get(void);
 
-/* Data path copy: plain memcpy when both sides are host memory. */
+/* Data path copy between host memory: memmove, because a device may
+ * legally move bytes between overlapping ranges of one region (a QP looped
+ * back to itself); the target then gets the source bytes as they were
+ * before, as when the NIC reads the whole message before writing it.  For
+ * ranges that do not overlap it costs what memcpy does. */
 static inline int nm_dma_copy(void *dst, uint8_t dst_kind, const void *src, uint8_t src_kind,
 			      size_t len)
 {
 	if (__builtin_expect(dst_kind != GDAK_MEM_GPU && src_kind != GDAK_MEM_GPU, 1)) {
-		memcpy(dst, src, len);
+		memmove(dst, src, len);
 		return 0;
 	}
 	return nm_dma_get()->copy(dst, (enum gdak_mem_kind)dst_kind, src,

@@ -107,7 +107,9 @@ static void wake(struct nm_thread *t);
 static void activate(struct nm_thread *t, struct nm_qp *qp)
 {
 	qp->idle_passes = 0;
-	if (qp->active)
+	/* a QP already let go of (being destroyed) stays off the list: its
+	 * transport's watchers may still fire until qp_fini stops them */
+	if (qp->active || !qp->on_thread)
 		return;
 	qp->active = true;
 	t->act[t->nact++] = qp;	/* act[] has room for every QP of the thread */
