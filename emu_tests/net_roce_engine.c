@@ -498,6 +498,57 @@ static void test_retry_exhausted(void)
 	world_fini();
 }
 
+/*
+ * RTT-adaptive timer: a lost tail packet (nothing behind it provokes a NAK)
+ * is resent after about min_rto, not after the full timeout, without
+ * spending a retry; and when everything is lost the QP still gets its full
+ * retry_cnt timeouts before TRANSPORT_RETRY_EXC.
+ */
+static void test_adaptive_rto(void)
+{
+	struct roce_cfg c = {.retry_cnt = 3, .cfg_set = 1, .rnr_retry = 7, .min_rnr_timer = 1,
+			     .timeout_ns = 20000000, .min_rto_ns = 1000000};
+	uint64_t t0;
+	unsigned a, early;
+
+	/* packets 1..3: three one-packet WRITEs (RTT samples); 4..7: a
+	 * four-packet WRITE whose last packet is lost */
+	world_init(1024, &c, 0xfffff0, "pkt_drop:nth=7,op=req", NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		a = post(0, ROCE_WR_WRITE, 500, 4096 * i, RKEY, 4096 * i, 0, 0);
+		CHECK_EQ(run(), 0);
+		CHECK_EQ(W[a].st, 0);
+	}
+	CHECK(S[0].qp.srtt_ns > 0);
+	CHECK_EQ(S[0].qp.rto_ns, c.min_rto_ns); /* fake RTTs are microseconds */
+	t0 = now;
+	a = post(0, ROCE_WR_WRITE, 4000, 65536, RKEY, 65536, 0, 0);
+	CHECK_EQ(run(), 0);
+	CHECK_EQ(W[a].st, 0);
+	CHECK_EQ(W[a].ncomp, 1);
+	CHECK_MEM(S[1].mem + 65536, S[0].local + 65536, 4000);
+	CHECK_EQ(S[0].qp.stats.f_drop, 1);
+	CHECK_EQ(S[0].qp.stats.early_timeouts, 1);
+	CHECK_EQ(S[0].qp.stats.timeouts, 0);
+	CHECK(now - t0 >= c.min_rto_ns);
+	CHECK(now - t0 < 2 * c.min_rto_ns); /* not the 20 ms timeout */
+
+	/* now nothing gets through: early expiries back off without spending
+	 * retries - 2, 4, 8, 16 ms: the timer stays backed off after the tail
+	 * loss until a fresh RTT sample (Karn) - then 1 + 3 full timeouts */
+	roce_fault_free(S[0].ctx.faults);
+	REQUIRE_EQ(roce_fault_parse("pkt_drop:p=1", &S[0].ctx.faults), 0);
+	early = (unsigned)S[0].qp.stats.early_timeouts;
+	t0 = now;
+	a = post(0, ROCE_WR_WRITE, 100, 0, RKEY, 0, 0, 0);
+	CHECK_EQ(run(), 0);
+	CHECK_EQ(W[a].st, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+	CHECK_EQ(S[0].qp.stats.early_timeouts - early, 4);
+	CHECK_EQ(S[0].qp.stats.timeouts, 4);
+	CHECK(now - t0 >= 4 * c.timeout_ns);
+	world_fini();
+}
+
 static void test_rnr(void)
 {
 	struct roce_cfg c = {.retry_cnt = 7, .rnr_retry = 2, .min_rnr_timer = 14, .cfg_set = 1};
@@ -743,6 +794,7 @@ int main(void)
 		test_mix(256, 200, 0, fa, fa, what);
 	}
 	test_retry_exhausted();
+	test_adaptive_rto();
 	test_rnr();
 	test_remote_errors();
 	test_duplicates();

@@ -43,6 +43,7 @@ struct udp_ctx {
 	uint16_t next_port;
 	char faults[512];	/* GDAK_FAULTS, parsed again per QP (own generator) */
 	uint64_t rto_ns;	/* retransmission timeout, GDAK_UDP_RTO_US */
+	uint64_t min_rto_ns;	/* floor of the RTT-adaptive timer, GDAK_UDP_RTO_MIN_US */
 	uint8_t retry_cnt;	/* GDAK_UDP_RETRY: 0..7, or 8 = "forever" (not IBA) */
 	uint32_t window;	/* GDAK_UDP_WINDOW: unacknowledged PSNs in flight */
 };
@@ -549,7 +550,8 @@ static int udp_qp_init(struct nm_qp *qp)
 	struct udp_ctx *c = qp->ctx->tr_priv;
 	struct udp_qp *u = calloc(1, sizeof(*u));
 	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-			       .timeout_ns = c->rto_ns, .window = c->window,
+			       .timeout_ns = c->rto_ns, .min_rto_ns = c->min_rto_ns,
+			       .window = c->window,
 			       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
 			       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
 			       .min_rnr_timer = 1, .cfg_set = 1};
@@ -660,7 +662,8 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 		/* reconnecting after RESET: a fresh engine */
 		struct udp_ctx *c = qp->ctx->tr_priv;
 		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-				       .timeout_ns = c->rto_ns, .window = c->window,
+				       .timeout_ns = c->rto_ns, .min_rto_ns = c->min_rto_ns,
+				       .window = c->window,
 				       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
 				       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
 				       .min_rnr_timer = 1, .cfg_set = 1};
@@ -731,6 +734,21 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			goto err;
 		}
 		c->rto_ns = us * 1000ull;
+	}
+	/* The RTT-adaptive timer's floor (roce_req.c): default a tenth of the
+	 * timeout; equal to it turns adaptation off. */
+	c->min_rto_ns = c->rto_ns / 10;
+	env = getenv("GDAK_UDP_RTO_MIN_US");
+	if (env && *env) {
+		char *end;
+		unsigned long us = strtoul(env, &end, 10);
+		if (*end || us < 10 || us * 1000ull > c->rto_ns) {
+			GDAK_ERR(NULL, 0, "GDAK_UDP_RTO_MIN_US='%s': want microseconds, 10..the "
+				 "timeout (%llu)", env, (unsigned long long)(c->rto_ns / 1000));
+			ret = -EINVAL;
+			goto err;
+		}
+		c->min_rto_ns = us * 1000ull;
 	}
 	/* Go-back-N resends everything after a loss: a window about the
 	 * bandwidth-delay product of loopback/LAN keeps that cheap. */

@@ -294,7 +294,8 @@ struct roce_wr {
 struct roce_stats {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retransmits;	/* packets sent again */
-	uint64_t timeouts;	/* retransmission timer expiries */
+	uint64_t timeouts;	/* retransmission timer expiries (retry spent) */
+	uint64_t early_timeouts; /* RTT-adaptive expiries before the IBA timeout */
 	uint64_t seq_naks_sent, seq_naks_rcvd;
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t err_naks_sent, err_naks_rcvd;
@@ -324,7 +325,10 @@ struct roce_cfg {
 	uint8_t cfg_set;	/* internal: defaults applied */
 	uint8_t retry_forever;	/* emulator extension, not IBA: the timer never gives up
 				 * (for tests at loss rates where 7 retries do not suffice) */
-	uint64_t timeout_ns;	/* retransmission timeout (default 20 ms) */
+	uint64_t timeout_ns;	/* retransmission timeout (default 20 ms): the IBA
+				 * timeout, after which each expiry spends a retry */
+	uint64_t min_rto_ns;	/* floor of the RTT-adaptive early timeout (default
+				 * timeout_ns / 10); == timeout_ns: not adaptive */
 	uint16_t pkey;
 };
 
@@ -456,6 +460,11 @@ struct roce_qp {
 	uint8_t retry_left, rnr_left;
 	uint8_t retry_armed;	/* a NAK/gap may start a go-back (cleared until progress) */
 	uint64_t rto_due_ns;	/* retransmission timer; 0 = stopped */
+	uint64_t rto_ns;	/* current timeout: RTT-adaptive, doubled per expiry,
+				 * never above cfg.timeout_ns */
+	uint64_t srtt_ns, rttvar_ns; /* smoothed RTT and its variation (0: no sample) */
+	uint64_t rtt_t0;	/* send time of rtt_psn (0: no sample running) */
+	uint32_t rtt_psn;
 	uint64_t rnr_due_ns;	/* RNR wait; 0 = none */
 	uint64_t now_ns;	/* time of the current engine call */
 

@@ -55,6 +55,8 @@ int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const s
 		c.timeout_ns = 20 * 1000 * 1000ull;
 	if (!c.pkey)
 		c.pkey = ROCE_PKEY_DEFAULT;
+	if (!c.min_rto_ns || c.min_rto_ns > c.timeout_ns)
+		c.min_rto_ns = c.timeout_ns / 10 ? c.timeout_ns / 10 : 1;
 	if (!c.cfg_set) {
 		/* zeros mean "default" until the caller says it set them */
 		if (!c.retry_cnt)
@@ -115,6 +117,7 @@ int roce_qp_connect(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t
 	qp->retry_left = qp->cfg.retry_cnt;
 	qp->rnr_left = qp->cfg.rnr_retry;
 	qp->retry_armed = 1;
+	qp->rto_ns = qp->cfg.timeout_ns; /* until the first RTT sample */
 	qp->state = ROCE_QPS_RTS;
 	return 0;
 }

@@ -18,6 +18,18 @@
  * the timer always rewinds and spends one retry (TRANSPORT_RETRY_EXC when
  * none is left, C9-145..).  RNR NAKs wait the advertised time and spend an
  * RNR retry (7 = forever).
+ *
+ * The timer is RTT-adaptive below the configured (IBA) timeout: one PSN at
+ * a time is timed from its first transmission to the ACK covering it
+ * (Karn: never across a retransmission), smoothed as TCP does (RFC 6298),
+ * and the timer runs for max(min_rto, srtt + 4 * rttvar).  A tail loss -
+ * the last packets of a burst, or their ACK, with nothing behind them to
+ * provoke a NAK - is then resent after a few RTTs instead of after the full
+ * timeout.  Such an early expiry spends no retry and doubles the timer;
+ * once the timer has grown back to the configured timeout, expiries spend
+ * retries exactly as before, so the time to TRANSPORT_RETRY_EXC is still
+ * at least retry_cnt timeouts, and a spurious early expiry (a scheduling
+ * stall) costs one go-back, never the QP.
  */
 #include <errno.h>
 #include <string.h>
@@ -108,12 +120,36 @@ static void fail_head(struct roce_qp *qp, uint8_t status, const char *why)
 
 /* una_psn moved: reset the retry counters (IBA 9.7.5.1.4: the count is per
  * "no progress"), restart or stop the timer, allow a new go-back. */
+static void rtt_sample(struct roce_qp *qp)
+{
+	uint64_t s, rto;
+
+	if (!qp->rtt_t0 || psn_diff(qp->una_psn, qp->rtt_psn) <= 0)
+		return;
+	s = qp->now_ns > qp->rtt_t0 ? qp->now_ns - qp->rtt_t0 : 1;
+	qp->rtt_t0 = 0;
+	if (!qp->srtt_ns) {
+		qp->srtt_ns = s;
+		qp->rttvar_ns = s / 2;
+	} else {
+		uint64_t d = s > qp->srtt_ns ? s - qp->srtt_ns : qp->srtt_ns - s;
+
+		qp->rttvar_ns = qp->rttvar_ns - qp->rttvar_ns / 4 + d / 4;
+		qp->srtt_ns = qp->srtt_ns - qp->srtt_ns / 8 + s / 8;
+	}
+	rto = qp->srtt_ns + 4 * qp->rttvar_ns;
+	if (rto < qp->cfg.min_rto_ns)
+		rto = qp->cfg.min_rto_ns;
+	qp->rto_ns = rto < qp->cfg.timeout_ns ? rto : qp->cfg.timeout_ns;
+}
+
 static void progressed(struct roce_qp *qp)
 {
 	qp->retry_left = qp->cfg.retry_cnt;
 	qp->rnr_left = qp->cfg.rnr_retry;
 	qp->retry_armed = 1;
-	qp->rto_due_ns = qp->una_psn == qp->max_psn ? 0 : qp->now_ns + qp->cfg.timeout_ns;
+	rtt_sample(qp);
+	qp->rto_due_ns = qp->una_psn == qp->max_psn ? 0 : qp->now_ns + qp->rto_ns;
 }
 
 /* Point the transmitter at psn (which lies in [una_psn, max_psn]). */
@@ -144,6 +180,7 @@ static void go_back(struct roce_qp *qp, const char *why)
 		 qp->max_psn);
 	rewind_to(qp, qp->una_psn);
 	qp->retry_armed = 0;
+	qp->rtt_t0 = 0; /* Karn: no sample across a retransmission */
 }
 
 /*
@@ -363,6 +400,14 @@ void roce_req_timer(struct roce_qp *qp)
 		qp->rnr_due_ns = 0;
 	if (!qp->rto_due_ns || qp->now_ns < qp->rto_due_ns || qp->state != ROCE_QPS_RTS)
 		return;
+	if (qp->rto_ns < qp->cfg.timeout_ns) {
+		/* early (RTT-adaptive) expiry: resend, back off, keep the retries */
+		qp->stats.early_timeouts++;
+		qp->rto_ns = 2 * qp->rto_ns < qp->cfg.timeout_ns ? 2 * qp->rto_ns : qp->cfg.timeout_ns;
+		go_back(qp, "early retransmission timeout");
+		qp->rto_due_ns = qp->now_ns + qp->rto_ns;
+		return;
+	}
 	qp->stats.timeouts++;
 	if (!qp->retry_left && !qp->cfg.retry_forever) {
 		fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
@@ -372,7 +417,7 @@ void roce_req_timer(struct roce_qp *qp)
 	if (qp->retry_left)
 		qp->retry_left--;
 	go_back(qp, "retransmission timeout");
-	qp->rto_due_ns = qp->now_ns + qp->cfg.timeout_ns;
+	qp->rto_due_ns = qp->now_ns + qp->rto_ns;
 }
 
 /* ---- transmit ------------------------------------------------------------------ */
@@ -492,6 +537,10 @@ int roce_req_send(struct roce_qp *qp, int budget)
 		}
 		if (psn_diff(psn, qp->max_psn) < 0)
 			qp->stats.retransmits++;
+		else if (!qp->rtt_t0) {
+			qp->rtt_psn = psn;	/* first transmission: time it */
+			qp->rtt_t0 = qp->now_ns ? qp->now_ns : 1;
+		}
 		if (is_rd(wr)) {
 			qp->tx_psn = psn_add(wr->first_psn, (int32_t)wr->npkts);
 			qp->tx_pkt = wr->npkts;
@@ -506,7 +555,7 @@ int roce_req_send(struct roce_qp *qp, int budget)
 		if (psn_diff(qp->tx_psn, qp->max_psn) > 0)
 			qp->max_psn = qp->tx_psn;
 		if (!qp->rto_due_ns)
-			qp->rto_due_ns = qp->now_ns + qp->cfg.timeout_ns;
+			qp->rto_due_ns = qp->now_ns + qp->rto_ns;
 		n++;
 	}
 	return n;
