@@ -354,6 +354,14 @@ int nm_qp_info(struct gdak_qp *bqp, struct gdak_qp_info *out)
 
 static void reset_on_thread(void *arg) { queues_reset(arg); }
 
+/* On the QP's thread, where the consumer index it names lives. */
+static void err_on_thread(void *arg)
+{
+	struct nm_qp *qp = arg;
+
+	nm_qp_set_error(qp, 0, 0, (uint16_t)qp->ci, "", "moved to ERR by gdak_qp_modify");
+}
+
 int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_qp_info *peer)
 {
 	struct nm_qp *qp = nm_qp_of(bqp);
@@ -383,7 +391,8 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		nm_thread_kick(qp);
 		return 0;
 	case GDAK_QPS_ERR:
-		nm_qp_set_error(qp, 0, 0, (uint16_t)qp->ci, "", "moved to ERR by gdak_qp_modify");
+		nm_thread_call(qp->thr, err_on_thread, qp);
+		qp_rec(qp, GDAK_TRACE_QPN_NONE, "moved to ERR by gdak_qp_modify");
 		return 0;
 	}
 	return -EINVAL;
