@@ -2,7 +2,12 @@
 /*
  * cuda_scopes.cu - execution scopes and resource sharing on a GPU:
  *   warp scope   32 lanes, one reservation and one doorbell per call: put,
- *                put of a value, get, non-blocking fetch-add, wait, quiet
+ *                put of a value, get, non-blocking fetch-add, wait, quiet,
+ *                called back to back without converging the warp first
+ *   doorbells    rounds of (warp call, wait) on a full and a partial warp
+ *                (48-thread block), and of (block call, quiet): the NIC
+ *                counts exactly one doorbell per call, every lane gets the
+ *                group's ticket
  *   block scope  128 threads: put, put of a value, get, quiet
  *   shared QP    8 blocks x 32 threads posting on one QP at once (put,
  *                put_value, fetch-add), ring smaller than the work so slots
@@ -27,22 +32,15 @@ __global__ void k_warp(struct sc_args x, int *rc)
 	uint64_t t = 0;
 	int k = l * 8;
 
-	/* A warp call groups the lanes that are converged when it is made
-	 * (__activemask): after any divergence (a leader-only branch inside
-	 * the previous call is one) converge explicitly, or the group may be
-	 * a part of the warp - still correct, but not one doorbell. */
-	__syncwarp();
+	/* No __syncwarp between the calls: each call converges the warp
+	 * itself (the leader-only branch inside the previous call leaves it
+	 * diverged), so every call is one group of 32 lanes. */
 	rc[k++] = gdak_dev_put_warp(x.qp, &s, x.dst + l * CHUNK, x.dst_key, 0, &t);
-	__syncwarp();
 	rc[k++] = gdak_dev_put_value_warp(x.qp, 1000 + l, x.hdst + l * 8, x.hdst_key, 0, &t);
-	__syncwarp();
 	rc[k++] = gdak_dev_wait_warp(x.qp, t, NULL);
-	__syncwarp();
 	rc[k++] = gdak_dev_get_warp(x.qp, &b, x.dst + l * CHUNK, x.dst_key, 0, &t);
-	__syncwarp();
 	rc[k++] = gdak_dev_fetch_add_nbi_warp(x.qp, x.word, x.word_key, 1ull << l,
 					      (uint64_t *)(x.res + l * 8), x.res_key, 0, &t);
-	__syncwarp();
 	rc[k++] = gdak_dev_quiet_warp(x.qp, NULL);
 	rc[k++] = (int)(t & 0xffff); /* the group's ticket, same in every lane */
 }
@@ -60,6 +58,52 @@ __global__ void k_block(struct sc_args x, int *rc)
 	rc[k++] = gdak_dev_get_block(x.qp, &b, x.dst + l * CHUNK, x.dst_key, GDAK_DEV_WQE_FENCE,
 				     &t);
 	rc[k++] = gdak_dev_quiet_block(x.qp, NULL);
+}
+
+/*
+ * Doorbell count: ROUNDS of (signalled warp put of a value, wait), each warp
+ * of the block on its own QP (qps[warp]).  The wait makes the NIC execute
+ * the round's WQEs - in strict mode only once it has seen that round's
+ * doorbell register - before the next round rings, so the NIC's count of
+ * doorbells is exact.  tk[round * nthreads + tid]: the ticket each lane got.
+ */
+#define DB_ROUNDS 6
+__global__ void k_warp_db(struct gdak_dev_qp *q0, struct gdak_dev_qp *q1, uint64_t hdst,
+			  uint32_t hdst_key, uint64_t *tk, int *rc)
+{
+	unsigned tid = threadIdx.x, n = blockDim.x;
+	struct gdak_dev_qp *qp = tid < 32 ? q0 : q1;
+	int r = 0;
+
+	for (unsigned i = 0; i < DB_ROUNDS; i++) {
+		uint64_t t = 0;
+		int r1 = gdak_dev_put_value_warp(qp, i * 1000 + tid, hdst + tid * 8, hdst_key,
+						 GDAK_DEV_WQE_SIGNAL, &t);
+		int r2 = gdak_dev_wait_warp(qp, t, NULL);
+		tk[i * n + tid] = t;
+		if (!r)
+			r = r1 ? r1 : r2;
+	}
+	rc[tid] = r;
+}
+
+/* The same with block calls: ROUNDS of (block put of a value, quiet). */
+__global__ void k_block_db(struct gdak_dev_qp *qp, uint64_t hdst, uint32_t hdst_key,
+			   uint64_t *tk, int *rc)
+{
+	unsigned tid = threadIdx.x, n = blockDim.x;
+	int r = 0;
+
+	for (unsigned i = 0; i < DB_ROUNDS; i++) {
+		uint64_t t = 0;
+		int r1 = gdak_dev_put_value_block(qp, i * 1000 + tid, hdst + tid * 8, hdst_key,
+						  GDAK_DEV_WQE_SIGNAL, &t);
+		int r2 = gdak_dev_quiet_block(qp, NULL);
+		tk[i * n + tid] = t;
+		if (!r)
+			r = r1 ? r1 : r2;
+	}
+	rc[tid] = r;
 }
 
 /* Shared QP: every thread of every block posts ROUNDS times. */
@@ -163,6 +207,78 @@ static void test_warp(struct gdak_ctx *ctx, enum gdak_dev_db_handler h)
 	gdak_mem_free(ctx, rc);
 }
 
+static uint64_t doorbells_of(struct gdak_qp *qp)
+{
+	struct gdak_nic_stats st;
+
+	memset(&st, 0, sizeof(st));
+	CHECK_EQ(gdak_nic_qp_stats(qp, &st), 0);
+	return st.doorbells;
+}
+
+/* One doorbell per warp call: a full warp and a partial one (48 threads). */
+static void test_warp_doorbells(struct gdak_ctx *ctx, enum gdak_dev_db_handler h)
+{
+	const unsigned nt = 48;
+	struct gdak_qp_attr at = cu_attr(h, GDAK_DEV_EXCLUSIVE, 256, 0);
+	struct cu_pair p0, p1;
+	struct cu_buf hdst;
+	uint64_t *tk = cu_results<uint64_t>(ctx, DB_ROUNDS * nt);
+	int *rc = cu_results<int>(ctx, nt);
+	cudaStream_t st = cu_stream();
+
+	cu_pair_make(ctx, &at, &p0);
+	cu_pair_make(ctx, &at, &p1);
+	cu_buf_make(ctx, nt * 8, GDAK_MEM_HOST_MAPPED, &hdst);
+	k_warp_db<<<1, nt, 0, st>>>(p0.a, p1.a, cu_addr(&hdst, 0), hdst.key, tk, rc);
+	cu_wait(st, "k_warp_db");
+	for (unsigned l = 0; l < nt; l++) {
+		/* warp 0: 32 WQEs per call, warp 1: 16 */
+		uint64_t per = l < 32 ? 32 : 16;
+		CHECK_EQ(rc[l], 0);
+		for (unsigned i = 0; i < DB_ROUNDS; i++)
+			CHECK_EQ(tk[i * nt + l], per * (i + 1));
+		CHECK_EQ(((uint64_t *)hdst.p)[l], (DB_ROUNDS - 1) * 1000 + l);
+	}
+	CHECK_EQ(doorbells_of(p0.qa), DB_ROUNDS);
+	CHECK_EQ(doorbells_of(p1.qa), DB_ROUNDS);
+	cudaStreamDestroy(st);
+	cu_pair_destroy(&p0);
+	cu_pair_destroy(&p1);
+	cu_buf_free(ctx, &hdst);
+	gdak_mem_free(ctx, tk);
+	gdak_mem_free(ctx, rc);
+}
+
+/* One doorbell per block call. */
+static void test_block_doorbells(struct gdak_ctx *ctx)
+{
+	const unsigned nt = 128;
+	struct gdak_qp_attr at = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 512, 0);
+	struct cu_pair p;
+	struct cu_buf hdst;
+	uint64_t *tk = cu_results<uint64_t>(ctx, DB_ROUNDS * nt);
+	int *rc = cu_results<int>(ctx, nt);
+	cudaStream_t st = cu_stream();
+
+	cu_pair_make(ctx, &at, &p);
+	cu_buf_make(ctx, nt * 8, GDAK_MEM_HOST_MAPPED, &hdst);
+	k_block_db<<<1, nt, 0, st>>>(p.a, cu_addr(&hdst, 0), hdst.key, tk, rc);
+	cu_wait(st, "k_block_db");
+	for (unsigned l = 0; l < nt; l++) {
+		CHECK_EQ(rc[l], 0);
+		for (unsigned i = 0; i < DB_ROUNDS; i++)
+			CHECK_EQ(tk[i * nt + l], (uint64_t)nt * (i + 1));
+		CHECK_EQ(((uint64_t *)hdst.p)[l], (DB_ROUNDS - 1) * 1000 + l);
+	}
+	CHECK_EQ(doorbells_of(p.qa), DB_ROUNDS);
+	cudaStreamDestroy(st);
+	cu_pair_destroy(&p);
+	cu_buf_free(ctx, &hdst);
+	gdak_mem_free(ctx, tk);
+	gdak_mem_free(ctx, rc);
+}
+
 static void test_block(struct gdak_ctx *ctx)
 {
 	struct gdak_qp_attr at = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 512, 0);
@@ -237,8 +353,15 @@ int main(void)
 	struct gdak_ctx *ctx;
 
 	cu_require_gpu();
+	/* the doorbell counts are exact only when the NIC waits for the
+	 * register as well as the record (strict mode, the default) */
+	GDAK_REQUIRE(gdak_nic_set_strict(1));
 	ctx = cu_open();
 	test_warp(ctx, GDAK_DEV_DB_DB);
+	test_warp_doorbells(ctx, GDAK_DEV_DB_DB);
+	test_warp_doorbells(ctx, GDAK_DEV_DB_BF);
+	test_warp_doorbells(ctx, GDAK_DEV_DB_CPU_PROXY);
+	test_block_doorbells(ctx);
 	test_warp(ctx, GDAK_DEV_DB_BF);
 	test_block(ctx);
 	test_shared(ctx, GDAK_DEV_DB_DB);

@@ -8,8 +8,15 @@
  * group's last WQE is signalled (when any lane asked, or the half-ring rule
  * of rma.h wants it): RC completes in order, so its CQE covers the group.
  *
- * Warp scope: every active lane of the warp calls (__activemask()).  Block
- * scope: every thread of the block calls, as with __syncthreads().  The
+ * Warp scope: every lane of the warp calls - all 32, or all the lanes a
+ * warp has when the block's size is not a multiple of 32 - as with
+ * __shfl_sync(0xffffffff, ...).  The lanes need not be converged: the call
+ * begins with __syncwarp over that mask, so after a divergent branch (one
+ * is the leader-only part of the previous call) the group is still the
+ * whole warp, with one reservation and one doorbell.  (Taking the group
+ * from __activemask() instead split it: on an H200 the call after
+ * gdak_dev_wait_warp ran with lane 0 alone, one doorbell per lane.)
+ * Block scope: every thread of the block calls, as with __syncthreads().  The
  * group must not exceed half the send ring (-EINVAL), and each lane's WQE
  * is one WQEBB (put / get of one SGE, put of a value, atomics).
  * Every participant gets the same return code and ticket (the group's end).
@@ -28,6 +35,23 @@ GDAK_DEV unsigned gdak_dev_lane_id(void)
 	return lane;
 }
 
+/* The lanes this warp has: all 32 except in a block's last, partial warp. */
+GDAK_DEV unsigned gdak_dev_warp_mask(void)
+{
+	unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
+	unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	unsigned first = tid & ~31u, lanes = nthreads - first;
+	return lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
+}
+
+/* Converge the warp and return its mask (see the file comment). */
+GDAK_DEV unsigned gdak_dev_warp_enter(void)
+{
+	const unsigned mask = gdak_dev_warp_mask();
+	__syncwarp(mask);
+	return mask;
+}
+
 /* Core of the warp scope: build(idx, flags) writes this lane's WQE at idx
  * and returns its WQEBB count (must be 1; 0 = refused, a NOP takes the
  * slot so the group's order holds). */
@@ -35,7 +59,7 @@ template <typename Build>
 __device__ __forceinline__ int gdak_dev_warp_post(struct gdak_dev_qp *qp, uint32_t flags,
 						  uint64_t *ticket, Build build)
 {
-	const unsigned mask = __activemask();
+	const unsigned mask = gdak_dev_warp_enter();
 	const unsigned lane = gdak_dev_lane_id();
 	const int leader = __ffs(mask) - 1;
 	const unsigned n = __popc(mask);
@@ -176,7 +200,7 @@ GDAK_DEV int gdak_dev_fetch_add_nbi_warp(struct gdak_dev_qp *qp, uint64_t raddr,
 /* One lane waits for the group; everyone gets its result. */
 GDAK_DEV int gdak_dev_wait_warp(struct gdak_dev_qp *qp, uint64_t ticket, struct gdak_dev_cqe *err)
 {
-	const unsigned mask = __activemask();
+	const unsigned mask = gdak_dev_warp_enter();
 	const int leader = __ffs(mask) - 1;
 	int rc = 0;
 	if ((int)gdak_dev_lane_id() == leader)
@@ -186,7 +210,7 @@ GDAK_DEV int gdak_dev_wait_warp(struct gdak_dev_qp *qp, uint64_t ticket, struct 
 
 GDAK_DEV int gdak_dev_quiet_warp(struct gdak_dev_qp *qp, struct gdak_dev_cqe *err)
 {
-	const unsigned mask = __activemask();
+	const unsigned mask = gdak_dev_warp_enter();
 	const int leader = __ffs(mask) - 1;
 	int rc = 0;
 	if ((int)gdak_dev_lane_id() == leader)

@@ -12,8 +12,7 @@
  *
  * RC completes in order (IBA 10.8.3.1), so a CQE for the WQE at index w
  * retires w and everything before it, signalled or not: sq_done becomes
- * w + (WQEBBs of w), read from w's ctrl segment, which cannot have been
- * overwritten because its slot is not reusable before sq_done passes it.
+ * the end of w (gdak_dev_sq_retire_end).
  *
  * Errors: an error CQE (REQ_ERR / RESP_ERR) makes the poll return -EIO and
  * is recorded, the first one only, in the CQ (cq->err and cq->err_*), where
@@ -137,6 +136,11 @@ GDAK_DEV void gdak_dev_cqe_dump(const struct gdak_dev_cq *cq, uint64_t n, const 
  * 1 and -EIO.  wq_base: the oldest unretired index of the work queue the
  * CQE belongs to, for the 64-bit mapping.  Does not write the CQ doorbell
  * record (gdak_dev_cq_update_dbrec, once per batch).  One poller at a time.
+ *
+ * The owner byte is polled with an acquire load; on the GPU the bytes the
+ * decoder reads (32..63: immediate, byte count, syndromes, QPN, counter)
+ * then come in two 16-byte loads issued together - one PCIe round trip
+ * when the CQ is mapped host memory, not one per field.
  */
 GDAK_DEV int gdak_dev_cq_poll_one(struct gdak_dev_cq *cq, uint64_t wq_base,
 				  struct gdak_dev_cqe *out)
@@ -144,18 +148,22 @@ GDAK_DEV int gdak_dev_cq_poll_one(struct gdak_dev_cq *cq, uint64_t wq_base,
 	uint64_t n = cq->cons_idx;
 	const uint8_t *cqe = (const uint8_t *)gdak_dev_cqe_ptr(cq, n);
 	struct gdak_mlx5_cqe_fields f;
-	/* GPU: relaxed poll, fence only on a hit; host: acquire (as cheap) */
-#if GDAK_DEV_ON_GPU
-	uint8_t op_own = gdak_dev_load_relaxed_u8(cqe + 63);
-#else
 	uint8_t op_own = gdak_dev_load_acquire_u8(cqe + 63);
-#endif
 
 	/* owner bit == wrap parity of n, opcode != INVALID (PRM "CQE ownership") */
 	if (!gdak_mlx5_cqe_is_sw_owned(op_own, n, cq->ncqe))
 		return 0;
-	gdak_dev_barrier_cqe_after_owner();
+#if GDAK_DEV_ON_GPU
+	{
+		/* the acquire above orders these after the owner check */
+		uint64_t body[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		gdak_dev_load_relaxed_16(cqe + 32, &body[4], &body[5]);
+		gdak_dev_load_relaxed_16(cqe + 48, &body[6], &body[7]);
+		gdak_mlx5_cqe_decode(body, &f);
+	}
+#else
 	gdak_mlx5_cqe_decode(cqe, &f);
+#endif
 	out->opcode = f.opcode;
 	out->syndrome = f.syndrome;
 	out->vendor_syndrome = f.vendor_syndrome;
@@ -177,6 +185,52 @@ GDAK_DEV int gdak_dev_cq_poll_one(struct gdak_dev_cq *cq, uint64_t wq_base,
 	return 1;
 }
 
+/*
+ * Poll one requester CQE (send CQ), fields for retiring only: opcode,
+ * wqe_counter / wqe_index, qpn; byte_cnt and imm are 0.  Returns as
+ * gdak_dev_cq_poll_one, which it falls back to for error CQEs (they are
+ * decoded in full).
+ *
+ * On the GPU the poll is ONE aligned 8-byte acquire load of the CQE's last
+ * 8 bytes - sop_drop_qpn (56..59), wqe_counter (60..61), signature, op_own
+ * (63) - so a completion costs one PCIe round trip.  That relies on the
+ * producer making the CQE visible with op_own last (the NIC model: body,
+ * then a release store of op_own; ConnectX: one 64-byte PCIe write) and on
+ * an aligned 8-byte read being served from one snapshot of the line, which
+ * every PCIe root complex does.  Define GDAK_DEV_CQE_BYTE_OWNER to poll
+ * the owner byte alone and read the rest after it (two round trips).
+ */
+GDAK_DEV int gdak_dev_cq_poll_req(struct gdak_dev_cq *cq, uint64_t wq_base,
+				  struct gdak_dev_cqe *out)
+{
+#if GDAK_DEV_ON_GPU && !defined(GDAK_DEV_CQE_BYTE_OWNER)
+	uint64_t n = cq->cons_idx;
+	const uint8_t *cqe = (const uint8_t *)gdak_dev_cqe_ptr(cq, n);
+	uint64_t tail = gdak_dev_load_acquire_u64((const uint64_t *)(const void *)(cqe + 56));
+	uint8_t op_own = (uint8_t)(tail >> 56);
+
+	if (!gdak_mlx5_cqe_is_sw_owned(op_own, n, cq->ncqe))
+		return 0;
+	out->opcode = (uint8_t)(op_own >> 4);
+	if (gdak_dev_unlikely(out->opcode == MLX5_CQE_REQ_ERR ||
+			      out->opcode == MLX5_CQE_RESP_ERR))
+		return gdak_dev_cq_poll_one(cq, wq_base, out);
+	out->syndrome = 0;
+	out->vendor_syndrome = 0;
+	out->wqe_opcode = 0;
+	out->wqe_counter = gdak_be16toh((uint16_t)(tail >> 32));
+	out->proto = 0;
+	out->qpn = gdak_be32toh((uint32_t)tail) & 0xffffff;
+	out->byte_cnt = 0;
+	out->imm = 0;
+	out->wqe_index = gdak_dev_wqe_counter_to_index(out->wqe_counter, wq_base);
+	cq->cons_idx = n + 1;
+	return 1;
+#else
+	return gdak_dev_cq_poll_one(cq, wq_base, out);
+#endif
+}
+
 /* CQ doorbell record: dbrec[0] = be32(cons_idx & 0xffffff), telling the
  * NIC which entries it may overwrite. */
 GDAK_DEV void gdak_dev_cq_update_dbrec(struct gdak_dev_cq *cq)
@@ -187,20 +241,46 @@ GDAK_DEV void gdak_dev_cq_update_dbrec(struct gdak_dev_cq *cq)
 /* ---- send queue: retire WQEs ------------------------------------------------ */
 
 /*
- * Drain the send CQ, advancing sq_done.  The caller owns the CQ (exclusive
- * QP, or holds scq.lock).  Returns the number of CQEs consumed, or -EIO /
- * -EPROTO when one of them was an error (the rest are still consumed).
+ * Where the WQE starting at w ends.  EXCLUSIVE: when w is the last
+ * signalled WQE (the usual case: wait and quiet wait for it), its end is
+ * known (sq_sig_start / sq_sig); otherwise its ctrl segment's DS count is
+ * read from the ring - its slot cannot have been reused, since sq_done has
+ * not passed it.
  */
-GDAK_DEV int gdak_dev_sq_drain(struct gdak_dev_qp *qp)
+GDAK_DEV uint64_t gdak_dev_sq_retire_end(const struct gdak_dev_qp *qp, uint64_t w, uint64_t done)
+{
+	if (qp->sharing != GDAK_DEV_SHARED && w == qp->sq_sig_start && w >= done &&
+	    qp->sq_sig > w && qp->sq_sig - w <= qp->sq_wqebb_cnt)
+		return qp->sq_sig;
+	return w + gdak_dev_wqe_bbs_at(qp, w);
+}
+
+/*
+ * Drain the send CQ, advancing sq_done, until it is empty or sq_done
+ * reached target (UINT64_MAX: until empty; stopping early saves the poll
+ * of an empty entry - a PCIe round trip).  The caller owns the CQ
+ * (exclusive QP, or holds scq.lock).  Returns the number of CQEs consumed,
+ * or -EIO / -EPROTO when one of them was an error (the rest are still
+ * consumed).
+ *
+ * The CQ doorbell record is a relaxed store: it only lets the NIC reuse
+ * entries, and the NIC can reach the one just read only after ncqe more
+ * completions, i.e. after WQEs posted later, whose doorbell record's
+ * release store (or, shared, the release of sq_done to that poster)
+ * orders our CQE loads first.  (The CQ holds at least one entry per SQ
+ * WQEBB, rma.h.)
+ */
+GDAK_DEV int gdak_dev_sq_drain_to(struct gdak_dev_qp *qp, uint64_t target)
 {
 	struct gdak_dev_cq *cq = &qp->scq;
 	uint64_t done = qp->sq_done;
-	uint64_t resv = gdak_dev_load_relaxed_u64(&qp->sq_resv);
+	uint64_t resv = qp->sharing == GDAK_DEV_SHARED ?
+		gdak_dev_load_relaxed_u64(&qp->sq_resv) : qp->sq_resv;
 	int n = 0, rc = 0;
 
 	for (uint32_t i = 0; i < cq->ncqe; i++) {
 		struct gdak_dev_cqe c;
-		int r = gdak_dev_cq_poll_one(cq, done, &c);
+		int r = gdak_dev_cq_poll_req(cq, done, &c);
 		if (r == 0)
 			break;
 		n++;
@@ -212,37 +292,50 @@ GDAK_DEV int gdak_dev_sq_drain(struct gdak_dev_qp *qp)
 			rc = -EPROTO;
 			continue;
 		}
-		done = c.wqe_index + gdak_dev_wqe_bbs_at(qp, c.wqe_index);
+		done = gdak_dev_sq_retire_end(qp, c.wqe_index, done);
 		if (r < 0 && !rc)
 			rc = r;
+		if (done >= target && !rc)
+			break;
 	}
 	if (n) {
-		gdak_dev_cq_update_dbrec(cq);
-		gdak_dev_store_release_u64(&qp->sq_done, done);
+		gdak_dev_store_relaxed_u32(&cq->dbrec[0],
+					   gdak_mlx5_cq_dbrec_value((uint32_t)cq->cons_idx));
+		gdak_dev_own_store_u64(qp, &qp->sq_done, done);
 	}
 	return rc ? rc : n;
+}
+
+GDAK_DEV int gdak_dev_sq_drain(struct gdak_dev_qp *qp)
+{
+	return gdak_dev_sq_drain_to(qp, UINT64_MAX);
 }
 
 /* Drain if nobody else is: in shared mode the poller holds scq.lock (taken
  * with a try-lock, so waiters never block each other).  Returns as
  * gdak_dev_sq_drain, 0 when another thread is polling. */
-GDAK_DEV int gdak_dev_sq_progress(struct gdak_dev_qp *qp)
+GDAK_DEV int gdak_dev_sq_progress_to(struct gdak_dev_qp *qp, uint64_t target)
 {
 	int rc;
 	if (qp->sharing != GDAK_DEV_SHARED)
-		return gdak_dev_sq_drain(qp);
+		return gdak_dev_sq_drain_to(qp, target);
 	if (gdak_dev_load_relaxed_u32(&qp->scq.lock) || gdak_dev_cas_u32(&qp->scq.lock, 0, 1))
 		return 0;
-	rc = gdak_dev_sq_drain(qp);
+	rc = gdak_dev_sq_drain_to(qp, target);
 	gdak_dev_store_release_u32(&qp->scq.lock, 0);
 	return rc;
+}
+
+GDAK_DEV int gdak_dev_sq_progress(struct gdak_dev_qp *qp)
+{
+	return gdak_dev_sq_progress_to(qp, UINT64_MAX);
 }
 
 /* Nonzero when the sticky error concerns work below target. */
 GDAK_DEV int gdak_dev_sq_failed_below(const struct gdak_dev_qp *qp, uint64_t target,
 				      struct gdak_dev_cqe *err)
 {
-	uint32_t e = gdak_dev_load_acquire_u32(&qp->scq.err);
+	uint32_t e = gdak_dev_own_load_u32(qp, &qp->scq.err);
 	if (gdak_dev_likely(!e))
 		return 0;
 	if (!(e & (GDAK_DEV_CQ_ERR_PROTO | GDAK_DEV_CQ_ERR_ABORT)) &&
@@ -267,9 +360,9 @@ GDAK_DEV int gdak_dev_sq_wait_timeout(struct gdak_dev_qp *qp, uint64_t target,
 		int rc = gdak_dev_sq_failed_below(qp, target, err);
 		if (gdak_dev_unlikely(rc))
 			return rc;
-		if (gdak_dev_load_acquire_u64(&qp->sq_done) >= target)
+		if (gdak_dev_own_load_u64(qp, &qp->sq_done) >= target)
 			return 0;
-		if (gdak_dev_sq_progress(qp) != 0)
+		if (gdak_dev_sq_progress_to(qp, target) != 0)
 			continue;
 		if (gdak_dev_expired(deadline, spins))
 			return -ETIMEDOUT;

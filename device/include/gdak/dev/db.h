@@ -3,12 +3,13 @@
  * gdak/dev/db.h - make written WQEs visible to the NIC and ring it.
  *
  * Sequence (PRM "Doorbell record" / "Doorbells"; rdma-core mlx5_post_send):
- *   1. barrier: WQE stores before the record
- *   2. send doorbell record: dbrec[MLX5_SND_DBR] = be32(new_pi & 0xffff)
+ *   1+2. send doorbell record, dbrec[MLX5_SND_DBR] = be32(new_pi & 0xffff),
+ *        as a release store: the WQE stores before it become visible first
  *   3. ring, by the QP's handler:
- *      DB        barrier, then the first 8 bytes of the last WQE's ctrl
- *                segment to the doorbell register (8-byte store)
- *      BF        barrier, then the whole 64-byte WQE to the BlueFlame
+ *      DB        the first 8 bytes of the last WQE's ctrl segment to the
+ *                doorbell register (8-byte store); a fence before it on
+ *                host threads only (gdak_dev_barrier_dbrec_to_ring says why)
+ *      BF        the same barrier, then the whole 64-byte WQE to the BlueFlame
  *                register - only when this doorbell covers exactly one
  *                single-WQEBB WQE; anything larger falls back to DB
  *      CPU_PROXY release-store the 64-bit producer index to *proxy_pi; a CPU
@@ -28,18 +29,26 @@
 #include <gdak/dev/ordering.h>
 #include <gdak/dev/wqe.h>
 
-/* Step 2 alone: publish the producer index in the send doorbell record. */
+/* Step 2 alone: publish the producer index in the send doorbell record.
+ * One release store at system scope: it orders this thread's WQE stores
+ * before the record (step 1 and 2 in one instruction under CUDA,
+ * st.release.sys; no separate fence). */
 GDAK_DEV void gdak_dev_sq_update_dbrec(struct gdak_dev_qp *qp, uint64_t new_pi)
 {
-	gdak_dev_barrier_wqe_to_dbrec();
 	gdak_dev_store_release_u32(&qp->dbrec[MLX5_SND_DBR],
 				   gdak_mlx5_sq_dbrec_value((uint32_t)new_pi));
 }
 
-/* Step 3 alone: ring for the WQE at last_idx, the last one below new_pi;
- * single says the doorbell covers only that one WQE (BlueFlame allowed). */
-GDAK_DEV void gdak_dev_sq_ring(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
-			       int single)
+/*
+ * Step 3 alone: ring for the WQE at last_idx, the last one below new_pi;
+ * single says the doorbell covers only that one WQE (BlueFlame allowed).
+ * db: that WQE's first 8 ctrl bytes when the caller knows them
+ * (gdak_dev_wqe_ctrl_db), or 0 to load them from the ring (a ctrl segment
+ * is never 0: its DS count is at least 1).  BlueFlame loads the whole WQE
+ * back from the ring.
+ */
+GDAK_DEV void gdak_dev_sq_ring_db(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
+				  int single, uint64_t db)
 {
 	const uint64_t *wqe = (const uint64_t *)gdak_dev_wqe_ptr(qp, last_idx);
 
@@ -47,15 +56,21 @@ GDAK_DEV void gdak_dev_sq_ring(struct gdak_dev_qp *qp, uint64_t last_idx, uint64
 		gdak_dev_store_release_u64(qp->proxy_pi, new_pi);
 	} else if (qp->handler == GDAK_DEV_DB_BF && single &&
 		   gdak_dev_wqe_bbs_at(qp, last_idx) == 1) {
-		gdak_dev_barrier_dbrec_to_db();
+		gdak_dev_barrier_dbrec_to_ring();
 		for (int i = 0; i < 8; i++)
 			gdak_dev_mmio_store_u64(qp->db_reg + i, wqe[i]);
 	} else {
 		/* DB, and BF for batches or multi-WQEBB WQEs */
-		gdak_dev_barrier_dbrec_to_db();
-		gdak_dev_mmio_store_u64(qp->db_reg, wqe[0]);
+		gdak_dev_barrier_dbrec_to_ring();
+		gdak_dev_mmio_store_u64(qp->db_reg, db ? db : wqe[0]);
 	}
 	qp->sq_db = new_pi;
+}
+
+GDAK_DEV void gdak_dev_sq_ring(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
+			       int single)
+{
+	gdak_dev_sq_ring_db(qp, last_idx, new_pi, single, 0);
 }
 
 /*
@@ -67,7 +82,7 @@ GDAK_DEV void gdak_dev_sq_submit(struct gdak_dev_qp *qp, uint64_t last_idx, uint
 	uint64_t prev = qp->sq_ready;
 	gdak_dev_sq_update_dbrec(qp, new_pi);
 	gdak_dev_sq_ring(qp, last_idx, new_pi, last_idx == prev);
-	gdak_dev_store_release_u64(&qp->sq_ready, new_pi);
+	gdak_dev_own_store_u64(qp, &qp->sq_ready, new_pi);
 }
 
 #endif /* GDAK_DEV_DB_H */

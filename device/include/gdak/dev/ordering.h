@@ -122,6 +122,24 @@ GDAK_DEV void gdak_dev_barrier_cqe_after_owner(void)
 #endif
 }
 
+/*
+ * Orders the doorbell-record store before the doorbell-register store on
+ * the posting fast path.  Host threads: a full fence, as
+ * gdak_dev_barrier_dbrec_to_db (real UAR pages are write-combining, and WC
+ * stores may pass earlier write-back stores).  GPU: nothing - a fence at
+ * system scope costs a PCIe round trip, and neither reader needs it: the
+ * NIC model executes up to min(record, register) (the doorbell
+ * stage, nic_model/nm_doorbell.c) and ConnectX accepts the register before the record
+ * (DOCA rings, writes the record, rings again).  The WQE stores themselves
+ * are ordered before the record by its release store.
+ */
+GDAK_DEV void gdak_dev_barrier_dbrec_to_ring(void)
+{
+#if !GDAK_DEV_ON_GPU
+	GDAK_DEV_HOST_FENCE_(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /* ---- loads and stores ----------------------------------------------------- */
 
 #if GDAK_DEV_ON_GPU
@@ -189,6 +207,35 @@ GDAK_DEV_LDST_(32, uint32_t)
 GDAK_DEV_LDST_(64, uint64_t)
 #undef GDAK_DEV_LDST_
 #endif
+
+/*
+ * 16 bytes (one WQE data segment, half a CQE tail) in one access: p is
+ * 16-byte aligned.  A store of ring memory (weak: the doorbell record's
+ * release store orders it), and a load at system scope for CQE bytes read
+ * after the owner check (one PCIe read instead of one per field).  The two
+ * halves are not one atomic access; callers never rely on that.
+ */
+GDAK_DEV void gdak_dev_store_16(void *p, uint64_t lo, uint64_t hi)
+{
+#if GDAK_DEV_ON_GPU
+	asm volatile("st.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+#else
+	uint64_t *q = (uint64_t *)p;
+	q[0] = lo;
+	q[1] = hi;
+#endif
+}
+
+GDAK_DEV void gdak_dev_load_relaxed_16(const void *p, uint64_t *lo, uint64_t *hi)
+{
+#if GDAK_DEV_ON_GPU
+	asm volatile("ld.relaxed.sys.v2.b64 {%0, %1}, [%2];"
+		     : "=l"(*lo), "=l"(*hi) : "l"(p) : "memory");
+#else
+	*lo = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+	*hi = __atomic_load_n((const uint64_t *)p + 1, __ATOMIC_RELAXED);
+#endif
+}
 
 /*
  * A store to the doorbell / BlueFlame register.  Under CUDA it is an MMIO

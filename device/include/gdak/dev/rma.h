@@ -50,6 +50,48 @@
 #include <gdak/dev/cq.h>
 #include <gdak/dev/recv.h>
 
+/* ---- an exclusive owner's working copy ------------------------------------------ */
+
+/*
+ * gdak_dev_qp_load copies the descriptor into *local (the calling thread's
+ * registers or local memory); gdak_dev_qp_store writes the device-owned
+ * words back.  In between, an EXCLUSIVE owner passes local to every call,
+ * so its indices and sticky error never leave the thread: no PCIe round
+ * trip when the exported descriptor is in mapped host memory, not even an
+ * L2 access when it is in GPU memory (NVSHMEM and DOCA keep such state in
+ * GPU memory for the same reason).  The rings, records and doorbell page
+ * are reached through the pointers the copy holds.  Nothing else may use
+ * the descriptor between load and store.
+ */
+GDAK_DEV void gdak_dev_qp_load(struct gdak_dev_qp *local, const struct gdak_dev_qp *qp)
+{
+	*local = *qp;
+}
+
+GDAK_DEV void gdak_dev_cq_store_state(struct gdak_dev_cq *cq, const struct gdak_dev_cq *local)
+{
+	cq->cons_idx = local->cons_idx;
+	cq->err_wqe_counter = local->err_wqe_counter;
+	cq->err_qpn = local->err_qpn;
+	cq->err_wqe_index = local->err_wqe_index;
+	/* last, as gdak_dev_cq_record_error: a reader that sees err sees its fields */
+	gdak_dev_store_release_u32(&cq->err, local->err);
+}
+
+GDAK_DEV void gdak_dev_qp_store(struct gdak_dev_qp *qp, const struct gdak_dev_qp *local)
+{
+	qp->sq_resv = local->sq_resv;
+	qp->sq_ready = local->sq_ready;
+	qp->sq_done = local->sq_done;
+	qp->sq_db = local->sq_db;
+	qp->sq_sig = local->sq_sig;
+	qp->sq_sig_start = local->sq_sig_start;
+	qp->rq_pi = local->rq_pi;
+	qp->rq_done = local->rq_done;
+	gdak_dev_cq_store_state(&qp->scq, &local->scq);
+	gdak_dev_cq_store_state(&qp->rcq, &local->rcq);
+}
+
 /* ---- reservation and publication ------------------------------------------------ */
 
 /* Whether [start, end) must be signalled: it holds the last WQEBB of a
@@ -99,8 +141,8 @@ GDAK_DEV int gdak_dev_sq_acquire(struct gdak_dev_qp *qp, uint32_t nbb, uint64_t 
 		s = qp->sq_resv;
 		qp->sq_resv = s + nbb;
 	}
-	while (s + nbb - gdak_dev_load_acquire_u64(&qp->sq_done) > qp->sq_wqebb_cnt) {
-		if (gdak_dev_sq_progress(qp) > 0)
+	while (s + nbb - gdak_dev_own_load_u64(qp, &qp->sq_done) > qp->sq_wqebb_cnt) {
+		if (gdak_dev_sq_progress_to(qp, s + nbb - qp->sq_wqebb_cnt) > 0)
 			continue;
 		if (!spins)
 			deadline = gdak_dev_sq_post_deadline(qp);
@@ -119,11 +161,15 @@ GDAK_DEV int gdak_dev_sq_acquire(struct gdak_dev_qp *qp, uint32_t nbb, uint64_t 
 
 /*
  * Make the WQEs in [start, end) visible and ring, the last one starting at
- * last_idx; signalled says whether that one asked for a CQE.  In shared
- * mode, first wait for the turn: every earlier reservation published.
+ * last_idx; signalled says whether that one asked for a CQE; db is its
+ * first 8 ctrl bytes (gdak_dev_wqe_ctrl_db) or 0 (read from the ring).  In
+ * shared mode, first wait for the turn: every earlier reservation
+ * published.  EXCLUSIVE, the whole call is the WQE stores already made, one
+ * release store of the doorbell record and the doorbell store: the indices
+ * are plain stores (gdak_dev_own_store_u64).
  */
-GDAK_DEV int gdak_dev_sq_publish(struct gdak_dev_qp *qp, uint64_t start, uint64_t end,
-				 uint64_t last_idx, int signalled)
+GDAK_DEV int gdak_dev_sq_publish_db(struct gdak_dev_qp *qp, uint64_t start, uint64_t end,
+				    uint64_t last_idx, int signalled, uint64_t db)
 {
 	if (qp->sharing == GDAK_DEV_SHARED) {
 		uint64_t deadline = 0;
@@ -141,14 +187,23 @@ GDAK_DEV int gdak_dev_sq_publish(struct gdak_dev_qp *qp, uint64_t start, uint64_
 			}
 			gdak_dev_backoff(&spins);
 		}
+		/* we hold the turn: sq_sig and the doorbell are ours alone */
+		if (signalled)
+			gdak_dev_store_release_u64(&qp->sq_sig, end);
+	} else if (signalled) {
+		qp->sq_sig_start = last_idx;
+		qp->sq_sig = end;
 	}
-	/* we hold the turn: sq_sig and the doorbell are ours alone */
-	if (signalled)
-		gdak_dev_store_release_u64(&qp->sq_sig, end);
 	gdak_dev_sq_update_dbrec(qp, end);
-	gdak_dev_sq_ring(qp, last_idx, end, last_idx == start);
-	gdak_dev_store_release_u64(&qp->sq_ready, end);
+	gdak_dev_sq_ring_db(qp, last_idx, end, last_idx == start, db);
+	gdak_dev_own_store_u64(qp, &qp->sq_ready, end);
 	return 0;
+}
+
+GDAK_DEV int gdak_dev_sq_publish(struct gdak_dev_qp *qp, uint64_t start, uint64_t end,
+				 uint64_t last_idx, int signalled)
+{
+	return gdak_dev_sq_publish_db(qp, start, end, last_idx, signalled, 0);
 }
 
 /* flags for a WQE at [s, e): the caller's, plus the half-ring signal. */
@@ -158,16 +213,22 @@ GDAK_DEV uint32_t gdak_dev_sq_flags(const struct gdak_dev_qp *qp, uint64_t s, ui
 	return gdak_dev_sq_want_signal(qp, s, e) ? flags | GDAK_DEV_WQE_SIGNAL : flags;
 }
 
-/* Publish one WQE of bbs WQEBBs at s (bbs == 0: the builder refused it,
- * which the callers rule out beforehand; publish a NOP to keep order). */
+/* Publish one WQE of bbs WQEBBs at s, built with opcode and ds (so the
+ * doorbell value is known without reading the ring back).  bbs == 0: the
+ * builder refused it, which the callers rule out beforehand; publish a NOP
+ * to keep order. */
 GDAK_DEV int gdak_dev_sq_finish(struct gdak_dev_qp *qp, uint64_t s, uint32_t nbb, uint32_t bbs,
-				uint32_t flags, uint64_t *ticket)
+				uint32_t flags, uint64_t *ticket, uint8_t opcode, uint32_t ds)
 {
-	if (gdak_dev_unlikely(bbs == 0 || bbs > nbb))
+	if (gdak_dev_unlikely(bbs == 0 || bbs > nbb)) {
 		bbs = gdak_dev_wqe_nop(qp, s, flags);
+		opcode = MLX5_OPCODE_NOP;
+		ds = 1;
+	}
 	if (ticket)
 		*ticket = s + nbb;
-	return gdak_dev_sq_publish(qp, s, s + nbb, s, (flags & GDAK_DEV_WQE_SIGNAL) != 0);
+	return gdak_dev_sq_publish_db(qp, s, s + nbb, s, (flags & GDAK_DEV_WQE_SIGNAL) != 0,
+				      gdak_dev_wqe_ctrl_db(qp, s, opcode, 0, ds));
 }
 
 /* ---- one-sided ------------------------------------------------------------------- */
@@ -182,7 +243,7 @@ GDAK_DEV int gdak_dev_put(struct gdak_dev_qp *qp, const struct gdak_dev_sge *src
 		return rc;
 	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_write(qp, s, flags, raddr, rkey, src, 1),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_RDMA_WRITE, 3);
 }
 
 /* RDMA_WRITE of len bytes carried in the WQE (len <= qp->max_inline): the
@@ -201,7 +262,7 @@ GDAK_DEV int gdak_dev_put_inline(struct gdak_dev_qp *qp, const void *data, uint3
 	flags = gdak_dev_sq_flags(qp, s, s + nbb, flags);
 	return gdak_dev_sq_finish(qp, s, nbb,
 				  gdak_dev_wqe_write_inline(qp, s, flags, raddr, rkey, data, len),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_RDMA_WRITE, 2 + gdak_mlx5_inline_ds(len));
 }
 
 /* Put a 1/2/4/8-byte value (its low size bytes, host order) inline. */
@@ -242,7 +303,8 @@ GDAK_DEV int gdak_dev_put_signal(struct gdak_dev_qp *qp, const struct gdak_dev_s
 			       qp->scratch_addr, qp->scratch_lkey);
 	if (ticket)
 		*ticket = s + 2;
-	return gdak_dev_sq_publish(qp, s, s + 2, s + 1, (f1 & GDAK_DEV_WQE_SIGNAL) != 0);
+	return gdak_dev_sq_publish_db(qp, s, s + 2, s + 1, (f1 & GDAK_DEV_WQE_SIGNAL) != 0,
+				      gdak_dev_wqe_ctrl_db(qp, s + 1, MLX5_OPCODE_ATOMIC_FA, 0, 4));
 }
 
 /* RDMA_READ from (raddr, rkey) into dst; the data is there once
@@ -256,7 +318,7 @@ GDAK_DEV int gdak_dev_get(struct gdak_dev_qp *qp, const struct gdak_dev_sge *dst
 		return rc;
 	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_read(qp, s, flags, raddr, rkey, dst, 1),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_RDMA_READ, 3);
 }
 
 /* ---- waiting ----------------------------------------------------------------------- */
@@ -274,15 +336,16 @@ GDAK_DEV int gdak_dev_wait_timeout(struct gdak_dev_qp *qp, uint64_t ticket, uint
 	int rc = gdak_dev_sq_failed_below(qp, ticket, err);
 	if (gdak_dev_unlikely(rc))
 		return rc;
-	if (gdak_dev_load_acquire_u64(&qp->sq_done) >= ticket)
+	if (gdak_dev_own_load_u64(qp, &qp->sq_done) >= ticket)
 		return 0;
-	if (gdak_dev_load_acquire_u64(&qp->sq_sig) < ticket) {
+	if (gdak_dev_own_load_u64(qp, &qp->sq_sig) < ticket) {
 		uint64_t s;
 		rc = gdak_dev_sq_acquire(qp, 1, &s);
 		if (rc)
 			return rc == -ETIMEDOUT ? rc : gdak_dev_sq_failed_below(qp, ticket, err);
 		gdak_dev_wqe_nop(qp, s, GDAK_DEV_WQE_SIGNAL);
-		rc = gdak_dev_sq_publish(qp, s, s + 1, s, 1);
+		rc = gdak_dev_sq_publish_db(qp, s, s + 1, s, 1,
+					    gdak_dev_wqe_ctrl_db(qp, s, MLX5_OPCODE_NOP, 0, 1));
 		if (rc)
 			return rc == -ETIMEDOUT ? rc : gdak_dev_sq_failed_below(qp, ticket, err);
 		target = s + 1;
@@ -304,7 +367,7 @@ GDAK_DEV int gdak_dev_wait(struct gdak_dev_qp *qp, uint64_t ticket, struct gdak_
 GDAK_DEV int gdak_dev_quiet_timeout(struct gdak_dev_qp *qp, uint64_t timeout_ns,
 				    struct gdak_dev_cqe *err)
 {
-	return gdak_dev_wait_timeout(qp, gdak_dev_load_acquire_u64(&qp->sq_ready), timeout_ns,
+	return gdak_dev_wait_timeout(qp, gdak_dev_own_load_u64(qp, &qp->sq_ready), timeout_ns,
 				     err);
 }
 
@@ -336,7 +399,7 @@ GDAK_DEV int gdak_dev_fetch_add_nbi(struct gdak_dev_qp *qp, uint64_t raddr, uint
 	return gdak_dev_sq_finish(qp, s, 1,
 				  gdak_dev_wqe_fetch_add(qp, s, flags, raddr, rkey, add,
 							 (uint64_t)(uintptr_t)result, lkey),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_ATOMIC_FA, 4);
 }
 
 GDAK_DEV int gdak_dev_compare_swap_nbi(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey,
@@ -351,7 +414,7 @@ GDAK_DEV int gdak_dev_compare_swap_nbi(struct gdak_dev_qp *qp, uint64_t raddr, u
 	return gdak_dev_sq_finish(qp, s, 1,
 				  gdak_dev_wqe_cas(qp, s, flags, raddr, rkey, compare, swap,
 						   (uint64_t)(uintptr_t)result, lkey),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_ATOMIC_CS, 4);
 }
 
 /* Blocking fetch-add: *old = the remote word before the add. */
@@ -457,7 +520,7 @@ GDAK_DEV int gdak_dev_send_imm(struct gdak_dev_qp *qp, const struct gdak_dev_sge
 		return rc;
 	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_send_imm(qp, s, flags, src, 1, imm),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_SEND_IMM, 2);
 }
 
 GDAK_DEV int gdak_dev_send(struct gdak_dev_qp *qp, const struct gdak_dev_sge *src, uint32_t flags,
@@ -469,7 +532,7 @@ GDAK_DEV int gdak_dev_send(struct gdak_dev_qp *qp, const struct gdak_dev_sge *sr
 		return rc;
 	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_send(qp, s, flags, src, 1), flags,
-				  ticket);
+				  ticket, MLX5_OPCODE_SEND, 2);
 }
 
 /* SEND of len bytes carried in the WQE (len <= qp->max_inline). */
@@ -486,7 +549,7 @@ GDAK_DEV int gdak_dev_send_inline(struct gdak_dev_qp *qp, const void *data, uint
 		return rc;
 	flags = gdak_dev_sq_flags(qp, s, s + nbb, flags);
 	return gdak_dev_sq_finish(qp, s, nbb, gdak_dev_wqe_send_inline(qp, s, flags, data, len),
-				  flags, ticket);
+				  flags, ticket, MLX5_OPCODE_SEND, 1 + gdak_mlx5_inline_ds(len));
 }
 
 #endif /* GDAK_DEV_RMA_H */

@@ -107,7 +107,13 @@ struct gdak_dev_qp {
 	/* Bound on the waits inside posting calls (ring space, producer order),
 	 * nanoseconds; 0 = wait forever.  Host- or device-set. */
 	uint64_t wait_timeout_ns;
-	uint64_t reserved[1];
+	/* Device-owned, EXCLUSIVE mode: start index of the WQE that sq_sig ends
+	 * (the last signalled one).  A CQE naming it retires up to sq_sig
+	 * without re-reading the WQE's ctrl segment from the ring (a PCIe round
+	 * trip when the ring is host memory mapped into the GPU).  Used only
+	 * while sq_done <= sq_sig_start < sq_sig; code that moves the indices
+	 * by hand zeroes both. */
+	uint64_t sq_sig_start;
 };
 
 #ifdef __cplusplus

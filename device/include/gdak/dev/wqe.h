@@ -65,6 +65,38 @@ GDAK_DEV uint32_t gdak_dev_wqe_bbs_inline(int has_raddr, uint32_t len)
 	return gdak_mlx5_wqebbs(1u + (has_raddr ? 1u : 0u) + gdak_mlx5_inline_ds(len));
 }
 
+/* ---- device-owned words ----------------------------------------------------------- */
+
+/*
+ * The QP's device-owned words (indices, the sticky error).  EXCLUSIVE: one
+ * thread, or one cooperating group whose leader alone touches them, so
+ * program order is all the ordering they need - plain accesses, which the
+ * compiler may keep in registers and which never cost a system-scope
+ * fence.  SHARED: acquire/release at system scope, as other posters and
+ * pollers read them.
+ */
+GDAK_DEV uint64_t gdak_dev_own_load_u64(const struct gdak_dev_qp *qp, const uint64_t *p)
+{
+	if (qp->sharing == GDAK_DEV_SHARED)
+		return gdak_dev_load_acquire_u64(p);
+	return *p;
+}
+
+GDAK_DEV void gdak_dev_own_store_u64(const struct gdak_dev_qp *qp, uint64_t *p, uint64_t v)
+{
+	if (qp->sharing == GDAK_DEV_SHARED)
+		gdak_dev_store_release_u64(p, v);
+	else
+		*p = v;
+}
+
+GDAK_DEV uint32_t gdak_dev_own_load_u32(const struct gdak_dev_qp *qp, const uint32_t *p)
+{
+	if (qp->sharing == GDAK_DEV_SHARED)
+		return gdak_dev_load_acquire_u32(p);
+	return *p;
+}
+
 /* ---- reservation and addressing ------------------------------------------------ */
 
 /* Exclusive owner: take nbb WQEBBs, returning the first index.  Does not
@@ -80,7 +112,7 @@ GDAK_DEV uint64_t gdak_dev_sq_reserve(struct gdak_dev_qp *qp, uint32_t nbb)
  * completion has not been seen. */
 GDAK_DEV uint64_t gdak_dev_sq_free_bbs(const struct gdak_dev_qp *qp)
 {
-	uint64_t used = qp->sq_resv - gdak_dev_load_acquire_u64(&qp->sq_done);
+	uint64_t used = qp->sq_resv - gdak_dev_own_load_u64(qp, &qp->sq_done);
 	return used >= qp->sq_wqebb_cnt ? 0 : qp->sq_wqebb_cnt - used;
 }
 
@@ -101,45 +133,62 @@ GDAK_DEV void *gdak_dev_wqe_ds(const struct gdak_dev_qp *qp, uint64_t idx, uint3
 
 /* ---- segments -------------------------------------------------------------------- */
 
+/* Two 32-bit words (in memory order) as the 64-bit value a little-endian
+ * load of those 8 bytes returns. */
+GDAK_DEV uint64_t gdak_dev_pack32(uint32_t first, uint32_t second)
+{
+	return (uint64_t)first | ((uint64_t)second << 32);
+}
+
 /*
- * The ctrl segment, written as four 32-bit words (its 16-bit
- * dci_stream_channel_id is unaligned in mlx5dv.h's packed struct):
+ * The ctrl segment's first 8 bytes, as a 64-bit value in memory order: what
+ * the DB handler writes to the doorbell register (PRM "Doorbells": the
+ * first 8 bytes of the last WQE's ctrl segment).
  *   [0] be32(opmod << 24 | (idx & 0xffff) << 8 | opcode)
  *   [1] qpn_ds_be | be32(ds)
- *   [2] signature (byte 8), dci_stream_channel_id (9..10) = 0, fm_ce_se (11)
- *   [3] imm, big-endian as it travels
+ * Callers that know what they built ring with it instead of loading it back
+ * from the ring (a PCIe round trip when the ring is mapped host memory).
+ */
+GDAK_DEV uint64_t gdak_dev_wqe_ctrl_db(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
+				       uint8_t opmod, uint32_t ds)
+{
+	return gdak_dev_pack32(
+		gdak_htobe32(((uint32_t)opmod << 24) | ((uint32_t)(idx & 0xffff) << 8) | opcode),
+		qp->qpn_ds_be | gdak_htobe32(ds & 0x3f));
+}
+
+/*
+ * The ctrl segment, one 16-byte store:
+ *   bytes 0..7   gdak_dev_wqe_ctrl_db
+ *   byte 8       signature, 9..10 dci_stream_channel_id = 0, 11 fm_ce_se
+ *   bytes 12..15 imm, big-endian as it travels
  */
 GDAK_DEV void gdak_dev_wqe_set_ctrl(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
 				    uint8_t opmod, uint32_t ds, uint8_t fm_ce_se, uint32_t imm_be)
 {
-	uint32_t *w = (uint32_t *)gdak_dev_wqe_ptr(qp, idx);
-	w[0] = gdak_htobe32(((uint32_t)opmod << 24) | ((uint32_t)(idx & 0xffff) << 8) | opcode);
-	w[1] = qp->qpn_ds_be | gdak_htobe32(ds & 0x3f);
-	w[2] = (uint32_t)fm_ce_se << 24;
-	w[3] = imm_be;
+	gdak_dev_store_16(gdak_dev_wqe_ptr(qp, idx), gdak_dev_wqe_ctrl_db(qp, idx, opcode, opmod, ds),
+			  gdak_dev_pack32((uint32_t)fm_ce_se << 24, imm_be));
 }
 
+/* Remote address segment: be64 raddr, be32 rkey, reserved. */
 GDAK_DEV void gdak_dev_wqe_set_raddr(void *seg, uint64_t raddr, uint32_t rkey)
 {
-	struct mlx5_wqe_raddr_seg *r = (struct mlx5_wqe_raddr_seg *)seg;
-	r->raddr = gdak_htobe64(raddr);
-	r->rkey = gdak_htobe32(rkey);
-	r->reserved = 0;
+	gdak_dev_store_16(seg, gdak_htobe64(raddr), gdak_dev_pack32(gdak_htobe32(rkey), 0));
 }
 
+/* Data segment: be32 byte_count, be32 lkey, be64 addr. */
 GDAK_DEV void gdak_dev_wqe_set_data(void *seg, const struct gdak_dev_sge *sge)
 {
-	struct mlx5_wqe_data_seg *d = (struct mlx5_wqe_data_seg *)seg;
-	d->byte_count = gdak_htobe32(sge->len);
-	d->lkey = gdak_htobe32(sge->lkey);
-	d->addr = gdak_htobe64(sge->addr);
+	gdak_dev_store_16(seg, gdak_dev_pack32(gdak_htobe32(sge->len), gdak_htobe32(sge->lkey)),
+			  gdak_htobe64(sge->addr));
 }
 
 /*
  * Inline segment starting at DS k: be32(len | MLX5_INLINE_SEG) then the
  * bytes, zero-padded to the DS boundary (hardware ignores the padding; zero
  * keeps ring bytes deterministic for traces and the BlueFlame comparison).
- * Copied DS by DS so a WQE that wraps the ring continues at slot 0.
+ * Each DS is assembled in registers and stored in one 16-byte store, DS by
+ * DS, so a WQE that wraps the ring continues at slot 0.
  */
 GDAK_DEV void gdak_dev_wqe_set_inline(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t k,
 				      const void *data, uint32_t len)
@@ -147,15 +196,17 @@ GDAK_DEV void gdak_dev_wqe_set_inline(const struct gdak_dev_qp *qp, uint64_t idx
 	const uint8_t *src = (const uint8_t *)data;
 	uint32_t total = 4 + len, nds = gdak_mlx5_inline_ds(len), pos = 0;
 	for (uint32_t d = 0; d < nds; d++) {
-		uint8_t *dst = (uint8_t *)gdak_dev_wqe_ds(qp, idx, k + d);
+		uint64_t q[2] = {0, 0};
 		for (uint32_t b = 0; b < 16; b++, pos++) {
+			uint64_t v;
 			if (pos < 4)
-				continue;
-			dst[b] = pos < total ? src[pos - 4] : 0;
+				v = (uint8_t)(gdak_htobe32(len | MLX5_INLINE_SEG) >> (8 * pos));
+			else
+				v = pos < total ? src[pos - 4] : 0;
+			q[b >> 3] |= v << (8 * (b & 7));
 		}
+		gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, k + d), q[0], q[1]);
 	}
-	((struct mlx5_wqe_inl_data_seg *)gdak_dev_wqe_ds(qp, idx, k))->byte_count =
-		gdak_htobe32(len | MLX5_INLINE_SEG);
 }
 
 /* ---- builders --------------------------------------------------------------------- */
@@ -287,10 +338,9 @@ GDAK_DEV uint32_t gdak_dev_wqe_atomic(const struct gdak_dev_qp *qp, uint64_t idx
 				      uint32_t lkey)
 {
 	struct gdak_dev_sge sge = {laddr, 8, lkey};
-	struct mlx5_wqe_atomic_seg *a = (struct mlx5_wqe_atomic_seg *)gdak_dev_wqe_ds(qp, idx, 2);
 	gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, 1), raddr, rkey);
-	a->swap_add = gdak_htobe64(swap_add);
-	a->compare = gdak_htobe64(compare);
+	/* atomic segment: be64 swap_add, be64 compare */
+	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 2), gdak_htobe64(swap_add), gdak_htobe64(compare));
 	gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, 3), &sge);
 	gdak_dev_wqe_set_ctrl(qp, idx, opcode, 0, 4, gdak_dev_wqe_fm_ce_se(flags), 0);
 	return 1;
@@ -324,13 +374,10 @@ GDAK_DEV uint32_t gdak_dev_wqe_masked(const struct gdak_dev_qp *qp, uint64_t idx
 				      uint64_t compare_mask, uint64_t laddr, uint32_t lkey)
 {
 	struct gdak_dev_sge sge = {laddr, 8, lkey};
-	uint64_t *m0 = (uint64_t *)gdak_dev_wqe_ds(qp, idx, 2);
-	uint64_t *m1 = (uint64_t *)gdak_dev_wqe_ds(qp, idx, 3);
 	gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, 1), raddr, rkey);
-	m0[0] = gdak_htobe64(swap_add);
-	m0[1] = gdak_htobe64(compare);
-	m1[0] = gdak_htobe64(swap_add_mask);
-	m1[1] = gdak_htobe64(compare_mask);
+	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 2), gdak_htobe64(swap_add), gdak_htobe64(compare));
+	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 3), gdak_htobe64(swap_add_mask),
+			  gdak_htobe64(compare_mask));
 	gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, 4), &sge);
 	gdak_dev_wqe_set_ctrl(qp, idx, opcode, 0, 5, gdak_dev_wqe_fm_ce_se(flags), 0);
 	return 2;
