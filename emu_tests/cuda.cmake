@@ -21,10 +21,5 @@ endif()
 # The engine alone (host threads post, data in GPU memory): a C test, built
 # everywhere; it skips when the NIC model has no CUDA engine.
 gdak_add_test(NAME gdak.cuda.dma SOURCES cuda_dma.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
-
-# The CUDA benchmark (gdak-perf-cuda) lives in tools/cuda/; included here
-# until tools/ includes it itself.
-if(GDAK_HAVE_CUDA AND NOT TARGET gdak-perf-cuda
-   AND EXISTS ${PROJECT_SOURCE_DIR}/tools/cuda/cuda.cmake)
-  include(${PROJECT_SOURCE_DIR}/tools/cuda/cuda.cmake)
-endif()
+# it also drives the engine's asynchronous copies (nic_model/nm_cuda.h)
+target_include_directories(gdak_cuda_dma PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

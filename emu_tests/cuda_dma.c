@@ -8,6 +8,10 @@
  *   kinds      gdak_mem_kind_of for GPU / mapped / host allocations
  *   copies     WRITE host->GPU, GPU->GPU, READ GPU->host, SEND GPU->GPU
  *              receive buffer, sizes 1 B .. 4 MiB, unaligned offsets
+ *   async      the engine's asynchronous copies (nm_cuda_copy_start/_poll,
+ *              not yet used by the requester): host -> GPU, 4 copies
+ *              GPU -> GPU in flight at once, GPU -> host; every byte, and
+ *              the errors (unused ticket, host-only copy done at once)
  *   atomics    4 host threads x 4 QPs on 4 NIC threads, 500 fetch-adds
  *              each on one word in GPU memory: the total is exact and every
  *              fetched value is distinct (the engine's locked
@@ -18,10 +22,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "gdak_test.h"
 #include "nic_util.h"
+#include "nm_cuda.h"
 
 #define BIG (4u << 20)
 #define TMO 20000
@@ -216,6 +222,62 @@ static void test_atomics(void)
 	free(seen);
 }
 
+/* Wait for a ticket; 1 when done, else the error (or 0 after the time-out). */
+static int ticket_wait(struct nm_cuda_ticket *t)
+{
+	uint64_t t0 = gdak_test_now_ns();
+	int r;
+
+	while ((r = nm_cuda_copy_poll(t)) == 0 && gdak_test_now_ns() - t0 < 20000000000ull)
+		sched_yield();
+	return r;
+}
+
+static void test_async(void)
+{
+	enum { PARTS = 4 };
+	const size_t len = BIG;
+	uint8_t *pat = malloc(len), *got = malloc(len), *ga = NULL, *gb = NULL;
+	struct nm_cuda_ticket t[PARTS], h;
+	uint64_t x = 0x1122334455667788ull, y = 0;
+
+	REQUIRE(pat && got);
+	memset(t, 0, sizeof(t));
+	memset(&h, 0, sizeof(h));
+	gdak_test_fill(pat, len, 77);
+	memset(got, 0, len);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&ga), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&gb), 0);
+	/* an unused ticket has nothing to wait for */
+	CHECK_EQ(nm_cuda_copy_poll(&h), -EINVAL);
+	/* host to host: done at once, no event */
+	CHECK_EQ(nm_cuda_copy_start(&y, GDAK_MEM_HOST, &x, GDAK_MEM_HOST, 8, &h), 0);
+	CHECK_EQ(nm_cuda_copy_poll(&h), 1);
+	CHECK_EQ(y, x);
+	/* host -> GPU a; then GPU a -> GPU b in 4 copies in flight together;
+	 * then back to the host */
+	REQUIRE_EQ(nm_cuda_copy_start(ga, GDAK_MEM_GPU, pat, GDAK_MEM_HOST, len, &t[0]), 0);
+	REQUIRE_EQ(ticket_wait(&t[0]), 1);
+	for (int i = 0; i < PARTS; i++)
+		REQUIRE_EQ(nm_cuda_copy_start(gb + i * (len / PARTS), GDAK_MEM_GPU,
+					      ga + i * (len / PARTS), GDAK_MEM_GPU, len / PARTS,
+					      &t[i]), 0);
+	/* one stream: the last ticket done means all are */
+	REQUIRE_EQ(ticket_wait(&t[PARTS - 1]), 1);
+	for (int i = 0; i < PARTS; i++)
+		CHECK_EQ(nm_cuda_copy_poll(&t[i]), 1);
+	REQUIRE_EQ(nm_cuda_copy_start(got, GDAK_MEM_HOST, gb, GDAK_MEM_GPU, len, &t[0]), 0);
+	REQUIRE_EQ(ticket_wait(&t[0]), 1);
+	CHECK_MEM(got, pat, len);
+	for (int i = 0; i < PARTS; i++)
+		nm_cuda_copy_ticket_fini(&t[i]);
+	nm_cuda_copy_ticket_fini(&h);
+	gdak_mem_free(ctx, ga);
+	gdak_mem_free(ctx, gb);
+	free(pat);
+	free(got);
+}
+
 int main(void)
 {
 	void *g = NULL;
@@ -234,6 +296,7 @@ int main(void)
 	gdak_mem_free(ctx, g);
 	test_kinds();
 	test_copies();
+	test_async();
 	test_atomics();
 	gdak_close(ctx);
 	return gdak_test_end();

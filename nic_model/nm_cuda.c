@@ -18,10 +18,15 @@
  *                it as ordinary memory.
  *   GPU          cuMemAlloc.  The NIC threads cannot load or store it: every
  *                copy touching it is a cuMemcpyAsync on the calling NIC
- *                thread's own stream followed by a stream synchronize.  The
- *                streams are NON_BLOCKING: a copy must never wait for the
- *                application's kernels (they spin on CQEs this copy
+ *                thread's own stream followed by a stream synchronize
+ *                (GDAK_CUDA_COPY_STREAMS=N > 1: a copy of at least
+ *                GDAK_CUDA_COPY_SPLIT bytes, default 4 MiB, is split in N
+ *                parts on N streams of the thread, one synchronize each).
+ *                The streams are NON_BLOCKING: a copy must never wait for
+ *                the application's kernels (they spin on CQEs this copy
  *                precedes), which a copy on the legacy default stream would.
+ *                nm_cuda_copy_start/_poll (nm_cuda.h) are the asynchronous
+ *                form, for a requester that keeps copies in flight.
  *   kind_of      cuPointerGetAttribute(MEMORY_TYPE): memory the application
  *                got from cudaMalloc is recognised as GPU memory when it
  *                registers it.
@@ -49,17 +54,29 @@ static struct nm_cu_api cu;
 static nm_cu_ctx cu_ctx;
 static int cu_ordinal;
 
-/* ---- per-thread state: current context and the thread's own stream ----- */
+/* ---- per-thread state: current context and the thread's own streams ---- */
+
+#define NM_CUDA_MAX_STREAMS 8
+static unsigned copy_streams = 1;		/* GDAK_CUDA_COPY_STREAMS */
+static size_t copy_split = (size_t)4 << 20;	/* GDAK_CUDA_COPY_SPLIT */
+
+struct cu_thread {
+	nm_cu_stream s[NM_CUDA_MAX_STREAMS];
+};
 
 static __thread int tls_ctx_set;
-static __thread nm_cu_stream tls_stream;
+static __thread struct cu_thread *tls_cu;
 static pthread_key_t stream_key;
 
-static void stream_dtor(void *s)
+static void stream_dtor(void *p)
 {
-	/* a thread that used the engine goes away: its stream too */
-	if (s && cu.StreamDestroy)
-		cu.StreamDestroy((nm_cu_stream)s);
+	struct cu_thread *t = (struct cu_thread *)p;
+
+	/* a thread that used the engine goes away: its streams too */
+	for (int i = 0; t && i < NM_CUDA_MAX_STREAMS; i++)
+		if (t->s[i] && cu.StreamDestroy)
+			cu.StreamDestroy(t->s[i]);
+	free(t);
 }
 
 static const char *cu_err(nm_cu_result r)
@@ -98,26 +115,32 @@ static int thread_ctx(void)
 	return 0;
 }
 
-static int thread_stream(nm_cu_stream *out)
+/* Stream k (< copy_streams) of the calling thread, created on first use. */
+static int thread_stream(unsigned k, nm_cu_stream *out)
 {
 	nm_cu_result r;
 	int ret;
 
-	if (__builtin_expect(tls_stream != NULL, 1)) {
-		*out = tls_stream;
+	if (__builtin_expect(tls_cu && tls_cu->s[k], 1)) {
+		*out = tls_cu->s[k];
 		return 0;
 	}
 	ret = thread_ctx();
 	if (ret)
 		return ret;
-	r = cu.StreamCreate(&tls_stream, NM_CU_STREAM_NON_BLOCKING);
+	if (!tls_cu) {
+		tls_cu = (struct cu_thread *)calloc(1, sizeof(*tls_cu));
+		if (!tls_cu)
+			return -ENOMEM;
+		pthread_setspecific(stream_key, tls_cu);
+	}
+	r = cu.StreamCreate(&tls_cu->s[k], NM_CU_STREAM_NON_BLOCKING);
 	if (r) {
-		tls_stream = NULL;
+		tls_cu->s[k] = NULL;
 		GDAK_ERR_RL("cuda", cu_ordinal, "cuStreamCreate: %s", cu_err(r));
 		return cu_errno(r);
 	}
-	pthread_setspecific(stream_key, tls_stream);
-	*out = tls_stream;
+	*out = tls_cu->s[k];
 	return 0;
 }
 
@@ -184,15 +207,21 @@ static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
 		GDAK_WARN("cuda", cu_ordinal, "freeing %p: %s", addr, cu_err(r));
 }
 
-/* One copy on this thread's stream, waited for.  The DMA engine's contract
- * is synchronous: the completer writes the CQE right after, and a kernel
- * that sees the CQE must see the data. */
+/*
+ * One copy on this thread's stream(s), waited for.  The DMA engine's
+ * contract is synchronous: the completer writes the CQE right after, and a
+ * kernel that sees the CQE must see the data.  A large copy may be split
+ * over the thread's streams (GDAK_CUDA_COPY_STREAMS), so that its parts run
+ * side by side; it is still one wait per copy.
+ */
 static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
 		     size_t len)
 {
-	nm_cu_stream s;
-	nm_cu_result r;
-	int ret;
+	unsigned parts = 1, k;
+	nm_cu_stream s[NM_CUDA_MAX_STREAMS];
+	nm_cu_result r = 0;
+	size_t part;
+	int ret = 0;
 
 	if (dk != GDAK_MEM_GPU && sk != GDAK_MEM_GPU) {
 		memcpy(dst, src, len);
@@ -200,18 +229,102 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 	}
 	if (len == 0)
 		return 0;
-	ret = thread_stream(&s);
-	if (ret)
-		return ret;
-	r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, s);
-	if (!r)
-		r = cu.StreamSynchronize(s);
+	if (copy_streams > 1 && len >= copy_split)
+		parts = copy_streams;
+	/* 64-byte aligned parts, the last one takes the rest */
+	part = (len / parts) & ~(size_t)63;
+	for (k = 0; k < parts; k++) {
+		size_t off = (size_t)k * part, n = k == parts - 1 ? len - off : part;
+
+		ret = thread_stream(k, &s[k]);
+		if (ret)
+			break;
+		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst + off, (nm_cu_ptr)(uintptr_t)src + off,
+				   n, s[k]);
+		if (r)
+			break;
+	}
+	/* wait for every part enqueued, even after a failed enqueue */
+	for (unsigned i = 0; i < k; i++) {
+		nm_cu_result w = cu.StreamSynchronize(s[i]);
+
+		if (!r)
+			r = w;
+	}
 	if (r) {
 		GDAK_ERR_RL("cuda", cu_ordinal, "copy %p <- %p (%zu bytes): %s", dst, src, len,
 			    cu_err(r));
 		return cu_errno(r);
 	}
+	return ret;
+}
+
+/* ---- asynchronous copies (nm_cuda.h) ------------------------------------ */
+
+static const struct nm_dma_ops *probe_result;
+
+int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, size_t len,
+		       struct nm_cuda_ticket *t)
+{
+	nm_cu_stream s;
+	nm_cu_result r;
+	int ret;
+
+	t->done = 0;
+	if (dst_kind != GDAK_MEM_GPU && src_kind != GDAK_MEM_GPU) {
+		memcpy(dst, src, len);
+		t->done = 1;
+		return 0;
+	}
+	if (!probe_result)
+		return -ENODEV;
+	ret = thread_stream(0, &s);
+	if (ret)
+		return ret;
+	if (!t->ev) {
+		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
+		if (r) {
+			t->ev = NULL;
+			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
+			return cu_errno(r);
+		}
+	}
+	r = len ? cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, s) : 0;
+	if (!r)
+		r = cu.EventRecord(t->ev, s);
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "async copy %p <- %p (%zu bytes): %s", dst, src,
+			    len, cu_err(r));
+		return cu_errno(r);
+	}
 	return 0;
+}
+
+int nm_cuda_copy_poll(struct nm_cuda_ticket *t)
+{
+	nm_cu_result r;
+
+	if (t->done)
+		return 1;
+	if (!t->ev)
+		return -EINVAL;
+	r = cu.EventQuery(t->ev);
+	if (r == NM_CU_ERROR_NOT_READY)
+		return 0;
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "async copy failed: %s", cu_err(r));
+		return cu_errno(r);
+	}
+	t->done = 1;
+	return 1;
+}
+
+void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
+{
+	if (t->ev && cu.EventDestroy)
+		cu.EventDestroy(t->ev);
+	t->ev = NULL;
+	t->done = 0;
 }
 
 #define NM_CUDA_ATOMIC_LOCKS 64
@@ -282,7 +395,23 @@ static int env_off(const char *v)
 	return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"));
 }
 
-static const struct nm_dma_ops *probe_result;
+/* A positive integer from the environment, clamped to [lo, hi]; def when unset. */
+static unsigned long env_num(const char *name, unsigned long def, unsigned long lo,
+			     unsigned long hi)
+{
+	const char *v = getenv(name);
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return def;
+	n = strtoul(v, &end, 10);
+	if (*end || n < lo || n > hi) {
+		GDAK_WARN("cuda", 0, "%s='%s' is not %lu..%lu; using %lu", name, v, lo, hi, def);
+		return def;
+	}
+	return n;
+}
 
 static void probe_once(void)
 {
@@ -319,6 +448,10 @@ static void probe_once(void)
 	SYM(StreamDestroy, "cuStreamDestroy_v2");
 	SYM(PointerGetAttribute, "cuPointerGetAttribute");
 	SYM(GetErrorString, "cuGetErrorString");
+	SYM(EventCreate, "cuEventCreate");
+	SYM(EventRecord, "cuEventRecord");
+	SYM(EventQuery, "cuEventQuery");
+	SYM(EventDestroy, "cuEventDestroy_v2");
 
 	r = cu.Init(0);
 	if (r) {
@@ -347,7 +480,10 @@ static void probe_once(void)
 	for (int i = 0; i < NM_CUDA_ATOMIC_LOCKS; i++)
 		pthread_mutex_init(&atomic_lock[i], NULL);
 	pthread_key_create(&stream_key, stream_dtor);
-	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s)", cu_ordinal, name);
+	copy_streams = (unsigned)env_num("GDAK_CUDA_COPY_STREAMS", 1, 1, NM_CUDA_MAX_STREAMS);
+	copy_split = env_num("GDAK_CUDA_COPY_SPLIT", (size_t)4 << 20, 4096, (size_t)1 << 40);
+	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
+		  "bytes on %u stream(s)", cu_ordinal, name, copy_split, copy_streams);
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
 	return;

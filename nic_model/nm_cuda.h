@@ -19,6 +19,7 @@ typedef int nm_cu_result;		/* CUresult: 0 = CUDA_SUCCESS */
 typedef int nm_cu_device;		/* CUdevice */
 typedef struct nm_cu_ctx_st *nm_cu_ctx;	/* CUcontext */
 typedef struct nm_cu_stream_st *nm_cu_stream; /* CUstream */
+typedef struct nm_cu_event_st *nm_cu_event;	/* CUevent */
 typedef unsigned long long nm_cu_ptr;	/* CUdeviceptr */
 
 #define NM_CU_MEMHOSTALLOC_PORTABLE 0x01
@@ -29,6 +30,7 @@ typedef unsigned long long nm_cu_ptr;	/* CUdeviceptr */
 #define NM_CU_MEMORYTYPE_DEVICE 2
 #define NM_CU_MEMORYTYPE_UNIFIED 4
 #define NM_CU_ERROR_NOT_READY 600
+#define NM_CU_EVENT_DISABLE_TIMING 0x2
 
 struct nm_cu_api {
 	nm_cu_result (*Init)(unsigned flags);
@@ -48,6 +50,36 @@ struct nm_cu_api {
 	nm_cu_result (*StreamDestroy)(nm_cu_stream s);
 	nm_cu_result (*PointerGetAttribute)(void *data, int attr, nm_cu_ptr p);
 	nm_cu_result (*GetErrorString)(nm_cu_result r, const char **s);
+	nm_cu_result (*EventCreate)(nm_cu_event *e, unsigned flags);
+	nm_cu_result (*EventRecord)(nm_cu_event e, nm_cu_stream s);
+	nm_cu_result (*EventQuery)(nm_cu_event e);
+	nm_cu_result (*EventDestroy)(nm_cu_event e);
 };
+
+/*
+ * Asynchronous copies, for a NIC-model pipeline that keeps several WQEs'
+ * copies in flight and completes each WQE when its copy is done (what a
+ * 16 MiB GPU -> GPU WRITE needs to approach cudaMemcpy: one synchronous
+ * copy per WQE pays the launch and the completion wake-up, ~10 us on an
+ * H200, for every WQE).  Not yet called by the requester (nm_dma.h's
+ * interface is synchronous); docs/CUDA.md "Asynchronous copies".
+ *
+ * nm_cuda_copy_start enqueues the copy on the calling NIC thread's stream
+ * (copies of one thread complete in the order started) and records t's
+ * event after it: 0, or -errno (nothing was enqueued).  Host-only copies
+ * are done at once (t->done = 1).  nm_cuda_copy_poll: 1 when the copy has
+ * landed (a CQE written after it is ordered after the data), 0 while in
+ * flight, -EIO when the copy failed.  A ticket is reused freely;
+ * nm_cuda_copy_ticket_fini frees its event.  -ENODEV without the CUDA
+ * engine.
+ */
+struct nm_cuda_ticket {
+	nm_cu_event ev;
+	int done;
+};
+int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, size_t len,
+		       struct nm_cuda_ticket *t);
+int nm_cuda_copy_poll(struct nm_cuda_ticket *t);
+void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t);
 
 #endif /* NM_CUDA_H */
