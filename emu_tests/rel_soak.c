@@ -48,6 +48,9 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_BATCH 8
 
 static struct rel_env E;
+/* the pairs' memory: S slices in sbuf, D slices in dbuf (GDAK_ACCESS_ALL) */
+static uint8_t *sbuf, *dbuf;
+static struct gdak_mr *smr, *dmr;
 static unsigned seconds = 4, npairs = 8, nic_threads = 2, dev_threads = 2;
 static uint64_t seed0 = 1;
 
@@ -135,7 +138,7 @@ static const char *const inj_syndromes[] = {
 static void post(struct pair *p, struct op *o)
 {
 	/* a bad key: one that names no region (REMOTE_ACCESS, rule bad_rkey) */
-	uint32_t lk = gdak_mr_lkey(E.ma), rk = o->bad_key ? 0x7fffff00u : gdak_mr_rkey(E.mb);
+	uint32_t lk = gdak_mr_lkey(smr), rk = o->bad_key ? 0x7fffff00u : gdak_mr_rkey(dmr);
 	uint8_t *src = p->S + o->off, *dst = p->D + o->off;
 
 	switch (o->k) {
@@ -153,12 +156,12 @@ static void post(struct pair *p, struct op *o)
 		break;
 	case K_SEND:
 		nu_post_recv(&p->b, p->D + RECV_OFF + o->rslot * RECV_SLOT, RECV_SLOT,
-			     gdak_mr_lkey(E.mb));
+			     gdak_mr_lkey(dmr));
 		o->idx = nu_post_send(&p->a, MLX5_OPCODE_SEND, src, o->len, lk, 0, NU_SIG);
 		break;
 	case K_WRITE_IMM:
 		nu_post_recv(&p->b, p->D + RECV_OFF + o->rslot * RECV_SLOT, RECV_SLOT,
-			     gdak_mr_lkey(E.mb));
+			     gdak_mr_lkey(dmr));
 		o->idx = nu_post_rdma(&p->a, MLX5_OPCODE_RDMA_WRITE_IMM, src, o->len, lk, (uintptr_t)dst,
 				      rk, gdak_htobe32(o->imm), NU_SIG);
 		break;
@@ -414,7 +417,7 @@ int main(void)
 	uint64_t t0, t1, fails = 0;
 
 	seconds = env_u("GDAK_SOAK_SECONDS", 4, 86400);
-	npairs = env_u("GDAK_SOAK_QPS", 8, (REL_BUF / SLICE));
+	npairs = env_u("GDAK_SOAK_QPS", 8, 1024);
 	nic_threads = env_u("GDAK_SOAK_NIC_THREADS", 2, 64);
 	dev_threads = env_u("GDAK_SOAK_DEV_THREADS", 2, 64);
 	seed0 = env_u("GDAK_SOAK_SEED", 1, 0xffffffffu);
@@ -423,6 +426,10 @@ int main(void)
 	rel_env_open(&E, nic_threads);
 	P = calloc(npairs, sizeof(*P));
 	REQUIRE(P);
+	REQUIRE_EQ(gdak_mem_alloc(E.ctx, (size_t)npairs * SLICE, GDAK_MEM_HOST, (void **)&sbuf), 0);
+	REQUIRE_EQ(gdak_mem_alloc(E.ctx, (size_t)npairs * SLICE, GDAK_MEM_HOST, (void **)&dbuf), 0);
+	REQUIRE_EQ(gdak_mr_reg(E.ctx, sbuf, (size_t)npairs * SLICE, GDAK_ACCESS_ALL, &smr), 0);
+	REQUIRE_EQ(gdak_mr_reg(E.ctx, dbuf, (size_t)npairs * SLICE, GDAK_ACCESS_ALL, &dmr), 0);
 	for (unsigned i = 0; i < npairs; i++) {
 		struct gdak_qp_attr at = {.sq_depth = 64, .cq_depth = 64, .rq_depth = 16,
 					  .handler = (enum gdak_dev_db_handler)(i % 3), .nic_thread = -1};
@@ -433,8 +440,8 @@ int main(void)
 		P[i].a.qp = qa;
 		P[i].b.qp = qb;
 		pair_connect(&P[i]);
-		P[i].S = E.la + (size_t)i * SLICE;
-		P[i].D = E.lb + (size_t)i * SLICE;
+		P[i].S = sbuf + (size_t)i * SLICE;
+		P[i].D = dbuf + (size_t)i * SLICE;
 		P[i].res = (uint64_t *)(void *)(P[i].S + SLICE - 64);
 		memset(P[i].D, 0, SLICE);
 		memset(P[i].S, 0, SLICE);
@@ -493,6 +500,10 @@ int main(void)
 	}
 	free(P);
 	free(dts);
+	CHECK_EQ(gdak_mr_dereg(smr), 0);
+	CHECK_EQ(gdak_mr_dereg(dmr), 0);
+	CHECK_EQ(gdak_mem_free(E.ctx, sbuf), 0);
+	CHECK_EQ(gdak_mem_free(E.ctx, dbuf), 0);
 	rel_env_close(&E);
 	return gdak_test_end();
 }
