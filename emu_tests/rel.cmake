@@ -22,3 +22,7 @@ gdak_add_test(NAME gdak.rel.soak SOURCES rel_soak.c LIBS gdak_rel_util LABELS em
 # nic_model/nm_dma.h copies host memory with memmove).
 gdak_add_test(NAME gdak.rel.overlap SOURCES rel_overlap.c LIBS gdak_rel_util LABELS emu
   TIMEOUT 60 MEMCHECK)
+# gdak_close with QPs alive, then destroying them: works; its memcheck twin
+# checks that nothing leaks once the last QP is gone.
+gdak_add_test(NAME gdak.rel.close SOURCES rel_close.c LIBS gdak_rel_util LABELS emu TIMEOUT 60
+  MEMCHECK)
