@@ -6,7 +6,8 @@
  * signal word, fetch-add / compare-swap results (big-endian from the NIC,
  * host order from the call), the half-ring signalling rule, wait() adding
  * a signalled NOP, quiet, bad arguments, bounded waits (-ETIMEDOUT) when
- * the NIC stalls, and a failure after a ticket not failing that ticket.
+ * the NIC stalls, and a failure after a ticket not failing that ticket;
+ * an exclusive owner's working copy of the descriptor.
  */
 #include "gdak_test.h"
 #include "dev_fake.h"
@@ -143,8 +144,68 @@ static void test_failure(void)
 	fake_free(f);
 }
 
+/*
+ * An EXCLUSIVE owner's working copy (gdak_dev_qp_load / _store), and the
+ * retire of the last signalled WQE from sq_sig_start / sq_sig: no NIC
+ * thread; CQEs written by hand, the ring's ctrl segment spoiled after
+ * posting so that a read-back would retire the wrong amount.
+ */
+static void test_local_copy(void)
+{
+	struct dev_fake *f = fake_new(4, 4, GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE);
+	struct gdak_dev_qp l, *qp = &f->qp;
+	uint8_t data[40] = {1, 2, 3};
+	uint64_t t = 0;
+	uint32_t *ctrl;
+
+	qp->max_inline = 128;
+	gdak_dev_qp_load(&l, qp);
+	/* 40 inline bytes: ctrl + raddr + 3 inline DS = 5 DS, 2 WQEBBs */
+	CHECK_EQ(gdak_dev_put_inline(&l, data, 40, 0x1000, 2, GDAK_DEV_WQE_SIGNAL, &t), 0);
+	CHECK_EQ(t, 2);
+	CHECK_EQ(l.sq_sig_start, 0);
+	CHECK_EQ(l.sq_sig, 2);
+	/* the shared descriptor is untouched until the store; the record and
+	 * the doorbell are not (they are the NIC's) */
+	CHECK_EQ(qp->sq_ready, 0);
+	CHECK_EQ(gdak_be32toh(f->dbrec[MLX5_SND_DBR]), 2);
+	CHECK_EQ(f->db_page[0], *(uint64_t *)qp->sq_buf);
+	/* spoil the DS count: a read-back would say 1 WQEBB */
+	ctrl = (uint32_t *)qp->sq_buf;
+	ctrl[1] = qp->qpn_ds_be | gdak_htobe32(1);
+	fake_cqe(&l.scq, 0, MLX5_CQE_REQ, 0, qp->qpn, 0, 0, 0, 0, 0);
+	CHECK_EQ(gdak_dev_wait_timeout(&l, t, HANG_NS, NULL), 0);
+	CHECK_EQ(l.sq_done, 2);
+	CHECK_EQ(l.scq.cons_idx, 1);
+	CHECK_EQ(gdak_be32toh(f->scq_dbrec[0]), 1);
+	gdak_dev_qp_store(qp, &l);
+	CHECK_EQ(qp->sq_ready, 2);
+	CHECK_EQ(qp->sq_resv, 2);
+	CHECK_EQ(qp->sq_done, 2);
+	CHECK_EQ(qp->sq_sig, 2);
+	CHECK_EQ(qp->scq.cons_idx, 1);
+	CHECK_EQ(qp->scq.err, 0);
+
+	/* an unsignalled WQE completed by an error CQE: its size comes from
+	 * the ring (it is not the last signalled one), the error is sticky
+	 * and reaches the descriptor through the store */
+	CHECK_EQ(gdak_dev_put_value(qp, 7, 8, 0x2000, 2, 0, &t), 0);
+	CHECK_EQ(t, 3);
+	fake_cqe(&qp->scq, 1, MLX5_CQE_REQ_ERR, 2, qp->qpn, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
+		 0x88, MLX5_OPCODE_RDMA_WRITE, 0, 0);
+	gdak_dev_qp_load(&l, qp);
+	CHECK_EQ(gdak_dev_sq_drain(&l), -EIO);
+	CHECK_EQ(l.sq_done, 3);
+	gdak_dev_qp_store(qp, &l);
+	CHECK_EQ(gdak_dev_cq_error(&qp->scq, NULL), -EIO);
+	CHECK_EQ(qp->scq.err_wqe_index, 2);
+	CHECK_EQ(qp->sq_done, 3);
+	fake_free(f);
+}
+
 int main(void)
 {
+	test_local_copy();
 	test_ops(GDAK_DEV_EXCLUSIVE);
 	test_ops(GDAK_DEV_SHARED);
 	test_stall(GDAK_DEV_EXCLUSIVE);

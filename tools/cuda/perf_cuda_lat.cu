@@ -149,11 +149,19 @@ int pc_pingpong(unsigned iters, double *p50, double *p99)
 /* ---- write_lat ---------------------------------------------------------------- */
 
 /* The high-level path: put_value (signalled), wait(ticket).  post[]: the
- * cycles until put_value returned (WQE written, doorbell rung). */
-__global__ void k_write_lat(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey, unsigned n,
-			    uint32_t *cyc, uint32_t *post, uint64_t *calib, int *rc)
+ * cycles until put_value returned (WQE written, doorbell rung).  local:
+ * the kernel works on a copy of the descriptor in its own registers /
+ * local memory (gdak_dev_qp_load ... gdak_dev_qp_store). */
+__global__ void k_write_lat(struct gdak_dev_qp *gqp, uint64_t raddr, uint32_t rkey, unsigned n,
+			    uint32_t *cyc, uint32_t *post, uint64_t *calib, int *rc, int local)
 {
+	struct gdak_dev_qp lqp, *qp = gqp;
 	int r = 0;
+
+	if (local) {
+		gdak_dev_qp_load(&lqp, gqp);
+		qp = &lqp;
+	}
 
 	calib_mark(calib, 0);
 	for (unsigned i = 1; i <= n + WARM && !r; i++) {
@@ -168,55 +176,59 @@ __global__ void k_write_lat(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rke
 			post[i - WARM - 1] = (uint32_t)(t1 - t0);
 		}
 	}
+	if (local)
+		gdak_dev_qp_store(gqp, &lqp);
 	calib_mark(calib, 1);
 	*rc = r;
 }
 
-/* The low-level floor: build the inline WRITE in place, record + DB ring,
- * spin on the CQE's owner byte alone, retire it.  What the high-level path
- * adds on top of this is the device API's bookkeeping. */
+/* The low-level floor: build the inline WRITE in place, the doorbell record
+ * (one release store), the DB ring with the ctrl bytes known, spin on the
+ * CQE's last 8 bytes (gdak_dev_cq_poll_req), the CQ record.  What the
+ * high-level path adds on top of this is the device API's bookkeeping. */
 __global__ void k_write_lat_ll(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey, unsigned n,
 			       uint32_t *cyc, uint32_t *post, uint64_t *calib, int *rc)
 {
 	struct gdak_dev_cq *cq = &qp->scq;
-	uint64_t idx = qp->sq_resv, ci = cq->cons_idx;
+	uint64_t idx = qp->sq_resv;
 	int r = 0;
 
 	calib_mark(calib, 0);
-	for (unsigned i = 1; i <= n + WARM && !r; i++, idx++, ci++) {
+	for (unsigned i = 1; i <= n + WARM && !r; i++, idx++) {
 		long long t0 = clock64(), t1;
 		uint64_t v = i, t2 = gdak_dev_now_ns();
-		const uint8_t *own = (const uint8_t *)gdak_dev_cqe_ptr(cq, ci) + 63;
-		uint8_t op;
+		struct gdak_dev_cqe c;
+		int got;
 		gdak_dev_wqe_write_inline(qp, idx, GDAK_DEV_WQE_SIGNAL, raddr, rkey, &v, 8);
 		gdak_dev_sq_update_dbrec(qp, idx + 1);
-		gdak_dev_barrier_dbrec_to_db();
-		gdak_dev_mmio_store_u64(qp->db_reg, *(const uint64_t *)gdak_dev_wqe_ptr(qp, idx));
+		gdak_dev_sq_ring_db(qp, idx, idx + 1, 1,
+				    gdak_dev_wqe_ctrl_db(qp, idx, MLX5_OPCODE_RDMA_WRITE, 0, 3));
 		t1 = clock64();
-		while (!gdak_mlx5_cqe_is_sw_owned(op = gdak_dev_load_acquire_u8(own), ci, cq->ncqe)) {
+		while ((got = gdak_dev_cq_poll_req(cq, idx, &c)) == 0) {
 			if (gdak_dev_now_ns() - t2 > 5000000000ull) {
 				r = -ETIMEDOUT;
 				break;
 			}
 		}
-		if (!r && (op >> 4) != MLX5_CQE_REQ)
+		if (!r && (got != 1 || c.wqe_index != idx))
 			r = -EIO;
-		gdak_dev_store_relaxed_u32(&cq->dbrec[0], gdak_mlx5_cq_dbrec_value((uint32_t)(ci + 1)));
+		gdak_dev_store_relaxed_u32(&cq->dbrec[0],
+					   gdak_mlx5_cq_dbrec_value((uint32_t)cq->cons_idx));
 		if (i > WARM) {
 			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
 			post[i - WARM - 1] = (uint32_t)(t1 - t0);
 		}
 	}
 	qp->sq_resv = qp->sq_ready = qp->sq_done = qp->sq_db = idx;
-	cq->cons_idx = ci;
+	qp->sq_sig = qp->sq_sig_start = 0;
 	calib_mark(calib, 1);
 	*rc = r;
 }
 
 /* One write_lat variant: handler, destination kind, descriptor placement. */
 static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_dev_db_handler h,
-		       enum gdak_mem_kind dst_kind, int gpu_desc, int low_level, const char *note,
-		       double base_p50, double base_p99)
+		       enum gdak_mem_kind dst_kind, int gpu_desc, int low_level, int local,
+		       const char *note, double base_p50, double base_p99)
 {
 	unsigned n = o->lat_iters;
 	struct gdak_dev_qp *slot = NULL;
@@ -252,7 +264,7 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 					       dev_ns, dev_post, calib, krc);
 	else
 		k_write_lat<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)dst, gdak_mr_rkey(mr), n,
-					    dev_ns, dev_post, calib, krc);
+					    dev_ns, dev_post, calib, krc, local);
 	if (pc_wait(s, HANG_S, note))
 		exit(1);
 	rc = samples_to(dev_ns, n, v, calib);
@@ -316,12 +328,16 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99)
 
 	for (unsigned i = 0; i < sizeof(var) / sizeof(var[0]); i++) {
 		snprintf(note, sizeof(note), "%s %s", var[i].name, d);
-		rc |= lat_variant(ctx, o, var[i].h, var[i].dst, o->gpu_desc, var[i].ll, note,
+		rc |= lat_variant(ctx, o, var[i].h, var[i].dst, o->gpu_desc, var[i].ll, 0, note,
 				  base_p50, base_p99);
 	}
 	if (o->gpu_desc)
-		rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, 0,
+		rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, 0, 0,
 				  "DB mapped-dst host-desc", base_p50, base_p99);
+	/* the exported descriptor (mapped host memory), worked on through a
+	 * copy in the kernel's registers: gdak_dev_qp_load / gdak_dev_qp_store */
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, 0, 1,
+			  "DB mapped-dst local-desc", base_p50, base_p99);
 	gdak_close(ctx);
 	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
 	return rc ? -EIO : 0;

@@ -5,6 +5,7 @@
 # logs in one folder, a short summary printed last.
 #
 #   tools/cuda/run-gpu.sh [--bin DIR | --build DIR] [--out DIR] [--no-bench] [--quick]
+#                         [-- PERF_ARGS...]
 #   tools/cuda/run-gpu.sh --pack BUILD_DIR DEST
 #
 # Where the binaries come from:
@@ -14,10 +15,14 @@
 #   --bin DIR    run binaries packed elsewhere with --pack (a GPU machine
 #                without libev or a compiler: build where they are, carry DIR)
 #   default      --bin .carry/cuda if it holds binaries, else --build build/gpu
-# --pack copies the CUDA tests and gdak-perf-cuda of a build into DEST and
+# --pack copies the CUDA tests (gdak_cuda_*, gdak_dev_cuda) and gdak-perf-cuda
+# of a build into DEST and
 # checks with ldd that they need no library the build machine alone has
 # beyond libibverbs (rdma-core) and the C/C++ runtimes.
 #
+# PERF_ARGS after -- go to gdak-perf-cuda (e.g. -- --nic-threads 1,2).  After
+# it, big_bw runs once more with the engine splitting each copy over 4
+# streams (GDAK_CUDA_COPY_STREAMS=4), rows noted "split4".
 # Environment: GDAK_TEST_TIMEOUT (s per test, 120), GDAK_BENCH_TIMEOUT (s, 300).
 # Logs (--out, default ./gpu-logs): env.txt, tests.log, perf.txt, perf.json,
 # summary.txt.  Exit status: 0 when every test passed or was skipped and the
@@ -25,7 +30,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-mode=auto bin="" build="" out="gpu-logs" bench=1 quick=0
+mode=auto bin="" build="" out="gpu-logs" bench=1 quick=0 extra=()
 
 die() { echo "run-gpu.sh: $*" >&2; exit 2; }
 
@@ -33,7 +38,7 @@ pack() {
 	local b=$1 d=$2 n=0 missing
 	[ -d "$b" ] || die "--pack: build folder '$b' does not exist"
 	mkdir -p "$d" || die "--pack: cannot create '$d'"
-	for f in "$b"/emu_tests/gdak_cuda_* "$b"/emu_tests/gdak-perf-cuda "$b"/tools/gdak-perf-cuda; do
+	for f in "$b"/emu_tests/gdak_cuda_* "$b"/emu_tests/gdak_dev_cuda "$b"/tools/gdak-perf-cuda; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		cp "$f" "$d/" && n=$((n + 1))
 		missing=$(ldd "$f" | grep 'not found')
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--no-bench) bench=0; shift ;;
 	--quick) quick=1; shift ;;
 	--pack) [ $# -ge 3 ] || die "--pack needs BUILD_DIR DEST"; pack "$2" "$3" ;;
+	--) shift; extra=("$@"); break ;;
 	-h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
@@ -96,11 +102,12 @@ fi
 perf="$bin/gdak-perf-cuda"
 [ -x "$perf" ] || perf="$build/tools/gdak-perf-cuda"
 
-# ---- tests: every gdak_cuda_* binary, one at a time (they share the GPU) ----
+# ---- tests: every gdak_cuda_* binary and gdak_dev_cuda (the device API in
+# kernels against a fake NIC thread), one at a time (they share the GPU) ----
 tests_log="$out/tests.log"
 : >"$tests_log"
 npass=0 nfail=0 nskip=0 failed=""
-for t in "$bin"/gdak_cuda_*; do
+for t in "$bin"/gdak_cuda_* "$bin"/gdak_dev_cuda; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
 	start=$(date +%s%N)
@@ -124,14 +131,23 @@ if [ $bench = 1 ]; then
 	if [ -x "$perf" ]; then
 		args=()
 		[ $quick = 1 ] && args=(--lat-iters 2000 --bw-iters 2000 --big-iters 5 --ctas 1,64 --nic-threads 1,2)
-		timeout "${GDAK_BENCH_TIMEOUT:-300}" "$perf" "${args[@]}" --json "$out/perf.json" \
-			>"$out/perf.txt" 2>"$out/perf.err"
+		t0=$(date +%s)
+		timeout "${GDAK_BENCH_TIMEOUT:-300}" "$perf" "${args[@]}" "${extra[@]}" \
+			--json "$out/perf.json" >"$out/perf.txt" 2>"$out/perf.err"
 		prc=$?
 		case $prc in
 		0) ;;
 		77) echo "gdak-perf-cuda: skipped (no GPU)" >>"$out/perf.txt" ;;
 		*) status=1; echo "gdak-perf-cuda exit $prc" >>"$out/perf.txt" ;;
 		esac
+		echo "(gdak-perf-cuda: $(($(date +%s) - t0)) s)" >>"$out/perf.txt"
+		if [ $prc = 0 ]; then
+			GDAK_CUDA_COPY_STREAMS=4 timeout 60 "$perf" -t big \
+				$([ $quick = 1 ] && echo --big-iters 5) \
+				--json "$out/perf-split4.json" 2>>"$out/perf.err" |
+				grep 'big_bw' | sed 's/$/  [split4]/' >>"$out/perf.txt" ||
+				echo "split4 big_bw failed" >>"$out/perf.txt"
+		fi
 	else
 		echo "no gdak-perf-cuda in $bin" >"$out/perf.txt"
 		status=1

@@ -131,12 +131,19 @@ GDAK_DEV void gdak_dev_barrier_cqe_after_owner(void)
  * NIC model executes up to min(record, register) (the doorbell
  * stage, nic_model/nm_doorbell.c) and ConnectX accepts the register before the record
  * (DOCA rings, writes the record, rings again).  The WQE stores themselves
- * are ordered before the record by its release store.
+ * are ordered before the record by its release store - and, on the GPUs
+ * gdak targets, before the register store too, since the release is a
+ * fence that completes before any later store issues; the PTX model does
+ * not promise that, so -DGDAK_DEV_RING_FENCE puts a fence.acq_rel.sys here
+ * (one more system-scope fence per post) for hardware that must never see
+ * the register before the WQEs.
  */
 GDAK_DEV void gdak_dev_barrier_dbrec_to_ring(void)
 {
 #if !GDAK_DEV_ON_GPU
 	GDAK_DEV_HOST_FENCE_(__ATOMIC_SEQ_CST);
+#elif defined(GDAK_DEV_RING_FENCE)
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
 #endif
 }
 
