@@ -362,8 +362,15 @@ static int engine_round(struct udp_qp *u)
 	uint64_t now = nm_now_ns();
 	int work = rx_drain(u, now);
 
-	if (roce_qp_deadline(&u->rqp) <= now)
+	if (roce_qp_deadline(&u->rqp) <= now) {
+		/* take every ACK that is already here before the timer may call
+		 * them late (a burst can exceed one rx_drain's 4 batches) */
+		for (int k = 0, n = work; k < 16 && n == 4 * BATCH; k++) {
+			n = rx_drain(u, now);
+			work += n;
+		}
 		roce_qp_timer(&u->rqp, now);
+	}
 	for (int k = 0; k < 8; k++) {
 		int n = roce_qp_progress(&u->rqp, now, 64);
 		int busy = tx_flush(u);

@@ -29,7 +29,8 @@
  * once the timer has grown back to the configured timeout, expiries spend
  * retries exactly as before, so the time to TRANSPORT_RETRY_EXC is still
  * at least retry_cnt timeouts, and a spurious early expiry (a scheduling
- * stall) costs one go-back, never the QP.
+ * stall) costs one go-back, never the QP.  Full expiries back off further
+ * (to 8x the timeout; see roce_req_timer).
  */
 #include <errno.h>
 #include <string.h>
@@ -417,6 +418,14 @@ void roce_req_timer(struct roce_qp *qp)
 	if (qp->retry_left)
 		qp->retry_left--;
 	go_back(qp, "retransmission timeout");
+	/* Emulator extension, not IBA: back off past the timeout too (up to 8x).
+	 * A NIC model on a slow or overloaded CPU (qemu TCG) can take longer to
+	 * push a window through than the timeout; resending it at a fixed
+	 * period then only queues duplicates ahead of the ACKs, and the retries
+	 * run out while the peer is alive (measured: window 256 in the rxe
+	 * guest ended in TRANSPORT_RETRY_EXC). */
+	if (qp->rto_ns < 8 * qp->cfg.timeout_ns)
+		qp->rto_ns *= 2;
 	qp->rto_due_ns = qp->now_ns + qp->rto_ns;
 }
 
