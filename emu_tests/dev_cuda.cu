@@ -36,9 +36,11 @@ struct mem {
 	uint64_t scratch;
 	uint64_t dst[N], src[N], res[N], counter, sig;
 	int rc[N];
-	uint8_t sq[64 << RING_LOG];
-	uint8_t scqes[64 << RING_LOG];
-	uint8_t rcqes[64 * 4];
+	/* rings are 64-byte aligned, as mlx5 rings are (page aligned); the
+	 * device API stores WQE segments and loads CQE bytes 16 at a time */
+	uint8_t sq[64 << RING_LOG] __attribute__((aligned(64)));
+	uint8_t scqes[64 << RING_LOG] __attribute__((aligned(64)));
+	uint8_t rcqes[64 * 4] __attribute__((aligned(64)));
 };
 
 struct nic {

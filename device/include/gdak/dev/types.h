@@ -44,7 +44,7 @@ struct gdak_dev_cq {
 	uint32_t cqn;
 	uint32_t ncqe;		/* entries, a power of two */
 	uint32_t log_ncqe;
-	void *cqes;		/* struct mlx5_cqe64[ncqe] */
+	void *cqes;		/* struct mlx5_cqe64[ncqe], 64-byte aligned */
 	uint32_t *dbrec;	/* be32: dbrec[0] = consumer index & 0xffffff */
 	uint64_t cons_idx;	/* device-owned: next CQE to examine */
 	uint32_t lock;		/* device-owned: serialises polling in shared mode */
@@ -69,7 +69,7 @@ struct gdak_dev_qp {
 	uint32_t handler;	/* enum gdak_dev_db_handler */
 	uint32_t sharing;	/* enum gdak_dev_sharing */
 	uint32_t max_inline;	/* inline payload bytes one WQE may carry */
-	void *sq_buf;		/* sq_wqebb_cnt * 64 bytes */
+	void *sq_buf;		/* sq_wqebb_cnt * 64 bytes, 64-byte aligned */
 	uint32_t *dbrec;	/* be32 dbrec[0] receive counter, dbrec[1] send counter */
 	uint64_t *db_reg;	/* doorbell / BlueFlame register (UAR page + 0x800) */
 	uint64_t *proxy_pi;	/* CPU_PROXY: producer index the device publishes */
