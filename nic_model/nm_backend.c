@@ -112,6 +112,33 @@ err_free:
 	return ret;
 }
 
+static void ctx_free(struct nm_ctx *ctx)
+{
+	/* the transport's context state lives as long as its QPs may use it */
+	if (ctx->tr->ctx_fini)
+		ctx->tr->ctx_fini(ctx);
+	nm_engine_sync();
+	nm_mem_ctx_fini(ctx);
+	pthread_mutex_destroy(&ctx->lock);
+	nm_engine_put();
+	free(ctx);
+}
+
+/*
+ * Deferred close: both the closer and whoever removes the last QP / MR
+ * check "closed and nothing left" after their own atomic update, so at
+ * least one of them sees it; the exchange on freed lets exactly one free.
+ */
+void nm_ctx_maybe_free(struct nm_ctx *ctx)
+{
+	if (!atomic_load(&ctx->closed) || atomic_load(&ctx->nqps) || atomic_load(&ctx->nmrs))
+		return;
+	if (atomic_exchange(&ctx->freed, 1))
+		return;
+	GDAK_DBG("ctx", ctx->base.id, "last object gone: the deferred close completes");
+	ctx_free(ctx);
+}
+
 static void nm_close(struct gdak_ctx *bctx)
 {
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
@@ -119,18 +146,16 @@ static void nm_close(struct gdak_ctx *bctx)
 
 	if (n)
 		GDAK_WARN("ctx", bctx->id, "closed with %u QPs still alive (destroy them first); "
-			  "they are left as they are", n);
-	if (ctx->tr->ctx_fini)
-		ctx->tr->ctx_fini(ctx);
-	nm_engine_sync();
+			  "they are left as they are, the context goes with the last QP and MR", n);
 	if (!n) {
-		nm_mem_ctx_fini(ctx);
-		pthread_mutex_destroy(&ctx->lock);
-		nm_engine_put();
-		free(ctx);
+		ctx_free(ctx);
+		return;
 	}
 	/* with QPs alive the NIC threads keep serving them: the engine
-	 * reference stays (a later gdak_qp_destroy still works) */
+	 * reference stays (a later gdak_qp_destroy still works), and the
+	 * context with it until its last QP and MR are gone */
+	atomic_store(&ctx->closed, 1);
+	nm_ctx_maybe_free(ctx);
 }
 
 const struct gdak_backend_ops gdak_nm_backend_ops = {

@@ -195,6 +195,11 @@ int nm_db_poll(struct nm_qp *qp)
 				 qp->handler == GDAK_DEV_DB_BF ? 64u : 8u);
 		}
 #endif
+		/* A copy still waiting to be verified was overwritten by this
+		 * doorbell: it can no longer be checked (comparing the new
+		 * register with the old WQE would be a false mismatch). */
+		qp->bf_wait = UINT64_MAX;
+		qp->bf_since_ns = 0;
 		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
 		 * batches ring with the 8-byte form and leave stale bytes behind */
 		if (qp->handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&

@@ -143,6 +143,10 @@ struct nm_ctx {
 	uint8_t mr_key;		/* 8-bit key variant, bumped per registration */
 	struct nm_alloc *allocs;
 	_Atomic uint32_t nqps;
+	_Atomic uint32_t nmrs;
+	_Atomic int closed;	/* gdak_close came while QPs were alive: the
+				 * context goes with the last QP and MR */
+	_Atomic int freed;
 };
 
 static inline struct nm_ctx *nm_ctx_of(struct gdak_ctx *c) { return (struct nm_ctx *)c; }
@@ -530,5 +534,7 @@ static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 
 const struct nm_transport_ops *nm_transport_find(const char *name, size_t n);
 uint64_t nm_node_id(void);
+/* A QP or MR of ctx went away: finish a deferred close once nothing is left. */
+void nm_ctx_maybe_free(struct nm_ctx *ctx);
 
 #endif /* NM_LOC_H */

@@ -161,6 +161,7 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 		free(mr);
 		return ret;
 	}
+	atomic_fetch_add(&ctx->nmrs, 1);
 	GDAK_DBG("ctx", bctx->id, "mr %p+%zu access 0x%x key 0x%x", addr, len, access, mr->base.lkey);
 	*out = &mr->base;
 	return 0;
@@ -184,6 +185,8 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 	ctx->mr_free_head = mr->index + 1;
 	pthread_mutex_unlock(&ctx->lock);
 	free(mr);
+	atomic_fetch_sub(&ctx->nmrs, 1);
+	nm_ctx_maybe_free(ctx); /* a deferred close may end here */
 	return 0;
 }
 

@@ -335,8 +335,9 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
 	pthread_spin_destroy(&qp->resp_lock);
 	pthread_mutex_destroy(&qp->err_lock);
-	atomic_fetch_sub(&ctx->nqps, 1);
 	free(qp);
+	atomic_fetch_sub(&ctx->nqps, 1);
+	nm_ctx_maybe_free(ctx);
 	return 0;
 }
 
