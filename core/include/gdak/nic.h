@@ -20,7 +20,14 @@
  *
  * Atomics: the NIC model writes the original value of an ATOMIC_FA/CS to
  * the requester's local buffer in big-endian byte order, as ConnectX does;
- * the target word in memory is a native (little-endian) uint64_t.
+ * the target word in memory is a native (little-endian) uint64_t.  The
+ * 8-byte masked forms (ctrl + raddr + the 32-byte gdak_mlx5_masked_atomic_seg
+ * + data, 5 DS) follow the mlx5 PRM: ATOMIC_MASKED_FA adds field by field,
+ * each bit set in swap_add_mask being the most significant bit of a field
+ * (carries never cross into the next field; mask 0 is a plain add);
+ * ATOMIC_MASKED_CS succeeds when the bits under compare_mask equal those of
+ * compare, and then replaces the bits under swap_add_mask with swap's.
+ * Every atomic is atomic with respect to all QPs and NIC threads.
  */
 #ifndef GDAK_NIC_H
 #define GDAK_NIC_H
