@@ -9,7 +9,7 @@ gdak_add_test(NAME gdak.net.roce_engine SOURCES net_roce_engine.c LABELS unit ne
 target_include_directories(gdak_net_roce_engine PRIVATE ${_gdak_roce_inc})
 
 # Two processes on loopback through the udp transport and the TCP bootstrap.
-foreach(_m ops mtu retry)
+foreach(_m ops mtu retry env)
   gdak_add_test(NAME gdak.net.udp_${_m} SOURCES net_udp_2proc.c LIBS gdak_nic_util
                 ARGS ${_m} LABELS net TIMEOUT 120)
   target_include_directories(gdak_net_udp_${_m} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

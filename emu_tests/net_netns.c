@@ -49,6 +49,8 @@
 static char ns_a[32], ns_b[32], if_a[16], if_b[16];
 static char dir[64];
 static int ns_made;
+static pid_t kids[8];	/* running children: killed on any exit */
+static unsigned nkids;
 
 /* Run a shell command quietly; its exit status (or -1). */
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,6 +69,10 @@ static int sh(const char *fmt, ...)
 
 static void cleanup(void)
 {
+	for (unsigned i = 0; i < nkids; i++)
+		if (kids[i] > 0 && !kill(kids[i], SIGKILL))
+			waitpid(kids[i], NULL, 0);
+	nkids = 0;
 	if (ns_made) {
 		/* deleting a namespace destroys the veth end in it, and its peer */
 		sh("ip netns del %s >/dev/null 2>&1", ns_a);
@@ -134,8 +140,11 @@ static pid_t spawn(const char *ns, const char *trace, const char *const argv[], 
 {
 	pid_t pid = fork();
 
-	if (pid)
+	if (pid) {
+		if (pid > 0 && nkids < sizeof(kids) / sizeof(kids[0]))
+			kids[nkids++] = pid;
 		return pid;
+	}
 	if (trace)
 		setenv("GDAK_TRACE", trace, 1);
 	if (out) {
@@ -164,6 +173,9 @@ static int wait_exit(pid_t pid)
 
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
+	for (unsigned i = 0; i < nkids; i++)
+		if (kids[i] == pid)
+			kids[i] = 0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

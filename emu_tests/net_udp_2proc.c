@@ -12,6 +12,7 @@
  *   net_udp_2proc retry          the client reaches nobody: error CQE with
  *                                TRANSPORT_RETRY_EXC, QP in ERR
  *   net_udp_2proc mtu            client MTU 4096, server 512: path MTU 512
+ *   net_udp_2proc env            bad GDAK_UDP_* settings refuse gdak_open
  *   net_udp_2proc netem          as loss, with no injected faults: the
  *                                network itself (tc netem) impairs
  *
@@ -339,6 +340,34 @@ static int side(int server, struct gdak_bootstrap *bs)
 	return r;
 }
 
+/* "env": each bad setting stops gdak_open with -EINVAL; good ones open. */
+static int env_checks(void)
+{
+	static const struct { const char *var, *val; int ok; } t[] = {
+		{"GDAK_UDP_RTO_MIN_US", "5", 0}, {"GDAK_UDP_RTO_MIN_US", "abc", 0},
+		{"GDAK_UDP_RTO_MIN_US", "20000", 0}, /* above the 10 ms timeout */
+		{"GDAK_UDP_RTO_MIN_US", "500", 1}, {"GDAK_UDP_RTO_US", "9", 0},
+		{"GDAK_UDP_WINDOW", "0", 0}, {"GDAK_UDP_WINDOW", "64", 1},
+		{"GDAK_UDP_RETRY", "8", 0}, {"GDAK_UDP_RETRY", "forever", 1},
+	};
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct gdak_ctx *ctx = NULL;
+		int r;
+
+		setenv(t[i].var, t[i].val, 1);
+		r = gdak_open("emu:udp:127.0.0.1", &ctx);
+		if (t[i].ok) {
+			CHECK_EQ(r, 0);
+			if (!r)
+				gdak_close(ctx);
+		} else {
+			CHECK_EQ(r, -EINVAL);
+		}
+		unsetenv(t[i].var);
+	}
+	return gdak_test_end();
+}
+
 /* One side only (--role): the other runs elsewhere (another namespace). */
 static int one_side(const char *role, const char *host, const char *port_s)
 {
@@ -370,6 +399,8 @@ int main(int argc, char **argv)
 	mode = argc > 1 ? argv[1] : "ops";
 	loss_pct = argc > 2 && argv[2][0] != '-' ? (unsigned)atoi(argv[2]) : 0;
 	alarm(110); /* a hang becomes a failure, not a stuck suite */
+	if (!strcmp(mode, "env"))
+		return env_checks();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--role"))
 			continue;
