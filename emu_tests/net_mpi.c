@@ -134,7 +134,9 @@ static int run(void)
 	/* everyone is done: check what the left neighbour did to me */
 	REQUIRE_EQ(gdak_bootstrap_mpi_barrier(NULL), 0);
 	CHECK_MEM(buf + IN_OFF, want, LEN);
-	memcpy(&v, buf + CNT_OFF, 8);
+	/* this process's NIC thread applied the atomics: an atomic read (the
+	 * ordering itself came through the peer's CQE and the barrier) */
+	v = __atomic_load_n((uint64_t *)(buf + CNT_OFF), __ATOMIC_ACQUIRE);
 	CHECK_EQ(v, 1000 + (uint64_t)left);
 	printf("rank %d/%d: put to %d, get from %d, atomics on %d: verified\n", rank, size, right,
 	       left, right);
@@ -165,6 +167,16 @@ static int launch(const char *self, const char *mpiexec, const char *np)
 	if (n > 0) {
 		path[n] = 0;
 		self = path;
+	}
+	/* Open MPI's plugins leak on purpose (LeakSanitizer reports with no
+	 * gdak frame in sanitizer builds): leave leak checking to the other
+	 * tests, keep the caller's other sanitizer options */
+	{
+		const char *a = getenv("ASAN_OPTIONS");
+		char opt[1024];
+
+		snprintf(opt, sizeof(opt), "%s%sdetect_leaks=0", a ? a : "", a && *a ? ":" : "");
+		setenv("ASAN_OPTIONS", opt, 1);
 	}
 	/* one machine, no network BTLs: shared memory and self only */
 	setenv("OMPI_MCA_btl", "self,vader", 0);
