@@ -11,3 +11,5 @@ gdak_add_test(NAME gdak.nic.threads SOURCES nic_threads.c LIBS gdak_nic_util LAB
 gdak_add_test(NAME gdak.nic.scale SOURCES nic_scale.c LIBS gdak_nic_util LABELS emu TIMEOUT 120)
 gdak_add_test(NAME gdak.nic.atomics SOURCES nic_atomics.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.nic.trace SOURCES nic_trace.c LIBS gdak_nic_util LABELS emu TIMEOUT 120 MEMCHECK)
+gdak_add_test(NAME gdak.nic.export SOURCES nic_export.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
+gdak_add_test(NAME gdak.nic.errtext SOURCES nic_errtext.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)

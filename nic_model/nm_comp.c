@@ -110,9 +110,9 @@ void nm_comp_send(struct nm_qp *qp, struct nm_op *op)
 		     gdak_mlx5_opcode_name(op->opcode), gdak_mlx5_syndrome_name(op->status),
 		     op->rule ? ", rule " : "", op->rule ? op->rule : "");
 	nm_qp_set_error(qp, op->status, op->opcode, op->wqe_index, op->rule,
-			"WQE %u (%s) completed with %s%s%s", op->wqe_index,
+			"WQE %u (%s) completed with %s%s%s%s", op->wqe_index,
 			gdak_mlx5_opcode_name(op->opcode), gdak_mlx5_syndrome_name(op->status),
-			op->rule ? " (rule " : "", op->rule ? op->rule : "");
+			op->rule ? " (rule " : "", op->rule ? op->rule : "", op->rule ? ")" : "");
 	if (op->rule && op->rule[0] && !(op->flags & NM_OPF_VIOLATION))
 		NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, op->wqe_index, op->rule, op->status,
 			 gdak_mlx5_syndrome_name(op->status));

@@ -106,6 +106,12 @@ int nm_fault_parse(const char *spec)
 		const char *e = strchr(spec, ';');
 		size_t len = e ? (size_t)(e - spec) : strlen(spec);
 
+		/* pkt_* rules are the UDP transport's packet faults (roce/roce_fault.c
+		 * reads the same variable): not ours, and not an error */
+		if (len >= 4 && !strncmp(spec, "pkt_", 4)) {
+			spec = e ? e + 1 : NULL;
+			continue;
+		}
 		if (len) {
 			if (n == NM_MAX_FAULTS || parse_rule(spec, len, &tmp[n])) {
 				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME "

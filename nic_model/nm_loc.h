@@ -221,6 +221,7 @@ struct nm_qp {
 	uint32_t *dbrec;	/* [0] receive, [1] send, be32 */
 	uint8_t *uar;		/* 4 KiB "UAR" page; register at +0x800 */
 	uint64_t *proxy_pi;
+	struct gdak_mr *scratch_mr; /* 8 bytes in dmem: put+signal's discarded fetch */
 	uint8_t *rq;		/* receive WQEs */
 	uint32_t rq_cnt, rq_stride, rq_max_sge;
 	struct nm_cq scq, rcq;

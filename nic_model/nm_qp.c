@@ -10,7 +10,8 @@
  *   +4096   struct gdak_dev_qp (320 B)
  *   +4608   doorbell records, one 64-byte line each (the device writes
  *           them, the NIC reads them: no false sharing with the CQ record):
- *           QP dbrec[2], send-CQ dbrec, receive-CQ dbrec, proxy producer index
+ *           QP dbrec[2], send-CQ dbrec, receive-CQ dbrec, proxy producer index,
+ *           the scratch word (+4864, an 8-byte MR: put+signal's fetch lands there)
  *   +8192   SQ (sq * 64), send CQ (cq * 64), RQ (rq * stride),
  *           receive CQ (rcq * 64), per-slot WQEBB counts (sq bytes)
  */
@@ -194,6 +195,11 @@ static void dev_qp_fill(struct nm_qp *qp)
 		dev_cq_fill(&d->rcq, &qp->rcq);
 	}
 	d->sq_slot_bbs = (uint8_t *)qp->dmem + qp->dmem_len - qp->sq_cnt;
+	/* put+signal's ATOMIC_FA returns the old signal value somewhere: a
+	 * registered word of the QP's own block (hw_mlx5 does the same) */
+	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch_mr->addr;
+	d->scratch_lkey = qp->scratch_mr->lkey;
+	d->wait_timeout_ns = 0; /* wait forever unless the user bounds it */
 }
 
 /* Zero the queues: a fresh QP, or one that went back to RESET. */
@@ -266,6 +272,9 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->scq.dbrec = (uint32_t *)(void *)(m + 4608 + 64);
 	qp->rcq.dbrec = (uint32_t *)(void *)(m + 4608 + 128);
 	qp->proxy_pi = (uint64_t *)(void *)(m + 4608 + 192);
+	ret = nm_mr_reg(&ctx->base, m + 4608 + 256, 8, GDAK_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
+	if (ret)
+		goto err_dmem;
 	off = 8192;
 	qp->sq = m + off;
 	off += sq_b;
@@ -280,7 +289,7 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 
 	ret = reg_add(qp, &qpn);
 	if (ret)
-		goto err_dmem;
+		goto err_mr;
 	qp->id = qpn;
 	qp->scq.cqn = (qpn << 1) & 0xffffff;
 	qp->rcq.cqn = ((qpn << 1) | 1) & 0xffffff;
@@ -305,6 +314,8 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 
 err_reg:
 	reg_del(qp);
+err_mr:
+	nm_mr_dereg(qp->scratch_mr);
 err_dmem:
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
 err_free:
@@ -332,6 +343,7 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 	/* 3. threads executing a peer's request into it finish first */
 	nm_engine_sync();
 	nm_stats_retire(&qp->st);
+	nm_mr_dereg(qp->scratch_mr); /* before nqps drops: the context outlives it */
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
 	pthread_spin_destroy(&qp->resp_lock);
 	pthread_mutex_destroy(&qp->err_lock);
