@@ -141,8 +141,13 @@ static void *nic_main(void *arg)
 			/* the register holds the ctrl head of some WQE below pi
 			 * whose index matches its own slot */
 			uint64_t reg = __atomic_load_n(&n->f->db_page[0], __ATOMIC_ACQUIRE);
+			/* the decoder reads a whole 16-byte ctrl segment: the
+			 * register holds only its first 8 bytes */
+			struct mlx5_wqe_ctrl_seg seg;
 			struct gdak_mlx5_ctrl c;
-			gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)&reg, &c);
+			memset(&seg, 0, sizeof(seg));
+			memcpy(&seg, &reg, sizeof(reg));
+			gdak_mlx5_ctrl_decode(&seg, &c);
 			if (c.qpn != qp->qpn)
 				n->bad_db++;
 		}

@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 	uint8_t *src, *dst;
 	uint16_t good, bad;
 	char *path, *out, w1[64], w2[64], w3[64], w4[64];
+	uint32_t md_rkey;
 	int rc;
 
 	if (argc != 2) {
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
 	CHECK_EQ(f.wqe_counter, bad);
 
+	md_rkey = gdak_mr_rkey(md);	/* md is gone after dereg */
 	nu_destroy(&a);
 	nu_destroy(&b);
 	gdak_mr_dereg(ms);
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(rc, 0);
 	snprintf(w1, sizeof(w1), "qp 0x%06x", a.qpn);
 	snprintf(w2, sizeof(w2), "WQE idx=%u RDMA_WRITE", good);
-	snprintf(w3, sizeof(w3), "rkey=0x%x", gdak_mr_rkey(md));
+	snprintf(w3, sizeof(w3), "rkey=0x%x", md_rkey);
 	snprintf(w4, sizeof(w4), "raddr=0x%" PRIxPTR, (uintptr_t)dst);
 	{
 		const char *wqe[] = {w1, w2, w3, w4, "len=256", "ce=signalled", NULL};

@@ -318,7 +318,24 @@ int gdak_qp_modify(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_
 	ret = qp->ctx->ops->qp_modify(qp, to, peer);
 	if (ret)
 		return ret;
-	atomic_store(&qp->state, (int)to);
+	/* The NIC may move the QP to ERR at any time (a responder error while
+	 * in RTR, say), and a backend may already have stored `to` itself:
+	 * only advance from `from`/`to`, never overwrite an ERR set meanwhile. */
+	if (to == GDAK_QPS_ERR || to == GDAK_QPS_RESET) {
+		atomic_store(&qp->state, (int)to);
+	} else {
+		int cur = atomic_load(&qp->state);
+
+		while ((cur == (int)from || cur == (int)to) &&
+		       !atomic_compare_exchange_weak(&qp->state, &cur, (int)to))
+			;
+		if (cur != (int)from && cur != (int)to) {
+			GDAK_ERR("qp", qp->qpn, "moved to %s during %s -> %s",
+				 gdak_qp_state_name((enum gdak_qp_state)cur), gdak_qp_state_name(from),
+				 gdak_qp_state_name(to));
+			return -EIO;
+		}
+	}
 	GDAK_DBG("qp", qp->qpn, "%s -> %s", gdak_qp_state_name(from), gdak_qp_state_name(to));
 	return 0;
 }
