@@ -69,6 +69,29 @@ static void run(struct gdak_ctx *ctx, enum gdak_dev_db_handler h)
 	CHECK_EQ(st.wqes, 2ull * ROUNDS);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 
+	/* a batch of 4 one-WQEBB writes behind ONE doorbell: with the BF
+	 * handler the device API rings it with the 8-byte form (as rdma-core
+	 * does); the stale BlueFlame bytes must not be compared with any WQE */
+	{
+		uint64_t s0 = gdak_dev_sq_reserve(d, 4);
+
+		for (unsigned k = 0; k < 4; k++) {
+			struct gdak_dev_sge s = {(uint64_t)(uintptr_t)(src + 2048 + k * 64), 64,
+						 gdak_mr_lkey(ml)};
+
+			memset(src + 2048 + k * 64, 0xa0 + (int)k, 64);
+			CHECK(gdak_dev_wqe_write(d, s0 + k, k == 3 ? GDAK_DEV_WQE_SIGNAL : 0,
+						 (uintptr_t)(dst + 2048 + k * 64), gdak_mr_rkey(mr),
+						 &s, 1) != 0);
+		}
+		gdak_dev_sq_submit(d, s0 + 3, s0 + 4);
+		REQUIRE_EQ(gdak_dev_sq_wait_timeout(d, s0 + 4, LONG_NS, &err), 0);
+		CHECK_MEM(dst + 2048, src + 2048, 256);
+	}
+	REQUIRE_EQ(gdak_nic_qp_stats(a.qp, &st), 0);
+	CHECK_EQ(st.violations, 0);
+	CHECK_EQ(st.wqes, 2ull * ROUNDS + 4);
+
 	/* without a scratch word put_signal refuses instead of using address 0 */
 	{
 		uint64_t keep = d->scratch_addr;
