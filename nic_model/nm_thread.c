@@ -39,6 +39,7 @@
 #define NM_SPIN_NS 50000		/* adaptive: empty time spent spinning */
 #define NM_YIELD_NS 1000000	/* ... then yielding */
 #define NM_NAP_NS 5000000	/* ... then 50 us naps; after that 1 ms timer sleeps */
+#define NM_SPIN_YIELD_PASSES 4096 /* spin mode: empty passes between sched_yield()s */
 #define NM_INNER_PASSES 64	/* passes per idle callback before libev polls again */
 
 struct nm_cmd {
@@ -213,7 +214,14 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			continue;
 		}
 		if (spin) {
-			cpu_relax();
+			/* even spinning, give the CPU away now and then: with more
+			 * runnable threads than CPUs (the device threads, a 2-vCPU
+			 * guest) a thread that never yields makes every round trip
+			 * wait a scheduler slice (milliseconds) */
+			if (++t->empty % NM_SPIN_YIELD_PASSES == 0)
+				sched_yield();
+			else
+				cpu_relax();
 			continue;
 		}
 		/* back-off by time idle, read every 16 empty passes */

@@ -386,7 +386,7 @@ static int engine_round(struct udp_qp *u)
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct udp_qp *u = (struct udp_qp *)((char *)w - offsetof(struct udp_qp, io));
+	struct udp_qp *u = nm_container_of(w, struct udp_qp, io);
 
 	engine_round(u);
 	nm_thread_activate(u->qp);
@@ -394,7 +394,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct udp_qp *u = (struct udp_qp *)((char *)w - offsetof(struct udp_qp, timer));
+	struct udp_qp *u = nm_container_of(w, struct udp_qp, timer);
 
 	engine_round(u);
 	nm_thread_activate(u->qp);

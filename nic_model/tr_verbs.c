@@ -459,7 +459,7 @@ static uint16_t rq_producer(const struct nm_qp *qp)
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct tv_qp *tq = (struct tv_qp *)((char *)w - offsetof(struct tv_qp, io));
+	struct tv_qp *tq = nm_container_of(w, struct tv_qp, io);
 	struct ibv_cq *cq;
 	void *cctx;
 
@@ -473,7 +473,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void rq_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct tv_qp *tq = (struct tv_qp *)((char *)w - offsetof(struct tv_qp, rq_timer));
+	struct tv_qp *tq = nm_container_of(w, struct tv_qp, rq_timer);
 
 	(void)loop, (void)revents;
 	if (rq_producer(tq->qp) != (uint16_t)tq->rq_posted)

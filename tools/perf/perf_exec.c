@@ -76,10 +76,10 @@ static void *producer(void *arg)
 				.ds = 3,
 			};
 
-			gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)w, &c);
-			gdak_mlx5_raddr_encode((struct mlx5_wqe_raddr_seg *)(w + 16),
+			gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
+			gdak_mlx5_raddr_encode((struct mlx5_wqe_raddr_seg *)(void *)(w + 16),
 					       (uint64_t)(uintptr_t)(e->dst + off), EXEC_RKEY);
-			gdak_mlx5_data_encode((struct mlx5_wqe_data_seg *)(w + 32),
+			gdak_mlx5_data_encode((struct mlx5_wqe_data_seg *)(void *)(w + 32),
 					      (uint64_t)(uintptr_t)(e->src + off),
 					      (uint32_t)e->size, EXEC_LKEY);
 		}
@@ -113,12 +113,13 @@ static void *consumer(void *arg)
 			uint64_t raddr, laddr;
 			uint32_t rkey, lkey, len;
 			const char *bad = NULL;
+			const void *wc = w, *wr = w + 16, *wd = w + 32;
 
-			gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)w, &c);
-			gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)(w + 16), &raddr,
+			gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)wc, &c);
+			gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)wr, &raddr,
 					       &rkey);
-			gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)(w + 32), &laddr,
-					      &len, &lkey);
+			gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)wd, &laddr, &len,
+					      &lkey);
 			if (c.opcode != MLX5_OPCODE_RDMA_WRITE || c.ds != 3)
 				bad = "opcode/ds";
 			else if (c.wqe_index != (uint16_t)ci || c.qpn != EXEC_QPN)
