@@ -148,7 +148,9 @@ static void *nic_main(void *arg)
 			memset(&seg, 0, sizeof(seg));
 			memcpy(&seg, &reg, sizeof(reg));
 			gdak_mlx5_ctrl_decode(&seg, &c);
-			if (c.qpn != qp->qpn)
+			/* the record is published before the register is written:
+			 * until the first ring lands the register is still 0 */
+			if (reg != 0 && c.qpn != qp->qpn)
 				n->bad_db++;
 		}
 		/* lag: while the posters are busy, leave a few published WQEs
