@@ -13,3 +13,4 @@ gdak_add_test(NAME gdak.nic.atomics SOURCES nic_atomics.c LIBS gdak_nic_util LAB
 gdak_add_test(NAME gdak.nic.trace SOURCES nic_trace.c LIBS gdak_nic_util LABELS emu TIMEOUT 120 MEMCHECK)
 gdak_add_test(NAME gdak.nic.export SOURCES nic_export.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.nic.errtext SOURCES nic_errtext.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
+gdak_add_test(NAME gdak.nic.udp_resp SOURCES nic_udp_resp.c LIBS gdak_nic_util LABELS net TIMEOUT 120)

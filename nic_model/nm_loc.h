@@ -428,6 +428,10 @@ int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsig
  */
 #define NM_RESP_RNR 0x100
 #define NM_WQE_NONE 0xffffffffu	/* the requester's WQE index is not known */
+/* len at nm_resp_begin of a SEND whose total a packet transport learns only
+ * at its last packet: data is checked against the receive WQE as it comes,
+ * the length given to nm_resp_end_len */
+#define NM_RESP_LEN_UNKNOWN 0xffffffffu
 struct nm_resp_msg {
 	struct nm_qp *qp;	/* the responder QP */
 	uint32_t req_wqe;	/* requester's WQE index, for logs and violations
@@ -443,6 +447,8 @@ struct nm_resp_msg {
 	bool has_rwqe;
 	uint16_t rwqe_index;
 	uint8_t nrsge;
+	bool len_unknown;	/* begun with NM_RESP_LEN_UNKNOWN */
+	uint32_t cap;		/* bytes the receive WQE holds */
 	struct { uint8_t *addr; uint32_t len; struct nm_mr *mr; } rsge[16];
 	const char *rule;
 };
@@ -457,9 +463,18 @@ int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t 
 		  uint32_t len);
 /* RDMA_READ: copy len bytes of the target at offset off to dst (kind dst_kind). */
 int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kind, uint32_t len);
+/* A multi-packet RDMA_WRITE turned out, at its last packet, to carry an
+ * immediate (WRITE_LAST_IMM, IBA 9.2): consume the receive WQE now (the
+ * rkey checked at begin stands; no second begin).  0, NM_RESP_RNR (the
+ * packet is retried: call again), or a syndrome. */
+int nm_resp_imm(struct nm_resp_msg *m, uint32_t imm);
 /* Completes the message: receive CQE for SEND / WRITE_IMM.  status != 0
  * aborts it (responder error CQE as IBA wants for the case). */
 int nm_resp_end(struct nm_resp_msg *m, int status);
+/* The same for a message begun with NM_RESP_LEN_UNKNOWN: len is its total
+ * (more than the receive WQE holds: LOCAL_LENGTH_ERR on the responder,
+ * REMOTE_INVAL_REQ_ERR returned for the requester). */
+int nm_resp_end_len(struct nm_resp_msg *m, int status, uint32_t len);
 /* Atomic on the responder: returns 0 or a syndrome; *orig is the value
  * before the operation (host order).  op->wqe_index names the requester's
  * WQE when op->flags has NM_OPF_WQE. */

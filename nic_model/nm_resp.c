@@ -170,13 +170,26 @@ static int take_rwqe(struct nm_resp_msg *m)
 		m->nrsge++;
 		cap += l;
 	}
-	if (m->opcode != MLX5_OPCODE_RDMA_WRITE_IMM && cap < m->len) {
+	m->cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	if (m->opcode != MLX5_OPCODE_RDMA_WRITE_IMM && !m->len_unknown && cap < m->len) {
 		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "recv_too_small");
 		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
 			      "recv_too_small", "%u-byte message, receive WQE holds %llu", m->len,
 			      (unsigned long long)cap);
 	}
 	return 0;
+}
+
+/* A SEND of unknown length outgrew its receive WQE: a local length error on
+ * the responder (its receive CQE, QP to ERR), an invalid request for the
+ * requester (IBA 9.7.5.1.6, C9-88). */
+static int too_long(struct nm_resp_msg *m, uint64_t need)
+{
+	if (m->has_rwqe)
+		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "recv_too_small");
+	return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "recv_too_small",
+		      "message of at least %llu bytes, receive WQE holds %u",
+		      (unsigned long long)need, m->cap);
 }
 
 int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
@@ -200,7 +213,11 @@ int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe,
 	m->va = NULL;
 	m->has_rwqe = false;
 	m->nrsge = 0;
+	m->cap = 0;
 	m->rule = NULL;
+	/* only a SEND may start without its length (no RETH carries it) */
+	m->len_unknown = len == NM_RESP_LEN_UNKNOWN &&
+			 (opcode == MLX5_OPCODE_SEND || opcode == MLX5_OPCODE_SEND_IMM);
 	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS)
 		return refuse(m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
 			      "responder_not_ready", "responder QP is in %s; requests are dropped",
@@ -230,7 +247,11 @@ int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t 
 {
 	const uint8_t *s = src;
 
-	if ((uint64_t)off + len > m->len)
+	if (m->len_unknown) {
+		/* the total comes at the end: the receive WQE is the bound */
+		if ((uint64_t)off + len > m->cap)
+			return too_long(m, (uint64_t)off + len);
+	} else if ((uint64_t)off + len > m->len)
 		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
 			      "segment %u+%u beyond the %u-byte message", off, len, m->len);
 	if (m->mr)
@@ -264,6 +285,26 @@ int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kin
 		       MLX5_CQE_SYNDROME_REMOTE_OP_ERR : 0;
 }
 
+int nm_resp_imm(struct nm_resp_msg *m, uint32_t imm)
+{
+	m->imm = imm;
+	if (m->has_rwqe)
+		return 0; /* consumed at an earlier try of this packet */
+	m->opcode = MLX5_OPCODE_RDMA_WRITE_IMM;
+	return take_rwqe(m);
+}
+
+int nm_resp_end_len(struct nm_resp_msg *m, int status, uint32_t len)
+{
+	if (m->len_unknown && !status) {
+		if (len > m->cap && m->has_rwqe)
+			return too_long(m, len);
+		m->len = len;
+		m->len_unknown = false;
+	}
+	return nm_resp_end(m, status);
+}
+
 int nm_resp_end(struct nm_resp_msg *m, int status)
 {
 	struct nm_qp *qp = m->qp;
@@ -271,6 +312,9 @@ int nm_resp_end(struct nm_resp_msg *m, int status)
 
 	if (!m->has_rwqe)
 		return status;
+	if (!status && m->len_unknown)
+		status = refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
+				"message of unknown length ended without one (nm_resp_end_len)");
 	if (status) {
 		rwqe_fail(m, MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, "aborted");
 		return status;

@@ -224,21 +224,13 @@ static void req_complete(struct roce_qp *r, struct roce_wr *wr, uint8_t status)
 static int resp_begin(struct roce_qp *r, struct roce_rmsg *m)
 {
 	struct udp_qp *u = uqp_of(r);
-	int st;
 
-	if (m->kind == ROCE_WR_SEND) {
-		/* the length is known at the last packet only: check capacity as
-		 * the data comes, report the real length at the end */
-		st = nm_resp_begin(u->qp, &u->rm, m->has_imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND,
-				   0, 0, 0, m->imm);
-		if (!st) {
-			uint32_t cap = 0;
-			for (unsigned i = 0; i < u->rm.nrsge; i++)
-				cap += u->rm.rsge[i].len;
-			u->rm.len = cap;
-		}
-		return st;
-	}
+	if (m->kind == ROCE_WR_SEND)
+		/* the length is known at the last packet only: the responder
+		 * checks the receive WQE's capacity as the data comes */
+		return nm_resp_begin(u->qp, &u->rm,
+				     m->has_imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, 0,
+				     NM_RESP_LEN_UNKNOWN, m->imm);
 	return nm_resp_begin(u->qp, &u->rm,
 			     m->has_imm ? MLX5_OPCODE_RDMA_WRITE_IMM : MLX5_OPCODE_RDMA_WRITE, m->va,
 			     m->rkey, m->dma_len, m->imm);
@@ -249,8 +241,7 @@ static int resp_imm(struct roce_qp *r, struct roce_rmsg *m)
 	struct udp_qp *u = uqp_of(r);
 
 	/* the rkey was checked at the first packet; now the receive WQE */
-	return nm_resp_begin(u->qp, &u->rm, MLX5_OPCODE_RDMA_WRITE_IMM, m->va, m->rkey, m->dma_len,
-			     m->imm);
+	return nm_resp_imm(&u->rm, m->imm);
 }
 
 static int resp_data(struct roce_qp *r, struct roce_rmsg *m, uint32_t off, const void *src,
@@ -264,13 +255,13 @@ static int resp_end(struct roce_qp *r, struct roce_rmsg *m, int status)
 	struct udp_qp *u = uqp_of(r);
 
 	if (m->kind == ROCE_WR_SEND) {
-		u->rm.len = m->off;
 		/* a multi-packet SEND learns of its immediate at SEND_LAST_IMM
 		 * (IBA 9.2: ImmDt rides on the last packet only) */
 		if (m->has_imm) {
 			u->rm.opcode = MLX5_OPCODE_SEND_IMM;
 			u->rm.imm = m->imm;
 		}
+		return nm_resp_end_len(&u->rm, status, m->off);
 	}
 	return nm_resp_end(&u->rm, status);
 }
