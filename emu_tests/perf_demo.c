@@ -93,6 +93,24 @@ int main(int argc, char **argv)
 	if (!strstr(out, "FAILED   put: error CQE"))
 		fprintf(stderr, "gdak-demo said:\n%s\n", out);
 
+	/* --cuda: without a GPU (or a build without the CUDA path) exit 1 with
+	 * the reason and nothing run; with one, the kernel path verifies all */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' --cuda -n 5 --lines 0 2>&1", dir, argv[1]);
+	rc = run(cmd);
+	if (rc == 1 && (strstr(out, "gdak-demo: --cuda: no usable GPU") ||
+			strstr(out, "gdak-demo: --cuda: built without"))) {
+		fprintf(stderr, "note: CUDA sub-case skipped: %s", out);
+		CHECK(strstr(out, "verified") == NULL);
+	} else {
+		CHECK_EQ(rc, 0);
+		CHECK(strstr(out, "device code on a CUDA kernel") != NULL);
+		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+			CHECK(strstr(out, ops[i]) != NULL);
+		CHECK(strstr(out, "ALL OK") != NULL);
+		if (rc)
+			fprintf(stderr, "gdak-demo --cuda said:\n%s\n", out);
+	}
+
 	/* bad usage: exit 2 and the flag named */
 	snprintf(cmd, sizeof(cmd), "'%s' --bogus 2>&1", argv[1]);
 	CHECK_EQ(run(cmd), 2);

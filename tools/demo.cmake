@@ -9,6 +9,9 @@ list(TRANSFORM _demo_src PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
 add_executable(gdak-demo ${_demo_src})
 target_link_libraries(gdak-demo PRIVATE gdak)
 gdak_set_warnings(gdak-demo)
+# nvcc's own warnings count too (demo_cuda.cu), as for the CUDA tests
+target_compile_options(gdak-demo PRIVATE
+  "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${GDAK_WERROR}>>:SHELL:-Werror all-warnings>")
 # It shows its trace through gdak-trace, found next to it; tools/*.cmake are
 # read in name order, so look for that target once the directory is done.
 function(_gdak_demo_needs_trace)

@@ -44,6 +44,9 @@ struct demo_op_result {
 /* Everything the device code needs: descriptors and keys, no host API. */
 struct demo_args {
 	struct gdak_dev_qp *a, *b;	/* A posts; B is the target (and the receiver) */
+	/* The context of a and b, or NULL: the CUDA path allocates its GPU
+	 * buffers there (without it, it opens its own context and QP pair). */
+	struct gdak_ctx *ctx;
 	uint8_t *abuf, *bbuf;
 	uint32_t alkey, arkey, blkey, brkey;
 	uint32_t iters;
