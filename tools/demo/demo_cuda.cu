@@ -20,6 +20,7 @@
  * be in GPU memory.
  */
 #include <cuda_runtime.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,8 +580,10 @@ static const char *host_check(const struct demo_args *a, int op, const uint8_t *
 		memcpy(&v, bb + DEMO_FADD_OFF, 8);
 		if (v != DEMO_FADD_START + a->iters)
 			return "counter copied back is wrong";
+		/* the fetched original value is big-endian, as an atomic
+		 * response carries it (gdak_dev_amo_result) */
 		memcpy(&v, ab + DEMO_FADD_OFF, 8);
-		if (v != DEMO_FADD_START + a->iters - 1)
+		if (be64toh(v) != DEMO_FADD_START + a->iters - 1)
 			return "last fetched value copied back is wrong";
 		return NULL;
 	case DEMO_PUT_SIGNAL:
