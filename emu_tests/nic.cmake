@@ -14,3 +14,5 @@ gdak_add_test(NAME gdak.nic.trace SOURCES nic_trace.c LIBS gdak_nic_util LABELS 
 gdak_add_test(NAME gdak.nic.export SOURCES nic_export.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.nic.errtext SOURCES nic_errtext.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.nic.udp_resp SOURCES nic_udp_resp.c LIBS gdak_nic_util LABELS net TIMEOUT 120)
+# GPU copies in flight in the loop transport: skips (77) without a GPU
+gdak_add_test(NAME gdak.nic.gpu_pipe SOURCES nic_gpu_pipe.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)

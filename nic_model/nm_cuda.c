@@ -327,6 +327,36 @@ void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
 	t->done = 0;
 }
 
+/* nm_dma_ops form of the three above (struct nm_dma_ticket carries the event) */
+static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
+			   enum gdak_mem_kind sk, size_t len, struct nm_dma_ticket *t)
+{
+	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done};
+	int r = nm_cuda_copy_start(dst, (int)dk, src, (int)sk, len, &ct);
+
+	t->ev = ct.ev;
+	t->done = ct.done;
+	return r;
+}
+
+static int cuda_copy_poll(struct nm_dma_ticket *t)
+{
+	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done};
+	int r = nm_cuda_copy_poll(&ct);
+
+	t->done = ct.done;
+	return r;
+}
+
+static void cuda_ticket_fini(struct nm_dma_ticket *t)
+{
+	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done};
+
+	nm_cuda_copy_ticket_fini(&ct);
+	t->ev = NULL;
+	t->done = 0;
+}
+
 #define NM_CUDA_ATOMIC_LOCKS 64
 static pthread_mutex_t atomic_lock[NM_CUDA_ATOMIC_LOCKS];
 
@@ -375,6 +405,9 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.free = cuda_free,
 	.copy = cuda_copy,
 	.atomic64 = cuda_atomic64,
+	.copy_start = cuda_copy_start,
+	.copy_poll = cuda_copy_poll,
+	.ticket_fini = cuda_ticket_fini,
 	.kind_of = cuda_kind_of,
 };
 

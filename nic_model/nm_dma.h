@@ -57,6 +57,14 @@ static inline uint64_t nm_masked_cs(uint64_t old, uint64_t swap, uint64_t compar
 	return (old & ~swap_mask) | (swap & swap_mask);
 }
 
+/* One asynchronous copy (copy_start / copy_poll).  ev is the engine's
+ * (a CUDA event); done is set once the copy has landed.  Zero-initialise;
+ * reuse freely; ticket_fini frees what the engine keeps in it. */
+struct nm_dma_ticket {
+	void *ev;
+	int done;
+};
+
 struct nm_dma_ops {
 	const char *name;
 	int (*alloc)(size_t len, enum gdak_mem_kind kind, void **addr);
@@ -68,6 +76,14 @@ struct nm_dma_ops {
 	 * respect to every NIC thread.  *old: value before.  0 or -errno. */
 	int (*atomic64)(void *addr, enum gdak_mem_kind kind, enum nm_atomic_op op, uint64_t a,
 			uint64_t b, uint64_t am, uint64_t bm, uint64_t *old);
+	/* Asynchronous copy: 0 once enqueued (t->done may already be 1: the
+	 * host engine, host-only copies), or -errno with nothing enqueued.
+	 * Copies started on one NIC thread land in the order started.
+	 * copy_poll: 1 landed, 0 in flight, -errno failed. */
+	int (*copy_start)(void *dst, enum gdak_mem_kind dst_kind, const void *src,
+			  enum gdak_mem_kind src_kind, size_t len, struct nm_dma_ticket *t);
+	int (*copy_poll)(struct nm_dma_ticket *t);
+	void (*ticket_fini)(struct nm_dma_ticket *t);
 	/* What kind of memory addr is (HOST for anything the engine does not know). */
 	enum gdak_mem_kind (*kind_of)(const void *addr);
 };

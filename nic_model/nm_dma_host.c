@@ -81,12 +81,28 @@ static int host_atomic64(void *addr, enum gdak_mem_kind kind, enum nm_atomic_op 
 
 static enum gdak_mem_kind host_kind_of(const void *addr) { return GDAK_MEM_HOST; }
 
+/* host memory moves at once: the ticket is done when copy_start returns */
+static int host_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
+			   enum gdak_mem_kind sk, size_t len, struct nm_dma_ticket *t)
+{
+	int r = host_copy(dst, dk, src, sk, len);
+
+	t->done = !r;
+	return r;
+}
+
+static int host_copy_poll(struct nm_dma_ticket *t) { return t->done ? 1 : -EINVAL; }
+static void host_ticket_fini(struct nm_dma_ticket *t) { t->done = 0; }
+
 const struct nm_dma_ops nm_dma_host_ops = {
 	.name = "host",
 	.alloc = host_alloc,
 	.free = host_free,
 	.copy = host_copy,
 	.atomic64 = host_atomic64,
+	.copy_start = host_copy_start,
+	.copy_poll = host_copy_poll,
+	.ticket_fini = host_ticket_fini,
 	.kind_of = host_kind_of,
 };
 

@@ -38,6 +38,7 @@
 
 #include "gdak_backend.h"
 #include "gdak_log.h"
+#include "nm_dma.h"
 
 struct ev_loop;
 struct nm_ctx;
@@ -55,6 +56,7 @@ struct nm_op;
 #define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
 #define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
 #define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
+#define NM_COPIES 8		/* loop transport: GPU copies in flight per QP */
 #define NM_MR_CHUNK 1024	/* MR table: chunks of this many slots */
 #define NM_MR_CHUNKS 1024	/* ... and this many chunks (1M MRs per context) */
 
@@ -255,6 +257,13 @@ struct nm_qp {
 	bool active;
 	bool on_thread;
 	uint32_t thr_slot;	/* index in thread's qps[] */
+
+	/* loop transport: WRITEs whose GPU copy is in flight, oldest first
+	 * (copies of one NIC thread land in the order started: only the head
+	 * is polled); cp_op[i] is the op in inflight[] that cp[i] completes */
+	struct nm_dma_ticket cp[NM_COPIES];
+	struct nm_op *cp_op[NM_COPIES];
+	uint32_t cp_head, cp_tail;
 
 	/* transport */
 	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
@@ -458,6 +467,11 @@ int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint6
  * logs and violation records then carry it instead of no index at all. */
 int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
 		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm);
+/* RDMA_WRITE: start copying len bytes from src into the target at offset off
+ * on the DMA engine's asynchronous path (t: nm_dma.h).  0 once started
+ * (t->done may be 1 already), or a syndrome. */
+int nm_resp_write_start(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
+			uint32_t len, struct nm_dma_ticket *t);
 /* Copy len bytes from src (kind src_kind) into the message at byte offset off. */
 int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
 		  uint32_t len);
@@ -484,6 +498,18 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 int nm_resp_flush(struct nm_qp *qp);
 /* Posted, not consumed receive WQEs. */
 uint32_t nm_resp_rq_avail(struct nm_qp *qp);
+
+/* ---- nm_loop.c ---------------------------------------------------------------------- */
+
+/* Before executing op while copies are in flight: 1 when it must wait
+ * (anything but another GPU WRITE waits for the queue to drain - IBA
+ * ordering: fences, READs, atomics, SEND/WRITE_IMM completions must follow
+ * the data - and a GPU WRITE waits while NM_COPIES are in flight). */
+int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op);
+/* Wait for the copies in flight and forget them (their ops are completed
+ * with WR_FLUSH_ERR unless done); QP reset / error / destroy.  fini also
+ * frees the tickets. */
+void nm_loop_copies_drain(struct nm_qp *qp, int fini);
 
 /* ---- nm_comp.c ---------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
  * an RC requester gets from a peer that no longer answers.
  */
 #include <errno.h>
+#include <sched.h>
 
 #include "nm_dma.h"
 #include "nm_loc.h"
@@ -87,6 +88,132 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	return nm_resp_end(&m, r);
 }
 
+/*
+ * GPU copies in flight.  A synchronous GPU copy per WQE pays the launch and
+ * the completion wake-up every time (docs/CUDA.md "Asynchronous copies"):
+ * a plain RDMA_WRITE of one segment that touches GPU memory on either side
+ * instead starts its copy and stays PENDING; loop_qp_poll completes the
+ * ops in the order their copies land, and the in-order retire step writes
+ * the CQEs.  Everything else waits for the queue to drain first
+ * (nm_loop_copy_wait, called by the requester), which keeps IBA's ordering:
+ * a fence, READ or atomic behind a WRITE, and a SEND / WRITE_IMM whose
+ * receive completion must follow the data before it.
+ */
+static int async_ok(struct nm_qp *qp, const struct nm_op *op)
+{
+	const struct nm_dma_ops *d = nm_dma_get();
+	struct nm_qp *peer;
+	struct nm_mr *l, *r;
+	uint64_t a;
+	uint32_t len, lkey;
+
+	if (op->opcode != MLX5_OPCODE_RDMA_WRITE || op->nseg != 1 ||
+	    (op->flags & (NM_OPF_INLINE | NM_OPF_FENCE)) || d == &nm_dma_host_ops ||
+	    !d->copy_start)
+		return 0;
+	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
+	l = nm_mr_get(qp->ctx, lkey);
+	peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+	if (!l || !peer)
+		return 0;
+	r = nm_mr_get(peer->ctx, op->rkey);
+	return l->kind == GDAK_MEM_GPU || (r && r->kind == GDAK_MEM_GPU);
+}
+
+int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op)
+{
+	if (!async_ok(qp, op))
+		return 1;
+	return qp->cp_tail - qp->cp_head >= NM_COPIES;
+}
+
+static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
+{
+	uint32_t slot = qp->cp_tail % NM_COPIES;
+	struct nm_dma_ticket *t = &qp->cp[slot];
+	struct nm_resp_msg m;
+	struct nm_mr *mr;
+	uint32_t l;
+	void *a;
+	int r;
+
+	r = nm_resp_begin_wqe(peer, &m, op->wqe_index, op->opcode, op->raddr, op->rkey, op->len,
+			      op->imm);
+	if (r) {
+		op->rule = m.rule;
+	} else {
+		r = nm_req_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
+		if (!r) {
+			r = nm_resp_write_start(&m, 0, a, mr->kind, l, t);
+			if (r && !op->rule)
+				op->rule = m.rule;
+		}
+	}
+	if (!r && !t->done) {
+		qp->cp_op[slot] = op;
+		qp->cp_tail++;
+		return NM_TX_PENDING;
+	}
+	op->status = (uint8_t)r;
+	return NM_TX_DONE;
+}
+
+/* Complete the ops whose copies landed, oldest first. */
+static int loop_qp_poll(struct nm_qp *qp)
+{
+	const struct nm_dma_ops *d = nm_dma_get();
+	int n = 0;
+
+	while (qp->cp_head != qp->cp_tail) {
+		uint32_t i = qp->cp_head % NM_COPIES;
+		struct nm_op *op = qp->cp_op[i];
+		int r = d->copy_poll(&qp->cp[i]);
+
+		if (!r)
+			break;
+		if (r < 0) {
+			GDAK_WARN_RL("qp", qp->id, "WQE %u (RDMA_WRITE): the GPU copy failed: %s",
+				     op->wqe_index, gdak_strerror(r));
+			if (!op->rule)
+				op->rule = "copy_failed";
+		}
+		/* a failed copy is a local error; the QP goes to ERR and the
+		 * WQEs behind it are flushed (nm_comp.c) */
+		nm_comp_op_done(qp, op, r < 0 ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0);
+		qp->cp_head++;
+		n++;
+	}
+	return n;
+}
+
+void nm_loop_copies_drain(struct nm_qp *qp, int fini)
+{
+	const struct nm_dma_ops *d;
+
+	if (qp->cp_head == qp->cp_tail && !fini)
+		return;
+	d = nm_dma_get();
+	/* the copies read and write the application's memory: let them land
+	 * (a GPU copy takes microseconds) before the ops or tickets go */
+	while (qp->cp_head != qp->cp_tail) {
+		uint32_t i = qp->cp_head % NM_COPIES;
+		int r;
+
+		while (!(r = d->copy_poll(&qp->cp[i])))
+			sched_yield();
+		nm_comp_op_done(qp, qp->cp_op[i],
+				r < 0 ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0);
+		qp->cp_head++;
+	}
+	qp->cp_head = qp->cp_tail = 0;
+	if (fini && d->ticket_fini)
+		for (unsigned i = 0; i < NM_COPIES; i++)
+			d->ticket_fini(&qp->cp[i]);
+}
+
+static void loop_qp_error(struct nm_qp *qp) { nm_loop_copies_drain(qp, 0); }
+static void loop_qp_fini(struct nm_qp *qp) { nm_loop_copies_drain(qp, 1); }
+
 static int do_read(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 {
 	struct nm_resp_msg m;
@@ -138,6 +265,8 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 		op->rule = "peer_gone";
 		return NM_TX_DONE;
 	}
+	if (op->opcode == MLX5_OPCODE_RDMA_WRITE && async_ok(qp, op))
+		return do_write_async(qp, peer, op);
 	switch (op->opcode) {
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
@@ -179,4 +308,7 @@ const struct nm_transport_ops nm_tr_loop_ops = {
 	.qp_info = loop_qp_info,
 	.qp_connect = loop_qp_connect,
 	.post_send = loop_post_send,
+	.qp_poll = loop_qp_poll,
+	.qp_error = loop_qp_error,
+	.qp_fini = loop_qp_fini,
 };

@@ -29,9 +29,11 @@ enum nm_req_state { NM_REQ_FETCH, NM_REQ_CHECK, NM_REQ_FENCE_WAIT, NM_REQ_EXECUT
 		    NM_REQ_FLUSH };
 static const char *const req_state_names[] __attribute__((unused)) = {
 	"FETCH", "CHECK", "FENCE_WAIT", "EXECUTE", "RETIRE", "FLUSH"};
+/* (COPY_WAIT is FENCE_WAIT's twin for the loop transport's GPU copies) */
 
 void nm_req_reset(struct nm_qp *qp)
 {
+	nm_loop_copies_drain(qp, 0);
 	qp->ci = 0;
 	qp->if_head = qp->if_tail = 0;
 	qp->reads_outstanding = 0;
@@ -251,6 +253,9 @@ static int execute_one(struct nm_qp *qp)
 	decode(qp, op);
 	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
 		return 0; /* FENCE_WAIT: re-decoded next pass */
+	if (__builtin_expect(qp->cp_head != qp->cp_tail, 0) && !op->status &&
+	    nm_loop_copy_wait(qp, op))
+		return 0; /* COPY_WAIT: earlier GPU copies first (the same) */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
 	if (!op->status && op->opcode != MLX5_OPCODE_NOP) {

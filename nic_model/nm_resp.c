@@ -276,6 +276,20 @@ int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t 
 	return 0;
 }
 
+int nm_resp_write_start(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
+			uint32_t len, struct nm_dma_ticket *t)
+{
+	if (!m->mr || (uint64_t)off + len > m->len)
+		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
+			      "segment %u+%u beyond the %u-byte message", off, len, m->len);
+	if (nm_dma_get()->copy_start(m->va + off, (enum gdak_mem_kind)m->mr->kind, src,
+				     (enum gdak_mem_kind)src_kind, len, t)) {
+		m->rule = "copy_failed";
+		return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+	}
+	return 0;
+}
+
 int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kind, uint32_t len)
 {
 	if ((uint64_t)off + len > m->len || !m->mr)
