@@ -5,7 +5,9 @@
  *    (the rule in parentheses, closed);
  *  - a fault spec mixing the UDP transport's pkt_* packet faults with
  *    WQE-level rules is accepted and keeps the WQE-level rules (the pkt_*
- *    ones are the packet transport's business).
+ *    ones are the packet transport's business);
+ *  - a deregistered rkey fails even right after it was used (the loop
+ *    transport's key cache goes stale with the deregistration).
  */
 #include <errno.h>
 
@@ -78,6 +80,47 @@ static void mixed_faults(void)
 	nu_destroy(&b);
 }
 
+/* The loop transport's key caches: a key used a moment ago and then
+ * deregistered must fail, not hit the cache (REMOTE_ACCESS_ERR, bad_rkey). */
+static void stale_key(void)
+{
+	struct gdak_qp_attr at = {.sq_depth = 16};
+	struct gdak_mlx5_cqe_fields f;
+	struct gdak_qp_error e;
+	struct gdak_mr *m2, *m3;
+	struct nu_qp a, b;
+	uint32_t old_rkey;
+
+	REQUIRE_EQ(gdak_mr_reg(ctx, buf + 4096, 4096, GDAK_ACCESS_ALL, &m2), 0);
+	old_rkey = gdak_mr_rkey(m2);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	memset(buf, 0x3c, 64);
+	memset(buf + 4096, 0, 64);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, buf, 64, gdak_mr_lkey(mr), (uintptr_t)(buf + 4096),
+		     old_rkey, 0, NU_SIG);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, 10000), 0);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(buf[4096 + 63], 0x3c);
+	REQUIRE_EQ(gdak_mr_dereg(m2), 0);
+	/* the slot is reused at once, with another key variant */
+	REQUIRE_EQ(gdak_mr_reg(ctx, buf + 4096, 4096, GDAK_ACCESS_ALL, &m3), 0);
+	CHECK(gdak_mr_rkey(m3) != old_rkey);
+	memset(buf, 0x5a, 64);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, buf, 64, gdak_mr_lkey(mr), (uintptr_t)(buf + 4096),
+		     old_rkey, 0, NU_SIG);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, 10000), 0);
+	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	CHECK_EQ(buf[4096 + 63], 0x3c);	/* nothing written */
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(gdak_qp_query_error(a.qp, &e), 0);
+	CHECK(!strcmp(e.rule, "bad_rkey"));
+	nu_destroy(&a);
+	nu_destroy(&b);
+	CHECK_EQ(gdak_mr_dereg(m3), 0);
+}
+
 int main(void)
 {
 	gdak_set_log_level(GDAK_LOG_ERROR);
@@ -86,6 +129,7 @@ int main(void)
 	REQUIRE_EQ(gdak_mr_reg(ctx, buf, 8192, GDAK_ACCESS_ALL, &mr), 0);
 	bad_rkey_text();
 	mixed_faults();
+	stale_key();
 	CHECK_EQ(gdak_mr_dereg(mr), 0);
 	CHECK_EQ(gdak_mem_free(ctx, buf), 0);
 	gdak_close(ctx);

@@ -146,12 +146,25 @@ struct nm_ctx {
 	struct nm_alloc *allocs;
 	_Atomic uint32_t nqps;
 	_Atomic uint32_t nmrs;
+	_Atomic uint32_t mr_gen;	/* bumped by every deregistration: key caches
+					 * (struct nm_key_cache) holding an older
+					 * value are stale */
 	_Atomic int closed;	/* gdak_close came while QPs were alive: the
 				 * context goes with the last QP and MR */
 	_Atomic int freed;
 };
 
 static inline struct nm_ctx *nm_ctx_of(struct gdak_ctx *c) { return (struct nm_ctx *)c; }
+
+/* One-entry key cache (the data path's last lkey / rkey): valid while the
+ * context's mr_gen has not moved.  A deregistration clears the slot, bumps
+ * mr_gen, then waits a grace period (nm_engine_sync), so a NIC thread never
+ * uses an MR from the cache after its next quiescent point. */
+struct nm_key_cache {
+	struct nm_ctx *ctx;
+	struct nm_mr *mr;
+	uint32_t key, gen;
+};
 
 /* ---- queues --------------------------------------------------------------- */
 
@@ -264,6 +277,7 @@ struct nm_qp {
 	struct nm_dma_ticket cp[NM_COPIES];
 	struct nm_op *cp_op[NM_COPIES];
 	uint32_t cp_head, cp_tail;
+	struct nm_key_cache lkc, rkc; /* loop transport's fast WRITE path (NIC thread) */
 
 	/* transport */
 	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
@@ -340,6 +354,21 @@ static inline struct nm_mr *nm_mr_get(struct nm_ctx *ctx, uint32_t key)
 	if (!mr || mr->base.lkey != key)
 		return NULL;
 	return mr;
+}
+
+/* nm_mr_get through a one-entry cache (owned by the calling thread). */
+static inline struct nm_mr *nm_mr_get_cached(struct nm_key_cache *c, struct nm_ctx *ctx,
+					     uint32_t key)
+{
+	uint32_t gen = atomic_load_explicit(&ctx->mr_gen, memory_order_acquire);
+
+	if (__builtin_expect(c->key == key && c->ctx == ctx && c->gen == gen && c->mr, 1))
+		return c->mr;
+	c->mr = nm_mr_get(ctx, key);
+	c->ctx = ctx;
+	c->key = key;
+	c->gen = gen;
+	return c->mr;
 }
 
 /* 1 when [addr, addr+len) lies inside mr (len 0 included). */

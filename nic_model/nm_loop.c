@@ -214,6 +214,37 @@ void nm_loop_copies_drain(struct nm_qp *qp, int fini)
 static void loop_qp_error(struct nm_qp *qp) { nm_loop_copies_drain(qp, 0); }
 static void loop_qp_fini(struct nm_qp *qp) { nm_loop_copies_drain(qp, 1); }
 
+/*
+ * Fast path: a plain RDMA_WRITE of one segment between host memory, the
+ * loop transport's most common request.  The same checks as the
+ * responder's (nm_resp.c: peer state, rkey, REMOTE_WRITE, bounds) and the
+ * requester's (lkey, bounds) through per-QP key caches, then one copy,
+ * without staging a struct nm_resp_msg.  Returns 1 when done; 0 sends the
+ * op down the full path, which reports whatever failed.
+ */
+static int write_fast(struct nm_qp *qp, struct nm_qp *peer, const struct nm_op *op)
+{
+	struct nm_mr *l, *r;
+	uint64_t a;
+	uint32_t len, lkey;
+	int st;
+
+	if (op->nseg != 1 || (op->flags & NM_OPF_INLINE))
+		return 0;
+	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
+	l = nm_mr_get_cached(&qp->lkc, qp->ctx, lkey);
+	r = nm_mr_get_cached(&qp->rkc, peer->ctx, op->rkey);
+	if (!l || !r || l->kind == GDAK_MEM_GPU || r->kind == GDAK_MEM_GPU ||
+	    !(r->base.access & GDAK_ACCESS_REMOTE_WRITE) || !nm_mr_covers(l, a, len) ||
+	    !nm_mr_covers(r, op->raddr, len))
+		return 0;
+	st = nm_qp_state(peer);
+	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS)
+		return 0;
+	memmove((void *)(uintptr_t)op->raddr, (const void *)(uintptr_t)a, len);
+	return 1;
+}
+
 static int do_read(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 {
 	struct nm_resp_msg m;
@@ -265,8 +296,14 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 		op->rule = "peer_gone";
 		return NM_TX_DONE;
 	}
-	if (op->opcode == MLX5_OPCODE_RDMA_WRITE && async_ok(qp, op))
-		return do_write_async(qp, peer, op);
+	if (op->opcode == MLX5_OPCODE_RDMA_WRITE) {
+		if (write_fast(qp, peer, op)) {
+			op->status = 0;
+			return NM_TX_DONE;
+		}
+		if (async_ok(qp, op))
+			return do_write_async(qp, peer, op);
+	}
 	switch (op->opcode) {
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:

@@ -178,6 +178,8 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 		return -EINVAL;
 	}
 	atomic_store_explicit(slot, NULL, memory_order_release);
+	/* key caches filled before this point go stale (nm_mr_get_cached) */
+	atomic_fetch_add_explicit(&ctx->mr_gen, 1, memory_order_seq_cst);
 	/* WQEs executing right now may still hold mr: let them finish. */
 	nm_engine_sync();
 	pthread_mutex_lock(&ctx->lock);
