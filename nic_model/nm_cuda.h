@@ -61,8 +61,9 @@ struct nm_cu_api {
  * copies in flight and completes each WQE when its copy is done (what a
  * 16 MiB GPU -> GPU WRITE needs to approach cudaMemcpy: one synchronous
  * copy per WQE pays the launch and the completion wake-up, ~10 us on an
- * H200, for every WQE).  Not yet called by the requester (nm_dma.h's
- * interface is synchronous); docs/CUDA.md "Asynchronous copies".
+ * H200, for every WQE).  Reached through nm_dma_ops.copy_start /
+ * copy_poll (nm_dma.h), which the loop transport uses for GPU WRITEs
+ * (nm_loop.c); docs/CUDA.md "Asynchronous copies".
  *
  * nm_cuda_copy_start enqueues the copy on the calling NIC thread's stream
  * (copies of one thread complete in the order started) and records t's
