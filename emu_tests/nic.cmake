@@ -16,3 +16,4 @@ gdak_add_test(NAME gdak.nic.errtext SOURCES nic_errtext.c LIBS gdak_nic_util LAB
 gdak_add_test(NAME gdak.nic.udp_resp SOURCES nic_udp_resp.c LIBS gdak_nic_util LABELS net TIMEOUT 120)
 # GPU copies in flight in the loop transport: skips (77) without a GPU
 gdak_add_test(NAME gdak.nic.gpu_pipe SOURCES nic_gpu_pipe.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
+gdak_add_test(NAME gdak.nic.stall SOURCES nic_stall.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)

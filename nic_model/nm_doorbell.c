@@ -151,6 +151,9 @@ int nm_db_poll(struct nm_qp *qp)
 	uint64_t reg;
 	int changed = 0;
 
+	/* an injected stall: leave the doorbell unread, so it is seen later */
+	if (nm_fault_db_stall(qp))
+		return 0;
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		uint64_t p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
 

@@ -7,6 +7,11 @@
  *                                   syndrome (name as in gdak_mlx5_syndrome_from_name,
  *                                   e.g. REMOTE_ACCESS or 0x13); fires once
  *   delay:qp=N,wqe=K,passes=P       its CQE is held back P NIC passes; fires once
+ *   stall:qp=N,ms=M                 doorbell processing of QP N stops for M ms
+ *                                   from the first time the NIC polls the QP
+ *                                   after the rule is set (the device sees no
+ *                                   progress: its bounded waits must report
+ *                                   it); fires once
  * qp=* (or omitted) matches every QP.  Numbers in C syntax (0x.. allowed).
  * Packet-level faults (loss, duplication, ...) belong to the udp transport.
  */
@@ -18,7 +23,7 @@
 
 #define NM_MAX_FAULTS 16
 
-enum nm_fault_kind { NM_FAULT_ERR, NM_FAULT_DELAY };
+enum nm_fault_kind { NM_FAULT_ERR, NM_FAULT_DELAY, NM_FAULT_STALL };
 
 struct nm_fault {
 	enum nm_fault_kind kind;
@@ -29,6 +34,8 @@ struct nm_fault {
 	_Atomic int fired;
 	_Atomic uint32_t left;	/* delay: passes still to wait (rules with qp=*
 				 * are matched by every NIC thread) */
+	uint64_t ms;		/* stall: how long */
+	_Atomic uint64_t since;	/* stall: when it began (ns), 0 = not yet */
 };
 
 _Atomic int nm_faults_on;
@@ -55,6 +62,8 @@ static int parse_rule(const char *r, size_t n, struct nm_fault *f)
 		f->kind = NM_FAULT_ERR;
 	else if (!strncmp(buf, "delay", (size_t)(colon - buf)) && colon - buf == 5)
 		f->kind = NM_FAULT_DELAY;
+	else if (!strncmp(buf, "stall", (size_t)(colon - buf)) && colon - buf == 5)
+		f->kind = NM_FAULT_STALL;
 	else
 		return -EINVAL;
 	for (kv = strtok_r(buf + (colon - buf) + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -88,11 +97,17 @@ static int parse_rule(const char *r, size_t n, struct nm_fault *f)
 			f->wqe = (uint32_t)(v & 0xffff), have_wqe = 1;
 		else if (!strcmp(kv, "passes"))
 			f->passes = (uint32_t)v;
+		else if (!strcmp(kv, "ms"))
+			f->ms = v;
 		else
 			return -EINVAL;
 	}
-	if (!have_wqe || (f->kind == NM_FAULT_ERR && !f->syndrome))
+	if (f->kind == NM_FAULT_STALL) {
+		if (have_wqe || !f->ms || f->qpn < 0)
+			return -EINVAL;
+	} else if (!have_wqe || (f->kind == NM_FAULT_ERR && !f->syndrome)) {
 		return -EINVAL;
+	}
 	atomic_store_explicit(&f->left, f->passes, memory_order_relaxed);
 	return 0;
 }
@@ -114,8 +129,8 @@ int nm_fault_parse(const char *spec)
 		}
 		if (len) {
 			if (n == NM_MAX_FAULTS || parse_rule(spec, len, &tmp[n])) {
-				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME "
-					 "or delay:qp=N,wqe=K,passes=P; at most %d)", (int)len, spec,
+				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME, "
+					 "delay:qp=N,wqe=K,passes=P or stall:qp=N,ms=M; at most %d)", (int)len, spec,
 					 NM_MAX_FAULTS);
 				return -EINVAL;
 			}
@@ -177,5 +192,31 @@ int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op)
 		return 1;
 	}
 	atomic_store(&f->fired, 1);
+	return 0;
+}
+
+int nm_fault_db_stall_slow(struct nm_qp *qp)
+{
+	uint64_t now, since = 0;
+
+	for (int i = 0; i < nfaults; i++) {
+		struct nm_fault *f = &faults[i];
+
+		if (f->kind != NM_FAULT_STALL || f->qpn != qp->base.qpn || atomic_load(&f->fired))
+			continue;
+		now = nm_now_ns();
+		if (atomic_compare_exchange_strong(&f->since, &since, now)) {
+			GDAK_INFO("qp", qp->id, "fault: doorbell processing stalled for %llu ms",
+				  (unsigned long long)f->ms);
+			NM_TRACE(qp, gdak_trace_fault, qp->base.qpn, (uint16_t)qp->ci, "stall",
+				 "doorbell processing stalled");
+			return 1;
+		}
+		if (now - since < f->ms * 1000000ull)
+			return 1;
+		atomic_store(&f->fired, 1);
+		NM_TRACE(qp, gdak_trace_fault, qp->base.qpn, (uint16_t)qp->ci, "stall",
+			 "doorbell processing resumed");
+	}
 	return 0;
 }

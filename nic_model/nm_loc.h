@@ -578,6 +578,14 @@ static inline int nm_fault_cqe(struct nm_qp *qp, struct nm_op *op)
 		return nm_fault_cqe_slow(qp, op);
 	return 0;
 }
+/* Before looking at a QP's doorbells: returns 1 while a stall rule holds it. */
+int nm_fault_db_stall_slow(struct nm_qp *qp);
+static inline int nm_fault_db_stall(struct nm_qp *qp)
+{
+	if (__builtin_expect(atomic_load_explicit(&nm_faults_on, memory_order_acquire), 0))
+		return nm_fault_db_stall_slow(qp);
+	return 0;
+}
 int nm_fault_parse(const char *spec);
 
 /* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */

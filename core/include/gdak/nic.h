@@ -9,7 +9,8 @@
  *   GDAK_POLL=adaptive|spin  idle back-off (default adaptive) or pure spinning
  *   GDAK_TRACE=path        write a pcapng trace (gdak/trace.h)
  *   GDAK_FAULTS=spec       fault injection ("err:qp=N,wqe=K,syndrome=NAME",
- *                          "delay:qp=N,wqe=K,passes=P"; several joined by ';')
+ *                          "delay:qp=N,wqe=K,passes=P", "stall:qp=N,ms=M": QP N's
+ *                          doorbells unread for M ms; several joined by ';')
  *   GDAK_RNR_TIMEOUT_MS=T  how long a SEND waits for a receive WQE before the
  *                          requester completes it with RNR_RETRY_EXC_ERR (default 1000)
  *
