@@ -112,7 +112,7 @@ int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb)
 int scen_batch_ok(const struct gdak_dev_qp *q)
 {
 	const char *env = getenv("GDAK_SCEN_BF_BATCH");
-	return q->handler != GDAK_DEV_DB_BF || (env && *env == '1');
+	return q->handler != GDAK_DEV_DB_BF || !env || *env != '0';
 }
 
 int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, uint64_t end,

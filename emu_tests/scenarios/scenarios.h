@@ -83,9 +83,9 @@ int scen_submit_wait(struct scen_pair *p, struct gdak_dev_qp *q, uint64_t last, 
 		     struct gdak_dev_cqe *err);
 /*
  * 1 when several WQEs may share one doorbell.  Under the BF handler the
- * device API rings batches with an 8-byte doorbell, which ConnectX accepts
- * but the NIC model's bf_mismatch check rejects today; until it accepts
- * them, BF runs ring once per WQE unless $GDAK_SCEN_BF_BATCH=1.
+ * device API rings batches with the 8-byte doorbell form, which ConnectX
+ * and the NIC model both accept; $GDAK_SCEN_BF_BATCH=0 makes BF runs ring
+ * once per WQE instead (to bisect a BlueFlame problem on hardware).
  */
 int scen_batch_ok(const struct gdak_dev_qp *q);
 /* Device side: post one receive WQE (one SGE) through gdak_dev_recv_post. */
