@@ -133,6 +133,37 @@ static void order_case(void)
 	free(want);
 }
 
+/* Write-after-write: N WRITEs of different data to ONE GPU range, one
+ * doorbell.  The engine spreads copies in flight over several streams; the
+ * requester must not let copies whose ranges meet be in flight together, so
+ * the range ends up holding the LAST WQE's data (IBA: WQEs of a QP in order). */
+static void waw_case(void)
+{
+	struct gdak_qp_attr at = {.sq_depth = 64, .cq_depth = 64};
+	struct gdak_mlx5_cqe_fields f;
+	uint8_t *want = malloc(SZ);
+	struct nu_qp a, b;
+	uint16_t last = 0;
+
+	REQUIRE(want != NULL);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	fill_gpu(&a, g_src, m_src, (size_t)N * SZ, 21);
+	for (unsigned i = 0; i < N; i++)
+		last = nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, g_src + (size_t)i * SZ, SZ,
+				    gdak_mr_lkey(m_src), (uintptr_t)g_dst, gdak_mr_rkey(m_dst), 0,
+				    i == N - 1 ? NU_SIG : 0);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(f.wqe_counter, last);
+	gdak_test_fill(want, SZ, 21 + N - 1);
+	read_back(&a, g_dst, m_dst, 0);
+	CHECK_MEM(h, want, SZ);
+	nu_destroy(&a);
+	nu_destroy(&b);
+	free(want);
+}
+
 static void error_case(void)
 {
 	struct gdak_qp_attr at = {.sq_depth = 64, .cq_depth = 64};
@@ -176,6 +207,7 @@ int main(void)
 	REQUIRE_EQ(gdak_mr_reg(ctx, h, 2 * SZ, GDAK_ACCESS_ALL, &m_h), 0);
 	pipe_case();
 	order_case();
+	waw_case();
 	error_case();
 	gdak_mr_dereg(m_src);
 	gdak_mr_dereg(m_dst);

@@ -58,6 +58,8 @@ static int cu_ordinal;
 
 #define NM_CUDA_MAX_STREAMS 8
 static unsigned copy_streams = 1;		/* GDAK_CUDA_COPY_STREAMS */
+static unsigned async_streams = 4;		/* GDAK_CUDA_ASYNC_STREAMS */
+static __thread unsigned tls_async_rr;
 static size_t copy_split = (size_t)4 << 20;	/* GDAK_CUDA_COPY_SPLIT */
 
 struct cu_thread {
@@ -278,7 +280,13 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
-	ret = thread_stream(0, &s);
+	/* Copies in flight go round-robin over the thread's async streams so
+	 * that consecutive WQEs' copies overlap; a copy whose ranges meet one
+	 * still in flight is put on that copy's stream by the requester
+	 * (t->stream, nm_loop.c), so it lands after it. */
+	t->stream = (int)(t->stream >= 0 ? (unsigned)t->stream % async_streams
+					 : tls_async_rr++ % async_streams);
+	ret = thread_stream((unsigned)t->stream, &s);
 	if (ret)
 		return ret;
 	if (!t->ev) {
@@ -331,11 +339,13 @@ void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
 static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
 			   enum gdak_mem_kind sk, size_t len, struct nm_dma_ticket *t)
 {
-	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done};
+	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done,
+				    .stream = t->stream};
 	int r = nm_cuda_copy_start(dst, (int)dk, src, (int)sk, len, &ct);
 
 	t->ev = ct.ev;
 	t->done = ct.done;
+	t->stream = ct.stream;
 	return r;
 }
 
@@ -514,6 +524,7 @@ static void probe_once(void)
 		pthread_mutex_init(&atomic_lock[i], NULL);
 	pthread_key_create(&stream_key, stream_dtor);
 	copy_streams = (unsigned)env_num("GDAK_CUDA_COPY_STREAMS", 1, 1, NM_CUDA_MAX_STREAMS);
+	async_streams = (unsigned)env_num("GDAK_CUDA_ASYNC_STREAMS", 4, 1, NM_CUDA_MAX_STREAMS);
 	copy_split = env_num("GDAK_CUDA_COPY_SPLIT", (size_t)4 << 20, 4096, (size_t)1 << 40);
 	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
 		  "bytes on %u stream(s)", cu_ordinal, name, copy_split, copy_streams);

@@ -77,6 +77,7 @@ struct nm_cu_api {
 struct nm_cuda_ticket {
 	nm_cu_event ev;
 	int done;
+	int stream;	/* in: stream index to use, < 0 any; out: the one used */
 };
 int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, size_t len,
 		       struct nm_cuda_ticket *t);

@@ -63,6 +63,9 @@ static inline uint64_t nm_masked_cs(uint64_t old, uint64_t swap, uint64_t compar
 struct nm_dma_ticket {
 	void *ev;
 	int done;
+	int stream;	/* in: the engine stream to use (-1: any); out: the one used.
+			 * Copies on one stream land in order (nm_loop.c chains
+			 * copies whose ranges meet this way). */
 };
 
 struct nm_dma_ops {

@@ -276,6 +276,8 @@ struct nm_qp {
 	 * is polled); cp_op[i] is the op in inflight[] that cp[i] completes */
 	struct nm_dma_ticket cp[NM_COPIES];
 	struct nm_op *cp_op[NM_COPIES];
+	uint64_t cp_src[NM_COPIES];	/* local source range of each copy, taken */
+	uint32_t cp_src_len[NM_COPIES];	/* when it started (nm_loop.c overlap check) */
 	uint32_t cp_head, cp_tail;
 	struct nm_key_cache lkc, rkc; /* loop transport's fast WRITE path (NIC thread) */
 

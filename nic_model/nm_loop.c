@@ -120,11 +120,49 @@ static int async_ok(struct nm_qp *qp, const struct nm_op *op)
 	return l->kind == GDAK_MEM_GPU || (r && r->kind == GDAK_MEM_GPU);
 }
 
+static int ranges_meet(uint64_t a, uint32_t alen, uint64_t b, uint32_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/*
+ * The engine runs the copies in flight on several streams, so two of them
+ * can land in either order.  IBA orders the data of WQEs on one QP: a WRITE
+ * whose destination meets the destination or the source of a copy still in
+ * flight, or whose source meets such a destination, must land after it.
+ * Returns -1 when nothing in flight meets it, the engine stream of the
+ * copies it meets when they share one (the new copy goes on that stream,
+ * behind them), or -2 when they are on several streams (it waits for the
+ * queue to drain).
+ */
+static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
+{
+	int stream = -1;
+
+	uint64_t src;
+	uint32_t len, key;
+
+	gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
+	for (uint32_t h = qp->cp_head; h != qp->cp_tail; h++) {
+		uint32_t i = h % NM_COPIES;
+		const struct nm_op *o = qp->cp_op[i];
+
+		if (!ranges_meet(op->raddr, op->len, o->raddr, o->len) &&
+		    !ranges_meet(op->raddr, op->len, qp->cp_src[i], qp->cp_src_len[i]) &&
+		    !ranges_meet(src, len, o->raddr, o->len))
+			continue;
+		if (stream >= 0 && stream != qp->cp[i].stream)
+			return -2;
+		stream = qp->cp[i].stream;
+	}
+	return stream;
+}
+
 int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op)
 {
 	if (!async_ok(qp, op))
 		return 1;
-	return qp->cp_tail - qp->cp_head >= NM_COPIES;
+	return qp->cp_tail - qp->cp_head >= NM_COPIES || meets_inflight(qp, op) == -2;
 }
 
 static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
@@ -144,6 +182,7 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 	} else {
 		r = nm_req_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
 		if (!r) {
+			t->stream = meets_inflight(qp, op); /* -1 any, else behind */
 			r = nm_resp_write_start(&m, 0, a, mr->kind, l, t);
 			if (r && !op->rule)
 				op->rule = m.rule;
@@ -151,6 +190,8 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 	}
 	if (!r && !t->done) {
 		qp->cp_op[slot] = op;
+		qp->cp_src[slot] = (uint64_t)(uintptr_t)a;
+		qp->cp_src_len[slot] = l;
 		qp->cp_tail++;
 		return NM_TX_PENDING;
 	}
