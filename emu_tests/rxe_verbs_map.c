@@ -73,10 +73,10 @@ int main(void)
 	CHECK_EQ(cqe, MLX5_CQE_RESP_WR_IMM);
 	CHECK_EQ(req, MLX5_OPCODE_RDMA_WRITE_IMM);
 
-	CHECK_EQ(tv_mtu_enum(1500), IBV_MTU_1024);
-	CHECK_EQ(tv_mtu_enum(4096), IBV_MTU_4096);
-	CHECK_EQ(tv_mtu_enum(9000), IBV_MTU_4096);
-	CHECK_EQ(tv_mtu_enum(100), IBV_MTU_256);
+	CHECK_EQ(gdak_ibv_mtu_enum(1500), IBV_MTU_1024);
+	CHECK_EQ(gdak_ibv_mtu_enum(4096), IBV_MTU_4096);
+	CHECK_EQ(gdak_ibv_mtu_enum(9000), IBV_MTU_4096);
+	CHECK_EQ(gdak_ibv_mtu_enum(100), IBV_MTU_256);
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_1024), 1024);
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_256), 256);
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_4096), 4096);

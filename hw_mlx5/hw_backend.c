@@ -27,19 +27,6 @@ uint32_t hw_mtu_bytes(enum ibv_mtu m)
 	return 0;
 }
 
-enum ibv_mtu hw_mtu_enum(uint32_t bytes)
-{
-	if (bytes >= 4096)
-		return IBV_MTU_4096;
-	if (bytes >= 2048)
-		return IBV_MTU_2048;
-	if (bytes >= 1024)
-		return IBV_MTU_1024;
-	if (bytes >= 512)
-		return IBV_MTU_512;
-	return IBV_MTU_256;
-}
-
 static int hw_match(const char *dev)
 {
 	return !strncmp(dev, "mlx5", 4);

@@ -39,7 +39,7 @@ void hw_conn_params(struct hw_qp *hq, const struct gdak_qp_info *peer, struct hw
 		mtu = hq->base.attr.mtu;
 	if (peer && peer->mtu && peer->mtu < mtu)
 		mtu = peer->mtu;
-	p->mtu = hw_mtu_enum(mtu);
+	p->mtu = gdak_ibv_mtu_enum(mtu);
 	/* IBA 9.7.6.1.3: local ACK timeout 4.096 us * 2^14 = 67 ms, 7 retries */
 	p->timeout = 14;
 	p->retry_cnt = 7;

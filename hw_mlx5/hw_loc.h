@@ -27,6 +27,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "gdak_backend.h"
+#include "gdak_ibv.h"
 
 /* ---- memory ordering on the host side, named by what they order --------- */
 
@@ -177,7 +178,6 @@ static inline struct hw_qp *hw_qp_of(struct gdak_qp *q) { return (struct hw_qp *
 /* ---- hw_backend.c ------------------------------------------------------ */
 extern const struct gdak_backend_ops gdak_hw_backend_ops;
 uint32_t hw_mtu_bytes(enum ibv_mtu m);
-enum ibv_mtu hw_mtu_enum(uint32_t bytes);
 
 /* ---- hw_cuda.c: the CUDA driver API, loaded with dlopen("libcuda.so.1") -- */
 /* 0 when a GPU is usable; -ENODEV (no driver / no GPU) otherwise.  Once per process. */

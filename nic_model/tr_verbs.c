@@ -530,7 +530,7 @@ static int verbs_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = tv_mtu_enum(mtu);
+	a.path_mtu = gdak_ibv_mtu_enum(mtu);
 	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn & 0xffffff;
 	a.max_dest_rd_atomic = (uint8_t)tc->max_rd_atom;

@@ -13,6 +13,8 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
+#include "gdak_ibv.h"
+
 /* ---- tr_verbs_map.c ---------------------------------------------------- */
 
 /* MLX5_CQE_SYNDROME_* for a verbs completion status (0 for IBV_WC_SUCCESS);
@@ -27,8 +29,7 @@ int tv_wr_opcode(uint8_t mlx5_opcode, enum ibv_wr_opcode *out);
  * for a successful receive completion. */
 void tv_recv_cqe_opcode(const struct ibv_wc *wc, uint8_t *cqe_opcode, uint8_t *req_opcode);
 
-/* IBV_MTU_* for a byte count (rounded down to a legal MTU; 256 minimum). */
-enum ibv_mtu tv_mtu_enum(uint32_t bytes);
+/* IBV_MTU_* for a byte count: gdak_ibv_mtu_enum() (core/src/gdak_ibv.h). */
 uint32_t tv_mtu_bytes(enum ibv_mtu mtu);
 
 #endif /* TR_VERBS_H */

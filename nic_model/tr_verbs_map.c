@@ -94,19 +94,6 @@ void tv_recv_cqe_opcode(const struct ibv_wc *wc, uint8_t *cqe_opcode, uint8_t *r
 	}
 }
 
-enum ibv_mtu tv_mtu_enum(uint32_t bytes)
-{
-	if (bytes >= 4096)
-		return IBV_MTU_4096;
-	if (bytes >= 2048)
-		return IBV_MTU_2048;
-	if (bytes >= 1024)
-		return IBV_MTU_1024;
-	if (bytes >= 512)
-		return IBV_MTU_512;
-	return IBV_MTU_256;
-}
-
 uint32_t tv_mtu_bytes(enum ibv_mtu mtu)
 {
 	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
