@@ -86,8 +86,8 @@ __attribute__((unused)) static void fake_cqe(struct gdak_dev_cq *cq, uint64_t n,
 		     uint32_t byte_cnt, uint32_t imm_host)
 {
 	uint8_t *c = (uint8_t *)cq->cqes + (n & (cq->ncqe - 1)) * 64;
-	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)c;
-	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)c;
+	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)(void *)c;
+	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)c;
 	memset(c, 0, 63);
 	if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
 		e->syndrome = syndrome;
@@ -167,7 +167,7 @@ static void *fake_nic_main(void *arg)
 						((uint8_t *)(uintptr_t)raddr)[i] = ((const uint8_t *)
 							gdak_dev_wqe_ds(qp, ci, 2 + (4 + i) / 16))[(4 + i) % 16];
 				} else {
-					gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)seg, &la,
+					gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)(const void *)seg, &la,
 							      &len, &lkey);
 					memcpy((void *)(uintptr_t)raddr, (void *)(uintptr_t)la, len);
 				}

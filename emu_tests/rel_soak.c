@@ -350,9 +350,9 @@ static uint64_t batch(struct pair *p, uint64_t *rs)
 			       "byte %zu", p->a.qpn, gdak_test_memdiff(p->S + DATA, p->shadow_rb, SPAN));
 		fails++;
 	}
-	if (*(volatile uint64_t *)(p->D + ATOM_OFF) != p->atom) {
+	if (*(volatile uint64_t *)(void *)(p->D + ATOM_OFF) != p->atom) {
 		SOAK_FAIL("QP 0x%x: atomic word 0x%llx, want 0x%llx", p->a.qpn,
-			       (unsigned long long)*(volatile uint64_t *)(p->D + ATOM_OFF),
+			       (unsigned long long)*(volatile uint64_t *)(void *)(p->D + ATOM_OFF),
 			       (unsigned long long)p->atom);
 		fails++;
 	}

@@ -516,24 +516,24 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		t->rq_wqe_cnt = dx->rq_cnt;
 		t->rq_log_stride = ilog2(dx->rq_stride);
 	}
-	t->dbrec = (uint32_t *)((char *)dx->dbr + DBR_QP);
+	t->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
 	t->scq.cqn = dx->scqn;
 	t->scq.ncqe = dx->scq_n;
 	t->scq.log_ncqe = ilog2(dx->scq_n);
 	t->scq.cqes = (char *)dx->gpu + dx->scq_off;
-	t->scq.dbrec = (uint32_t *)((char *)dx->dbr + DBR_SCQ);
+	t->scq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_SCQ);
 	if (dx->rcq_n) {
 		t->rcq.cqn = dx->rcqn;
 		t->rcq.ncqe = dx->rcq_n;
 		t->rcq.log_ncqe = ilog2(dx->rcq_n);
 		t->rcq.cqes = (char *)dx->gpu + dx->rcq_off;
-		t->rcq.dbrec = (uint32_t *)((char *)dx->dbr + DBR_RCQ);
+		t->rcq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_RCQ);
 	}
 	hq->scq_n = dx->scq_n;
 	hq->rcq_n = dx->rcq_n;
 	hq->db_reg = dx->uar->reg_addr;
 	if (dx->dbr_host)
-		hq->dbrec = (uint32_t *)((char *)dx->dbr + DBR_QP);
+		hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
 	if (t->handler != GDAK_DEV_DB_CPU_PROXY) {
 		ret = hw_qp_map(hq, dx->uar->reg_addr, 64, 1, &dev);
 		if (ret) {

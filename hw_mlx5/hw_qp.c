@@ -48,7 +48,7 @@ static int dqp_alloc(struct hw_qp *hq, uint32_t slots)
 	}
 	memset(p, 0, len);
 	hq->dqp = p;
-	hq->proxy_pi = (uint64_t *)((char *)p + DQP_PI_OFF);
+	hq->proxy_pi = (uint64_t *)(void *)((char *)p + DQP_PI_OFF);
 	hq->slot_bbs = (uint8_t *)p + DQP_SLOTS_OFF;
 	/* registered memory the HCA may write (LOCAL_WRITE) */
 	hq->scratch_mr = ibv_reg_mr(hq->ctx->pd, (char *)p + DQP_SCRATCH_OFF, 8,
