@@ -67,6 +67,12 @@ struct nm_mr {
 	uint32_t index;		/* slot in the context's table (key >> 8) */
 	uint8_t kind;		/* enum gdak_mem_kind of the whole region */
 	uintptr_t start, end;	/* [start, end) */
+	/* set by the transport's mr_reg hook: its registration, and the keys
+	 * the wire knows (base.rkey becomes wire_rkey, what a peer in another
+	 * process needs) */
+	void *tr_priv;
+	uint32_t wire_lkey, wire_rkey;
+	bool wire_keys;
 };
 
 /* ---- transport interface -------------------------------------------------- */
@@ -117,6 +123,12 @@ struct nm_transport_ops {
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
+	/* Optional, control path: a new MR (start/end/kind/access set, key not
+	 * yet) - register it with the transport's device; may set tr_priv and
+	 * the wire keys.  0, or -errno and the registration fails.  mr_dereg:
+	 * after the grace period, before the MR is freed. */
+	int (*mr_reg)(struct nm_ctx *ctx, struct nm_mr *mr);
+	void (*mr_dereg)(struct nm_ctx *ctx, struct nm_mr *mr);
 };
 
 extern const struct nm_transport_ops nm_tr_loop_ops;

@@ -145,6 +145,13 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 	mr->base.addr = addr;
 	mr->base.len = len;
 	mr->base.access = access;
+	if (ctx->tr->mr_reg) {
+		ret = ctx->tr->mr_reg(ctx, mr);
+		if (ret) {
+			free(mr);
+			return ret;
+		}
+	}
 
 	pthread_mutex_lock(&ctx->lock);
 	ret = slot_alloc(ctx, &idx);
@@ -152,12 +159,16 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 		uint8_t key = ++ctx->mr_key;
 		mr->index = idx;
 		mr->base.lkey = mr->base.rkey = idx << 8 | key;
+		if (mr->wire_keys) /* what a peer's requests must carry */
+			mr->base.rkey = mr->wire_rkey;
 		atomic_store_explicit(&ctx->mrt[idx / NM_MR_CHUNK][idx % NM_MR_CHUNK], mr,
 				      memory_order_release);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		GDAK_ERR("ctx", bctx->id, "no free memory-region slot: %s", gdak_strerror(ret));
+		if (ctx->tr->mr_dereg)
+			ctx->tr->mr_dereg(ctx, mr);
 		free(mr);
 		return ret;
 	}
@@ -186,6 +197,8 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 	ctx->mr_free_next[mr->index] = ctx->mr_free_head;
 	ctx->mr_free_head = mr->index + 1;
 	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->tr->mr_dereg)
+		ctx->tr->mr_dereg(ctx, mr);
 	free(mr);
 	atomic_fetch_sub(&ctx->nmrs, 1);
 	nm_ctx_maybe_free(ctx); /* a deferred close may end here */
