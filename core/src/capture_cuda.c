@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture_cuda.c - reading GPU-resident rings for the ring capture.
+ *
+ * The hardware backend can put a QP's rings and doorbell records in GPU
+ * memory (GDAK_QP_F_QUEUES_GPU, DEVX umems).  The host cannot load from that
+ * memory, so the capture copies what it needs with the driver API, loaded at
+ * run time (dlopen("libcuda.so.1"), as nic_model/nm_cuda.c and
+ * hw_mlx5/hw_cuda.c do) so a build without a GPU still links and runs.
+ *
+ * The copies go on a stream created CU_STREAM_NON_BLOCKING: a copy on the
+ * legacy default stream would wait for every kernel running in the context,
+ * and GPU-initiated code is typically one long kernel that polls the very
+ * CQEs the capture wants to read - the capture would see nothing until the
+ * kernel ended.  The destination is pinned memory, so the copy is one DMA
+ * and cuStreamSynchronize waits for that copy only.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "capture_int.h"
+#include "gdak_log.h"
+
+typedef int cap_cu_result;
+typedef int cap_cu_device;
+typedef struct cap_cu_ctx_st *cap_cu_ctx;
+typedef struct cap_cu_stream_st *cap_cu_stream;
+typedef unsigned long long cap_cu_devptr;
+
+enum {
+	CAP_CU_STREAM_NON_BLOCKING = 0x1,
+	CAP_CU_MEMHOSTALLOC_PORTABLE = 0x1,
+};
+
+static struct {
+	cap_cu_result (*Init)(unsigned);
+	cap_cu_result (*DeviceGetCount)(int *);
+	cap_cu_result (*DeviceGet)(cap_cu_device *, int);
+	cap_cu_result (*DevicePrimaryCtxRetain)(cap_cu_ctx *, cap_cu_device);
+	cap_cu_result (*CtxSetCurrent)(cap_cu_ctx);
+	cap_cu_result (*StreamCreate)(cap_cu_stream *, unsigned);
+	cap_cu_result (*StreamDestroy)(cap_cu_stream);
+	cap_cu_result (*StreamSynchronize)(cap_cu_stream);
+	cap_cu_result (*MemcpyDtoHAsync)(void *, cap_cu_devptr, size_t, cap_cu_stream);
+	cap_cu_result (*MemHostAlloc)(void **, size_t, unsigned);
+	cap_cu_result (*MemFreeHost)(void *);
+	cap_cu_result (*GetErrorString)(cap_cu_result, const char **);
+} cu;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_state = -ENODEV;
+static cap_cu_ctx primary;	/* retained for the life of the process */
+static __thread cap_cu_ctx tls_current;
+
+struct cap_cuda {
+	cap_cu_stream stream;
+};
+
+static const char *cu_err(cap_cu_result r)
+{
+	const char *s = NULL;
+
+	if (cu.GetErrorString && !cu.GetErrorString(r, &s) && s)
+		return s;
+	return "unknown CUDA error";
+}
+
+static void load(void)
+{
+	const char *env = getenv("GDAK_CUDA_DEVICE");
+	cap_cu_device dev;
+	cap_cu_result r;
+	int n = 0, ordinal = env ? atoi(env) : 0;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		GDAK_INFO("capture", 0, "no CUDA driver (%s): GPU-resident rings cannot be read",
+			  dlerror());
+		return;
+	}
+#define SYM(field, name)                                                                  \
+	do {                                                                              \
+		*(void **)&cu.field = dlsym(lib, name);                                   \
+		if (!cu.field) {                                                          \
+			GDAK_WARN("capture", 0, "libcuda.so.1 lacks %s", name);           \
+			return;                                                           \
+		}                                                                         \
+	} while (0)
+	SYM(Init, "cuInit");
+	SYM(DeviceGetCount, "cuDeviceGetCount");
+	SYM(DeviceGet, "cuDeviceGet");
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(StreamCreate, "cuStreamCreate");
+	SYM(StreamDestroy, "cuStreamDestroy_v2");
+	SYM(StreamSynchronize, "cuStreamSynchronize");
+	SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+	SYM(MemHostAlloc, "cuMemHostAlloc");
+	SYM(MemFreeHost, "cuMemFreeHost");
+	SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+	if ((r = cu.Init(0))) {
+		GDAK_INFO("capture", 0, "cuInit: %s", cu_err(r));
+		return;
+	}
+	if (cu.DeviceGetCount(&n) || n <= 0) {
+		GDAK_INFO("capture", 0, "no CUDA device");
+		return;
+	}
+	if (ordinal < 0 || ordinal >= n)
+		ordinal = 0;
+	if ((r = cu.DeviceGet(&dev, ordinal)) || (r = cu.DevicePrimaryCtxRetain(&primary, dev))) {
+		GDAK_WARN("capture", 0, "CUDA device %d: %s", ordinal, cu_err(r));
+		return;
+	}
+	/* the library stays loaded: the context and streams live in it */
+	load_state = 0;
+}
+
+/* The primary context - the one the application's runtime uses, so its
+ * device pointers are valid here - current on the calling thread. */
+static int make_current(void)
+{
+	cap_cu_result r;
+
+	if (tls_current == primary)
+		return 0;
+	if ((r = cu.CtxSetCurrent(primary))) {
+		GDAK_ERR_RL("capture", 0, "cuCtxSetCurrent: %s", cu_err(r));
+		return -EIO;
+	}
+	tls_current = primary;
+	return 0;
+}
+
+int cap_cuda_open(struct cap_cuda **out)
+{
+	struct cap_cuda *cc;
+	cap_cu_result r;
+	int ret;
+
+	*out = NULL;
+	pthread_once(&load_once, load);
+	if (load_state)
+		return load_state;
+	if ((ret = make_current()))
+		return ret;
+	cc = calloc(1, sizeof(*cc));
+	if (!cc)
+		return -ENOMEM;
+	if ((r = cu.StreamCreate(&cc->stream, CAP_CU_STREAM_NON_BLOCKING))) {
+		GDAK_ERR("capture", 0, "cuStreamCreate(NON_BLOCKING): %s", cu_err(r));
+		free(cc);
+		return -EIO;
+	}
+	*out = cc;
+	return 0;
+}
+
+void cap_cuda_close(struct cap_cuda *cc)
+{
+	if (!cc)
+		return;
+	if (!make_current())
+		cu.StreamDestroy(cc->stream);
+	free(cc);
+}
+
+int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p)
+{
+	cap_cu_result r;
+	int ret;
+
+	(void)cc;
+	*p = NULL;
+	if ((ret = make_current()))
+		return ret;
+	if ((r = cu.MemHostAlloc(p, len, CAP_CU_MEMHOSTALLOC_PORTABLE))) {
+		GDAK_ERR("capture", 0, "cuMemHostAlloc(%zu): %s", len, cu_err(r));
+		*p = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void cap_cuda_host_free(struct cap_cuda *cc, void *p)
+{
+	(void)cc;
+	if (p && !make_current())
+		cu.MemFreeHost(p);
+}
+
+int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len)
+{
+	cap_cu_result r;
+	int ret;
+
+	if ((ret = make_current()))
+		return ret;
+	r = cu.MemcpyDtoHAsync(dst, (cap_cu_devptr)(uintptr_t)src, len, cc->stream);
+	if (!r)
+		r = cu.StreamSynchronize(cc->stream);
+	if (r) {
+		GDAK_ERR_RL("capture", 0, "copy of %zu bytes from GPU address %p: %s", len, src,
+			    cu_err(r));
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,1020 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_capture.c - the ring capture (gdak/capture.h, docs/CAPTURE.md):
+ * the WQE/CQE stream reconstructed from the rings, for backends whose NIC
+ * tells nobody what it fetched.
+ *
+ * One pass over a QP:
+ *   send queue   read the send doorbell record (dbrec[1], the producer
+ *                index; the CPU_PROXY handler's 64-bit proxy word instead),
+ *                note a change as a DOORBELL record, stage every WQEBB between
+ *                the last captured index and it, read the producer index
+ *                again, and walk the staged WQEBBs WQE by WQE (size from the
+ *                ctrl segment's DS count) into WQE records.
+ *   CQs          from the next CQE number not yet captured, copy each CQE
+ *                whose owner bit says "written this pass" into a CQE record.
+ *
+ * Losses.  Slot s of a ring of n entries is reused by entry i + n once the
+ * producer (SQ) or the device's consumer index (CQ: the HCA may write CQE
+ * i + n only after CQE i was consumed) has passed i + n or i respectively.
+ * Everything the capture could not copy before its slot was reused is
+ * counted exactly and written as a loss record; after a send-queue loss the
+ * walk resynchronises on the next WQEBB that holds a ctrl segment for its own
+ * index and QP (PRM "Send WQE ctrl segment": wqe_index, qpn), counting the
+ * WQEBBs it skipped as lost too.
+ *
+ * Locking: each capture has one mutex, held for a whole pass and by every
+ * call that changes its QP list, so a QP removed from a capture is never
+ * read again.  The registry of captures (for the backends' destroy/close
+ * hooks) has its own lock, always taken before a capture's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gdak/mlx5.h>
+#include <gdak/trace.h>
+#include <gdak/trace_format.h>
+
+#include "capture_int.h"
+#include "gdak_backend.h"
+#include "gdak_log.h"
+
+#define MIN_SLEEP_NS 20000ull		/* after a pass that found something */
+#define DEF_MAX_SLEEP_NS 1000000ull	/* idle back-off cap; $GDAK_CAPTURE_POLL_US */
+#define CQ_CHUNK 64u			/* CQEs staged per GPU copy */
+
+/*
+ * A LOST record with a chosen count needs a writer entry point that
+ * trace_write.c does not have yet (its LOST records are the writer's own).
+ * When it provides gdak_trace_lost(), losses become LOST records (+ a NOTE
+ * with the details); until then they are FAULT records of kind
+ * "capture_lost" carrying the same text.  Either way gdak-trace --errors
+ * shows them.
+ */
+extern void gdak_trace_lost(struct gdak_trace_buf *b, uint32_t qpn, uint64_t records,
+			    uint64_t bytes) __attribute__((weak));
+
+struct cap_cq {
+	const char *name;	/* "scq" / "rcq" */
+	const uint8_t *cqes;
+	const uint32_t *dbrec;
+	uint32_t ncqe;
+	uint32_t cqn;
+	uint64_t ci;		/* next CQE number to capture */
+	uint64_t lost, lost_first; /* not yet written as a loss record */
+	/* GPU rings: CQEs [stage_base, stage_base + stage_n) staged */
+	uint8_t *stage;
+	uint64_t stage_base;
+	uint32_t stage_n;
+	uint64_t stage_ci;	/* the device's consumer index read after staging */
+};
+
+struct cap_qp {
+	struct cap_qp *next;
+	struct gdak_qp *qp;	/* NULL when added as a bare descriptor */
+	const struct gdak_dev_qp *dqp;
+	uint32_t qpn;
+	uint8_t handler;
+	int gpu;
+	const uint8_t *sq_buf;
+	uint32_t sq_cnt;
+	const uint32_t *dbrec;
+	const uint64_t *proxy_pi;
+	uint64_t pi_seen;	/* producer index last observed */
+	uint64_t sq_next;	/* next WQEBB to capture */
+	int resync;		/* after a loss: the next WQE boundary is unknown */
+	uint64_t lost, lost_first;
+	uint8_t *stage;		/* sq_cnt WQEBBs (+ GPU: CQ stages, a scratch word) */
+	uint32_t *scratch;	/* GPU: where doorbell records are copied to */
+	struct cap_cq cq[2];
+	int ncq;
+};
+
+struct gdak_capture {
+	struct gdak_capture *next; /* registry */
+	struct gdak_ctx *ctx;
+	unsigned flags;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	/* the thread's sleep; stop and pause requests */
+	pthread_cond_t parked_cv;
+	pthread_t thread;
+	int have_thread;
+	int stop, paused, parked;
+	int dead;		/* stopped, file complete (ctx closed or close) */
+	uint64_t max_sleep_ns;
+	struct gdak_trace *trace;
+	struct gdak_trace_buf *buf;
+	struct cap_qp *qps;
+	struct cap_cuda *cuda;
+	struct gdak_capture_stats st;
+	int err;		/* first error, returned by close */
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gdak_capture *reg_head;
+
+/* ---- reading the rings ------------------------------------------------- */
+
+static void set_err(struct gdak_capture *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+	c->st.read_errors++;
+}
+
+/* A big-endian doorbell-record word, as the NIC would read it. */
+static int read_dbrec(struct gdak_capture *c, struct cap_qp *q, const uint32_t *p, uint32_t *v)
+{
+	int ret;
+
+	if (!q->gpu) {
+		/* acquire: the ring bytes the record publishes are read after it */
+		*v = gdak_be32toh(__atomic_load_n(p, __ATOMIC_ACQUIRE));
+		return 0;
+	}
+	ret = cap_cuda_read(c->cuda, q->scratch, p, sizeof(*p));
+	if (ret) {
+		set_err(c, ret);
+		return ret;
+	}
+	*v = gdak_be32toh(*q->scratch);
+	return 0;
+}
+
+/*
+ * The producer index as a 64-bit count.  The send doorbell record carries
+ * its low 16 bits (PRM: dbrec[1] = be32(pi & 0xffff)); it is extended from
+ * the last value seen.  1 when it moved backwards (or 32768+ ahead, which
+ * no legal ring of at most 32768 WQEBBs allows).
+ */
+static int read_pi(struct gdak_capture *c, struct cap_qp *q, uint64_t *pi)
+{
+	uint32_t v;
+	uint16_t d;
+	int ret;
+
+	if (q->handler == GDAK_DEV_DB_CPU_PROXY && q->proxy_pi) {
+		/* the device publishes the whole counter here; the proxy
+		 * thread copies it into the record later, if at all */
+		*pi = __atomic_load_n(q->proxy_pi, __ATOMIC_ACQUIRE);
+		return *pi < q->pi_seen;
+	}
+	ret = read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], &v);
+	if (ret)
+		return ret;
+	d = (uint16_t)((uint16_t)v - (uint16_t)q->pi_seen);
+	if (d & 0x8000) {
+		uint16_t back = (uint16_t)-d;
+
+		*pi = q->pi_seen >= back ? q->pi_seen - back : (uint16_t)v;
+		return 1;
+	}
+	*pi = q->pi_seen + d;
+	return 0;
+}
+
+/* The CQ doorbell record (dbrec[0] = be32(ci & 0xffffff)) as a 64-bit count
+ * near ref. */
+static int read_cq_ci(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq, uint64_t ref,
+		      uint64_t *ci)
+{
+	uint32_t v, d;
+	int ret = read_dbrec(c, q, cq->dbrec, &v);
+
+	if (ret)
+		return ret;
+	d = (v - (uint32_t)ref) & 0xffffff;
+	if (d & 0x800000) {
+		d = 0x1000000 - d;	/* behind ref: the device has not consumed that far */
+		*ci = ref >= d ? ref - d : 0;
+	} else {
+		*ci = ref + d;
+	}
+	return 0;
+}
+
+/* WQEBBs [from, from + n) of the send queue into q->stage, in index order. */
+static int stage_sq(struct gdak_capture *c, struct cap_qp *q, uint64_t from, uint32_t n)
+{
+	uint32_t slot = (uint32_t)from & (q->sq_cnt - 1);
+	uint32_t first = n < q->sq_cnt - slot ? n : q->sq_cnt - slot;
+	const uint8_t *src = q->sq_buf + (size_t)slot * 64;
+	int ret = 0;
+
+	if (!q->gpu) {
+		memcpy(q->stage, src, (size_t)first * 64);
+		memcpy(q->stage + (size_t)first * 64, q->sq_buf, (size_t)(n - first) * 64);
+		return 0;
+	}
+	ret = cap_cuda_read(c->cuda, q->stage, src, (size_t)first * 64);
+	if (!ret && n > first)
+		ret = cap_cuda_read(c->cuda, q->stage + (size_t)first * 64, q->sq_buf,
+				    (size_t)(n - first) * 64);
+	if (ret)
+		set_err(c, ret);
+	return ret;
+}
+
+/*
+ * CQE number n into out (64 bytes).  Host rings: the owner byte is loaded
+ * first with acquire (the NIC writes it last, with release) and again after
+ * the copy; *changed says the slot was rewritten meanwhile.  GPU rings: from
+ * a staged chunk (one DMA read for CQ_CHUNK entries).
+ */
+static int fetch_cqe(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq, uint64_t n,
+		     uint8_t *out, int *changed)
+{
+	uint32_t slot = (uint32_t)n & (cq->ncqe - 1);
+	const uint8_t *src = cq->cqes + (size_t)slot * 64;
+	int ret;
+
+	*changed = 0;
+	if (!q->gpu) {
+		uint8_t op = __atomic_load_n(src + 63, __ATOMIC_ACQUIRE);
+
+		out[63] = op;
+		if (!gdak_mlx5_cqe_is_sw_owned(op, n, cq->ncqe))
+			return 0;	/* not ours: the body may be mid-write */
+		memcpy(out, src, 63);
+		*changed = __atomic_load_n(src + 63, __ATOMIC_ACQUIRE) != op;
+		return 0;
+	}
+	if (n < cq->stage_base || n >= cq->stage_base + cq->stage_n) {
+		uint32_t k = cq->ncqe < CQ_CHUNK ? cq->ncqe : CQ_CHUNK;
+		uint32_t first = k < cq->ncqe - slot ? k : cq->ncqe - slot;
+
+		cq->stage_n = 0;
+		ret = cap_cuda_read(c->cuda, cq->stage, src, (size_t)first * 64);
+		if (!ret && k > first)
+			ret = cap_cuda_read(c->cuda, cq->stage + (size_t)first * 64, cq->cqes,
+					    (size_t)(k - first) * 64);
+		if (ret) {
+			set_err(c, ret);
+			return ret;
+		}
+		/* one record read per chunk, not per CQE: each is a DMA */
+		if (read_cq_ci(c, q, cq, n, &cq->stage_ci))
+			return -EIO;
+		cq->stage_base = n;
+		cq->stage_n = k;
+	}
+	memcpy(out, cq->stage + (size_t)(n - cq->stage_base) * 64, 64);
+	return 0;
+}
+
+/* ---- records ----------------------------------------------------------- */
+
+static void emit_loss(struct gdak_capture *c, uint32_t qpn, const char *ring, uint64_t n,
+		      uint64_t first, uint32_t ring_len, const char *unit)
+{
+	char text[200];
+
+	snprintf(text, sizeof(text),
+		 "%s lost=%" PRIu64 " %s first=%" PRIu64 " (ring of %u): overwritten before "
+		 "the capture could copy them", ring, n, unit, first, ring_len);
+	if (gdak_trace_lost) {
+		gdak_trace_lost(c->buf, qpn, n, n * 64);
+		gdak_trace_note(c->buf, text);
+	} else {
+		gdak_trace_fault(c->buf, qpn, (uint16_t)first, "capture_lost", text);
+	}
+	c->st.loss_records++;
+	GDAK_WARN_RL("capture", qpn, "%s", text);
+}
+
+static void flush_sq_loss(struct gdak_capture *c, struct cap_qp *q)
+{
+	if (!q->lost)
+		return;
+	emit_loss(c, q->qpn, "sq", q->lost, q->lost_first, q->sq_cnt, "WQEBBs");
+	c->st.lost_wqebbs += q->lost;
+	q->lost = 0;
+}
+
+static void flush_cq_loss(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
+{
+	if (!cq->lost)
+		return;
+	emit_loss(c, q->qpn, cq->name, cq->lost, cq->lost_first, cq->ncqe, "CQEs");
+	c->st.lost_cqes += cq->lost;
+	cq->lost = 0;
+}
+
+static void sq_lose(struct cap_qp *q, uint64_t first, uint64_t n)
+{
+	if (!q->lost)
+		q->lost_first = first;
+	q->lost += n;
+	q->resync = 1;
+}
+
+/* ---- one pass ------------------------------------------------------------ */
+
+static int sq_pass(struct gdak_capture *c, struct cap_qp *q)
+{
+	uint64_t pi, pi2, j, valid_from;
+	int made = 0, ret;
+
+	ret = read_pi(c, q, &pi);
+	if (ret < 0)
+		return 0;
+	if (ret > 0) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "producer index went from %" PRIu64 " to %" PRIu64
+			 " (16-bit record 0x%04x): backwards, or more than 32768 ahead",
+			 q->pi_seen, pi, (unsigned)(uint16_t)pi);
+		gdak_trace_violation(c->buf, q->qpn, (uint16_t)pi, "capture_pi_backwards", 0, text);
+		GDAK_WARN_RL("capture", q->qpn, "%s; capture restarts there", text);
+		q->pi_seen = q->sq_next = pi;
+		q->resync = 1;
+		return 1;
+	}
+	if (pi != q->pi_seen) {
+		gdak_trace_doorbell(c->buf, q->qpn, q->handler, (uint16_t)pi, NULL, 0);
+		c->st.doorbells++;
+		made++;
+		q->pi_seen = pi;
+	}
+	/* the device got more than a ring ahead: the oldest are overwritten */
+	if (pi - q->sq_next > q->sq_cnt) {
+		sq_lose(q, q->sq_next, pi - q->sq_cnt - q->sq_next);
+		q->sq_next = pi - q->sq_cnt;
+	}
+	if (q->sq_next == pi)
+		goto out;
+	if (stage_sq(c, q, q->sq_next, (uint32_t)(pi - q->sq_next)))
+		return made;
+	/* A WQEBB whose slot a newer published WQE reused while it was being
+	 * copied is not trusted (reuse of slot j needs the index past j + n). */
+	if (read_pi(c, q, &pi2))
+		pi2 = pi;
+	valid_from = pi2 > q->sq_cnt ? pi2 - q->sq_cnt : 0;
+
+	for (j = q->sq_next; j < pi;) {
+		const uint8_t *w = q->stage + (size_t)(j - q->sq_next) * 64;
+		struct gdak_mlx5_ctrl ctl;
+		uint32_t nbb;
+
+		if (j < valid_from) {
+			sq_lose(q, j, 1);
+			j++;
+			continue;
+		}
+		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &ctl);
+		if (q->resync) {
+			if (ctl.wqe_index != (uint16_t)j || ctl.qpn != q->qpn) {
+				sq_lose(q, j, 1);
+				j++;
+				continue;
+			}
+			q->resync = 0;
+		}
+		nbb = gdak_mlx5_wqebbs(ctl.ds ? ctl.ds : 1);
+		if (j + nbb > pi)
+			break;	/* the rest of it is not published yet */
+		flush_sq_loss(c, q);
+		gdak_trace_wqe(c->buf, q->qpn, (uint16_t)j, w, nbb);
+		c->st.wqes++;
+		c->st.wqebbs += nbb;
+		made++;
+		j += nbb;
+	}
+	q->sq_next = j;
+out:
+	if (q->lost) {
+		flush_sq_loss(c, q);
+		made++;
+	}
+	return made;
+}
+
+static int cq_pass(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
+{
+	uint8_t cqe[64] __attribute__((aligned(8)));
+	uint64_t dev_ci, ci2;
+	int made = 0, changed;
+
+	if (read_cq_ci(c, q, cq, cq->ci, &dev_ci))
+		return 0;
+	cq->stage_n = 0;
+	/* The HCA writes CQE i + ncqe only after CQE i was consumed (else the CQ
+	 * overruns), so every CQE below dev_ci - ncqe has been written over. */
+	if (dev_ci > cq->ci + cq->ncqe) {
+		if (!cq->lost)
+			cq->lost_first = cq->ci;
+		cq->lost += dev_ci - cq->ncqe - cq->ci;
+		cq->ci = dev_ci - cq->ncqe;
+	}
+	for (uint32_t budget = cq->ncqe; budget; budget--) {
+		uint64_t n = cq->ci;
+
+		if (fetch_cqe(c, q, cq, n, cqe, &changed))
+			break;
+		if (!gdak_mlx5_cqe_is_sw_owned(cqe[63], n, cq->ncqe)) {
+			/* Consumed by the device, yet the owner bit is another
+			 * pass's: CQE n + ncqe has been written over it. */
+			if (n >= dev_ci)
+				break;	/* not written yet */
+			if (!cq->lost)
+				cq->lost_first = n;
+			cq->lost++;
+			cq->ci++;
+			continue;
+		}
+		/* An owner bit of this pass is CQE n - or n + 2 * ncqe, which
+		 * needs the device to have consumed n + ncqe. */
+		if (q->gpu)
+			ci2 = cq->stage_ci;
+		else if (read_cq_ci(c, q, cq, n, &ci2))
+			ci2 = dev_ci;
+		if (ci2 > n + cq->ncqe)
+			changed = 1;
+		if (changed) {
+			if (!cq->lost)
+				cq->lost_first = n;
+			cq->lost++;
+			cq->ci++;
+			continue;
+		}
+		flush_cq_loss(c, q, cq);
+		gdak_trace_cqe(c->buf, q->qpn, cq->cqn, (uint32_t)n, cqe);
+		c->st.cqes++;
+		made++;
+		cq->ci++;
+	}
+	if (cq->lost) {
+		flush_cq_loss(c, q, cq);
+		made++;
+	}
+	return made;
+}
+
+static int qp_pass(struct gdak_capture *c, struct cap_qp *q)
+{
+	int made = sq_pass(c, q);
+
+	for (int i = 0; i < q->ncq; i++)
+		made += cq_pass(c, q, &q->cq[i]);
+	return made;
+}
+
+/* Under c->lock. */
+static int pass_locked(struct gdak_capture *c)
+{
+	int made = 0;
+
+	if (c->dead)
+		return 0;
+	for (struct cap_qp *q = c->qps; q; q = q->next)
+		made += qp_pass(c, q);
+	c->st.passes++;
+	return made;
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+static void deadline(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ns += (uint64_t)ts->tv_nsec;
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* Sleeps between passes, longer while nothing happens: the capture must not
+ * take a core from the device's own polling (2-core CI machines). */
+static void *cap_thread(void *arg)
+{
+	struct gdak_capture *c = arg;
+	uint64_t sleep_ns = MIN_SLEEP_NS;
+	struct timespec ts;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop) {
+		if (c->paused) {
+			c->parked = 1;
+			pthread_cond_broadcast(&c->parked_cv);
+			pthread_cond_wait(&c->wake, &c->lock);
+			continue;
+		}
+		c->parked = 0;
+		if (pass_locked(c))
+			sleep_ns = MIN_SLEEP_NS;
+		else if ((sleep_ns *= 2) > c->max_sleep_ns)
+			sleep_ns = c->max_sleep_ns;
+		deadline(&ts, sleep_ns);
+		pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* ---- QPs --------------------------------------------------------------- */
+
+static void qp_free(struct gdak_capture *c, struct cap_qp *q)
+{
+	if (q->gpu)
+		cap_cuda_host_free(c->cuda, q->stage);
+	else
+		free(q->stage);
+	free(q);
+}
+
+static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+static int check_dqp(const struct gdak_dev_qp *d)
+{
+	const char *why = NULL;
+
+	if (d->version != GDAK_DEV_ABI_VERSION)
+		why = "descriptor version is not GDAK_DEV_ABI_VERSION";
+	else if (!d->sq_buf || !d->dbrec || !pow2(d->sq_wqebb_cnt) || d->sq_wqebb_cnt > 32768)
+		why = "send queue (sq_buf, dbrec, sq_wqebb_cnt a power of two <= 32768)";
+	else if (!d->scq.cqes || !d->scq.dbrec || !pow2(d->scq.ncqe))
+		why = "send CQ (cqes, dbrec, ncqe a power of two)";
+	else if (d->rq_buf && (!d->rcq.cqes || !d->rcq.dbrec || !pow2(d->rcq.ncqe)))
+		why = "receive CQ (cqes, dbrec, ncqe a power of two)";
+	if (why)
+		GDAK_ERR("capture", d->qpn, "descriptor %p unusable: %s", (const void *)d, why);
+	return why ? -EINVAL : 0;
+}
+
+static int read_start(struct gdak_capture *c, struct cap_qp *q)
+{
+	uint32_t v;
+
+	if (q->proxy_pi) {
+		q->pi_seen = __atomic_load_n(q->proxy_pi, __ATOMIC_ACQUIRE);
+	} else {
+		if (read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], &v))
+			return -EIO;
+		q->pi_seen = v & 0xffff;
+	}
+	q->sq_next = q->pi_seen;
+	for (int i = 0; i < q->ncq; i++) {
+		if (read_dbrec(c, q, q->cq[i].dbrec, &v))
+			return -EIO;
+		q->cq[i].ci = v & 0xffffff;
+	}
+	return 0;
+}
+
+static void cq_init(struct cap_cq *cq, const char *name, const struct gdak_dev_cq *d)
+{
+	cq->name = name;
+	cq->cqes = d->cqes;
+	cq->dbrec = d->dbrec;
+	cq->ncqe = d->ncqe;
+	cq->cqn = d->cqn;
+}
+
+/* Under c->lock. */
+static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, unsigned flags,
+		      struct gdak_qp *qp)
+{
+	struct cap_qp *q;
+	size_t sq_bytes, len;
+	char text[160];
+	int ret;
+
+	if (c->dead) {
+		GDAK_ERR("capture", d->qpn, "the capture has stopped (its context was closed)");
+		return -ESHUTDOWN;
+	}
+	if ((ret = check_dqp(d)))
+		return ret;
+	for (q = c->qps; q; q = q->next)
+		if (q->dqp == d || (qp && q->qp == qp)) {
+			GDAK_ERR("capture", d->qpn, "QP already captured");
+			return -EEXIST;
+		}
+	if ((flags & GDAK_CAPTURE_RINGS_GPU) && !c->cuda) {
+		ret = cap_cuda_open(&c->cuda);
+		if (ret) {
+			GDAK_ERR("capture", d->qpn, "the rings are GPU memory and no CUDA driver "
+				 "or GPU is usable here: %s", gdak_strerror(ret));
+			return ret;
+		}
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->qp = qp;
+	q->dqp = d;
+	q->qpn = d->qpn;
+	q->handler = (uint8_t)d->handler;
+	q->gpu = !!(flags & GDAK_CAPTURE_RINGS_GPU);
+	q->sq_buf = d->sq_buf;
+	q->sq_cnt = d->sq_wqebb_cnt;
+	q->dbrec = d->dbrec;
+	q->proxy_pi = d->handler == GDAK_DEV_DB_CPU_PROXY ? d->proxy_pi : NULL;
+	cq_init(&q->cq[q->ncq++], "scq", &d->scq);
+	if (d->rq_buf)
+		cq_init(&q->cq[q->ncq++], "rcq", &d->rcq);
+
+	sq_bytes = (size_t)q->sq_cnt * 64;
+	if (q->gpu) {
+		len = sq_bytes + (size_t)q->ncq * CQ_CHUNK * 64 + 64;
+		ret = cap_cuda_host_alloc(c->cuda, len, (void **)&q->stage);
+		if (ret) {
+			free(q);
+			return ret;
+		}
+		for (int i = 0; i < q->ncq; i++)
+			q->cq[i].stage = q->stage + sq_bytes + (size_t)i * CQ_CHUNK * 64;
+		q->scratch = (uint32_t *)(void *)(q->stage + len - 64);
+	} else if (!(q->stage = malloc(sq_bytes))) {
+		free(q);
+		return -ENOMEM;
+	}
+
+	/* Start from where the rings are now: the counters' low bits are all
+	 * the records hold, and all that slot and owner-bit arithmetic uses. */
+	if (read_start(c, q)) {
+		qp_free(c, q);
+		return -EIO;
+	}
+	snprintf(text, sizeof(text), "ring capture: sq %u WQEBBs from %" PRIu64 ", scq %u, rcq %u, "
+		 "handler %s, rings in %s memory", q->sq_cnt, q->sq_next, q->cq[0].ncqe,
+		 q->ncq > 1 ? q->cq[1].ncqe : 0, gdak_trace_handler_name(q->handler),
+		 q->gpu ? "GPU" : "host");
+	gdak_trace_qp(c->buf, q->qpn, GDAK_TRACE_QPN_NONE, "capture", text);
+	q->next = c->qps;
+	c->qps = q;
+	GDAK_INFO("capture", q->qpn, "%s", text);
+	return 0;
+}
+
+/* Last pass over q, then forget it.  Under c->lock. */
+static void remove_locked(struct gdak_capture *c, struct cap_qp **pp)
+{
+	struct cap_qp *q = *pp;
+
+	if (!c->dead)
+		qp_pass(c, q);
+	*pp = q->next;
+	qp_free(c, q);
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void note_stats(struct gdak_capture *c)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text), "ring capture stopped: %" PRIu64 " passes, %" PRIu64
+		 " doorbells, %" PRIu64 " WQEs (%" PRIu64 " WQEBBs), %" PRIu64 " CQEs, lost %"
+		 PRIu64 " WQEBBs and %" PRIu64 " CQEs, %" PRIu64 " read errors",
+		 c->st.passes, c->st.doorbells, c->st.wqes, c->st.wqebbs, c->st.cqes,
+		 c->st.lost_wqebbs, c->st.lost_cqes, c->st.read_errors);
+	gdak_trace_note(c->buf, text);
+}
+
+/* Stop the thread, make a last pass, complete the file.  The handle stays. */
+static void shutdown_capture(struct gdak_capture *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_broadcast(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	if (c->have_thread) {
+		pthread_join(c->thread, NULL);
+		c->have_thread = 0;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!c->dead) {
+		pass_locked(c);
+		while (c->qps) {
+			struct cap_qp *q = c->qps;
+			c->qps = q->next;
+			qp_free(c, q);
+		}
+		note_stats(c);
+		gdak_trace_close(c->trace);
+		c->trace = NULL;
+		c->buf = NULL;
+		c->dead = 1;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
+		      struct gdak_capture **out)
+{
+	struct gdak_trace_opts topts = {0};
+	pthread_condattr_t ca;
+	struct gdak_capture *c;
+	const char *env = getenv("GDAK_CAPTURE_POLL_US");
+	int ret;
+
+	if (!out) {
+		GDAK_ERR("capture", 0, "capture out-pointer is NULL");
+		return -EINVAL;
+	}
+	*out = NULL;
+	if (flags & ~(unsigned)(GDAK_CAPTURE_F_MANUAL | GDAK_CAPTURE_F_FAKE_CLOCK)) {
+		GDAK_ERR("capture", 0, "unknown capture flags 0x%x", flags);
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ctx = ctx;
+	c->flags = flags;
+	c->max_sleep_ns = DEF_MAX_SLEEP_NS;
+	if (env && *env) {
+		char *end;
+		unsigned long us = strtoul(env, &end, 10);
+
+		if (*end || us < 10 || us > 1000000)
+			GDAK_WARN("capture", 0, "GDAK_CAPTURE_POLL_US='%s' is not 10..1000000; "
+				  "using %llu", env, DEF_MAX_SLEEP_NS / 1000);
+		else
+			c->max_sleep_ns = us * 1000ull;
+	}
+	topts.fake_clock = !!(flags & GDAK_CAPTURE_F_FAKE_CLOCK);
+	ret = gdak_trace_open_opts(path, &topts, &c->trace);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	c->buf = gdak_trace_thread_buf(c->trace, GDAK_CAPTURE_THREAD_ID);
+	if (!c->buf) {
+		gdak_trace_close(c->trace);
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&c->parked_cv, NULL);
+	if (!(flags & GDAK_CAPTURE_F_MANUAL)) {
+		ret = pthread_create(&c->thread, NULL, cap_thread, c);
+		if (ret) {
+			GDAK_ERR("capture", 0, "cannot start the capture thread: %s", strerror(ret));
+			gdak_trace_close(c->trace);
+			pthread_cond_destroy(&c->wake);
+			pthread_cond_destroy(&c->parked_cv);
+			pthread_mutex_destroy(&c->lock);
+			free(c);
+			return -ret;
+		}
+		c->have_thread = 1;
+	}
+	pthread_mutex_lock(&reg_lock);
+	c->next = reg_head;
+	reg_head = c;
+	pthread_mutex_unlock(&reg_lock);
+	*out = c;
+	return 0;
+}
+
+int gdak_capture_close(struct gdak_capture *c)
+{
+	struct gdak_capture **pp;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_head; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
+	shutdown_capture(c);
+	err = c->err;
+	if (c->cuda)
+		cap_cuda_close(c->cuda);
+	pthread_cond_destroy(&c->wake);
+	pthread_cond_destroy(&c->parked_cv);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return err;
+}
+
+int gdak_capture_add_dev_qp(struct gdak_capture *c, const struct gdak_dev_qp *dqp, unsigned flags)
+{
+	int ret;
+
+	if (!c || !dqp) {
+		GDAK_ERR("capture", 0, "NULL argument (cap=%p dqp=%p)", (void *)c, (const void *)dqp);
+		return -EINVAL;
+	}
+	if (flags & ~(unsigned)GDAK_CAPTURE_RINGS_GPU) {
+		GDAK_ERR("capture", dqp->qpn, "unknown ring flags 0x%x", flags);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&c->lock);
+	ret = add_locked(c, dqp, flags, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gdak_capture_add_qp(struct gdak_capture *c, struct gdak_qp *qp)
+{
+	struct gdak_dev_qp *d;
+	int ret;
+
+	if (!c || !qp) {
+		GDAK_ERR("capture", 0, "NULL argument (cap=%p qp=%p)", (void *)c, (void *)qp);
+		return -EINVAL;
+	}
+	if (c->ctx && qp->ctx != c->ctx) {
+		GDAK_ERR("capture", qp->qpn, "QP belongs to context %u, the capture to %u",
+			 qp->ctx->id, c->ctx->id);
+		return -EINVAL;
+	}
+	ret = gdak_qp_export(qp, &d);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->lock);
+	ret = add_locked(c, d, qp->attr.flags & GDAK_QP_F_QUEUES_GPU ? GDAK_CAPTURE_RINGS_GPU : 0,
+			 qp);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static int remove_match(struct gdak_capture *c, struct gdak_qp *qp, const struct gdak_dev_qp *d)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct cap_qp **pp = &c->qps; *pp;) {
+		if ((qp && (*pp)->qp == qp) || (d && (*pp)->dqp == d)) {
+			remove_locked(c, pp);
+			found = 1;
+		} else {
+			pp = &(*pp)->next;
+		}
+	}
+	if (found && c->trace)
+		gdak_trace_flush(c->trace);
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+int gdak_capture_remove_qp(struct gdak_capture *c, struct gdak_qp *qp)
+{
+	if (!c || !qp)
+		return -EINVAL;
+	if (!remove_match(c, qp, NULL)) {
+		GDAK_ERR("capture", qp->qpn, "QP is not captured here");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int gdak_capture_remove_dev_qp(struct gdak_capture *c, const struct gdak_dev_qp *dqp)
+{
+	if (!c || !dqp)
+		return -EINVAL;
+	if (!remove_match(c, NULL, dqp)) {
+		GDAK_ERR("capture", dqp->qpn, "descriptor is not captured here");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int gdak_capture_poll(struct gdak_capture *c)
+{
+	int made;
+
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	made = c->dead ? -ESHUTDOWN : pass_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return made;
+}
+
+int gdak_capture_flush(struct gdak_capture *c)
+{
+	int ret;
+
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (c->dead) {
+		ret = 0;	/* the file is already complete */
+	} else {
+		pass_locked(c);
+		ret = gdak_trace_flush(c->trace);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gdak_capture_get_stats(struct gdak_capture *c, struct gdak_capture_stats *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int gdak_capture_pause(struct gdak_capture *c, int on)
+{
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->paused = !!on;
+	pthread_cond_broadcast(&c->wake);
+	while (on && c->have_thread && !c->parked && !c->stop)
+		pthread_cond_wait(&c->parked_cv, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* ---- backend hooks ------------------------------------------------------ */
+
+void gdak_capture_forget_qp(struct gdak_qp *qp)
+{
+	if (!qp)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	for (struct gdak_capture *c = reg_head; c; c = c->next)
+		remove_match(c, qp, NULL);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void gdak_capture_forget_ctx(struct gdak_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	for (struct gdak_capture *c = reg_head; c; c = c->next) {
+		int found = 0;
+
+		pthread_mutex_lock(&c->lock);
+		for (struct cap_qp **pp = &c->qps; *pp;) {
+			if ((*pp)->qp && (*pp)->qp->ctx == ctx) {
+				remove_locked(c, pp);
+				found = 1;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+		if (found && c->trace)
+			gdak_trace_flush(c->trace);
+		pthread_mutex_unlock(&c->lock);
+		if (c->ctx == ctx)
+			shutdown_capture(c);	/* the capture thread never takes reg_lock */
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* $GDAK_TRACE with a backend whose NIC cannot trace itself: one capture for
+ * the process, like the NIC model's one trace, closed at exit. */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gdak_capture *env_cap;
+static int env_failed;
+
+static void env_atexit(void)
+{
+	struct gdak_capture *c;
+
+	pthread_mutex_lock(&env_lock);
+	c = env_cap;
+	env_cap = NULL;
+	pthread_mutex_unlock(&env_lock);
+	if (c)
+		gdak_capture_close(c);
+}
+
+void gdak_capture_env_add_qp(struct gdak_qp *qp)
+{
+	const char *path = getenv("GDAK_TRACE");
+	struct gdak_capture *c;
+	int ret;
+
+	if (!qp || !path || !*path)
+		return;
+	pthread_mutex_lock(&env_lock);
+	if (!env_cap && !env_failed) {
+		ret = gdak_capture_open(NULL, path, 0, &env_cap);
+		if (ret) {
+			env_failed = 1;
+			GDAK_ERR("capture", qp->qpn, "GDAK_TRACE=%s: cannot start the ring capture: %s",
+				 path, gdak_strerror(ret));
+		} else {
+			atexit(env_atexit);
+		}
+	}
+	c = env_cap;
+	ret = c ? gdak_capture_add_qp(c, qp) : 0;
+	pthread_mutex_unlock(&env_lock);
+	if (ret)
+		GDAK_WARN("capture", qp->qpn, "GDAK_TRACE: QP not captured: %s", gdak_strerror(ret));
+}
