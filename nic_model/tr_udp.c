@@ -13,11 +13,20 @@
  *
  * Sockets are unconnected, with DF set (IP_PMTUDISC_DO): the kernel then
  * sends IP ID 0, which is what the ICRC is computed over (roce_icrc.c).
- * Packets go out in sendmmsg batches; a full socket makes the engine wait
- * (xmit -EAGAIN) rather than drop.  Reception: recvmmsg from qp_poll while
- * the QP is active, and an ev_io watcher on the QP's NIC thread wakes the
- * loop when it sleeps; an ev_timer does the same for the retransmission
- * timer.  Everything of a QP runs on its NIC thread.
+ * Packets go out in sendmmsg batches: the WQEs that one polling pass
+ * executes for a QP leave in one system call (post_send builds the packets
+ * and sends only when no further WQE is waiting; qp_poll sends what is left
+ * at the next pass).  A full socket makes the engine wait (xmit -EAGAIN)
+ * rather than drop.  Reception: recvmmsg from qp_poll, but an empty socket
+ * is not read again at every pass: the reads back off (1, 2, 4 .. RX_GAP_MAX
+ * passes) until a packet comes, while the ev_io watcher reads at once when
+ * libev's epoll sees the socket readable (between polling passes, and as the
+ * wakeup of a sleeping loop); an ev_timer does the same for the
+ * retransmission timer.  Everything of a QP runs on its NIC thread.
+ *
+ * A peer QP in this process is reached without the kernel: packets go into
+ * its inbox (tr_udp_local.c, as rxe loops back packets for its own device);
+ * GDAK_UDP_LOCAL=0 sends them through the socket anyway.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +45,10 @@
 
 #define BATCH 32
 #define MAX_SEG 16
+/* Most polling passes between two reads of a socket found empty: bounds the
+ * added latency to a few microseconds of passes, and libev's epoll (run
+ * every NM_INNER_PASSES passes) catches a readable socket before it. */
+#define RX_GAP_MAX 32
 
 struct udp_ctx {
 	struct in_addr addr;
@@ -46,6 +59,7 @@ struct udp_ctx {
 	uint64_t min_rto_ns;	/* floor of the RTT-adaptive timer, GDAK_UDP_RTO_MIN_US */
 	uint8_t retry_cnt;	/* GDAK_UDP_RETRY: 0..7, or 8 = "forever" (not IBA) */
 	uint32_t window;	/* GDAK_UDP_WINDOW: unacknowledged PSNs in flight */
+	uint8_t local;		/* GDAK_UDP_LOCAL: peers in this process through their inbox */
 };
 
 /* What a posted op needs after its WQE slot may have been reused: the
@@ -67,7 +81,13 @@ struct udp_qp {
 	struct sockaddr_in peer;
 	ev_io io;
 	ev_timer timer;
+	uint64_t timer_due;	/* deadline the ev_timer runs for; UINT64_MAX: stopped */
 	int watching;
+	/* socket reads: passes to skip before the next one, and the current gap */
+	unsigned rx_skip, rx_gap;
+	/* the in-process wire (tr_udp_local.c) */
+	struct udp_inbox *inbox;	/* ours: packets from QPs of this process */
+	struct udp_inbox *peer_inbox;	/* the peer's, when it is one of them */
 	/* responder message in progress */
 	struct nm_resp_msg rm;
 	/* transmit batch */
@@ -88,8 +108,30 @@ static struct udp_qp *uqp_of(struct roce_qp *r) { return r->priv; }
 /* ---- engine callbacks: wire ---------------------------------------------------- */
 
 /* Send the batch; keep what the socket did not take.  0 or -EAGAIN. */
+static void tx_drop_head(struct udp_qp *u, unsigned n)
+{
+	/* move the unsent tail to the front (rare: a full socket or inbox) */
+	for (unsigned i = n; i < u->ntx; i++) {
+		memcpy(u->txbuf + (size_t)(i - n) * ROCE_MAX_PKT, u->txbuf + (size_t)i * ROCE_MAX_PKT,
+		       u->txv[i].iov_len);
+		u->txv[i - n].iov_len = u->txv[i].iov_len;
+	}
+	u->ntx -= n;
+}
+
 static int tx_flush(struct udp_qp *u)
 {
+	if (u->peer_inbox && u->ntx) {
+		int n = udp_inbox_push(u->peer_inbox, u->addr.s_addr, u->port, u->txv, u->ntx);
+
+		if (n >= 0) {
+			tx_drop_head(u, (unsigned)n);
+			return u->ntx ? -EAGAIN : 0;
+		}
+		/* the peer QP is gone: what follows goes to its port, and is lost */
+		udp_inbox_put(u->peer_inbox);
+		u->peer_inbox = NULL;
+	}
 	while (u->ntx) {
 		int n = sendmmsg(u->fd, u->txm, u->ntx, MSG_DONTWAIT);
 
@@ -102,13 +144,7 @@ static int tx_flush(struct udp_qp *u)
 			GDAK_WARN_RL("qp", u->qp->id, "sendmmsg: %s", strerror(errno));
 			n = 1;
 		}
-		/* move the unsent tail to the front (rare: a full socket) */
-		for (unsigned i = (unsigned)n; i < u->ntx; i++) {
-			memcpy(u->txbuf + (size_t)(i - n) * ROCE_MAX_PKT,
-			       u->txbuf + (size_t)i * ROCE_MAX_PKT, u->txv[i].iov_len);
-			u->txv[i - n].iov_len = u->txv[i].iov_len;
-		}
-		u->ntx -= (unsigned)n;
+		tx_drop_head(u, (unsigned)n);
 	}
 	return 0;
 }
@@ -310,10 +346,36 @@ static const struct roce_ops udp_roce_ops = {
 
 /* ---- the QP's thread: receive, timers, progress ------------------------------------ */
 
-static int rx_drain(struct udp_qp *u, uint64_t now)
+/* Packets from QPs of this process, read in place. */
+static int rx_local(struct udp_qp *u, uint64_t now)
 {
-	int total = 0;
+	const uint8_t *pkt;
+	uint32_t len, sip;
+	uint16_t sport;
+	int n = 0;
 
+	while (n < 4 * BATCH && (pkt = udp_inbox_peek(u->inbox, &len, &sip, &sport))) {
+		struct roce_path p = {.sip = sip, .dip = u->addr.s_addr, .sport = sport,
+				      .dport = u->port};
+
+		(void)roce_rx(&u->rctx, &p, pkt, len, now);
+		udp_inbox_pop(u->inbox);
+		n++;
+	}
+	return n;
+}
+
+/* Read what has arrived: the inbox always (no system call), the socket when
+ * force (libev saw it readable, or the timer needs every ACK) or when its
+ * back-off allows. */
+static int rx_drain(struct udp_qp *u, uint64_t now, int force)
+{
+	int total = rx_local(u, now), sock = 0;
+
+	if (!force && u->rx_skip) {
+		u->rx_skip--;
+		return total;
+	}
 	for (int round = 0; round < 4; round++) {
 		int n;
 
@@ -328,19 +390,29 @@ static int rx_drain(struct udp_qp *u, uint64_t now)
 			(void)roce_rx(&u->rctx, &p, u->rxbuf + (size_t)i * ROCE_MAX_PKT,
 				      u->rxm[i].msg_len, now);
 		}
-		total += n;
+		sock += n;
 		if (n < BATCH)
 			break;
 	}
-	return total;
+	if (sock) {
+		u->rx_gap = 0;
+	} else {
+		u->rx_gap = u->rx_gap ? (2 * u->rx_gap < RX_GAP_MAX ? 2 * u->rx_gap : RX_GAP_MAX) : 1;
+	}
+	u->rx_skip = u->rx_gap;
+	return total + sock;
 }
 
 static void arm_timer(struct udp_qp *u, uint64_t now)
 {
 	uint64_t d = roce_qp_deadline(&u->rqp);
-	struct ev_loop *loop = nm_thread_loop(u->qp->thr);
+	struct ev_loop *loop;
 
+	if (d == u->timer_due)
+		return; /* most passes: nothing changed */
+	loop = nm_thread_loop(u->qp->thr);
 	ev_timer_stop(loop, &u->timer);
+	u->timer_due = d;
 	if (d == UINT64_MAX)
 		return;
 	ev_timer_set(&u->timer, d > now ? (double)(d - now) * 1e-9 : 0., 0.);
@@ -348,16 +420,19 @@ static void arm_timer(struct udp_qp *u, uint64_t now)
 }
 
 /* One round of engine work on the QP's thread; returns work done. */
-static int engine_round(struct udp_qp *u)
+static int engine_round(struct udp_qp *u, int force_rx)
 {
 	uint64_t now = nm_now_ns();
-	int work = rx_drain(u, now);
+	int work = rx_drain(u, now, force_rx);
 
 	if (roce_qp_deadline(&u->rqp) <= now) {
 		/* take every ACK that is already here before the timer may call
 		 * them late (a burst can exceed one rx_drain's 4 batches) */
-		for (int k = 0, n = work; k < 16 && n == 4 * BATCH; k++) {
-			n = rx_drain(u, now);
+		int n = rx_drain(u, now, 1);
+
+		work += n;
+		for (int k = 0; k < 16 && n >= 4 * BATCH; k++) {
+			n = rx_drain(u, now, 1);
 			work += n;
 		}
 		roce_qp_timer(&u->rqp, now);
@@ -379,7 +454,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct udp_qp *u = nm_container_of(w, struct udp_qp, io);
 
-	engine_round(u);
+	engine_round(u, 1);
 	nm_thread_activate(u->qp);
 }
 
@@ -387,7 +462,8 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct udp_qp *u = nm_container_of(w, struct udp_qp, timer);
 
-	engine_round(u);
+	u->timer_due = UINT64_MAX; /* it fired: libev stopped it */
+	engine_round(u, 1);
 	nm_thread_activate(u->qp);
 }
 
@@ -395,7 +471,7 @@ static int udp_qp_poll(struct nm_qp *qp)
 {
 	struct udp_qp *u = qp->tr_priv;
 
-	return u->watching ? engine_round(u) : 0;
+	return u->watching ? engine_round(u, 0) : 0;
 }
 
 static void watch_on(void *arg)
@@ -406,6 +482,8 @@ static void watch_on(void *arg)
 	ev_io_init(&u->io, io_cb, u->fd, EV_READ);
 	ev_io_start(loop, &u->io);
 	ev_init(&u->timer, timer_cb);
+	u->timer_due = UINT64_MAX;
+	u->rx_skip = u->rx_gap = 0;
 	u->watching = 1;
 }
 
@@ -428,6 +506,7 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	struct udp_qp *u = qp->tr_priv;
 	struct udp_op *o = &u->ops[op - qp->inflight];
 	unsigned need = 0;
+	uint64_t now;
 	struct roce_wr wr = {.cookie = (uintptr_t)op, .len = op->len, .raddr = op->raddr,
 			     .rkey = op->rkey, .imm = op->imm, .swap_add = op->swap_add,
 			     .cmp = op->compare};
@@ -490,7 +569,19 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 		op->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
 		return NM_TX_DONE;
 	}
-	engine_round(u);
+	/* Build the packets now (the window permitting) but send them with
+	 * those of the WQEs still waiting in this pass: one system call for
+	 * the batch.  The requester executes in order, so a producer index
+	 * beyond this WQE means more come right after; if the pass stops
+	 * early (its cap, a full in-flight window), qp_poll sends them at
+	 * the next pass. */
+	now = nm_now_ns();
+	for (int k = 0; k < 8 && roce_qp_progress(&u->rqp, now, 64) == 64; k++)
+		;
+	if (qp->ci + op->bbs >= qp->pi || u->ntx == BATCH)
+		(void)tx_flush(u);
+	if (u->watching)
+		arm_timer(u, now);
 	return NM_TX_PENDING;
 }
 
@@ -567,6 +658,9 @@ static int udp_qp_init(struct nm_qp *qp)
 	ret = open_socket(u, c);
 	if (ret)
 		goto err;
+	ret = udp_inbox_open(qp, u->addr.s_addr, u->port, &u->inbox);
+	if (ret)
+		goto err_sock;
 	roce_ctx_init(&u->rctx, &udp_roce_ops, u);
 	u->rctx.id = qp->base.qpn;
 	ret = roce_fault_parse(c->faults, &u->rctx.faults);
@@ -595,6 +689,8 @@ static int udp_qp_init(struct nm_qp *qp)
 
 err_fd:
 	roce_ctx_fini(&u->rctx);
+	udp_inbox_close(u->inbox);
+err_sock:
 	close(u->fd);
 err:
 	free(u->txbuf);
@@ -613,6 +709,8 @@ static void udp_qp_fini(struct nm_qp *qp)
 		nm_thread_call(qp->thr, watch_off, u);
 	roce_qp_fini(&u->rqp);
 	roce_ctx_fini(&u->rctx);
+	udp_inbox_close(u->inbox);
+	udp_inbox_put(u->peer_inbox);
 	close(u->fd);
 	free(u->txbuf);
 	free(u->rxbuf);
@@ -678,9 +776,16 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	ret = roce_qp_connect(&u->rqp, peer->qpn, u->psn0, peer->psn, mtu, &path);
 	if (ret)
 		return ret;
+	/* the QP is not served meanwhile (INIT): the thread sees the new
+	 * pointer after nm_thread_call below */
+	udp_inbox_put(u->peer_inbox);
+	u->peer_inbox = NULL;
+	if (((struct udp_ctx *)qp->ctx->tr_priv)->local)
+		u->peer_inbox = udp_inbox_attach(u->peer.sin_addr.s_addr, peer->udp_port);
 	nm_thread_call(qp->thr, watch_on, u);
-	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u", inet_ntoa(u->addr),
-		  u->port, peer->qpn, inet_ntoa(u->peer.sin_addr), peer->udp_port, mtu);
+	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u%s", inet_ntoa(u->addr),
+		  u->port, peer->qpn, inet_ntoa(u->peer.sin_addr), peer->udp_port, mtu,
+		  u->peer_inbox ? " (in this process: no kernel in between)" : "");
 	return 0;
 }
 
@@ -761,6 +866,19 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			goto err;
 		}
 		c->window = (uint32_t)w;
+	}
+	/* A peer QP in this process gets its packets through its inbox
+	 * (tr_udp_local.c); 0 sends them through the kernel like any other. */
+	c->local = 1;
+	env = getenv("GDAK_UDP_LOCAL");
+	if (env && *env) {
+		if ((env[0] != '0' && env[0] != '1') || env[1]) {
+			GDAK_ERR(NULL, 0, "GDAK_UDP_LOCAL='%s': want 1 (peers in this process "
+				 "without the kernel, the default) or 0 (always the socket)", env);
+			ret = -EINVAL;
+			goto err;
+		}
+		c->local = (uint8_t)(env[0] - '0');
 	}
 	c->retry_cnt = 7;
 	env = getenv("GDAK_UDP_RETRY");

@@ -14,4 +14,28 @@
  * NAKs, ICRC drops, injected faults).  0, or -EINVAL for another transport. */
 int nm_tr_udp_qp_stats(struct gdak_qp *qp, struct roce_stats *st);
 
+/* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
+
+struct iovec;
+struct nm_qp;
+struct udp_inbox;
+
+/* Register owner's inbox under its IPv4 address (network order) and UDP
+ * port (host order).  0 or -ENOMEM. */
+int udp_inbox_open(struct nm_qp *owner, uint32_t addr, uint16_t port, struct udp_inbox **out);
+/* The owner goes away: unregister, refuse further packets, drop its reference. */
+void udp_inbox_close(struct udp_inbox *ib);
+/* A sender's reference to the inbox of the QP bound at addr:port in this
+ * process, or NULL (none, or no memory for it). */
+struct udp_inbox *udp_inbox_attach(uint32_t addr, uint16_t port);
+void udp_inbox_put(struct udp_inbox *ib);
+/* Queue packets v[0..n) from sip:sport and wake the owner.  Returns how
+ * many were taken (fewer when the ring is full), or -EPIPE when the owner
+ * is gone. */
+int udp_inbox_push(struct udp_inbox *ib, uint32_t sip, uint16_t sport, const struct iovec *v,
+		   unsigned n);
+/* Owner's thread: the oldest packet (read in place until udp_inbox_pop), or NULL. */
+const uint8_t *udp_inbox_peek(struct udp_inbox *ib, uint32_t *len, uint32_t *sip, uint16_t *sport);
+void udp_inbox_pop(struct udp_inbox *ib);
+
 #endif /* NM_TR_UDP_H */
