@@ -139,6 +139,7 @@ static int pass(struct nm_thread *t)
 {
 	int work = 0;
 
+	NM_TRACE_PASS(gdak_trace_batch_begin);
 	for (uint32_t i = 0; i < t->nact;) {
 		struct nm_qp *qp = t->act[i];
 		int r = nm_req_progress(qp);
@@ -170,6 +171,7 @@ static int pass(struct nm_thread *t)
 			}
 		}
 	}
+	NM_TRACE_PASS(gdak_trace_batch_end);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
 	return work;
 }

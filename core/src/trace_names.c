@@ -14,6 +14,7 @@ const char *gdak_trace_rec_name(unsigned type)
 		[GDAK_TREC_FAULT] = "FAULT",	   [GDAK_TREC_LOST] = "LOST",
 		[GDAK_TREC_QP] = "QP",		   [GDAK_TREC_RECV_WQE] = "RECV_WQE",
 		[GDAK_TREC_NOTE] = "NOTE",	   [GDAK_TREC_STATS] = "STATS",
+		[GDAK_TREC_BATCH] = "BATCH",
 	};
 
 	if (type <= GDAK_TREC_MAX && names[type])

@@ -25,12 +25,33 @@ struct iface {
 	uint8_t tsresol;	/* pcapng if_tsresol byte; 6 (microseconds) by default */
 };
 
+/* A BATCH block being handed out one record at a time (positions are
+ * relative to the block start in the caller's buffer). */
+struct batch_state {
+	int active;
+	uint64_t off;		/* file offset of the block */
+	uint32_t btype, blen;
+	uint32_t end;		/* end of the body */
+	uint32_t pos;		/* next sub-record */
+	uint32_t count, index;
+	struct gdak_trace_rec_hdr hdr;
+	uint32_t qpn;		/* of the previous sub-record */
+	uint32_t wref_bbs, wref_qpn;
+	uint16_t wref_idx;
+	int cref_valid;
+	uint32_t cref_cqn, cref_idx;
+	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
+	uint8_t cref[64];
+	uint8_t body[8 + GDAK_TRACE_MAX_WQEBB * 64]; /* the standalone body it stands for */
+};
+
 struct gdak_trace_reader {
 	int have_shb;
 	int swap;		/* section written big-endian */
 	unsigned n_if;
 	struct iface ifs[MAX_IFS];
 	char err[256];
+	struct batch_state bt;
 };
 
 int gdak_trace_reader_new(struct gdak_trace_reader **r)
@@ -231,7 +252,7 @@ static int parse_body(struct gdak_trace_reader *r, struct gdak_trace_item *it, u
 		[GDAK_TREC_DOORBELL] = 8, [GDAK_TREC_WQE] = 8,	    [GDAK_TREC_CQE] = 72,
 		[GDAK_TREC_VIOLATION] = 8, [GDAK_TREC_FAULT] = 8,   [GDAK_TREC_LOST] = 16,
 		[GDAK_TREC_QP] = 8,	  [GDAK_TREC_RECV_WQE] = 8, [GDAK_TREC_NOTE] = 8,
-		[GDAK_TREC_STATS] = 40,
+		[GDAK_TREC_STATS] = 40,	  [GDAK_TREC_BATCH] = 8,
 	};
 
 	if (it->hdr.type > GDAK_TREC_MAX || !min_len[it->hdr.type])
@@ -291,6 +312,8 @@ static int parse_body(struct gdak_trace_reader *r, struct gdak_trace_item *it, u
 		it->u.lost.records = trace_get64(b);
 		it->u.lost.bytes = trace_get64(b + 8);
 		break;
+	case GDAK_TREC_BATCH:
+		break;	/* unpacked by batch_step() */
 	case GDAK_TREC_STATS:
 		it->u.stats.records = trace_get64(b);
 		it->u.stats.bytes = trace_get64(b + 8);
@@ -338,6 +361,230 @@ static int parse_cb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t blen
 	return parse_body(r, it, off);
 }
 
+
+/* ---- BATCH blocks (docs/TRACE.md) ------------------------------------- */
+
+/* Undo the writer's delta64(): out = ref with the listed bytes replaced.
+ * Returns the bytes read from p[0..n), or 0 if they run out. */
+static uint32_t undelta64(uint8_t *out, const uint8_t *ref, const uint8_t *p, uint32_t n)
+{
+	uint32_t k = 1;
+	uint8_t wm;
+
+	if (n < 1)
+		return 0;
+	memcpy(out, ref, 64);
+	wm = p[0];
+	for (unsigned w = 0; w < 8; w++) {
+		uint8_t bm;
+
+		if (!(wm & (1u << w)))
+			continue;
+		if (k >= n)
+			return 0;
+		bm = p[k++];
+		for (unsigned i = 0; i < 8; i++) {
+			if (!(bm & (1u << i)))
+				continue;
+			if (k >= n)
+				return 0;
+			out[8 * w + i] = p[k++];
+		}
+	}
+	return k;
+}
+
+static const uint8_t zero64[64];
+
+/* Hand out the next record of the batch at b (the block start) as the
+ * standalone record it stands for. */
+static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak_trace_item *it,
+		      size_t *consumed)
+{
+	struct batch_state *s = &r->bt;
+	const uint8_t *p = b + s->pos;
+	uint32_t n = s->end - s->pos, k = 1, body_len = 0;
+	uint8_t tag, type, *o = s->body;
+	uint32_t i = s->index;
+	int rc = 0;
+
+	it->kind = GDAK_TITEM_RECORD;
+	it->offset = s->off;
+	it->block_type = s->btype;
+	it->block_len = s->blen;
+	it->batch_index = i;
+	it->batch_count = s->count;
+	*consumed = 0;
+	if (n < 1) {
+		rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: the body ends before it", i + 1,
+			  s->count);
+		goto out;
+	}
+	tag = p[0];
+	type = tag & GDAK_TRACE_SUB_TYPE;
+	if (tag & GDAK_TRACE_SUB_QPN) {
+		if (n < 5) {
+			rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: QPN cut off", i + 1,
+				  s->count);
+			goto out;
+		}
+		s->qpn = trace_get32(p + 1);
+		k = 5;
+	}
+	switch (type) {
+	case GDAK_TREC_DOORBELL: {
+		uint8_t rl;
+
+		if (n - k < 5 || (rl = p[k + 4]) > n - k - 5 || rl > GDAK_TRACE_MAX_REG)
+			goto cut;
+		trace_put16(o, trace_get16(p + k));
+		o[2] = p[k + 2];
+		o[3] = p[k + 3];
+		trace_put16(o + 4, rl);
+		trace_put16(o + 6, 0);
+		memcpy(o + 8, p + k + 5, rl);
+		k += 5 + rl;
+		body_len = 8 + rl;
+		break;
+	}
+	case GDAK_TREC_WQE: {
+		uint16_t idx;
+		uint32_t nbb;
+		uint8_t fl = 0;
+
+		if (tag & GDAK_TRACE_SUB_PRED) {
+			if (s->wref_bbs != 1 || s->wref_qpn != s->qpn) {
+				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a predicted WQE "
+					  "without a one-WQEBB WQE of QP 0x%x before it", i + 1,
+					  s->count, s->qpn);
+				goto out;
+			}
+			idx = (uint16_t)(s->wref_idx + 1);
+			nbb = 1;
+		} else {
+			if (n - k < 4)
+				goto cut;
+			idx = trace_get16(p + k);
+			nbb = p[k + 2];
+			fl = p[k + 3];
+			k += 4;
+			if (nbb > GDAK_TRACE_MAX_WQEBB) {
+				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: WQE of %u WQEBBs "
+					  "(at most %u)", i + 1, s->count, nbb, GDAK_TRACE_MAX_WQEBB);
+				goto out;
+			}
+		}
+		for (uint32_t j = 0; j < nbb; j++) {
+			uint8_t ref[64];
+			uint32_t used;
+
+			memcpy(ref, j < s->wref_bbs ? s->wref + 64 * j : zero64, 64);
+			if (j == 0) {	/* the index is known: see the writer */
+				ref[1] = (uint8_t)(idx >> 8);
+				ref[2] = (uint8_t)idx;
+			}
+			used = undelta64(o + 8 + 64 * j, ref, p + k, n - k);
+			if (!used)
+				goto cut;
+			k += used;
+		}
+		trace_put16(o, idx);
+		trace_put16(o + 2, fl);
+		trace_put32(o + 4, nbb * 64);
+		memcpy(s->wref, o + 8, (size_t)nbb * 64);
+		s->wref_bbs = nbb;
+		s->wref_idx = idx;
+		s->wref_qpn = s->qpn;
+		body_len = 8 + nbb * 64;
+		break;
+	}
+	case GDAK_TREC_CQE: {
+		uint32_t cqn, cqi, used;
+
+		if (tag & GDAK_TRACE_SUB_PRED) {
+			if (!s->cref_valid) {
+				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a predicted CQE "
+					  "without a CQE before it", i + 1, s->count);
+				goto out;
+			}
+			cqn = s->cref_cqn;
+			cqi = s->cref_idx + 1;
+		} else {
+			if (n - k < 8)
+				goto cut;
+			cqn = trace_get32(p + k);
+			cqi = trace_get32(p + k + 4);
+			k += 8;
+		}
+		used = undelta64(o + 8, s->cref_valid ? s->cref : zero64, p + k, n - k);
+		if (!used)
+			goto cut;
+		k += used;
+		trace_put32(o, cqn);
+		trace_put32(o + 4, cqi);
+		memcpy(s->cref, o + 8, 64);
+		s->cref_valid = 1;
+		s->cref_cqn = cqn;
+		s->cref_idx = cqi;
+		body_len = 8 + 64;
+		break;
+	}
+	default:
+		rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: type %u cannot be batched",
+			  i + 1, s->count, type);
+		goto out;
+	}
+	it->hdr = s->hdr;
+	it->hdr.type = type;
+	it->hdr.hdr_len = sizeof(struct gdak_trace_rec_hdr);
+	it->hdr.body_len = body_len;
+	it->hdr.qpn = s->qpn;
+	it->hdr.seq = s->hdr.seq + i;
+	it->body = s->body;
+	rc = parse_body(r, it, s->off);
+	s->pos += k;
+	s->index++;
+	if (rc == 0 && s->index < s->count) {
+		return 1;	/* *consumed 0: the same block again */
+	}
+	goto out;
+cut:
+	rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u (%s): its bytes run past the body",
+		  i + 1, s->count, gdak_trace_rec_name(type));
+out:
+	s->active = 0;
+	*consumed = s->blen;
+	if (rc) {
+		it->kind = GDAK_TITEM_OTHER;
+		return rc;
+	}
+	return 1;
+}
+
+/* A BATCH block just parsed (hdr checked, body in the block): start on it. */
+static int batch_start(struct gdak_trace_reader *r, const uint8_t *b, uint64_t off,
+		       struct gdak_trace_item *it, size_t *consumed)
+{
+	struct batch_state *s = &r->bt;
+	uint32_t body = (uint32_t)(it->body - b);
+
+	s->count = trace_get32(it->body);
+	if (!s->count)
+		return 1;	/* nothing packed: passed on as a BATCH record */
+	s->active = 1;
+	s->off = off;
+	s->blen = it->block_len;
+	s->btype = it->block_type;
+	s->pos = body + (uint32_t)sizeof(struct gdak_trace_batch_body);
+	s->end = body + it->hdr.body_len;
+	s->index = 0;
+	s->hdr = it->hdr;
+	s->qpn = it->hdr.qpn;
+	s->wref_bbs = 0;
+	s->cref_valid = 0;
+	return batch_step(r, b, it, consumed);
+}
+
 int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t len,
 			   uint64_t file_off, struct gdak_trace_item *it, size_t *consumed)
 {
@@ -351,6 +598,13 @@ int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t 
 	memset(it, 0, sizeof(*it));
 	it->offset = file_off;
 	it->kind = GDAK_TITEM_OTHER;
+	if (r->bt.active) {
+		/* the rest of a batch, unless the caller moved on */
+		if (file_off == r->bt.off && len >= r->bt.blen &&
+		    s32(r, b + 4) == r->bt.blen)
+			return batch_step(r, b, it, consumed);
+		r->bt.active = 0;
+	}
 	if (len < 12)
 		return 0;
 	type = trace_get32(b);
@@ -400,6 +654,8 @@ int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t 
 	case GDAK_PCAPNG_CB_COPY:
 	case GDAK_PCAPNG_CB_NOCOPY:
 		rc = parse_cb(r, b, blen, file_off, it);
+		if (!rc && it->kind == GDAK_TITEM_RECORD && it->hdr.type == GDAK_TREC_BATCH)
+			return batch_start(r, b, file_off, it, consumed);
 		break;
 	default:
 		break;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,21 @@ struct gdak_trace_buf {
 	_Atomic uint64_t committed; /* PACK(records, bytes) of whole blocks */
 	size_t flushed;		/* under t->lock */
 	uint32_t recs_flushed;	/* under t->lock */
+
+	/* batching (owner only): an open BATCH block at data + used, not yet
+	 * committed; the references its delta coding compares against */
+	bool in_batch;		/* between gdak_trace_batch_begin and _end */
+	bool bopen;		/* a BATCH block is being built */
+	size_t blen;		/* its bytes so far (framing and headers included) */
+	uint32_t bcount;	/* its sub-records */
+	uint32_t bqpn;		/* QPN of its last sub-record */
+	uint32_t wref_qpn;	/* the previous WQE sub-record: QPN, index, size */
+	uint16_t wref_idx;
+	uint32_t wref_bbs;	/* 0: none yet (the reference is zeros) */
+	bool cref_valid;
+	uint32_t cref_cqn, cref_idx;
+	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
+	uint8_t cref[64];
 };
 
 struct gdak_trace {
@@ -211,12 +227,14 @@ static void buf_make_room(struct gdak_trace_buf *b, size_t n)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static void buf_commit(struct gdak_trace_buf *b, size_t n)
+static void buf_commit_n(struct gdak_trace_buf *b, size_t n, uint32_t recs)
 {
 	b->used += n;
-	b->recs++;
+	b->recs += recs;
 	atomic_store_explicit(&b->committed, PACK(b->recs, b->used), memory_order_release);
 }
+
+static void buf_commit(struct gdak_trace_buf *b, size_t n) { buf_commit_n(b, n, 1); }
 
 /* ---- records -------------------------------------------------------- */
 
@@ -228,10 +246,15 @@ struct rec {
 
 /* Reserve a custom block for a record of body_len bytes and fill its
  * headers; the caller fills the body and calls rec_end(). */
+static void batch_close(struct gdak_trace_buf *b);
+
 static void rec_begin(struct gdak_trace_buf *b, struct rec *r, uint8_t type, uint32_t qpn,
 		      uint32_t body_len)
 {
 	uint8_t *h;
+
+	if (b->bopen)
+		batch_close(b);	/* the batch's records come first */
 
 	r->total = 12 + 4 + sizeof(struct gdak_trace_rec_hdr) + pad4(body_len);
 	buf_make_room(b, r->total);
@@ -259,6 +282,197 @@ static void rec_end(struct gdak_trace_buf *b, struct rec *r)
 	buf_commit(b, r->total);
 }
 
+/* ---- batches (docs/TRACE.md "BATCH") ---------------------------------- */
+
+enum { BATCH_HDR = 12 + sizeof(struct gdak_trace_rec_hdr) + sizeof(struct gdak_trace_batch_body) };
+
+static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
+{
+	uint8_t *blk, *h;
+
+	/* room for the headers, one sub-record of any size and the trailer */
+	buf_make_room(b, BATCH_HDR + GDAK_TRACE_SUB_MAX + 8);
+	blk = b->data + b->used;
+	h = blk + 12;
+	trace_put32(blk, GDAK_PCAPNG_CB_COPY);
+	trace_put32(blk + 8, GDAK_TRACE_PEN);
+	h[0] = GDAK_TREC_BATCH;
+	h[1] = GDAK_TRACE_REC_VERSION;
+	trace_put16(h + 2, sizeof(struct gdak_trace_rec_hdr));
+	trace_put64(h + 8, now_ns(b->t));
+	trace_put32(h + 16, b->thread_id);
+	trace_put32(h + 20, qpn);
+	trace_put64(h + 24, b->seq);
+	trace_put32(h + 36, 0); /* body flags */
+	b->bopen = true;
+	b->blen = BATCH_HDR;
+	b->bcount = 0;
+	b->bqpn = qpn;
+	b->wref_bbs = 0;
+	b->cref_valid = false;
+}
+
+/* Framing, lengths and count, then commit: the readers see it from here. */
+static void batch_close(struct gdak_trace_buf *b)
+{
+	uint8_t *blk = b->data + b->used;
+	size_t total = pad4(b->blen) + 4;
+
+	memset(blk + b->blen, 0, pad4(b->blen) - b->blen);
+	trace_put32(blk + 4, (uint32_t)total);
+	trace_put32(blk + 12 + 4, (uint32_t)(b->blen - 12 - sizeof(struct gdak_trace_rec_hdr)));
+	trace_put32(blk + 12 + 32, b->bcount);
+	trace_put32(blk + total - 4, (uint32_t)total);
+	b->bopen = false;
+	buf_commit_n(b, total, b->bcount);
+}
+
+/* Start a sub-record for qpn: returns where its tag byte goes. */
+static uint8_t *batch_sub(struct gdak_trace_buf *b, uint32_t qpn)
+{
+	if (b->bopen && b->used + b->blen + GDAK_TRACE_SUB_MAX + 8 > b->cap)
+		batch_close(b);
+	if (!b->bopen)
+		batch_open(b, qpn);
+	b->seq++;
+	b->bcount++;
+	return b->data + b->used + b->blen;
+}
+
+/* Delta-code 64 bytes against ref: a mask of the 8-byte words that differ,
+ * then for each such word a mask of its bytes that differ and their new
+ * values.  Consecutive WQEs/CQEs differ in a few bytes (addresses, index). */
+static size_t delta64(uint8_t *out, const uint8_t *cur, const uint8_t *ref)
+{
+	uint8_t *o = out + 1;
+	uint8_t wm = 0;
+
+	for (unsigned w = 0; w < 8; w++) {
+		const uint8_t *c = cur + 8 * w, *r = ref + 8 * w;
+		uint64_t a, z;
+		uint8_t *bm;
+
+		memcpy(&a, c, 8);
+		memcpy(&z, r, 8);
+		if (a == z)
+			continue;
+		wm |= (uint8_t)(1u << w);
+		bm = o++;
+		*bm = 0;
+		for (unsigned i = 0; i < 8; i++) {
+			if (c[i] != r[i]) {
+				*bm |= (uint8_t)(1u << i);
+				*o++ = c[i];
+			}
+		}
+	}
+	out[0] = wm;
+	return (size_t)(o - out);
+}
+
+static const uint8_t zero64[64];
+
+static uint8_t *put_qpn(struct gdak_trace_buf *b, uint8_t *tag, uint32_t qpn)
+{
+	if (qpn == b->bqpn)
+		return tag + 1;
+	*tag |= GDAK_TRACE_SUB_QPN;
+	trace_put32(tag + 1, qpn);
+	b->bqpn = qpn;
+	return tag + 5;
+}
+
+static void batch_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler,
+			   uint16_t pi, const void *reg, uint32_t reg_len, uint8_t flags)
+{
+	uint8_t *tag = batch_sub(b, qpn), *p;
+
+	*tag = GDAK_TREC_DOORBELL;
+	p = put_qpn(b, tag, qpn);
+	trace_put16(p, pi);
+	p[2] = handler;
+	p[3] = flags;
+	p[4] = (uint8_t)reg_len;
+	if (reg_len)
+		memcpy(p + 5, reg, reg_len);
+	b->blen += (size_t)(p + 5 + reg_len - tag);
+}
+
+static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w,
+		      uint32_t nbb, uint16_t flags)
+{
+	uint8_t *tag = batch_sub(b, qpn), *p;
+	uint8_t ref0[64];
+
+	*tag = GDAK_TREC_WQE;
+	p = put_qpn(b, tag, qpn);
+	if (b->wref_bbs == 1 && nbb == 1 && !flags && qpn == b->wref_qpn &&
+	    idx == (uint16_t)(b->wref_idx + 1)) {
+		*tag |= GDAK_TRACE_SUB_PRED;
+	} else {
+		trace_put16(p, idx);
+		p[2] = (uint8_t)nbb;
+		p[3] = (uint8_t)flags;
+		p += 4;
+	}
+	for (uint32_t j = 0; j < nbb; j++) {
+		const uint8_t *ref = j < b->wref_bbs ? b->wref + 64 * j : zero64;
+
+		if (j == 0) {
+			/* the ctrl segment's WQE index (bytes 1..2, big-endian) is
+			 * known from the sub-record: compare against it */
+			memcpy(ref0, ref, 64);
+			ref0[1] = (uint8_t)(idx >> 8);
+			ref0[2] = (uint8_t)idx;
+			ref = ref0;
+		}
+		p += delta64(p, w + 64 * j, ref);
+	}
+	b->blen += (size_t)(p - tag);
+	if (nbb)
+		memcpy(b->wref, w, (size_t)nbb * 64);
+	b->wref_bbs = nbb;
+	b->wref_idx = idx;
+	b->wref_qpn = qpn;
+}
+
+static void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32_t cq_index,
+		      const uint8_t *cqe)
+{
+	uint8_t *tag = batch_sub(b, qpn), *p;
+
+	*tag = GDAK_TREC_CQE;
+	p = put_qpn(b, tag, qpn);
+	if (b->cref_valid && cqn == b->cref_cqn && cq_index == b->cref_idx + 1) {
+		*tag |= GDAK_TRACE_SUB_PRED;
+	} else {
+		trace_put32(p, cqn);
+		trace_put32(p + 4, cq_index);
+		p += 8;
+	}
+	p += delta64(p, cqe, b->cref_valid ? b->cref : zero64);
+	b->blen += (size_t)(p - tag);
+	memcpy(b->cref, cqe, 64);
+	b->cref_valid = true;
+	b->cref_cqn = cqn;
+	b->cref_idx = cq_index;
+}
+
+void gdak_trace_batch_begin(struct gdak_trace_buf *b)
+{
+	if (b)
+		b->in_batch = true;
+}
+
+void gdak_trace_batch_end(struct gdak_trace_buf *b)
+{
+	if (!b)
+		return;
+	b->in_batch = false;
+	if (b->bopen)
+		batch_close(b);
+}
+
 static uint32_t str_len(const char *s)
 {
 	size_t n = s ? strnlen(s, GDAK_TRACE_MAX_STR) : 0;
@@ -278,6 +492,10 @@ void gdak_trace_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler
 	if (reg_len > GDAK_TRACE_MAX_REG) {
 		reg_len = GDAK_TRACE_MAX_REG;
 		flags |= GDAK_TRACE_F_TRUNC;
+	}
+	if (b->in_batch) {
+		batch_doorbell(b, qpn, handler, dbrec_pi, reg, reg_len, flags);
+		return;
 	}
 	rec_begin(b, &r, GDAK_TREC_DOORBELL, qpn, 8 + reg_len);
 	trace_put16(r.body, dbrec_pi);
@@ -318,6 +536,18 @@ void gdak_trace_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
 		return;
 	if (n_wqebb > GDAK_TRACE_MAX_WQEBB + 1)
 		n_wqebb = GDAK_TRACE_MAX_WQEBB + 1; /* flagged TRUNC below */
+	if (b->in_batch) {
+		uint16_t flags = 0;
+
+		if (!wqebbs)
+			n_wqebb = 0;
+		if (n_wqebb > GDAK_TRACE_MAX_WQEBB) {
+			n_wqebb = GDAK_TRACE_MAX_WQEBB;
+			flags = GDAK_TRACE_F_TRUNC;
+		}
+		batch_wqe(b, qpn, wqe_index, wqebbs, n_wqebb, flags);
+		return;
+	}
 	wqe_rec(b, GDAK_TREC_WQE, qpn, wqe_index, wqebbs, n_wqebb * 64,
 		GDAK_TRACE_MAX_WQEBB * 64);
 }
@@ -337,6 +567,10 @@ void gdak_trace_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32
 
 	if (!b)
 		return;
+	if (b->in_batch) {
+		batch_cqe(b, qpn, cqn, cq_index, cqe64 ? cqe64 : zero64);
+		return;
+	}
 	rec_begin(b, &r, GDAK_TREC_CQE, qpn, 8 + 64);
 	trace_put32(r.body, cqn);
 	trace_put32(r.body + 4, cq_index);
@@ -444,6 +678,8 @@ void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint3
 
 	if (!b)
 		return;
+	if (b->bopen)
+		batch_close(b);
 	if (!udp_payload)
 		len = 0;
 	keep = len > GDAK_TRACE_MAX_PKT ? GDAK_TRACE_MAX_PKT : len;
@@ -703,6 +939,14 @@ void gdak_trace_close(struct gdak_trace *t)
 
 	if (!t)
 		return;
+	/* the writers have stopped: a batch one left open is theirs no more */
+	pthread_mutex_lock(&t->lock);
+	for (b = t->bufs; b; b = b->next) {
+		b->in_batch = false;
+		if (b->bopen)
+			batch_close(b);
+	}
+	pthread_mutex_unlock(&t->lock);
 	gdak_trace_flush(t);
 	pthread_mutex_lock(&t->lock);
 	report_lost(t);

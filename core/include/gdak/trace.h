@@ -61,7 +61,21 @@ int gdak_trace_flush(struct gdak_trace *t);
  * must then be used by one thread at a time. */
 struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thread_id);
 
-/* Records.  Each takes its own nanosecond timestamp (CLOCK_REALTIME). */
+/*
+ * Batching, for a thread that makes many records in a short span (a NIC
+ * pass): between begin and end, DOORBELL, WQE and CQE records are packed
+ * into BATCH blocks that share one timestamp (read once, at the first
+ * record) and store each WQE/CQE as the bytes that differ from the previous
+ * one - several times fewer bytes and clock reads.  Any other record closes
+ * the current batch first, so the thread's order is kept.  end commits the
+ * batch (a flush from another thread sees only committed records): keep the
+ * span short.  Owner thread only; nesting is not counted (end ends).
+ */
+void gdak_trace_batch_begin(struct gdak_trace_buf *b);
+void gdak_trace_batch_end(struct gdak_trace_buf *b);
+
+/* Records.  Each takes its own nanosecond timestamp (CLOCK_REALTIME), except
+ * inside a batch (above). */
 void gdak_trace_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler,
 			 uint16_t dbrec_pi, const void *reg, uint32_t reg_len);
 void gdak_trace_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,

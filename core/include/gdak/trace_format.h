@@ -76,7 +76,22 @@ enum {
 
 /* Closing statistics (written by gdak_trace_close), after enum gdak_trace_rec. */
 #define GDAK_TREC_STATS 10
-#define GDAK_TREC_MAX 10
+/*
+ * Several DOORBELL/WQE/CQE records of one thread packed into one block with
+ * one timestamp (gdak_trace_batch_begin/end: one NIC pass).  The reader
+ * hands them out one by one, exactly as the standalone records they stand
+ * for (docs/TRACE.md "BATCH").  Body: struct gdak_trace_batch_body, then
+ * `count` sub-records.
+ */
+#define GDAK_TREC_BATCH 11
+#define GDAK_TREC_MAX 11
+
+/* Sub-record tag byte: bits 3:0 the record type (DOORBELL, WQE, CQE) */
+#define GDAK_TRACE_SUB_TYPE 0x0f
+#define GDAK_TRACE_SUB_QPN 0x80	  /* a u32 QPN follows; else the previous sub-record's */
+#define GDAK_TRACE_SUB_PRED 0x40  /* WQE: index and size predicted; CQE: cqn, cq_index */
+/* Largest sub-record: tag, QPN, WQE fields, 16 delta-coded WQEBBs */
+#define GDAK_TRACE_SUB_MAX (1 + 4 + 4 + GDAK_TRACE_MAX_WQEBB * (1 + 8 + 64))
 
 /* Limits the writer applies (larger inputs are cut and flagged TRUNC). */
 #define GDAK_TRACE_MAX_WQEBB 16	 /* 63 DS = 16 WQEBBs, the largest legal send WQE */
@@ -145,6 +160,11 @@ struct gdak_trace_lost_body {
 	uint64_t bytes;
 };
 
+struct gdak_trace_batch_body {
+	uint32_t count;		/* sub-records that follow */
+	uint32_t flags;		/* 0 */
+};
+
 struct gdak_trace_stats_body {
 	uint64_t records;	/* records and packets written, this one excluded */
 	uint64_t bytes;		/* file bytes before this block */
@@ -164,6 +184,7 @@ GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_qp_body) == 8, "qp body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_note_body) == 8, "note body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_lost_body) == 16, "lost body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_stats_body) == 40, "stats body");
+GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_batch_body) == 8, "batch body");
 
 /* Name of a record type ("WQE"); "REC_<n>" style for unknown ones. */
 const char *gdak_trace_rec_name(unsigned type);
@@ -244,6 +265,13 @@ struct gdak_trace_item {
 		uint32_t caplen;
 		uint32_t origlen;
 	} pkt;
+
+	/* A record unpacked from a BATCH block (block_type/offset/block_len are
+	 * the batch's): its position there, 0-based, and the batch's count;
+	 * both 0 for a standalone record.  Its body and raw bytes then live in
+	 * the reader, valid until the next gdak_trace_reader_next(). */
+	uint32_t batch_index;
+	uint32_t batch_count;
 };
 
 struct gdak_trace_reader;
@@ -259,6 +287,11 @@ void gdak_trace_reader_free(struct gdak_trace_reader *r);
  * corrupt block whose framing cannot be trusted (stop reading); -EBADMSG for
  * a well-framed block with a bad body (*consumed is set: the caller may go
  * on).  After an error, gdak_trace_reader_error() says what and where.
+ *
+ * A BATCH block yields one item per record packed in it: *consumed is 0
+ * for all but the last (call again with the same buf and file_off), and
+ * block_len for the last.  A caller that moves on earlier (another
+ * file_off) abandons the rest of that batch.
  */
 int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t len,
 			   uint64_t file_off, struct gdak_trace_item *item, size_t *consumed);
