@@ -15,6 +15,7 @@
 #include <sys/random.h>
 
 #include "hw_loc.h"
+#include "capture_int.h"
 #include "gdak_log.h"
 
 /* proxy_pi gets a cache line of its own (the device writes it, the proxy
@@ -166,6 +167,7 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	if (ret)
 		goto fail;
 	*out = &hq->base;
+	gdak_capture_env_add_qp(&hq->base);	/* GDAK_TRACE: the ring capture follows it */
 	return 0;
 fail:
 	hw_qp_destroy(&hq->base);
@@ -176,6 +178,7 @@ int hw_qp_destroy(struct gdak_qp *qp)
 {
 	struct hw_qp *hq = hw_qp_of(qp);
 
+	gdak_capture_forget_qp(qp);	/* a capture's last look before the rings go */
 	if (hq->proxied)
 		hw_proxy_remove(hq->ctx, hq);
 	unmap_all(hq);

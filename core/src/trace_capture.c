@@ -411,7 +411,9 @@ static int cq_pass(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
 		cq->lost += dev_ci - cq->ncqe - cq->ci;
 		cq->ci = dev_ci - cq->ncqe;
 	}
-	for (uint32_t budget = cq->ncqe; budget; budget--) {
+	/* at most a ring's worth of CQEs per pass (the lost ones are bounded by
+	 * dev_ci, at most ncqe ahead) */
+	for (uint32_t budget = cq->ncqe; budget;) {
 		uint64_t n = cq->ci;
 
 		if (fetch_cqe(c, q, cq, n, cqe, &changed))
@@ -447,6 +449,7 @@ static int cq_pass(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
 		c->st.cqes++;
 		made++;
 		cq->ci++;
+		budget--;
 	}
 	if (cq->lost) {
 		flush_cq_loss(c, q, cq);
