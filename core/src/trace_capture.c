@@ -61,6 +61,7 @@ extern void gdak_trace_lost(struct gdak_trace_buf *b, uint32_t qpn, uint64_t rec
 
 struct cap_cq {
 	const char *name;	/* "scq" / "rcq" */
+	const struct gdak_dev_cq *dcq;	/* its descriptor (host memory) */
 	const uint8_t *cqes;
 	const uint32_t *dbrec;
 	uint32_t ncqe;
@@ -178,23 +179,37 @@ static int read_pi(struct gdak_capture *c, struct cap_qp *q, uint64_t *pi)
 	return 0;
 }
 
-/* The CQ doorbell record (dbrec[0] = be32(ci & 0xffffff)) as a 64-bit count
- * near ref. */
+/* A 24-bit consumer count as a 64-bit count near ref. */
+static uint64_t extend24(uint64_t ref, uint32_t v)
+{
+	uint32_t d = (v - (uint32_t)ref) & 0xffffff;
+
+	if (d & 0x800000) {
+		d = 0x1000000 - d;	/* behind ref: the device has not consumed that far */
+		return ref >= d ? ref - d : 0;
+	}
+	return ref + d;
+}
+
+/*
+ * How far the device has consumed the CQ, as a 64-bit count near ref: the
+ * CQ doorbell record (dbrec[0] = be32(ci & 0xffffff)), or the descriptor's
+ * cons_idx when that is ahead - gdak's device API advances cons_idx on every
+ * poll but writes the record once per batch, and with the ignore-overrun CQs
+ * hw_mlx5 creates the HCA does not wait for the record.
+ */
 static int read_cq_ci(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq, uint64_t ref,
 		      uint64_t *ci)
 {
-	uint32_t v, d;
+	uint32_t v;
+	uint64_t a, b;
 	int ret = read_dbrec(c, q, cq->dbrec, &v);
 
 	if (ret)
 		return ret;
-	d = (v - (uint32_t)ref) & 0xffffff;
-	if (d & 0x800000) {
-		d = 0x1000000 - d;	/* behind ref: the device has not consumed that far */
-		*ci = ref >= d ? ref - d : 0;
-	} else {
-		*ci = ref + d;
-	}
+	a = extend24(ref, v);
+	b = extend24(ref, (uint32_t)__atomic_load_n(&cq->dcq->cons_idx, __ATOMIC_RELAXED));
+	*ci = a > b ? a : b;
 	return 0;
 }
 
@@ -561,9 +576,9 @@ static int read_start(struct gdak_capture *c, struct cap_qp *q)
 	}
 	q->sq_next = q->pi_seen;
 	for (int i = 0; i < q->ncq; i++) {
-		if (read_dbrec(c, q, q->cq[i].dbrec, &v))
+		if (read_dbrec(c, q, q->cq[i].dbrec, &v) ||
+		    read_cq_ci(c, q, &q->cq[i], v & 0xffffff, &q->cq[i].ci))
 			return -EIO;
-		q->cq[i].ci = v & 0xffffff;
 	}
 	return 0;
 }
@@ -571,6 +586,7 @@ static int read_start(struct gdak_capture *c, struct cap_qp *q)
 static void cq_init(struct cap_cq *cq, const char *name, const struct gdak_dev_cq *d)
 {
 	cq->name = name;
+	cq->dcq = d;
 	cq->cqes = d->cqes;
 	cq->dbrec = d->dbrec;
 	cq->ncqe = d->ncqe;
