@@ -12,3 +12,7 @@ add_dependencies(gdak_capture_emu gdak-trace)
 gdak_add_test(NAME gdak.capture.loss SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_loss.c
   LIBS gdak_nic_util LABELS emu TIMEOUT 120 ARGS $<TARGET_FILE:gdak-trace>)
 add_dependencies(gdak_capture_loss gdak-trace)
+# The backend hooks: last pass on QP destroy, captures stopped on context
+# close, GDAK_TRACE's process-wide capture (complete after exit).
+gdak_add_test(NAME gdak.capture.hooks SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_hooks.c
+  LIBS gdak_nic_util LABELS emu TIMEOUT 120)

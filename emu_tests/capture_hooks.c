@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture_hooks.c - the hooks a backend calls (core/src/capture_int.h), on
+ * the NIC model: a QP about to be destroyed gets a last pass and is
+ * forgotten; a context about to be closed stops the captures bound to it
+ * (file complete at once, handle still valid) and takes its QPs out of the
+ * others; GDAK_TRACE makes the process-wide capture follow a new QP and the
+ * file is complete after exit.
+ */
+#include <errno.h>
+#include <sys/wait.h>
+
+#include "capture_int.h"
+#include "capture_util.h"
+#include "gdak_test.h"
+#include "nic_util.h"
+
+struct env {
+	struct gdak_ctx *ctx;
+	struct gdak_mr *ms, *md;
+	uint8_t *src, *dst;
+	struct nu_qp a, b;
+};
+
+static void setup(struct env *e)
+{
+	REQUIRE_EQ(gdak_open("emu", &e->ctx), 0);
+	REQUIRE_EQ(gdak_mem_alloc(e->ctx, 4096, GDAK_MEM_HOST, (void **)&e->src), 0);
+	REQUIRE_EQ(gdak_mem_alloc(e->ctx, 4096, GDAK_MEM_HOST, (void **)&e->dst), 0);
+	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->src, 4096, GDAK_ACCESS_LOCAL_WRITE, &e->ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->dst, 4096, GDAK_ACCESS_ALL, &e->md), 0);
+	REQUIRE_EQ(nu_pair(e->ctx, NULL, &e->a, &e->b), 0);
+}
+
+static void teardown(struct env *e)
+{
+	nu_destroy(&e->a);
+	nu_destroy(&e->b);
+	gdak_mr_dereg(e->ms);
+	gdak_mr_dereg(e->md);
+	gdak_mem_free(e->ctx, e->src);
+	gdak_mem_free(e->ctx, e->dst);
+	gdak_close(e->ctx);
+}
+
+static void write1(struct env *e, struct nu_qp *q)
+{
+	struct gdak_mlx5_cqe_fields f;
+
+	nu_post_rdma(q, MLX5_OPCODE_RDMA_WRITE, e->src, 64, gdak_mr_lkey(e->ms),
+		     (uintptr_t)e->dst, gdak_mr_rkey(e->md), 0, NU_SIG);
+	nu_ring(q);
+	REQUIRE_EQ(nu_poll(q, 0, &f, 10000), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+}
+
+static unsigned count(const struct cr_file *f, uint8_t type, uint32_t qpn)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		n += f->r[i].type == type && f->r[i].qpn == qpn;
+	return n;
+}
+
+/* A paused capture still gets its last pass when the QP goes. */
+static void qp_and_ctx_hooks(void)
+{
+	char *p1 = cr_tmpname("hook-bound"), *p2 = cr_tmpname("hook-free");
+	struct gdak_capture *bound, *free_;
+	struct gdak_capture_stats st;
+	struct cr_file f;
+	struct env e;
+	uint32_t qa, qb;
+
+	setup(&e);
+	qa = e.a.qpn;
+	qb = e.b.qpn;
+	REQUIRE_EQ(gdak_capture_open(e.ctx, p1, 0, &bound), 0);
+	REQUIRE_EQ(gdak_capture_open(NULL, p2, 0, &free_), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(bound, e.a.qp), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(free_, e.b.qp), 0);
+	REQUIRE_EQ(gdak_capture_pause(bound, 1), 0);
+	write1(&e, &e.a);
+	gdak_capture_forget_qp(e.a.qp);	/* what gdak_qp_destroy's hook does */
+	CHECK_EQ(gdak_capture_remove_qp(bound, e.a.qp), -ENOENT);
+	REQUIRE_EQ(gdak_capture_get_stats(bound, &st), 0);
+	CHECK_EQ(st.wqes, 1);
+	CHECK_EQ(st.cqes, 1);
+	REQUIRE_EQ(gdak_capture_add_qp(bound, e.a.qp), 0);
+	CHECK_EQ(gdak_capture_pause(bound, 0), 0);
+
+	write1(&e, &e.b);
+	gdak_capture_forget_ctx(e.ctx);	/* what gdak_close's hook does */
+	/* bound: stopped, its file already complete */
+	CHECK_EQ(gdak_capture_poll(bound), -ESHUTDOWN);
+	CHECK_EQ(gdak_capture_add_qp(bound, e.a.qp), -ESHUTDOWN);
+	CHECK_EQ(gdak_capture_flush(bound), 0);
+	REQUIRE_EQ(cr_read(p1, &f), 0);
+	CHECK(f.clean);
+	CHECK_EQ(count(&f, GDAK_TREC_WQE, qa), 1);
+	cr_free(&f);
+	/* free_: alive, b forgotten after its last pass */
+	CHECK(gdak_capture_poll(free_) >= 0);
+	CHECK_EQ(gdak_capture_remove_qp(free_, e.b.qp), -ENOENT);
+	REQUIRE_EQ(gdak_capture_get_stats(free_, &st), 0);
+	CHECK_EQ(st.wqes, 1);
+	CHECK_EQ(st.cqes, 1);
+	CHECK_EQ(gdak_capture_close(bound), 0);
+	CHECK_EQ(gdak_capture_close(free_), 0);
+	REQUIRE_EQ(cr_read(p2, &f), 0);
+	CHECK(f.clean);
+	CHECK_EQ(count(&f, GDAK_TREC_WQE, qb), 1);
+	CHECK_EQ(count(&f, GDAK_TREC_CQE, qb), 1);
+	cr_free(&f);
+	teardown(&e);
+	unlink(p1);
+	unlink(p2);
+	free(p1);
+	free(p2);
+}
+
+/* In a child (threads start after the fork): GDAK_TRACE, two QPs, exit. */
+static void env_capture(void)
+{
+	char *p = cr_tmpname("hook-env");
+	struct cr_file f;
+	pid_t pid;
+	int st = 0;
+	uint32_t qpns[2] = {0, 0};
+	int fds[2];
+
+	REQUIRE(p);
+	REQUIRE_EQ(pipe(fds), 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct env e;
+
+		close(fds[0]);
+		unsetenv("GDAK_TRACE");
+		setup(&e);	/* the NIC model has read its environment now */
+		gdak_capture_env_add_qp(e.a.qp);	/* unset: nothing */
+		setenv("GDAK_TRACE", p, 1);
+		gdak_capture_env_add_qp(e.a.qp);
+		gdak_capture_env_add_qp(e.b.qp);
+		write1(&e, &e.a);
+		write1(&e, &e.a);
+		write1(&e, &e.b);
+		qpns[0] = e.a.qpn;
+		qpns[1] = e.b.qpn;
+		if (write(fds[1], qpns, sizeof(qpns)) != (ssize_t)sizeof(qpns))
+			_exit(3);
+		gdak_capture_forget_qp(e.a.qp);
+		gdak_capture_forget_qp(e.b.qp);
+		teardown(&e);
+		exit(gdak_test_end());	/* the capture is closed at exit */
+	}
+	close(fds[1]);
+	CHECK_EQ(read(fds[0], qpns, sizeof(qpns)), sizeof(qpns));
+	close(fds[0]);
+	REQUIRE_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE_EQ(cr_read(p, &f), 0);
+	CHECK(f.clean);
+	CHECK_EQ(count(&f, GDAK_TREC_WQE, qpns[0]), 2);
+	CHECK_EQ(count(&f, GDAK_TREC_CQE, qpns[0]), 2);
+	CHECK_EQ(count(&f, GDAK_TREC_WQE, qpns[1]), 1);
+	CHECK_EQ(count(&f, GDAK_TREC_QP, qpns[0]), 1);
+	cr_free(&f);
+	unlink(p);
+	free(p);
+}
+
+int main(void)
+{
+	env_capture();	/* first: it forks */
+	qp_and_ctx_hooks();
+	return gdak_test_end();
+}
