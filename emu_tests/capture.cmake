@@ -16,3 +16,6 @@ add_dependencies(gdak_capture_loss gdak-trace)
 # close, GDAK_TRACE's process-wide capture (complete after exit).
 gdak_add_test(NAME gdak.capture.hooks SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_hooks.c
   LIBS gdak_nic_util LABELS emu TIMEOUT 120)
+# What a pass costs, and the idle thread's CPU (prints numbers).
+gdak_add_test(NAME gdak.capture.bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_bench.c
+  LABELS unit TIMEOUT 120)
