@@ -36,3 +36,11 @@ gdak_add_test(NAME gdak.rxe.verbs_scenarios SOURCES rxe_verbs_scenarios.c
 # (gdak-rxe-peer, plain verbs), traffic both ways, data verified.
 gdak_add_test(NAME gdak.rxe.interop SOURCES rxe_interop.c LABELS rxe TIMEOUT 180
               ARGS $<TARGET_FILE:gdak-rxe-peer>)
+
+# Guest side: the bounce-buffer path GPU memory takes without dma-buf, with
+# host memory forced through it (GDAK_VERBS_STAGE=all, a test hook).
+gdak_add_test(NAME gdak.rxe.verbs_stage SOURCES rxe_verbs_stage.c LABELS rxe TIMEOUT 180)
+
+# Guest side: two processes, each its own NIC model on emu:verbs:rxe0, RDMA
+# each other with the device rkeys gdak_mr_rkey hands out.
+gdak_add_test(NAME gdak.rxe.verbs_2proc SOURCES rxe_verbs_2proc.c LABELS rxe TIMEOUT 180)

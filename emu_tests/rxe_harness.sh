@@ -21,6 +21,10 @@ expect_in() { # file pattern what
 [ -z "${GDAK_IN_RXE_VM:-}" ] || { echo "SKIP: inside the rxe guest already"; exit 77; }
 tmp=$(mktemp -d "$bin/rxe-harness.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# the guests this test boots keep their run directories under $tmp/run, so
+# the leftover check below sees ours only (other guests may be running)
+mkdir -p "$tmp/run"
+export TMPDIR=$tmp/run
 
 # ---- usage errors: no boot, exit 2, the message names the problem ----------
 "$vm" --timeout soon run true > "$tmp/o" 2>&1
@@ -80,7 +84,8 @@ expect_rc 125 $? "boot timeout"
 expect_in "$tmp/o" "no ready rxe after 1s" "boot timeout"
 
 # nothing left behind: no qemu of ours, no temp dirs
-if pgrep -f "gdak-rxe\.[A-Za-z0-9]*/out" > /dev/null; then bad "qemu still running"; else ok; fi
+if pgrep -f "$tmp/run/gdak-rxe\.[A-Za-z0-9]*/" > /dev/null; then bad "qemu still running"; else ok; fi
+if [ -n "$(ls -A "$tmp/run")" ]; then bad "run directories left: $(ls "$tmp/run")"; else ok; fi
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

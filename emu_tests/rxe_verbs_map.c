@@ -6,11 +6,64 @@
  * transport takes to its work request, and the rest are refused.
  */
 #include <errno.h>
+#include <stdbool.h>
 
+#include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 
 #include "gdak_test.h"
 #include "tr_verbs.h"
+
+/* tv_mem_plan over kind x access x stage_all x dmabuf. */
+static void plan_cases(void)
+{
+	static const struct {
+		uint8_t kind;
+		unsigned access;
+		bool stage_all, dmabuf;
+		int ret;
+		enum tv_reg reg;
+		bool staged;
+	} c[] = {
+		/* host memory: registered as it is */
+		{ GDAK_MEM_HOST, GDAK_ACCESS_ALL, false, false, 0, TV_REG_HOST, false },
+		{ GDAK_MEM_HOST, GDAK_ACCESS_LOCAL_WRITE, false, false, 0, TV_REG_HOST, false },
+		{ GDAK_MEM_HOST, 0, false, true, 0, TV_REG_HOST, false },
+		/* GPU memory with dma-buf: registered, never staged, any access */
+		{ GDAK_MEM_GPU, GDAK_ACCESS_ALL, false, true, 0, TV_REG_DMABUF, false },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_LOCAL_WRITE, false, true, 0, TV_REG_DMABUF, false },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_ALL, true, true, 0, TV_REG_DMABUF, false },
+		/* GPU memory without: local buffers staged, remote rights refused */
+		{ GDAK_MEM_GPU, GDAK_ACCESS_LOCAL_WRITE, false, false, 0, TV_REG_NONE, true },
+		{ GDAK_MEM_GPU, 0, false, false, 0, TV_REG_NONE, true },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_ALL, false, false, -EOPNOTSUPP, TV_REG_NONE, false },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_REMOTE_READ, false, false, -EOPNOTSUPP, TV_REG_NONE, false },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, false, false,
+		  -EOPNOTSUPP, TV_REG_NONE, false },
+		{ GDAK_MEM_GPU, GDAK_ACCESS_REMOTE_ATOMIC, false, false, -EOPNOTSUPP, TV_REG_NONE,
+		  false },
+		/* GDAK_VERBS_STAGE=all: host memory as GPU memory without dma-buf */
+		{ GDAK_MEM_HOST, GDAK_ACCESS_LOCAL_WRITE, true, false, 0, TV_REG_NONE, true },
+		{ GDAK_MEM_HOST, GDAK_ACCESS_LOCAL_WRITE, true, true, 0, TV_REG_NONE, true },
+		{ GDAK_MEM_HOST, GDAK_ACCESS_ALL, true, false, -EOPNOTSUPP, TV_REG_NONE, false },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct tv_mem_plan p = { .reg = (enum tv_reg)99, .stage_local = false };
+		const char *why = "unset";
+		int r = tv_mem_plan(c[i].kind, c[i].access, c[i].stage_all, c[i].dmabuf, &p, &why);
+
+		CHECK_EQ(r, c[i].ret);
+		if (r) {
+			/* the message names the remedy */
+			CHECK(why && strstr(why, "remote"));
+			continue;
+		}
+		CHECK(why == NULL);
+		CHECK_EQ(p.reg, c[i].reg);
+		CHECK_EQ(p.stage_local, c[i].staged);
+	}
+}
 
 int main(void)
 {
@@ -80,5 +133,14 @@ int main(void)
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_1024), 1024);
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_256), 256);
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_4096), 4096);
+
+	plan_cases();
+	CHECK_EQ(tv_parse_stage(NULL), 0);
+	CHECK_EQ(tv_parse_stage(""), 0);
+	CHECK_EQ(tv_parse_stage("0"), 0);
+	CHECK_EQ(tv_parse_stage("off"), 0);
+	CHECK_EQ(tv_parse_stage("all"), 1);
+	CHECK_EQ(tv_parse_stage("gpu"), -EINVAL);
+	CHECK_EQ(tv_parse_stage("ALL "), -EINVAL);
 	return gdak_test_end();
 }

@@ -9,14 +9,13 @@
  * completions back into mlx5 CQEs (through nm_comp_op_done/nm_comp_recv).
  * The responder is the real device: gdak's own nm_resp is not involved.
  *
- * Memory: a NIC-model MR is registered with ibv_reg_mr lazily, the first
- * time a WQE uses it, and cached by its table slot (tv_mrc).  Keys in WQEs
- * are NIC-model keys; the lkeys are translated here.  Remote keys: when the
- * peer QP lives in this process (another emu:verbs QP) its NIC-model rkey is
- * translated through the peer context's cache; any other peer (another
- * process, plain verbs code, a ConnectX) must have handed out a real verbs
- * rkey, which is used as it is.  GPU memory is refused (LOCAL_PROT) until
- * it is staged or registered through dmabuf.
+ * Memory (tr_verbs_mr.c): every NIC-model MR is registered with the device
+ * at gdak_mr_reg, and its rkey is the device's, so rkeys in WQEs go on the
+ * wire as they are, whoever the peer is (this process, another process's
+ * NIC model, plain verbs code, a ConnectX).  lkeys in WQEs are the NIC
+ * model's (it checks them) and are translated here.  GPU memory goes
+ * through dma-buf where the device and driver allow, otherwise its local
+ * segments are staged through bounce buffers (tr_verbs_stage.c).
  *
  * Threads: ctx/qp setup on the caller's thread; post_send/qp_poll on the
  * QP's NIC thread, where a libev watcher on the QP's completion channel and
@@ -35,133 +34,11 @@
 #include "nm_loc.h"
 #include "tr_verbs.h"
 
-#define TV_MAX_SGE 16		/* data segments per work request we ask for */
 #define TV_RQ_CHECK_S 0.002	/* how often an idle QP looks for new receive WQEs */
 #define TV_POLL_BATCH 16
 #define TV_ROCE_PORT 4791	/* IANA RoCEv2 UDP port (IBA A17.4.2) */
 
-struct tv_mrc {			/* one cached registration, by NIC-model MR slot */
-	struct nm_mr *mr;
-	uint32_t key;
-	uintptr_t start, end;
-	struct ibv_mr *vmr;
-};
-
-struct tv_ctx {
-	struct ibv_context *vctx;
-	struct ibv_pd *pd;
-	uint8_t port;
-	int gid_index;		/* -1: InfiniBand link layer, LID addressing */
-	union ibv_gid gid;
-	uint16_t lid;
-	enum ibv_mtu active_mtu;
-	uint32_t max_sge, max_rd_atom;
-	bool atomic_host_order;	/* the device returns an atomic's old value in host order */
-	pthread_mutex_t lock;	/* mrc */
-	struct tv_mrc *mrc;
-	uint32_t nmrc;
-	uint32_t id;
-};
-
-struct tv_qp {
-	struct nm_qp *qp;
-	struct tv_ctx *tc;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *scq, *rcq;
-	struct ibv_qp *vqp;
-	uint32_t psn;
-	uint8_t *stage;		/* NM_MAX_INFLIGHT slots of NM_WRAP_BUF: inline payloads */
-	struct ibv_mr *stage_mr;
-	uint64_t rq_posted;	/* receive WQEs handed to ibv_post_recv */
-	bool peer_local;	/* the peer is an emu:verbs QP of this process */
-	uint32_t peer_qpn;
-	union ibv_gid peer_gid;
-	bool watching;
-	ev_io io;
-	ev_timer rq_timer;
-	struct tv_qp *next;	/* registry */
-};
-
-/* The emu:verbs QPs of this process, for same-process rkey translation. */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tv_qp *reg_head;
-
 static struct tv_ctx *tc_of(struct nm_ctx *ctx) { return ctx->tr_priv; }
-
-/* ---- memory -------------------------------------------------------------- */
-
-/* The verbs MR for a NIC-model MR, registering it on first use.  NULL when
- * the device refuses it (logged). */
-static struct ibv_mr *mr_get(struct tv_ctx *tc, struct nm_mr *mr)
-{
-	struct tv_mrc *e;
-	struct ibv_mr *vmr = NULL;
-	unsigned acc;
-
-	if (mr->kind == GDAK_MEM_GPU) {
-		GDAK_WARN_RL("ctx", tc->id, "verbs: key 0x%x is GPU memory, which this transport "
-			     "cannot register yet", mr->base.lkey);
-		return NULL;
-	}
-	pthread_mutex_lock(&tc->lock);
-	if (mr->index >= tc->nmrc) {
-		uint32_t n = tc->nmrc ? tc->nmrc : 64;
-		while (n <= mr->index)
-			n *= 2;
-		e = realloc(tc->mrc, n * sizeof(*e));
-		if (!e)
-			goto out;
-		memset(e + tc->nmrc, 0, (n - tc->nmrc) * sizeof(*e));
-		tc->mrc = e;
-		tc->nmrc = n;
-	}
-	e = &tc->mrc[mr->index];
-	if (e->vmr && e->mr == mr && e->key == mr->base.lkey && e->start == mr->start &&
-	    e->end == mr->end) {
-		vmr = e->vmr;
-		goto out;
-	}
-	if (e->vmr) /* the slot was reused by a new registration */
-		ibv_dereg_mr(e->vmr);
-	e->vmr = NULL;
-	/* the NIC model has checked local access already; verbs needs
-	 * LOCAL_WRITE with any remote write/atomic right (IBA C10-? / ibv_reg_mr(3)) */
-	acc = (mr->base.access & GDAK_ACCESS_ALL) | IBV_ACCESS_LOCAL_WRITE;
-	vmr = ibv_reg_mr(tc->pd, (void *)mr->start, mr->end - mr->start, (int)acc);
-	if (!vmr) {
-		GDAK_WARN_RL("ctx", tc->id, "verbs: ibv_reg_mr of key 0x%x [0x%llx, 0x%llx): %s",
-			     mr->base.lkey, (unsigned long long)mr->start,
-			     (unsigned long long)mr->end, strerror(errno));
-		goto out;
-	}
-	*e = (struct tv_mrc){ .mr = mr, .key = mr->base.lkey, .start = mr->start, .end = mr->end,
-			      .vmr = vmr };
-out:
-	pthread_mutex_unlock(&tc->lock);
-	return vmr;
-}
-
-/* The rkey to put on the wire for a WQE's rkey (see the file comment). */
-static uint32_t remote_key(struct tv_qp *tq, uint32_t rkey)
-{
-	struct tv_qp *p;
-	uint32_t out = 0; /* no MR of the peer: a key no device hands out for an MR */
-
-	if (!tq->peer_local)
-		return rkey;
-	pthread_mutex_lock(&reg_lock);
-	for (p = reg_head; p; p = p->next)
-		if (p->vqp->qp_num == tq->peer_qpn && !memcmp(&p->tc->gid, &tq->peer_gid, 16))
-			break;
-	if (p) {
-		struct nm_mr *mr = nm_mr_get(p->qp->ctx, rkey);
-		struct ibv_mr *vmr = mr ? mr_get(p->tc, mr) : NULL;
-		if (vmr)
-			out = vmr->rkey;
-	}
-	pthread_mutex_unlock(&reg_lock);
-	return out;
-}
 
 /* ---- context ---------------------------------------------------------------- */
 
@@ -194,16 +71,47 @@ static int pick_gid(struct tv_ctx *tc, int len)
 
 static void tc_free(struct tv_ctx *tc)
 {
-	for (uint32_t i = 0; i < tc->nmrc; i++)
-		if (tc->mrc[i].vmr)
-			ibv_dereg_mr(tc->mrc[i].vmr);
-	free(tc->mrc);
+	tv_mr_fini_all(tc);
 	if (tc->pd)
 		ibv_dealloc_pd(tc->pd);
 	if (tc->vctx)
 		ibv_close_device(tc->vctx);
 	pthread_mutex_destroy(&tc->lock);
 	free(tc);
+}
+
+/* GDAK_VERBS_STAGE=all (test hook: host memory staged like GPU memory
+ * without dma-buf), GDAK_VERBS_DMABUF=0 (stage GPU memory even where
+ * dma-buf works), GDAK_VERBS_BOUNCE=bytes (each bounce ring). */
+static int env_config(struct nm_ctx *ctx, struct tv_ctx *tc)
+{
+	const char *st = getenv("GDAK_VERBS_STAGE"), *b = getenv("GDAK_VERBS_BOUNCE");
+	const char *d = getenv("GDAK_VERBS_DMABUF");
+	int v = tv_parse_stage(st);
+
+	if (v < 0) {
+		GDAK_ERR("ctx", ctx->base.id, "GDAK_VERBS_STAGE='%s': the values are 'all' and "
+			 "'0'", st);
+		return -EINVAL;
+	}
+	tc->stage_all = v == 1;
+	tc->no_dmabuf = d && !strcmp(d, "0");
+	tc->bounce = TV_BOUNCE_DEFAULT;
+	if (b && *b) {
+		char *end;
+		unsigned long n = strtoul(b, &end, 0);
+		if (*end || n < TV_BOUNCE_MIN || n > (1ul << 30)) {
+			GDAK_ERR("ctx", ctx->base.id, "GDAK_VERBS_BOUNCE='%s': a byte count %u..%lu "
+				 "is wanted", b, TV_BOUNCE_MIN, 1ul << 30);
+			return -EINVAL;
+		}
+		tc->bounce = (uint32_t)n;
+	}
+	if (tc->stage_all)
+		GDAK_WARN("ctx", ctx->base.id, "verbs: GDAK_VERBS_STAGE=all (a test hook): every "
+			  "local buffer goes through %u-byte bounce rings, no host memory is "
+			  "registered for remote access", tc->bounce);
+	return 0;
 }
 
 static int verbs_ctx_init(struct nm_ctx *ctx, const char *args)
@@ -233,6 +141,10 @@ static int verbs_ctx_init(struct nm_ctx *ctx, const char *args)
 	pthread_mutex_init(&tc->lock, NULL);
 	tc->id = ctx->base.id;
 	tc->port = 1;
+	ret = env_config(ctx, tc);
+	if (ret)
+		goto err_nolist;
+	ret = -ENODEV;
 	list = ibv_get_device_list(&n);
 	for (int i = 0; list && i < n && !dev; i++)
 		if (!name[0] || !strcmp(ibv_get_device_name(list[i]), name))
@@ -294,6 +206,7 @@ static int verbs_ctx_init(struct nm_ctx *ctx, const char *args)
 err:
 	if (list)
 		ibv_free_device_list(list);
+err_nolist:
 	tc_free(tc);
 	return ret;
 }
@@ -339,6 +252,7 @@ static void tq_free(struct tv_qp *tq)
 		ibv_destroy_comp_channel(tq->ch);
 	if (tq->stage_mr)
 		ibv_dereg_mr(tq->stage_mr);
+	tv_stage_fini(tq);
 	free(tq->stage);
 	free(tq);
 }
@@ -390,10 +304,6 @@ static int verbs_qp_init(struct nm_qp *qp)
 		goto err;
 	tq->psn = (uint32_t)(nm_now_ns() ^ ((uint64_t)tq->vqp->qp_num << 8)) & 0xffffff;
 	qp->tr_priv = tq;
-	pthread_mutex_lock(&reg_lock);
-	tq->next = reg_head;
-	reg_head = tq;
-	pthread_mutex_unlock(&reg_lock);
 	GDAK_DBG("qp", qp->id, "verbs QP 0x%x", tq->vqp->qp_num);
 	return 0;
 err:
@@ -412,20 +322,12 @@ static void stop_watch(void *arg)
 
 static void verbs_qp_fini(struct nm_qp *qp)
 {
-	struct tv_qp *tq = qp->tr_priv, **pp;
+	struct tv_qp *tq = qp->tr_priv;
 
 	if (!tq)
 		return;
 	if (tq->watching)
 		nm_thread_call(qp->thr, stop_watch, tq);
-	pthread_mutex_lock(&reg_lock);
-	for (pp = &reg_head; *pp; pp = &(*pp)->next) {
-		if (*pp == tq) {
-			*pp = tq->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&reg_lock);
 	tq_free(tq);
 	qp->tr_priv = NULL;
 }
@@ -498,7 +400,7 @@ static void start_watch(void *arg)
 
 static int verbs_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 {
-	struct tv_qp *tq = qp->tr_priv, *p;
+	struct tv_qp *tq = qp->tr_priv;
 	struct tv_ctx *tc = tq->tc;
 	struct ibv_qp_attr a;
 	uint32_t mtu = qp->base.attr.mtu;
@@ -527,6 +429,7 @@ static int verbs_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	if (ret)
 		return ret;
 	tq->rq_posted = qp->rq_ci;
+	tv_stage_reset(tq); /* nothing is in flight on a QP in RESET */
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -560,24 +463,14 @@ static int verbs_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	if (ret)
 		return ret;
 
-	tq->peer_qpn = peer->qpn;
-	memcpy(tq->peer_gid.raw, peer->gid, 16);
-	tq->peer_local = false;
-	if (peer->transport == GDAK_QPI_VERBS && peer->node == qp->ctx->node) {
-		pthread_mutex_lock(&reg_lock);
-		for (p = reg_head; p; p = p->next)
-			if (p->vqp->qp_num == peer->qpn && !memcmp(p->tc->gid.raw, peer->gid, 16))
-				tq->peer_local = true;
-		pthread_mutex_unlock(&reg_lock);
-	}
 	ibv_req_notify_cq(tq->scq, 0);
 	ibv_req_notify_cq(tq->rcq, 0);
 	if (!tq->watching) {
 		tq->watching = true;
 		nm_thread_call(qp->thr, start_watch, tq);
 	}
-	GDAK_DBG("qp", qp->id, "verbs QP 0x%x -> peer 0x%x, mtu %u, %s rkeys", tq->vqp->qp_num,
-		 peer->qpn, mtu, tq->peer_local ? "translated" : "verbatim");
+	GDAK_DBG("qp", qp->id, "verbs QP 0x%x -> peer 0x%x, mtu %u", tq->vqp->qp_num,
+		 peer->qpn, mtu);
 	return 0;
 }
 
@@ -615,6 +508,9 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 					   .lkey = tq->stage_mr->lkey };
 		wr.num_sge = op->len ? 1 : 0;
 	} else {
+		struct tv_stage plan = { .nseg = 0 };
+		bool staged = false;
+
 		if (op->nseg > TV_MAX_SGE || op->nseg > tq->tc->max_sge) {
 			op->status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 			op->rule = "verbs_too_many_sge";
@@ -624,7 +520,7 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 			void *a;
 			uint32_t l;
 			struct nm_mr *mr;
-			struct ibv_mr *vmr;
+			struct tv_mr *m;
 			int r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
 
 			if (r) {
@@ -633,16 +529,39 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 			}
 			if (!l)
 				continue;
-			vmr = mr_get(tq->tc, mr);
-			if (!vmr) {
+			m = mr->tr_priv;
+			if (!m || (!m->staged && !m->vmr)) {
 				op->status = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 				op->rule = "verbs_reg_mr";
 				return NM_TX_DONE;
 			}
-			sge[wr.num_sge++] = (struct ibv_sge){ .addr = (uintptr_t)a, .length = l,
-							      .lkey = vmr->lkey };
+			staged |= m->staged;
+			plan.seg[plan.nseg].addr = (uintptr_t)a;
+			plan.seg[plan.nseg].len = l;
+			plan.seg[plan.nseg++].kind = mr->kind;
+			plan.len += l;
+			if (m->vmr)
+				sge[wr.num_sge] = (struct ibv_sge){ .addr = (uintptr_t)a, .length = l,
+								    .lkey = m->vmr->lkey };
+			wr.num_sge++;
 			if (need && wr.num_sge == 1)
 				op->tr_data[0] = (uintptr_t)a; /* atomic result lands here */
+		}
+		if (staged && plan.len) {
+			/* one segment of the bounce room for the whole message */
+			int r = tv_stage_out(tq, slot, &plan, need != 0, &sge[0], &op->rule);
+
+			if (r == 1)
+				return NM_TX_BUSY; /* earlier ops hold the ring */
+			if (r) {
+				op->status = (uint8_t)r;
+				return NM_TX_DONE;
+			}
+			wr.num_sge = 1;
+			op->tr_data[0] = 0; /* tv_stage_in swaps an atomic's result */
+			op->tr_data[1] = 1;
+		} else {
+			op->tr_data[1] = 0;
 		}
 	}
 	wr.sg_list = sge;
@@ -666,16 +585,16 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 	case MLX5_OPCODE_RDMA_READ:
 		wr.wr.rdma.remote_addr = op->raddr;
-		wr.wr.rdma.rkey = remote_key(tq, op->rkey);
+		wr.wr.rdma.rkey = op->rkey; /* a device rkey (tr_verbs_mr.c) */
 		break;
 	case MLX5_OPCODE_ATOMIC_FA:
 		wr.wr.atomic.remote_addr = op->raddr;
-		wr.wr.atomic.rkey = remote_key(tq, op->rkey);
+		wr.wr.atomic.rkey = op->rkey;
 		wr.wr.atomic.compare_add = op->swap_add;
 		break;
 	case MLX5_OPCODE_ATOMIC_CS:
 		wr.wr.atomic.remote_addr = op->raddr;
-		wr.wr.atomic.rkey = remote_key(tq, op->rkey);
+		wr.wr.atomic.rkey = op->rkey;
 		wr.wr.atomic.compare_add = op->compare;
 		wr.wr.atomic.swap = op->swap_add;
 		break;
@@ -683,6 +602,8 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 		break;
 	}
 	rc = ibv_post_send(tq->vqp, &wr, &bad);
+	if (rc && !(op->flags & NM_OPF_INLINE) && op->tr_data[1])
+		tv_stage_undo(tq, slot);
 	if (rc == ENOMEM)
 		return NM_TX_BUSY; /* the verbs SQ is full: offered again next pass */
 	if (rc) {
@@ -709,6 +630,18 @@ static void send_done(struct tv_qp *tq, const struct ibv_wc *wc)
 	    (op->flags & NM_OPF_DONE))
 		return; /* flushed by the NIC model already (QP error, reset) */
 	synd = tv_syndrome_of(wc->status);
+	if (!(op->flags & NM_OPF_INLINE) && op->tr_data[1]) {
+		/* staged: the READ / atomic bytes to their segments before the CQE */
+		bool in = op->opcode == MLX5_OPCODE_RDMA_READ ||
+			  op->opcode == MLX5_OPCODE_ATOMIC_FA || op->opcode == MLX5_OPCODE_ATOMIC_CS;
+		int r = tv_stage_in(tq, slot, in && !synd,
+				    in && op->opcode != MLX5_OPCODE_RDMA_READ &&
+				    tq->tc->atomic_host_order);
+		if (r && !synd) {
+			synd = (uint8_t)r;
+			op->rule = "verbs_stage_copy";
+		}
+	}
 	if (!synd && (op->opcode == MLX5_OPCODE_ATOMIC_FA || op->opcode == MLX5_OPCODE_ATOMIC_CS) &&
 	    tq->tc->atomic_host_order && op->tr_data[0]) {
 		/* the mlx5 contract: the original value arrives big-endian */
@@ -751,21 +684,31 @@ static int post_recvs(struct tv_qp *tq)
 		struct ibv_sge sge[TV_MAX_SGE];
 		struct ibv_recv_wr wr = { .wr_id = tq->rq_posted, .sg_list = sge }, *bad;
 		uint32_t max = qp->rq_max_sge ? qp->rq_max_sge : 1;
+		struct tv_stage plan = { .nseg = 0 };
+		bool staged = false, bad_seg = false;
 		int rc;
 
 		for (uint32_t i = 0; i < max && i < TV_MAX_SGE; i++) {
 			uint64_t a;
 			uint32_t l, lkey;
 			struct nm_mr *mr;
-			struct ibv_mr *vmr = NULL;
+			struct tv_mr *m = NULL;
 
 			gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
 			if (lkey == MLX5_INVALID_LKEY)
 				break; /* end of a short list (rdma-core convention) */
 			mr = nm_mr_get(qp->ctx, lkey);
 			if (mr && (mr->base.access & GDAK_ACCESS_LOCAL_WRITE) && nm_mr_covers(mr, a, l))
-				vmr = mr_get(tq->tc, mr);
-			if (!vmr) {
+				m = mr->tr_priv;
+			if (m && (m->vmr || m->staged)) {
+				staged |= m->staged;
+				plan.seg[plan.nseg].addr = (uintptr_t)a;
+				plan.seg[plan.nseg].len = l;
+				plan.seg[plan.nseg++].kind = mr->kind;
+				plan.len += l;
+			}
+			if (!m || (!m->vmr && !m->staged)) {
+				bad_seg = true;
 				/* posted with a key no MR has: the device then fails
 				 * the message with a local protection error, as a
 				 * ConnectX would on this WQE */
@@ -778,14 +721,37 @@ static int post_recvs(struct tv_qp *tq)
 								      .lkey = 0 };
 				continue;
 			}
-			if (l)
+			if (l && m->vmr)
 				sge[wr.num_sge++] = (struct ibv_sge){ .addr = a, .length = l,
-								      .lkey = vmr->lkey };
+								      .lkey = m->vmr->lkey };
+			else if (l)
+				wr.num_sge++; /* staged: replaced below */
+		}
+		if (staged && !bad_seg && plan.len) {
+			int r = tv_stage_recv(tq, tq->rq_posted, &plan, &sge[0]);
+
+			if (r == 1)
+				break; /* the ring is full: posted once earlier receives are in */
+			if (r) {
+				/* no bounce room to be had: the message fails on this
+				 * receive (local protection), as with a bad lkey */
+				nm_violation(qp, (uint16_t)tq->rq_posted, "recv_bounce",
+					     MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+					     "receive WQE %u: no bounce buffer for %u bytes",
+					     (unsigned)(uint16_t)tq->rq_posted, plan.len);
+				sge[0] = (struct ibv_sge){ .addr = 0, .length = 1, .lkey = 0 };
+			}
+			wr.num_sge = 1;
+		} else if (staged && bad_seg) {
+			/* the bad segment fails the message anyway: no staging */
+			wr.num_sge = 1;
+			sge[0] = (struct ibv_sge){ .addr = 0, .length = 1, .lkey = 0 };
 		}
 		rc = ibv_post_recv(tq->vqp, &wr, &bad);
 		if (rc) {
 			GDAK_WARN_RL("qp", qp->id, "verbs: ibv_post_recv of receive WQE %u: %s",
 				     (unsigned)(uint16_t)tq->rq_posted, strerror(rc));
+			tv_stage_recv_done(tq, tq->rq_posted, 0);
 			break; /* tried again next pass */
 		}
 		tq->rq_posted++;
@@ -799,8 +765,15 @@ static void recv_done(struct tv_qp *tq, const struct ibv_wc *wc)
 	struct nm_qp *qp = tq->qp;
 	uint8_t cqe_op, req_op, synd = tv_syndrome_of(wc->status);
 
-	if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+	if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+		tv_stage_recv_done(tq, wc->wr_id, 0);
 		return; /* the NIC model flushes its receive queue itself (nm_resp_flush) */
+	}
+	/* staged: the message to the receive WQE's segments before its CQE
+	 * (a WRITE_IMM's data went to the rkey's memory, not here) */
+	if (tv_stage_recv_done(tq, wc->wr_id, !synd && wc->opcode == IBV_WC_RECV ? wc->byte_len : 0)
+	    && !synd)
+		synd = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 	tv_recv_cqe_opcode(wc, &cqe_op, &req_op);
 	pthread_spin_lock(&qp->resp_lock);
 	if (wc->wr_id + 1 > qp->rq_ci)
@@ -855,4 +828,6 @@ const struct nm_transport_ops nm_tr_verbs_ops = {
 	.post_send = verbs_post_send,
 	.qp_poll = verbs_qp_poll,
 	.qp_error = verbs_qp_error,
+	.mr_reg = tv_mr_reg,
+	.mr_dereg = tv_mr_dereg,
 };

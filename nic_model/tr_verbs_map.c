@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tr_verbs_map.c - verbs <-> mlx5 vocabulary for the verbs transport: one
- * table of completion statuses, one of send opcodes.
+ * table of completion statuses, one of send opcodes; and the memory
+ * registration decision.  Pure functions (no device needed): unit-tested
+ * by gdak.rxe.verbs_map.
  */
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
+#include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 
 #include "tr_verbs.h"
@@ -97,4 +101,49 @@ void tv_recv_cqe_opcode(const struct ibv_wc *wc, uint8_t *cqe_opcode, uint8_t *r
 uint32_t tv_mtu_bytes(enum ibv_mtu mtu)
 {
 	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
+}
+
+/*
+ * The registration decision (tr_verbs.h).  GPU memory the device can map
+ * through dma-buf is registered like host memory and needs nothing more.
+ * Without it, the requester can still use it as a local buffer: the bytes
+ * pass through registered host memory on their way (the transport sees the
+ * WQE before posting and the completion before the CQE).  A remote target
+ * is another matter: a peer's WRITE lands and its READ is served by the
+ * device alone, so the model never learns when to copy; that is refused.
+ */
+int tv_mem_plan(uint8_t kind, unsigned access, bool stage_all, bool dmabuf,
+		struct tv_mem_plan *out, const char **why)
+{
+	bool device_reach = kind != GDAK_MEM_GPU ? !stage_all : dmabuf;
+	bool remote = access & (GDAK_ACCESS_REMOTE_WRITE | GDAK_ACCESS_REMOTE_READ |
+				GDAK_ACCESS_REMOTE_ATOMIC);
+
+	*why = NULL;
+	if (device_reach) {
+		out->reg = kind == GDAK_MEM_GPU ? TV_REG_DMABUF : TV_REG_HOST;
+		out->stage_local = false;
+		return 0;
+	}
+	if (remote) {
+		*why = kind == GDAK_MEM_GPU ?
+			"GPU memory with remote access needs a dma-buf registration, which "
+			"this device or driver does not give; staged GPU memory serves local "
+			"buffers only (register it without GDAK_ACCESS_REMOTE_*)" :
+			"GDAK_VERBS_STAGE=all handles host memory as GPU memory without "
+			"dma-buf: local buffers only, no remote access";
+		return -EOPNOTSUPP;
+	}
+	out->reg = TV_REG_NONE;
+	out->stage_local = true;
+	return 0;
+}
+
+int tv_parse_stage(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "0") || !strcmp(s, "off"))
+		return 0;
+	if (!strcmp(s, "all"))
+		return 1;
+	return -EINVAL;
 }

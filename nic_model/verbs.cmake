@@ -3,4 +3,6 @@
 # gdak's dependencies (gdak_deps).
 target_sources(gdak_nic PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tr_verbs.c
-  ${CMAKE_CURRENT_LIST_DIR}/tr_verbs_map.c)
+  ${CMAKE_CURRENT_LIST_DIR}/tr_verbs_map.c
+  ${CMAKE_CURRENT_LIST_DIR}/tr_verbs_mr.c
+  ${CMAKE_CURRENT_LIST_DIR}/tr_verbs_stage.c)

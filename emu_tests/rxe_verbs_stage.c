@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rxe_verbs_stage.c - gdak.rxe.verbs_stage: the verbs transport's bounce
+ * buffers (nic_model/tr_verbs_stage.c), the path GPU memory takes where the
+ * device cannot register it through dma-buf (rxe never can), exercised
+ * without a GPU: context A is opened with GDAK_VERBS_STAGE=all (the test
+ * hook: host memory handled as GPU memory without dma-buf) and
+ * GDAK_VERBS_BOUNCE=4096, context B normally; their QPs on rxe0 connect.
+ *
+ * A's buffer is registered for local access only (so no verbs MR exists
+ * for it: every byte must pass through the bounce rings), B's for all.
+ *   A -> B  WRITE of 1 .. 70000 bytes (one-off bounce past 4096), two
+ *           segments, eight WRITEs under one doorbell (ring full, wraps);
+ *           READ the same sizes and batched; fetch-add / compare-swap with
+ *           the result staged; SEND into B's receive;
+ *   B -> A  SEND into A's staged receive WQEs (two segments each, four
+ *           posted at once: the receive ring fills), 100 .. 12000 bytes;
+ *           (a WRITE_IMM into A cannot be: A has no remote-access memory)
+ * every byte verified.  Errors: A cannot register memory for remote access
+ * (-EOPNOTSUPP), a bad GDAK_VERBS_STAGE / GDAK_VERBS_BOUNCE fails
+ * gdak_open, and a staged WRITE to a wrong rkey is REMOTE_ACCESS_ERR.
+ * Skips (77) without a verbs device (the host here; the rxe guest has one).
+ */
+#include <stdlib.h>
+
+#include <gdak/nic.h>
+
+#include "rxe_util.h"
+
+#define ALEN (256u << 10)
+#define BLEN (256u << 10)
+
+static struct rx A, B;
+static uint8_t *abuf, *bbuf;
+static struct gdak_mr *amr, *bmr;
+
+static uint64_t a_at(uint32_t off) { return (uint64_t)(uintptr_t)(abuf + off); }
+static uint64_t b_at(uint32_t off) { return (uint64_t)(uintptr_t)(bbuf + off); }
+
+static void writes(void)
+{
+	static const uint32_t sizes[] = { 1, 100, 4095, 4096, 4097, 10000, 70000 };
+	struct gdak_dev_cqe err;
+
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint32_t n = sizes[k];
+		struct gdak_dev_sge s = { a_at(1000), n, gdak_mr_lkey(amr) };
+
+		rx_pattern(abuf + 1000, n, 10 + k);
+		memset(bbuf + 5000, 0, n + 16);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &s, 1, b_at(5000), gdak_mr_rkey(bmr), 0,
+			       &err), 0);
+		CHECK_EQ(rx_pattern_diff(bbuf + 5000, n, 10 + k), 0);
+		CHECK_EQ(bbuf[5000 + n], 0); /* nothing past the message */
+	}
+	/* two segments, 3000 + 2500 bytes from different places */
+	{
+		struct gdak_dev_sge s[2] = { { a_at(0), 3000, gdak_mr_lkey(amr) },
+					     { a_at(100000), 2500, gdak_mr_lkey(amr) } };
+		rx_pattern(abuf, 3000, 30);
+		rx_pattern(abuf + 100000, 2500, 31);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, s, 2, b_at(0), gdak_mr_rkey(bmr), 0,
+			       &err), 0);
+		CHECK_EQ(rx_pattern_diff(bbuf, 3000, 30), 0);
+		CHECK_EQ(rx_pattern_diff(bbuf + 3000, 2500, 31), 0);
+	}
+	/* eight 1500-byte WRITEs under one doorbell: two fit the 4096-byte
+	 * ring at a time, the rest wait for room (and wrap around it) */
+	{
+		uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
+		int64_t first = -1, i = -1;
+
+		for (int k = 0; k < 8; k++) {
+			struct gdak_dev_sge s = { a_at(20000 + 1500u * k), 1500, gdak_mr_lkey(amr) };
+			rx_pattern(abuf + 20000 + 1500u * k, 1500, 40 + k);
+			i = rx_reserve(&A, nbb);
+			REQUIRE(i >= 0);
+			if (first < 0)
+				first = i;
+			gdak_dev_wqe_write(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL,
+					   b_at(40000 + 1600u * k), gdak_mr_rkey(bmr), &s, 1);
+		}
+		CHECK_EQ(rx_submit_wait(&A, first, i, nbb, &err), 0);
+		for (int k = 0; k < 8; k++)
+			CHECK_EQ(rx_pattern_diff(bbuf + 40000 + 1600u * k, 1500, 40 + k), 0);
+	}
+}
+
+static void reads(void)
+{
+	static const uint32_t sizes[] = { 8, 4096, 4097, 9000, 65536 };
+	struct gdak_dev_cqe err;
+
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint32_t n = sizes[k];
+		struct gdak_dev_sge s = { a_at(100000), n, gdak_mr_lkey(amr) };
+
+		rx_pattern(bbuf + 100000, n, 50 + k);
+		memset(abuf + 100000, 0, n + 16);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_READ, &s, 1, b_at(100000), gdak_mr_rkey(bmr),
+			       0, &err), 0);
+		CHECK_EQ(rx_pattern_diff(abuf + 100000, n, 50 + k), 0);
+		CHECK_EQ(abuf[100000 + n], 0);
+	}
+	/* a READ scattered over two segments, and six 2000-byte READs in flight */
+	{
+		struct gdak_dev_sge s[2] = { { a_at(0), 1000, gdak_mr_lkey(amr) },
+					     { a_at(200000), 5000, gdak_mr_lkey(amr) } };
+		uint8_t *want = malloc(6000);
+
+		REQUIRE(want);
+		rx_pattern(bbuf + 150000, 6000, 60);
+		rx_pattern(want, 6000, 60);
+		memset(abuf, 0, 1000);
+		memset(abuf + 200000, 0, 5000);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_READ, s, 2, b_at(150000), gdak_mr_rkey(bmr), 0,
+			       &err), 0);
+		CHECK_MEM(abuf, want, 1000);
+		CHECK_MEM(abuf + 200000, want + 1000, 5000);
+		free(want);
+	}
+	{
+		uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
+		int64_t first = -1, i = -1;
+
+		memset(abuf + 120000, 0, 6 * 2000);
+		for (int k = 0; k < 6; k++) {
+			struct gdak_dev_sge s = { a_at(120000 + 2000u * k), 2000, gdak_mr_lkey(amr) };
+			rx_pattern(bbuf + 60000 + 2048u * k, 2000, 70 + k);
+			i = rx_reserve(&A, nbb);
+			REQUIRE(i >= 0);
+			if (first < 0)
+				first = i;
+			gdak_dev_wqe_read(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL,
+					  b_at(60000 + 2048u * k), gdak_mr_rkey(bmr), &s, 1);
+		}
+		CHECK_EQ(rx_submit_wait(&A, first, i, nbb, &err), 0);
+		for (int k = 0; k < 6; k++)
+			CHECK_EQ(rx_pattern_diff(abuf + 120000 + 2000u * k, 2000, 70 + k), 0);
+	}
+}
+
+static void atomics(void)
+{
+	struct gdak_dev_cqe err;
+	uint64_t v = 1000;
+
+	memcpy(bbuf + 250000, &v, 8);
+	memset(abuf + 250000, 0xee, 16);
+	CHECK_EQ(rx_atomic(&A, 0, b_at(250000), gdak_mr_rkey(bmr), 23, 0, a_at(250000),
+			   gdak_mr_lkey(amr), &err), 0);
+	memcpy(&v, abuf + 250000, 8);
+	CHECK_EQ(gdak_be64toh(v), 1000); /* the original value, big-endian, as mlx5 writes it */
+	memcpy(&v, bbuf + 250000, 8);
+	CHECK_EQ(v, 1023);
+	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 5, 1023, a_at(250008),
+			   gdak_mr_lkey(amr), &err), 0);
+	memcpy(&v, abuf + 250008, 8);
+	CHECK_EQ(gdak_be64toh(v), 1023);
+	memcpy(&v, bbuf + 250000, 8);
+	CHECK_EQ(v, 5);
+	/* a compare that fails: unchanged, the old value still returned */
+	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 9, 1234, a_at(250000),
+			   gdak_mr_lkey(amr), &err), 0);
+	memcpy(&v, abuf + 250000, 8);
+	CHECK_EQ(gdak_be64toh(v), 5);
+	memcpy(&v, bbuf + 250000, 8);
+	CHECK_EQ(v, 5);
+}
+
+static void sends(void)
+{
+	static const uint32_t to_a[] = { 100, 3000, 2000, 12000 };
+	struct gdak_dev_cqe err, c;
+
+	/* A -> B: staged source, B's receive registered */
+	for (int k = 0; k < 2; k++) {
+		uint32_t n = k ? 9000 : 3000;
+		struct gdak_dev_sge r = { b_at(160000), 16384, gdak_mr_lkey(bmr) };
+		struct gdak_dev_sge s = { a_at(30000), n, gdak_mr_lkey(amr) };
+
+		rx_rq_post(&B, &r, 1);
+		rx_pattern(abuf + 30000, n, 80 + k);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_SEND_IMM, &s, 1, 0, 0, 0x1234 + k, &err), 0);
+		CHECK_EQ(rx_rq_poll(&B, &c), 1);
+		CHECK_EQ(c.opcode, MLX5_CQE_RESP_SEND_IMM);
+		CHECK_EQ(c.byte_cnt, n);
+		CHECK_EQ(c.imm, 0x1234 + k);
+		CHECK_EQ(rx_pattern_diff(bbuf + 160000, n, 80 + k), 0);
+	}
+
+	/* B -> A: four receive WQEs of two segments posted at once; 3000
+	 * bytes each, so one at a time fits the 4096-byte receive ring (the
+	 * others are handed to the device as room comes back: B's SENDs meet
+	 * RNR and retry), the last one of 16000 (a one-off bounce buffer) */
+	memset(abuf, 0, 200000);
+	for (int k = 0; k < 4; k++) {
+		uint32_t cap = k == 3 ? 16000 : 3000;
+		struct gdak_dev_sge r[2] = { { a_at(50000u * k), cap / 2, gdak_mr_lkey(amr) },
+					     { a_at(50000u * k + 30000), cap / 2, gdak_mr_lkey(amr) } };
+		rx_rq_post(&A, r, 2);
+	}
+	for (int k = 0; k < 4; k++) {
+		uint32_t n = to_a[k];
+		struct gdak_dev_sge s = { b_at(0), n, gdak_mr_lkey(bmr) };
+
+		rx_pattern(bbuf, n, 90 + k);
+		CHECK_EQ(rx_op(&B, MLX5_OPCODE_SEND, &s, 1, 0, 0, 0, &err), 0);
+	}
+	for (int k = 0; k < 4; k++) {
+		uint32_t n = to_a[k], half = (k == 3 ? 16000 : 3000) / 2;
+		uint8_t *want = malloc(n);
+
+		REQUIRE(want);
+		rx_pattern(want, n, 90 + k);
+		CHECK_EQ(rx_rq_poll(&A, &c), 1);
+		CHECK_EQ(c.opcode, MLX5_CQE_RESP_SEND);
+		CHECK_EQ(c.byte_cnt, n);
+		CHECK_MEM(abuf + 50000u * k, want, n < half ? n : half);
+		if (n > half)
+			CHECK_MEM(abuf + 50000u * k + 30000, want + half, n - half);
+		CHECK_EQ(abuf[50000u * k + (n < half ? n : 30000 + n - half)], 0);
+		free(want);
+	}
+}
+
+static int open_with(const char *stage, const char *bounce, struct gdak_ctx **ctx)
+{
+	int r;
+
+	setenv("GDAK_VERBS_STAGE", stage, 1);
+	setenv("GDAK_VERBS_BOUNCE", bounce, 1);
+	r = gdak_open("emu:verbs:rxe0", ctx);
+	unsetenv("GDAK_VERBS_STAGE");
+	unsetenv("GDAK_VERBS_BOUNCE");
+	return r;
+}
+
+int main(void)
+{
+	struct gdak_qp_info ia, ib;
+	struct gdak_mr *bad;
+	struct gdak_dev_cqe err;
+	struct gdak_ctx *c;
+
+	if (!rx_have_device("rxe0"))
+		GDAK_TEST_SKIP("no verbs device rxe0 here (the rxe guest has one: "
+			       "tools/rxe/gdak-rxe-vm ctest BUILD_DIR)");
+	/* bounce waits are bounded by the RNR timeout: not a timing test */
+	gdak_nic_set_rnr_timeout_ms(600000);
+
+	/* bad settings: gdak_open says which, nothing opens */
+	CHECK_EQ(open_with("gpu", "4096", &c), -EINVAL);
+	CHECK_EQ(open_with("all", "12", &c), -EINVAL);
+	CHECK_EQ(open_with("all", "4k", &c), -EINVAL);
+
+	REQUIRE(open_with("all", "4096", &A.ctx) == 0);
+	REQUIRE(gdak_open("emu:verbs:rxe0", &B.ctx) == 0);
+	REQUIRE(gdak_mem_alloc(A.ctx, ALEN, GDAK_MEM_HOST, (void **)&abuf) == 0);
+	REQUIRE(gdak_mem_alloc(B.ctx, BLEN, GDAK_MEM_HOST, (void **)&bbuf) == 0);
+	memset(abuf, 0, ALEN);
+	memset(bbuf, 0, BLEN);
+	/* staged memory cannot be a remote target: refused, clearly */
+	CHECK_EQ(gdak_mr_reg(A.ctx, abuf, ALEN, GDAK_ACCESS_ALL, &bad), -EOPNOTSUPP);
+	CHECK_EQ(gdak_mr_reg(A.ctx, abuf, ALEN, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_READ,
+			     &bad), -EOPNOTSUPP);
+	REQUIRE(gdak_mr_reg(A.ctx, abuf, ALEN, GDAK_ACCESS_LOCAL_WRITE, &amr) == 0);
+	REQUIRE(gdak_mr_reg(B.ctx, bbuf, BLEN, GDAK_ACCESS_ALL, &bmr) == 0);
+	REQUIRE(rx_qp(&A, 8, 2) == 0);
+	REQUIRE(rx_qp(&B, 8, 1) == 0);
+	REQUIRE(gdak_qp_info(A.qp, &ia) == 0);
+	REQUIRE(gdak_qp_info(B.qp, &ib) == 0);
+	REQUIRE(gdak_qp_connect(A.qp, &ib) == 0);
+	REQUIRE(gdak_qp_connect(B.qp, &ia) == 0);
+	REQUIRE(gdak_qp_export(A.qp, &A.q) == 0);
+	REQUIRE(gdak_qp_export(B.qp, &B.q) == 0);
+
+	writes();
+	reads();
+	atomics();
+	sends();
+
+	/* a staged WRITE to a wrong rkey: rxe NAKs it, REMOTE_ACCESS_ERR */
+	{
+		struct gdak_dev_sge s = { a_at(0), 5000, gdak_mr_lkey(amr) };
+		memset(&err, 0, sizeof(err));
+		CHECK(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &s, 1, b_at(0), gdak_mr_rkey(bmr) ^ 0x5a00,
+			    0, &err) < 0);
+		CHECK_EQ(err.opcode, MLX5_CQE_REQ_ERR);
+		CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+		CHECK_EQ(gdak_qp_state(A.qp), GDAK_QPS_ERR);
+	}
+
+	gdak_qp_destroy(A.qp);
+	gdak_qp_destroy(B.qp);
+	CHECK_EQ(gdak_mr_dereg(amr), 0);
+	CHECK_EQ(gdak_mr_dereg(bmr), 0);
+	gdak_mem_free(A.ctx, abuf);
+	gdak_mem_free(B.ctx, bbuf);
+	gdak_close(A.ctx);
+	gdak_close(B.ctx);
+	return gdak_test_end();
+}
