@@ -3,14 +3,24 @@
  * trace_write.c - the pcapng trace writer (format: gdak/trace_format.h).
  *
  * Each writer thread appends whole pcapng blocks to its own buffer; the
- * record path takes no lock.  A buffer's bytes go to the file under one
- * mutex: by the owner when the buffer is full, or by gdak_trace_flush()
- * from any thread.  The two never touch the same bytes: the owner writes
- * only past `committed` and resets the buffer only while holding the
- * mutex; a flusher reads only [flushed, committed) and only under the mutex.
+ * record path takes no lock.  A buffer is a few chunks: the owner fills one
+ * and, when it is full, hands it to the trace's I/O thread (a queue under
+ * t->lock and a condition variable - that thread sleeps, never spins) and
+ * goes on in a free chunk, so the owner never waits for the file unless
+ * every chunk is queued (then it waits, and the wait is counted).
+ * With GDAK_TRACE_WRITER=inline (or opts.inline_io) there is no I/O thread
+ * and the owner writes a full buffer itself, as before.
+ *
+ * gdak_trace_flush() from any thread waits until the queue is written, then
+ * writes each buffer's committed part of its current chunk.  The file is
+ * written by one party at a time: the I/O thread while it holds a chunk
+ * (busy), anyone else only under t->lock with the queue empty and the I/O
+ * thread idle.  The owner writes only past `committed` and resets a chunk
+ * only under t->lock; a flusher reads only [flushed, committed).
  * A failed write loses that chunk: it is counted and a LOST record says so
  * as soon as a later write succeeds.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,18 +37,33 @@
 #include "trace_int.h"
 
 #define DEFAULT_BUF (256u * 1024)
+#define DEFAULT_CHUNKS 4u	/* per thread buffer, with the I/O thread */
+#define MAX_CHUNKS 64u
 #define MIN_BUF (128u * 1024)	/* holds the largest record (a 65000-byte packet) */
 
 /* committed bytes (low 32 bits) and records (high 32) published together so
  * a flusher never sees a record count that does not match the bytes */
 #define PACK(recs, bytes) (((uint64_t)(recs) << 32) | (uint32_t)(bytes))
 
+/* A piece of a thread's buffer; queued for the I/O thread when full. */
+struct chunk {
+	struct chunk *next;	/* the I/O queue or the owner's free list */
+	struct gdak_trace_buf *owner;
+	uint8_t *data;
+	size_t start, end;	/* queued: the bytes to write */
+	uint32_t recs;		/* queued: the records in them */
+};
+
 struct gdak_trace_buf {
 	struct gdak_trace *t;
 	struct gdak_trace_buf *next;
 	uint32_t thread_id;
 	uint64_t seq;		/* owner only */
-	uint8_t *data;
+	struct chunk *cur;	/* the chunk being filled (owner; swapped under t->lock) */
+	struct chunk *free;	/* under t->lock */
+	struct chunk *all;	/* every chunk of this buffer (freed at close) */
+	unsigned nchunks;
+	uint8_t *data;		/* cur->data */
 	size_t cap;
 	size_t used;		/* owner only: == committed bytes */
 	uint32_t recs;		/* owner only: == committed records */
@@ -67,14 +92,24 @@ struct gdak_trace {
 	int regular;		/* a regular file: a failed write can be cut off */
 	int fake_clock;
 	size_t buf_size;
-	pthread_mutex_t lock;	/* the file, the buffer list, the counters below */
+	unsigned nchunks;	/* per buffer; 1 = no I/O thread */
+	pthread_mutex_t lock;	/* the buffer list, the queue, the counters below */
+	pthread_cond_t work;	/* I/O thread: a chunk queued, or stop */
+	pthread_cond_t done;	/* a chunk written: room for owners, progress for flushers */
+	pthread_t io;
+	bool io_on, io_stop, io_busy;
+	struct chunk *q, **q_tail;	/* full chunks, in hand-off order */
 	struct gdak_trace_buf *bufs;
-	uint64_t off;		/* file bytes written (all whole blocks) */
+	_Atomic uint64_t off;	/* file bytes written (all whole blocks); see file_write */
+	int io_err;		/* first I/O-thread write error since the last flush */
+	uint64_t waits;		/* an owner found every chunk queued and waited */
+	bool lossy;		/* then drop the chunk instead (counted) */
+	uint64_t dropped;	/* records dropped so */
 	uint64_t records, packets, flushes;
 	uint64_t lost_recs, lost_bytes;		/* in all */
 	uint64_t pend_lost_recs, pend_lost_bytes; /* not yet reported by a LOST record */
 	uint64_t writer_seq;
-	unsigned inject_errors;
+	_Atomic unsigned inject_errors;
 	uint64_t generation;
 	_Atomic uint64_t fake_now;
 };
@@ -105,9 +140,12 @@ static int file_write(struct gdak_trace *t, const void *p, size_t n)
 
 	if (!n)
 		return 0;
-	if (t->inject_errors) {
-		t->inject_errors--;
-		err = EIO;
+	{
+		unsigned ie = atomic_load_explicit(&t->inject_errors, memory_order_relaxed);
+		while (ie && !atomic_compare_exchange_weak(&t->inject_errors, &ie, ie - 1))
+			;
+		if (ie)
+			err = EIO;
 	}
 	while (!err && done < n) {
 		ssize_t w = write(t->fd, c + done, n - done);
@@ -121,16 +159,20 @@ static int file_write(struct gdak_trace *t, const void *p, size_t n)
 			done += (size_t)w;
 		}
 	}
+	/* only the one party writing at a time changes off: plain add */
+	uint64_t off = atomic_load_explicit(&t->off, memory_order_relaxed);
+
 	if (!err) {
-		t->off += n;
+		atomic_store_explicit(&t->off, off + n, memory_order_relaxed);
 		return 0;
 	}
 	if (done && t->regular) {
-		if (ftruncate(t->fd, (off_t)t->off) || lseek(t->fd, (off_t)t->off, SEEK_SET) < 0)
+		if (ftruncate(t->fd, (off_t)off) || lseek(t->fd, (off_t)off, SEEK_SET) < 0)
 			GDAK_ERR_RL("trace", 0, "cannot cut the trace back to %llu bytes: %s",
-				    (unsigned long long)t->off, strerror(errno));
+				    (unsigned long long)off, strerror(errno));
 	} else if (done) {
-		t->off += done; /* a pipe: the reader will see a torn block */
+		/* a pipe: the reader will see a torn block */
+		atomic_store_explicit(&t->off, off + done, memory_order_relaxed);
 	}
 	GDAK_WARN_RL("trace", 0, "trace write of %zu bytes failed: %s", n, strerror(err));
 	return -err;
@@ -181,7 +223,23 @@ static void report_lost(struct gdak_trace *t)
 	}
 }
 
-/* Write what b has committed and not yet written.  Under t->lock. */
+/* Counters after writing nrec records in n bytes (rc: the write).  Under t->lock. */
+static void account(struct gdak_trace *t, int rc, size_t n, uint32_t nrec)
+{
+	t->flushes++;
+	if (rc) {
+		t->lost_recs += nrec;
+		t->lost_bytes += n;
+		t->pend_lost_recs += nrec;
+		t->pend_lost_bytes += n;
+	} else {
+		t->records += nrec;
+		report_lost(t);
+	}
+}
+
+/* Write what b has committed and not yet written.  Under t->lock, with the
+ * I/O queue empty and the I/O thread idle. */
 static int flush_buf_locked(struct gdak_trace_buf *b)
 {
 	struct gdak_trace *t = b->t;
@@ -195,30 +253,101 @@ static int flush_buf_locked(struct gdak_trace_buf *b)
 	if (!n)
 		return 0;
 	rc = file_write(t, b->data + b->flushed, n);
-	t->flushes++;
-	if (rc) {
-		t->lost_recs += nrec;
-		t->lost_bytes += n;
-		t->pend_lost_recs += nrec;
-		t->pend_lost_bytes += n;
-	} else {
-		t->records += nrec;
-		report_lost(t);
-	}
+	account(t, rc, n, nrec);
 	b->flushed = bytes;
 	b->recs_flushed = recs;
 	return rc;
+}
+
+/* Under t->lock: until the I/O thread has written everything queued. */
+static void wait_io_idle(struct gdak_trace *t)
+{
+	while (t->q || t->io_busy)
+		pthread_cond_wait(&t->done, &t->lock);
+}
+
+static void *io_main(void *arg)
+{
+	struct gdak_trace *t = arg;
+
+	pthread_setname_np(pthread_self(), "gdak-trace-io");
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		struct chunk *c;
+		int rc;
+
+		while (!t->q && !t->io_stop)
+			pthread_cond_wait(&t->work, &t->lock);
+		c = t->q;
+		if (!c)
+			break;	/* stop, and nothing left */
+		t->q = c->next;
+		if (!t->q)
+			t->q_tail = &t->q;
+		t->io_busy = true;
+		pthread_mutex_unlock(&t->lock);
+
+		rc = file_write(t, c->data + c->start, c->end - c->start);
+
+		pthread_mutex_lock(&t->lock);
+		account(t, rc, c->end - c->start, c->recs);
+		if (rc && !t->io_err)
+			t->io_err = rc;
+		c->next = c->owner->free;
+		c->owner->free = c;
+		t->io_busy = false;
+		pthread_cond_broadcast(&t->done);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
 }
 
 /* Owner: make room for n bytes (n <= cap). */
 static void buf_make_room(struct gdak_trace_buf *b, size_t n)
 {
 	struct gdak_trace *t = b->t;
+	struct chunk *c = b->cur;
 
 	if (b->used + n <= b->cap)
 		return;
 	pthread_mutex_lock(&t->lock);
-	flush_buf_locked(b);
+	if (t->io_on) {
+		size_t end = (uint32_t)atomic_load_explicit(&b->committed, memory_order_relaxed);
+
+		if (end > b->flushed && !b->free && t->lossy) {
+			/* every chunk queued and the user would rather lose records
+			 * than wait: drop this one, counted, reported by a LOST */
+			uint32_t nrec = b->recs - b->recs_flushed;
+
+			t->dropped += nrec;
+			t->lost_recs += nrec;
+			t->lost_bytes += end - b->flushed;
+			t->pend_lost_recs += nrec;
+			t->pend_lost_bytes += end - b->flushed;
+		} else if (end > b->flushed) {
+			/* hand the chunk to the I/O thread, go on in a free one */
+			c->start = b->flushed;
+			c->end = end;
+			c->recs = b->recs - b->recs_flushed;
+			c->next = NULL;
+			*t->q_tail = c;
+			t->q_tail = &c->next;
+			pthread_cond_signal(&t->work);
+			/* queued: a flusher must not write these bytes too while we wait */
+			b->flushed = end;
+			b->recs_flushed = b->recs;
+			if (!b->free)
+				t->waits++;
+			while (!b->free)
+				pthread_cond_wait(&t->done, &t->lock);
+			c = b->free;
+			b->free = c->next;
+			b->cur = c;
+			b->data = c->data;
+		}
+	} else {
+		flush_buf_locked(b);
+	}
 	b->used = 0;
 	b->recs = 0;
 	b->flushed = 0;
@@ -803,6 +932,8 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 {
 	struct gdak_trace *t;
 	const char *clk = getenv("GDAK_TRACE_CLOCK");
+	const char *wr = getenv("GDAK_TRACE_WRITER");
+	const char *full = getenv("GDAK_TRACE_FULL");
 	struct stat st;
 	int rc;
 
@@ -824,27 +955,59 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	t->fake_clock = (opts && opts->fake_clock) || (clk && !strcmp(clk, "fake"));
 	if (clk && *clk && strcmp(clk, "fake") && strcmp(clk, "real"))
 		GDAK_WARN("trace", 0, "GDAK_TRACE_CLOCK='%s' is not fake|real; using real", clk);
+	t->nchunks = opts && opts->chunks ? opts->chunks : DEFAULT_CHUNKS;
+	if (!(opts && opts->chunks) && wr && *wr) {
+		if (!strcmp(wr, "inline"))
+			t->nchunks = 1;
+		else if (strcmp(wr, "thread"))
+			GDAK_WARN("trace", 0, "GDAK_TRACE_WRITER='%s' is not thread|inline; using "
+				  "thread", wr);
+	}
+	t->lossy = opts && opts->lossy;
+	if (!(opts && opts->lossy) && full && *full) {
+		if (!strcmp(full, "drop"))
+			t->lossy = true;
+		else if (strcmp(full, "wait"))
+			GDAK_WARN("trace", 0, "GDAK_TRACE_FULL='%s' is not wait|drop; using wait",
+				  full);
+	}
+	if (t->nchunks > MAX_CHUNKS)
+		t->nchunks = MAX_CHUNKS;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->work, NULL);
+	pthread_cond_init(&t->done, NULL);
+	t->q_tail = &t->q;
 	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (t->fd < 0) {
 		rc = -errno;
 		GDAK_ERR("trace", 0, "cannot open trace file %s: %s", path, strerror(-rc));
-		pthread_mutex_destroy(&t->lock);
-		free(t);
-		return rc;
+		goto fail;
 	}
 	t->regular = !fstat(t->fd, &st) && S_ISREG(st.st_mode);
 	t->generation = atomic_fetch_add(&generations, 1) + 1;
 	rc = write_headers(t);
 	if (rc) {
 		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s", path);
-		close(t->fd);
-		pthread_mutex_destroy(&t->lock);
-		free(t);
-		return rc;
+		goto fail_fd;
+	}
+	if (t->nchunks > 1) {
+		rc = -pthread_create(&t->io, NULL, io_main, t);
+		if (rc) {
+			GDAK_ERR("trace", 0, "cannot start the trace I/O thread: %s", strerror(-rc));
+			goto fail_fd;
+		}
+		t->io_on = true;
 	}
 	*tp = t;
 	return 0;
+fail_fd:
+	close(t->fd);
+fail:
+	pthread_cond_destroy(&t->done);
+	pthread_cond_destroy(&t->work);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	return rc;
 }
 
 int gdak_trace_open(const char *path, struct gdak_trace **t)
@@ -867,6 +1030,7 @@ int gdak_trace_open_env(struct gdak_trace **t)
 struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thread_id)
 {
 	struct gdak_trace_buf *b;
+	struct chunk *chunks;
 
 	if (!t)
 		return NULL;
@@ -875,14 +1039,23 @@ struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thre
 		if (b->thread_id == thread_id)
 			goto out;
 	b = calloc(1, sizeof(*b));
-	if (b)
-		b->data = malloc(t->buf_size);
-	if (!b || !b->data) {
-		GDAK_ERR("trace", thread_id, "no memory for a %zu-byte trace buffer", t->buf_size);
-		free(b);
-		b = NULL;
-		goto out;
+	chunks = calloc(t->nchunks, sizeof(*chunks));
+	if (!b || !chunks)
+		goto nomem;
+	b->all = chunks;
+	b->nchunks = t->nchunks;
+	for (unsigned i = 0; i < t->nchunks; i++) {
+		chunks[i].owner = b;
+		chunks[i].data = malloc(t->buf_size);
+		if (!chunks[i].data)
+			goto nomem;
+		if (i) {
+			chunks[i].next = b->free;
+			b->free = &chunks[i];
+		}
 	}
+	b->cur = &chunks[0];
+	b->data = chunks[0].data;
 	b->t = t;
 	b->thread_id = thread_id;
 	b->cap = t->buf_size;
@@ -891,6 +1064,15 @@ struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thre
 out:
 	pthread_mutex_unlock(&t->lock);
 	return b;
+nomem:
+	GDAK_ERR("trace", thread_id, "no memory for %u trace buffers of %zu bytes", t->nchunks,
+		 t->buf_size);
+	for (unsigned i = 0; chunks && i < t->nchunks; i++)
+		free(chunks[i].data);
+	free(chunks);
+	free(b);
+	b = NULL;
+	goto out;
 }
 
 int gdak_trace_flush(struct gdak_trace *t)
@@ -900,6 +1082,9 @@ int gdak_trace_flush(struct gdak_trace *t)
 	if (!t)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
+	wait_io_idle(t);
+	rc = t->io_err;
+	t->io_err = 0;
 	for (struct gdak_trace_buf *b = t->bufs; b; b = b->next) {
 		int r = flush_buf_locked(b);
 		if (r && !rc)
@@ -917,17 +1102,17 @@ void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st)
 		return;
 	pthread_mutex_lock(&t->lock);
 	st->records = t->records;
-	st->bytes = t->off;
+	st->bytes = atomic_load_explicit(&t->off, memory_order_relaxed);
 	st->lost = t->lost_recs;
 	st->flushes = t->flushes;
+	st->waits = t->waits;
+	st->dropped = t->dropped;
 	pthread_mutex_unlock(&t->lock);
 }
 
 void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n)
 {
-	pthread_mutex_lock(&t->lock);
-	t->inject_errors = n;
-	pthread_mutex_unlock(&t->lock);
+	atomic_store(&t->inject_errors, n);
 }
 
 /* Writers must have stopped (the NIC threads joined) before this. */
@@ -941,6 +1126,14 @@ void gdak_trace_close(struct gdak_trace *t)
 		return;
 	/* the writers have stopped: a batch one left open is theirs no more */
 	pthread_mutex_lock(&t->lock);
+	if (t->io_on) {
+		t->io_stop = true;
+		pthread_cond_signal(&t->work);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->io, NULL);	/* it writes what is queued first */
+		pthread_mutex_lock(&t->lock);
+		t->io_on = false;
+	}
 	for (b = t->bufs; b; b = b->next) {
 		b->in_batch = false;
 		if (b->bopen)
@@ -951,7 +1144,7 @@ void gdak_trace_close(struct gdak_trace *t)
 	pthread_mutex_lock(&t->lock);
 	report_lost(t);
 	trace_put64(body, t->records);
-	trace_put64(body + 8, t->off);
+	trace_put64(body + 8, atomic_load_explicit(&t->off, memory_order_relaxed));
 	trace_put64(body + 16, t->lost_recs);
 	trace_put64(body + 24, t->flushes);
 	trace_put64(body + 32, __atomic_load_n(&t->packets, __ATOMIC_RELAXED));
@@ -966,9 +1159,13 @@ void gdak_trace_close(struct gdak_trace *t)
 		GDAK_ERR("trace", 0, "closing the trace file: %s", strerror(errno));
 	for (b = t->bufs; b; b = next) {
 		next = b->next;
-		free(b->data);
+		for (unsigned i = 0; i < b->nchunks; i++)
+			free(b->all[i].data);
+		free(b->all);
 		free(b);
 	}
+	pthread_cond_destroy(&t->done);
+	pthread_cond_destroy(&t->work);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

@@ -44,6 +44,14 @@ struct gdak_trace_opts {
 	size_t buf_size;	/* per-thread buffer bytes; 0 = 256 KiB (min 128 KiB) */
 	int fake_clock;		/* 1: timestamps = 1000 ns * a global counter (golden
 				 * tests); 0: $GDAK_TRACE_CLOCK decides */
+	unsigned chunks;	/* buffers of buf_size per thread, written to the file by
+				 * the trace's own I/O thread; 1 = no I/O thread (the
+				 * recording thread writes a full buffer itself);
+				 * 0 = $GDAK_TRACE_WRITER (thread|inline), else 4 */
+	int lossy;		/* 1: a thread whose buffers are all queued drops the
+				 * full one (counted: LOST record, stats) instead of
+				 * waiting for the file; 0: $GDAK_TRACE_FULL (wait|drop),
+				 * else wait - nothing is ever dropped silently */
 };
 int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			 struct gdak_trace **t);
@@ -103,8 +111,10 @@ void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint3
 struct gdak_trace_stats {
 	uint64_t records;	/* written */
 	uint64_t bytes;		/* file bytes */
-	uint64_t lost;		/* could not be written (I/O error) */
+	uint64_t lost;		/* not in the file (I/O error, or dropped: lossy mode) */
 	uint64_t flushes;
+	uint64_t waits;		/* a thread found all its buffers queued and waited */
+	uint64_t dropped;	/* of lost, dropped by the lossy mode */
 };
 void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st);
 
