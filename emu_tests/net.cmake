@@ -42,3 +42,9 @@ foreach(_np 2 4)
     target_compile_definitions(gdak_net_mpi${_np} PRIVATE GDAK_HAVE_MPI=1)
   endif()
 endforeach()
+
+# Two QPs of one process: packets through the in-process inbox (tr_udp_local.c),
+# and through the kernel with GDAK_UDP_LOCAL=0; faults, a full inbox, a peer gone.
+gdak_add_test(NAME gdak.net.udp_local SOURCES net_local.c LIBS gdak_nic_util LABELS net
+              TIMEOUT 120)
+target_include_directories(gdak_net_udp_local PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

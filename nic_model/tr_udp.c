@@ -125,6 +125,7 @@ static int tx_flush(struct udp_qp *u)
 		int n = udp_inbox_push(u->peer_inbox, u->addr.s_addr, u->port, u->txv, u->ntx);
 
 		if (n >= 0) {
+			u->rqp.stats.tx_local += (unsigned)n;
 			tx_drop_head(u, (unsigned)n);
 			return u->ntx ? -EAGAIN : 0;
 		}

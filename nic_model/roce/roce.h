@@ -307,6 +307,8 @@ struct roce_stats {
 	uint64_t icrc_ip_id;	/* accepted with a non-zero IPv4 ID solved for */
 	uint64_t bad_pkts;	/* dropped: malformed, wrong P_Key/TVer, unknown QP */
 	uint64_t xmit_busy;	/* the wire said "later" (socket full) */
+	uint64_t tx_local;	/* of tx_pkts, handed to a peer QP in this process (the
+				 * owner's count: tr_udp's inbox, no kernel in between) */
 	uint64_t f_drop, f_dup, f_reorder, f_corrupt, f_delay; /* injected */
 };
 

@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# bench.sh - gdak's udp transport next to kernel rxe, same sizes, same guest
+# boot (issue 9's benchmark target: "aim to match or beat rxe").  Runs inside
+# the rxe guest (POSIX sh: the guest's /bin/sh is dash):
+#
+#   tools/rxe/gdak-rxe-vm --timeout 590 run sh tools/rxe/bench.sh BUILD_DIR [SIZES]
+#
+# BUILD_DIR holds tools/gdak-perf; SIZES default "8 4096 65536".  For each
+# size: ib_write_bw / ib_write_lat (perftest, rxe0 loopback, OOB over
+# 127.0.0.1) and gdak-perf write_bw / write_lat on emu:udp with both QPs in
+# one process - first the default (the peer's packets through its in-process
+# inbox, as rxe loops back packets for its own device), then
+# GDAK_UDP_LOCAL=0 (every packet through the kernel's UDP socket).  Prints
+# one line per measurement and a summary table with the ratios gdak / rxe
+# (message rate: higher is better; latency: lower is better).
+#
+# Environment: BENCH_BW_ITERS (2000), BENCH_LAT_ITERS (1000), BENCH_ROUNDS (3),
+# BENCH_DEV (rxe0).  Works on the host too (perftest rows then fail with a
+# message, where no rxe device exists).
+
+B=${1:?usage: bench.sh BUILD_DIR [SIZES]}
+SIZES=${2:-"8 4096 65536"}
+BW_N=${BENCH_BW_ITERS:-2000}
+LAT_N=${BENCH_LAT_ITERS:-1000}
+ROUNDS=${BENCH_ROUNDS:-3}
+DEV=${BENCH_DEV:-rxe0}
+PERF=$B/tools/gdak-perf
+OUT=${TMPDIR:-/tmp}/gdak-bench.$$
+[ -x "$PERF" ] || { echo "bench.sh: no $PERF" >&2; exit 2; }
+mkdir -p "$OUT" || exit 1
+trap 'rm -rf "$OUT"' EXIT
+
+echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# perftest: server in the background, client prints the data row.
+# $1 tool, $2 size, $3 iterations; prints the numbers of the row or "-".
+rxe_row() {
+	$1 -d "$DEV" -x 1 -F -n "$3" -s "$2" >"$OUT/srv" 2>&1 &
+	sp=$!
+	sleep 1
+	timeout 120 $1 -d "$DEV" -x 1 -F -n "$3" -s "$2" 127.0.0.1 >"$OUT/cli" 2>&1
+	rc=$?
+	wait $sp 2>/dev/null
+	row=$(awk -v s="$2" '$1 == s && NF >= 4 { print; exit }' "$OUT/cli")
+	if [ $rc -ne 0 ] || [ -z "$row" ]; then
+		echo "# $1 -s $2 failed (rc $rc): $(tail -n 2 "$OUT/cli" | tr '\n' ' ')" >&2
+		echo "-"
+		return
+	fi
+	echo "$row"
+}
+
+# gdak-perf: $1 test, $2 size, $3 iterations, then env assignments
+gdak_row() {
+	t=$1 s=$2 n=$3
+	shift 3
+	env "$@" timeout 200 "$PERF" -d emu:udp -r "$ROUNDS" -n "$n" -s "$s" --no-baseline \
+		--quiet "$t" >"$OUT/g" 2>&1
+	rc=$?
+	row=$(awk -v s="$s" '$1 == s && NF >= 4 { print; exit }' "$OUT/g")
+	if [ $rc -ne 0 ] || [ -z "$row" ]; then
+		echo "# gdak-perf $t -s $s $* failed (rc $rc): $(grep -iE 'error|fail' "$OUT/g" |
+			head -n 2 | tr '\n' ' ')" >&2
+		echo "-"
+		return
+	fi
+	echo "$row"
+}
+
+# field $2 of row $1 ("-" stays "-")
+f() { [ "$1" = "-" ] && echo "-" || echo "$1" | awk -v k="$2" '{ print $k }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
+	else printf "%.2f\n", a / b }'; }
+
+printf '%s\n' "size|rxe Mpps|gdak Mpps|x|gdak kernel-path Mpps|x|rxe lat min/typ us|gdak lat min/typ us|x (typ)|gdak kernel-path lat min/typ us|x (typ)" >"$OUT/table"
+for s in $SIZES; do
+	# ib_write_bw: #bytes #iters BW_peak BW_avg MsgRate
+	r_bw=$(rxe_row ib_write_bw "$s" "$BW_N")
+	echo "rxe  ib_write_bw  $s: $r_bw"
+	# gdak-perf write_bw: #bytes #iters BW_avg MsgRate peak ...
+	g_bw=$(gdak_row write_bw "$s" "$BW_N")
+	echo "gdak write_bw     $s: $g_bw"
+	k_bw=$(gdak_row write_bw "$s" "$BW_N" GDAK_UDP_LOCAL=0)
+	echo "gdak write_bw     $s GDAK_UDP_LOCAL=0: $k_bw"
+	# ib_write_lat: #bytes #iters t_min t_max t_typical ...
+	r_lat=$(rxe_row ib_write_lat "$s" "$LAT_N")
+	echo "rxe  ib_write_lat $s: $r_lat"
+	# gdak-perf write_lat: #bytes #iters t_min t_max t_typical ...
+	g_lat=$(gdak_row write_lat "$s" "$LAT_N")
+	echo "gdak write_lat    $s: $g_lat"
+	k_lat=$(gdak_row write_lat "$s" "$LAT_N" GDAK_UDP_LOCAL=0)
+	echo "gdak write_lat    $s GDAK_UDP_LOCAL=0: $k_lat"
+
+	rm=$(f "$r_bw" 5) gm=$(f "$g_bw" 4) km=$(f "$k_bw" 4)
+	rt=$(f "$r_lat" 5) gt=$(f "$g_lat" 5) kt=$(f "$k_lat" 5)
+	echo "$s|$rm|$gm|$(ratio "$gm" "$rm")|$km|$(ratio "$km" "$rm")|$(f "$r_lat" 3)/$rt|$(f "$g_lat" 3)/$gt|$(ratio "$gt" "$rt")|$(f "$k_lat" 3)/$kt|$(ratio "$kt" "$rt")" >>"$OUT/table"
+done
+echo
+echo "# x = gdak / rxe: message rate (higher is better), latency t_typical (lower is better)"
+tr '|' '\t' <"$OUT/table"
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
