@@ -32,6 +32,10 @@ typedef unsigned long long cap_cu_devptr;
 enum {
 	CAP_CU_STREAM_NON_BLOCKING = 0x1,
 	CAP_CU_MEMHOSTALLOC_PORTABLE = 0x1,
+	CAP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+	CAP_CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
+	CAP_CU_MEMORYTYPE_HOST = 1,
+	CAP_CU_MEMORYTYPE_DEVICE = 2,
 };
 
 static struct {
@@ -47,6 +51,7 @@ static struct {
 	cap_cu_result (*MemHostAlloc)(void **, size_t, unsigned);
 	cap_cu_result (*MemFreeHost)(void *);
 	cap_cu_result (*GetErrorString)(cap_cu_result, const char **);
+	cap_cu_result (*PointerGetAttribute)(void *, int, cap_cu_devptr);
 } cu;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -100,6 +105,7 @@ static void load(void)
 	SYM(MemHostAlloc, "cuMemHostAlloc");
 	SYM(MemFreeHost, "cuMemFreeHost");
 	SYM(GetErrorString, "cuGetErrorString");
+	SYM(PointerGetAttribute, "cuPointerGetAttribute");
 #undef SYM
 	if ((r = cu.Init(0))) {
 		GDAK_INFO("capture", 0, "cuInit: %s", cu_err(r));
@@ -207,5 +213,34 @@ int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len)
 			    cu_err(r));
 		return -EIO;
 	}
+	return 0;
+}
+
+int cap_cuda_classify(const void *p, const void **host, int *device)
+{
+	cap_cu_devptr dp = (cap_cu_devptr)(uintptr_t)p;
+	unsigned int type = 0;
+	void *hp = NULL;
+	int ret;
+
+	*host = p;
+	*device = 0;
+	pthread_once(&load_once, load);
+	if (load_state)
+		return load_state;
+	if ((ret = make_current()))
+		return ret;
+	/* not a CUDA pointer at all: ordinary host memory, used as it is */
+	if (cu.PointerGetAttribute(&type, CAP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp))
+		return 0;
+	if (type == CAP_CU_MEMORYTYPE_DEVICE) {
+		*device = 1;
+		return 0;
+	}
+	/* pinned or registered host memory: the address the GPU uses may not
+	 * be the host's (registered memory without unified host pointers) */
+	if (type == CAP_CU_MEMORYTYPE_HOST &&
+	    !cu.PointerGetAttribute(&hp, CAP_CU_POINTER_ATTRIBUTE_HOST_POINTER, dp) && hp)
+		*host = hp;
 	return 0;
 }

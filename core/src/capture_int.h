@@ -37,6 +37,11 @@ void cap_cuda_close(struct cap_cuda *cc);
 /* Pinned host memory (copies into it never stage through a bounce buffer). */
 int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p);
 void cap_cuda_host_free(struct cap_cuda *cc, void *p);
+/* What a ring pointer from a device descriptor is: *device = 1 for GPU
+ * memory (read with cap_cuda_read), else *host = the address the host reads
+ * it at (pinned or registered host memory may be mapped into the GPU at
+ * another address).  -ENODEV without CUDA (then *host = p, *device = 0). */
+int cap_cuda_classify(const void *p, const void **host, int *device);
 /* Copy len bytes of GPU memory at src to dst and wait for the copy alone
  * (never for the application's kernels: the stream is non-blocking). */
 int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len);

@@ -64,6 +64,7 @@ struct cap_cq {
 	const struct gdak_dev_cq *dcq;	/* its descriptor (host memory) */
 	const uint8_t *cqes;
 	const uint32_t *dbrec;
+	uint8_t gpu, db_gpu;	/* cqes / dbrec in GPU memory */
 	uint32_t ncqe;
 	uint32_t cqn;
 	uint64_t ci;		/* next CQE number to capture */
@@ -81,7 +82,8 @@ struct cap_qp {
 	const struct gdak_dev_qp *dqp;
 	uint32_t qpn;
 	uint8_t handler;
-	int gpu;
+	uint8_t sq_gpu, db_gpu;	/* sq_buf / dbrec in GPU memory */
+	int any_gpu;		/* some ring of the QP is: stage in pinned memory */
 	const uint8_t *sq_buf;
 	uint32_t sq_cnt;
 	const uint32_t *dbrec;
@@ -129,11 +131,12 @@ static void set_err(struct gdak_capture *c, int err)
 }
 
 /* A big-endian doorbell-record word, as the NIC would read it. */
-static int read_dbrec(struct gdak_capture *c, struct cap_qp *q, const uint32_t *p, uint32_t *v)
+static int read_dbrec(struct gdak_capture *c, struct cap_qp *q, const uint32_t *p, int gpu,
+		      uint32_t *v)
 {
 	int ret;
 
-	if (!q->gpu) {
+	if (!gpu) {
 		/* acquire: the ring bytes the record publishes are read after it */
 		*v = gdak_be32toh(__atomic_load_n(p, __ATOMIC_ACQUIRE));
 		return 0;
@@ -165,7 +168,7 @@ static int read_pi(struct gdak_capture *c, struct cap_qp *q, uint64_t *pi)
 		*pi = __atomic_load_n(q->proxy_pi, __ATOMIC_ACQUIRE);
 		return *pi < q->pi_seen;
 	}
-	ret = read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], &v);
+	ret = read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], q->db_gpu, &v);
 	if (ret)
 		return ret;
 	d = (uint16_t)((uint16_t)v - (uint16_t)q->pi_seen);
@@ -203,7 +206,7 @@ static int read_cq_ci(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *c
 {
 	uint32_t v;
 	uint64_t a, b;
-	int ret = read_dbrec(c, q, cq->dbrec, &v);
+	int ret = read_dbrec(c, q, cq->dbrec, cq->db_gpu, &v);
 
 	if (ret)
 		return ret;
@@ -221,7 +224,7 @@ static int stage_sq(struct gdak_capture *c, struct cap_qp *q, uint64_t from, uin
 	const uint8_t *src = q->sq_buf + (size_t)slot * 64;
 	int ret = 0;
 
-	if (!q->gpu) {
+	if (!q->sq_gpu) {
 		memcpy(q->stage, src, (size_t)first * 64);
 		memcpy(q->stage + (size_t)first * 64, q->sq_buf, (size_t)(n - first) * 64);
 		return 0;
@@ -249,7 +252,7 @@ static int fetch_cqe(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq
 	int ret;
 
 	*changed = 0;
-	if (!q->gpu) {
+	if (!cq->gpu) {
 		uint8_t op = __atomic_load_n(src + 63, __ATOMIC_ACQUIRE);
 
 		out[63] = op;
@@ -446,7 +449,7 @@ static int cq_pass(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
 		}
 		/* An owner bit of this pass is CQE n - or n + 2 * ncqe, which
 		 * needs the device to have consumed n + ncqe. */
-		if (q->gpu)
+		if (cq->gpu)
 			ci2 = cq->stage_ci;
 		else if (read_cq_ci(c, q, cq, n, &ci2))
 			ci2 = dev_ci;
@@ -537,7 +540,7 @@ static void *cap_thread(void *arg)
 
 static void qp_free(struct gdak_capture *c, struct cap_qp *q)
 {
-	if (q->gpu)
+	if (q->any_gpu)
 		cap_cuda_host_free(c->cuda, q->stage);
 	else
 		free(q->stage);
@@ -570,13 +573,13 @@ static int read_start(struct gdak_capture *c, struct cap_qp *q)
 	if (q->proxy_pi) {
 		q->pi_seen = __atomic_load_n(q->proxy_pi, __ATOMIC_ACQUIRE);
 	} else {
-		if (read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], &v))
+		if (read_dbrec(c, q, &q->dbrec[MLX5_SND_DBR], q->db_gpu, &v))
 			return -EIO;
 		q->pi_seen = v & 0xffff;
 	}
 	q->sq_next = q->pi_seen;
 	for (int i = 0; i < q->ncq; i++) {
-		if (read_dbrec(c, q, q->cq[i].dbrec, &v) ||
+		if (read_dbrec(c, q, q->cq[i].dbrec, q->cq[i].db_gpu, &v) ||
 		    read_cq_ci(c, q, &q->cq[i], v & 0xffffff, &q->cq[i].ci))
 			return -EIO;
 	}
@@ -593,8 +596,30 @@ static void cq_init(struct cap_cq *cq, const char *name, const struct gdak_dev_c
 	cq->cqn = d->cqn;
 }
 
+/* How add_locked() finds out where a ring pointer can be read from. */
+enum loc_mode {
+	LOC_HOST,	/* host memory at that address (the NIC model's rings) */
+	LOC_PROBE,	/* ask CUDA when it is there; host memory otherwise */
+	LOC_GPU,	/* said to be GPU memory: CUDA must be there to read it */
+};
+
+static int locate(const void *p, enum loc_mode loc, const void **host, uint8_t *gpu)
+{
+	int dev = 0, ret;
+
+	*host = p;
+	*gpu = 0;
+	if (loc == LOC_HOST)
+		return 0;
+	ret = cap_cuda_classify(p, host, &dev);
+	if (ret)
+		return loc == LOC_GPU ? ret : 0;
+	*gpu = (uint8_t)dev;
+	return 0;
+}
+
 /* Under c->lock. */
-static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, unsigned flags,
+static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, enum loc_mode loc,
 		      struct gdak_qp *qp)
 {
 	struct cap_qp *q;
@@ -613,14 +638,6 @@ static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, unsig
 			GDAK_ERR("capture", d->qpn, "QP already captured");
 			return -EEXIST;
 		}
-	if ((flags & GDAK_CAPTURE_RINGS_GPU) && !c->cuda) {
-		ret = cap_cuda_open(&c->cuda);
-		if (ret) {
-			GDAK_ERR("capture", d->qpn, "the rings are GPU memory and no CUDA driver "
-				 "or GPU is usable here: %s", gdak_strerror(ret));
-			return ret;
-		}
-	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -628,17 +645,36 @@ static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, unsig
 	q->dqp = d;
 	q->qpn = d->qpn;
 	q->handler = (uint8_t)d->handler;
-	q->gpu = !!(flags & GDAK_CAPTURE_RINGS_GPU);
-	q->sq_buf = d->sq_buf;
 	q->sq_cnt = d->sq_wqebb_cnt;
-	q->dbrec = d->dbrec;
 	q->proxy_pi = d->handler == GDAK_DEV_DB_CPU_PROXY ? d->proxy_pi : NULL;
 	cq_init(&q->cq[q->ncq++], "scq", &d->scq);
 	if (d->rq_buf)
 		cq_init(&q->cq[q->ncq++], "rcq", &d->rcq);
+	ret = locate(d->sq_buf, loc, (const void **)&q->sq_buf, &q->sq_gpu);
+	if (!ret)
+		ret = locate(d->dbrec, loc, (const void **)&q->dbrec, &q->db_gpu);
+	for (int i = 0; i < q->ncq && !ret; i++) {
+		const struct gdak_dev_cq *dc = i ? &d->rcq : &d->scq;
+
+		ret = locate(dc->cqes, loc, (const void **)&q->cq[i].cqes, &q->cq[i].gpu);
+		if (!ret)
+			ret = locate(dc->dbrec, loc, (const void **)&q->cq[i].dbrec,
+				     &q->cq[i].db_gpu);
+	}
+	q->any_gpu = q->sq_gpu || q->db_gpu;
+	for (int i = 0; i < q->ncq; i++)
+		q->any_gpu |= q->cq[i].gpu || q->cq[i].db_gpu;
+	if (!ret && q->any_gpu && !c->cuda)
+		ret = cap_cuda_open(&c->cuda);
+	if (ret) {
+		GDAK_ERR("capture", d->qpn, "the rings are GPU memory and no CUDA driver or GPU "
+			 "is usable here: %s", gdak_strerror(ret));
+		free(q);
+		return ret;
+	}
 
 	sq_bytes = (size_t)q->sq_cnt * 64;
-	if (q->gpu) {
+	if (q->any_gpu) {
 		len = sq_bytes + (size_t)q->ncq * CQ_CHUNK * 64 + 64;
 		ret = cap_cuda_host_alloc(c->cuda, len, (void **)&q->stage);
 		if (ret) {
@@ -660,9 +696,10 @@ static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, unsig
 		return -EIO;
 	}
 	snprintf(text, sizeof(text), "ring capture: sq %u WQEBBs from %" PRIu64 ", scq %u, rcq %u, "
-		 "handler %s, rings in %s memory", q->sq_cnt, q->sq_next, q->cq[0].ncqe,
-		 q->ncq > 1 ? q->cq[1].ncqe : 0, gdak_trace_handler_name(q->handler),
-		 q->gpu ? "GPU" : "host");
+		 "handler %s, rings in %s memory, doorbell records in %s memory", q->sq_cnt,
+		 q->sq_next, q->cq[0].ncqe, q->ncq > 1 ? q->cq[1].ncqe : 0,
+		 gdak_trace_handler_name(q->handler), q->sq_gpu || q->cq[0].gpu ? "GPU" : "host",
+		 q->db_gpu || q->cq[0].db_gpu ? "GPU" : "host");
 	gdak_trace_qp(c->buf, q->qpn, GDAK_TRACE_QPN_NONE, "capture", text);
 	q->next = c->qps;
 	c->qps = q;
@@ -834,13 +871,14 @@ int gdak_capture_add_dev_qp(struct gdak_capture *c, const struct gdak_dev_qp *dq
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&c->lock);
-	ret = add_locked(c, dqp, flags, NULL);
+	ret = add_locked(c, dqp, flags & GDAK_CAPTURE_RINGS_GPU ? LOC_GPU : LOC_HOST, NULL);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
 
 int gdak_capture_add_qp(struct gdak_capture *c, struct gdak_qp *qp)
 {
+	enum loc_mode loc = LOC_HOST;
 	struct gdak_dev_qp *d;
 	int ret;
 
@@ -856,9 +894,15 @@ int gdak_capture_add_qp(struct gdak_capture *c, struct gdak_qp *qp)
 	ret = gdak_qp_export(qp, &d);
 	if (ret)
 		return ret;
+	/* The NIC model's rings are host memory at host addresses.  Another
+	 * backend's descriptor holds the addresses device code uses: GPU
+	 * memory, or host memory mapped into the GPU, possibly elsewhere. */
+	if (qp->attr.flags & GDAK_QP_F_QUEUES_GPU)
+		loc = LOC_GPU;
+	else if (strcmp(qp->ctx->ops->name, "emu"))
+		loc = LOC_PROBE;
 	pthread_mutex_lock(&c->lock);
-	ret = add_locked(c, d, qp->attr.flags & GDAK_QP_F_QUEUES_GPU ? GDAK_CAPTURE_RINGS_GPU : 0,
-			 qp);
+	ret = add_locked(c, d, loc, qp);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
