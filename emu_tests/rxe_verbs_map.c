@@ -65,6 +65,73 @@ static void plan_cases(void)
 	}
 }
 
+static void ring_cases(void)
+{
+	struct tv_ring r = { .size = 4096 };
+	uint64_t off = 77, end = 0;
+
+	CHECK_EQ(tv_ring_take(&r, 1500, &off, &end), 0);
+	CHECK_EQ(off, 0);
+	CHECK_EQ(tv_ring_take(&r, 1500, &off, &end), 0);
+	CHECK_EQ(off, 1500);
+	CHECK_EQ(end, 3000);
+	CHECK_EQ(tv_ring_take(&r, 1500, &off, &end), 1); /* 1096 left at the end */
+	tv_ring_put(&r, 1500);
+	CHECK_EQ(tv_ring_take(&r, 1500, &off, &end), 0); /* skips the end: wraps */
+	CHECK_EQ(off, 0);
+	CHECK_EQ(end, 4096 + 1500);
+	CHECK_EQ(tv_ring_take(&r, 100, &off, &end), 1);	 /* [1500, 3000) still live */
+	tv_ring_put(&r, 99999);				 /* past the head: ignored */
+	CHECK_EQ(tv_ring_take(&r, 100, &off, &end), 1);
+	tv_ring_put(&r, 3000);
+	CHECK_EQ(tv_ring_take(&r, 100, &off, &end), 0);
+	CHECK_EQ(off, 1500);
+	tv_ring_put(&r, end);				 /* all free */
+	CHECK_EQ(tv_ring_take(&r, 4096, &off, &end), 0); /* the whole ring, from 0 */
+	CHECK_EQ(off, 0);
+	CHECK_EQ(tv_ring_take(&r, 1, &off, &end), 1);
+	tv_ring_put(&r, end);
+	CHECK_EQ(tv_ring_take(&r, 4097, &off, &end), -E2BIG);
+
+	/* random sizes, freed oldest first (completion order), against a model */
+	{
+		struct { uint64_t off, len, end; } live[64];
+		unsigned head = 0, n = 0, bad = 0;
+		uint64_t st = 12345;
+		struct tv_ring q = { .size = 5000 };
+
+		for (int it = 0; it < 20000; it++) {
+			uint32_t len = 1 + (uint32_t)(gdak_test_rand(&st) % 2600);
+			int rc = n < 64 ? tv_ring_take(&q, len, &off, &end) : 1;
+
+			if (rc == 1) {
+				bad += n == 0; /* full with nothing live: a leak */
+				if (n) {
+					tv_ring_put(&q, live[head].end);
+					head = (head + 1) % 64;
+					n--;
+				}
+				continue;
+			}
+			bad += rc != 0 || off + len > q.size;
+			for (unsigned k = 0; k < n; k++) {
+				unsigned j = (head + k) % 64;
+				bad += off < live[j].off + live[j].len && live[j].off < off + len;
+			}
+			live[(head + n) % 64].off = off;
+			live[(head + n) % 64].len = len;
+			live[(head + n) % 64].end = end;
+			n++;
+			if (gdak_test_rand(&st) % 3 == 0 && n) { /* a completion */
+				tv_ring_put(&q, live[head].end);
+				head = (head + 1) % 64;
+				n--;
+			}
+		}
+		CHECK_EQ(bad, 0);
+	}
+}
+
 int main(void)
 {
 	static const struct { enum ibv_wc_status st; uint8_t synd; } want[] = {
@@ -135,6 +202,7 @@ int main(void)
 	CHECK_EQ(tv_mtu_bytes(IBV_MTU_4096), 4096);
 
 	plan_cases();
+	ring_cases();
 	CHECK_EQ(tv_parse_stage(NULL), 0);
 	CHECK_EQ(tv_parse_stage(""), 0);
 	CHECK_EQ(tv_parse_stage("0"), 0);

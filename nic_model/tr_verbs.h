@@ -160,6 +160,12 @@ void tv_mr_fini_all(struct tv_ctx *tc);
  * op's completion arrived: scatter the returned bytes (swap: the atomic's
  * old value to big-endian first) and free the room; 0 or a syndrome.
  */
+/* The ring allocator (pure, unit-tested): len contiguous bytes at *off,
+ * *end for tv_ring_put; 1 while earlier allocations leave no room, -E2BIG
+ * when len exceeds the ring.  tv_ring_put(end): the allocation ending at
+ * end and every earlier one are free again. */
+int tv_ring_take(struct tv_ring *r, uint32_t len, uint64_t *off, uint64_t *end);
+void tv_ring_put(struct tv_ring *r, uint64_t end);
 int tv_stage_out(struct tv_qp *tq, unsigned slot, struct tv_stage *plan, bool need_in,
 		 struct ibv_sge *sge, const char **rule);
 void tv_stage_undo(struct tv_qp *tq, unsigned slot);

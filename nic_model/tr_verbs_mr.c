@@ -34,15 +34,42 @@ typedef int (*cu_range_handle_fn)(void *handle, unsigned long long dptr, size_t 
 				  unsigned long long flags);
 #define TV_CU_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
 
+#define TV_CU_POINTER_ATTRIBUTE_CONTEXT 1
+
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 static cu_range_handle_fn cu_range_handle;
+static int (*cu_ptr_attr)(void *data, int attr, unsigned long long ptr);
+static int (*cu_ctx_push)(void *ctx);
+static int (*cu_ctx_pop)(void **ctx);
 
 static void cu_lookup(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 
-	if (h)
-		cu_range_handle = (cu_range_handle_fn)dlsym(h, "cuMemGetHandleForAddressRange");
+	if (!h)
+		return;
+	cu_range_handle = (cu_range_handle_fn)dlsym(h, "cuMemGetHandleForAddressRange");
+	cu_ptr_attr = (int (*)(void *, int, unsigned long long))dlsym(h, "cuPointerGetAttribute");
+	cu_ctx_push = (int (*)(void *))dlsym(h, "cuCtxPushCurrent_v2");
+	cu_ctx_pop = (int (*)(void **))dlsym(h, "cuCtxPopCurrent_v2");
+}
+
+/* The driver wants the memory's context current on the calling thread,
+ * which gdak_mr_reg's caller need not have made current (a thread that
+ * only got a pointer): push the pointer's own context for the call. */
+static int range_handle(unsigned long long lo, size_t len, int *fd)
+{
+	void *cctx = NULL, *old;
+	bool pushed = false;
+	int r;
+
+	if (cu_ptr_attr && cu_ctx_push && cu_ctx_pop &&
+	    !cu_ptr_attr(&cctx, TV_CU_POINTER_ATTRIBUTE_CONTEXT, lo) && cctx)
+		pushed = !cu_ctx_push(cctx);
+	r = cu_range_handle(fd, lo, len, TV_CU_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+	if (pushed)
+		cu_ctx_pop(&old);
+	return r;
 }
 
 static unsigned verbs_access(unsigned access)
@@ -70,7 +97,7 @@ static struct ibv_mr *reg_dmabuf(struct tv_ctx *tc, struct nm_mr *mr)
 	/* the driver exports whole host pages of the range (NCCL and perftest
 	 * do the same); the MR then starts at the region's offset in it, with
 	 * the region's own address as its iova, so WQE addresses stay valid */
-	r = cu_range_handle(&fd, lo, hi - lo, TV_CU_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+	r = range_handle(lo, hi - lo, &fd);
 	if (r || fd < 0) {
 		GDAK_DBG("ctx", tc->id, "verbs: cuMemGetHandleForAddressRange(0x%llx, %llu): "
 			 "CUresult %d: GPU memory is staged", (unsigned long long)lo,

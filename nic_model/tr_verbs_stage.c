@@ -54,23 +54,30 @@ static int ring_setup(struct tv_qp *tq, struct tv_ring *r)
 	return 0;
 }
 
-/* len contiguous bytes at the head; 1 while earlier allocations fill it. */
-static int ring_take(struct tv_ring *r, uint32_t len, uint8_t **p, uint64_t *end)
+int tv_ring_take(struct tv_ring *r, uint32_t len, uint64_t *off, uint64_t *end)
 {
-	uint64_t start, off;
+	uint64_t start, o;
 
+	if (len > r->size)
+		return -E2BIG;
 	if (r->head == r->tail)
 		r->head = r->tail = 0; /* empty: start over at offset 0 */
 	start = r->head;
-	off = start % r->size;
-	if (off + len > r->size)
-		start += r->size - off; /* never split: skip the ring's end */
+	o = start % r->size;
+	if (o + len > r->size)
+		start += r->size - o; /* never split: skip the ring's end */
 	if (start + len - r->tail > r->size)
 		return 1;
-	*p = r->buf + start % r->size;
+	*off = start % r->size;
 	r->head = start + len;
 	*end = r->head;
 	return 0;
+}
+
+void tv_ring_put(struct tv_ring *r, uint64_t end)
+{
+	if (end > r->tail && end <= r->head)
+		r->tail = end; /* in order: everything before it is done too */
 }
 
 static void stage_release(struct tv_ring *r, struct tv_stage *st)
@@ -80,8 +87,8 @@ static void stage_release(struct tv_ring *r, struct tv_stage *st)
 		ibv_dereg_mr(st->oneoff);
 		free(b);
 		st->oneoff = NULL;
-	} else if (st->ring_end > r->tail) {
-		r->tail = st->ring_end; /* in order: everything before it is done too */
+	} else {
+		tv_ring_put(r, st->ring_end);
 	}
 	st->used = false;
 }
@@ -110,9 +117,11 @@ static int stage_alloc(struct tv_qp *tq, struct tv_ring *r, struct tv_stage *st)
 		st->buf = b;
 		st->lkey = st->oneoff->lkey;
 	} else {
-		ret = ring_take(r, st->len, &st->buf, &st->ring_end);
+		uint64_t off;
+		ret = tv_ring_take(r, st->len, &off, &st->ring_end);
 		if (ret)
 			return ret;
+		st->buf = r->buf + off;
 		st->lkey = r->mr->lkey;
 	}
 	st->used = true;
