@@ -18,6 +18,7 @@
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 
+#include "capture_int.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 
@@ -42,6 +43,7 @@ struct ring {
 };
 
 static const char *bin;
+static unsigned ring_flags;	/* GDAK_CAPTURE_RINGS_GPU in the fake-GPU round */
 
 static void *zalloc(size_t n)
 {
@@ -223,7 +225,7 @@ static void basic(void)
 	int rc;
 	char *out;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing yet */
 	post(r, MLX5_OPCODE_NOP, 1);		/* 1 WQEBB */
 	post(r, MLX5_OPCODE_RDMA_WRITE, 3);	/* 1 */
@@ -305,7 +307,7 @@ static void sq_loss(void)
 	int rc;
 	char *out;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	for (int k = 0; k < 10; k++)
 		post(r, MLX5_OPCODE_RDMA_WRITE, 9);
 	publish(r);
@@ -350,7 +352,7 @@ static void cq_loss_consumed(int by_cons_idx)
 	size_t from = 0;
 	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	for (int k = 0; k < 40; k++) {
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 		if (by_cons_idx)
@@ -387,7 +389,7 @@ static void cq_loss_slot_reused(void)
 	size_t from = 0;
 	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	consume(&r->scq_db, 4);
 	for (int k = 0; k < 20; k++)
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
@@ -421,7 +423,7 @@ static void pi_wrap(void)
 
 	r->pi = 65530;
 	publish(r);
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	for (int k = 0; k < 12; k++) {
 		post(r, MLX5_OPCODE_RDMA_WRITE, 3);
 		if (k % 5 == 4) {
@@ -453,7 +455,7 @@ static void partial_and_backwards(void)
 	size_t from = 0;
 	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	post(r, MLX5_OPCODE_RDMA_WRITE, 9);
 	publish_pi(r, 1);
 	gdak_capture_poll(c);
@@ -488,7 +490,7 @@ static void proxy_and_rcq(void)
 	long i;
 
 	r->d.handler = GDAK_DEV_DB_CPU_PROXY;
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
 	post(r, MLX5_OPCODE_SEND, 2);
 	post(r, MLX5_OPCODE_SEND_IMM, 2);
 	__atomic_store_n(&r->proxy, r->pi, __ATOMIC_RELEASE);	/* record stays 0 */
@@ -572,14 +574,22 @@ int main(int argc, char **argv)
 	}
 	bin = argv[1];
 	gdak_set_log_level(GDAK_LOG_ERROR);
-	basic();
-	sq_loss();
-	cq_loss_consumed(0);
-	cq_loss_consumed(1);
-	cq_loss_slot_reused();
-	pi_wrap();
-	partial_and_backwards();
-	proxy_and_rcq();
 	bad_args();
+	/* host rings, then the same cases through the GPU path's staging
+	 * (chunked CQ copies, doorbell records through a scratch word) with
+	 * memcpy standing in for cuMemcpyDtoHAsync */
+	for (int round = 0; round < 2; round++) {
+		ring_flags = round ? GDAK_CAPTURE_RINGS_GPU : 0;
+		gdak_capture_test_fake_gpu(round);
+		basic();
+		sq_loss();
+		cq_loss_consumed(0);
+		cq_loss_consumed(1);
+		cq_loss_slot_reused();
+		pi_wrap();
+		partial_and_backwards();
+		proxy_and_rcq();
+	}
+	gdak_capture_test_fake_gpu(0);
 	return gdak_test_end();
 }

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "capture_int.h"
 #include "gdak_log.h"
@@ -62,6 +63,13 @@ static __thread cap_cu_ctx tls_current;
 struct cap_cuda {
 	cap_cu_stream stream;
 };
+
+/* Test hook (gdak_capture_test_fake_gpu): every ring is "GPU memory" and a
+ * "copy" is a memcpy, so the staged paths run without a GPU. */
+static int fake_gpu;
+static struct cap_cuda fake_cc;
+
+void gdak_capture_test_fake_gpu(int on) { fake_gpu = on; }
 
 static const char *cu_err(cap_cu_result r)
 {
@@ -148,6 +156,10 @@ int cap_cuda_open(struct cap_cuda **out)
 	int ret;
 
 	*out = NULL;
+	if (fake_gpu) {
+		*out = &fake_cc;
+		return 0;
+	}
 	pthread_once(&load_once, load);
 	if (load_state)
 		return load_state;
@@ -167,7 +179,7 @@ int cap_cuda_open(struct cap_cuda **out)
 
 void cap_cuda_close(struct cap_cuda *cc)
 {
-	if (!cc)
+	if (!cc || cc == &fake_cc)
 		return;
 	if (!make_current())
 		cu.StreamDestroy(cc->stream);
@@ -179,8 +191,9 @@ int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p)
 	cap_cu_result r;
 	int ret;
 
-	(void)cc;
 	*p = NULL;
+	if (cc == &fake_cc)
+		return posix_memalign(p, 64, len) ? -ENOMEM : 0;
 	if ((ret = make_current()))
 		return ret;
 	if ((r = cu.MemHostAlloc(p, len, CAP_CU_MEMHOSTALLOC_PORTABLE))) {
@@ -193,8 +206,9 @@ int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p)
 
 void cap_cuda_host_free(struct cap_cuda *cc, void *p)
 {
-	(void)cc;
-	if (p && !make_current())
+	if (cc == &fake_cc)
+		free(p);
+	else if (p && !make_current())
 		cu.MemFreeHost(p);
 }
 
@@ -203,6 +217,10 @@ int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len)
 	cap_cu_result r;
 	int ret;
 
+	if (cc == &fake_cc) {
+		memcpy(dst, src, len);
+		return 0;
+	}
 	if ((ret = make_current()))
 		return ret;
 	r = cu.MemcpyDtoHAsync(dst, (cap_cu_devptr)(uintptr_t)src, len, cc->stream);
@@ -225,6 +243,10 @@ int cap_cuda_classify(const void *p, const void **host, int *device)
 
 	*host = p;
 	*device = 0;
+	if (fake_gpu) {
+		*device = 1;
+		return 0;
+	}
 	pthread_once(&load_once, load);
 	if (load_state)
 		return load_state;

@@ -46,4 +46,8 @@ int cap_cuda_classify(const void *p, const void **host, int *device);
  * (never for the application's kernels: the stream is non-blocking). */
 int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len);
 
+/* Test hook: treat every ring as GPU memory read by memcpy (the staged
+ * paths, without a GPU).  Set before adding rings. */
+void gdak_capture_test_fake_gpu(int on);
+
 #endif /* GDAK_CAPTURE_INT_H */
