@@ -429,9 +429,10 @@ static int cq_pass(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq)
 		cq->lost += dev_ci - cq->ncqe - cq->ci;
 		cq->ci = dev_ci - cq->ncqe;
 	}
-	/* at most a ring's worth of CQEs per pass (the lost ones are bounded by
-	 * dev_ci, at most ncqe ahead) */
-	for (uint32_t budget = cq->ncqe; budget;) {
+	/* At most a ring's worth of CQEs recorded per pass, and a bound on the
+	 * slots looked at (a device rewriting slots under the copy could
+	 * otherwise keep one pass going). */
+	for (uint32_t budget = cq->ncqe, looks = 4 * cq->ncqe; budget && looks; looks--) {
 		uint64_t n = cq->ci;
 
 		if (fetch_cqe(c, q, cq, n, cqe, &changed))
