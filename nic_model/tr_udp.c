@@ -85,6 +85,7 @@ struct udp_qp {
 	int watching;
 	/* socket reads: passes to skip before the next one, and the current gap */
 	unsigned rx_skip, rx_gap;
+	int more;		/* the engine stopped at its budget: more to send */
 	/* the in-process wire (tr_udp_local.c) */
 	struct udp_inbox *inbox;	/* ours: packets from QPs of this process */
 	struct udp_inbox *peer_inbox;	/* the peer's, when it is one of them */
@@ -368,13 +369,15 @@ static int rx_local(struct udp_qp *u, uint64_t now)
 
 /* Read what has arrived: the inbox always (no system call), the socket when
  * force (libev saw it readable, or the timer needs every ACK) or when its
- * back-off allows. */
+ * back-off allows.  A QP whose peer writes into its inbox leaves its socket
+ * to the ev_io watcher alone: nothing is expected there. */
 static int rx_drain(struct udp_qp *u, uint64_t now, int force)
 {
 	int total = rx_local(u, now), sock = 0;
 
-	if (!force && u->rx_skip) {
-		u->rx_skip--;
+	if (!force && (u->peer_inbox || u->rx_skip)) {
+		if (!u->peer_inbox)
+			u->rx_skip--;
 		return total;
 	}
 	for (int round = 0; round < 4; round++) {
@@ -438,13 +441,16 @@ static int engine_round(struct udp_qp *u, int force_rx)
 		}
 		roce_qp_timer(&u->rqp, now);
 	}
+	u->more = 1;
 	for (int k = 0; k < 8; k++) {
 		int n = roce_qp_progress(&u->rqp, now, 64);
 		int busy = tx_flush(u);
 
 		work += n;
-		if (n < 64 || busy)
+		if (n < 64 || busy) {
+			u->more = 0;
 			break;
+		}
 	}
 	if (u->watching)
 		arm_timer(u, now);
@@ -471,8 +477,21 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static int udp_qp_poll(struct nm_qp *qp)
 {
 	struct udp_qp *u = qp->tr_priv;
+	uint32_t len, sip;
+	uint16_t sport;
 
-	return u->watching ? engine_round(u, 0) : 0;
+	if (!u->watching)
+		return 0;
+	/* Most passes: nothing arrived, nothing waits to go out, the socket is
+	 * not due for a read - then the engine has nothing to do either (its
+	 * deadlines are the ev_timer's), and the pass costs no clock read. */
+	if (!u->ntx && !u->more && (u->peer_inbox || u->rx_skip) &&
+	    !udp_inbox_peek(u->inbox, &len, &sip, &sport)) {
+		if (!u->peer_inbox)
+			u->rx_skip--;
+		return 0;
+	}
+	return engine_round(u, 0);
 }
 
 static void watch_on(void *arg)
@@ -577,8 +596,13 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	 * early (its cap, a full in-flight window), qp_poll sends them at
 	 * the next pass. */
 	now = nm_now_ns();
-	for (int k = 0; k < 8 && roce_qp_progress(&u->rqp, now, 64) == 64; k++)
-		;
+	u->more = 1;
+	for (int k = 0; k < 8; k++) {
+		if (roce_qp_progress(&u->rqp, now, 64) < 64) {
+			u->more = 0;
+			break;
+		}
+	}
 	if (qp->ci + op->bbs >= qp->pi || u->ntx == BATCH)
 		(void)tx_flush(u);
 	if (u->watching)
