@@ -468,34 +468,47 @@ static uint8_t *batch_sub(struct gdak_trace_buf *b, uint32_t qpn)
 	return b->data + b->used + b->blen;
 }
 
-/* Delta-code 64 bytes against ref: a mask of the 8-byte words that differ,
- * then for each such word a mask of its bytes that differ and their new
- * values.  Consecutive WQEs/CQEs differ in a few bytes (addresses, index). */
+/*
+ * Delta-code 64 bytes against ref: a mask of the 8-byte words that differ,
+ * then for each such word a mask of the bytes stored and their values.
+ * Consecutive WQEs/CQEs differ in a few bytes (an address, a counter); their
+ * fields are big-endian, so a changed value changes the END of its word in
+ * memory.  The writer therefore stores each changed word from its first
+ * differing byte to its end (mask 0xff << f) - a superset of the changed
+ * bytes, which the format allows, found with one count-trailing-zeros and
+ * copied with one 8-byte store instead of a loop over the bytes.
+ */
 static size_t delta64(uint8_t *out, const uint8_t *cur, const uint8_t *ref)
 {
 	uint8_t *o = out + 1;
-	uint8_t wm = 0;
+	unsigned wm = 0;
 
 	for (unsigned w = 0; w < 8; w++) {
-		const uint8_t *c = cur + 8 * w, *r = ref + 8 * w;
-		uint64_t a, z;
-		uint8_t *bm;
+		uint64_t a, z, x;
+		unsigned f;
 
-		memcpy(&a, c, 8);
-		memcpy(&z, r, 8);
-		if (a == z)
+		memcpy(&a, cur + 8 * w, 8);
+		memcpy(&z, ref + 8 * w, 8);
+		x = a ^ z;
+		if (!x)
 			continue;
-		wm |= (uint8_t)(1u << w);
-		bm = o++;
-		*bm = 0;
-		for (unsigned i = 0; i < 8; i++) {
-			if (c[i] != r[i]) {
-				*bm |= (uint8_t)(1u << i);
-				*o++ = c[i];
-			}
-		}
+		wm |= 1u << w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* memory byte i is bits 8i..8i+7 of the load */
+		f = (unsigned)__builtin_ctzll(x) >> 3;
+		a >>= 8 * f;
+		o[0] = (uint8_t)(0xffu << f);
+		memcpy(o + 1, &a, 8);	/* room: GDAK_TRACE_SUB_MAX counts 9 per word */
+		o += 1 + 8 - f;
+#else
+		for (f = 0; cur[8 * w + f] == ref[8 * w + f]; f++)
+			;
+		o[0] = (uint8_t)(0xffu << f);
+		memcpy(o + 1, cur + 8 * w + f, 8 - f);
+		o += 1 + 8 - f;
+#endif
 	}
-	out[0] = wm;
+	out[0] = (uint8_t)wm;
 	return (size_t)(o - out);
 }
 
@@ -531,7 +544,6 @@ static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, cons
 		      uint32_t nbb, uint16_t flags)
 {
 	uint8_t *tag = batch_sub(b, qpn), *p;
-	uint8_t ref0[64];
 
 	*tag = GDAK_TREC_WQE;
 	p = put_qpn(b, tag, qpn);
@@ -544,19 +556,14 @@ static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, cons
 		p[3] = (uint8_t)flags;
 		p += 4;
 	}
-	for (uint32_t j = 0; j < nbb; j++) {
-		const uint8_t *ref = j < b->wref_bbs ? b->wref + 64 * j : zero64;
-
-		if (j == 0) {
-			/* the ctrl segment's WQE index (bytes 1..2, big-endian) is
-			 * known from the sub-record: compare against it */
-			memcpy(ref0, ref, 64);
-			ref0[1] = (uint8_t)(idx >> 8);
-			ref0[2] = (uint8_t)idx;
-			ref = ref0;
-		}
-		p += delta64(p, w + 64 * j, ref);
-	}
+	/* the ctrl segment's WQE index (bytes 1..2, big-endian) is known from
+	 * the sub-record: compare against it (wref is rewritten below anyway) */
+	if (!b->wref_bbs)
+		memset(b->wref, 0, 64);
+	b->wref[1] = (uint8_t)(idx >> 8);
+	b->wref[2] = (uint8_t)idx;
+	for (uint32_t j = 0; j < nbb; j++)
+		p += delta64(p, w + 64 * j, j < b->wref_bbs || j == 0 ? b->wref + 64 * j : zero64);
 	b->blen += (size_t)(p - tag);
 	if (nbb)
 		memcpy(b->wref, w, (size_t)nbb * 64);
