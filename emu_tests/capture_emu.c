@@ -16,6 +16,7 @@
  * usage: gdak_capture_emu GDAK_TRACE_BINARY
  */
 #include <errno.h>
+#include <time.h>
 
 #include <gdak/nic.h>
 
@@ -133,6 +134,26 @@ int main(int argc, char **argv)
 	snap(&a);
 	nu_ring(&a);
 	poll_one(&a, 0, MLX5_CQE_REQ);
+	/* the thread writes what it has to the file once the rings are quiet:
+	 * a hung program's capture is readable (bounded wait, no timing asserted) */
+	{
+		uint64_t end = gdak_test_now_ns() + 20000000000ull;
+		int seen = 0;
+
+		while (!seen && gdak_test_now_ns() < end) {
+			struct timespec ms10 = {0, 10000000};
+			size_t from = 0;
+
+			if (!cr_read(path, &cf)) {
+				seen = cr_next(&cf, &from, GDAK_TREC_CQE, a.qpn) >= 0;
+				CHECK(!cf.clean);	/* no STATS yet: still being written */
+				cr_free(&cf);
+			}
+			if (!seen)
+				nanosleep(&ms10, NULL);
+		}
+		CHECK(seen);
+	}
 	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src + 256, 100, 0, (uintptr_t)dst + 256, rk, 0,
 		     NU_SIG | NU_INLINE);
 	snap(&a);

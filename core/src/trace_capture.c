@@ -47,6 +47,7 @@
 #define MIN_SLEEP_NS 20000ull		/* after a pass that found something */
 #define DEF_MAX_SLEEP_NS 1000000ull	/* idle back-off cap; $GDAK_CAPTURE_POLL_US */
 #define CQ_CHUNK 64u			/* CQEs staged per GPU copy */
+#define FLUSH_NS 100000000ull		/* records reach the file within this while busy */
 
 /*
  * A LOST record with a chosen count needs a writer entry point that
@@ -509,12 +510,27 @@ static void deadline(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
-/* Sleeps between passes, longer while nothing happens: the capture must not
- * take a core from the device's own polling (2-core CI machines). */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Sleeps between passes, longer while nothing happens: the capture must not
+ * take a core from the device's own polling (2-core CI machines).  What it
+ * recorded goes to the file once the rings are quiet, and at least every
+ * FLUSH_NS while they are not: the program being captured may be hung (the
+ * reason to look) or killed, and gdak-trace --follow reads the file as it
+ * grows.
+ */
 static void *cap_thread(void *arg)
 {
 	struct gdak_capture *c = arg;
-	uint64_t sleep_ns = MIN_SLEEP_NS;
+	uint64_t sleep_ns = MIN_SLEEP_NS, last_flush = mono_ns();
+	int dirty = 0;
 	struct timespec ts;
 
 	pthread_mutex_lock(&c->lock);
@@ -526,10 +542,18 @@ static void *cap_thread(void *arg)
 			continue;
 		}
 		c->parked = 0;
-		if (pass_locked(c))
+		if (pass_locked(c)) {
 			sleep_ns = MIN_SLEEP_NS;
-		else if ((sleep_ns *= 2) > c->max_sleep_ns)
+			dirty = 1;
+		} else if ((sleep_ns *= 2) > c->max_sleep_ns) {
 			sleep_ns = c->max_sleep_ns;
+		}
+		if (dirty && c->trace &&
+		    (sleep_ns > MIN_SLEEP_NS || mono_ns() - last_flush > FLUSH_NS)) {
+			gdak_trace_flush(c->trace);
+			last_flush = mono_ns();
+			dirty = 0;
+		}
 		deadline(&ts, sleep_ns);
 		pthread_cond_timedwait(&c->wake, &c->lock, &ts);
 	}
