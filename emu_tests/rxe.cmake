@@ -25,7 +25,7 @@ set_tests_properties(gdak.rxe.peer_selftest PROPERTIES LABELS rxe TIMEOUT 120
   SKIP_RETURN_CODE 77)
 
 # The verbs transport's tables (runs anywhere).
-gdak_add_test(NAME gdak.rxe.verbs_map SOURCES rxe_verbs_map.c LABELS "unit;rxe" TIMEOUT 30)
+gdak_add_test(NAME gdak.rxe.verbs_map SOURCES rxe_verbs_map.c LABELS "unit;rxe" TIMEOUT 30 MEMCHECK)
 target_include_directories(gdak_rxe_verbs_map PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 
 # Guest side: the scenario library over emu:verbs:rxe0.

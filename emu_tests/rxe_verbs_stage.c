@@ -18,7 +18,9 @@
  *           (a WRITE_IMM into A cannot be: A has no remote-access memory)
  * every byte verified.  Errors: A cannot register memory for remote access
  * (-EOPNOTSUPP), a bad GDAK_VERBS_STAGE / GDAK_VERBS_BOUNCE fails
- * gdak_open, and a staged WRITE to a wrong rkey is REMOTE_ACCESS_ERR.
+ * gdak_open, and a staged WRITE to a wrong rkey among others in flight is
+ * REMOTE_ACCESS_ERR, after which a reset and reconnect find the bounce
+ * rings whole.
  * Skips (77) without a verbs device (the host here; the rxe guest has one).
  */
 #include <stdlib.h>
@@ -224,6 +226,74 @@ static void sends(void)
 	}
 }
 
+static void connect_pair(void)
+{
+	struct gdak_qp_info ia, ib;
+
+	REQUIRE(gdak_qp_info(A.qp, &ia) == 0);
+	REQUIRE(gdak_qp_info(B.qp, &ib) == 0);
+	REQUIRE(gdak_qp_connect(A.qp, &ib) == 0);
+	REQUIRE(gdak_qp_connect(B.qp, &ia) == 0);
+	REQUIRE(gdak_qp_export(A.qp, &A.q) == 0);
+	REQUIRE(gdak_qp_export(B.qp, &B.q) == 0);
+}
+
+/*
+ * Four staged 3000-byte WRITEs under one doorbell (one at a time fits the
+ * ring), the second to a wrong rkey: the first lands, the second ends in
+ * REMOTE_ACCESS_ERR, the QP in ERR.  Then both QPs RESET and reconnected:
+ * the bounce rings must be whole again (a leaked ring would make the next
+ * WRITE wait for ever), staged WRITE / READ verified.
+ */
+static void error_and_recover(void)
+{
+	uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
+	struct gdak_dev_cqe err;
+	int64_t idx[4];
+
+	memset(bbuf, 0, 16384);
+	for (int k = 0; k < 4; k++) {
+		struct gdak_dev_sge s = { a_at(3000u * k), 3000, gdak_mr_lkey(amr) };
+		rx_pattern(abuf + 3000u * k, 3000, 100 + k);
+		idx[k] = rx_reserve(&A, nbb);
+		REQUIRE(idx[k] >= 0);
+		gdak_dev_wqe_write(A.q, (uint64_t)idx[k], GDAK_DEV_WQE_SIGNAL, b_at(4000u * k),
+				   gdak_mr_rkey(bmr) ^ (k == 1 ? 0x5a00 : 0), &s, 1);
+	}
+	memset(&err, 0, sizeof(err));
+	CHECK(rx_submit_wait(&A, idx[0], idx[3], nbb, &err) < 0);
+	CHECK_EQ(err.opcode, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	CHECK_EQ(err.wqe_counter, (uint16_t)idx[1]);
+	CHECK_EQ(err.wqe_opcode, MLX5_OPCODE_RDMA_WRITE);
+	CHECK_EQ(gdak_qp_state(A.qp), GDAK_QPS_ERR);
+	CHECK_EQ(rx_pattern_diff(bbuf, 3000, 100), 0);
+	for (int k = 2; k < 4; k++) /* flushed, never executed */
+		CHECK_EQ(bbuf[4000u * k], 0);
+
+	REQUIRE(gdak_qp_modify(A.qp, GDAK_QPS_RESET, NULL) == 0);
+	REQUIRE(gdak_qp_modify(B.qp, GDAK_QPS_RESET, NULL) == 0);
+	connect_pair();
+	{
+		struct gdak_dev_sge w = { a_at(20000), 10000, gdak_mr_lkey(amr) };
+		struct gdak_dev_sge w2 = { a_at(40000), 3000, gdak_mr_lkey(amr) };
+		struct gdak_dev_sge r = { a_at(60000), 4000, gdak_mr_lkey(amr) };
+
+		rx_pattern(abuf + 20000, 10000, 110);
+		rx_pattern(abuf + 40000, 3000, 111);
+		rx_pattern(bbuf + 100000, 4000, 112);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &w, 1, b_at(20000), gdak_mr_rkey(bmr), 0,
+			       &err), 0);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &w2, 1, b_at(40000), gdak_mr_rkey(bmr),
+			       0, &err), 0);
+		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_READ, &r, 1, b_at(100000), gdak_mr_rkey(bmr),
+			       0, &err), 0);
+		CHECK_EQ(rx_pattern_diff(bbuf + 20000, 10000, 110), 0);
+		CHECK_EQ(rx_pattern_diff(bbuf + 40000, 3000, 111), 0);
+		CHECK_EQ(rx_pattern_diff(abuf + 60000, 4000, 112), 0);
+	}
+}
+
 static int open_with(const char *stage, const char *bounce, struct gdak_ctx **ctx)
 {
 	int r;
@@ -238,9 +308,7 @@ static int open_with(const char *stage, const char *bounce, struct gdak_ctx **ct
 
 int main(void)
 {
-	struct gdak_qp_info ia, ib;
 	struct gdak_mr *bad;
-	struct gdak_dev_cqe err;
 	struct gdak_ctx *c;
 
 	if (!rx_have_device("rxe0"))
@@ -268,28 +336,14 @@ int main(void)
 	REQUIRE(gdak_mr_reg(B.ctx, bbuf, BLEN, GDAK_ACCESS_ALL, &bmr) == 0);
 	REQUIRE(rx_qp(&A, 8, 2) == 0);
 	REQUIRE(rx_qp(&B, 8, 1) == 0);
-	REQUIRE(gdak_qp_info(A.qp, &ia) == 0);
-	REQUIRE(gdak_qp_info(B.qp, &ib) == 0);
-	REQUIRE(gdak_qp_connect(A.qp, &ib) == 0);
-	REQUIRE(gdak_qp_connect(B.qp, &ia) == 0);
-	REQUIRE(gdak_qp_export(A.qp, &A.q) == 0);
-	REQUIRE(gdak_qp_export(B.qp, &B.q) == 0);
+	connect_pair();
 
 	writes();
 	reads();
 	atomics();
 	sends();
 
-	/* a staged WRITE to a wrong rkey: rxe NAKs it, REMOTE_ACCESS_ERR */
-	{
-		struct gdak_dev_sge s = { a_at(0), 5000, gdak_mr_lkey(amr) };
-		memset(&err, 0, sizeof(err));
-		CHECK(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &s, 1, b_at(0), gdak_mr_rkey(bmr) ^ 0x5a00,
-			    0, &err) < 0);
-		CHECK_EQ(err.opcode, MLX5_CQE_REQ_ERR);
-		CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-		CHECK_EQ(gdak_qp_state(A.qp), GDAK_QPS_ERR);
-	}
+	error_and_recover();
 
 	gdak_qp_destroy(A.qp);
 	gdak_qp_destroy(B.qp);
