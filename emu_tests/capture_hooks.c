@@ -4,8 +4,8 @@
  * the NIC model: a QP about to be destroyed gets a last pass and is
  * forgotten; a context about to be closed stops the captures bound to it
  * (file complete at once, handle still valid) and takes its QPs out of the
- * others; GDAK_TRACE makes the process-wide capture follow a new QP and the
- * file is complete after exit.
+ * others; GDAK_CAPTURE_TRACE (over GDAK_TRACE) makes the process-wide
+ * capture follow a new QP and the file is complete after exit.
  */
 #include <errno.h>
 #include <sys/wait.h>
@@ -123,14 +123,14 @@ static void qp_and_ctx_hooks(void)
 /* In a child (threads start after the fork): GDAK_TRACE, two QPs, exit. */
 static void env_capture(void)
 {
-	char *p = cr_tmpname("hook-env");
+	char *p = cr_tmpname("hook-env"), *other = cr_tmpname("hook-env-nic");
 	struct cr_file f;
 	pid_t pid;
 	int st = 0;
 	uint32_t qpns[2] = {0, 0};
 	int fds[2];
 
-	REQUIRE(p);
+	REQUIRE(p && other);
 	REQUIRE_EQ(pipe(fds), 0);
 	pid = fork();
 	REQUIRE(pid >= 0);
@@ -141,7 +141,8 @@ static void env_capture(void)
 		unsetenv("GDAK_TRACE");
 		setup(&e);	/* the NIC model has read its environment now */
 		gdak_capture_env_add_qp(e.a.qp);	/* unset: nothing */
-		setenv("GDAK_TRACE", p, 1);
+		setenv("GDAK_TRACE", other, 1);	/* the NIC model's file... */
+		setenv("GDAK_CAPTURE_TRACE", p, 1);	/* ...and the capture's */
 		gdak_capture_env_add_qp(e.a.qp);
 		gdak_capture_env_add_qp(e.b.qp);
 		write1(&e, &e.a);
@@ -168,8 +169,16 @@ static void env_capture(void)
 	CHECK_EQ(count(&f, GDAK_TREC_WQE, qpns[1]), 1);
 	CHECK_EQ(count(&f, GDAK_TREC_QP, qpns[0]), 1);
 	cr_free(&f);
+	{
+		FILE *fo = fopen(other, "rb");
+		CHECK(fo && fgetc(fo) == EOF);	/* GDAK_TRACE's file untouched */
+		if (fo)
+			fclose(fo);
+	}
 	unlink(p);
+	unlink(other);
 	free(p);
+	free(other);
 }
 
 int main(void)

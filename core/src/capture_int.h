@@ -16,8 +16,9 @@ struct gdak_qp;
 
 /* ---- trace_capture.c: backend hooks -------------------------------------- */
 
-/* A QP was created: with $GDAK_TRACE set, the process-wide capture (opened
- * on first use, closed at exit) follows it.  Never fails the creation. */
+/* A QP was created: with $GDAK_CAPTURE_TRACE or else $GDAK_TRACE set, the
+ * process-wide capture (opened on first use, closed at exit) follows it.
+ * Never fails the creation. */
 void gdak_capture_env_add_qp(struct gdak_qp *qp);
 /* qp is about to be destroyed: every capture following it makes a last pass
  * over its rings and forgets it. */

@@ -1083,7 +1083,12 @@ static void env_atexit(void)
 
 void gdak_capture_env_add_qp(struct gdak_qp *qp)
 {
-	const char *path = getenv("GDAK_TRACE");
+	/* GDAK_CAPTURE_TRACE: another file than the NIC model's GDAK_TRACE, for
+	 * a process that drives both backends */
+	const char *path = getenv("GDAK_CAPTURE_TRACE");
+
+	if (!path || !*path)
+		path = getenv("GDAK_TRACE");
 	struct gdak_capture *c;
 	int ret;
 
@@ -1094,7 +1099,7 @@ void gdak_capture_env_add_qp(struct gdak_qp *qp)
 		ret = gdak_capture_open(NULL, path, 0, &env_cap);
 		if (ret) {
 			env_failed = 1;
-			GDAK_ERR("capture", qp->qpn, "GDAK_TRACE=%s: cannot start the ring capture: %s",
+			GDAK_ERR("capture", qp->qpn, "trace file %s: cannot start the ring capture: %s",
 				 path, gdak_strerror(ret));
 		} else {
 			atexit(env_atexit);
