@@ -25,3 +25,6 @@ gdak_add_test(NAME gdak.trace.emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_emu.c
   LIBS gdak_nic_util gdak_trace_tool LABELS emu TIMEOUT 120
   ARGS $<TARGET_FILE:gdak-trace>)
 add_dependencies(gdak_trace_emu gdak-trace)
+# BATCH records read back exactly as the records written one by one.
+gdak_add_test(NAME gdak.trace.batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_batch.c
+  LIBS gdak_trace_tool LABELS unit MEMCHECK)

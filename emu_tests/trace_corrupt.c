@@ -78,7 +78,37 @@ static void make_trace(const char *path)
 	gdak_trace_cqe(b, 0x11, 1, 0, c);
 	gdak_trace_violation(b, 0x11, 1, "rule", 2, "text");
 	gdak_trace_note(b, "end");
+	/* a batch: doorbell, WQEs (the later ones predicted), CQEs, on two QPs */
+	gdak_trace_batch_begin(b);
+	gdak_trace_doorbell(b, 0x11, 0, 4, w, 8);
+	for (uint16_t i = 1; i < 4; i++) {
+		w[2] = (uint8_t)i;	/* the ctrl segment's index */
+		w[16 + 7] = (uint8_t)(i * 8);
+		gdak_trace_wqe(b, 0x11, i, w, 1);
+	}
+	gdak_trace_cqe(b, 0x11, 1, 1, c);
+	c[60 + 1] = 3;
+	gdak_trace_cqe(b, 0x11, 1, 2, c);
+	gdak_trace_wqe(b, 0x13, 9, w, 1);
+	gdak_trace_batch_end(b);
 	gdak_trace_close(t);
+}
+
+/* File offset of the first block that is a gdak record of type type. */
+static size_t find_rec(const uint8_t *file, size_t len, uint8_t type)
+{
+	size_t off = 0;
+
+	while (off + 12 + 16 < len) {
+		uint32_t bt = trace_get32(file + off), bl = trace_get32(file + off + 4);
+
+		if (bt == GDAK_PCAPNG_CB_COPY && file[off + 12] == type)
+			return off;
+		if (bl < 12)
+			break;
+		off += bl;
+	}
+	return 0;
 }
 
 static FILE *devnull;
@@ -227,6 +257,36 @@ static void test_messages(const uint8_t *file, size_t len, const char *cut)
 	CHECK(out && strstr(out, "STATS"));
 	free(out);
 	free(err);
+
+	/* a BATCH that claims more records than its body holds: those it has
+	 * are printed, the missing one is named, the rest of the file read */
+	{
+		size_t bat = find_rec(file, len, GDAK_TREC_BATCH);
+		char want[96];
+
+		REQUIRE(bat);
+		memcpy(m, file, len);
+		trace_put32(m + bat + 12 + 32, trace_get32(m + bat + 12 + 32) + 1);
+		REQUIRE_EQ(tt_write(cut, m, len), 0);
+		rc = run_tool(args, &out, &err);
+		CHECK_EQ(rc, 1);
+		snprintf(want, sizeof(want), "offset %zu: BATCH record 8 of 8", bat);
+		CHECK(err && strstr(err, want));
+		CHECK(out && strstr(out, "qp 0x000013 WQE idx=9"));
+		CHECK(out && strstr(out, "STATS"));
+		free(out);
+		free(err);
+
+		/* a sub-record of a type that cannot be batched */
+		memcpy(m, file, len);
+		m[bat + 12 + 32 + 8] = GDAK_TREC_NOTE;
+		REQUIRE_EQ(tt_write(cut, m, len), 0);
+		rc = run_tool(args, &out, &err);
+		CHECK_EQ(rc, 1);
+		CHECK(err && strstr(err, "BATCH record 1 of 7: type 9 cannot be batched"));
+		free(out);
+		free(err);
+	}
 	free(m);
 }
 
