@@ -24,7 +24,7 @@ struct cr_rec {
 	uint32_t thread;
 	uint16_t idx;		/* WQE: wqe_index; DOORBELL: dbrec_pi; FAULT/VIOLATION */
 	uint32_t len;		/* WQE bytes */
-	uint8_t bytes[16 * 64];
+	uint8_t bytes[16 * 64] __attribute__((aligned(16))); /* decoded in place */
 	uint32_t cqn, cq_index;	/* CQE */
 	uint64_t lost;		/* LOST: records */
 	char name[64];		/* FAULT/VIOLATION name, QP transport */
