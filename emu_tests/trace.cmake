@@ -28,3 +28,7 @@ add_dependencies(gdak_trace_emu gdak-trace)
 # BATCH records read back exactly as the records written one by one.
 gdak_add_test(NAME gdak.trace.batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_batch.c
   LIBS gdak_trace_tool LABELS unit MEMCHECK)
+# A file slower than the records: wait (counted, nothing lost) or, in the
+# lossy mode, drop (counted, LOST record, sequence gap, STATS).
+gdak_add_test(NAME gdak.trace.full SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_full.c
+  LIBS gdak_trace_tool LABELS unit MEMCHECK TIMEOUT 120)

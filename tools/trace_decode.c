@@ -427,6 +427,10 @@ static void record_fields(const struct emit *e, const struct gdak_trace_item *it
 		e_u(e, "lost", it->u.stats.lost);
 		e_u(e, "flushes", it->u.stats.flushes);
 		e_u(e, "packets", it->u.stats.packets);
+		if (it->u.stats.waits)	/* the writer waited for the file */
+			e_u(e, "waits", it->u.stats.waits);
+		if (it->u.stats.dropped)
+			e_u(e, "dropped", it->u.stats.dropped);
 		break;
 	default:
 		e_u(e, "body_bytes", it->hdr.body_len);

@@ -12,6 +12,10 @@
 /* trace_write.c: test hook - the next n file writes fail with EIO, as a
  * full or failing disk would make them. */
 void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n);
+/* trace_write.c: test hook - the I/O thread writes nothing while paused
+ * (a file slower than the records), so buffers fill up deterministically.
+ * gdak_trace_flush() waits for it; gdak_trace_close() ends the pause. */
+void gdak_trace_inject_io_pause(struct gdak_trace *t, int pause);
 
 /* trace_write.c: little-endian stores into a record being built. */
 static inline void trace_put16(uint8_t *p, uint16_t v)

@@ -320,6 +320,10 @@ static int parse_body(struct gdak_trace_reader *r, struct gdak_trace_item *it, u
 		it->u.stats.lost = trace_get64(b + 16);
 		it->u.stats.flushes = trace_get64(b + 24);
 		it->u.stats.packets = trace_get64(b + 32);
+		if (n >= 56) {	/* older writers stop at packets */
+			it->u.stats.waits = trace_get64(b + 40);
+			it->u.stats.dropped = trace_get64(b + 48);
+		}
 		break;
 	}
 	return 0;

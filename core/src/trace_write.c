@@ -98,6 +98,7 @@ struct gdak_trace {
 	pthread_cond_t done;	/* a chunk written: room for owners, progress for flushers */
 	pthread_t io;
 	bool io_on, io_stop, io_busy;
+	bool io_paused;		/* test hook: the file is "slow" */
 	struct chunk *q, **q_tail;	/* full chunks, in hand-off order */
 	struct gdak_trace_buf *bufs;
 	_Atomic uint64_t off;	/* file bytes written (all whole blocks); see file_write */
@@ -276,7 +277,7 @@ static void *io_main(void *arg)
 		struct chunk *c;
 		int rc;
 
-		while (!t->q && !t->io_stop)
+		while ((!t->q && !t->io_stop) || t->io_paused)
 			pthread_cond_wait(&t->work, &t->lock);
 		c = t->q;
 		if (!c)
@@ -1117,6 +1118,14 @@ void gdak_trace_get_stats(struct gdak_trace *t, struct gdak_trace_stats *st)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void gdak_trace_inject_io_pause(struct gdak_trace *t, int pause)
+{
+	pthread_mutex_lock(&t->lock);
+	t->io_paused = pause;
+	pthread_cond_broadcast(&t->work);
+	pthread_mutex_unlock(&t->lock);
+}
+
 void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n)
 {
 	atomic_store(&t->inject_errors, n);
@@ -1126,7 +1135,7 @@ void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n)
 void gdak_trace_close(struct gdak_trace *t)
 {
 	struct gdak_trace_buf *b, *next;
-	uint8_t blk[128], body[40];
+	uint8_t blk[128], body[56];
 	size_t n;
 
 	if (!t)
@@ -1135,6 +1144,7 @@ void gdak_trace_close(struct gdak_trace *t)
 	pthread_mutex_lock(&t->lock);
 	if (t->io_on) {
 		t->io_stop = true;
+		t->io_paused = false;
 		pthread_cond_signal(&t->work);
 		pthread_mutex_unlock(&t->lock);
 		pthread_join(t->io, NULL);	/* it writes what is queued first */
@@ -1155,12 +1165,18 @@ void gdak_trace_close(struct gdak_trace *t)
 	trace_put64(body + 16, t->lost_recs);
 	trace_put64(body + 24, t->flushes);
 	trace_put64(body + 32, __atomic_load_n(&t->packets, __ATOMIC_RELAXED));
+	trace_put64(body + 40, t->waits);
+	trace_put64(body + 48, t->dropped);
 	n = build_writer_rec(t, blk, GDAK_TREC_STATS, body, sizeof(body));
 	if (file_write(t, blk, n))
 		GDAK_ERR("trace", 0, "cannot write the closing statistics");
 	if (t->lost_recs)
-		GDAK_WARN("trace", 0, "%llu trace records could not be written",
-			  (unsigned long long)t->lost_recs);
+		GDAK_WARN("trace", 0, "%llu trace records are not in the file (%llu dropped by the "
+			  "lossy mode, the rest failed writes); LOST records say where",
+			  (unsigned long long)t->lost_recs, (unsigned long long)t->dropped);
+	if (t->waits)
+		GDAK_INFO("trace", 0, "recording threads waited %llu times for the trace file",
+			  (unsigned long long)t->waits);
 	pthread_mutex_unlock(&t->lock);
 	if (close(t->fd))
 		GDAK_ERR("trace", 0, "closing the trace file: %s", strerror(errno));

@@ -171,6 +171,9 @@ struct gdak_trace_stats_body {
 	uint64_t lost;		/* records lost in all */
 	uint64_t flushes;
 	uint64_t packets;	/* of the records, packets */
+	/* since format 1.1 (absent: 0) */
+	uint64_t waits;		/* a thread found all its buffers queued and waited */
+	uint64_t dropped;	/* of lost, dropped by the lossy mode (GDAK_TRACE_FULL=drop) */
 };
 
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_rec_hdr) == 32, "rec hdr");
@@ -183,7 +186,7 @@ GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_violation_body) == 8, "violation 
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_qp_body) == 8, "qp body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_note_body) == 8, "note body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_lost_body) == 16, "lost body");
-GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_stats_body) == 40, "stats body");
+GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_stats_body) == 56, "stats body");
 GDAK_TF_STATIC_ASSERT(sizeof(struct gdak_trace_batch_body) == 8, "batch body");
 
 /* Name of a record type ("WQE"); "REC_<n>" style for unknown ones. */
