@@ -334,6 +334,27 @@ static void sq_lose(struct cap_qp *q, uint64_t first, uint64_t n)
 
 /* ---- one pass ------------------------------------------------------------ */
 
+/*
+ * Host rings: is the ctrl segment of WQEBB j still what was copied?  The
+ * producer index read after the copy only reveals reuse by WQEs already
+ * published; device code writing the next WQE into a slot it may reuse (the
+ * WQE there completed) shows here if it has written the ctrl segment's first
+ * 8 bytes.  (GPU rings: one more DMA per WQE; not done.)
+ */
+static int ctrl_changed(const struct cap_qp *q, uint64_t j, const uint8_t *copy)
+{
+	const uint64_t *ring;
+	uint64_t now, then;
+
+	if (q->sq_gpu)
+		return 0;
+	ring = (const uint64_t *)(const void *)(q->sq_buf +
+						 (size_t)((uint32_t)j & (q->sq_cnt - 1)) * 64);
+	now = __atomic_load_n(ring, __ATOMIC_ACQUIRE);
+	memcpy(&then, copy, sizeof(then));
+	return now != then;
+}
+
 static int sq_pass(struct gdak_capture *c, struct cap_qp *q)
 {
 	uint64_t pi, pi2, j, valid_from;
@@ -397,6 +418,12 @@ static int sq_pass(struct gdak_capture *c, struct cap_qp *q)
 		nbb = gdak_mlx5_wqebbs(ctl.ds ? ctl.ds : 1);
 		if (j + nbb > pi)
 			break;	/* the rest of it is not published yet */
+		if (ctrl_changed(q, j, w)) {
+			/* rewritten since the copy by a WQE not yet published */
+			sq_lose(q, j, nbb);
+			j += nbb;
+			continue;
+		}
 		flush_sq_loss(c, q);
 		gdak_trace_wqe(c->buf, q->qpn, (uint16_t)j, w, nbb);
 		c->st.wqes++;
