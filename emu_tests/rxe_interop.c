@@ -132,7 +132,7 @@ static void rq_post(struct ix *x, uint32_t off, uint32_t len)
 {
 	struct gdak_dev_qp *q = x->q;
 	uint32_t nseg = (1u << q->rq_log_stride) / 16;
-	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)
+	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)(void *)
 		((char *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1)) << q->rq_log_stride));
 
 	gdak_mlx5_data_encode(&seg[0], laddr(x, off), len, gdak_mr_lkey(x->mr));

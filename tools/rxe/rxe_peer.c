@@ -312,18 +312,18 @@ static int selftest(const char *dev, int gid_index, size_t len)
 	ST_CHECK(!memcmp(a.buf, b.buf, 3000));
 
 	/* atomics on b's last 8 bytes; the old value lands in a's */
-	word = (uint64_t *)(b.buf + len - 8);
+	word = (uint64_t *)(void *)(b.buf + len - 8);
 	*word = 100;
 	sge = sge_of(&a, len - 8, 8);
 	wr = (struct ibv_send_wr){ .sg_list = &sge, .num_sge = 1,
 				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
 				   .wr.atomic = { (uintptr_t)word, 5, 0, b.mr->rkey } };
 	ST_CHECK(post_wait(&a, &wr) == IBV_WC_SUCCESS);
-	ST_CHECK(*word == 105 && *(uint64_t *)(a.buf + len - 8) == 100);
+	ST_CHECK(*word == 105 && *(uint64_t *)(void *)(a.buf + len - 8) == 100);
 	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	wr.wr.atomic.compare_add = 105, wr.wr.atomic.swap = 7;
 	ST_CHECK(post_wait(&a, &wr) == IBV_WC_SUCCESS);
-	ST_CHECK(*word == 7 && *(uint64_t *)(a.buf + len - 8) == 105);
+	ST_CHECK(*word == 7 && *(uint64_t *)(void *)(a.buf + len - 8) == 105);
 
 	/* a wrong rkey: the requester sees a remote access error (IBA 9.7.5.2.4) */
 	wr = (struct ibv_send_wr){ .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
@@ -432,7 +432,7 @@ static void serve_one(struct peer *p, FILE *in, FILE *out)
 			if (st)
 				say(out, "err %s", st < 0 ? "timeout" : ibv_wc_status_str(st));
 			else
-				say(out, "ok %" PRIx64, *(uint64_t *)(p->buf + a1));
+				say(out, "ok %" PRIx64, *(uint64_t *)(void *)(p->buf + a1));
 		} else if (!strcmp(cmd, "send") && n >= 3 && in_range(p, a1, a2)) {
 			sge = sge_of(p, a1, a2);
 			wr.sg_list = &sge, wr.num_sge = 1;
