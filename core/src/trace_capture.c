@@ -521,8 +521,12 @@ static int pass_locked(struct gdak_capture *c)
 
 	if (c->dead)
 		return 0;
+	/* a pass's DOORBELL/WQE/CQE records share one block and one timestamp
+	 * (the time of the pass: all the capture knows) */
+	gdak_trace_batch_begin(c->buf);
 	for (struct cap_qp *q = c->qps; q; q = q->next)
 		made += qp_pass(c, q);
+	gdak_trace_batch_end(c->buf);
 	c->st.passes++;
 	return made;
 }
@@ -764,8 +768,11 @@ static void remove_locked(struct gdak_capture *c, struct cap_qp **pp)
 {
 	struct cap_qp *q = *pp;
 
-	if (!c->dead)
+	if (!c->dead) {
+		gdak_trace_batch_begin(c->buf);
 		qp_pass(c, q);
+		gdak_trace_batch_end(c->buf);
+	}
 	*pp = q->next;
 	qp_free(c, q);
 }
