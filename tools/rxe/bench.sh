@@ -12,12 +12,14 @@
 # 127.0.0.1) and gdak-perf write_bw / write_lat on emu:udp with both QPs in
 # one process - first the default (the peer's packets through its in-process
 # inbox, as rxe loops back packets for its own device), then
-# GDAK_UDP_LOCAL=0 (every packet through the kernel's UDP socket).  Prints
-# one line per measurement and a summary table with the ratios gdak / rxe
-# (message rate: higher is better; latency: lower is better).
+# GDAK_UDP_LOCAL=0 (every packet through the kernel's UDP socket), and for
+# bandwidth GDAK_NIC_THREADS=2 (requester and responder QP on their own NIC
+# threads, as rxe's sender and receiver run in different contexts).  Prints
+# one line per measurement and summary tables with the ratios gdak / rxe.
 #
-# Environment: BENCH_BW_ITERS (2000), BENCH_LAT_ITERS (1000), BENCH_ROUNDS (3),
-# BENCH_DEV (rxe0).  Works on the host too (perftest rows then fail with a
+# Environment: BENCH_BW_ITERS (2000), BENCH_LAT_ITERS (1000), BENCH_ROUNDS (3,
+# gdak-perf's -r), BENCH_REPS (1: the whole set again, rxe and gdak interleaved,
+# for a median over reps on a noisy host), BENCH_DEV (rxe0).  Works on the host too (perftest rows then fail with a
 # message, where no rxe device exists).
 
 B=${1:?usage: bench.sh BUILD_DIR [SIZES]}
@@ -25,6 +27,7 @@ SIZES=${2:-"8 4096 65536"}
 BW_N=${BENCH_BW_ITERS:-2000}
 LAT_N=${BENCH_LAT_ITERS:-1000}
 ROUNDS=${BENCH_ROUNDS:-3}
+REPS=${BENCH_REPS:-1}
 DEV=${BENCH_DEV:-rxe0}
 PERF=$B/tools/gdak-perf
 OUT=${TMPDIR:-/tmp}/gdak-bench.$$
@@ -74,16 +77,18 @@ f() { [ "$1" = "-" ] && echo "-" || echo "$1" | awk -v k="$2" '{ print $k }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
 	else printf "%.2f\n", a / b }'; }
 
-printf '%s\n' "size|rxe Mpps|gdak Mpps|x|gdak kernel-path Mpps|x|rxe lat min/typ us|gdak lat min/typ us|x (typ)|gdak kernel-path lat min/typ us|x (typ)" >"$OUT/table"
+for rep in $(seq 1 "$REPS"); do
 for s in $SIZES; do
-	# ib_write_bw: #bytes #iters BW_peak BW_avg MsgRate
+	# ib_write_bw: #bytes #iters BW_peak BW_avg MsgRate (MB = 2^20 bytes)
 	r_bw=$(rxe_row ib_write_bw "$s" "$BW_N")
 	echo "rxe  ib_write_bw  $s: $r_bw"
-	# gdak-perf write_bw: #bytes #iters BW_avg MsgRate peak ...
+	# gdak-perf write_bw: #bytes #iters BW_avg[MiB/s] MsgRate peak ...
 	g_bw=$(gdak_row write_bw "$s" "$BW_N")
 	echo "gdak write_bw     $s: $g_bw"
 	k_bw=$(gdak_row write_bw "$s" "$BW_N" GDAK_UDP_LOCAL=0)
 	echo "gdak write_bw     $s GDAK_UDP_LOCAL=0: $k_bw"
+	t_bw=$(gdak_row write_bw "$s" "$BW_N" GDAK_NIC_THREADS=2)
+	echo "gdak write_bw     $s GDAK_NIC_THREADS=2: $t_bw"
 	# ib_write_lat: #bytes #iters t_min t_max t_typical ...
 	r_lat=$(rxe_row ib_write_lat "$s" "$LAT_N")
 	echo "rxe  ib_write_lat $s: $r_lat"
@@ -93,11 +98,18 @@ for s in $SIZES; do
 	k_lat=$(gdak_row write_lat "$s" "$LAT_N" GDAK_UDP_LOCAL=0)
 	echo "gdak write_lat    $s GDAK_UDP_LOCAL=0: $k_lat"
 
-	rm=$(f "$r_bw" 5) gm=$(f "$g_bw" 4) km=$(f "$k_bw" 4)
+	rb=$(f "$r_bw" 4) gb=$(f "$g_bw" 3) kb=$(f "$k_bw" 3) tb=$(f "$t_bw" 3)
+	echo "$rep|$s|$rb|$gb|$(ratio "$gb" "$rb")|$kb|$(ratio "$kb" "$rb")|$tb|$(ratio "$tb" "$rb")" >>"$OUT/bw"
+	rm=$(f "$r_lat" 3) gm=$(f "$g_lat" 3) km=$(f "$k_lat" 3)
 	rt=$(f "$r_lat" 5) gt=$(f "$g_lat" 5) kt=$(f "$k_lat" 5)
-	echo "$s|$rm|$gm|$(ratio "$gm" "$rm")|$km|$(ratio "$km" "$rm")|$(f "$r_lat" 3)/$rt|$(f "$g_lat" 3)/$gt|$(ratio "$gt" "$rt")|$(f "$k_lat" 3)/$kt|$(ratio "$kt" "$rt")" >>"$OUT/table"
+	echo "$rep|$s|$rm / $rt|$gm / $gt|$(ratio "$gm" "$rm") / $(ratio "$gt" "$rt")|$km / $kt|$(ratio "$km" "$rm") / $(ratio "$kt" "$rt")" >>"$OUT/lat"
+done
 done
 echo
-echo "# x = gdak / rxe: message rate (higher is better), latency t_typical (lower is better)"
-tr '|' '\t' <"$OUT/table"
+echo "# write_bw, MiB/s (perftest's BW average; gdak-perf's BW avg); x = gdak / rxe, higher is better"
+echo "rep|size|rxe|gdak|x|gdak GDAK_UDP_LOCAL=0|x|gdak GDAK_NIC_THREADS=2|x" | tr '|' '\t'
+tr '|' '\t' <"$OUT/bw"
+echo "# write_lat, t_min / t_typical us; x = gdak / rxe, lower is better"
+echo "rep|size|rxe|gdak|x|gdak GDAK_UDP_LOCAL=0|x" | tr '|' '\t'
+tr '|' '\t' <"$OUT/lat"
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
