@@ -151,13 +151,27 @@ static int tx_flush(struct udp_qp *u)
 	return 0;
 }
 
-static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
+/* The engine builds its packets in the batch's next free slot: no copy in
+ * xmit then (held, duplicated or out-of-batch packets are copied). */
+static uint8_t *tx_buf(struct roce_qp *r)
 {
 	struct udp_qp *u = uqp_of(r);
 
 	if (u->ntx == BATCH && tx_flush(u))
+		return r->pkt_own; /* full: xmit will say -EAGAIN */
+	return u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT;
+}
+
+static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
+{
+	struct udp_qp *u = uqp_of(r);
+	uint8_t *slot;
+
+	if (u->ntx == BATCH && tx_flush(u))
 		return -EAGAIN;
-	memcpy(u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT, pkt, len);
+	slot = u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT;
+	if (pkt != slot)
+		memcpy(slot, pkt, len);
 	u->txv[u->ntx].iov_len = len;
 	u->ntx++;
 	return 0;
@@ -339,7 +353,7 @@ static void resp_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
 }
 
 static const struct roce_ops udp_roce_ops = {
-	.xmit = xmit, .lookup = lookup, .trace_pkt = trace_pkt,
+	.xmit = xmit, .tx_buf = tx_buf, .lookup = lookup, .trace_pkt = trace_pkt,
 	.req_gather = req_gather, .req_scatter = req_scatter, .req_complete = req_complete,
 	.resp_begin = resp_begin, .resp_imm = resp_imm, .resp_data = resp_data,
 	.resp_end = resp_end, .resp_read_check = resp_read_check, .resp_read = resp_read,

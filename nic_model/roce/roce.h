@@ -397,6 +397,10 @@ struct roce_ops {
 	/* responder hit a fatal error (IBA class B/C/D: the QP goes to ERR). */
 	void (*resp_fatal)(struct roce_qp *qp, uint8_t syndrome, const char *why);
 
+	/* Optional: where to build the next packet (ROCE_MAX_PKT bytes), so that
+	 * it needs no copy when xmit gets the same pointer back (the
+	 * transport's send batch).  NULL: the QP's own buffer. */
+	uint8_t *(*tx_buf)(struct roce_qp *qp);
 	/* Optional: every packet sent (dir 0) or received (dir 1), for traces. */
 	void (*trace_pkt)(struct roce_qp *qp, int dir, const uint8_t *pkt, uint32_t len);
 };
@@ -491,7 +495,8 @@ struct roce_qp {
 	struct roce_held *held;	/* reorder/delay queue, due order not kept */
 	uint32_t nheld;
 
-	uint8_t pkt[ROCE_MAX_PKT] __attribute__((aligned(8))); /* build buffer */
+	uint8_t *pkt;		/* where the packet being built is: pkt_own or ops->tx_buf's */
+	uint8_t pkt_own[ROCE_MAX_PKT] __attribute__((aligned(8)));
 	struct roce_stats stats;
 };
 
@@ -566,6 +571,12 @@ void roce_fault_qp_fini(struct roce_qp *qp);
  * its length. */
 uint32_t roce_pkt_finish(struct roce_qp *qp, uint8_t opcode, int se, int ackreq, uint32_t psn,
 			 uint32_t plen);
+/* Internal: point qp->pkt at the buffer the next packet is built in. */
+static inline uint8_t *roce_tx_begin(struct roce_qp *qp)
+{
+	qp->pkt = qp->ctx->ops->tx_buf ? qp->ctx->ops->tx_buf(qp) : qp->pkt_own;
+	return qp->pkt;
+}
 /* Internal: build the BTH and send a bare ACK/NAK (roce_resp.c). */
 int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn);
 

@@ -41,7 +41,7 @@ int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const s
 {
 	struct roce_cfg c = cfg ? *cfg : (struct roce_cfg){0};
 
-	memset(qp, 0, offsetof(struct roce_qp, pkt));
+	memset(qp, 0, offsetof(struct roce_qp, pkt_own));
 	memset(&qp->stats, 0, sizeof(qp->stats));
 	if (!c.mtu)
 		c.mtu = 1024;
@@ -75,6 +75,7 @@ int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const s
 		return -EINVAL;
 	}
 	qp->ctx = ctx;
+	qp->pkt = qp->pkt_own;
 	qp->qpn = qpn;
 	qp->cfg = c;
 	qp->sq = calloc(c.sq_size, sizeof(*qp->sq));

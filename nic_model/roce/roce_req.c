@@ -435,7 +435,7 @@ void roce_req_timer(struct roce_qp *qp)
  * syndrome when its data cannot be read. */
 static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 {
-	uint8_t *p = qp->pkt;
+	uint8_t *p = roce_tx_begin(qp);
 	uint32_t mtu = qp->cfg.mtu, psn = psn_add(wr->first_psn, (int32_t)k);
 	uint32_t off = k * mtu, plen = 0;
 	int first = k == 0, last = k == wr->npkts - 1, ackreq = 0, se = 0;

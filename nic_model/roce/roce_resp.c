@@ -402,7 +402,7 @@ int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 	uint32_t len;
 	int rc;
 
-	aeth_set(qp->pkt + ROCE_BTH_LEN, syn, qp->msn);
+	aeth_set(roce_tx_begin(qp) + ROCE_BTH_LEN, syn, qp->msn);
 	len = roce_pkt_finish(qp, ROCE_ACK, 0, 0, psn, 0);
 	rc = roce_emit(qp, qp->pkt, len);
 	if (rc == -EAGAIN) {
@@ -417,7 +417,7 @@ int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 /* One packet of job j into qp->pkt; returns its length or minus a syndrome. */
 static int build_job(struct roce_qp *qp, struct roce_job *j, uint32_t *plen_out)
 {
-	uint8_t *p = qp->pkt;
+	uint8_t *p = roce_tx_begin(qp);
 	const struct roce_opinfo *oi;
 	uint32_t plen = 0;
 	uint8_t op;
