@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_int.h"
 #include "gdak_backend.h"
 #include "gdak_log.h"
 
@@ -86,8 +87,11 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 
 void gdak_close(struct gdak_ctx *ctx)
 {
-	if (ctx)
-		ctx->ops->close(ctx);
+	if (!ctx)
+		return;
+	/* ring captures following its QPs make a last pass first */
+	gdak_capture_forget_ctx(ctx);
+	ctx->ops->close(ctx);
 }
 
 const char *gdak_ctx_backend(const struct gdak_ctx *ctx) { return ctx ? ctx->ops->name : NULL; }
@@ -262,6 +266,7 @@ int gdak_qp_destroy(struct gdak_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
+	gdak_capture_forget_qp(qp); /* a capture's last pass over its rings */
 	return qp->ctx->ops->qp_destroy(qp);
 }
 
