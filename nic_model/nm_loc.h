@@ -619,17 +619,19 @@ static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 		if (tb_)                                           \
 			fn(tb_, __VA_ARGS__);                      \
 	} while (0)
-/* One NIC pass is one trace batch (gdak_trace_batch_begin/end): its
- * doorbells, WQEs and CQEs share a timestamp and a block. */
-#define NM_TRACE_PASS(fn)                                          \
+/* One NIC pass is one trace batch: its doorbells, WQEs and CQEs share a
+ * timestamp and a block.  nm_thread_tbuf_cur() begins it at the pass's
+ * first record; the pass ends it (batch: the buffer it began on, or NULL). */
+#define NM_TRACE_PASS_END(batch)                                   \
 	do {                                                       \
-		struct gdak_trace_buf *tb_ = nm_tbuf(NULL);        \
-		if (tb_)                                           \
-			fn(tb_);                                   \
+		if (batch) {                                       \
+			gdak_trace_batch_end(batch);               \
+			(batch) = NULL;                            \
+		}                                                  \
 	} while (0)
 #else
 #define NM_TRACE(qp, fn, ...) ((void)(qp))
-#define NM_TRACE_PASS(fn) ((void)0)
+#define NM_TRACE_PASS_END(batch) ((void)0)
 #endif
 
 /* ---- nm_backend.c ---------------------------------------------------------------------- */

@@ -73,6 +73,8 @@ struct nm_thread {
 	_Atomic uint64_t qseq;	/* quiescent points passed */
 	uint64_t tr_gen;	/* generation of the trace tbuf belongs to */
 	struct gdak_trace_buf *tbuf;
+	bool in_pass;		/* records now belong to one trace batch ... */
+	struct gdak_trace_buf *batch; /* ... begun on this buffer by the first of them */
 };
 
 static struct {
@@ -139,7 +141,7 @@ static int pass(struct nm_thread *t)
 {
 	int work = 0;
 
-	NM_TRACE_PASS(gdak_trace_batch_begin);
+	t->in_pass = true;	/* trace: a pass's records form one batch */
 	for (uint32_t i = 0; i < t->nact;) {
 		struct nm_qp *qp = t->act[i];
 		int r = nm_req_progress(qp);
@@ -171,7 +173,8 @@ static int pass(struct nm_thread *t)
 			}
 		}
 	}
-	NM_TRACE_PASS(gdak_trace_batch_end);
+	t->in_pass = false;
+	NM_TRACE_PASS_END(t->batch);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
 	return work;
 }
@@ -342,8 +345,15 @@ struct gdak_trace_buf *nm_thread_tbuf_cur(void)
 	 * (gdak_nic_set_trace waits for nm_engine_sync before closing). */
 	gen = gdak_trace_generation(tr);
 	if (gen != t->tr_gen) {
+		NM_TRACE_PASS_END(t->batch);	/* the old trace's batch ends here */
 		t->tbuf = gdak_trace_thread_buf(tr, t->id);
 		t->tr_gen = gen;
+	}
+	/* the first record of a pass begins its batch: an empty pass (the
+	 * polling loop) costs nothing more than a flag */
+	if (t->in_pass && !t->batch && t->tbuf) {
+		t->batch = t->tbuf;
+		gdak_trace_batch_begin(t->batch);
 	}
 	return t->tbuf;
 #else

@@ -429,7 +429,6 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	h[0] = GDAK_TREC_BATCH;
 	h[1] = GDAK_TRACE_REC_VERSION;
 	trace_put16(h + 2, sizeof(struct gdak_trace_rec_hdr));
-	trace_put64(h + 8, now_ns(b->t));
 	trace_put32(h + 16, b->thread_id);
 	trace_put32(h + 20, qpn);
 	trace_put64(h + 24, b->seq);
@@ -442,12 +441,16 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	b->cref_valid = false;
 }
 
-/* Framing, lengths and count, then commit: the readers see it from here. */
+/* Time, framing, lengths and count, then commit: the readers see it from
+ * here.  The time is read now, after the records: a NIC pass publishes its
+ * CQEs before it ends, so the clock read is not between a doorbell and the
+ * CQE the device waits for. */
 static void batch_close(struct gdak_trace_buf *b)
 {
 	uint8_t *blk = b->data + b->used;
 	size_t total = pad4(b->blen) + 4;
 
+	trace_put64(blk + 12 + 8, now_ns(b->t));
 	memset(blk + b->blen, 0, pad4(b->blen) - b->blen);
 	trace_put32(blk + 4, (uint32_t)total);
 	trace_put32(blk + 12 + 4, (uint32_t)(b->blen - 12 - sizeof(struct gdak_trace_rec_hdr)));
