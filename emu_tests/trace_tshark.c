@@ -74,6 +74,21 @@ int main(int argc, char **argv)
 	gdak_trace_note(b, "before");
 	gdak_trace_packet(b, 0, sip, dip, 49152, 4791, pkt, (uint32_t)n);
 	gdak_trace_cqe(b, 0x12, 1, 0, cqe);
+	/* a batch: two WQEs (the second predicted, delta-coded) and a CQE */
+	{
+		uint8_t w[64] = {0};
+
+		w[3] = 0x08;	/* RDMA_WRITE */
+		w[7] = 3;
+		gdak_trace_batch_begin(b);
+		gdak_trace_wqe(b, 0x12, 0, w, 1);
+		w[2] = 1;
+		w[23] = 0x40;
+		gdak_trace_wqe(b, 0x12, 1, w, 1);
+		cqe[61] = 1;
+		gdak_trace_cqe(b, 0x12, 1, 1, cqe);
+		gdak_trace_batch_end(b);
+	}
 	gdak_trace_close(t);
 
 	/* the packet, field by field */
@@ -150,6 +165,7 @@ int main(int argc, char **argv)
 			CHECK(strstr(out, "gdak") && strstr(out, "NOTE"));
 			CHECK(strstr(out, "CQE qp 0x000012 cqe opcode=0 wqe_counter=0") != NULL);
 			CHECK(strstr(out, "STATS") != NULL);
+			CHECK(strstr(out, "BATCH qp 0x000012 3 records: 0 doorbells, 2 WQEs, 1 CQEs"));
 		}
 		free(out);
 		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1",

@@ -18,6 +18,7 @@ local gdak = Proto("gdak", "gdak NIC-model trace record")
 local rec_types = {
 	[1] = "DOORBELL", [2] = "WQE", [3] = "CQE", [4] = "VIOLATION", [5] = "FAULT",
 	[6] = "LOST", [7] = "QP", [8] = "RECV_WQE", [9] = "NOTE", [10] = "STATS",
+	[11] = "BATCH",
 }
 local handlers = { [0] = "DB", [1] = "BF", [2] = "CPU_PROXY" }
 
@@ -57,6 +58,14 @@ local pf = {
 	st_lost = ProtoField.uint64("gdak.stats.lost", "Lost"),
 	st_flushes = ProtoField.uint64("gdak.stats.flushes", "Flushes"),
 	st_packets = ProtoField.uint64("gdak.stats.packets", "Packets"),
+	st_waits = ProtoField.uint64("gdak.stats.waits", "Waits for the file"),
+	st_dropped = ProtoField.uint64("gdak.stats.dropped", "Dropped (lossy mode)"),
+	b_count = ProtoField.uint32("gdak.batch.count", "Records in the batch"),
+	sub = ProtoField.bytes("gdak.sub", "Batched record"),
+	sub_type = ProtoField.uint8("gdak.sub.type", "Type", base.DEC, rec_types, 0x0f),
+	sub_qpn = ProtoField.uint32("gdak.sub.qpn", "QPN", base.HEX),
+	sub_pred = ProtoField.bool("gdak.sub.predicted", "Index predicted", 8, nil, 0x40),
+	nbb = ProtoField.uint8("gdak.wqe.wqebbs", "WQEBBs"),
 }
 gdak.fields = pf
 
@@ -65,12 +74,167 @@ local ef_short = ProtoExpert.new("gdak.short", "gdak record shorter than its len
 gdak.experts = { ef_short }
 
 local f_pen = Field.new("frame.cb_pen")
+local dissect_batch
+local hdr_qpn	-- the record header's QPN: a batch's first sub-records are about it
 
 -- add a counted string; returns the next offset or nil when it overruns
 local function add_str(tree, field, body, off, n)
 	if off + n > body:len() then return nil end
 	if n > 0 then tree:add(field, body(off, n)) end
 	return off + n
+end
+
+
+-- BATCH (docs/TRACE.md): sub-records, WQEs/CQEs delta-coded against the
+-- previous one.  Rebuilds each WQE/CQE and shows it as its own data source.
+local function undelta(body, off, ref)
+	local n = body:len()
+	if off >= n then return nil end
+	local out = {}
+	for i = 0, 63 do out[i] = ref[i] end
+	local wm = body(off, 1):uint()
+	off = off + 1
+	for w = 0, 7 do
+		if bit.band(wm, bit.lshift(1, w)) ~= 0 then
+			if off >= n then return nil end
+			local bm = body(off, 1):uint()
+			off = off + 1
+			for i = 0, 7 do
+				if bit.band(bm, bit.lshift(1, i)) ~= 0 then
+					if off >= n then return nil end
+					out[8 * w + i] = body(off, 1):uint()
+					off = off + 1
+				end
+			end
+		end
+	end
+	return off, out
+end
+
+local function zeros() local z = {} for i = 0, 63 do z[i] = 0 end return z end
+
+local function bytes_of(bbs, nbb)
+	local ba = ByteArray.new()
+	ba:set_size(64 * nbb)
+	for j = 0, nbb - 1 do
+		for i = 0, 63 do ba:set_index(64 * j + i, bbs[j][i]) end
+	end
+	return ba
+end
+
+dissect_batch = function(t, body, item)
+	local n = body:len()
+	if n < 8 then item:add_proto_expert_info(ef_short) return "" end
+	local count = body(0, 4):le_uint()
+	t:add_le(pf.b_count, body(0, 4))
+	local off, qpn = 8, hdr_qpn
+	local wref, wref_bbs, wref_idx, wref_qpn = {}, 0, 0, nil
+	local cref, cref_cqn, cref_idx = nil, 0, 0
+	local nw, nc, nd = 0, 0, 0
+	for k = 1, count do
+		local start = off
+		if off >= n then item:add_proto_expert_info(ef_short) break end
+		local tag = body(off, 1):uint()
+		local ty = bit.band(tag, 0x0f)
+		local st = t:add(pf.sub, body(off, 1))
+		st:add(pf.sub_type, body(off, 1))
+		off = off + 1
+		if bit.band(tag, 0x80) ~= 0 then
+			if off + 4 > n then item:add_proto_expert_info(ef_short) break end
+			st:add_le(pf.sub_qpn, body(off, 4))
+			qpn = body(off, 4):le_uint()
+			off = off + 4
+		end
+		local q = string.format("qp 0x%06x", qpn or 0)
+		local bad = false
+		if ty == 1 then
+			if off + 5 > n then bad = true else
+				local rl = body(off + 4, 1):uint()
+				st:add_le(pf.dbrec_pi, body(off, 2))
+				st:add(pf.handler, body(off + 2, 1))
+				st:add(pf.reg_len, body(off + 4, 1))
+				if off + 5 + rl > n then bad = true else
+					if rl > 0 then st:add(pf.reg, body(off + 5, rl)) end
+					st:set_text(string.format("DOORBELL %s pi=%d", q, body(off, 2):le_uint()))
+					off = off + 5 + rl
+					nd = nd + 1
+				end
+			end
+		elseif ty == 2 then
+			local idx, nbb
+			if bit.band(tag, 0x40) ~= 0 then
+				st:add(pf.sub_pred, body(start, 1))
+				idx, nbb = (wref_idx + 1) % 65536, 1
+			else
+				if off + 4 > n then bad = true else
+					idx, nbb = body(off, 2):le_uint(), body(off + 2, 1):uint()
+					st:add_le(pf.wqe_index, body(off, 2))
+					st:add(pf.nbb, body(off + 2, 1))
+					off = off + 4
+				end
+			end
+			if not bad and nbb <= 16 then
+				local bbs = {}
+				for j = 0, nbb - 1 do
+					local ref = zeros()
+					if j < wref_bbs then for i = 0, 63 do ref[i] = wref[j][i] end end
+					if j == 0 then
+						ref[1] = bit.rshift(idx, 8)
+						ref[2] = bit.band(idx, 0xff)
+					end
+					local o2, out = undelta(body, off, ref)
+					if not o2 then bad = true break end
+					bbs[j] = out
+					off = o2
+				end
+				if not bad then
+					wref, wref_bbs, wref_idx = bbs, nbb, idx
+					if nbb > 0 then
+						local tv = bytes_of(bbs, nbb):tvb("WQE " .. idx)
+						st:add(pf.wqe, tv())
+						st:add(pf.wqe_opcode, tv(3, 1))
+						st:set_text(string.format("WQE %s idx=%d opcode=0x%02x", q, idx,
+									  bbs[0][3]))
+					else
+						st:set_text(string.format("WQE %s idx=%d (no bytes)", q, idx))
+					end
+					nw = nw + 1
+				end
+			else
+				bad = true
+			end
+		elseif ty == 3 then
+			local cqn, ci
+			if bit.band(tag, 0x40) ~= 0 then
+				if not cref then bad = true else
+					st:add(pf.sub_pred, body(start, 1))
+					cqn, ci = cref_cqn, cref_idx + 1
+				end
+			elseif off + 8 > n then bad = true else
+				cqn, ci = body(off, 4):le_uint(), body(off + 4, 4):le_uint()
+				st:add_le(pf.cqn, body(off, 4))
+				st:add_le(pf.cq_index, body(off + 4, 4))
+				off = off + 8
+			end
+			if not bad then
+				local o2, out = undelta(body, off, cref or zeros())
+				if not o2 then bad = true else
+					off = o2
+					cref, cref_cqn, cref_idx = out, cqn, ci
+					local tv = bytes_of({[0] = out}, 1):tvb("CQE " .. ci)
+					st:add(pf.cqe, tv())
+					st:add(pf.cqe_opcode, tv(63, 1), bit.rshift(out[63], 4))
+					st:set_text(string.format("CQE %s cqn=0x%x index=%d opcode=%d", q, cqn, ci,
+								  bit.rshift(out[63], 4)))
+					nc = nc + 1
+				end
+			end
+		else
+			bad = true
+		end
+		if bad then item:add_proto_expert_info(ef_short) break end
+	end
+	return string.format("%d records: %d doorbells, %d WQEs, %d CQEs", count, nd, nw, nc)
 end
 
 local function dissect_body(t, ty, body, item)
@@ -152,8 +316,14 @@ local function dissect_body(t, ty, body, item)
 		t:add_le(pf.st_lost, body(16, 8))
 		t:add_le(pf.st_flushes, body(24, 8))
 		t:add_le(pf.st_packets, body(32, 8))
+		if n >= 56 then
+			t:add_le(pf.st_waits, body(40, 8))
+			t:add_le(pf.st_dropped, body(48, 8))
+		end
 		return string.format("records=%s lost=%s", tostring(body(0, 8):le_uint64()),
 				     tostring(body(16, 8):le_uint64()))
+	elseif ty == 11 then
+		return dissect_batch(t, body, item)
 	end
 	return ""
 end
@@ -183,6 +353,7 @@ function gdak.dissector(tvb, pinfo, tree)
 		return
 	end
 	local info = ""
+	hdr_qpn = tvb(20, 4):le_uint()
 	if body_len > 0 then
 		info = dissect_body(item, ty, tvb(hdr_len, body_len):tvb(), item)
 	end
