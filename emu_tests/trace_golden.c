@@ -149,6 +149,28 @@ static void write_scenario(const char *path)
 	cqe_ok(c, MLX5_CQE_RESP_SEND, 0, QP_B, 100, 0);
 	gdak_trace_cqe(b0, QP_B, 0x81, 0, c);
 
+	/* QP 0x102 as the NIC model records a pass (one BATCH block, one
+	 * timestamp): doorbell, three 64-byte writes (delta-coded), the CQE */
+	gdak_trace_batch_begin(b0);
+	memset(w, 0, sizeof(w));
+	for (uint16_t i = 0; i < 3; i++) {
+		ctrl(w, MLX5_OPCODE_RDMA_WRITE, i, 0x102, 3, i == 2 ? MLX5_WQE_CTRL_CQ_UPDATE : 0, 0);
+		gdak_mlx5_raddr_encode((struct mlx5_wqe_raddr_seg *)(w + 16),
+				       0x7f0000040000ull + 64u * i, 0x2004);
+		gdak_mlx5_data_encode((struct mlx5_wqe_data_seg *)(w + 32),
+				      0x7f0000050000ull + 64u * i, 64, 0x1004);
+		if (i == 0) {
+			uint8_t reg[16];	/* the ctrl segment; its first 8 bytes ring */
+
+			ctrl(reg, MLX5_OPCODE_RDMA_WRITE, 2, 0x102, 3, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+			gdak_trace_doorbell(b0, 0x102, 0 /* DB */, 3, reg, 8);
+		}
+		gdak_trace_wqe(b0, 0x102, i, w, 1);
+	}
+	cqe_ok(c, MLX5_CQE_REQ, 2, 0x102, 64, 0);
+	gdak_trace_cqe(b0, 0x102, 0x82, 0, c);
+	gdak_trace_batch_end(b0);
+
 	/* thread 1: a NOP on another QP */
 	memset(w, 0, sizeof(w));
 	ctrl(w, MLX5_OPCODE_NOP, 0, 0x200, 1, MLX5_WQE_CTRL_CQ_UPDATE, 0);
