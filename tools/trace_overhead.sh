@@ -7,14 +7,14 @@
 # (so load changes on a shared machine hit both alike), medians compared.
 #
 # usage: tools/trace_overhead.sh [-r R] [-w thread|inline] [-o DIR] GDAK_PERF
-#   -r R   runs per size and mode (5)
+#   -r R   runs per size and mode (7), each gdak-perf -r 3 (its median of 3)
 #   -w W   GDAK_TRACE_WRITER for the traced runs (thread)
 #   -o DIR where the traces go (/tmp); each run's trace is removed after it
 # Prints one line per test and size: median off, median on, on/off ratio,
 # and trace bytes per operation.
 set -euo pipefail
 
-runs=5
+runs=7
 writer=thread
 dir=/tmp
 while getopts "r:w:o:h" opt; do
@@ -37,7 +37,7 @@ one() {
 	local test=$1 size=$2 iters=$3 col=$4 traced=$5 out bytes=0
 	local -a env=(env -u GDAK_TRACE)
 	[[ $traced == 1 ]] && env=(env GDAK_TRACE="$trace" GDAK_TRACE_WRITER="$writer")
-	out=$("${env[@]}" "$perf" -s "$size" -n "$iters" -r 1 --nic-threads 1 --no-baseline \
+	out=$("${env[@]}" "$perf" -s "$size" -n "$iters" -r 3 --nic-threads 1 --no-baseline \
 		--quiet --csv "$test" 2>/dev/null | tail -1)
 	if [[ $traced == 1 ]]; then
 		bytes=$(stat -c %s "$trace" 2>/dev/null || echo 0)
@@ -77,11 +77,11 @@ measure() {
 }
 
 # iterations per size: each run a fraction of a second on a quiet 2-core VM
-for spec in "8 300000" "64 300000" "4096 100000" "65536 20000"; do
+# (the trace holds all 3 rounds: 3 x iters operations)
+for spec in "8 1000000" "64 1000000" "4096 300000" "65536 50000"; do
 	set -- $spec
-	# write_bw: -r 1 runs iters operations (plus a warm-up the CSV does not count)
-	measure write_bw "$1" "$2" 10 "$2"
+	measure write_bw "$1" "$2" 10 $(($2 * 3))
 done
 for size in 8 64 4096 65536; do
-	measure write_lat "$size" 20000 18 20000
+	measure write_lat "$size" 50000 18 150000
 done
