@@ -38,9 +38,18 @@ struct nm_fault {
 	_Atomic uint64_t since;	/* stall: when it began (ns), 0 = not yet */
 };
 
+/* Two rule tables: a new spec is built in the one no NIC thread reads, then
+ * published with one pointer store, so every WQE sees either the old rules
+ * or the new ones - never none while they are swapped.  The table replaced
+ * becomes writable again after a grace period (nm_engine_sync). */
+struct nm_fault_tab {
+	int n;
+	struct nm_fault f[NM_MAX_FAULTS];
+};
+
 _Atomic int nm_faults_on;
-static struct nm_fault faults[NM_MAX_FAULTS];
-static int nfaults;
+static struct nm_fault_tab fault_tabs[2];
+static _Atomic(struct nm_fault_tab *) fault_cur = &fault_tabs[0];
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int parse_rule(const char *r, size_t n, struct nm_fault *f)
@@ -139,22 +148,29 @@ int nm_fault_parse(const char *spec)
 		spec = e ? e + 1 : NULL;
 	}
 	pthread_mutex_lock(&fault_lock);
-	atomic_store(&nm_faults_on, 0);
-	/* a NIC thread may be inside a hook reading the old table */
-	pthread_mutex_unlock(&fault_lock);
+	struct nm_fault_tab *old = atomic_load(&fault_cur);
+	struct nm_fault_tab *next = old == &fault_tabs[0] ? &fault_tabs[1] : &fault_tabs[0];
+
+	/* next was retired by the previous swap, after its grace period */
+	memcpy(next->f, tmp, sizeof(tmp[0]) * (size_t)n);
+	next->n = n;
+	atomic_store_explicit(&fault_cur, next, memory_order_release);
+	if (n)
+		atomic_store(&nm_faults_on, 1);
+	/* a NIC thread may still be inside a hook reading the old table */
 	nm_engine_sync();
-	pthread_mutex_lock(&fault_lock);
-	memcpy(faults, tmp, sizeof(tmp[0]) * (size_t)n);
-	nfaults = n;
-	atomic_store(&nm_faults_on, n > 0);
+	if (!n)
+		atomic_store(&nm_faults_on, 0);
 	pthread_mutex_unlock(&fault_lock);
 	return 0;
 }
 
 static struct nm_fault *match(struct nm_qp *qp, const struct nm_op *op, enum nm_fault_kind k)
 {
-	for (int i = 0; i < nfaults; i++) {
-		struct nm_fault *f = &faults[i];
+	struct nm_fault_tab *t = atomic_load_explicit(&fault_cur, memory_order_acquire);
+
+	for (int i = 0; i < t->n; i++) {
+		struct nm_fault *f = &t->f[i];
 		if (f->kind == k && (f->qpn < 0 || f->qpn == qp->base.qpn) && f->wqe == op->wqe_index)
 			return f;
 	}
@@ -197,10 +213,13 @@ int nm_fault_cqe_slow(struct nm_qp *qp, struct nm_op *op)
 
 int nm_fault_db_stall_slow(struct nm_qp *qp)
 {
-	uint64_t now, since = 0;
+	struct nm_fault_tab *t = atomic_load_explicit(&fault_cur, memory_order_acquire);
+	uint64_t now, since;
 
-	for (int i = 0; i < nfaults; i++) {
-		struct nm_fault *f = &faults[i];
+	for (int i = 0; i < t->n; i++) {
+		struct nm_fault *f = &t->f[i];
+
+		since = 0; /* the CAS below leaves each rule's own value here */
 
 		if (f->kind != NM_FAULT_STALL || f->qpn != qp->base.qpn || atomic_load(&f->fired))
 			continue;
