@@ -604,10 +604,17 @@ int nm_fault_parse(const char *spec);
 
 /* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */
 
+/* nm_thread.c: the buffer of the trace batch the calling NIC thread's
+ * current pass has begun (NULL outside a pass, before its first record, and
+ * on other threads) - the data path's records skip the lookup. */
+extern __thread struct gdak_trace_buf *nm_tbuf_pass;
+
 static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 {
 	if (__builtin_expect(!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed), 1))
 		return NULL;
+	if (nm_tbuf_pass)
+		return nm_tbuf_pass;
 	return nm_thread_tbuf_cur();
 }
 /* NM_TRACE(qp, gdak_trace_wqe, qpn, ...): the record when tracing is on.
@@ -621,7 +628,7 @@ static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 	} while (0)
 /* One NIC pass is one trace batch: its doorbells, WQEs and CQEs share a
  * timestamp and a block.  nm_thread_tbuf_cur() begins it at the pass's
- * first record; the pass ends it (batch: the buffer it began on, or NULL). */
+ * first record (nm_tbuf_pass); the pass ends it. */
 #define NM_TRACE_PASS_END(batch)                                   \
 	do {                                                       \
 		if (batch) {                                       \

@@ -73,8 +73,7 @@ struct nm_thread {
 	_Atomic uint64_t qseq;	/* quiescent points passed */
 	uint64_t tr_gen;	/* generation of the trace tbuf belongs to */
 	struct gdak_trace_buf *tbuf;
-	bool in_pass;		/* records now belong to one trace batch ... */
-	struct gdak_trace_buf *batch; /* ... begun on this buffer by the first of them */
+	bool in_pass;		/* records now belong to one trace batch (nm_tbuf_pass) */
 };
 
 static struct {
@@ -86,6 +85,7 @@ static struct {
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
+__thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
 
 uint64_t nm_now_ns(void)
 {
@@ -174,7 +174,7 @@ static int pass(struct nm_thread *t)
 		}
 	}
 	t->in_pass = false;
-	NM_TRACE_PASS_END(t->batch);
+	NM_TRACE_PASS_END(nm_tbuf_pass);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
 	return work;
 }
@@ -345,15 +345,15 @@ struct gdak_trace_buf *nm_thread_tbuf_cur(void)
 	 * (gdak_nic_set_trace waits for nm_engine_sync before closing). */
 	gen = gdak_trace_generation(tr);
 	if (gen != t->tr_gen) {
-		NM_TRACE_PASS_END(t->batch);	/* the old trace's batch ends here */
+		NM_TRACE_PASS_END(nm_tbuf_pass);	/* the old trace's batch ends here */
 		t->tbuf = gdak_trace_thread_buf(tr, t->id);
 		t->tr_gen = gen;
 	}
 	/* the first record of a pass begins its batch: an empty pass (the
 	 * polling loop) costs nothing more than a flag */
-	if (t->in_pass && !t->batch && t->tbuf) {
-		t->batch = t->tbuf;
-		gdak_trace_batch_begin(t->batch);
+	if (t->in_pass && !nm_tbuf_pass && t->tbuf) {
+		nm_tbuf_pass = t->tbuf;
+		gdak_trace_batch_begin(nm_tbuf_pass);
 	}
 	return t->tbuf;
 #else
