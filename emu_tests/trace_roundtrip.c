@@ -164,6 +164,37 @@ static void test_every_record(void)
 	CHECK_EQ(c.it[11].u.stats.lost, 0);
 	CHECK_EQ(c.it[11].u.stats.bytes, c.it[11].offset);
 	CHECK_EQ(c.it[11].offset + c.it[11].block_len, len);
+	CHECK_EQ(c.it[11].hdr.body_len, sizeof(struct gdak_trace_stats_body));
+	CHECK_EQ(c.it[11].u.stats.waits, 0);
+	CHECK_EQ(c.it[11].u.stats.dropped, 0);
+
+	/* an older writer's STATS stops after packets (40 bytes): still read,
+	 * waits and dropped 0; a STATS with non-zero ones reads them back */
+	{
+		size_t off = (size_t)c.it[11].offset, bl = c.it[11].block_len;
+		uint8_t *h = file + off + 12;
+		struct collected c2 = {.n = 0};
+
+		trace_put64(h + 32 + 40, 3);	/* waits */
+		trace_put64(h + 32 + 48, 2);	/* dropped */
+		CHECK_EQ(tt_read_all(file, len, collect, &c2, err, sizeof(err)), 0);
+		CHECK_EQ(c2.n, 12);
+		CHECK_EQ(c2.it[11].u.stats.waits, 3);
+		CHECK_EQ(c2.it[11].u.stats.dropped, 2);
+
+		c2.n = 0;
+		trace_put32(h + 4, 40);		/* body_len */
+		bl -= 16;
+		trace_put32(file + off + 4, (uint32_t)bl);
+		trace_put32(file + off + bl - 4, (uint32_t)bl);
+		CHECK_EQ(tt_read_all(file, off + bl, collect, &c2, err, sizeof(err)), 0);
+		CHECK_EQ(c2.n, 12);
+		CHECK_EQ(c2.it[11].hdr.type, GDAK_TREC_STATS);
+		CHECK_EQ(c2.it[11].u.stats.records, 11);
+		CHECK_EQ(c2.it[11].u.stats.packets, 1);
+		CHECK_EQ(c2.it[11].u.stats.waits, 0);
+		CHECK_EQ(c2.it[11].u.stats.dropped, 0);
+	}
 
 	free(file);
 	unlink(path);
