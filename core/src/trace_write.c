@@ -482,8 +482,8 @@ static uint8_t *batch_sub(struct gdak_trace_buf *b, uint32_t qpn)
  * bytes, which the format allows, found with one count-trailing-zeros and
  * copied with one 8-byte store instead of a loop over the bytes.
  */
-static size_t delta64(uint8_t *out, const uint8_t *cur, const uint8_t *ref, uint64_t pmask,
-		      uint64_t pval)
+static inline __attribute__((always_inline)) size_t
+delta64(uint8_t *out, const uint8_t *cur, const uint8_t *ref, uint64_t pmask, uint64_t pval)
 {
 	uint8_t *o = out + 1;
 	unsigned wm = 0;
