@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "gdak_test.h"
+#include "trace_int.h"
 #include "trace_util.h"
 
 #define NREC 60000
@@ -23,6 +24,7 @@ struct rec_list {
 	size_t batches;		/* items that came from a BATCH block */
 	uint64_t last_ts;
 	size_t ts_changes;
+	unsigned cont, fresh;	/* BATCH blocks going on from the previous one, or not */
 };
 
 static void collect(const struct gdak_trace_item *it, void *arg)
@@ -166,6 +168,28 @@ static void write_file(const char *path, int batched, unsigned chunks)
 	gdak_trace_close(t);
 }
 
+/* BATCH blocks of the file: how many go on from the previous one's
+ * references (GDAK_TRACE_BATCH_CONT) and how many start afresh. */
+static void count_batches(const uint8_t *f, size_t len, unsigned *cont, unsigned *fresh)
+{
+	size_t off = 0;
+
+	*cont = *fresh = 0;
+	while (off + 12 + 40 <= len) {
+		uint32_t bl = trace_get32(f + off + 4);
+
+		if (trace_get32(f + off) == GDAK_PCAPNG_CB_COPY && f[off + 12] == GDAK_TREC_BATCH) {
+			if (trace_get32(f + off + 12 + 32 + 4) & GDAK_TRACE_BATCH_CONT)
+				(*cont)++;
+			else
+				(*fresh)++;
+		}
+		if (bl < 12)
+			break;
+		off += bl;
+	}
+}
+
 static void read_file(const char *path, struct rec_list *l)
 {
 	size_t len;
@@ -174,6 +198,7 @@ static void read_file(const char *path, struct rec_list *l)
 
 	REQUIRE(file);
 	CHECK_EQ(tt_read_all(file, len, collect, l, err, sizeof(err)), 0);
+	count_batches(file, len, &l->cont, &l->fresh);
 	free(file);
 }
 
@@ -237,6 +262,13 @@ int main(void)
 	CHECK_EQ(plain.n, (size_t)(NREC + NREC / 4));
 	CHECK_EQ(plain.batches, 0);
 	CHECK(batched.batches > plain.n / 3);	/* most went into batches */
+	/* both kinds: references carried from batch to batch, and reset where
+	 * a buffer (128 KiB here) starts */
+	CHECK(batched.cont > 100);
+	CHECK(batched.fresh >= 2);
+	CHECK(inl.cont > 100);
+	printf("batches: %u going on from the previous one, %u starting afresh\n", batched.cont,
+	       batched.fresh);
 	/* one fake-clock tick per batch, not per record */
 	CHECK(batched.ts_changes < plain.ts_changes * 2 / 3);
 	compare(&plain, &batched);

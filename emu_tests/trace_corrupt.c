@@ -91,6 +91,13 @@ static void make_trace(const char *path)
 	gdak_trace_cqe(b, 0x11, 1, 2, c);
 	gdak_trace_wqe(b, 0x13, 9, w, 1);
 	gdak_trace_batch_end(b);
+	/* a second batch, coded against the first one's WQE and CQE */
+	gdak_trace_batch_begin(b);
+	w[2] = 10;
+	gdak_trace_wqe(b, 0x13, 10, w, 1);
+	c[60 + 1] = 4;
+	gdak_trace_cqe(b, 0x11, 1, 3, c);
+	gdak_trace_batch_end(b);
 	gdak_trace_close(t);
 }
 
@@ -274,6 +281,10 @@ static void test_messages(const uint8_t *file, size_t len, const char *cut)
 		CHECK(err && strstr(err, want));
 		CHECK(out && strstr(out, "qp 0x000013 WQE idx=9"));
 		CHECK(out && strstr(out, "STATS"));
+		/* the next batch went on from this one's references: named, skipped */
+		CHECK(err && strstr(err, "BATCH of thread 0 goes on from its record 13, which is not "
+				    "in the file before it"));
+		CHECK(out && !strstr(out, "WQE idx=10"));
 		free(out);
 		free(err);
 

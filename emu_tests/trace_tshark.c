@@ -88,6 +88,14 @@ int main(int argc, char **argv)
 		cqe[61] = 1;
 		gdak_trace_cqe(b, 0x12, 1, 1, cqe);
 		gdak_trace_batch_end(b);
+		/* a second one, coded against the first one's WQE and CQE */
+		gdak_trace_batch_begin(b);
+		w[2] = 2;
+		w[23] = 0x80;
+		gdak_trace_wqe(b, 0x12, 2, w, 1);
+		cqe[61] = 2;
+		gdak_trace_cqe(b, 0x12, 1, 2, cqe);
+		gdak_trace_batch_end(b);
 	}
 	gdak_trace_close(t);
 
@@ -166,6 +174,7 @@ int main(int argc, char **argv)
 			CHECK(strstr(out, "CQE qp 0x000012 cqe opcode=0 wqe_counter=0") != NULL);
 			CHECK(strstr(out, "STATS") != NULL);
 			CHECK(strstr(out, "BATCH qp 0x000012 3 records: 0 doorbells, 2 WQEs, 1 CQEs"));
+			CHECK(strstr(out, "BATCH qp 0x000012 2 records: 0 doorbells, 1 WQEs, 1 CQEs"));
 		}
 		free(out);
 		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1",

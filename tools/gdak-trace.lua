@@ -61,6 +61,8 @@ local pf = {
 	st_waits = ProtoField.uint64("gdak.stats.waits", "Waits for the file"),
 	st_dropped = ProtoField.uint64("gdak.stats.dropped", "Dropped (lossy mode)"),
 	b_count = ProtoField.uint32("gdak.batch.count", "Records in the batch"),
+	b_flags = ProtoField.uint32("gdak.batch.flags", "Flags (0x1: goes on from the previous batch)", base.HEX),
+	b_ref = ProtoField.uint64("gdak.batch.ref_seq", "Previous batch's last record"),
 	sub = ProtoField.bytes("gdak.sub", "Batched record"),
 	sub_type = ProtoField.uint8("gdak.sub.type", "Type", base.DEC, rec_types, 0x0f),
 	sub_qpn = ProtoField.uint32("gdak.sub.qpn", "QPN", base.HEX),
@@ -71,11 +73,21 @@ gdak.fields = pf
 
 local ef_short = ProtoExpert.new("gdak.short", "gdak record shorter than its lengths say",
 				 expert.group.MALFORMED, expert.severity.ERROR)
-gdak.experts = { ef_short }
+local ef_noref = ProtoExpert.new("gdak.noref", "BATCH coded against a batch that is not in the capture",
+				 expert.group.UNDECODED, expert.severity.WARN)
+gdak.experts = { ef_short, ef_noref }
 
 local f_pen = Field.new("frame.cb_pen")
 local dissect_batch
-local hdr_qpn	-- the record header's QPN: a batch's first sub-records are about it
+-- the record header being dissected: a batch's first sub-records are about
+-- its QPN; its thread, sequence number and frame key the references below
+local hdr_qpn, hdr_thread, hdr_seq, cur_frame, cur_visited
+-- A BATCH with flag 0x1 codes its first WQE/CQE against the previous BATCH
+-- of its thread: tstate holds each thread's references as the first,
+-- in-order pass left them; fstart what a continuing frame started from, for
+-- when Wireshark dissects it again out of order.
+local tstate, fstart = {}, {}
+function gdak.init() tstate, fstart = {}, {} end
 
 -- add a counted string; returns the next offset or nil when it overruns
 local function add_str(tree, field, body, off, n)
@@ -122,15 +134,46 @@ local function bytes_of(bbs, nbb)
 	return ba
 end
 
+local function copy_refs(r)
+	local c = { wref = {}, wref_bbs = r.wref_bbs, wref_idx = r.wref_idx, cref = r.cref,
+		    cref_cqn = r.cref_cqn, cref_idx = r.cref_idx }
+	for j = 0, r.wref_bbs - 1 do c.wref[j] = r.wref[j] end
+	return c
+end
+
 dissect_batch = function(t, body, item)
 	local n = body:len()
 	if n < 8 then item:add_proto_expert_info(ef_short) return "" end
 	local count = body(0, 4):le_uint()
+	local flags = body(4, 4):le_uint()
 	t:add_le(pf.b_count, body(0, 4))
+	t:add_le(pf.b_flags, body(4, 4))
 	local off, qpn = 8, hdr_qpn
-	local wref, wref_bbs, wref_idx, wref_qpn = {}, 0, 0, nil
-	local cref, cref_cqn, cref_idx = nil, 0, 0
+	local R	-- the references, as the writer had them
+	if bit.band(flags, 1) ~= 0 then
+		if n < 16 then item:add_proto_expert_info(ef_short) return "" end
+		t:add_le(pf.b_ref, body(8, 8))
+		off = 16
+		if not cur_visited then
+			local ts = tstate[hdr_thread]
+			if ts and ts.valid and ts.last_seq == body(8, 8):le_uint64() then
+				R = copy_refs(ts)
+				fstart[cur_frame] = copy_refs(ts)
+			end
+		elseif fstart[cur_frame] then
+			R = copy_refs(fstart[cur_frame])
+		end
+		if not R then
+			item:add_proto_expert_info(ef_noref)
+			return string.format("%d records, coded against a batch not in the capture", count)
+		end
+	else
+		R = { wref = {}, wref_bbs = 0, wref_idx = 0, cref = nil, cref_cqn = 0, cref_idx = 0 }
+	end
+	local wref, wref_bbs, wref_idx = R.wref, R.wref_bbs, R.wref_idx
+	local cref, cref_cqn, cref_idx = R.cref, R.cref_cqn, R.cref_idx
 	local nw, nc, nd = 0, 0, 0
+	local all_ok = true
 	for k = 1, count do
 		local start = off
 		if off >= n then item:add_proto_expert_info(ef_short) break end
@@ -232,7 +275,12 @@ dissect_batch = function(t, body, item)
 		else
 			bad = true
 		end
-		if bad then item:add_proto_expert_info(ef_short) break end
+		if bad then item:add_proto_expert_info(ef_short) all_ok = false break end
+	end
+	if not cur_visited then
+		tstate[hdr_thread] = { wref = wref, wref_bbs = wref_bbs, wref_idx = wref_idx,
+				       cref = cref, cref_cqn = cref_cqn, cref_idx = cref_idx,
+				       valid = all_ok, last_seq = hdr_seq + (count - 1) }
 	end
 	return string.format("%d records: %d doorbells, %d WQEs, %d CQEs", count, nd, nw, nc)
 end
@@ -354,6 +402,9 @@ function gdak.dissector(tvb, pinfo, tree)
 	end
 	local info = ""
 	hdr_qpn = tvb(20, 4):le_uint()
+	hdr_thread = tvb(16, 4):le_uint()
+	hdr_seq = tvb(24, 8):le_uint64()
+	cur_frame, cur_visited = pinfo.number, pinfo.visited
 	if body_len > 0 then
 		info = dissect_body(item, ty, tvb(hdr_len, body_len):tvb(), item)
 	end

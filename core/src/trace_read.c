@@ -25,6 +25,21 @@ struct iface {
 	uint8_t tsresol;	/* pcapng if_tsresol byte; 6 (microseconds) by default */
 };
 
+/* A thread's delta-coding references as its last BATCH left them: the
+ * next one may go on from them (GDAK_TRACE_BATCH_CONT). */
+struct thread_refs {
+	uint32_t thread;
+	int valid;		/* the batch ending at last_seq was decoded whole */
+	uint64_t last_seq;
+	uint32_t wref_bbs, wref_qpn;
+	uint16_t wref_idx;
+	int cref_valid;
+	uint32_t cref_cqn, cref_idx;
+	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
+	uint8_t cref[64];
+};
+#define MAX_THREAD_REFS 256	/* more threads than that: the oldest are forgotten */
+
 /* A BATCH block being handed out one record at a time (positions are
  * relative to the block start in the caller's buffer). */
 struct batch_state {
@@ -36,12 +51,7 @@ struct batch_state {
 	uint32_t count, index;
 	struct gdak_trace_rec_hdr hdr;
 	uint32_t qpn;		/* of the previous sub-record */
-	uint32_t wref_bbs, wref_qpn;
-	uint16_t wref_idx;
-	int cref_valid;
-	uint32_t cref_cqn, cref_idx;
-	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
-	uint8_t cref[64];
+	struct thread_refs *tr;	/* the batch's thread's references, updated as it goes */
 	uint8_t body[8 + GDAK_TRACE_MAX_WQEBB * 64]; /* the standalone body it stands for */
 };
 
@@ -52,6 +62,8 @@ struct gdak_trace_reader {
 	struct iface ifs[MAX_IFS];
 	char err[256];
 	struct batch_state bt;
+	struct thread_refs *refs;
+	unsigned n_refs, next_evict;
 };
 
 int gdak_trace_reader_new(struct gdak_trace_reader **r)
@@ -62,7 +74,12 @@ int gdak_trace_reader_new(struct gdak_trace_reader **r)
 	return *r ? 0 : -ENOMEM;
 }
 
-void gdak_trace_reader_free(struct gdak_trace_reader *r) { free(r); }
+void gdak_trace_reader_free(struct gdak_trace_reader *r)
+{
+	if (r)
+		free(r->refs);
+	free(r);
+}
 
 const char *gdak_trace_reader_error(const struct gdak_trace_reader *r)
 {
@@ -406,6 +423,7 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		      size_t *consumed)
 {
 	struct batch_state *s = &r->bt;
+	struct thread_refs *tr = s->tr;
 	const uint8_t *p = b + s->pos;
 	uint32_t n = s->end - s->pos, k = 1, body_len = 0;
 	uint8_t tag, type, *o = s->body;
@@ -457,13 +475,13 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		uint8_t fl = 0;
 
 		if (tag & GDAK_TRACE_SUB_PRED) {
-			if (s->wref_bbs != 1 || s->wref_qpn != s->qpn) {
+			if (tr->wref_bbs != 1 || tr->wref_qpn != s->qpn) {
 				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a predicted WQE "
 					  "without a one-WQEBB WQE of QP 0x%x before it", i + 1,
 					  s->count, s->qpn);
 				goto out;
 			}
-			idx = (uint16_t)(s->wref_idx + 1);
+			idx = (uint16_t)(tr->wref_idx + 1);
 			nbb = 1;
 		} else {
 			if (n - k < 4)
@@ -482,7 +500,7 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 			uint8_t ref[64];
 			uint32_t used;
 
-			memcpy(ref, j < s->wref_bbs ? s->wref + 64 * j : zero64, 64);
+			memcpy(ref, j < tr->wref_bbs ? tr->wref + 64 * j : zero64, 64);
 			if (j == 0) {	/* the index is known: see the writer */
 				ref[1] = (uint8_t)(idx >> 8);
 				ref[2] = (uint8_t)idx;
@@ -495,10 +513,10 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		trace_put16(o, idx);
 		trace_put16(o + 2, fl);
 		trace_put32(o + 4, nbb * 64);
-		memcpy(s->wref, o + 8, (size_t)nbb * 64);
-		s->wref_bbs = nbb;
-		s->wref_idx = idx;
-		s->wref_qpn = s->qpn;
+		memcpy(tr->wref, o + 8, (size_t)nbb * 64);
+		tr->wref_bbs = nbb;
+		tr->wref_idx = idx;
+		tr->wref_qpn = s->qpn;
 		body_len = 8 + nbb * 64;
 		break;
 	}
@@ -506,13 +524,13 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		uint32_t cqn, cqi, used;
 
 		if (tag & GDAK_TRACE_SUB_PRED) {
-			if (!s->cref_valid) {
+			if (!tr->cref_valid) {
 				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a predicted CQE "
 					  "without a CQE before it", i + 1, s->count);
 				goto out;
 			}
-			cqn = s->cref_cqn;
-			cqi = s->cref_idx + 1;
+			cqn = tr->cref_cqn;
+			cqi = tr->cref_idx + 1;
 		} else {
 			if (n - k < 8)
 				goto cut;
@@ -520,16 +538,16 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 			cqi = trace_get32(p + k + 4);
 			k += 8;
 		}
-		used = undelta64(o + 8, s->cref_valid ? s->cref : zero64, p + k, n - k);
+		used = undelta64(o + 8, tr->cref_valid ? tr->cref : zero64, p + k, n - k);
 		if (!used)
 			goto cut;
 		k += used;
 		trace_put32(o, cqn);
 		trace_put32(o + 4, cqi);
-		memcpy(s->cref, o + 8, 64);
-		s->cref_valid = 1;
-		s->cref_cqn = cqn;
-		s->cref_idx = cqi;
+		memcpy(tr->cref, o + 8, 64);
+		tr->cref_valid = 1;
+		tr->cref_cqn = cqn;
+		tr->cref_idx = cqi;
 		body_len = 8 + 64;
 		break;
 	}
@@ -548,8 +566,11 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 	rc = parse_body(r, it, s->off);
 	s->pos += k;
 	s->index++;
-	if (rc == 0 && s->index < s->count) {
+	if (rc == 0 && s->index < s->count)
 		return 1;	/* *consumed 0: the same block again */
+	if (rc == 0) {		/* decoded whole: the next batch may go on from here */
+		tr->valid = 1;
+		tr->last_seq = s->hdr.seq + s->count - 1;
 	}
 	goto out;
 cut:
@@ -559,10 +580,33 @@ out:
 	s->active = 0;
 	*consumed = s->blen;
 	if (rc) {
+		tr->valid = 0;	/* its references are not what the writer had */
 		it->kind = GDAK_TITEM_OTHER;
 		return rc;
 	}
 	return 1;
+}
+
+/* The references of thread th: its entry, or a new one (NULL: no memory). */
+static struct thread_refs *thread_refs(struct gdak_trace_reader *r, uint32_t th)
+{
+	struct thread_refs *t;
+
+	for (unsigned i = 0; i < r->n_refs; i++)
+		if (r->refs[i].thread == th)
+			return &r->refs[i];
+	if (!r->refs) {
+		r->refs = calloc(MAX_THREAD_REFS, sizeof(*r->refs));
+		if (!r->refs)
+			return NULL;
+	}
+	if (r->n_refs < MAX_THREAD_REFS)
+		t = &r->refs[r->n_refs++];
+	else	/* a file of many threads (or a fuzzed one): forget one */
+		t = &r->refs[r->next_evict++ % MAX_THREAD_REFS];
+	memset(t, 0, sizeof(*t));
+	t->thread = th;
+	return t;
 }
 
 /* A BATCH block just parsed (hdr checked, body in the block): start on it. */
@@ -571,21 +615,52 @@ static int batch_start(struct gdak_trace_reader *r, const uint8_t *b, uint64_t o
 {
 	struct batch_state *s = &r->bt;
 	uint32_t body = (uint32_t)(it->body - b);
+	uint32_t flags = trace_get32(it->body + 4);
+	uint32_t fixed = (uint32_t)sizeof(struct gdak_trace_batch_body);
+	struct thread_refs *tr;
 
 	s->count = trace_get32(it->body);
 	if (!s->count)
 		return 1;	/* nothing packed: passed on as a BATCH record */
+	*consumed = it->block_len;
+	it->kind = GDAK_TITEM_OTHER;
+	if (flags & ~GDAK_TRACE_BATCH_CONT)
+		return fail(r, -EBADMSG, off, "BATCH flags 0x%x: unknown bits", flags);
+	tr = thread_refs(r, it->hdr.thread_id);
+	if (!tr)
+		return fail(r, -EBADMSG, off, "BATCH: no memory for the thread's references");
+	if (flags & GDAK_TRACE_BATCH_CONT) {
+		uint64_t ref;
+
+		if (it->hdr.body_len < fixed + 8)
+			return fail(r, -EBADMSG, off, "BATCH body of %u bytes has no room for its "
+				    "reference sequence number", it->hdr.body_len);
+		ref = trace_get64(it->body + fixed);
+		fixed += 8;
+		if (!tr->valid || tr->last_seq != ref) {
+			tr->valid = 0;
+			return fail(r, -EBADMSG, off, "BATCH of thread %u goes on from its record "
+				    "%llu, which is not in the file before it (lost or damaged): its "
+				    "%u records cannot be decoded", it->hdr.thread_id,
+				    (unsigned long long)ref, s->count);
+		}
+	} else {
+		tr->wref_bbs = 0;
+		tr->cref_valid = 0;
+	}
+	tr->valid = 0;		/* until this batch is decoded whole */
+	*consumed = 0;
+	it->kind = GDAK_TITEM_RECORD;
+	s->tr = tr;
 	s->active = 1;
 	s->off = off;
 	s->blen = it->block_len;
 	s->btype = it->block_type;
-	s->pos = body + (uint32_t)sizeof(struct gdak_trace_batch_body);
+	s->pos = body + fixed;
 	s->end = body + it->hdr.body_len;
 	s->index = 0;
 	s->hdr = it->hdr;
 	s->qpn = it->hdr.qpn;
-	s->wref_bbs = 0;
-	s->cref_valid = 0;
 	return batch_step(r, b, it, consumed);
 }
 
@@ -608,6 +683,7 @@ int gdak_trace_reader_next(struct gdak_trace_reader *r, const void *buf, size_t 
 		    s32(r, b + 4) == r->bt.blen)
 			return batch_step(r, b, it, consumed);
 		r->bt.active = 0;
+		r->bt.tr->valid = 0;	/* abandoned half way */
 	}
 	if (len < 12)
 		return 0;

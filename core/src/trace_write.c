@@ -85,6 +85,12 @@ struct gdak_trace_buf {
 	uint32_t cref_cqn, cref_idx;
 	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
 	uint8_t cref[64];
+	/* the references carry over to the next batch (GDAK_TRACE_BATCH_CONT)
+	 * while it lands in the same chunk right after this one: a chunk
+	 * lost or dropped never leaves a later batch undecodable */
+	bool ref_ok;
+	uint64_t ref_last;	/* seq of the last record of the previous batch */
+	_Atomic bool refs_stale; /* a flush of this buffer failed: start afresh */
 };
 
 struct gdak_trace {
@@ -255,6 +261,8 @@ static int flush_buf_locked(struct gdak_trace_buf *b)
 		return 0;
 	rc = file_write(t, b->data + b->flushed, n);
 	account(t, rc, n, nrec);
+	if (rc)	/* the owner's next batch must not refer to what was lost */
+		atomic_store_explicit(&b->refs_stale, true, memory_order_relaxed);
 	b->flushed = bytes;
 	b->recs_flushed = recs;
 	return rc;
@@ -311,6 +319,7 @@ static void buf_make_room(struct gdak_trace_buf *b, size_t n)
 
 	if (b->used + n <= b->cap)
 		return;
+	b->ref_ok = false;	/* the next batch starts a chunk: it decodes on its own */
 	pthread_mutex_lock(&t->lock);
 	if (t->io_on) {
 		size_t end = (uint32_t)atomic_load_explicit(&b->committed, memory_order_relaxed);
@@ -421,7 +430,7 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	uint8_t *blk, *h;
 
 	/* room for the headers, one sub-record of any size and the trailer */
-	buf_make_room(b, BATCH_HDR + GDAK_TRACE_SUB_MAX + 8);
+	buf_make_room(b, BATCH_HDR + 8 + GDAK_TRACE_SUB_MAX + 8);
 	blk = b->data + b->used;
 	h = blk + 12;
 	trace_put32(blk, GDAK_PCAPNG_CB_COPY);
@@ -432,13 +441,22 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	trace_put32(h + 16, b->thread_id);
 	trace_put32(h + 20, qpn);
 	trace_put64(h + 24, b->seq);
-	trace_put32(h + 36, 0); /* body flags */
 	b->bopen = true;
 	b->blen = BATCH_HDR;
 	b->bcount = 0;
 	b->bqpn = qpn;
-	b->wref_bbs = 0;
-	b->cref_valid = false;
+	if (atomic_exchange_explicit(&b->refs_stale, false, memory_order_relaxed))
+		b->ref_ok = false;
+	if (b->ref_ok) {
+		/* WQEs and CQEs go on being coded against the previous batch's */
+		trace_put32(h + 36, GDAK_TRACE_BATCH_CONT);
+		trace_put64(h + 40, b->ref_last);
+		b->blen += 8;
+	} else {
+		trace_put32(h + 36, 0);
+		b->wref_bbs = 0;
+		b->cref_valid = false;
+	}
 }
 
 /* Time, framing, lengths and count, then commit: the readers see it from
@@ -457,6 +475,8 @@ static void batch_close(struct gdak_trace_buf *b)
 	trace_put32(blk + 12 + 32, b->bcount);
 	trace_put32(blk + total - 4, (uint32_t)total);
 	b->bopen = false;
+	b->ref_ok = true;
+	b->ref_last = b->seq - 1;
 	buf_commit_n(b, total, b->bcount);
 }
 

@@ -162,8 +162,13 @@ struct gdak_trace_lost_body {
 
 struct gdak_trace_batch_body {
 	uint32_t count;		/* sub-records that follow */
-	uint32_t flags;		/* 0 */
+	uint32_t flags;		/* GDAK_TRACE_BATCH_CONT */
+	/* with GDAK_TRACE_BATCH_CONT: u64 ref_seq, then the sub-records */
 };
+/* The first WQE/CQE are coded against the last ones of this thread's
+ * previous BATCH, whose last record has sequence number ref_seq (a reader
+ * that does not have that batch cannot decode this one, and says so). */
+#define GDAK_TRACE_BATCH_CONT 0x1u
 
 struct gdak_trace_stats_body {
 	uint64_t records;	/* records and packets written, this one excluded */
