@@ -8,6 +8,7 @@
  * numbers, and in the closing STATS.
  */
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "gdak_test.h"
 #include "trace_int.h"
@@ -196,6 +197,36 @@ static void test_drop_batched(void)
 	free(path);
 }
 
+/* A child forked with the trace open has no I/O thread: it writes inline
+ * instead of waiting for one forever. */
+static void test_fork(void)
+{
+	struct gdak_trace_opts o = {.buf_size = 128 * 1024, .chunks = 2};
+	char *path = tt_tmpname("fork");
+	struct gdak_trace *t;
+	int status = 0;
+	pid_t pid;
+
+	REQUIRE(path);
+	REQUIRE_EQ(gdak_trace_open_opts(path, &o, &t), 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct gdak_trace_buf *b = gdak_trace_thread_buf(t, 1);
+
+		if (b)
+			notes(b);	/* several times both buffers */
+		gdak_trace_close(t);
+		_exit(b ? 0 : 3);
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	gdak_trace_close(t);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	unsetenv("GDAK_TRACE_WRITER");
@@ -204,5 +235,6 @@ int main(void)
 	test_drop(0);
 	test_drop(1);
 	test_drop_batched();
+	test_fork();
 	return gdak_test_end();
 }

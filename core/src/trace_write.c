@@ -105,6 +105,7 @@ struct gdak_trace {
 	pthread_t io;
 	bool io_on, io_stop, io_busy;
 	bool io_paused;		/* test hook: the file is "slow" */
+	pid_t pid;		/* the process the I/O thread runs in */
 	struct chunk *q, **q_tail;	/* full chunks, in hand-off order */
 	struct gdak_trace_buf *bufs;
 	_Atomic uint64_t off;	/* file bytes written (all whole blocks); see file_write */
@@ -268,10 +269,17 @@ static int flush_buf_locked(struct gdak_trace_buf *b)
 	return rc;
 }
 
+/* The I/O thread serves this process: a child forked with the trace open
+ * has no such thread (and must not wait for one): it writes inline. */
+static bool io_here(struct gdak_trace *t)
+{
+	return t->io_on && t->pid == getpid();
+}
+
 /* Under t->lock: until the I/O thread has written everything queued. */
 static void wait_io_idle(struct gdak_trace *t)
 {
-	while (t->q || t->io_busy)
+	while (io_here(t) && (t->q || t->io_busy))
 		pthread_cond_wait(&t->done, &t->lock);
 }
 
@@ -321,7 +329,7 @@ static void buf_make_room(struct gdak_trace_buf *b, size_t n)
 		return;
 	b->ref_ok = false;	/* the next batch starts a chunk: it decodes on its own */
 	pthread_mutex_lock(&t->lock);
-	if (t->io_on) {
+	if (io_here(t)) {
 		size_t end = (uint32_t)atomic_load_explicit(&b->committed, memory_order_relaxed);
 
 		if (end > b->flushed && !b->free && t->lossy) {
@@ -1037,6 +1045,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			goto fail_fd;
 		}
 		t->io_on = true;
+		t->pid = getpid();
 	}
 	*tp = t;
 	return 0;
@@ -1174,7 +1183,7 @@ void gdak_trace_close(struct gdak_trace *t)
 		return;
 	/* the writers have stopped: a batch one left open is theirs no more */
 	pthread_mutex_lock(&t->lock);
-	if (t->io_on) {
+	if (io_here(t)) {
 		t->io_stop = true;
 		t->io_paused = false;
 		pthread_cond_signal(&t->work);
