@@ -191,6 +191,7 @@ static int parse_shb(struct gdak_trace_reader *r, const uint8_t *b, uint32_t ble
 		return fail(r, -EINVAL, off, "pcapng major version %u is not 1", s16(r, b + 12));
 	r->have_shb = 1;
 	r->n_if = 0;	/* interfaces are per section */
+	r->n_refs = 0;	/* and so are the threads a BATCH may go on from */
 	return 0;
 }
 
