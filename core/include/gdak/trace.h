@@ -6,9 +6,12 @@
  * Ethernet/IPv4/UDP/RoCEv2 frames that Wireshark decodes, and gdak's own
  * records (doorbell, WQE, CQE, check violation, injected fault, lost-record
  * count) in a documented custom block.  The NIC model writes through one
- * buffer per NIC thread (no lock on the data path); a full buffer is flushed,
- * and anything that could not be written is counted and recorded, never
- * dropped silently.  gdak-trace reads it back.
+ * buffer per NIC thread (no lock on the data path), a NIC pass's records as
+ * one compact BATCH; a full buffer goes to the trace's I/O thread, which does
+ * the file writes.  When every buffer of a thread waits for the file the
+ * thread waits too (counted), or in the lossy mode drops one; anything not
+ * written is counted and recorded, never dropped silently.  gdak-trace reads
+ * it back.
  */
 #ifndef GDAK_TRACE_H
 #define GDAK_TRACE_H
