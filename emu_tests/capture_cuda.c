@@ -1,0 +1,908 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture_cuda.c - the ring capture's GPU path (core/src/capture_cuda.c)
+ * against a real CUDA driver: the rings live in GPU memory (cuMemAlloc, as
+ * hw_mlx5's DEVX path puts them), the test plays the device by writing
+ * WQEs, doorbell records and CQEs there with cuMemcpyHtoD, and the capture
+ * must read them back with its own DMA copies.  The file is read back with
+ * the trace reader and compared byte for byte, as gdak.capture.rings does
+ * for host rings (the same cases: basic stream, send-queue loss, CQ loss by
+ * the doorbell record and by cons_idx, a CQE slot reused, the 16-bit
+ * producer index wrapping, the receive CQ), plus what only the GPU path has:
+ * CQ copies in chunks that split at the ring's end, the capture thread
+ * reading while the test writes, the caller's own CUDA context left current
+ * after a manual pass, and a ring freed under the capture (a read error,
+ * counted, never a crash).
+ *
+ * Three layouts, each case in each:
+ *   gpu    rings and doorbell records in GPU memory (DEVX path, DB handler)
+ *   hostdb rings in GPU memory, doorbell records in pinned host memory
+ *   proxy  as hw_devx.c lays out a CPU_PROXY QP: records in mapped host
+ *          memory, the producer index in the host-side proxy word
+ *
+ * Exits 77 without libcuda.so.1 or a CUDA device.  The driver API is loaded
+ * with dlopen, so the binary needs nothing from the CUDA toolkit at run time.
+ *
+ * usage: gdak_capture_cuda [GDAK_TRACE_BINARY]   (the decoder checks need it)
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <time.h>
+
+#include <gdak/gdak.h>
+#include <gdak/mlx5.h>
+
+#include "capture_util.h"
+#include "gdak_test.h"
+
+#define QPN 0x000456u
+#define SCQN 0x90u
+#define RCQN 0x91u
+
+/* ---- the driver API, loaded at run time ---------------------------------- */
+
+typedef int curesult;
+typedef unsigned long long cudevptr;
+typedef struct cuctx_st *cuctx;
+
+static struct {
+	curesult (*Init)(unsigned);
+	curesult (*DriverGetVersion)(int *);
+	curesult (*DeviceGetCount)(int *);
+	curesult (*DeviceGet)(int *, int);
+	curesult (*DeviceGetName)(char *, int, int);
+	curesult (*DevicePrimaryCtxRetain)(cuctx *, int);
+	curesult (*CtxSetCurrent)(cuctx);
+	curesult (*CtxGetCurrent)(cuctx *);
+	curesult (*CtxCreate)(cuctx *, unsigned, int);
+	curesult (*CtxDestroy)(cuctx);
+	curesult (*MemAlloc)(cudevptr *, size_t);
+	curesult (*MemFree)(cudevptr);
+	curesult (*MemcpyHtoD)(cudevptr, const void *, size_t);
+	curesult (*MemcpyDtoH)(void *, cudevptr, size_t);
+	curesult (*MemHostAlloc)(void **, size_t, unsigned);
+	curesult (*MemFreeHost)(void *);
+	curesult (*GetErrorString)(curesult, const char **);
+} cu;
+
+#define CU_MEMHOSTALLOC_PORTABLE 0x1
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x2
+
+static cuctx primary;
+static int cu_dev;
+
+static const char *cu_err(curesult r)
+{
+	const char *s = NULL;
+
+	if (cu.GetErrorString && !cu.GetErrorString(r, &s) && s)
+		return s;
+	return "?";
+}
+
+/* A driver call that must succeed: its name and error on failure. */
+#define CU_OK(call)                                                                        \
+	do {                                                                               \
+		curesult r_ = (call);                                                      \
+		if (r_) {                                                                  \
+			gdak_test_fail(__FILE__, __LINE__, "%s: CUDA error %d (%s)", #call, r_, \
+				       cu_err(r_));                                        \
+			exit(gdak_test_end() ? 1 : 1);                                     \
+		}                                                                          \
+	} while (0)
+
+/* 0, or 77 (skip) with the reason printed. */
+static int cu_load(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	const char *env = getenv("GDAK_CUDA_DEVICE");
+	char name[128] = "?";
+	int n = 0, ver = 0, ordinal = env ? atoi(env) : 0;
+	curesult r;
+
+	if (!lib) {
+		printf("SKIP: no CUDA driver (%s)\n", dlerror());
+		return 77;
+	}
+#define SYM(f, s)                                                                         \
+	do {                                                                              \
+		*(void **)&cu.f = dlsym(lib, s);                                          \
+		if (!cu.f) {                                                              \
+			printf("SKIP: libcuda.so.1 lacks %s\n", s);                       \
+			return 77;                                                        \
+		}                                                                         \
+	} while (0)
+	SYM(Init, "cuInit");
+	SYM(DriverGetVersion, "cuDriverGetVersion");
+	SYM(DeviceGetCount, "cuDeviceGetCount");
+	SYM(DeviceGet, "cuDeviceGet");
+	SYM(DeviceGetName, "cuDeviceGetName");
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(CtxGetCurrent, "cuCtxGetCurrent");
+	/* optional: only own_context_kept needs them */
+	*(void **)&cu.CtxCreate = dlsym(lib, "cuCtxCreate_v2");
+	*(void **)&cu.CtxDestroy = dlsym(lib, "cuCtxDestroy_v2");
+	SYM(MemAlloc, "cuMemAlloc_v2");
+	SYM(MemFree, "cuMemFree_v2");
+	SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
+	SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+	SYM(MemHostAlloc, "cuMemHostAlloc");
+	SYM(MemFreeHost, "cuMemFreeHost");
+	SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+	if ((r = cu.Init(0))) {
+		printf("SKIP: cuInit: %d (%s)\n", r, cu_err(r));
+		return 77;
+	}
+	if (cu.DeviceGetCount(&n) || n <= 0) {
+		printf("SKIP: no CUDA device\n");
+		return 77;
+	}
+	if (ordinal < 0 || ordinal >= n)
+		ordinal = 0;	/* what capture_cuda.c does with a bad GDAK_CUDA_DEVICE */
+	CU_OK(cu.DeviceGet(&cu_dev, ordinal));
+	CU_OK(cu.DevicePrimaryCtxRetain(&primary, cu_dev));
+	CU_OK(cu.CtxSetCurrent(primary));
+	cu.DriverGetVersion(&ver);
+	cu.DeviceGetName(name, sizeof(name), cu_dev);
+	printf("CUDA driver %d.%d, device %d of %d: %s%s\n", ver / 1000, ver % 1000 / 10, ordinal,
+	       n, name, dlsym(lib, "gdak_fake_cuda") ? " (gdak's fake driver: no GPU)" : "");
+	return 0;
+}
+
+/* ---- rings in GPU memory -------------------------------------------------- */
+
+enum layout { L_GPU, L_HOSTDB, L_PROXY };
+static const char *const layout_names[] = {"gpu", "hostdb", "proxy"};
+
+static enum layout lay;
+static const char *bin;
+static const char *cur_case = "start";
+static unsigned case_failed0;	/* gdak_test_failed when the case began */
+
+/* Doorbell records as hw_devx.c places them in their page. */
+#define DBR_QP 0u
+#define DBR_SCQ 64u
+#define DBR_RCQ 128u
+#define DBR_LEN 256u
+
+struct gring {
+	struct gdak_dev_qp d;	/* host memory, as hw_mlx5's descriptor */
+	cudevptr sq, scq, rcq, rq, db;	/* GPU memory (db: L_GPU only) */
+	uint8_t *hdb;		/* pinned host records (L_HOSTDB, L_PROXY) */
+	uint64_t *proxy;	/* pinned host proxy word */
+	uint32_t ncqe;
+	uint64_t pi;		/* device producer index */
+	uint64_t scq_n, rcq_n;	/* CQEs the "HCA" wrote */
+	uint64_t seed;
+	uint8_t *scq_shadow, *rcq_shadow; /* what each CQ slot holds */
+	/* what was posted: bytes of WQE k, its index and size */
+	uint8_t exp[64][1024];
+	uint16_t exp_idx[64];
+	uint32_t exp_bbs[64];
+	unsigned nexp;
+};
+
+static void *dptr(cudevptr p) { return (void *)(uintptr_t)p; }
+
+static void fresh_cq(cudevptr cq, uint8_t *shadow, uint32_t n)
+{
+	memset(shadow, 0, (size_t)n * 64);
+	for (uint32_t i = 0; i < n; i++)
+		shadow[(size_t)i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
+	CU_OK(cu.MemcpyHtoD(cq, shadow, (size_t)n * 64));
+}
+
+static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
+{
+	struct gring *r = calloc(1, sizeof(*r));
+	uint8_t zero[DBR_LEN] = {0};
+
+	REQUIRE(r);
+	r->ncqe = ncqe;
+	CU_OK(cu.MemAlloc(&r->sq, (size_t)sq_cnt * 64));
+	CU_OK(cu.MemAlloc(&r->scq, (size_t)ncqe * 64));
+	r->scq_shadow = malloc((size_t)ncqe * 64);
+	REQUIRE(r->scq_shadow);
+	fresh_cq(r->scq, r->scq_shadow, ncqe);
+	{
+		uint8_t *z = calloc(sq_cnt, 64);
+		REQUIRE(z);
+		CU_OK(cu.MemcpyHtoD(r->sq, z, (size_t)sq_cnt * 64));
+		free(z);
+	}
+	r->d.version = GDAK_DEV_ABI_VERSION;
+	r->d.qpn = QPN;
+	r->d.qpn_ds_be = gdak_htobe32(QPN << 8);
+	r->d.sq_wqebb_cnt = sq_cnt;
+	r->d.sq_buf = dptr(r->sq);
+	r->d.handler = lay == L_PROXY ? GDAK_DEV_DB_CPU_PROXY : GDAK_DEV_DB_DB;
+	if (lay == L_GPU) {
+		CU_OK(cu.MemAlloc(&r->db, DBR_LEN));
+		CU_OK(cu.MemcpyHtoD(r->db, zero, DBR_LEN));
+		r->d.dbrec = dptr(r->db + DBR_QP);
+		r->d.scq.dbrec = dptr(r->db + DBR_SCQ);
+		r->d.rcq.dbrec = dptr(r->db + DBR_RCQ);
+	} else {
+		/* hw_cuda_host_alloc's flags: the GPU reaches it too */
+		CU_OK(cu.MemHostAlloc((void **)&r->hdb, 4096,
+				      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+		memset(r->hdb, 0, 4096);
+		r->proxy = (uint64_t *)(void *)(r->hdb + 1024);
+		r->d.dbrec = (uint32_t *)(void *)(r->hdb + DBR_QP);
+		r->d.scq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_SCQ);
+		r->d.rcq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_RCQ);
+		r->d.proxy_pi = r->proxy;
+	}
+	r->d.scq.version = GDAK_DEV_ABI_VERSION;
+	r->d.scq.cqn = SCQN;
+	r->d.scq.ncqe = ncqe;
+	r->d.scq.log_ncqe = 31u - (uint32_t)__builtin_clz(ncqe);
+	r->d.scq.cqes = dptr(r->scq);
+	if (with_rq) {
+		CU_OK(cu.MemAlloc(&r->rq, 4096));
+		CU_OK(cu.MemAlloc(&r->rcq, (size_t)ncqe * 64));
+		r->rcq_shadow = malloc((size_t)ncqe * 64);
+		REQUIRE(r->rcq_shadow);
+		fresh_cq(r->rcq, r->rcq_shadow, ncqe);
+		r->d.rq_buf = dptr(r->rq);
+		r->d.rq_wqe_cnt = 16;
+		r->d.rq_log_stride = 6;
+		r->d.rcq.version = GDAK_DEV_ABI_VERSION;
+		r->d.rcq.cqn = RCQN;
+		r->d.rcq.ncqe = ncqe;
+		r->d.rcq.log_ncqe = r->d.scq.log_ncqe;
+		r->d.rcq.cqes = dptr(r->rcq);
+	} else {
+		r->d.rcq.dbrec = NULL;
+	}
+	r->seed = 77;
+	return r;
+}
+
+static void gr_free(struct gring *r)
+{
+	cu.MemFree(r->sq);
+	cu.MemFree(r->scq);
+	if (r->rcq)
+		cu.MemFree(r->rcq);
+	if (r->rq)
+		cu.MemFree(r->rq);
+	if (r->db)
+		cu.MemFree(r->db);
+	if (r->hdb)
+		cu.MemFreeHost(r->hdb);
+	free(r->scq_shadow);
+	free(r->rcq_shadow);
+	free(r);
+}
+
+/* A WQE of ds DS at the producer index, written WQEBB by WQEBB into the GPU
+ * ring (a ctrl segment naming its index and QP, pseudo-random segments). */
+static uint16_t post(struct gring *r, uint8_t opcode, unsigned ds)
+{
+	uint8_t w[1024] __attribute__((aligned(16)));
+	struct gdak_mlx5_ctrl c = {.opcode = opcode, .wqe_index = (uint16_t)r->pi, .qpn = QPN,
+				   .ds = (uint8_t)ds, .fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE};
+	unsigned bbs = gdak_mlx5_wqebbs(ds);
+	uint16_t idx = (uint16_t)r->pi;
+
+	gdak_test_fill(w, sizeof(w), r->seed++);
+	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
+	for (unsigned i = 0; i < bbs; i++) {
+		uint32_t slot = (uint32_t)(r->pi + i) & (r->d.sq_wqebb_cnt - 1);
+		CU_OK(cu.MemcpyHtoD(r->sq + (cudevptr)slot * 64, w + (size_t)i * 64, 64));
+	}
+	if (r->nexp < 64) {
+		memcpy(r->exp[r->nexp], w, (size_t)bbs * 64);
+		r->exp_idx[r->nexp] = idx;
+		r->exp_bbs[r->nexp++] = bbs;
+	}
+	r->pi += bbs;
+	return idx;
+}
+
+/* The device makes WQEs up to pi visible: the send doorbell record (DB) or
+ * the proxy word (CPU_PROXY, whose record the proxy thread writes later). */
+static void publish_pi(struct gring *r, uint64_t pi)
+{
+	uint32_t v = gdak_mlx5_sq_dbrec_value((uint32_t)pi);
+
+	if (lay == L_PROXY)
+		__atomic_store_n(r->proxy, pi, __ATOMIC_RELEASE);
+	else if (lay == L_HOSTDB)
+		__atomic_store_n(&r->d.dbrec[MLX5_SND_DBR], v, __ATOMIC_RELEASE);
+	else
+		CU_OK(cu.MemcpyHtoD(r->db + DBR_QP + 4 * MLX5_SND_DBR, &v, 4));
+}
+
+static void publish(struct gring *r) { publish_pi(r, r->pi); }
+
+/* The "HCA" writes the next CQE: one 64-byte write, owner byte included, as
+ * the HCA's own PCIe write of a CQE. */
+static void hw_cqe(struct gring *r, int recv, uint8_t op, uint16_t wqe_counter, uint8_t syndrome)
+{
+	uint64_t *n = recv ? &r->rcq_n : &r->scq_n;
+	uint32_t slot = (uint32_t)(*n & (r->ncqe - 1));
+	uint8_t *c = (recv ? r->rcq_shadow : r->scq_shadow) + (size_t)slot * 64;
+	cudevptr g = (recv ? r->rcq : r->scq) + (cudevptr)slot * 64;
+	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)(void *)c;
+
+	gdak_test_fill(c, 63, *n + 1000 * (uint64_t)recv + 7);
+	q->wqe_counter = gdak_htobe16(wqe_counter);
+	if (op == MLX5_CQE_REQ_ERR) {
+		struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)c;
+		e->syndrome = syndrome;
+		e->s_wqe_opcode_qpn = gdak_htobe32((uint32_t)MLX5_OPCODE_RDMA_WRITE << 24 | QPN);
+	} else {
+		q->sop_drop_qpn = gdak_htobe32(QPN);
+	}
+	c[63] = gdak_mlx5_cqe_op_own(op, *n, r->ncqe);
+	CU_OK(cu.MemcpyHtoD(g, c, 64));
+	(*n)++;
+}
+
+/* The device consumed the CQ up to ci: its doorbell record. */
+static void consume(struct gring *r, int recv, uint64_t ci)
+{
+	uint32_t v = gdak_mlx5_cq_dbrec_value((uint32_t)ci);
+	uint32_t off = recv ? DBR_RCQ : DBR_SCQ;
+
+	if (lay == L_GPU)
+		CU_OK(cu.MemcpyHtoD(r->db + off, &v, 4));
+	else
+		__atomic_store_n((uint32_t *)(void *)(r->hdb + off), v, __ATOMIC_RELEASE);
+}
+
+/* ---- reading back --------------------------------------------------------- */
+
+static struct gdak_capture *cap_open(const char *path, unsigned flags)
+{
+	struct gdak_capture *c = NULL;
+
+	REQUIRE_EQ(gdak_capture_open(NULL, path, flags, &c), 0);
+	return c;
+}
+
+static void add(struct gdak_capture *c, struct gring *r)
+{
+	int ret = gdak_capture_add_dev_qp(c, &r->d, GDAK_CAPTURE_RINGS_GPU);
+
+	if (ret)
+		printf("gdak_capture_add_dev_qp: %s (run with GDAK_LOG=debug for why)\n",
+		       strerror(-ret));
+	REQUIRE_EQ(ret, 0);
+}
+
+static void read_back(const char *path, struct cr_file *f)
+{
+	REQUIRE_EQ(cr_read(path, f), 0);
+	CHECK(f->clean);
+}
+
+/* The WQE records equal posted WQEs k0..k1-1 (bytes, index, size). */
+static void check_wqes(const struct cr_file *f, const struct gring *r, unsigned k0, unsigned k1)
+{
+	size_t from = 0;
+	long i;
+	unsigned k = k0;
+
+	while ((i = cr_next(f, &from, GDAK_TREC_WQE, QPN)) >= 0) {
+		const struct cr_rec *w = &f->r[i];
+
+		if (k >= k1) {
+			gdak_test_fail(__FILE__, __LINE__, "[%s/%s] extra WQE record idx %u",
+				       layout_names[lay], cur_case, w->idx);
+			break;
+		}
+		CHECK_EQ(w->idx, r->exp_idx[k]);
+		CHECK_EQ(w->len, r->exp_bbs[k] * 64);
+		CHECK_EQ(w->thread, GDAK_CAPTURE_THREAD_ID);
+		if (w->len == r->exp_bbs[k] * 64)
+			CHECK_MEM(w->bytes, r->exp[k], w->len);
+		k++;
+	}
+	CHECK_EQ(k, k1);
+}
+
+/* The CQE records of cqn, in order, are CQEs n0..n1-1 as the shadow holds
+ * them (every one of them still in its slot). */
+static void check_cqes(const struct cr_file *f, const struct gring *r, uint32_t cqn, uint64_t n0,
+		       uint64_t n1)
+{
+	const uint8_t *sh = cqn == RCQN ? r->rcq_shadow : r->scq_shadow;
+	size_t from = 0;
+	uint64_t n = n0;
+	long i;
+
+	while ((i = cr_next(f, &from, GDAK_TREC_CQE, QPN)) >= 0) {
+		const struct cr_rec *e = &f->r[i];
+
+		if (e->cqn != cqn)
+			continue;
+		if (n >= n1) {
+			gdak_test_fail(__FILE__, __LINE__, "[%s/%s] extra CQE record cq %#x index %u",
+				       layout_names[lay], cur_case, e->cqn, e->cq_index);
+			break;
+		}
+		CHECK_EQ(e->cq_index, (uint32_t)n);
+		CHECK_MEM(e->bytes, sh + (size_t)(n & (r->ncqe - 1)) * 64, 64);
+		n++;
+	}
+	CHECK_EQ(n, n1);
+}
+
+static unsigned count(const struct cr_file *f, uint8_t type)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		n += f->r[i].type == type;
+	return n;
+}
+
+/* The capture said where it found the rings (its QP record). */
+static void check_where(const struct cr_file *f)
+{
+	size_t from = 0;
+	long i = cr_next(f, &from, GDAK_TREC_QP, QPN);
+	const char *want = lay == L_GPU ? "rings in GPU memory, doorbell records in GPU memory"
+					: "rings in GPU memory, doorbell records in host memory";
+
+	REQUIRE(i >= 0);
+	if (!strstr(f->r[i].text, want))
+		gdak_test_fail(__FILE__, __LINE__, "[%s/%s] QP record '%s' lacks '%s'",
+			       layout_names[lay], cur_case, f->r[i].text, want);
+}
+
+static void no_read_errors(struct gdak_capture *c)
+{
+	struct gdak_capture_stats st;
+
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.read_errors, 0);
+}
+
+static void begin(const char *name)
+{
+	cur_case = name;
+	case_failed0 = gdak_test_failed;
+	printf("-- %s/%s\n", layout_names[lay], name);
+	fflush(stdout);
+}
+
+static void done(char *path, struct cr_file *f, struct gring *r)
+{
+	if (f)
+		cr_free(f);
+	if (r)
+		gr_free(r);
+	if (path) {
+		if (gdak_test_failed != case_failed0)
+			printf("   (trace kept: %s)\n", path);
+		else
+			unlink(path);
+		free(path);
+	}
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+static void basic(void)
+{
+	char *path = cr_tmpname("cuda-basic");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+	size_t from = 0;
+	long i;
+
+	begin("basic");
+	add(c, r);
+	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing yet */
+	post(r, MLX5_OPCODE_NOP, 1);
+	post(r, MLX5_OPCODE_RDMA_WRITE, 3);
+	post(r, GDAK_MLX5_OPCODE_WAIT, 5);
+	post(r, MLX5_OPCODE_RDMA_WRITE, 9);
+	publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	hw_cqe(r, 0, MLX5_CQE_REQ, 1, 0);
+	hw_cqe(r, 0, MLX5_CQE_REQ_ERR, 4, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	CHECK(gdak_capture_poll(c) > 0);
+	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing recorded twice */
+	post(r, MLX5_OPCODE_SEND, 2);
+	publish(r);
+	consume(r, 0, 2);
+	hw_cqe(r, 0, MLX5_CQE_REQ, 7, 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.wqes, 4);
+	CHECK_EQ(st.wqebbs, 7);
+	CHECK_EQ(st.cqes, 2);
+	CHECK_EQ(st.doorbells, 1);
+	CHECK_EQ(st.read_errors, 0);
+	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
+
+	read_back(path, &f);
+	check_where(&f);
+	check_wqes(&f, r, 0, 5);
+	check_cqes(&f, r, SCQN, 0, 3);
+	for (unsigned k = 0; k < 3 && (i = cr_next(&f, &from, GDAK_TREC_CQE, QPN)) >= 0; k++) {
+		struct gdak_mlx5_cqe_fields cf;
+
+		gdak_mlx5_cqe_decode(f.r[i].bytes, &cf);
+		CHECK_EQ(cf.wqe_counter, k == 0 ? 1 : k == 1 ? 4 : 7);
+		CHECK_EQ(cf.opcode, k == 1 ? MLX5_CQE_REQ_ERR : MLX5_CQE_REQ);
+		if (k == 1)
+			CHECK_EQ(cf.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	}
+	from = 0;
+	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
+	CHECK(i >= 0 && f.r[i].idx == 7);
+	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
+	CHECK(i >= 0 && f.r[i].idx == 8);
+	CHECK_EQ(count(&f, GDAK_TREC_QP), 1);
+	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
+
+	if (bin) {
+		int rc;
+		char *out = cr_tool(bin, "", path, &rc);
+		const char *w[] = {"t256", "qp 0x000456", "WQE idx=4 RDMA_WRITE", "ds=9", NULL};
+		const char *e[] = {"t256", "CQE REQ_ERR", "wqe_counter=4",
+				   "syndrome=REMOTE_ACCESS_ERR", NULL};
+		const char *d[] = {"t256", "DOORBELL", "pi=7", NULL};
+
+		REQUIRE(out);
+		CHECK_EQ(rc, 0);
+		CHECK(cr_has_line(out, w));
+		CHECK(cr_has_line(out, e));
+		CHECK(cr_has_line(out, d));
+		if (gdak_test_failed != case_failed0)
+			printf("gdak-trace output:\n%s", out);
+		free(out);
+	}
+	done(path, &f, r);
+}
+
+/* Ten 3-WQEBB WQEs into a 16-slot ring between two looks: exactly 15 WQEBBs
+ * lost (14 overwritten, plus the tail of the WQE at 12), WQEs 15..27 whole. */
+static void sq_loss(void)
+{
+	char *path = cr_tmpname("cuda-sqloss");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+
+	begin("sq_loss");
+	add(c, r);
+	for (int k = 0; k < 10; k++)
+		post(r, MLX5_OPCODE_RDMA_WRITE, 9);
+	publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	post(r, MLX5_OPCODE_NOP, 1);
+	publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_wqebbs, 15);
+	CHECK_EQ(st.loss_records, 1);
+	CHECK_EQ(st.read_errors, 0);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	check_wqes(&f, r, 5, 11);
+	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 15);
+	done(path, &f, r);
+}
+
+/* 40 CQEs into a 16-entry CQ, all consumed: 24 lost, 24..39 captured.  The
+ * device says so by the CQ doorbell record, or only by cons_idx. */
+static void cq_loss(int by_cons_idx)
+{
+	char *path = cr_tmpname("cuda-cqloss");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+
+	begin(by_cons_idx ? "cq_loss_cons_idx" : "cq_loss_dbrec");
+	add(c, r);
+	for (int k = 0; k < 40; k++) {
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+		if (by_cons_idx)
+			r->d.scq.cons_idx = (uint64_t)k + 1;
+	}
+	if (!by_cons_idx)
+		consume(r, 0, 40);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_cqes, 24);
+	CHECK_EQ(st.cqes, 16);
+	CHECK_EQ(st.read_errors, 0);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 24);
+	check_cqes(&f, r, SCQN, 24, 40);
+	done(path, &f, r);
+}
+
+/* 20 CQEs in a 16-entry CQ, consumer index 4: 16..19 legally overwrote 0..3. */
+static void cq_slot_reused(void)
+{
+	char *path = cr_tmpname("cuda-cqreuse");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+
+	begin("cq_slot_reused");
+	add(c, r);
+	consume(r, 0, 4);
+	for (int k = 0; k < 20; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_cqes, 4);
+	CHECK_EQ(st.cqes, 16);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 4);
+	check_cqes(&f, r, SCQN, 4, 20);
+	done(path, &f, r);
+}
+
+/* The 16-bit record wraps (65530..65535, 0..): the staged SQ copy splits at
+ * the ring's end too. */
+static void pi_wrap(void)
+{
+	char *path = cr_tmpname("cuda-wrap");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct cr_file f;
+
+	begin("pi_wrap");
+	r->pi = 65530;
+	publish(r);
+	add(c, r);
+	for (int k = 0; k < 12; k++) {
+		post(r, MLX5_OPCODE_RDMA_WRITE, 3);
+		if (k % 5 == 4) {
+			publish(r);
+			CHECK(gdak_capture_poll(c) > 0);
+		}
+	}
+	publish(r);
+	no_read_errors(c);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	check_wqes(&f, r, 0, 12);
+	CHECK_EQ(r->exp_idx[6], 0);
+	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 0);
+	done(path, &f, r);
+}
+
+/* A 128-entry CQ read in 64-CQE chunks: 100 CQEs, consumed, then 100 more
+ * across the ring's end (the chunk at 100 splits into 28 + 36 slots); and
+ * the receive CQ next to it. */
+static void cq_chunks_and_rcq(void)
+{
+	char *path = cr_tmpname("cuda-chunks");
+	struct gring *r = gr_new(16, 128, 1);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+
+	begin("cq_chunks_and_rcq");
+	add(c, r);
+	for (int k = 0; k < 100; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	hw_cqe(r, 1, MLX5_CQE_RESP_SEND, 0, 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.cqes, 101);
+	consume(r, 0, 100);
+	consume(r, 1, 1);
+	r->d.scq.cons_idx = 100;
+	for (int k = 100; k < 200; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	hw_cqe(r, 1, MLX5_CQE_RESP_SEND_IMM, 1, 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.cqes, 202);
+	CHECK_EQ(st.lost_cqes, 0);
+	CHECK_EQ(st.read_errors, 0);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	/* slots 0..71 now hold CQEs 128..199: compare those against the
+	 * shadow, 0..71 only by their wqe_counter */
+	{
+		size_t from = 0;
+		long i;
+		uint64_t n = 0;
+
+		while ((i = cr_next(&f, &from, GDAK_TREC_CQE, QPN)) >= 0) {
+			const struct cr_rec *e = &f.r[i];
+			struct gdak_mlx5_cqe_fields cf;
+
+			if (e->cqn != SCQN)
+				continue;
+			gdak_mlx5_cqe_decode(e->bytes, &cf);
+			CHECK_EQ(e->cq_index, (uint32_t)n);
+			CHECK_EQ(cf.wqe_counter, (uint16_t)n);
+			CHECK_EQ(cf.opcode, MLX5_CQE_REQ);
+			if (n >= 72)
+				CHECK_MEM(e->bytes, r->scq_shadow + (size_t)(n & 127) * 64, 64);
+			n++;
+		}
+		CHECK_EQ(n, 200);
+	}
+	check_cqes(&f, r, RCQN, 0, 2);
+	done(path, &f, r);
+}
+
+/*
+ * The capture thread reads the GPU rings while the test writes them: WQEs
+ * and CQEs in steps, each step waited for through the statistics (no
+ * timing assumption: a step may take one pass or many), then everything
+ * compared.  Afterwards a pass in the test thread while the test's own
+ * (non-primary) CUDA context is current must leave that context current.
+ */
+static void wait_for(struct gdak_capture *c, uint64_t wqes, uint64_t cqes)
+{
+	struct gdak_capture_stats st;
+	struct timespec ts = {0, 1000000};
+
+	for (int tries = 0; tries < 60000; tries++) {	/* at least 60 s */
+		REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+		if (st.wqes >= wqes && st.cqes >= cqes)
+			return;
+		nanosleep(&ts, NULL);
+	}
+	gdak_test_fail(__FILE__, __LINE__, "[%s/%s] capture thread: %" PRIu64 " WQEs, %" PRIu64
+		       " CQEs after 60 s; wanted %" PRIu64 ", %" PRIu64 " (read errors %" PRIu64
+		       ")", layout_names[lay], cur_case, st.wqes, st.cqes, wqes, cqes,
+		       st.read_errors);
+}
+
+static void thread_mode(void)
+{
+	char *path = cr_tmpname("cuda-thread");
+	struct gring *r = gr_new(64, 64, 0);
+	struct gdak_capture *c = cap_open(path, 0);
+	struct cr_file f;
+	unsigned steps = 8, per = 4;
+
+	begin("thread");
+	add(c, r);
+	for (unsigned s = 0; s < steps; s++) {
+		for (unsigned k = 0; k < per; k++)
+			post(r, k & 1 ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_WRITE, 1 + 2 * k);
+		publish(r);
+		for (unsigned k = 0; k < per; k++)
+			hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(s * per + k), 0);
+		consume(r, 0, r->scq_n);
+		r->d.scq.cons_idx = r->scq_n;
+		/* the ring never gets a lap ahead: wait until the thread saw it */
+		wait_for(c, (uint64_t)(s + 1) * per, (uint64_t)(s + 1) * per);
+	}
+	no_read_errors(c);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	check_where(&f);
+	check_wqes(&f, r, 0, steps * per);
+	check_cqes(&f, r, SCQN, 0, (uint64_t)steps * per);
+	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
+	done(path, &f, r);
+}
+
+static void own_context_kept(void)
+{
+	char *path = cr_tmpname("cuda-ctx");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct cr_file f;
+	cuctx mine = NULL, now = NULL;
+
+	begin("own_context_kept");
+	if (!cu.CtxCreate || !cu.CtxDestroy) {
+		printf("   skipped: libcuda.so.1 lacks cuCtxCreate_v2/cuCtxDestroy_v2\n");
+		gdak_capture_close(c);
+		done(path, NULL, r);
+		return;
+	}
+	add(c, r);
+	post(r, MLX5_OPCODE_RDMA_WRITE, 3);
+	publish(r);
+	hw_cqe(r, 0, MLX5_CQE_REQ, 0, 0);
+	CU_OK(cu.CtxCreate(&mine, 0, cu_dev));	/* current on this thread now */
+	CHECK(gdak_capture_poll(c) > 0);
+	CU_OK(cu.CtxGetCurrent(&now));
+	if (now != mine)
+		gdak_test_fail(__FILE__, __LINE__, "[%s/%s] gdak_capture_poll changed the "
+			       "calling thread's CUDA context (%p, was %p)", layout_names[lay],
+			       cur_case, (void *)now, (void *)mine);
+	no_read_errors(c);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	CU_OK(cu.CtxGetCurrent(&now));
+	CHECK(now == mine);
+	CU_OK(cu.CtxDestroy(mine));
+	CU_OK(cu.CtxSetCurrent(primary));
+	read_back(path, &f);
+	check_wqes(&f, r, 0, 1);
+	check_cqes(&f, r, SCQN, 0, 1);
+	done(path, &f, r);
+}
+
+/* A ring freed under the capture (a QP destroyed before it was removed):
+ * the copy fails, is counted, close returns the error; no crash, and the
+ * file is still complete. */
+static void freed_ring(void)
+{
+	char *path = cr_tmpname("cuda-freed");
+	struct gring *r = gr_new(16, 16, 0);
+	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	struct gdak_capture_stats st;
+	struct cr_file f;
+	int ret;
+
+	begin("freed_ring");
+	add(c, r);
+	post(r, MLX5_OPCODE_NOP, 1);
+	publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	post(r, MLX5_OPCODE_NOP, 1);
+	publish(r);
+	CU_OK(cu.MemFree(r->sq));
+	CU_OK(cu.MemFree(r->scq));
+	r->sq = r->scq = 0;
+	gdak_capture_poll(c);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK(st.read_errors > 0);
+	CHECK_EQ(st.wqes, 1);
+	ret = gdak_capture_close(c);
+	CHECK_EQ(ret, -EIO);
+	read_back(path, &f);
+	check_wqes(&f, r, 0, 1);
+	r->sq = 0;
+	done(path, &f, NULL);
+	if (r->db)
+		cu.MemFree(r->db);
+	if (r->hdb)
+		cu.MemFreeHost(r->hdb);
+	free(r->scq_shadow);
+	free(r);
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2) {
+		fprintf(stderr, "usage: %s [GDAK_TRACE_BINARY]\n", argv[0]);
+		return 2;
+	}
+	bin = argc == 2 ? argv[1] : NULL;
+	rc = cu_load();
+	if (rc)
+		return rc;
+	if (!getenv("GDAK_LOG"))
+		gdak_set_log_level(GDAK_LOG_ERROR);
+	for (lay = L_GPU; lay <= L_PROXY; lay++) {
+		basic();
+		sq_loss();
+		cq_loss(0);
+		cq_loss(1);
+		cq_slot_reused();
+		pi_wrap();
+		cq_chunks_and_rcq();
+		thread_mode();
+		own_context_kept();
+	}
+	/* last: a failed copy must not poison what runs after it */
+	lay = L_GPU;
+	freed_ring();
+	if (!bin)
+		printf("note: no gdak-trace binary given; decoder checks skipped\n");
+	return gdak_test_end();
+}
