@@ -45,6 +45,7 @@ static struct {
 	cap_cu_result (*DeviceGet)(cap_cu_device *, int);
 	cap_cu_result (*DevicePrimaryCtxRetain)(cap_cu_ctx *, cap_cu_device);
 	cap_cu_result (*CtxSetCurrent)(cap_cu_ctx);
+	cap_cu_result (*CtxGetCurrent)(cap_cu_ctx *);
 	cap_cu_result (*StreamCreate)(cap_cu_stream *, unsigned);
 	cap_cu_result (*StreamDestroy)(cap_cu_stream);
 	cap_cu_result (*StreamSynchronize)(cap_cu_stream);
@@ -58,7 +59,6 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int load_state = -ENODEV;
 static cap_cu_ctx primary;	/* retained for the life of the process */
-static __thread cap_cu_ctx tls_current;
 
 struct cap_cuda {
 	cap_cu_stream stream;
@@ -106,6 +106,7 @@ static void load(void)
 	SYM(DeviceGet, "cuDeviceGet");
 	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
 	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(CtxGetCurrent, "cuCtxGetCurrent");
 	SYM(StreamCreate, "cuStreamCreate");
 	SYM(StreamDestroy, "cuStreamDestroy_v2");
 	SYM(StreamSynchronize, "cuStreamSynchronize");
@@ -133,25 +134,45 @@ static void load(void)
 	load_state = 0;
 }
 
-/* The primary context - the one the application's runtime uses, so its
- * device pointers are valid here - current on the calling thread. */
-static int make_current(void)
+/*
+ * The primary context - the one the application's runtime uses, so its
+ * device pointers are valid here, and the one the capture's stream belongs
+ * to - current on the calling thread for what follows; *saved is what the
+ * thread had current.  The current context is asked for each time, never
+ * cached: gdak_capture_poll() runs in the application's thread, which may
+ * have switched to a context of its own since (a stream used under another
+ * context fails with "invalid resource handle").
+ */
+static int enter(cap_cu_ctx *saved)
 {
+	cap_cu_ctx now = NULL;
 	cap_cu_result r;
 
-	if (tls_current == primary)
+	if (cu.CtxGetCurrent(&now))
+		now = NULL;
+	*saved = now;
+	if (now == primary)
 		return 0;
 	if ((r = cu.CtxSetCurrent(primary))) {
 		GDAK_ERR_RL("capture", 0, "cuCtxSetCurrent: %s", cu_err(r));
 		return -EIO;
 	}
-	tls_current = primary;
 	return 0;
+}
+
+/* Give the caller's own context back.  A thread that had none keeps the
+ * primary one (the capture thread; a runtime thread would make it current
+ * on its first call anyway), so the capture thread switches only once. */
+static void leave(cap_cu_ctx saved)
+{
+	if (saved && saved != primary)
+		cu.CtxSetCurrent(saved);
 }
 
 int cap_cuda_open(struct cap_cuda **out)
 {
 	struct cap_cuda *cc;
+	cap_cu_ctx saved;
 	cap_cu_result r;
 	int ret;
 
@@ -163,12 +184,16 @@ int cap_cuda_open(struct cap_cuda **out)
 	pthread_once(&load_once, load);
 	if (load_state)
 		return load_state;
-	if ((ret = make_current()))
-		return ret;
 	cc = calloc(1, sizeof(*cc));
 	if (!cc)
 		return -ENOMEM;
-	if ((r = cu.StreamCreate(&cc->stream, CAP_CU_STREAM_NON_BLOCKING))) {
+	if ((ret = enter(&saved))) {
+		free(cc);
+		return ret;
+	}
+	r = cu.StreamCreate(&cc->stream, CAP_CU_STREAM_NON_BLOCKING);
+	leave(saved);
+	if (r) {
 		GDAK_ERR("capture", 0, "cuStreamCreate(NON_BLOCKING): %s", cu_err(r));
 		free(cc);
 		return -EIO;
@@ -179,24 +204,31 @@ int cap_cuda_open(struct cap_cuda **out)
 
 void cap_cuda_close(struct cap_cuda *cc)
 {
+	cap_cu_ctx saved;
+
 	if (!cc || cc == &fake_cc)
 		return;
-	if (!make_current())
+	if (!enter(&saved)) {
 		cu.StreamDestroy(cc->stream);
+		leave(saved);
+	}
 	free(cc);
 }
 
 int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p)
 {
+	cap_cu_ctx saved;
 	cap_cu_result r;
 	int ret;
 
 	*p = NULL;
 	if (cc == &fake_cc)
 		return posix_memalign(p, 64, len) ? -ENOMEM : 0;
-	if ((ret = make_current()))
+	if ((ret = enter(&saved)))
 		return ret;
-	if ((r = cu.MemHostAlloc(p, len, CAP_CU_MEMHOSTALLOC_PORTABLE))) {
+	r = cu.MemHostAlloc(p, len, CAP_CU_MEMHOSTALLOC_PORTABLE);
+	leave(saved);
+	if (r) {
 		GDAK_ERR("capture", 0, "cuMemHostAlloc(%zu): %s", len, cu_err(r));
 		*p = NULL;
 		return -ENOMEM;
@@ -206,14 +238,19 @@ int cap_cuda_host_alloc(struct cap_cuda *cc, size_t len, void **p)
 
 void cap_cuda_host_free(struct cap_cuda *cc, void *p)
 {
-	if (cc == &fake_cc)
+	cap_cu_ctx saved;
+
+	if (cc == &fake_cc) {
 		free(p);
-	else if (p && !make_current())
+	} else if (p && !enter(&saved)) {
 		cu.MemFreeHost(p);
+		leave(saved);
+	}
 }
 
 int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len)
 {
+	cap_cu_ctx saved;
 	cap_cu_result r;
 	int ret;
 
@@ -221,11 +258,12 @@ int cap_cuda_read(struct cap_cuda *cc, void *dst, const void *src, size_t len)
 		memcpy(dst, src, len);
 		return 0;
 	}
-	if ((ret = make_current()))
+	if ((ret = enter(&saved)))
 		return ret;
 	r = cu.MemcpyDtoHAsync(dst, (cap_cu_devptr)(uintptr_t)src, len, cc->stream);
 	if (!r)
 		r = cu.StreamSynchronize(cc->stream);
+	leave(saved);
 	if (r) {
 		GDAK_ERR_RL("capture", 0, "copy of %zu bytes from GPU address %p: %s", len, src,
 			    cu_err(r));
@@ -238,6 +276,7 @@ int cap_cuda_classify(const void *p, const void **host, int *device)
 {
 	cap_cu_devptr dp = (cap_cu_devptr)(uintptr_t)p;
 	unsigned int type = 0;
+	cap_cu_ctx saved;
 	void *hp = NULL;
 	int ret;
 
@@ -250,19 +289,18 @@ int cap_cuda_classify(const void *p, const void **host, int *device)
 	pthread_once(&load_once, load);
 	if (load_state)
 		return load_state;
-	if ((ret = make_current()))
+	if ((ret = enter(&saved)))
 		return ret;
 	/* not a CUDA pointer at all: ordinary host memory, used as it is */
 	if (cu.PointerGetAttribute(&type, CAP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp))
-		return 0;
-	if (type == CAP_CU_MEMORYTYPE_DEVICE) {
+		type = 0;
+	if (type == CAP_CU_MEMORYTYPE_DEVICE)
 		*device = 1;
-		return 0;
-	}
 	/* pinned or registered host memory: the address the GPU uses may not
 	 * be the host's (registered memory without unified host pointers) */
 	if (type == CAP_CU_MEMORYTYPE_HOST &&
 	    !cu.PointerGetAttribute(&hp, CAP_CU_POINTER_ATTRIBUTE_HOST_POINTER, dp) && hp)
 		*host = hp;
+	leave(saved);
 	return 0;
 }
