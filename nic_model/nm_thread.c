@@ -39,7 +39,7 @@
 #define NM_SPIN_NS 50000		/* adaptive: empty time spent spinning */
 #define NM_YIELD_NS 1000000	/* ... then yielding */
 #define NM_NAP_NS 5000000	/* ... then 50 us naps; after that 1 ms timer sleeps */
-#define NM_SPIN_YIELD_PASSES 4096 /* spin mode: empty passes between sched_yield()s */
+#define NM_SPIN_YIELD_NS 16000	/* spin mode: empty time between sched_yield()s */
 #define NM_INNER_PASSES 64	/* passes per idle callback before libev polls again */
 
 struct nm_cmd {
@@ -222,11 +222,23 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			/* even spinning, give the CPU away now and then: with more
 			 * runnable threads than CPUs (the device threads, a 2-vCPU
 			 * guest) a thread that never yields makes every round trip
-			 * wait a scheduler slice (milliseconds) */
-			if (++t->empty % NM_SPIN_YIELD_PASSES == 0)
-				sched_yield();
-			else
+			 * wait a scheduler slice (milliseconds).  By time, not by
+			 * passes: an empty pass is ~35 ns, so a pass count fit for
+			 * one machine is 150 us of spinning on another.  The clock
+			 * is read every 64 empty passes (865 ns per read in a guest
+			 * whose clocksource is the HPET). */
+			if (t->empty++ == 0)
+				t->empty_since = nm_now_ns();
+			if (t->empty % 64 == 0) {
+				uint64_t now = nm_now_ns();
+
+				if (now - t->empty_since >= NM_SPIN_YIELD_NS) {
+					sched_yield();
+					t->empty_since = now;
+				}
+			} else {
 				cpu_relax();
+			}
 			continue;
 		}
 		/* back-off by time idle, read every 16 empty passes */
