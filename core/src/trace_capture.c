@@ -70,8 +70,10 @@ struct cap_cq {
 	uint32_t cqn;
 	uint64_t ci;		/* next CQE number to capture */
 	uint64_t lost, lost_first; /* not yet written as a loss record */
-	/* GPU rings: CQEs [stage_base, stage_base + stage_n) staged */
-	uint8_t *stage;
+	/* GPU rings: CQEs [stage_base, stage_base + stage_n) staged: owner
+	 * bytes from the first read, bodies from the second (fetch_cqe) */
+	uint8_t *owners, *stage;
+	int twice;		/* the second read was made */
 	uint64_t stage_base;
 	uint32_t stage_n;
 	uint64_t stage_ci;	/* the device's consumer index read after staging */
@@ -239,18 +241,44 @@ static int stage_sq(struct gdak_capture *c, struct cap_qp *q, uint64_t from, uin
 	return ret;
 }
 
+/* k CQE slots from slot on (wrapping at the ring's end) into dst, by DMA. */
+static int read_cq_chunk(struct gdak_capture *c, struct cap_cq *cq, uint8_t *dst, uint32_t slot,
+			 uint32_t k)
+{
+	uint32_t first = k < cq->ncqe - slot ? k : cq->ncqe - slot;
+	int ret;
+
+	ret = cap_cuda_read(c->cuda, dst, cq->cqes + (size_t)slot * 64, (size_t)first * 64);
+	if (!ret && k > first)
+		ret = cap_cuda_read(c->cuda, dst + (size_t)first * 64, cq->cqes,
+				    (size_t)(k - first) * 64);
+	if (ret)
+		set_err(c, ret);
+	return ret;
+}
+
 /*
  * CQE number n into out (64 bytes).  Host rings: the owner byte is loaded
  * first with acquire (the NIC writes it last, with release) and again after
- * the copy; *changed says the slot was rewritten meanwhile.  GPU rings: from
- * a staged chunk (one DMA read for CQ_CHUNK entries).
+ * the copy; *changed says the slot was rewritten meanwhile.
+ *
+ * GPU rings: from a staged chunk of CQ_CHUNK entries.  One DMA read gives
+ * no order between the bytes it reads, so a chunk read while a CQE lands
+ * may hold the new owner byte and the old body.  The owner bytes therefore
+ * come from a first read and the bodies from a second one that starts after
+ * it: a CQE the first read saw handed to software was complete before that
+ * read ended (the writer makes the body visible before the owner byte, as
+ * device code polling it relies on too).  An owner byte that differs
+ * between the two reads is a slot rewritten meanwhile (*changed).  The
+ * second read is made only when the chunk's first CQE is new, so an idle
+ * pass costs one read.
  */
 static int fetch_cqe(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq, uint64_t n,
 		     uint8_t *out, int *changed)
 {
 	uint32_t slot = (uint32_t)n & (cq->ncqe - 1);
 	const uint8_t *src = cq->cqes + (size_t)slot * 64;
-	int ret;
+	const uint8_t *a, *b;
 
 	*changed = 0;
 	if (!cq->gpu) {
@@ -265,24 +293,28 @@ static int fetch_cqe(struct gdak_capture *c, struct cap_qp *q, struct cap_cq *cq
 	}
 	if (n < cq->stage_base || n >= cq->stage_base + cq->stage_n) {
 		uint32_t k = cq->ncqe < CQ_CHUNK ? cq->ncqe : CQ_CHUNK;
-		uint32_t first = k < cq->ncqe - slot ? k : cq->ncqe - slot;
 
 		cq->stage_n = 0;
-		ret = cap_cuda_read(c->cuda, cq->stage, src, (size_t)first * 64);
-		if (!ret && k > first)
-			ret = cap_cuda_read(c->cuda, cq->stage + (size_t)first * 64, cq->cqes,
-					    (size_t)(k - first) * 64);
-		if (ret) {
-			set_err(c, ret);
-			return ret;
-		}
+		if (read_cq_chunk(c, cq, cq->owners, slot, k))
+			return -EIO;
+		cq->twice = gdak_mlx5_cqe_is_sw_owned(cq->owners[63], n, cq->ncqe);
+		if (cq->twice && read_cq_chunk(c, cq, cq->stage, slot, k))
+			return -EIO;
 		/* one record read per chunk, not per CQE: each is a DMA */
 		if (read_cq_ci(c, q, cq, n, &cq->stage_ci))
 			return -EIO;
 		cq->stage_base = n;
 		cq->stage_n = k;
 	}
-	memcpy(out, cq->stage + (size_t)(n - cq->stage_base) * 64, 64);
+	a = cq->owners + (size_t)(n - cq->stage_base) * 64;
+	b = cq->stage + (size_t)(n - cq->stage_base) * 64;
+	if (!cq->twice) {
+		memcpy(out, a, 64);
+		return 0;
+	}
+	memcpy(out, b, 63);
+	out[63] = a[63];
+	*changed = b[63] != a[63];
 	return 0;
 }
 
@@ -731,14 +763,16 @@ static int add_locked(struct gdak_capture *c, const struct gdak_dev_qp *d, enum 
 
 	sq_bytes = (size_t)q->sq_cnt * 64;
 	if (q->any_gpu) {
-		len = sq_bytes + (size_t)q->ncq * CQ_CHUNK * 64 + 64;
+		len = sq_bytes + (size_t)q->ncq * 2 * CQ_CHUNK * 64 + 64;
 		ret = cap_cuda_host_alloc(c->cuda, len, (void **)&q->stage);
 		if (ret) {
 			free(q);
 			return ret;
 		}
-		for (int i = 0; i < q->ncq; i++)
-			q->cq[i].stage = q->stage + sq_bytes + (size_t)i * CQ_CHUNK * 64;
+		for (int i = 0; i < q->ncq; i++) {
+			q->cq[i].owners = q->stage + sq_bytes + (size_t)i * 2 * CQ_CHUNK * 64;
+			q->cq[i].stage = q->cq[i].owners + (size_t)CQ_CHUNK * 64;
+		}
 		q->scratch = (uint32_t *)(void *)(q->stage + len - 64);
 	} else if (!(q->stage = malloc(sq_bytes))) {
 		free(q);
