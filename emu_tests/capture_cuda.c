@@ -70,6 +70,7 @@ static struct {
 
 static cuctx primary;
 static int cu_dev;
+static int fake_driver;	/* libcuda.so.1 is capture_cuda_fake.c */
 
 static const char *cu_err(curesult r)
 {
@@ -146,8 +147,9 @@ static int cu_load(void)
 	CU_OK(cu.CtxSetCurrent(primary));
 	cu.DriverGetVersion(&ver);
 	cu.DeviceGetName(name, sizeof(name), cu_dev);
+	fake_driver = dlsym(lib, "gdak_fake_cuda") != NULL;
 	printf("CUDA driver %d.%d, device %d of %d: %s%s\n", ver / 1000, ver % 1000 / 10, ordinal,
-	       n, name, dlsym(lib, "gdak_fake_cuda") ? " (gdak's fake driver: no GPU)" : "");
+	       n, name, fake_driver ? " (gdak's fake driver: no GPU)" : "");
 	return 0;
 }
 
@@ -833,9 +835,14 @@ static void own_context_kept(void)
 	done(path, &f, r);
 }
 
-/* A ring freed under the capture (a QP destroyed before it was removed):
- * the copy fails, is counted, close returns the error; no crash, and the
- * file is still complete. */
+/*
+ * A ring freed under the capture (a QP destroyed before it was removed):
+ * no crash, the file is complete, and close() reports an error exactly when
+ * copies failed.  The fake driver refuses copies from freed memory, so there
+ * the error path must run.  A real driver may keep a small allocation's
+ * pages mapped in its pool after cuMemFree and serve the copy from them;
+ * then the stale WQE is read, which is all a capture can do.
+ */
 static void freed_ring(void)
 {
 	char *path = cr_tmpname("cuda-freed");
@@ -857,14 +864,18 @@ static void freed_ring(void)
 	r->sq = r->scq = 0;
 	gdak_capture_poll(c);
 	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK(st.read_errors > 0);
-	CHECK_EQ(st.wqes, 1);
+	if (fake_driver)
+		CHECK(st.read_errors > 0);
+	else
+		printf("   real driver: %" PRIu64 " failed copies after cuMemFree\n",
+		       st.read_errors);
+	CHECK_EQ(st.wqes, st.read_errors ? 1 : 2);
 	ret = gdak_capture_close(c);
-	CHECK_EQ(ret, -EIO);
+	CHECK_EQ(ret, st.read_errors ? -EIO : 0);
 	read_back(path, &f);
-	check_wqes(&f, r, 0, 1);
-	r->sq = 0;
+	check_wqes(&f, r, 0, (unsigned)st.wqes);
 	done(path, &f, NULL);
+	/* not checked: after a failed copy only cleanup is left to do */
 	if (r->db)
 		cu.MemFree(r->db);
 	if (r->hdb)
