@@ -147,6 +147,7 @@ static int cu_load(void)
 	CU_OK(cu.CtxSetCurrent(primary));
 	cu.DriverGetVersion(&ver);
 	cu.DeviceGetName(name, sizeof(name), cu_dev);
+	CU_OK(cu.MemHostAlloc((void **)&bounce, BOUNCE_LEN, CU_MEMHOSTALLOC_PORTABLE));
 	fake_driver = dlsym(lib, "gdak_fake_cuda") != NULL;
 	printf("CUDA driver %d.%d, device %d of %d: %s%s\n", ver / 1000, ver % 1000 / 10, ordinal,
 	       n, name, fake_driver ? " (gdak's fake driver: no GPU)" : "");
@@ -188,12 +189,29 @@ struct gring {
 
 static void *dptr(cudevptr p) { return (void *)(uintptr_t)p; }
 
+/*
+ * The simulated device's store: done when it returns.  cuMemcpyHtoD from
+ * pageable memory may return once the bytes are staged, before they reach
+ * GPU memory, and the capture's copies on its non-blocking stream are not
+ * ordered after that DMA; from pinned memory the copy is synchronous.  So
+ * every write goes through a pinned bounce buffer.
+ */
+#define BOUNCE_LEN (64u << 10)
+static uint8_t *bounce;
+
+static void dev_write(cudevptr dst, const void *src, size_t len)
+{
+	REQUIRE(len <= BOUNCE_LEN);
+	memcpy(bounce, src, len);
+	CU_OK(cu.MemcpyHtoD(dst, bounce, len));
+}
+
 static void fresh_cq(cudevptr cq, uint8_t *shadow, uint32_t n)
 {
 	memset(shadow, 0, (size_t)n * 64);
 	for (uint32_t i = 0; i < n; i++)
 		shadow[(size_t)i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
-	CU_OK(cu.MemcpyHtoD(cq, shadow, (size_t)n * 64));
+	dev_write(cq, shadow, (size_t)n * 64);
 }
 
 static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
@@ -211,7 +229,7 @@ static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
 	{
 		uint8_t *z = calloc(sq_cnt, 64);
 		REQUIRE(z);
-		CU_OK(cu.MemcpyHtoD(r->sq, z, (size_t)sq_cnt * 64));
+		dev_write(r->sq, z, (size_t)sq_cnt * 64);
 		free(z);
 	}
 	r->d.version = GDAK_DEV_ABI_VERSION;
@@ -222,7 +240,7 @@ static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
 	r->d.handler = lay == L_PROXY ? GDAK_DEV_DB_CPU_PROXY : GDAK_DEV_DB_DB;
 	if (lay == L_GPU) {
 		CU_OK(cu.MemAlloc(&r->db, DBR_LEN));
-		CU_OK(cu.MemcpyHtoD(r->db, zero, DBR_LEN));
+		dev_write(r->db, zero, DBR_LEN);
 		r->d.dbrec = dptr(r->db + DBR_QP);
 		r->d.scq.dbrec = dptr(r->db + DBR_SCQ);
 		r->d.rcq.dbrec = dptr(r->db + DBR_RCQ);
@@ -294,7 +312,7 @@ static uint16_t post(struct gring *r, uint8_t opcode, unsigned ds)
 	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
 	for (unsigned i = 0; i < bbs; i++) {
 		uint32_t slot = (uint32_t)(r->pi + i) & (r->d.sq_wqebb_cnt - 1);
-		CU_OK(cu.MemcpyHtoD(r->sq + (cudevptr)slot * 64, w + (size_t)i * 64, 64));
+		dev_write(r->sq + (cudevptr)slot * 64, w + (size_t)i * 64, 64);
 	}
 	if (r->nexp < 64) {
 		memcpy(r->exp[r->nexp], w, (size_t)bbs * 64);
@@ -316,7 +334,7 @@ static void publish_pi(struct gring *r, uint64_t pi)
 	else if (lay == L_HOSTDB)
 		__atomic_store_n(&r->d.dbrec[MLX5_SND_DBR], v, __ATOMIC_RELEASE);
 	else
-		CU_OK(cu.MemcpyHtoD(r->db + DBR_QP + 4 * MLX5_SND_DBR, &v, 4));
+		dev_write(r->db + DBR_QP + 4 * MLX5_SND_DBR, &v, 4);
 }
 
 static void publish(struct gring *r) { publish_pi(r, r->pi); }
@@ -341,7 +359,7 @@ static void hw_cqe(struct gring *r, int recv, uint8_t op, uint16_t wqe_counter, 
 		q->sop_drop_qpn = gdak_htobe32(QPN);
 	}
 	c[63] = gdak_mlx5_cqe_op_own(op, *n, r->ncqe);
-	CU_OK(cu.MemcpyHtoD(g, c, 64));
+	dev_write(g, c, 64);
 	(*n)++;
 }
 
@@ -352,7 +370,7 @@ static void consume(struct gring *r, int recv, uint64_t ci)
 	uint32_t off = recv ? DBR_RCQ : DBR_SCQ;
 
 	if (lay == L_GPU)
-		CU_OK(cu.MemcpyHtoD(r->db + off, &v, 4));
+		dev_write(r->db + off, &v, 4);
 	else
 		__atomic_store_n((uint32_t *)(void *)(r->hdb + off), v, __ATOMIC_RELEASE);
 }
