@@ -71,6 +71,8 @@ static struct {
 static cuctx primary;
 static int cu_dev;
 static int fake_driver;	/* libcuda.so.1 is capture_cuda_fake.c */
+#define BOUNCE_LEN (64u << 10)
+static uint8_t *bounce;	/* pinned: dev_write's source */
 
 static const char *cu_err(curesult r)
 {
@@ -196,9 +198,6 @@ static void *dptr(cudevptr p) { return (void *)(uintptr_t)p; }
  * ordered after that DMA; from pinned memory the copy is synchronous.  So
  * every write goes through a pinned bounce buffer.
  */
-#define BOUNCE_LEN (64u << 10)
-static uint8_t *bounce;
-
 static void dev_write(cudevptr dst, const void *src, size_t len)
 {
 	REQUIRE(len <= BOUNCE_LEN);
