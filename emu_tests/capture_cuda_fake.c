@@ -14,7 +14,8 @@
  *     (CUDA_ERROR_INVALID_CONTEXT), and a stream is only usable while the
  *     context it was created in is current;
  *   - copies must lie inside one live allocation (freed memory:
- *     CUDA_ERROR_INVALID_VALUE).
+ *     CUDA_ERROR_INVALID_VALUE), and an asynchronous copy's destination in
+ *     pinned memory (capture_cuda.c promises one DMA).
  * Everything runs synchronously; streams do nothing else.
  */
 #define _GNU_SOURCE
@@ -319,9 +320,16 @@ API int cuMemcpyDtoH_v2(void *dst, devptr src, size_t len)
 
 API int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t len, struct fstream *s)
 {
-	int r = stream_ok(s);
+	int r = stream_ok(s), pinned;
 
-	return r ? r : copy(dst, (const void *)(uintptr_t)src, len, 0);
+	if (r)
+		return r;
+	/* the real driver would stage a pageable destination; capture_cuda.c
+	 * promises pinned memory (one DMA), so hold it to that */
+	pthread_mutex_lock(&lock);
+	pinned = host_pinned(dst) && host_pinned((const uint8_t *)dst + len - 1);
+	pthread_mutex_unlock(&lock);
+	return pinned ? copy(dst, (const void *)(uintptr_t)src, len, 0) : E_INVALID_VALUE;
 }
 
 API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
