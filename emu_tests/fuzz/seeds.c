@@ -322,6 +322,19 @@ static void trace_seeds(void)
 	gdak_trace_violation(b, 0x100, 1, "bad_rkey", MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
 			     "rkey 0x200 is not registered");
 	gdak_trace_fault(b, 0x100, 2, "err", "REMOTE_ACCESS");
+	/* two NIC passes as BATCH records, the second delta-coded against the
+	 * first (a doorbell, its WQE and its CQE each) */
+	for (int pass = 0; pass < 2; pass++) {
+		gdak_trace_batch_begin(b);
+		gdak_trace_doorbell(b, 0x100, 0, (uint16_t)(3 + pass), reg, 8);
+		wqe[2] = (uint8_t)(2 + pass); /* ctrl WQE index */
+		gdak_trace_wqe(b, 0x100, (uint16_t)(2 + pass), wqe, 1);
+		cqe[63] = 0x00;
+		cqe[55] = 0;
+		cqe[61] = (uint8_t)(2 + pass); /* wqe_counter (big-endian 60..61) */
+		gdak_trace_cqe(b, 0x100, 0x200, (uint32_t)(2 + pass), cqe);
+		gdak_trace_batch_end(b);
+	}
 	gdak_trace_note(b, "seed");
 	/* a RoCEv2 WRITE ONLY with 16 payload bytes, ICRC right */
 	bth_set(pkt, ROCE_WRITE_ONLY, 0, 0, ROCE_PKEY_DEFAULT, 0x101, 1, 5);
