@@ -125,18 +125,18 @@ static int run(void)
 	expect_ok(&R, nu_post_atomic(&R, MLX5_OPCODE_ATOMIC_FA, buf + RES_OFF, lk,
 				     all[right].addr + CNT_OFF, all[right].rkey, (uint64_t)rank + 5, 0,
 				     NU_SIG), "fetch-add");
-	CHECK_EQ(be64toh(*(uint64_t *)(buf + RES_OFF)), 0);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(buf + RES_OFF)), 0);
 	expect_ok(&R, nu_post_atomic(&R, MLX5_OPCODE_ATOMIC_CS, buf + RES_OFF + 8, lk,
 				     all[right].addr + CNT_OFF, all[right].rkey, 1000 + (uint64_t)rank,
 				     (uint64_t)rank + 5, NU_SIG), "compare-swap");
-	CHECK_EQ(be64toh(*(uint64_t *)(buf + RES_OFF + 8)), (uint64_t)rank + 5);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(buf + RES_OFF + 8)), (uint64_t)rank + 5);
 
 	/* everyone is done: check what the left neighbour did to me */
 	REQUIRE_EQ(gdak_bootstrap_mpi_barrier(NULL), 0);
 	CHECK_MEM(buf + IN_OFF, want, LEN);
 	/* this process's NIC thread applied the atomics: an atomic read (the
 	 * ordering itself came through the peer's CQE and the barrier) */
-	v = __atomic_load_n((uint64_t *)(buf + CNT_OFF), __ATOMIC_ACQUIRE);
+	v = __atomic_load_n((uint64_t *)(void *)(buf + CNT_OFF), __ATOMIC_ACQUIRE);
 	CHECK_EQ(v, 1000 + (uint64_t)left);
 	printf("rank %d/%d: put to %d, get from %d, atomics on %d: verified\n", rank, size, right,
 	       left, right);

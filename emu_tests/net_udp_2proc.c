@@ -164,14 +164,14 @@ static int client_ops(struct ep *e)
 	memcpy(&v, srv + CNT_OFF, 8);
 	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_FA, e->buf + 500000, lk, ra + CNT_OFF,
 				    rk, 7, 0, NU_SIG));
-	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500000)), v);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(e->buf + 500000)), v);
 	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_CS, e->buf + 500008, lk, ra + CNT_OFF,
 				    rk, 42, v + 7, NU_SIG));
-	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500008)), v + 7);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(e->buf + 500008)), v + 7);
 	/* a failed compare leaves 42 in place and returns it */
 	expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_CS, e->buf + 500016, lk, ra + CNT_OFF,
 				    rk, 99, 1, NU_SIG));
-	CHECK_EQ(be64toh(*(uint64_t *)(e->buf + 500016)), 42);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(e->buf + 500016)), 42);
 	/* bad rkey: REMOTE_ACCESS error CQE, QP to ERR */
 	{
 		struct gdak_mlx5_cqe_fields f;
@@ -257,7 +257,7 @@ static int client_loss(struct ep *e)
 		expect_ok(e, nu_post_atomic(&e->q, MLX5_OPCODE_ATOMIC_FA, e->buf + BUF - 8, lk,
 					    ra + CNT_OFF, rk, i + 1, 0, NU_SIG));
 		/* exactly once: the value before is the sum of the earlier adds */
-		CHECK_EQ(be64toh(*(uint64_t *)(e->buf + BUF - 8)), base + sum);
+		CHECK_EQ(be64toh(*(uint64_t *)(void *)(e->buf + BUF - 8)), base + sum);
 		sum += i + 1;
 	}
 	free(srv);

@@ -24,13 +24,13 @@ static void ctrl(uint8_t *w, uint8_t op, uint16_t idx, uint32_t qpn, uint8_t ds,
 {
 	struct gdak_mlx5_ctrl c = {.opcode = op, .wqe_index = idx, .qpn = qpn, .ds = ds,
 				   .fm_ce_se = fm_ce_se, .imm = imm_be};
-	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)w, &c);
+	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
 }
 
 static void cqe_ok(uint8_t *c, uint8_t op, uint16_t wqe_counter, uint32_t qpn, uint32_t bytes,
 		   uint8_t owner)
 {
-	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)c;
+	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)(void *)c;
 
 	memset(c, 0, 64);
 	q->wqe_counter = gdak_htobe16(wqe_counter);
@@ -42,7 +42,7 @@ static void cqe_ok(uint8_t *c, uint8_t op, uint16_t wqe_counter, uint32_t qpn, u
 static void cqe_err(uint8_t *c, uint8_t synd, uint8_t wqe_op, uint16_t wqe_counter, uint32_t qpn,
 		    uint8_t owner)
 {
-	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)c;
+	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)c;
 
 	memset(c, 0, 64);
 	e->syndrome = synd;
