@@ -121,7 +121,7 @@ static inline void rx_rq_post(struct rx *x, const struct gdak_dev_sge *s, uint32
 {
 	struct gdak_dev_qp *q = x->q;
 	uint32_t nseg = (1u << q->rq_log_stride) / 16;
-	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)
+	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)(void *)
 		((char *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1)) << q->rq_log_stride));
 
 	for (uint32_t i = 0; i < nseg; i++) {
