@@ -71,6 +71,9 @@ static struct {
 static cuctx primary;
 static int cu_dev;
 static int fake_driver;	/* libcuda.so.1 is capture_cuda_fake.c */
+/* the fake driver's hook: the next copy of >= at bytes is split at at and
+ * fn runs in between (a write landing during the capture's read) */
+static void (*fake_tear)(size_t at, void (*fn)(void *), void *arg);
 #define BOUNCE_LEN (64u << 10)
 static uint8_t *bounce;	/* pinned: dev_write's source */
 
@@ -151,6 +154,7 @@ static int cu_load(void)
 	cu.DeviceGetName(name, sizeof(name), cu_dev);
 	CU_OK(cu.MemHostAlloc((void **)&bounce, BOUNCE_LEN, CU_MEMHOSTALLOC_PORTABLE));
 	fake_driver = dlsym(lib, "gdak_fake_cuda") != NULL;
+	*(void **)&fake_tear = dlsym(lib, "gdak_fake_cuda_tear");
 	printf("CUDA driver %d.%d, device %d of %d: %s%s\n", ver / 1000, ver % 1000 / 10, ordinal,
 	       n, name, fake_driver ? " (gdak's fake driver: no GPU)" : "");
 	return 0;
@@ -853,6 +857,81 @@ static void own_context_kept(void)
 }
 
 /*
+ * A CQE landing while the capture reads its chunk (fake driver only: it can
+ * split a copy and run the "device" in between).
+ *   torn     the first read gets CQE 0's old body and its new owner byte:
+ *            the record must still hold the new body (the second read's)
+ *   rewrite  CQEs 0..15 written and consumed; CQE 16 lands in slot 0 between
+ *            the two reads: CQE 0 is counted lost (its body in the second
+ *            read is CQE 16's), 1..16 are recorded
+ */
+static struct gring *tear_ring;
+
+static void land_cqe(void *arg)
+{
+	hw_cqe(tear_ring, 0, MLX5_CQE_REQ, (uint16_t)(uintptr_t)arg, 0);
+}
+
+static void torn_cqe(void)
+{
+	char *path;
+	struct gring *r;
+	struct gdak_capture *c;
+	struct gdak_capture_stats st;
+	struct cr_file f;
+
+	if (!fake_tear)
+		return;	/* a real driver cannot be made to tear on cue */
+	path = cr_tmpname("cuda-torn");
+	r = gr_new(16, 16, 0);
+	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	tear_ring = r;
+	begin("torn_cqe");
+	add(c, r);
+	CHECK_EQ(gdak_capture_poll(c), 0);
+	/* the chunk read is the only copy of 64 bytes or more in the pass */
+	fake_tear(63, land_cqe, (void *)(uintptr_t)0x1234);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.cqes, 1);
+	CHECK_EQ(st.lost_cqes, 0);
+
+	for (int k = 1; k < 16; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	consume(r, 0, 16);
+	CHECK(gdak_capture_poll(c) > 0);	/* 1..15 */
+	REQUIRE_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	check_cqes(&f, r, SCQN, 0, 16);
+	cr_free(&f);
+	unlink(path);
+	free(path);
+	gr_free(r);
+
+	begin("rewrite_between_reads");
+	path = cr_tmpname("cuda-rewrite");
+	r = gr_new(16, 16, 0);
+	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	tear_ring = r;
+	add(c, r);
+	for (int k = 0; k < 16; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	consume(r, 0, 16);
+	/* after the whole first read of the chunk at 0 (16 CQEs) */
+	fake_tear(16 * 64, land_cqe, (void *)(uintptr_t)16);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_cqes, 1);
+	CHECK_EQ(st.cqes, 16);
+	CHECK_EQ(st.read_errors, 0);
+	REQUIRE_EQ(gdak_capture_close(c), 0);
+	read_back(path, &f);
+	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 1);
+	check_cqes(&f, r, SCQN, 1, 17);
+	done(path, &f, r);
+}
+
+/*
  * A ring freed under the capture (a QP destroyed before it was removed):
  * no crash, the file is complete, and close() reports an error exactly when
  * copies failed.  The fake driver refuses copies from freed memory, so there
@@ -929,6 +1008,8 @@ int main(int argc, char **argv)
 		thread_mode();
 		own_context_kept();
 	}
+	lay = L_GPU;
+	torn_cqe();
 	/* last: a failed copy must not poison what runs after it */
 	lay = L_GPU;
 	freed_ring();

@@ -318,8 +318,30 @@ API int cuMemcpyDtoH_v2(void *dst, devptr src, size_t len)
 	return r ? r : copy(dst, (const void *)(uintptr_t)src, len, 0);
 }
 
+/*
+ * Test hook (gdak_capture_cuda, fake driver only): the next asynchronous
+ * copy of at least `at` bytes copies its first `at` bytes, then calls
+ * fn(arg) - the "device" writing meanwhile - then copies the rest.  A read
+ * torn by a concurrent write, made deterministic.
+ */
+static void (*tear_fn)(void *);
+static void *tear_arg;
+static size_t tear_at;
+
+API void gdak_fake_cuda_tear(size_t at, void (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&lock);
+	tear_at = at;
+	tear_arg = arg;
+	tear_fn = fn;
+	pthread_mutex_unlock(&lock);
+}
+
 API int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t len, struct fstream *s)
 {
+	void (*fn)(void *) = NULL;
+	void *arg = NULL;
+	size_t at = 0;
 	int r = stream_ok(s), pinned;
 
 	if (r)
@@ -328,8 +350,22 @@ API int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t len, struct fstream *
 	 * promises pinned memory (one DMA), so hold it to that */
 	pthread_mutex_lock(&lock);
 	pinned = host_pinned(dst) && host_pinned((const uint8_t *)dst + len - 1);
+	if (tear_fn && len >= tear_at) {
+		fn = tear_fn;
+		arg = tear_arg;
+		at = tear_at;
+		tear_fn = NULL;
+	}
 	pthread_mutex_unlock(&lock);
-	return pinned ? copy(dst, (const void *)(uintptr_t)src, len, 0) : E_INVALID_VALUE;
+	if (!pinned)
+		return E_INVALID_VALUE;
+	if (!fn)
+		return copy(dst, (const void *)(uintptr_t)src, len, 0);
+	r = at ? copy(dst, (const void *)(uintptr_t)src, at, 0) : OK;
+	fn(arg);
+	if (!r && len > at)
+		r = copy((uint8_t *)dst + at, (const void *)(uintptr_t)(src + at), len - at, 0);
+	return r;
 }
 
 API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
