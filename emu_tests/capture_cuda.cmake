@@ -22,3 +22,12 @@ add_dependencies(gdak_capture_cuda gdak_fake_libcuda)
 add_test(NAME gdak.capture.cuda_fake COMMAND gdak_capture_cuda $<TARGET_FILE:gdak-trace>)
 set_tests_properties(gdak.capture.cuda_fake PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
   LABELS unit ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
+if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  add_test(NAME gdak.capture.cuda_fake.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_capture_cuda> $<TARGET_FILE:gdak-trace>)
+  set_tests_properties(gdak.capture.cuda_fake.memcheck PROPERTIES TIMEOUT 600
+    SKIP_RETURN_CODE 77 LABELS memcheck
+    ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fakecuda;GDAK_UNDER_VALGRIND=1")
+endif()
