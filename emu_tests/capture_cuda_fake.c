@@ -18,7 +18,9 @@
  *     pinned memory (capture_cuda.c promises one DMA).
  * Everything runs synchronously; streams do nothing else.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
