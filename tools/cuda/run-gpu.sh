@@ -15,7 +15,8 @@
 #   --bin DIR    run binaries packed elsewhere with --pack (a GPU machine
 #                without libev or a compiler: build where they are, carry DIR)
 #   default      --bin .carry/cuda if it holds binaries, else --build build/gpu
-# --pack copies the CUDA tests (gdak_cuda_*, gdak_dev_cuda) and gdak-perf-cuda
+# --pack copies the CUDA tests (gdak_cuda_*, gdak_dev_cuda, gdak_capture_cuda),
+# gdak-trace (the capture test decodes with it) and gdak-perf-cuda
 # of a build into DEST and
 # checks with ldd that they need no library the build machine alone has
 # beyond libibverbs (rdma-core) and the C/C++ runtimes.
@@ -38,7 +39,8 @@ pack() {
 	local b=$1 d=$2 n=0 missing
 	[ -d "$b" ] || die "--pack: build folder '$b' does not exist"
 	mkdir -p "$d" || die "--pack: cannot create '$d'"
-	for f in "$b"/emu_tests/gdak_cuda_* "$b"/emu_tests/gdak_dev_cuda "$b"/tools/gdak-perf-cuda; do
+	for f in "$b"/emu_tests/gdak_cuda_* "$b"/emu_tests/gdak_dev_cuda "$b"/emu_tests/gdak_capture_cuda \
+		 "$b"/tools/gdak-trace "$b"/tools/gdak-perf-cuda; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		cp "$f" "$d/" && n=$((n + 1))
 		missing=$(ldd "$f" | grep 'not found')
@@ -107,12 +109,15 @@ perf="$bin/gdak-perf-cuda"
 tests_log="$out/tests.log"
 : >"$tests_log"
 npass=0 nfail=0 nskip=0 failed=""
-for t in "$bin"/gdak_cuda_* "$bin"/gdak_dev_cuda; do
+for t in "$bin"/gdak_cuda_* "$bin"/gdak_dev_cuda "$bin"/gdak_capture_cuda; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
+	targs=()
+	# the ring-capture test decodes its captures with gdak-trace when given one
+	[ "$name" = gdak_capture_cuda ] && [ -x "$bin/gdak-trace" ] && targs=("$bin/gdak-trace")
 	start=$(date +%s%N)
 	echo "==== $name" >>"$tests_log"
-	GDAK_LOG=${GDAK_LOG:-warn} timeout "${GDAK_TEST_TIMEOUT:-120}" "$t" >>"$tests_log" 2>&1
+	GDAK_LOG=${GDAK_LOG:-warn} timeout "${GDAK_TEST_TIMEOUT:-120}" "$t" "${targs[@]}" >>"$tests_log" 2>&1
 	rc=$?
 	ms=$((($(date +%s%N) - start) / 1000000))
 	case $rc in
