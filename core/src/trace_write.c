@@ -120,9 +120,69 @@ struct gdak_trace {
 	_Atomic unsigned inject_errors;
 	uint64_t generation;
 	_Atomic uint64_t fake_now;
+	struct gdak_trace *reg_next;	/* open traces (fork handlers) */
 };
 
 static _Atomic uint64_t generations;
+
+/* ---- fork ---------------------------------------------------------------
+ * A child forked with a trace open has one thread, the forking one: the
+ * lock may have been held by a thread that is not there (the I/O thread,
+ * another recorder) and the condition variables may count the parent's
+ * waiters (glibc's pthread_cond_destroy then waits for them forever).  So
+ * fork takes every open trace's lock first (no other thread is inside),
+ * and the child starts from fresh condition variables; it writes inline
+ * (io_here: its pid is not the I/O thread's). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gdak_trace *reg_head;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct gdak_trace *t = reg_head; t; t = t->reg_next)
+		pthread_mutex_lock(&t->lock);
+}
+
+static void fork_parent(void)
+{
+	for (struct gdak_trace *t = reg_head; t; t = t->reg_next)
+		pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_child(void)
+{
+	for (struct gdak_trace *t = reg_head; t; t = t->reg_next) {
+		pthread_cond_init(&t->work, NULL);
+		pthread_cond_init(&t->done, NULL);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_init(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+static void reg_add(struct gdak_trace *t)
+{
+	pthread_once(&reg_once, reg_init);
+	pthread_mutex_lock(&reg_lock);
+	t->reg_next = reg_head;
+	reg_head = t;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_del(struct gdak_trace *t)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct gdak_trace **pp = &reg_head; *pp; pp = &(*pp)->reg_next) {
+		if (*pp == t) {
+			*pp = t->reg_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -1051,6 +1111,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 		t->io_on = true;
 		t->pid = getpid();
 	}
+	reg_add(t);
 	*tp = t;
 	return 0;
 fail_fd:
@@ -1185,6 +1246,7 @@ void gdak_trace_close(struct gdak_trace *t)
 
 	if (!t)
 		return;
+	reg_del(t);
 	/* the writers have stopped: a batch one left open is theirs no more */
 	pthread_mutex_lock(&t->lock);
 	if (io_here(t)) {
