@@ -379,11 +379,89 @@ static void test_concurrent(void)
 	free(path);
 }
 
+/* One packet through gdak_trace_packet_id (id) or gdak_trace_packet (id < 0),
+ * read back: *out gets its decoded headers, frame_id the frame's IPv4 ID. */
+static void packet_roundtrip(const uint8_t *pkt, size_t n, int id, struct trace_roce_pkt *out,
+			     uint16_t *frame_id, uint8_t *ipudp)
+{
+	char *path = tt_tmpname("ipid");
+	struct gdak_trace *t;
+	struct gdak_trace_buf *b;
+	struct collected c = {.n = 0};
+	const char *why = NULL;
+	char err[256];
+	size_t len;
+	uint8_t *file;
+
+	REQUIRE(path);
+	REQUIRE_EQ(gdak_trace_open(path, &t), 0);
+	b = gdak_trace_thread_buf(t, 0);
+	REQUIRE(b);
+	if (id >= 0)
+		gdak_trace_packet_id(b, 1, inet_addr("10.1.0.1"), inet_addr("10.1.0.2"), 53504, 4791,
+				     pkt, (uint32_t)n, (uint16_t)id);
+	else
+		gdak_trace_packet(b, 1, inet_addr("10.1.0.1"), inet_addr("10.1.0.2"), 53504, 4791,
+				  pkt, (uint32_t)n);
+	gdak_trace_close(t);
+	file = tt_slurp(path, &len);
+	REQUIRE(file);
+	CHECK_EQ(tt_read_all(file, len, collect, &c, err, sizeof(err)), 0);
+	for (int i = 0; i < c.n; i++) {
+		if (c.it[i].kind != GDAK_TITEM_PACKET)
+			continue;
+		const uint8_t *f = c.it[i].pkt.frame;
+
+		CHECK_EQ(trace_roce_decode(f, c.it[i].pkt.caplen, c.it[i].pkt.origlen, out, &why), 0);
+		*frame_id = (uint16_t)(f[14 + 4] << 8 | f[14 + 5]);
+		memcpy(ipudp, f + 14, 28);
+	}
+	free(file);
+	unlink(path);
+	free(path);
+}
+
+/* A received packet's ICRC covers the sender's IPv4 ID (rxe numbers its
+ * datagrams): recorded with that ID the frame's ICRC checks out, recorded
+ * with ID 0 it does not. */
+static void test_packet_ip_id(void)
+{
+	uint8_t pkt[12 + 4 + 4], ip[28 + sizeof(pkt)];
+	struct trace_roce_pkt d;
+	uint16_t fid = 0;
+	uint32_t icrc;
+
+	memset(pkt, 0, sizeof(pkt));
+	pkt[0] = 0x11;			/* RC ACKNOWLEDGE */
+	pkt[2] = pkt[3] = 0xff;
+	pkt[7] = 0x42;			/* dest QP */
+	pkt[11] = 7;			/* PSN */
+	pkt[12] = 0x1f;			/* AETH: ACK */
+	/* the headers the writer puts around it with ID 0xbeef, then the ICRC
+	 * over them as the sender's kernel would compute it */
+	packet_roundtrip(pkt, sizeof(pkt), 0xbeef, &d, &fid, ip);
+	CHECK_EQ(fid, 0xbeef);
+	memcpy(ip + 28, pkt, sizeof(pkt));
+	icrc = trace_roce_icrc(ip, sizeof(ip));
+	for (int i = 0; i < 4; i++)
+		pkt[sizeof(pkt) - 4 + i] = (uint8_t)(icrc >> 8 * i);
+
+	packet_roundtrip(pkt, sizeof(pkt), 0xbeef, &d, &fid, ip);
+	CHECK_EQ(fid, 0xbeef);
+	CHECK_EQ(d.icrc_ok, 1);
+	CHECK_EQ(d.src_port, 53504);
+	CHECK_EQ(d.psn, 7);
+	packet_roundtrip(pkt, sizeof(pkt), -1, &d, &fid, ip);
+	CHECK_EQ(fid, 0);
+	CHECK_EQ(d.icrc_ok, 0);
+}
+
 int main(void)
 {
 	test_every_record();
 	test_open_errors();
 	test_write_errors();
 	test_concurrent();
+	test_packet_ip_id();
 	return gdak_test_end();
 }

@@ -209,18 +209,23 @@ static struct roce_qp *lookup(struct roce_ctx *c, uint32_t qpn)
 	return u->rqp.qpn == qpn ? &u->rqp : NULL;
 }
 
-static void trace_pkt(struct roce_qp *r, int dir, const uint8_t *pkt, uint32_t len)
+static void trace_pkt(struct roce_qp *r, int dir, const uint8_t *pkt, uint32_t len,
+		      const struct roce_path *rx, uint16_t ip_id)
 {
 #ifdef NM_HAVE_TRACE
 	struct udp_qp *u = uqp_of(r);
 	struct gdak_trace_buf *tb = nm_tbuf(u->qp);
 
-	if (tb)
-		gdak_trace_packet(tb, dir, dir ? r->path.dip : r->path.sip,
-				  dir ? r->path.sip : r->path.dip, dir ? r->path.dport : r->path.sport,
-				  dir ? r->path.sport : r->path.dport, pkt, len);
+	if (tb && rx)	/* as it came: the sender's address and port */
+		gdak_trace_packet_id(tb, dir, rx->sip, rx->dip, rx->sport, rx->dport, pkt, len,
+				     ip_id);
+	else if (tb)
+		gdak_trace_packet_id(tb, dir, dir ? r->path.dip : r->path.sip,
+				     dir ? r->path.sip : r->path.dip,
+				     dir ? r->path.dport : r->path.sport,
+				     dir ? r->path.sport : r->path.dport, pkt, len, ip_id);
 #else
-	(void)r; (void)dir; (void)pkt; (void)len;
+	(void)r; (void)dir; (void)pkt; (void)len; (void)rx; (void)ip_id;
 #endif
 }
 

@@ -912,6 +912,13 @@ enum { ETH_LEN = 14, IP_LEN = 20, UDP_LEN = 8, HDRS = ETH_LEN + IP_LEN + UDP_LEN
 void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
 		       uint16_t src_port, uint16_t dst_port, const void *udp_payload, uint32_t len)
 {
+	gdak_trace_packet_id(b, dir, src_ip, dst_ip, src_port, dst_port, udp_payload, len, 0);
+}
+
+void gdak_trace_packet_id(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
+			  uint16_t src_port, uint16_t dst_port, const void *udp_payload,
+			  uint32_t len, uint16_t ip_id)
+{
 	uint32_t keep, orig;
 	size_t frame, total;
 	uint8_t *p, *f, *ip, *udp, *o;
@@ -952,7 +959,8 @@ void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint3
 	ip[1] = 0;		/* DSCP/ECN */
 	ip[2] = (uint8_t)((IP_LEN + UDP_LEN + orig) >> 8);
 	ip[3] = (uint8_t)(IP_LEN + UDP_LEN + orig);
-	ip[4] = ip[5] = 0;	/* id */
+	ip[4] = (uint8_t)(ip_id >> 8);	/* id: a kernel stack's, else 0 */
+	ip[5] = (uint8_t)ip_id;
 	ip[6] = 0x40;		/* DF: RoCEv2 packets are never fragmented */
 	ip[7] = 0;
 	ip[8] = 64;		/* TTL */

@@ -402,7 +402,12 @@ struct roce_ops {
 	 * transport's send batch).  NULL: the QP's own buffer. */
 	uint8_t *(*tx_buf)(struct roce_qp *qp);
 	/* Optional: every packet sent (dir 0) or received (dir 1), for traces. */
-	void (*trace_pkt)(struct roce_qp *qp, int dir, const uint8_t *pkt, uint32_t len);
+	/* For a received packet, rx is the path it came on (the sender's own
+	 * UDP source port: the ICRC covers it) and ip_id the IPv4 ID its ICRC
+	 * matched with (a UDP socket does not show the sender's); the trace's
+	 * frame carries both so that its ICRC checks out.  Sent: NULL, 0. */
+	void (*trace_pkt)(struct roce_qp *qp, int dir, const uint8_t *pkt, uint32_t len,
+			  const struct roce_path *rx, uint16_t ip_id);
 };
 
 struct roce_fault;	/* roce_fault.c */

@@ -257,7 +257,7 @@ static int wire(struct roce_qp *qp, const uint8_t *pkt, uint32_t len)
 		qp->stats.tx_pkts++;
 		qp->stats.tx_bytes += len;
 		if (qp->ctx->ops->trace_pkt)
-			qp->ctx->ops->trace_pkt(qp, 0, pkt, len);
+			qp->ctx->ops->trace_pkt(qp, 0, pkt, len, NULL, 0);
 	}
 	return rc;
 }

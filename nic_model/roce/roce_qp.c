@@ -204,7 +204,7 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += len;
 	if (qp->ctx->ops->trace_pkt)
-		qp->ctx->ops->trace_pkt(qp, 1, pkt, len);
+		qp->ctx->ops->trace_pkt(qp, 1, pkt, len, path, ip_id);
 	/* P_Key: the low 15 bits name the partition (IBA 10.9.3) */
 	if (qp->state != ROCE_QPS_RTS || ((bth_pkey(pkt) ^ qp->cfg.pkey) & 0x7fff)) {
 		qp->stats.bad_pkts++;

@@ -109,6 +109,12 @@ void gdak_trace_note(struct gdak_trace_buf *b, const char *text);
 void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
 		       uint16_t src_port, uint16_t dst_port, const void *udp_payload,
 		       uint32_t len);
+/* The same with the IPv4 header's identification: RoCEv2's ICRC covers it,
+ * so a received packet is recorded with the ID its ICRC matched with (a
+ * kernel RoCE stack such as rxe numbers its datagrams). */
+void gdak_trace_packet_id(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
+			  uint16_t src_port, uint16_t dst_port, const void *udp_payload,
+			  uint32_t len, uint16_t ip_id);
 
 /* Counters. */
 struct gdak_trace_stats {
