@@ -345,9 +345,15 @@ static const char *env_or_unset(const char *name)
 
 static void show_nic(void)
 {
+	/* the NIC model's own, then the trace writer's (docs/TRACE.md), the
+	 * ring capture's (docs/CAPTURE.md) and the transports' (docs/UDP.md,
+	 * docs/RXE.md) */
 	static const char *const vars[] = {"GDAK_DEVICE", "GDAK_NIC_THREADS", "GDAK_STRICT",
 					   "GDAK_POLL", "GDAK_TRACE", "GDAK_FAULTS",
-					   "GDAK_RNR_TIMEOUT_MS", "GDAK_LOG"};
+					   "GDAK_RNR_TIMEOUT_MS", "GDAK_LOG",
+					   "GDAK_TRACE_WRITER", "GDAK_TRACE_FULL",
+					   "GDAK_CAPTURE_TRACE", "GDAK_CAPTURE_POLL_US",
+					   "GDAK_UDP_LOCAL", "GDAK_VERBS_BOUNCE", "GDAK_VERBS_DMABUF"};
 	struct gdak_ctx *ctx = NULL;
 	int ret;
 

@@ -17,7 +17,8 @@
  * Adaptive polling: a NIC thread with nothing to do spins a little, then
  * yields, then sleeps in growing steps up to 1 ms; a doorbell is therefore
  * seen within about 1 ms at worst.  Spin mode never sleeps (latency
- * benchmarks; it takes a whole core per NIC thread).
+ * benchmarks; it takes a whole core per NIC thread); it only yields the CPU
+ * after 16 us without work, so that threads sharing the core still run.
  *
  * Atomics: the NIC model writes the original value of an ATOMIC_FA/CS to
  * the requester's local buffer in big-endian byte order, as ConnectX does;
