@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "capture_int.h"
 #include "capture_util.h"
@@ -181,9 +182,57 @@ static void env_capture(void)
 	free(other);
 }
 
+/* A child forked while captures run (their threads, the process-wide one
+ * with its exit handler) has none of their threads: its QP destroy, its
+ * gdak_capture_close and its exit must neither hang nor touch the parent's
+ * files; the parent's captures go on. */
+static void fork_with_captures(void)
+{
+	char *p = cr_tmpname("hook-fork"), *pe = cr_tmpname("hook-fork-env");
+	struct gdak_capture *c;
+	struct env e;
+	struct cr_file f;
+	pid_t pid;
+	int st = 0;
+
+	REQUIRE(p && pe);
+	setup(&e);
+	setenv("GDAK_CAPTURE_TRACE", pe, 1);
+	gdak_capture_env_add_qp(e.a.qp);	/* the process-wide one: closed at exit */
+	REQUIRE_EQ(gdak_capture_open(e.ctx, p, 0, &c), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(c, e.a.qp), 0);
+	write1(&e, &e.a);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		alarm(60);	/* a hang fails the test instead of stopping it */
+		if (gdak_capture_close(c) != -EPERM)
+			_exit(4);
+		gdak_capture_forget_qp(e.a.qp);
+		exit(0);	/* exit handlers run: no capture of the parent's joined */
+	}
+	REQUIRE_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	write1(&e, &e.a);	/* the parent's captures still follow the QP */
+	REQUIRE_EQ(gdak_capture_remove_qp(c, e.a.qp), 0);
+	CHECK_EQ(gdak_capture_close(c), 0);
+	REQUIRE_EQ(cr_read(p, &f), 0);
+	CHECK(f.clean);
+	CHECK_EQ(count(&f, GDAK_TREC_WQE, e.a.qpn), 2);
+	CHECK_EQ(count(&f, GDAK_TREC_CQE, e.a.qpn), 2);
+	cr_free(&f);
+	teardown(&e);
+	unsetenv("GDAK_CAPTURE_TRACE");
+	unlink(p);
+	free(p);
+	/* pe is completed by the exit handler of this process: left in place */
+	free(pe);
+}
+
 int main(void)
 {
 	env_capture();	/* first: it forks */
 	qp_and_ctx_hooks();
+	fork_with_captures();	/* last: threads are running when it forks */
 	return gdak_test_end();
 }

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gdak/mlx5.h>
 #include <gdak/trace.h>
@@ -112,6 +113,7 @@ struct gdak_capture {
 	int have_thread;
 	int stop, paused, parked;
 	int dead;		/* stopped, file complete (ctx closed or close) */
+	pid_t pid;		/* the process its thread runs in */
 	uint64_t max_sleep_ns;
 	struct gdak_trace *trace;
 	struct gdak_trace_buf *buf;
@@ -123,6 +125,9 @@ struct gdak_capture {
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_capture *reg_head;
+/* fork: a child has none of the captures' threads (fork_init below) */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_init(void);
 
 /* ---- reading the rings ------------------------------------------------- */
 
@@ -871,9 +876,11 @@ int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 		GDAK_ERR("capture", 0, "unknown capture flags 0x%x", flags);
 		return -EINVAL;
 	}
+	pthread_once(&fork_once, fork_init);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->pid = getpid();
 	c->ctx = ctx;
 	c->flags = flags;
 	c->max_sleep_ns = DEF_MAX_SLEEP_NS;
@@ -933,6 +940,12 @@ int gdak_capture_close(struct gdak_capture *c)
 
 	if (!c)
 		return -EINVAL;
+	if (c->pid != getpid()) {
+		/* a forked child: the thread and the file are the parent's */
+		GDAK_WARN("capture", 0, "capture belongs to process %d, not "
+			  "to this (forked) one: left to it", (int)c->pid);
+		return -EPERM;
+	}
 	pthread_mutex_lock(&reg_lock);
 	for (pp = &reg_head; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -1136,6 +1149,21 @@ void gdak_capture_forget_ctx(struct gdak_ctx *ctx)
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_capture *env_cap;
 static int env_failed;
+
+/* A forked child inherits the captures but none of their threads, and their
+ * locks may be held by a thread it does not have: it forgets them all - its
+ * QP destroys and context closes then find no capture to serve, its exit no
+ * $GDAK_TRACE capture to close (joining a thread of the parent would hang).
+ * The parent's captures and files go on unchanged. */
+static void fork_child(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
+	pthread_mutex_init(&env_lock, NULL);
+	reg_head = NULL;
+	env_cap = NULL;
+}
+
+static void fork_init(void) { pthread_atfork(NULL, NULL, fork_child); }
 
 static void env_atexit(void)
 {
