@@ -116,6 +116,7 @@ struct tv_stage {
 	uint32_t lkey;
 	uint32_t len;
 	uint64_t ring_end;	/* where the ring's tail moves at completion (0: one-off) */
+	uint64_t ring_prev;	/* the ring's head before this take (tv_stage_undo) */
 	struct ibv_mr *oneoff;	/* larger than the ring: registered for this one */
 	bool used;
 	uint8_t nseg;

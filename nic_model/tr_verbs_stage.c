@@ -118,6 +118,8 @@ static int stage_alloc(struct tv_qp *tq, struct tv_ring *r, struct tv_stage *st)
 		st->lkey = st->oneoff->lkey;
 	} else {
 		uint64_t off;
+		/* an empty ring starts over at 0 (tv_ring_take): so does its undo */
+		st->ring_prev = r->head == r->tail ? 0 : r->head;
 		ret = tv_ring_take(r, st->len, &off, &st->ring_end);
 		if (ret)
 			return ret;
@@ -192,7 +194,9 @@ void tv_stage_undo(struct tv_qp *tq, unsigned slot)
 		stage_release(&tq->sring, st);
 		return;
 	}
-	tq->sring.head = st->ring_end - st->len; /* it was the last allocation */
+	/* it was the last allocation; its start is not the old head when the
+	 * take skipped the ring's end */
+	tq->sring.head = st->ring_prev;
 	st->used = false;
 }
 
