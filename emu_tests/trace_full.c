@@ -218,11 +218,62 @@ static void test_fork(void)
 		if (b)
 			notes(b);	/* several times both buffers */
 		gdak_trace_close(t);
+		free(path);	/* valgrind checks the child's leaks too */
 		_exit(b ? 0 : 3);
 	}
 	REQUIRE(waitpid(pid, &status, 0) == pid);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	gdak_trace_close(t);
+	unlink(path);
+	free(path);
+}
+
+/* A failed flush loses the batch that an open batch is coded against: the
+ * open one cannot be decoded either - it is counted lost too (LOST, STATS,
+ * a gap), never written as a batch that refers to nothing; the next batch
+ * starts afresh and decodes. */
+static void test_flush_fails_under_open_batch(void)
+{
+	struct gdak_trace_opts o = {.buf_size = 128 * 1024, .chunks = 2};
+	char *path = tt_tmpname("stale");
+	struct gdak_trace *t;
+	struct gdak_trace_buf *b;
+	struct gdak_trace_stats st;
+	struct tally ty;
+	uint8_t w[64];
+
+	REQUIRE(path);
+	REQUIRE_EQ(gdak_trace_open_opts(path, &o, &t), 0);
+	b = gdak_trace_thread_buf(t, 0);
+	REQUIRE(b);
+	gdak_test_fill(w, sizeof(w), 4);
+	/* P: committed, not written yet */
+	gdak_trace_batch_begin(b);
+	gdak_trace_wqe(b, 0x100, 0, w, 1);
+	gdak_trace_wqe(b, 0x100, 1, w, 1);
+	gdak_trace_batch_end(b);
+	/* B opens coded against P ... */
+	gdak_trace_batch_begin(b);
+	gdak_trace_wqe(b, 0x100, 2, w, 1);
+	/* ... and P's write fails (a flush from any thread) */
+	gdak_trace_inject_write_errors(t, 1);
+	CHECK(gdak_trace_flush(t) < 0);
+	gdak_trace_wqe(b, 0x100, 3, w, 1);
+	gdak_trace_wqe(b, 0x100, 4, w, 1);
+	gdak_trace_batch_end(b);
+	/* C: afresh, written */
+	gdak_trace_batch_begin(b);
+	gdak_trace_wqe(b, 0x100, 5, w, 1);
+	gdak_trace_batch_end(b);
+	gdak_trace_get_stats(t, &st);
+	CHECK_EQ(st.lost, 2 + 3);	/* P's two records and B's three */
+	gdak_trace_close(t);
+
+	read_tally(path, &ty);	/* no reader error: no batch refers to a lost one */
+	CHECK_EQ(ty.notes, 1);	/* C */
+	CHECK_EQ(ty.gaps, 5);
+	CHECK_EQ(ty.lost_recs, 5);
+	CHECK_EQ(ty.stats.lost, 5);
 	unlink(path);
 	free(path);
 }
@@ -235,6 +286,7 @@ int main(void)
 	test_drop(0);
 	test_drop(1);
 	test_drop_batched();
+	test_flush_fails_under_open_batch();
 	test_fork();
 	return gdak_test_end();
 }

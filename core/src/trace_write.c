@@ -91,6 +91,7 @@ struct gdak_trace_buf {
 	bool ref_ok;
 	uint64_t ref_last;	/* seq of the last record of the previous batch */
 	_Atomic bool refs_stale; /* a flush of this buffer failed: start afresh */
+	bool bcont;		/* the open batch is coded against the previous one */
 };
 
 struct gdak_trace {
@@ -515,6 +516,7 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	b->bqpn = qpn;
 	if (atomic_exchange_explicit(&b->refs_stale, false, memory_order_relaxed))
 		b->ref_ok = false;
+	b->bcont = b->ref_ok;
 	if (b->ref_ok) {
 		/* WQEs and CQEs go on being coded against the previous batch's */
 		trace_put32(h + 36, GDAK_TRACE_BATCH_CONT);
@@ -531,10 +533,30 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
  * here.  The time is read now, after the records: a NIC pass publishes its
  * CQEs before it ends, so the clock read is not between a doorbell and the
  * CQE the device waits for. */
-static void batch_close(struct gdak_trace_buf *b)
+static void batch_close_locked(struct gdak_trace_buf *b, bool locked)
 {
 	uint8_t *blk = b->data + b->used;
 	size_t total = pad4(b->blen) + 4;
+
+	if (b->bcont && atomic_load_explicit(&b->refs_stale, memory_order_relaxed)) {
+		/* the batch it is coded against was lost by a failed flush after
+		 * it began: no reader could decode it - counted lost, like it
+		 * (a LOST record follows), never written (its records' sequence
+		 * numbers stay a gap); the next batch starts afresh */
+		struct gdak_trace *t = b->t;
+
+		if (!locked)
+			pthread_mutex_lock(&t->lock);
+		t->lost_recs += b->bcount;
+		t->lost_bytes += total;
+		t->pend_lost_recs += b->bcount;
+		t->pend_lost_bytes += total;
+		if (!locked)
+			pthread_mutex_unlock(&t->lock);
+		b->bopen = false;
+		b->ref_ok = false;
+		return;
+	}
 
 	trace_put64(blk + 12 + 8, now_ns(b->t));
 	memset(blk + b->blen, 0, pad4(b->blen) - b->blen);
@@ -547,6 +569,8 @@ static void batch_close(struct gdak_trace_buf *b)
 	b->ref_last = b->seq - 1;
 	buf_commit_n(b, total, b->bcount);
 }
+
+static void batch_close(struct gdak_trace_buf *b) { batch_close_locked(b, false); }
 
 /* Start a sub-record for qpn: returns where its tag byte goes. */
 static uint8_t *batch_sub(struct gdak_trace_buf *b, uint32_t qpn)
@@ -1269,7 +1293,7 @@ void gdak_trace_close(struct gdak_trace *t)
 	for (b = t->bufs; b; b = b->next) {
 		b->in_batch = false;
 		if (b->bopen)
-			batch_close(b);
+			batch_close_locked(b, true);
 	}
 	pthread_mutex_unlock(&t->lock);
 	gdak_trace_flush(t);
