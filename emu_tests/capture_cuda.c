@@ -578,9 +578,9 @@ static void basic(void)
 
 		REQUIRE(out);
 		CHECK_EQ(rc, 0);
-		CHECK(cr_has_line(out, w));
-		CHECK(cr_has_line(out, e));
-		CHECK(cr_has_line(out, d));
+		CHECK(gdak_test_has_line(out, w));
+		CHECK(gdak_test_has_line(out, e));
+		CHECK(gdak_test_has_line(out, d));
 		if (gdak_test_failed != case_failed0)
 			printf("gdak-trace output:\n%s", out);
 		free(out);

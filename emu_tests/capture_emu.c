@@ -295,9 +295,9 @@ int main(int argc, char **argv)
 		const char *e[] = {"t256", needle, "CQE REQ_ERR", "syndrome=REMOTE_ACCESS_ERR", NULL};
 		const char *w[] = {"t256", needle, "WQE", "ATOMIC_CS", NULL};
 		const char *q[] = {"t256", needle, "QP", "ring capture", NULL};
-		CHECK(cr_has_line(out, e));
-		CHECK(cr_has_line(out, w));
-		CHECK(cr_has_line(out, q));
+		CHECK(gdak_test_has_line(out, e));
+		CHECK(gdak_test_has_line(out, w));
+		CHECK(gdak_test_has_line(out, q));
 	}
 	if (gdak_test_failed)
 		printf("gdak-trace output:\n%s", out);
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(rc, 0);
 	{
 		const char *first[] = {"first error:", "REMOTE_ACCESS_ERR", NULL};
-		CHECK(cr_has_line(out, first));
+		CHECK(gdak_test_has_line(out, first));
 	}
 	if (gdak_test_failed)
 		printf("gdak-trace --summary output:\n%s", out);

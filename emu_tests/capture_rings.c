@@ -279,9 +279,9 @@ static void basic(void)
 		const char *e[] = {"t256", "CQE REQ_ERR", "wqe_counter=4",
 				   "syndrome=REMOTE_ACCESS_ERR", NULL};
 		const char *d[] = {"t256", "DOORBELL", "pi=7", NULL};
-		CHECK(cr_has_line(out, w));
-		CHECK(cr_has_line(out, e));
-		CHECK(cr_has_line(out, d));
+		CHECK(gdak_test_has_line(out, w));
+		CHECK(gdak_test_has_line(out, e));
+		CHECK(gdak_test_has_line(out, d));
 	}
 	if (gdak_test_failed)
 		printf("gdak-trace output:\n%s", out);

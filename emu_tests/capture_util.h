@@ -18,6 +18,8 @@
 #include <gdak/capture.h>
 #include <gdak/trace_format.h>
 
+#include "gdak_test.h"
+
 struct cr_rec {
 	uint8_t type;
 	uint32_t qpn;
@@ -193,43 +195,7 @@ static inline char *cr_tool(const char *bin, const char *args, const char *path,
 	return o;
 }
 
-/* 1 when one line of out contains every needle (NULL-terminated list). */
-static inline int cr_has_line(const char *out, const char *const *needles)
-{
-	for (const char *l = out; l && *l;) {
-		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		int all = 1;
-
-		for (const char *const *nd = needles; *nd && all; nd++) {
-			const char *hit = strstr(l, *nd);
-			all = hit && hit < l + len;
-		}
-		if (all)
-			return 1;
-		l = e ? e + 1 : NULL;
-	}
-	return 0;
-}
-
 /* A fresh temporary file name; free() it. */
-static inline char *cr_tmpname(const char *tag)
-{
-	const char *dir = getenv("TMPDIR");
-	size_t n = 64 + strlen(tag) + (dir ? strlen(dir) : 0);
-	char *p = malloc(n);
-	int fd;
-
-	if (!p)
-		return NULL;
-	snprintf(p, n, "%s/gdak-capture-%s-XXXXXX", dir && *dir ? dir : "/tmp", tag);
-	fd = mkstemp(p);
-	if (fd < 0) {
-		free(p);
-		return NULL;
-	}
-	close(fd);
-	return p;
-}
+static inline char *cr_tmpname(const char *tag) { return gdak_test_tmpname("capture", tag); }
 
 #endif

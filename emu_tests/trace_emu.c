@@ -39,24 +39,6 @@ static char *tool(const char *args, const char *path, int *rc)
 	return o;
 }
 
-/* The line of out that contains every one of the needles (NULL-terminated). */
-static int has_line(const char *out, const char *const *needles)
-{
-	for (const char *l = out; l && *l;) {
-		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		int all = 1;
-
-		for (const char *const *nd = needles; *nd && all; nd++) {
-			const char *f = strstr(l, *nd);
-			all = f && f < l + len;
-		}
-		if (all)
-			return 1;
-		l = e ? e + 1 : NULL;
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -124,21 +106,21 @@ int main(int argc, char **argv)
 	snprintf(w4, sizeof(w4), "raddr=0x%" PRIxPTR, (uintptr_t)dst);
 	{
 		const char *wqe[] = {w1, w2, w3, w4, "len=256", "ce=signalled", NULL};
-		CHECK(has_line(out, wqe));
+		CHECK(gdak_test_has_line(out, wqe));
 	}
 	{
 		const char *db[] = {w1, "DOORBELL handler=DB", "RDMA_WRITE", NULL};
-		CHECK(has_line(out, db));
+		CHECK(gdak_test_has_line(out, db));
 	}
 	snprintf(w2, sizeof(w2), "wqe_counter=%u", good);
 	{
 		const char *cqe[] = {w1, "CQE REQ ", w2, "byte_cnt=256", NULL};
-		CHECK(has_line(out, cqe));
+		CHECK(gdak_test_has_line(out, cqe));
 	}
 	snprintf(w2, sizeof(w2), "wqe_counter=%u", bad);
 	{
 		const char *err[] = {w1, "CQE REQ_ERR", w2, "syndrome=REMOTE_ACCESS_ERR", NULL};
-		CHECK(has_line(out, err));
+		CHECK(gdak_test_has_line(out, err));
 	}
 	CHECK(strstr(out, "STATS") != NULL);
 	if (gdak_test_failed)
@@ -153,8 +135,8 @@ int main(int argc, char **argv)
 	{
 		const char *first[] = {"first error:", "REMOTE_ACCESS_ERR", NULL}; /* VIOLATION or REQ_ERR */
 		const char *its[] = {w2, w3, "rkey=0xbad00", NULL};
-		CHECK(has_line(out, first));
-		CHECK(has_line(out, its));
+		CHECK(gdak_test_has_line(out, first));
+		CHECK(gdak_test_has_line(out, its));
 	}
 	if (gdak_test_failed)
 		printf("gdak-trace --summary output:\n%s", out);

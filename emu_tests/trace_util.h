@@ -11,27 +11,11 @@
 #include <unistd.h>
 
 #include <gdak/trace_format.h>
+#include "gdak_test.h"
 #include "trace_tool.h"
 
 /* A fresh temporary file name (the file exists, empty); free() it. */
-static inline char *tt_tmpname(const char *tag)
-{
-	const char *dir = getenv("TMPDIR");
-	size_t n = 64 + strlen(tag) + (dir ? strlen(dir) : 0);
-	char *p = malloc(n);
-	int fd;
-
-	if (!p)
-		return NULL;
-	snprintf(p, n, "%s/gdak-trace-%s-XXXXXX", dir && *dir ? dir : "/tmp", tag);
-	fd = mkstemp(p);
-	if (fd < 0) {
-		free(p);
-		return NULL;
-	}
-	close(fd);
-	return p;
-}
+static inline char *tt_tmpname(const char *tag) { return gdak_test_tmpname("trace", tag); }
 
 /* Whole file into memory; NULL on error. */
 static inline uint8_t *tt_slurp(const char *path, size_t *len)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <unistd.h>
 #include <time.h>
 #include "gdak_test.h"
 
@@ -58,4 +59,41 @@ uint64_t gdak_test_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+char *gdak_test_tmpname(const char *area, const char *tag)
+{
+	const char *dir = getenv("TMPDIR");
+	size_t n = 64 + strlen(area) + strlen(tag) + (dir ? strlen(dir) : 0);
+	char *p = malloc(n);
+	int fd;
+
+	if (!p)
+		return NULL;
+	snprintf(p, n, "%s/gdak-%s-%s-XXXXXX", dir && *dir ? dir : "/tmp", area, tag);
+	fd = mkstemp(p);
+	if (fd < 0) {
+		free(p);
+		return NULL;
+	}
+	close(fd);
+	return p;
+}
+
+int gdak_test_has_line(const char *out, const char *const *needles)
+{
+	for (const char *l = out; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		int all = 1;
+
+		for (const char *const *nd = needles; *nd && all; nd++) {
+			const char *hit = strstr(l, *nd);
+			all = hit && hit < l + len;
+		}
+		if (all)
+			return 1;
+		l = e ? e + 1 : NULL;
+	}
+	return 0;
 }

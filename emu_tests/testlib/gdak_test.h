@@ -86,5 +86,10 @@ uint64_t gdak_test_now_ns(void);
 
 /* Offset of the first differing byte, or (size_t)-1 when equal. */
 size_t gdak_test_memdiff(const void *a, const void *b, size_t n);
+/* A fresh temporary file, created empty: $TMPDIR (or /tmp)/gdak-AREA-TAG-XXXXXX;
+ * free() the name.  NULL on failure. */
+char *gdak_test_tmpname(const char *area, const char *tag);
+/* 1 when one line of out contains every needle (a NULL-terminated list). */
+int gdak_test_has_line(const char *out, const char *const *needles);
 
 #endif
