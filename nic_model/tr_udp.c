@@ -216,14 +216,11 @@ static void trace_pkt(struct roce_qp *r, int dir, const uint8_t *pkt, uint32_t l
 	struct udp_qp *u = uqp_of(r);
 	struct gdak_trace_buf *tb = nm_tbuf(u->qp);
 
-	if (tb && rx)	/* as it came: the sender's address and port */
-		gdak_trace_packet_id(tb, dir, rx->sip, rx->dip, rx->sport, rx->dport, pkt, len,
-				     ip_id);
-	else if (tb)
-		gdak_trace_packet_id(tb, dir, dir ? r->path.dip : r->path.sip,
-				     dir ? r->path.sip : r->path.dip,
-				     dir ? r->path.dport : r->path.sport,
-				     dir ? r->path.sport : r->path.dport, pkt, len, ip_id);
+	/* received: as it came (the sender's address and port); sent: the QP's path */
+	const struct roce_path *p = rx ? rx : &r->path;
+
+	if (tb)
+		gdak_trace_packet_id(tb, dir, p->sip, p->dip, p->sport, p->dport, pkt, len, ip_id);
 #else
 	(void)r; (void)dir; (void)pkt; (void)len; (void)rx; (void)ip_id;
 #endif
