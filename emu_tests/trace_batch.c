@@ -8,6 +8,14 @@
  * number, flags, every raw byte - and only the timestamps may differ.  A
  * small buffer makes batches meet the end of a buffer; a second thread
  * batches concurrently; the fake clock shows one timestamp per batch.
+ *
+ * The same for the streams a device makes, where most WQEs and CQEs are
+ * their predecessor advanced by a fixed step and go into REPEAT
+ * sub-records (docs/TRACE.md): progressions with byte carries and index
+ * wraps, one-off signaled WQEs and CQE blips (OFF), steps that change,
+ * other QPs and multi-WQEBB WQEs cutting in - written with the AVX2 run
+ * check and without it; one run longer than a REPEAT holds; and REPEAT/OFF
+ * sub-records damaged by hand, each rejected with its own message.
  */
 #include <pthread.h>
 
@@ -135,9 +143,109 @@ static void stream(struct gdak_trace_buf *b, int batched, uint64_t seed, int n)
 		gdak_trace_batch_end(b);
 }
 
+/* 64 bytes as 8 big-endian words, stepped */
+static void lanes_step(uint8_t *w, const uint64_t *st)
+{
+	for (unsigned i = 0; i < 8; i++)
+		trace_put_lane(w + 8 * i, trace_lane(w + 8 * i) + st[i]);
+}
+
+/* A device's streams: per QP a progression of RDMA_WRITEs (remote and
+ * local address stepping by a random amount, so bytes carry; the 16-bit
+ * index wraps), every 16th signaled (a one-off: OFF), now and then a new
+ * step, a multi-WQEBB WQE or another QP; CQEs whose counter steps by 16 and
+ * whose owner bit flips every 64, now and then a syndrome blip; doorbells.
+ * Batches of up to 600 records, like a NIC pass's. */
+static void progressions(struct gdak_trace_buf *b, int batched, uint64_t seed, int n)
+{
+	struct {
+		uint8_t w[64], c[64];
+		uint64_t ws[8], cs[8];
+		uint16_t idx;
+		uint32_t cqi;
+	} q[3];
+	uint8_t big[4 * 64], w[64], c[64];
+	uint32_t qn = 0;
+	int in_batch = 0, left = 0;
+
+	rng = seed;
+	rng_b = seed + 1;
+	memset(q, 0, sizeof(q));
+	for (unsigned j = 0; j < 3; j++) {
+		q[j].idx = (uint16_t)(65536 - 300 * (j + 1));	/* wraps soon */
+		q[j].w[3] = 0x08;				/* RDMA_WRITE */
+		q[j].w[7] = 3;
+		trace_put_lane(q[j].w + 16, 0x7f0000100000ull + rnd());
+		q[j].w[27] = 0x22;
+		q[j].w[35] = 8;
+		trace_put_lane(q[j].w + 40, 0x7f0000200000ull + rnd());
+		q[j].ws[2] = q[j].ws[5] = 8 * (1 + rnd() % 600);
+		q[j].c[63] = 0x00;	/* REQ, owner 0 */
+		q[j].cs[7] = 16 << 16;	/* wqe_counter, bytes 60..61 */
+	}
+	for (int k = 0; k < n; k++) {
+		uint32_t r = rnd() % 100;
+
+		if (batched && !in_batch) {
+			gdak_trace_batch_begin(b);
+			in_batch = 1;
+			left = 1 + (int)(step(&rng_b) % 600);
+		}
+		if (rnd() % 50 == 0)
+			qn = rnd() % 3;
+		if (r < 85) {		/* a WQE */
+			uint32_t qpn = 0x100 + qn;
+
+			if (rnd() % 100 == 0) {	/* a large one: its own sub-record */
+				uint32_t nbb = 2 + rnd() % 3;
+
+				for (uint32_t x = 0; x < 64 * nbb; x++)
+					big[x] = (uint8_t)rnd();
+				big[1] = (uint8_t)(q[qn].idx >> 8);
+				big[2] = (uint8_t)q[qn].idx;
+				gdak_trace_wqe(b, qpn, q[qn].idx, big, nbb);
+				q[qn].idx = (uint16_t)(q[qn].idx + nbb);
+				goto next;
+			}
+			if (rnd() % 200 == 0)	/* a new step, from here on */
+				q[qn].ws[2 + 3 * (rnd() % 2)] = rnd() % 3 ? 8 * (rnd() % 5000) : rnd();
+			lanes_step(q[qn].w, q[qn].ws);
+			q[qn].w[1] = (uint8_t)(q[qn].idx >> 8);
+			q[qn].w[2] = (uint8_t)q[qn].idx;
+			memcpy(w, q[qn].w, 64);
+			if (q[qn].idx % 16 == 15)
+				w[11] = 0x08;	/* signaled: this one only */
+			gdak_trace_wqe(b, qpn, q[qn].idx, w, 1);
+			q[qn].idx++;
+		} else if (r < 95) {	/* a CQE */
+			lanes_step(q[qn].c, q[qn].cs);
+			q[qn].c[63] = (uint8_t)((q[qn].c[63] & 0xf0) | ((q[qn].cqi / 64) & 1));
+			memcpy(c, q[qn].c, 64);
+			if (rnd() % 40 == 0)
+				c[55] = (uint8_t)rnd();	/* a blip */
+			gdak_trace_cqe(b, 0x100 + qn, 0x80 + qn, q[qn].cqi, c);
+			q[qn].cqi++;
+		} else {
+			uint64_t reg = rnd();
+
+			gdak_trace_doorbell(b, 0x100 + qn, 0, q[qn].idx, &reg, 8);
+		}
+next:
+		if (in_batch && --left == 0) {
+			gdak_trace_batch_end(b);
+			in_batch = 0;
+		}
+	}
+	if (in_batch)
+		gdak_trace_batch_end(b);
+}
+
+typedef void stream_fn(struct gdak_trace_buf *b, int batched, uint64_t seed, int n);
+
 struct thr {
 	struct gdak_trace *t;
 	int batched;
+	stream_fn *fn;
 };
 
 static void *second(void *p)
@@ -146,11 +254,11 @@ static void *second(void *p)
 	struct gdak_trace_buf *b = gdak_trace_thread_buf(a->t, 7);
 
 	if (b)
-		stream(b, a->batched, 99, NREC / 4);
+		a->fn(b, a->batched, 99, NREC / 4);
 	return NULL;
 }
 
-static void write_file(const char *path, int batched, unsigned chunks)
+static void write_file(const char *path, int batched, unsigned chunks, stream_fn *fn, int simd)
 {
 	struct gdak_trace_opts o = {.buf_size = 128 * 1024, .chunks = chunks};
 	struct gdak_trace *t;
@@ -158,14 +266,16 @@ static void write_file(const char *path, int batched, unsigned chunks)
 	struct thr a;
 	pthread_t th;
 
+	gdak_trace_inject_simd(simd);
 	REQUIRE_EQ(gdak_trace_open_opts(path, &o, &t), 0);
 	b = gdak_trace_thread_buf(t, 0);
 	REQUIRE(b);
-	a = (struct thr){.t = t, .batched = batched};
+	a = (struct thr){.t = t, .batched = batched, .fn = fn};
 	REQUIRE_EQ(pthread_create(&th, NULL, second, &a), 0);
-	stream(b, batched, 1, NREC);
+	fn(b, batched, 1, NREC);
 	pthread_join(th, NULL);
 	gdak_trace_close(t);
+	gdak_trace_inject_simd(1);
 }
 
 /* BATCH blocks of the file: how many go on from the previous one's
@@ -243,6 +353,173 @@ static void compare(struct rec_list *a, struct rec_list *z)
 	CHECK_EQ(bad, 0);
 }
 
+/* The progressions written record by record, batched with and without the
+ * AVX2 run check, and batched inline: the same records; the batched file a
+ * fraction of the size (most records are in REPEATs). */
+static void test_progressions(void)
+{
+	char *p[4] = {tt_tmpname("pplain"), tt_tmpname("psimd"), tt_tmpname("pgeneric"),
+		      tt_tmpname("pinline")};
+	struct rec_list l[4] = {{0}};
+	size_t len[4];
+
+	for (unsigned i = 0; i < 4; i++)
+		REQUIRE(p[i]);
+	write_file(p[0], 0, 0, progressions, 1);
+	write_file(p[1], 1, 0, progressions, 1);
+	write_file(p[2], 1, 0, progressions, 0);
+	write_file(p[3], 1, 1, progressions, 1);
+	for (unsigned i = 0; i < 4; i++) {
+		read_file(p[i], &l[i]);
+		free(tt_slurp(p[i], &len[i]));
+	}
+	CHECK_EQ(l[0].n, (size_t)(NREC + NREC / 4));
+	for (unsigned i = 1; i < 4; i++) {
+		compare(&l[0], &l[i]);
+		CHECK(len[i] < len[0] / 15);
+	}
+	printf("progressions: %zu records, %zu bytes one by one, %zu batched (%.2f per record)\n",
+	       l[0].n, len[0], len[1], (double)len[1] / (double)l[0].n);
+	for (unsigned i = 0; i < 4; i++) {
+		list_free(&l[i]);
+		unlink(p[i]);
+		free(p[i]);
+	}
+}
+
+/* A run longer than one REPEAT holds (65535): split, read back whole. */
+static void test_long_run(void)
+{
+	enum { N = 150000 };
+	char *path = tt_tmpname("longrun");
+	struct gdak_trace *t;
+	struct gdak_trace_buf *b;
+	struct rec_list l = {0};
+	uint8_t w[64] = {0}, x[64];
+	uint64_t st[8] = {0, 0, 64, 0, 0, 64, 0, 0};
+	size_t len, bad = 0;
+
+	REQUIRE(path);
+	REQUIRE_EQ(gdak_trace_open(path, &t), 0);
+	b = gdak_trace_thread_buf(t, 0);
+	REQUIRE(b);
+	w[3] = 0x08;
+	gdak_trace_batch_begin(b);
+	for (uint32_t i = 0; i < N; i++) {
+		w[1] = (uint8_t)(i >> 8);
+		w[2] = (uint8_t)i;
+		gdak_trace_wqe(b, 0x11, (uint16_t)i, w, 1);
+		lanes_step(w, st);
+	}
+	gdak_trace_batch_end(b);
+	gdak_trace_close(t);
+	read_file(path, &l);
+	free(tt_slurp(path, &len));
+	CHECK_EQ(l.n, (size_t)N);
+	memset(x, 0, sizeof(x));
+	x[3] = 0x08;
+	for (size_t i = 0; i < l.n && i < N; i++) {
+		x[1] = (uint8_t)(i >> 8);
+		x[2] = (uint8_t)i;
+		if (l.it[i].hdr.type != GDAK_TREC_WQE || l.it[i].u.wqe.wqe_index != (uint16_t)i ||
+		    l.it[i].u.wqe.len != 64 || memcmp(l.body[i] + 8, x, 64))
+			bad++;
+		lanes_step(x, st);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(l.batches, (size_t)N);
+	/* the file's headers, the STATS record and one batch of a few REPEATs
+	 * (the 16-bit index wraps twice: a new progression each time) */
+	CHECK(len < 1024);
+	printf("%d WQEs in one pass: %zu file bytes\n", N, len);
+	list_free(&l);
+	unlink(path);
+	free(path);
+}
+
+/* Damaged REPEAT and OFF sub-records: each named, the block skipped, the
+ * records before it handed out, the rest of the file read. */
+static void test_damage(void)
+{
+	char *path = tt_tmpname("damage");
+	struct gdak_trace *t;
+	struct gdak_trace_buf *b;
+	uint8_t w[64] = {0}, *file, *m;
+	size_t len, bat = 0, off = 0;
+	static const struct {
+		size_t at;		/* from the first sub-record */
+		uint8_t v[3];
+		unsigned n;
+		const char *msg;
+	} cases[] = {
+		{8, {0x22, 0}, 2, "BATCH record 3 of 5: a REPEAT of 0 records (3 left in the batch)"},
+		{8, {0x22, 9}, 2, "BATCH record 3 of 5: a REPEAT of 9 records (3 left in the batch)"},
+		{8, {0x62}, 1, "BATCH record 3 of 5: tag 0x62: only WQEs and CQEs repeat"},
+		{6, {0x22, 1, 0}, 3, "BATCH record 2 of 5: a repeated WQE without two one-WQEBB WQEs "
+				  "of QP 0x11 before it"},
+		{6, {0x52}, 1, "BATCH record 2 of 5: an off-step WQE without two one-WQEBB WQEs"},
+		{0, {0x11}, 1, "BATCH record 1 of 5: tag 0x11: a doorbell is neither predicted nor "
+			       "off-step"},
+	};
+
+	REQUIRE(path);
+	REQUIRE_EQ(gdak_trace_open(path, &t), 0);
+	b = gdak_trace_thread_buf(t, 0);
+	REQUIRE(b);
+	gdak_trace_note(b, "before");
+	/* WQE 0 (6 bytes: tag, index, size, flags, an empty word mask - its
+	 * bytes are its index's), WQE 1 (predicted: 2 bytes), WQEs 2..4 (the
+	 * step from 0 to 1 again: REPEAT, 3 bytes) */
+	gdak_trace_batch_begin(b);
+	for (uint16_t i = 0; i < 5; i++) {
+		w[2] = (uint8_t)i;
+		gdak_trace_wqe(b, 0x11, i, w, 1);
+	}
+	gdak_trace_batch_end(b);
+	gdak_trace_note(b, "after");
+	gdak_trace_close(t);
+	file = tt_slurp(path, &len);
+	REQUIRE(file);
+	while (off + 12 + 40 <= len) {	/* the BATCH block */
+		if (trace_get32(file + off) == GDAK_PCAPNG_CB_COPY && file[off + 12] == GDAK_TREC_BATCH) {
+			bat = off;
+			break;
+		}
+		off += trace_get32(file + off + 4);
+	}
+	REQUIRE(bat);
+	{	/* the layout the cases assume */
+		static const uint8_t want[] = {0x02, 0, 0, 1, 0, 0, 0x42, 0, 0x22, 3, 0};
+		const uint8_t *sub = file + bat + 12 + 32 + 8;
+
+		CHECK_EQ(trace_get32(file + bat + 12 + 32), 5);
+		CHECK(!memcmp(sub, want, sizeof(want)));
+	}
+	m = malloc(len);
+	REQUIRE(m);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rec_list l = {0};
+		char err[256] = "";
+		uint8_t *sub = m + bat + 12 + 32 + 8 + cases[i].at;
+
+		memcpy(m, file, len);
+		memcpy(sub, cases[i].v, cases[i].n);
+		CHECK(tt_read_all(m, len, collect, &l, err, sizeof(err)) != 0);
+		if (!strstr(err, cases[i].msg)) {
+			printf("case %zu: got \"%s\"\n", i, err);
+			CHECK(0);
+		}
+		/* NOTE before, the records before the damage, NOTE after */
+		CHECK(l.n >= 2);
+		CHECK(l.n && l.it[l.n - 1].hdr.type == GDAK_TREC_NOTE);
+		list_free(&l);
+	}
+	free(m);
+	free(file);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	char *p1 = tt_tmpname("plain"), *p2 = tt_tmpname("batched"), *p3 = tt_tmpname("inline");
@@ -253,9 +530,9 @@ int main(void)
 	unsetenv("GDAK_TRACE_WRITER");
 	unsetenv("GDAK_TRACE_FULL");
 	setenv("GDAK_TRACE_CLOCK", "fake", 1);
-	write_file(p1, 0, 0);
-	write_file(p2, 1, 0);
-	write_file(p3, 1, 1);	/* no I/O thread */
+	write_file(p1, 0, 0, stream, 1);
+	write_file(p2, 1, 0, stream, 1);
+	write_file(p3, 1, 1, stream, 1);	/* no I/O thread */
 	read_file(p1, &plain);
 	read_file(p2, &batched);
 	read_file(p3, &inl);
@@ -281,6 +558,9 @@ int main(void)
 	list_free(&plain);
 	list_free(&batched);
 	list_free(&inl);
+	test_progressions();
+	test_long_run();
+	test_damage();
 	unlink(p1);
 	unlink(p2);
 	unlink(p3);

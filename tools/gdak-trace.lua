@@ -67,6 +67,7 @@ local pf = {
 	sub_type = ProtoField.uint8("gdak.sub.type", "Type", base.DEC, rec_types, 0x0f),
 	sub_qpn = ProtoField.uint32("gdak.sub.qpn", "QPN", base.HEX),
 	sub_pred = ProtoField.bool("gdak.sub.predicted", "Index predicted", 8, nil, 0x40),
+	sub_repeat = ProtoField.uint16("gdak.sub.repeat", "Records repeating the last step"),
 	nbb = ProtoField.uint8("gdak.wqe.wqebbs", "WQEBBs"),
 }
 gdak.fields = pf
@@ -134,9 +135,40 @@ local function bytes_of(bbs, nbb)
 	return ba
 end
 
+-- REPEAT: 64 bytes as eight big-endian 64-bit lanes, stepped modulo 2^64
+-- (byte by byte with carry: Lua 5.2 numbers are doubles)
+local function lanes_step(prev, cur)
+	local st = {}
+	for w = 0, 7 do
+		local borrow = 0
+		for i = 7, 0, -1 do
+			local d = cur[8 * w + i] - prev[8 * w + i] - borrow
+			if d < 0 then d, borrow = d + 256, 1 else borrow = 0 end
+			st[8 * w + i] = d
+		end
+	end
+	return st
+end
+
+local function lanes_add(ref, st)
+	local out = {}
+	for w = 0, 7 do
+		local carry = 0
+		for i = 7, 0, -1 do
+			local v = ref[8 * w + i] + st[8 * w + i] + carry
+			if v >= 256 then v, carry = v - 256, 1 else carry = 0 end
+			out[8 * w + i] = v
+		end
+	end
+	return out
+end
+
+local ref_keys = { "wref_bbs", "wref_idx", "wref_qpn", "wref_fl", "cref", "cref_cqn", "cref_idx",
+		   "wstep", "wstep_idx", "cstep", "cstep_idx" }
+
 local function copy_refs(r)
-	local c = { wref = {}, wref_bbs = r.wref_bbs, wref_idx = r.wref_idx, cref = r.cref,
-		    cref_cqn = r.cref_cqn, cref_idx = r.cref_idx }
+	local c = { wref = {} }
+	for _, key in ipairs(ref_keys) do c[key] = r[key] end
 	for j = 0, r.wref_bbs - 1 do c.wref[j] = r.wref[j] end
 	return c
 end
@@ -168,13 +200,46 @@ dissect_batch = function(t, body, item)
 			return string.format("%d records, coded against a batch not in the capture", count)
 		end
 	else
-		R = { wref = {}, wref_bbs = 0, wref_idx = 0, cref = nil, cref_cqn = 0, cref_idx = 0 }
+		R = { wref = {}, wref_bbs = 0, wref_idx = 0, wref_qpn = nil, wref_fl = 0, cref = nil,
+		      cref_cqn = 0, cref_idx = 0 }
 	end
-	local wref, wref_bbs, wref_idx = R.wref, R.wref_bbs, R.wref_idx
-	local cref, cref_cqn, cref_idx = R.cref, R.cref_cqn, R.cref_idx
 	local nw, nc, nd = 0, 0, 0
 	local all_ok = true
-	for k = 1, count do
+	-- a WQE into the references (and the step from the one before it)
+	local function set_wqe(bbs, nbb, idx, fl, q)
+		if R.wref_bbs == 1 and R.wref_fl == 0 and nbb == 1 and fl == 0 and R.wref_qpn == q then
+			R.wstep, R.wstep_idx = lanes_step(R.wref[0], bbs[0]), (idx - R.wref_idx) % 65536
+		else
+			R.wstep = nil
+		end
+		R.wref, R.wref_bbs, R.wref_idx, R.wref_qpn, R.wref_fl = bbs, nbb, idx, q, fl
+	end
+	local function set_cqe(out, cqn, ci)
+		if R.cref and R.cref_cqn == cqn then
+			R.cstep, R.cstep_idx = lanes_step(R.cref, out), (ci - R.cref_idx) % 4294967296
+		else
+			R.cstep = nil
+		end
+		R.cref, R.cref_cqn, R.cref_idx = out, cqn, ci
+	end
+	local function show_wqe(st, q, idx, bbs, nbb)
+		if nbb > 0 then
+			local tv = bytes_of(bbs, nbb):tvb("WQE " .. idx)
+			st:add(pf.wqe, tv())
+			st:add(pf.wqe_opcode, tv(3, 1))
+			return string.format("WQE %s idx=%d opcode=0x%02x", q, idx, bbs[0][3])
+		end
+		return string.format("WQE %s idx=%d (no bytes)", q, idx)
+	end
+	local function show_cqe(st, q, cqn, ci, out)
+		local tv = bytes_of({[0] = out}, 1):tvb("CQE " .. ci)
+		st:add(pf.cqe, tv())
+		st:add(pf.cqe_opcode, tv(63, 1), bit.rshift(out[63], 4))
+		return string.format("CQE %s cqn=0x%x index=%d opcode=%d", q, cqn, ci,
+				     bit.rshift(out[63], 4))
+	end
+	local k = 1
+	while k <= count do
 		local start = off
 		if off >= n then item:add_proto_expert_info(ef_short) break end
 		local tag = body(off, 1):uint()
@@ -190,7 +255,39 @@ dissect_batch = function(t, body, item)
 		end
 		local q = string.format("qp 0x%06x", qpn or 0)
 		local bad = false
-		if ty == 1 then
+		local adv = 1
+		if bit.band(tag, 0x20) ~= 0 then
+			-- REPEAT: rep records, each the previous one advanced by the last step
+			local rep = (off + 2 <= n) and body(off, 2):le_uint() or 0
+			if bit.band(tag, 0x40) ~= 0 or rep == 0 or rep > count - k + 1 or
+			   (ty == 2 and (not R.wstep or R.wref_qpn ~= qpn)) or
+			   (ty == 3 and not R.cstep) or (ty ~= 2 and ty ~= 3) then
+				bad = true
+			else
+				st:add_le(pf.sub_repeat, body(off, 2))
+				off = off + 2
+				adv = rep
+				local shown = 0
+				for _ = 1, rep do
+					local text
+					if ty == 2 then
+						local idx = (R.wref_idx + R.wstep_idx) % 65536
+						local bbs = { [0] = lanes_add(R.wref[0], R.wstep) }
+						R.wref, R.wref_idx = bbs, idx
+						if shown < 64 then text = show_wqe(st, q, idx, bbs, 1) end
+						nw = nw + 1
+					else
+						local ci = (R.cref_idx + R.cstep_idx) % 4294967296
+						local out = lanes_add(R.cref, R.cstep)
+						R.cref, R.cref_idx = out, ci
+						if shown < 64 then text = show_cqe(st, q, R.cref_cqn, ci, out) end
+						nc = nc + 1
+					end
+					shown = shown + 1
+					if shown == 1 then st:set_text(string.format("%d x %s", rep, text)) end
+				end
+			end
+		elseif ty == 1 then
 			if off + 5 > n then bad = true else
 				local rl = body(off + 4, 1):uint()
 				st:add_le(pf.dbrec_pi, body(off, 2))
@@ -204,13 +301,14 @@ dissect_batch = function(t, body, item)
 				end
 			end
 		elseif ty == 2 then
-			local idx, nbb
+			local idx, nbb, fl = nil, nil, 0
 			if bit.band(tag, 0x40) ~= 0 then
 				st:add(pf.sub_pred, body(start, 1))
-				idx, nbb = (wref_idx + 1) % 65536, 1
+				idx, nbb = (R.wref_idx + 1) % 65536, 1
 			else
 				if off + 4 > n then bad = true else
 					idx, nbb = body(off, 2):le_uint(), body(off + 2, 1):uint()
+					fl = body(off + 3, 1):uint()
 					st:add_le(pf.wqe_index, body(off, 2))
 					st:add(pf.nbb, body(off + 2, 1))
 					off = off + 4
@@ -220,7 +318,7 @@ dissect_batch = function(t, body, item)
 				local bbs = {}
 				for j = 0, nbb - 1 do
 					local ref = zeros()
-					if j < wref_bbs then for i = 0, 63 do ref[i] = wref[j][i] end end
+					if j < R.wref_bbs then for i = 0, 63 do ref[i] = R.wref[j][i] end end
 					if j == 0 then
 						ref[1] = bit.rshift(idx, 8)
 						ref[2] = bit.band(idx, 0xff)
@@ -231,16 +329,8 @@ dissect_batch = function(t, body, item)
 					off = o2
 				end
 				if not bad then
-					wref, wref_bbs, wref_idx = bbs, nbb, idx
-					if nbb > 0 then
-						local tv = bytes_of(bbs, nbb):tvb("WQE " .. idx)
-						st:add(pf.wqe, tv())
-						st:add(pf.wqe_opcode, tv(3, 1))
-						st:set_text(string.format("WQE %s idx=%d opcode=0x%02x", q, idx,
-									  bbs[0][3]))
-					else
-						st:set_text(string.format("WQE %s idx=%d (no bytes)", q, idx))
-					end
+					set_wqe(bbs, nbb, idx, fl, qpn)
+					st:set_text(show_wqe(st, q, idx, bbs, nbb))
 					nw = nw + 1
 				end
 			else
@@ -249,9 +339,9 @@ dissect_batch = function(t, body, item)
 		elseif ty == 3 then
 			local cqn, ci
 			if bit.band(tag, 0x40) ~= 0 then
-				if not cref then bad = true else
+				if not R.cref then bad = true else
 					st:add(pf.sub_pred, body(start, 1))
-					cqn, ci = cref_cqn, cref_idx + 1
+					cqn, ci = R.cref_cqn, R.cref_idx + 1
 				end
 			elseif off + 8 > n then bad = true else
 				cqn, ci = body(off, 4):le_uint(), body(off + 4, 4):le_uint()
@@ -260,15 +350,11 @@ dissect_batch = function(t, body, item)
 				off = off + 8
 			end
 			if not bad then
-				local o2, out = undelta(body, off, cref or zeros())
+				local o2, out = undelta(body, off, R.cref or zeros())
 				if not o2 then bad = true else
 					off = o2
-					cref, cref_cqn, cref_idx = out, cqn, ci
-					local tv = bytes_of({[0] = out}, 1):tvb("CQE " .. ci)
-					st:add(pf.cqe, tv())
-					st:add(pf.cqe_opcode, tv(63, 1), bit.rshift(out[63], 4))
-					st:set_text(string.format("CQE %s cqn=0x%x index=%d opcode=%d", q, cqn, ci,
-								  bit.rshift(out[63], 4)))
+					set_cqe(out, cqn, ci)
+					st:set_text(show_cqe(st, q, cqn, ci, out))
 					nc = nc + 1
 				end
 			end
@@ -276,11 +362,12 @@ dissect_batch = function(t, body, item)
 			bad = true
 		end
 		if bad then item:add_proto_expert_info(ef_short) all_ok = false break end
+		k = k + adv
 	end
 	if not cur_visited then
-		tstate[hdr_thread] = { wref = wref, wref_bbs = wref_bbs, wref_idx = wref_idx,
-				       cref = cref, cref_cqn = cref_cqn, cref_idx = cref_idx,
-				       valid = all_ok, last_seq = hdr_seq + (count - 1) }
+		local ts = copy_refs(R)
+		ts.valid, ts.last_seq = all_ok, hdr_seq + (count - 1)
+		tstate[hdr_thread] = ts
 	end
 	return string.format("%d records: %d doorbells, %d WQEs, %d CQEs", count, nd, nw, nc)
 end

@@ -17,6 +17,10 @@ void gdak_trace_inject_write_errors(struct gdak_trace *t, unsigned n);
  * gdak_trace_flush() waits for it; gdak_trace_close() ends the pause. */
 void gdak_trace_inject_io_pause(struct gdak_trace *t, int pause);
 
+/* trace_write.c: test hook - whether the WQE/CQE run check may use AVX2
+ * where the CPU has it (the default, 1) or the portable code (0). */
+void gdak_trace_inject_simd(int on);
+
 /* trace_write.c: little-endian stores into a record being built. */
 static inline void trace_put16(uint8_t *p, uint16_t v)
 {
@@ -41,6 +45,26 @@ static inline uint32_t trace_get32(const uint8_t *p)
 static inline uint64_t trace_get64(const uint8_t *p)
 {
 	return trace_get32(p) | (uint64_t)trace_get32(p + 4) << 32;
+}
+
+/* The 64-bit big-endian words ("lanes") a REPEAT sub-record steps
+ * (docs/TRACE.md "BATCH"): 64 bytes as 8 such values. */
+static inline uint64_t trace_lane(const uint8_t *p)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+static inline void trace_put_lane(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	__builtin_memcpy(p, &v, 8);
 }
 
 #endif /* GDAK_TRACE_INT_H */

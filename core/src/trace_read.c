@@ -37,6 +37,12 @@ struct thread_refs {
 	uint32_t cref_cqn, cref_idx;
 	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
 	uint8_t cref[64];
+	uint16_t wref_fl;
+	/* REPEAT: the WQE and CQE progressions - base and step, lane by lane */
+	int wbase_ok, wstep_ok, cbase_ok, cstep_ok;
+	uint16_t wbase_idx, wstep_idx;
+	uint32_t wbase_qpn, cbase_cqn, cbase_idx, cstep_idx;
+	uint64_t wbase[8], wstep[8], cbase[8], cstep[8];
 };
 #define MAX_THREAD_REFS 256	/* more threads than that: the oldest are forgotten */
 
@@ -51,6 +57,8 @@ struct batch_state {
 	uint32_t count, index;
 	struct gdak_trace_rec_hdr hdr;
 	uint32_t qpn;		/* of the previous sub-record */
+	uint32_t rep_left;	/* records of a REPEAT sub-record not handed out yet */
+	uint8_t rep_type;
 	struct thread_refs *tr;	/* the batch's thread's references, updated as it goes */
 	uint8_t body[8 + GDAK_TRACE_MAX_WQEBB * 64]; /* the standalone body it stands for */
 };
@@ -418,6 +426,58 @@ static uint32_t undelta64(uint8_t *out, const uint8_t *ref, const uint8_t *p, ui
 
 static const uint8_t zero64[64];
 
+/* 64 bytes as lanes (docs/TRACE.md "BATCH"). */
+static void lanes_get(uint64_t *v, const uint8_t *p)
+{
+	for (unsigned i = 0; i < 8; i++)
+		v[i] = trace_lane(p + 8 * i);
+}
+
+/* The next record of a REPEAT sub-record into s->body: 0, or an error. */
+static int repeat_one(struct gdak_trace_reader *r, struct batch_state *s, uint32_t i,
+		      uint8_t type, uint32_t *body_len)
+{
+	struct thread_refs *tr = s->tr;
+	uint8_t *o = s->body;
+
+	if (type == GDAK_TREC_WQE) {
+		if (!tr->wstep_ok || tr->wbase_qpn != s->qpn)
+			return fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a repeated WQE "
+				    "without two one-WQEBB WQEs of QP 0x%x before it", i + 1, s->count,
+				    s->qpn);
+		tr->wbase_idx = (uint16_t)(tr->wbase_idx + tr->wstep_idx);
+		for (unsigned k = 0; k < 8; k++) {
+			tr->wbase[k] += tr->wstep[k];
+			trace_put_lane(o + 8 + 8 * k, tr->wbase[k]);
+		}
+		trace_put16(o, tr->wbase_idx);
+		trace_put16(o + 2, 0);
+		trace_put32(o + 4, 64);
+		memcpy(tr->wref, o + 8, 64);	/* and the previous WQE is this one */
+		tr->wref_bbs = 1;
+		tr->wref_fl = 0;
+		tr->wref_idx = tr->wbase_idx;
+		tr->wref_qpn = s->qpn;
+	} else {
+		if (!tr->cstep_ok)
+			return fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a repeated CQE "
+				    "without two CQEs of one CQ before it", i + 1, s->count);
+		tr->cbase_idx += tr->cstep_idx;
+		for (unsigned k = 0; k < 8; k++) {
+			tr->cbase[k] += tr->cstep[k];
+			trace_put_lane(o + 8 + 8 * k, tr->cbase[k]);
+		}
+		trace_put32(o, tr->cbase_cqn);
+		trace_put32(o + 4, tr->cbase_idx);
+		memcpy(tr->cref, o + 8, 64);
+		tr->cref_valid = 1;
+		tr->cref_cqn = tr->cbase_cqn;
+		tr->cref_idx = tr->cbase_idx;
+	}
+	*body_len = 8 + 64;
+	return 0;
+}
+
 /* Hand out the next record of the batch at b (the block start) as the
  * standalone record it stands for. */
 static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak_trace_item *it,
@@ -438,6 +498,11 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 	it->batch_index = i;
 	it->batch_count = s->count;
 	*consumed = 0;
+	if (s->rep_left) {	/* the rest of a REPEAT: no bytes of its own */
+		type = s->rep_type;
+		k = 0;
+		goto repeat;
+	}
 	if (n < 1) {
 		rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: the body ends before it", i + 1,
 			  s->count);
@@ -453,6 +518,38 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		}
 		s->qpn = trace_get32(p + 1);
 		k = 5;
+	}
+	if (tag & GDAK_TRACE_SUB_REPEAT) {
+		uint32_t rep;
+
+		if ((type != GDAK_TREC_WQE && type != GDAK_TREC_CQE) ||
+		    (tag & (GDAK_TRACE_SUB_PRED | GDAK_TRACE_SUB_OFF))) {
+			rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: tag 0x%02x: only WQEs "
+				  "and CQEs repeat, and neither predicted nor off-step", i + 1, s->count, tag);
+			goto out;
+		}
+		if (n - k < 2)
+			goto cut;
+		rep = trace_get16(p + k);
+		k += 2;
+		if (!rep || rep > s->count - i) {
+			rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: a REPEAT of %u records "
+				  "(%u left in the batch)", i + 1, s->count, rep, s->count - i);
+			goto out;
+		}
+		s->rep_left = rep;
+		s->rep_type = type;
+repeat:
+		rc = repeat_one(r, s, i, type, &body_len);
+		if (rc)
+			goto out;
+		s->rep_left--;
+		goto done;
+	}
+	if ((tag & (GDAK_TRACE_SUB_PRED | GDAK_TRACE_SUB_OFF)) && type == GDAK_TREC_DOORBELL) {
+		rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: tag 0x%02x: a doorbell is "
+			  "neither predicted nor off-step", i + 1, s->count, tag);
+		goto out;
 	}
 	switch (type) {
 	case GDAK_TREC_DOORBELL: {
@@ -497,11 +594,21 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 				goto out;
 			}
 		}
+		if ((tag & GDAK_TRACE_SUB_OFF) && (!tr->wstep_ok || tr->wbase_qpn != s->qpn)) {
+			rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: an off-step WQE "
+				  "without two one-WQEBB WQEs of QP 0x%x before it", i + 1, s->count,
+				  s->qpn);
+			goto out;
+		}
 		for (uint32_t j = 0; j < nbb; j++) {
 			uint8_t ref[64];
 			uint32_t used;
 
-			memcpy(ref, j < tr->wref_bbs ? tr->wref + 64 * j : zero64, 64);
+			if (j == 0 && (tag & GDAK_TRACE_SUB_OFF)) /* the progression's next */
+				for (unsigned w = 0; w < 8; w++)
+					trace_put_lane(ref + 8 * w, tr->wbase[w] + tr->wstep[w]);
+			else
+				memcpy(ref, j < tr->wref_bbs ? tr->wref + 64 * j : zero64, 64);
 			if (j == 0) {	/* the index is known: see the writer */
 				ref[1] = (uint8_t)(idx >> 8);
 				ref[2] = (uint8_t)idx;
@@ -514,6 +621,28 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 		trace_put16(o, idx);
 		trace_put16(o + 2, fl);
 		trace_put32(o + 4, nbb * 64);
+		/* the progression a REPEAT goes on with: stepped past this one
+		 * (OFF), or restarted here */
+		if (tag & GDAK_TRACE_SUB_OFF) {
+			tr->wbase_idx = (uint16_t)(tr->wbase_idx + tr->wstep_idx);
+			for (unsigned w = 0; w < 8; w++)
+				tr->wbase[w] += tr->wstep[w];
+		} else if (nbb == 1 && !fl) {
+			uint64_t c[8];
+
+			lanes_get(c, o + 8);
+			tr->wstep_ok = tr->wbase_ok && tr->wbase_qpn == s->qpn;
+			for (unsigned w = 0; w < 8; w++)
+				tr->wstep[w] = c[w] - tr->wbase[w];
+			tr->wstep_idx = (uint16_t)(idx - tr->wbase_idx);
+			memcpy(tr->wbase, c, sizeof(c));
+			tr->wbase_idx = idx;
+			tr->wbase_qpn = s->qpn;
+			tr->wbase_ok = 1;
+		} else {
+			tr->wbase_ok = tr->wstep_ok = 0;
+		}
+		tr->wref_fl = fl;
 		memcpy(tr->wref, o + 8, (size_t)nbb * 64);
 		tr->wref_bbs = nbb;
 		tr->wref_idx = idx;
@@ -539,12 +668,42 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 			cqi = trace_get32(p + k + 4);
 			k += 8;
 		}
-		used = undelta64(o + 8, tr->cref_valid ? tr->cref : zero64, p + k, n - k);
+		if (tag & GDAK_TRACE_SUB_OFF) {	/* against the progression's next */
+			uint8_t ref[64];
+
+			if (!tr->cstep_ok || tr->cbase_cqn != cqn) {
+				rc = fail(r, -EBADMSG, s->off, "BATCH record %u of %u: an off-step CQE "
+					  "without two CQEs of CQ 0x%x before it", i + 1, s->count, cqn);
+				goto out;
+			}
+			for (unsigned w = 0; w < 8; w++)
+				trace_put_lane(ref + 8 * w, tr->cbase[w] + tr->cstep[w]);
+			used = undelta64(o + 8, ref, p + k, n - k);
+		} else {
+			used = undelta64(o + 8, tr->cref_valid ? tr->cref : zero64, p + k, n - k);
+		}
 		if (!used)
 			goto cut;
 		k += used;
 		trace_put32(o, cqn);
 		trace_put32(o + 4, cqi);
+		if (tag & GDAK_TRACE_SUB_OFF) {
+			tr->cbase_idx += tr->cstep_idx;
+			for (unsigned w = 0; w < 8; w++)
+				tr->cbase[w] += tr->cstep[w];
+		} else {
+			uint64_t c[8];
+
+			lanes_get(c, o + 8);
+			tr->cstep_ok = tr->cbase_ok && tr->cbase_cqn == cqn;
+			for (unsigned w = 0; w < 8; w++)
+				tr->cstep[w] = c[w] - tr->cbase[w];
+			tr->cstep_idx = cqi - tr->cbase_idx;
+			memcpy(tr->cbase, c, sizeof(c));
+			tr->cbase_idx = cqi;
+			tr->cbase_cqn = cqn;
+			tr->cbase_ok = 1;
+		}
 		memcpy(tr->cref, o + 8, 64);
 		tr->cref_valid = 1;
 		tr->cref_cqn = cqn;
@@ -557,6 +716,7 @@ static int batch_step(struct gdak_trace_reader *r, const uint8_t *b, struct gdak
 			  i + 1, s->count, type);
 		goto out;
 	}
+done:
 	it->hdr = s->hdr;
 	it->hdr.type = type;
 	it->hdr.hdr_len = sizeof(struct gdak_trace_rec_hdr);
@@ -579,6 +739,7 @@ cut:
 		  i + 1, s->count, gdak_trace_rec_name(type));
 out:
 	s->active = 0;
+	s->rep_left = 0;
 	*consumed = s->blen;
 	if (rc) {
 		tr->valid = 0;	/* its references are not what the writer had */
@@ -647,7 +808,9 @@ static int batch_start(struct gdak_trace_reader *r, const uint8_t *b, uint64_t o
 		}
 	} else {
 		tr->wref_bbs = 0;
+		tr->wref_fl = 0;
 		tr->cref_valid = 0;
+		tr->wbase_ok = tr->wstep_ok = tr->cbase_ok = tr->cstep_ok = 0;
 	}
 	tr->valid = 0;		/* until this batch is decoded whole */
 	*consumed = 0;
@@ -660,6 +823,7 @@ static int batch_start(struct gdak_trace_reader *r, const uint8_t *b, uint64_t o
 	s->pos = body + fixed;
 	s->end = body + it->hdr.body_len;
 	s->index = 0;
+	s->rep_left = 0;
 	s->hdr = it->hdr;
 	s->qpn = it->hdr.qpn;
 	return batch_step(r, b, it, consumed);

@@ -33,6 +33,9 @@
 #include <unistd.h>
 
 #include <gdak/config.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include "gdak_log.h"
 #include "trace_int.h"
 
@@ -85,6 +88,19 @@ struct gdak_trace_buf {
 	uint32_t cref_cqn, cref_idx;
 	uint8_t wref[GDAK_TRACE_MAX_WQEBB * 64];
 	uint8_t cref[64];
+	/* runs (docs/TRACE.md "BATCH", REPEAT): the WQE (of one WQEBB) and
+	 * CQE progressions - a base as lanes, the step from the one before it.
+	 * A WQE/CQE that is its base advanced by that step is only counted
+	 * (run_n); the run becomes one REPEAT sub-record when it ends */
+	bool wbase_ok, wstep_ok, wconf;	/* wconf: a WQE matched the step */
+	bool cbase_ok, cstep_ok, cconf;
+	bool wraw_stale, craw_stale;	/* wref/cref lag wv/cv: a run went on */
+	uint16_t wbase_idx, wstep_idx;
+	uint32_t wbase_qpn;
+	uint32_t cbase_cqn, cbase_idx, cstep_idx;
+	uint8_t run_type;	/* GDAK_TREC_WQE or GDAK_TREC_CQE while run_n */
+	uint32_t run_n, run_qpn;
+	uint64_t wv[8], ws[8], cv[8], cs[8];	/* the bases and steps */
 	/* the references carry over to the next batch (GDAK_TRACE_BATCH_CONT)
 	 * while it lands in the same chunk right after this one: a chunk
 	 * lost or dropped never leaves a later batch undecodable */
@@ -526,8 +542,13 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 		trace_put32(h + 36, 0);
 		b->wref_bbs = 0;
 		b->cref_valid = false;
+		b->wbase_ok = b->wstep_ok = b->wconf = false;
+		b->cbase_ok = b->cstep_ok = b->cconf = false;
+		b->wraw_stale = b->craw_stale = false;
 	}
 }
+
+static void run_flush(struct gdak_trace_buf *b);
 
 /* Time, framing, lengths and count, then commit: the readers see it from
  * here.  The time is read now, after the records: a NIC pass publishes its
@@ -536,8 +557,10 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 static void batch_close_locked(struct gdak_trace_buf *b, bool locked)
 {
 	uint8_t *blk = b->data + b->used;
-	size_t total = pad4(b->blen) + 4;
+	size_t total;
 
+	run_flush(b);
+	total = pad4(b->blen) + 4;
 	if (b->bcont && atomic_load_explicit(&b->refs_stale, memory_order_relaxed)) {
 		/* the batch it is coded against was lost by a failed flush after
 		 * it began: no reader could decode it - counted lost, like it
@@ -575,6 +598,7 @@ static void batch_close(struct gdak_trace_buf *b) { batch_close_locked(b, false)
 /* Start a sub-record for qpn: returns where its tag byte goes. */
 static uint8_t *batch_sub(struct gdak_trace_buf *b, uint32_t qpn)
 {
+	run_flush(b);
 	if (b->bopen && b->used + b->blen + GDAK_TRACE_SUB_MAX + 8 > b->cap)
 		batch_close(b);
 	if (!b->bopen)
@@ -647,6 +671,207 @@ static uint8_t *put_qpn(struct gdak_trace_buf *b, uint8_t *tag, uint32_t qpn)
 	return tag + 5;
 }
 
+/* ---- runs (docs/TRACE.md "BATCH", REPEAT) ----------------------------- */
+
+enum { RUN_MAX = 0xffff, REPEAT_MAX = 1 + 4 + 2 };
+
+/* The pending run as one REPEAT sub-record: its records are counted here
+ * (their sequence numbers are taken: nothing else is recorded while a run
+ * is pending), its room was reserved when it began.  The previous WQE/CQE
+ * is the run's last one now, which its progression's base holds. */
+static void run_flush(struct gdak_trace_buf *b)
+{
+	uint8_t *tag, *p;
+
+	if (!b->run_n)
+		return;
+	tag = b->data + b->used + b->blen;
+	*tag = (uint8_t)(b->run_type | GDAK_TRACE_SUB_REPEAT);
+	p = put_qpn(b, tag, b->run_qpn);
+	trace_put16(p, (uint16_t)b->run_n);
+	b->blen += (size_t)(p + 2 - tag);
+	b->seq += b->run_n;
+	b->bcount += b->run_n;
+	if (b->run_type == GDAK_TREC_WQE) {
+		b->wref_idx = b->wbase_idx;
+		b->wref_bbs = 1;
+		b->wref_qpn = b->wbase_qpn;
+		b->wraw_stale = true;
+		b->wconf = true;
+	} else {
+		b->cref_idx = b->cbase_idx;
+		b->cref_cqn = b->cbase_cqn;
+		b->cref_valid = true;
+		b->craw_stale = true;
+		b->cconf = true;
+	}
+	b->run_n = 0;
+	b->run_type = 0;
+}
+
+/* Is cur (64 bytes) the lanes v advanced by the step s?  One pass over the
+ * 8 words, no branch per word. */
+static inline __attribute__((always_inline)) bool match_generic(const uint64_t *v,
+								const uint64_t *s,
+								const uint8_t *cur)
+{
+	uint64_t d = 0;
+
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < 8; i++)
+		d |= (trace_lane(cur + 8 * i) - v[i]) ^ s[i];
+	return !d;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TRACE_AVX2 1
+/* The same in two 32-byte vectors: a byte shuffle turns the big-endian
+ * words into numbers (measured: half the cost of the loop above). */
+static inline __attribute__((always_inline, target("avx2"))) bool
+match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur)
+{
+	const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
+					       7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+	__m256i c0 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)cur), bswap);
+	__m256i c1 = _mm256_shuffle_epi8(
+		_mm256_loadu_si256((const __m256i *)(const void *)(cur + 32)), bswap);
+	__m256i d0 = _mm256_xor_si256(_mm256_sub_epi64(c0, _mm256_loadu_si256((const __m256i *)(const void *)v)),
+				      _mm256_loadu_si256((const __m256i *)(const void *)s));
+	__m256i d1 = _mm256_xor_si256(
+		_mm256_sub_epi64(c1, _mm256_loadu_si256((const __m256i *)(const void *)(v + 4))),
+		_mm256_loadu_si256((const __m256i *)(const void *)(s + 4)));
+	__m256i d = _mm256_or_si256(d0, d1);
+
+	return _mm256_testz_si256(d, d);
+}
+static bool trace_use_avx2;	/* set once, at the first open */
+#endif
+
+/* v advanced by s: the record a match accepted (no copy of it: gcc makes
+ * a 64-byte copy `rep movs`, which cost more than the rest). */
+static inline __attribute__((always_inline)) void run_advance(uint64_t *v, const uint64_t *s)
+{
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < 8; i++)
+		v[i] += s[i];
+}
+
+/* Begin a run of type on qpn with a record that matched its progression
+ * (ending the run pending): false if the record must be coded as a
+ * sub-record of its own after all (the batch it opens starts afresh,
+ * without the step).  The caller advances the progression. */
+static __attribute__((noinline)) bool run_begin(struct gdak_trace_buf *b, uint8_t type,
+						uint32_t qpn)
+{
+	run_flush(b);
+	if (b->bopen && b->used + b->blen + REPEAT_MAX + 8 > b->cap)
+		batch_close(b);
+	if (!b->bopen) {
+		batch_open(b, qpn);
+		if (!(type == GDAK_TREC_WQE ? b->wstep_ok : b->cstep_ok))
+			return false;
+	}
+	b->run_type = type;
+	b->run_qpn = qpn;
+	b->run_n = 1;
+	return true;
+}
+
+/* A WQE of one WQEBB, flags 0, that is the progression's next: FAST_DONE
+ * when it went on with the pending run, FAST_START when a run must begin
+ * with it (run_begin(), outside: no call in here, so no stack frame), else
+ * FAST_NO.  The NIC thread's whole cost for a WQE of a steady stream.
+ * Instantiated per match function below. */
+enum { FAST_NO, FAST_DONE, FAST_START };
+typedef bool match_fn(const uint64_t *v, const uint64_t *s, const uint8_t *cur);
+
+static inline __attribute__((always_inline)) int wqe_fast(struct gdak_trace_buf *b, uint32_t qpn,
+							  uint16_t idx, const uint8_t *w,
+							  match_fn *match)
+{
+	if (!(b->wstep_ok && qpn == b->wbase_qpn && idx == (uint16_t)(b->wbase_idx + b->wstep_idx)) ||
+	    !match(b->wv, b->ws, w))
+		return FAST_NO;
+	if (!(b->run_type == GDAK_TREC_WQE && b->run_n < RUN_MAX))
+		return FAST_START;	/* (a WQE run's QP is wbase_qpn) */
+	b->run_n++;
+	run_advance(b->wv, b->ws);
+	b->wbase_idx = idx;
+	return FAST_DONE;
+}
+
+static inline __attribute__((always_inline)) int cqe_fast(struct gdak_trace_buf *b, uint32_t qpn,
+							  uint32_t cqn, uint32_t cq_index,
+							  const uint8_t *cqe, match_fn *match)
+{
+	if (!(b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx) ||
+	    !match(b->cv, b->cs, cqe))
+		return FAST_NO;
+	if (!(b->run_type == GDAK_TREC_CQE && b->run_qpn == qpn && b->run_n < RUN_MAX))
+		return FAST_START;
+	b->run_n++;
+	run_advance(b->cv, b->cs);
+	b->cbase_idx = cq_index;
+	return FAST_DONE;
+}
+
+static int wqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w)
+{
+	return wqe_fast(b, qpn, idx, w, match_generic);
+}
+
+static int cqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
+			    uint32_t cq_index, const uint8_t *cqe)
+{
+	return cqe_fast(b, qpn, cqn, cq_index, cqe, match_generic);
+}
+
+#ifdef TRACE_AVX2
+static __attribute__((target("avx2"))) int wqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
+							 uint16_t idx, const uint8_t *w)
+{
+	return wqe_fast(b, qpn, idx, w, match_avx2);
+}
+
+static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
+							 uint32_t cqn, uint32_t cq_index,
+							 const uint8_t *cqe)
+{
+	return cqe_fast(b, qpn, cqn, cq_index, cqe, match_avx2);
+}
+#define WQE_FAST(...) (trace_use_avx2 ? wqe_fast_avx2(__VA_ARGS__) : wqe_fast_generic(__VA_ARGS__))
+#define CQE_FAST(...) (trace_use_avx2 ? cqe_fast_avx2(__VA_ARGS__) : cqe_fast_generic(__VA_ARGS__))
+#else
+#define WQE_FAST(...) wqe_fast_generic(__VA_ARGS__)
+#define CQE_FAST(...) cqe_fast_generic(__VA_ARGS__)
+#endif
+
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+
+static void simd_init(void)
+{
+#ifdef TRACE_AVX2
+	__builtin_cpu_init();
+	trace_use_avx2 = __builtin_cpu_supports("avx2");
+#endif
+}
+
+void gdak_trace_inject_simd(int on)
+{
+	pthread_once(&simd_once, simd_init);
+#ifdef TRACE_AVX2
+	trace_use_avx2 = on && __builtin_cpu_supports("avx2");
+#else
+	(void)on;
+#endif
+}
+
+static void lanes_put(uint8_t *p, const uint64_t *v)
+{
+	for (unsigned i = 0; i < 8; i++)
+		trace_put_lane(p + 8 * i, v[i]);
+}
+
 static void batch_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handler,
 			   uint16_t pi, const void *reg, uint32_t reg_len, uint8_t flags)
 {
@@ -663,12 +888,30 @@ static void batch_doorbell(struct gdak_trace_buf *b, uint32_t qpn, uint8_t handl
 	b->blen += (size_t)(p + 5 + reg_len - tag);
 }
 
-static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w,
-		      uint32_t nbb, uint16_t flags)
+/* A WQE that is not the next of the progression (or could not join the
+ * run): its own sub-record, delta-coded against the previous WQE.  off: it
+ * is on the progression's place but off it - a one-off (a signaled WQE in
+ * an unsignaled stream) - so the progression steps past it and the next
+ * WQE may go on with the run. */
+static __attribute__((noinline)) void batch_wqe_sub(struct gdak_trace_buf *b, uint32_t qpn,
+						    uint16_t idx, const uint8_t *w, uint32_t nbb,
+						    uint16_t flags, bool off)
 {
-	uint8_t *tag = batch_sub(b, qpn), *p;
+	uint8_t *tag = batch_sub(b, qpn), *p, pred[64];
+	const uint8_t *ref0;
 
-	*tag = GDAK_TREC_WQE;
+	off = off && b->wstep_ok;	/* a batch that starts afresh has no step */
+	if (off) {	/* coded against what the progression predicted */
+		for (unsigned i = 0; i < 8; i++)
+			trace_put_lane(pred + 8 * i, b->wv[i] + b->ws[i]);
+		ref0 = pred;
+	} else {
+		if (b->wraw_stale)	/* the run's last WQE, from its lanes */
+			lanes_put(b->wref, b->wv);
+		ref0 = b->wref_bbs ? b->wref : zero64;
+	}
+	b->wraw_stale = false;	/* wref is this WQE below */
+	*tag = (uint8_t)(GDAK_TREC_WQE | (off ? GDAK_TRACE_SUB_OFF : 0));
 	p = put_qpn(b, tag, qpn);
 	if (b->wref_bbs == 1 && nbb == 1 && !flags && qpn == b->wref_qpn &&
 	    idx == (uint16_t)(b->wref_idx + 1)) {
@@ -687,11 +930,34 @@ static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, cons
 
 		memcpy(&pmask, pm, 8);
 		memcpy(&pval, pv, 8);
-		for (uint32_t j = 0; j < nbb; j++)
-			p += delta64(p, w + 64 * j, j < b->wref_bbs ? b->wref + 64 * j : zero64,
-				     j ? 0 : pmask, j ? 0 : pval);
+		if (nbb)
+			p += delta64(p, w, ref0, pmask, pval);
+		for (uint32_t j = 1; j < nbb; j++)
+			p += delta64(p, w + 64 * j, j < b->wref_bbs ? b->wref + 64 * j : zero64, 0, 0);
 	}
 	b->blen += (size_t)(p - tag);
+	/* the progression: stepped past a one-off, or restarted here */
+	if (off) {
+		for (unsigned i = 0; i < 8; i++)
+			b->wv[i] += b->ws[i];
+		b->wbase_idx = (uint16_t)(b->wbase_idx + b->wstep_idx);
+		b->wconf = false;
+	} else if (nbb == 1 && !flags) {
+		for (unsigned i = 0; i < 8; i++) {
+			uint64_t c = trace_lane(w + 8 * i);
+
+			b->ws[i] = c - b->wv[i];
+			b->wv[i] = c;
+		}
+		b->wstep_ok = b->wbase_ok && qpn == b->wbase_qpn;
+		b->wstep_idx = (uint16_t)(idx - b->wbase_idx);
+		b->wbase_idx = idx;
+		b->wbase_qpn = qpn;
+		b->wbase_ok = true;
+		b->wconf = false;
+	} else {
+		b->wbase_ok = b->wstep_ok = false;
+	}
 	/* fixed-size copies: a variable-length memcpy becomes `rep movsq`,
 	 * whose start-up cost was a third of this function */
 	for (uint32_t j = 0; j < nbb; j++)
@@ -701,12 +967,51 @@ static void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, cons
 	b->wref_qpn = qpn;
 }
 
-static void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32_t cq_index,
-		      const uint8_t *cqe)
+/* A WQE: counted into the run when it is the progression's next, else a
+ * sub-record. */
+static inline void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx,
+			     const uint8_t *w, uint32_t nbb, uint16_t flags)
 {
-	uint8_t *tag = batch_sub(b, qpn), *p;
+	bool on;
 
-	*tag = GDAK_TREC_CQE;
+	if (nbb == 1 && !flags) {
+		int f = WQE_FAST(b, qpn, idx, w);
+
+		if (f == FAST_DONE)
+			return;
+		if (f == FAST_START && run_begin(b, GDAK_TREC_WQE, qpn)) {
+			run_advance(b->wv, b->ws);
+			b->wbase_idx = idx;
+			return;
+		}
+	}
+	on = nbb == 1 && !flags && b->wstep_ok && qpn == b->wbase_qpn &&
+	     idx == (uint16_t)(b->wbase_idx + b->wstep_idx);
+	/* confirmed: a WQE matched the step (maybe in the run still pending) */
+	batch_wqe_sub(b, qpn, idx, w, nbb, flags,
+		      on && (b->wconf || (b->run_n && b->run_type == GDAK_TREC_WQE)));
+}
+
+/* As batch_wqe_sub, for a CQE. */
+static __attribute__((noinline)) void batch_cqe_sub(struct gdak_trace_buf *b, uint32_t qpn,
+						    uint32_t cqn, uint32_t cq_index,
+						    const uint8_t *cqe, bool off)
+{
+	uint8_t *tag = batch_sub(b, qpn), *p, pred[64];
+	const uint8_t *ref;
+
+	off = off && b->cstep_ok;
+	if (off) {
+		for (unsigned i = 0; i < 8; i++)
+			trace_put_lane(pred + 8 * i, b->cv[i] + b->cs[i]);
+		ref = pred;
+	} else {
+		if (b->craw_stale)
+			lanes_put(b->cref, b->cv);
+		ref = b->cref_valid ? b->cref : zero64;
+	}
+	b->craw_stale = false;
+	*tag = (uint8_t)(GDAK_TREC_CQE | (off ? GDAK_TRACE_SUB_OFF : 0));
 	p = put_qpn(b, tag, qpn);
 	if (b->cref_valid && cqn == b->cref_cqn && cq_index == b->cref_idx + 1) {
 		*tag |= GDAK_TRACE_SUB_PRED;
@@ -715,12 +1020,49 @@ static void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint
 		trace_put32(p + 4, cq_index);
 		p += 8;
 	}
-	p += delta64(p, cqe, b->cref_valid ? b->cref : zero64, 0, 0);
+	p += delta64(p, cqe, ref, 0, 0);
 	b->blen += (size_t)(p - tag);
+	if (off) {
+		for (unsigned i = 0; i < 8; i++)
+			b->cv[i] += b->cs[i];
+		b->cbase_idx += b->cstep_idx;
+		b->cconf = false;
+	} else {
+		for (unsigned i = 0; i < 8; i++) {
+			uint64_t c = trace_lane(cqe + 8 * i);
+
+			b->cs[i] = c - b->cv[i];
+			b->cv[i] = c;
+		}
+		b->cstep_ok = b->cbase_ok && cqn == b->cbase_cqn;
+		b->cstep_idx = cq_index - b->cbase_idx;
+		b->cbase_idx = cq_index;
+		b->cbase_cqn = cqn;
+		b->cbase_ok = true;
+		b->cconf = false;
+	}
 	memcpy(b->cref, cqe, 64);
 	b->cref_valid = true;
 	b->cref_cqn = cqn;
 	b->cref_idx = cq_index;
+}
+
+static inline void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
+			     uint32_t cq_index, const uint8_t *cqe)
+{
+	int f = CQE_FAST(b, qpn, cqn, cq_index, cqe);
+	bool on;
+
+	if (f == FAST_DONE)
+		return;
+	if (f == FAST_START && run_begin(b, GDAK_TREC_CQE, qpn)) {
+		run_advance(b->cv, b->cs);
+		b->cbase_idx = cq_index;
+		return;
+	}
+	on = b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx;
+	batch_cqe_sub(b, qpn, cqn, cq_index, cqe,
+		      on && (b->cconf || (b->run_n && b->run_type == GDAK_TREC_CQE)));
 }
 
 void gdak_trace_batch_begin(struct gdak_trace_buf *b)
@@ -1084,6 +1426,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	if (!tp)
 		return -EINVAL;
 	*tp = NULL;
+	pthread_once(&simd_once, simd_init);
 	if (!path || !*path || !strcmp(path, "-")) {
 		GDAK_ERR("trace", 0, "trace path '%s' is not a file name", path ? path : "(null)");
 		return -EINVAL;

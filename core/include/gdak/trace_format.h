@@ -90,6 +90,11 @@ enum {
 #define GDAK_TRACE_SUB_TYPE 0x0f
 #define GDAK_TRACE_SUB_QPN 0x80	  /* a u32 QPN follows; else the previous sub-record's */
 #define GDAK_TRACE_SUB_PRED 0x40  /* WQE: index and size predicted; CQE: cqn, cq_index */
+/* WQE/CQE: a u16 n follows - n records, each the previous one of its type
+ * advanced by the step between the two before (docs/TRACE.md "REPEAT") */
+#define GDAK_TRACE_SUB_REPEAT 0x20
+/* WQE/CQE: off the progression - the next REPEAT steps past it */
+#define GDAK_TRACE_SUB_OFF 0x10
 /* Largest sub-record: tag, QPN, WQE fields, 16 delta-coded WQEBBs */
 #define GDAK_TRACE_SUB_MAX (1 + 4 + 4 + GDAK_TRACE_MAX_WQEBB * (1 + 8 + 64))
 
