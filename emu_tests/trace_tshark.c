@@ -51,10 +51,10 @@ int main(int argc, char **argv)
 	char *path, *out = NULL, cmd[1024];
 	struct gdak_trace *t;
 	struct gdak_trace_buf *b;
-	uint8_t pkt[256], reth[16], payload[16], cqe[64] = {0};
+	uint8_t pkt[256], reth[16], payload[16], cqe[64] = {0}, prog[40][64], progc[4][64];
 	uint32_t sip = inet_addr("192.0.2.1"), dip = inet_addr("192.0.2.2");
 	size_t n;
-	int rc;
+	int rc, lua = 0;
 
 	if (system("command -v tshark >/dev/null 2>&1") != 0)
 		GDAK_TEST_SKIP("tshark is not installed");
@@ -95,6 +95,33 @@ int main(int argc, char **argv)
 		gdak_trace_wqe(b, 0x12, 2, w, 1);
 		cqe[61] = 2;
 		gdak_trace_cqe(b, 0x12, 1, 2, cqe);
+		gdak_trace_batch_end(b);
+		/* a device's stream (REPEAT and OFF sub-records): a doorbell,
+		 * 40 WQEs whose index and address step (the address carries
+		 * into its next byte), every 16th signaled, and CQEs whose
+		 * counter steps by 16, one with a syndrome blip */
+		gdak_trace_batch_begin(b);
+		gdak_trace_doorbell(b, 0x12, 0, 43, w, 8);
+		for (unsigned i = 0; i < 40; i++) {
+			uint16_t idx = (uint16_t)(3 + i);
+			uint32_t a = 0x1000 + 0x40 * i;
+
+			w[1] = (uint8_t)(idx >> 8);
+			w[2] = (uint8_t)idx;
+			w[11] = i % 16 == 15 ? 0x08 : 0;
+			w[21] = (uint8_t)(a >> 16);
+			w[22] = (uint8_t)(a >> 8);
+			w[23] = (uint8_t)a;
+			memcpy(prog[i], w, 64);
+			gdak_trace_wqe(b, 0x12, idx, w, 1);
+		}
+		for (unsigned i = 0; i < 4; i++) {
+			cqe[60] = (uint8_t)((16 * i + 18) >> 8);
+			cqe[61] = (uint8_t)(16 * i + 18);
+			cqe[55] = i == 2 ? 0x13 : 0;
+			memcpy(progc[i], cqe, 64);
+			gdak_trace_cqe(b, 0x12, 1, 3 + i, cqe);
+		}
 		gdak_trace_batch_end(b);
 	}
 	gdak_trace_close(t);
@@ -166,7 +193,8 @@ int main(int argc, char **argv)
 		rc = run(cmd, &out);
 		CHECK_EQ(rc, 0);
 		REQUIRE(out);
-		if (strstr(out, "lua") && strstr(out, "not")) {
+		lua = !(strstr(out, "lua") && strstr(out, "not"));
+		if (!lua) {
 			printf("tshark without Lua: %s", out);
 		} else {
 			printf("tshark + gdak-trace.lua:\n%s", out);
@@ -175,6 +203,40 @@ int main(int argc, char **argv)
 			CHECK(strstr(out, "STATS") != NULL);
 			CHECK(strstr(out, "BATCH qp 0x000012 3 records: 0 doorbells, 2 WQEs, 1 CQEs"));
 			CHECK(strstr(out, "BATCH qp 0x000012 2 records: 0 doorbells, 1 WQEs, 1 CQEs"));
+			CHECK(strstr(out, "BATCH qp 0x000012 45 records: 1 doorbells, 40 WQEs, 4 CQEs"));
+		}
+		free(out);
+		/* the progression's WQEs and CQEs, byte for byte, as the
+		 * dissector rebuilt them from REPEAT and OFF sub-records */
+		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -Y 'gdak.batch.count == 45' "
+			 "-T fields -E separator=+ -e gdak.wqe -e gdak.cqe 2>/dev/null", argv[1], path);
+		rc = run(cmd, &out);
+		CHECK_EQ(rc, 0);
+		REQUIRE(out);
+		if (lua) {
+			char *want = malloc(44 * 130 + 1), *got = malloc(strlen(out) + 1), *q = want;
+			size_t k = 0;
+
+			REQUIRE(want && got);
+			for (unsigned i = 0; i < 40; i++) {
+				for (unsigned j = 0; j < 64; j++)
+					q += sprintf(q, "%02x", prog[i][j]);
+				*q++ = i < 39 ? ',' : '+';
+			}
+			for (unsigned i = 0; i < 4; i++) {
+				for (unsigned j = 0; j < 64; j++)
+					q += sprintf(q, "%02x", progc[i][j]);
+				*q++ = i < 3 ? ',' : 0;
+			}
+			for (const char *c = out; *c; c++)	/* hex digits and commas only */
+				if (*c != ':' && *c != '\n')
+					got[k++] = *c;
+			got[k] = 0;
+			CHECK(!strcmp(got, want));
+			if (strcmp(got, want))
+				printf("tshark WQE bytes:\n%s\nwant:\n%s\n", got, want);
+			free(want);
+			free(got);
 		}
 		free(out);
 		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1",

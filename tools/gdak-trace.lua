@@ -164,7 +164,8 @@ local function lanes_add(ref, st)
 end
 
 local ref_keys = { "wref_bbs", "wref_idx", "wref_qpn", "wref_fl", "cref", "cref_cqn", "cref_idx",
-		   "wstep", "wstep_idx", "cstep", "cstep_idx" }
+		   "wbase", "wbase_idx", "wbase_qpn", "wstep", "wstep_idx",
+		   "cbase", "cbase_idx", "cbase_cqn", "cstep", "cstep_idx" }
 
 local function copy_refs(r)
 	local c = { wref = {} }
@@ -205,20 +206,35 @@ dissect_batch = function(t, body, item)
 	end
 	local nw, nc, nd = 0, 0, 0
 	local all_ok = true
-	-- a WQE into the references (and the step from the one before it)
-	local function set_wqe(bbs, nbb, idx, fl, q)
-		if R.wref_bbs == 1 and R.wref_fl == 0 and nbb == 1 and fl == 0 and R.wref_qpn == q then
-			R.wstep, R.wstep_idx = lanes_step(R.wref[0], bbs[0]), (idx - R.wref_idx) % 65536
+	-- the progressions (docs/TRACE.md "REPEAT and OFF"): after a WQE/CQE
+	-- sub-record, off = it was OFF (the base steps past it)
+	local function set_wqe(bbs, nbb, idx, fl, q, off)
+		if off then
+			R.wbase = lanes_add(R.wbase, R.wstep)
+			R.wbase_idx = (R.wbase_idx + R.wstep_idx) % 65536
+		elseif nbb == 1 and fl == 0 then
+			if R.wbase and R.wbase_qpn == q then
+				R.wstep, R.wstep_idx = lanes_step(R.wbase, bbs[0]), (idx - R.wbase_idx) % 65536
+			else
+				R.wstep = nil
+			end
+			R.wbase, R.wbase_idx, R.wbase_qpn = bbs[0], idx, q
 		else
-			R.wstep = nil
+			R.wbase, R.wstep = nil, nil
 		end
 		R.wref, R.wref_bbs, R.wref_idx, R.wref_qpn, R.wref_fl = bbs, nbb, idx, q, fl
 	end
-	local function set_cqe(out, cqn, ci)
-		if R.cref and R.cref_cqn == cqn then
-			R.cstep, R.cstep_idx = lanes_step(R.cref, out), (ci - R.cref_idx) % 4294967296
+	local function set_cqe(out, cqn, ci, off)
+		if off then
+			R.cbase = lanes_add(R.cbase, R.cstep)
+			R.cbase_idx = (R.cbase_idx + R.cstep_idx) % 4294967296
 		else
-			R.cstep = nil
+			if R.cbase and R.cbase_cqn == cqn then
+				R.cstep, R.cstep_idx = lanes_step(R.cbase, out), (ci - R.cbase_idx) % 4294967296
+			else
+				R.cstep = nil
+			end
+			R.cbase, R.cbase_idx, R.cbase_cqn = out, ci, cqn
 		end
 		R.cref, R.cref_cqn, R.cref_idx = out, cqn, ci
 	end
@@ -259,8 +275,8 @@ dissect_batch = function(t, body, item)
 		if bit.band(tag, 0x20) ~= 0 then
 			-- REPEAT: rep records, each the previous one advanced by the last step
 			local rep = (off + 2 <= n) and body(off, 2):le_uint() or 0
-			if bit.band(tag, 0x40) ~= 0 or rep == 0 or rep > count - k + 1 or
-			   (ty == 2 and (not R.wstep or R.wref_qpn ~= qpn)) or
+			if bit.band(tag, 0x50) ~= 0 or rep == 0 or rep > count - k + 1 or
+			   (ty == 2 and (not R.wstep or R.wbase_qpn ~= qpn)) or
 			   (ty == 3 and not R.cstep) or (ty ~= 2 and ty ~= 3) then
 				bad = true
 			else
@@ -271,16 +287,18 @@ dissect_batch = function(t, body, item)
 				for _ = 1, rep do
 					local text
 					if ty == 2 then
-						local idx = (R.wref_idx + R.wstep_idx) % 65536
-						local bbs = { [0] = lanes_add(R.wref[0], R.wstep) }
-						R.wref, R.wref_idx = bbs, idx
+						local idx = (R.wbase_idx + R.wstep_idx) % 65536
+						local bbs = { [0] = lanes_add(R.wbase, R.wstep) }
+						R.wbase, R.wbase_idx = bbs[0], idx
+						R.wref, R.wref_bbs, R.wref_idx, R.wref_qpn, R.wref_fl = bbs, 1, idx, qpn, 0
 						if shown < 64 then text = show_wqe(st, q, idx, bbs, 1) end
 						nw = nw + 1
 					else
-						local ci = (R.cref_idx + R.cstep_idx) % 4294967296
-						local out = lanes_add(R.cref, R.cstep)
-						R.cref, R.cref_idx = out, ci
-						if shown < 64 then text = show_cqe(st, q, R.cref_cqn, ci, out) end
+						local ci = (R.cbase_idx + R.cstep_idx) % 4294967296
+						local out = lanes_add(R.cbase, R.cstep)
+						R.cbase, R.cbase_idx = out, ci
+						R.cref, R.cref_cqn, R.cref_idx = out, R.cbase_cqn, ci
+						if shown < 64 then text = show_cqe(st, q, R.cbase_cqn, ci, out) end
 						nc = nc + 1
 					end
 					shown = shown + 1
@@ -288,7 +306,7 @@ dissect_batch = function(t, body, item)
 				end
 			end
 		elseif ty == 1 then
-			if off + 5 > n then bad = true else
+			if bit.band(tag, 0x50) ~= 0 or off + 5 > n then bad = true else
 				local rl = body(off + 4, 1):uint()
 				st:add_le(pf.dbrec_pi, body(off, 2))
 				st:add(pf.handler, body(off + 2, 1))
@@ -314,11 +332,17 @@ dissect_batch = function(t, body, item)
 					off = off + 4
 				end
 			end
+			local woff = bit.band(tag, 0x10) ~= 0
+			if woff and (not R.wstep or R.wbase_qpn ~= qpn) then bad = true end
 			if not bad and nbb <= 16 then
 				local bbs = {}
 				for j = 0, nbb - 1 do
 					local ref = zeros()
-					if j < R.wref_bbs then for i = 0, 63 do ref[i] = R.wref[j][i] end end
+					if j == 0 and woff then
+						ref = lanes_add(R.wbase, R.wstep)
+					elseif j < R.wref_bbs then
+						for i = 0, 63 do ref[i] = R.wref[j][i] end
+					end
 					if j == 0 then
 						ref[1] = bit.rshift(idx, 8)
 						ref[2] = bit.band(idx, 0xff)
@@ -329,7 +353,7 @@ dissect_batch = function(t, body, item)
 					off = o2
 				end
 				if not bad then
-					set_wqe(bbs, nbb, idx, fl, qpn)
+					set_wqe(bbs, nbb, idx, fl, qpn, woff)
 					st:set_text(show_wqe(st, q, idx, bbs, nbb))
 					nw = nw + 1
 				end
@@ -349,11 +373,14 @@ dissect_batch = function(t, body, item)
 				st:add_le(pf.cq_index, body(off + 4, 4))
 				off = off + 8
 			end
+			local coff = bit.band(tag, 0x10) ~= 0
+			if coff and (not R.cstep or R.cbase_cqn ~= cqn) then bad = true end
 			if not bad then
-				local o2, out = undelta(body, off, R.cref or zeros())
+				local o2, out = undelta(body, off, coff and lanes_add(R.cbase, R.cstep) or
+							 R.cref or zeros())
 				if not o2 then bad = true else
 					off = o2
-					set_cqe(out, cqn, ci)
+					set_cqe(out, cqn, ci, coff)
 					st:set_text(show_cqe(st, q, cqn, ci, out))
 					nc = nc + 1
 				end

@@ -335,6 +335,23 @@ static void trace_seeds(void)
 		gdak_trace_cqe(b, 0x100, 0x200, (uint32_t)(2 + pass), cqe);
 		gdak_trace_batch_end(b);
 	}
+	/* a pass of a device's stream: WQEs and CQEs stepping (REPEAT), a
+	 * signaled WQE and a CQE blip among them (OFF) */
+	gdak_trace_batch_begin(b);
+	gdak_trace_doorbell(b, 0x100, 0, 24, reg, 8);
+	for (int i = 0; i < 20; i++) {
+		wqe[2] = (uint8_t)(4 + i);
+		wqe[11] = i == 9 ? 0x08 : 0;	/* fm_ce_se: CQ update */
+		wqe[23] = (uint8_t)(0x40 * i);	/* raddr's low byte, carrying */
+		wqe[22] = (uint8_t)(i / 4);
+		gdak_trace_wqe(b, 0x100, (uint16_t)(4 + i), wqe, 1);
+	}
+	for (int i = 0; i < 5; i++) {
+		cqe[61] = (uint8_t)(13 + 10 * i);
+		cqe[55] = i == 3 ? 0x13 : 0;
+		gdak_trace_cqe(b, 0x100, 0x200, (uint32_t)(4 + i), cqe);
+	}
+	gdak_trace_batch_end(b);
 	gdak_trace_note(b, "seed");
 	/* a RoCEv2 WRITE ONLY with 16 payload bytes, ICRC right */
 	bth_set(pkt, ROCE_WRITE_ONLY, 0, 0, ROCE_PKEY_DEFAULT, 0x101, 1, 5);
