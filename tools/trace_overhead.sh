@@ -6,10 +6,12 @@
 # and 64 KiB, each size run R times without and with a trace, alternating
 # (so load changes on a shared machine hit both alike), medians compared.
 #
-# usage: tools/trace_overhead.sh [-r R] [-w thread|inline] [-o DIR] GDAK_PERF
-#   -r R   runs per size and mode (7), each gdak-perf -r 3 (its median of 3)
-#   -w W   GDAK_TRACE_WRITER for the traced runs (thread)
-#   -o DIR where the traces go (/tmp); each run's trace is removed after it
+# usage: tools/trace_overhead.sh [-r R] [-w thread|inline] [-o DIR] [-x ARGS] GDAK_PERF
+#   -r R    runs per size and mode (7), each gdak-perf -r 3 (its median of 3)
+#   -w W    GDAK_TRACE_WRITER for the traced runs (thread)
+#   -o DIR  where the traces go (/tmp); each run's trace is removed after it
+#   -x ARGS more gdak-perf options for every run, e.g. -x --cuda (a CUDA
+#           kernel posts: gdak-perf-cuda on a GPU machine)
 # Prints one line per test and size: median off and on and their ratio, the
 # best run of each and their ratio (on a shared machine, the runs that other
 # load did not disturb), and trace bytes per operation.
@@ -18,16 +20,18 @@ set -euo pipefail
 runs=7
 writer=thread
 dir=/tmp
-while getopts "r:w:o:h" opt; do
+xargs_=()
+while getopts "r:w:o:x:h" opt; do
 	case $opt in
 	r) runs=$OPTARG ;;
 	w) writer=$OPTARG ;;
 	o) dir=$OPTARG ;;
-	*) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	x) read -r -a xargs_ <<<"$OPTARG" ;;
+	*) sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-perf=${1:?usage: $0 [-r R] [-w thread|inline] [-o DIR] GDAK_PERF}
+perf=${1:?usage: $0 [-r R] [-w thread|inline] [-o DIR] [-x ARGS] GDAK_PERF}
 [[ -x $perf ]] || { echo "trace_overhead: $perf is not executable" >&2; exit 2; }
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "trace_overhead: -r wants a positive number" >&2; exit 2; }
 trace=$dir/trace_overhead.$$.pcapng
@@ -39,7 +43,7 @@ one() {
 	local -a env=(env -u GDAK_TRACE)
 	[[ $traced == 1 ]] && env=(env GDAK_TRACE="$trace" GDAK_TRACE_WRITER="$writer")
 	out=$("${env[@]}" "$perf" -s "$size" -n "$iters" -r 3 --nic-threads 1 --no-baseline \
-		--quiet --csv "$test" 2>/dev/null | tail -1)
+		--quiet --csv "${xargs_[@]}" "$test" 2>/dev/null | tail -1)
 	if [[ $traced == 1 ]]; then
 		bytes=$(stat -c %s "$trace" 2>/dev/null || echo 0)
 		rm -f "$trace"

@@ -726,22 +726,25 @@ static inline __attribute__((always_inline)) bool match_generic(const uint64_t *
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TRACE_AVX2 1
 /* The same in two 32-byte vectors: a byte shuffle turns the big-endian
- * words into numbers (measured: half the cost of the loop above). */
+ * words into numbers (measured: half the cost of the loop above).  On a
+ * match, c0 and c1 hold cur's lanes: the caller stores them as the new base
+ * (not v + s: a chain through memory from one record to the next). */
 static inline __attribute__((always_inline, target("avx2"))) bool
-match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur)
+match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur, __m256i *c0, __m256i *c1)
 {
 	const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
 					       7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
-	__m256i c0 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)cur), bswap);
-	__m256i c1 = _mm256_shuffle_epi8(
-		_mm256_loadu_si256((const __m256i *)(const void *)(cur + 32)), bswap);
-	__m256i d0 = _mm256_xor_si256(_mm256_sub_epi64(c0, _mm256_loadu_si256((const __m256i *)(const void *)v)),
-				      _mm256_loadu_si256((const __m256i *)(const void *)s));
-	__m256i d1 = _mm256_xor_si256(
-		_mm256_sub_epi64(c1, _mm256_loadu_si256((const __m256i *)(const void *)(v + 4))),
-		_mm256_loadu_si256((const __m256i *)(const void *)(s + 4)));
-	__m256i d = _mm256_or_si256(d0, d1);
+	const __m256i *cv = (const __m256i *)(const void *)cur;
+	const __m256i *vv = (const __m256i *)(const void *)v;
+	const __m256i *sv = (const __m256i *)(const void *)s;
+	__m256i d;
 
+	*c0 = _mm256_shuffle_epi8(_mm256_loadu_si256(cv), bswap);
+	*c1 = _mm256_shuffle_epi8(_mm256_loadu_si256(cv + 1), bswap);
+	d = _mm256_or_si256(
+		_mm256_xor_si256(_mm256_sub_epi64(*c0, _mm256_loadu_si256(vv)), _mm256_loadu_si256(sv)),
+		_mm256_xor_si256(_mm256_sub_epi64(*c1, _mm256_loadu_si256(vv + 1)),
+				 _mm256_loadu_si256(sv + 1)));
 	return _mm256_testz_si256(d, d);
 }
 static bool trace_use_avx2;	/* set once, at the first open */
@@ -777,37 +780,53 @@ static __attribute__((noinline)) bool run_begin(struct gdak_trace_buf *b, uint8_
 	return true;
 }
 
-/* A WQE of one WQEBB, flags 0, that is the progression's next: FAST_DONE
- * when it went on with the pending run, FAST_START when a run must begin
- * with it (run_begin(), outside: no call in here, so no stack frame), else
- * FAST_NO.  The NIC thread's whole cost for a WQE of a steady stream.
- * Instantiated per match function below. */
+/* The fast paths (x_fast_generic, x_fast_avx2): a WQE of one WQEBB and
+ * flags 0, or a CQE, that is its progression's next: FAST_DONE when it went
+ * on with the pending run, FAST_START when a run must begin with it
+ * (run_begin(), outside: no call in here, so no stack frame), else FAST_NO.
+ * The NIC thread's whole cost for a WQE of a steady stream. */
 enum { FAST_NO, FAST_DONE, FAST_START };
-typedef bool match_fn(const uint64_t *v, const uint64_t *s, const uint8_t *cur);
 
-static inline __attribute__((always_inline)) int wqe_fast(struct gdak_trace_buf *b, uint32_t qpn,
-							  uint16_t idx, const uint8_t *w,
-							  match_fn *match)
+/* The checks of a WQE/CQE against its progression, but for the bytes. */
+static inline __attribute__((always_inline)) bool wqe_on(const struct gdak_trace_buf *b,
+							 uint32_t qpn, uint16_t idx)
 {
-	if (!(b->wstep_ok && qpn == b->wbase_qpn && idx == (uint16_t)(b->wbase_idx + b->wstep_idx)) ||
-	    !match(b->wv, b->ws, w))
+	return b->wstep_ok && qpn == b->wbase_qpn && idx == (uint16_t)(b->wbase_idx + b->wstep_idx);
+}
+
+static inline __attribute__((always_inline)) bool cqe_on(const struct gdak_trace_buf *b,
+							 uint32_t cqn, uint32_t cq_index)
+{
+	return b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx;
+}
+
+/* Whether a record that matched goes on with the pending run (a WQE run's
+ * QP is wbase_qpn). */
+static inline __attribute__((always_inline)) bool run_goes_on(const struct gdak_trace_buf *b,
+							      uint8_t type, uint32_t qpn)
+{
+	return b->run_type == type && (type == GDAK_TREC_WQE || b->run_qpn == qpn) &&
+	       b->run_n < RUN_MAX;
+}
+
+static int wqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w)
+{
+	if (!wqe_on(b, qpn, idx) || !match_generic(b->wv, b->ws, w))
 		return FAST_NO;
-	if (!(b->run_type == GDAK_TREC_WQE && b->run_n < RUN_MAX))
-		return FAST_START;	/* (a WQE run's QP is wbase_qpn) */
+	if (!run_goes_on(b, GDAK_TREC_WQE, qpn))
+		return FAST_START;
 	b->run_n++;
 	run_advance(b->wv, b->ws);
 	b->wbase_idx = idx;
 	return FAST_DONE;
 }
 
-static inline __attribute__((always_inline)) int cqe_fast(struct gdak_trace_buf *b, uint32_t qpn,
-							  uint32_t cqn, uint32_t cq_index,
-							  const uint8_t *cqe, match_fn *match)
+static int cqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
+			    uint32_t cq_index, const uint8_t *cqe)
 {
-	if (!(b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx) ||
-	    !match(b->cv, b->cs, cqe))
+	if (!cqe_on(b, cqn, cq_index) || !match_generic(b->cv, b->cs, cqe))
 		return FAST_NO;
-	if (!(b->run_type == GDAK_TREC_CQE && b->run_qpn == qpn && b->run_n < RUN_MAX))
+	if (!run_goes_on(b, GDAK_TREC_CQE, qpn))
 		return FAST_START;
 	b->run_n++;
 	run_advance(b->cv, b->cs);
@@ -815,29 +834,38 @@ static inline __attribute__((always_inline)) int cqe_fast(struct gdak_trace_buf 
 	return FAST_DONE;
 }
 
-static int wqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w)
-{
-	return wqe_fast(b, qpn, idx, w, match_generic);
-}
-
-static int cqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
-			    uint32_t cq_index, const uint8_t *cqe)
-{
-	return cqe_fast(b, qpn, cqn, cq_index, cqe, match_generic);
-}
-
 #ifdef TRACE_AVX2
 static __attribute__((target("avx2"))) int wqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
 							 uint16_t idx, const uint8_t *w)
 {
-	return wqe_fast(b, qpn, idx, w, match_avx2);
+	__m256i c0, c1;
+
+	if (!wqe_on(b, qpn, idx) || !match_avx2(b->wv, b->ws, w, &c0, &c1))
+		return FAST_NO;
+	if (!run_goes_on(b, GDAK_TREC_WQE, qpn))
+		return FAST_START;
+	b->run_n++;
+	_mm256_storeu_si256((__m256i *)(void *)b->wv, c0);
+	_mm256_storeu_si256((__m256i *)(void *)(b->wv + 4), c1);
+	b->wbase_idx = idx;
+	return FAST_DONE;
 }
 
 static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
 							 uint32_t cqn, uint32_t cq_index,
 							 const uint8_t *cqe)
 {
-	return cqe_fast(b, qpn, cqn, cq_index, cqe, match_avx2);
+	__m256i c0, c1;
+
+	if (!cqe_on(b, cqn, cq_index) || !match_avx2(b->cv, b->cs, cqe, &c0, &c1))
+		return FAST_NO;
+	if (!run_goes_on(b, GDAK_TREC_CQE, qpn))
+		return FAST_START;
+	b->run_n++;
+	_mm256_storeu_si256((__m256i *)(void *)b->cv, c0);
+	_mm256_storeu_si256((__m256i *)(void *)(b->cv + 4), c1);
+	b->cbase_idx = cq_index;
+	return FAST_DONE;
 }
 #define WQE_FAST(...) (trace_use_avx2 ? wqe_fast_avx2(__VA_ARGS__) : wqe_fast_generic(__VA_ARGS__))
 #define CQE_FAST(...) (trace_use_avx2 ? cqe_fast_avx2(__VA_ARGS__) : cqe_fast_generic(__VA_ARGS__))
@@ -985,8 +1013,7 @@ static inline void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t id
 			return;
 		}
 	}
-	on = nbb == 1 && !flags && b->wstep_ok && qpn == b->wbase_qpn &&
-	     idx == (uint16_t)(b->wbase_idx + b->wstep_idx);
+	on = nbb == 1 && !flags && wqe_on(b, qpn, idx);
 	/* confirmed: a WQE matched the step (maybe in the run still pending) */
 	batch_wqe_sub(b, qpn, idx, w, nbb, flags,
 		      on && (b->wconf || (b->run_n && b->run_type == GDAK_TREC_WQE)));
@@ -1060,7 +1087,7 @@ static inline void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cq
 		b->cbase_idx = cq_index;
 		return;
 	}
-	on = b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx;
+	on = cqe_on(b, cqn, cq_index);
 	batch_cqe_sub(b, qpn, cqn, cq_index, cqe,
 		      on && (b->cconf || (b->run_n && b->run_type == GDAK_TREC_CQE)));
 }

@@ -16,8 +16,8 @@
 #                without libev or a compiler: build where they are, carry DIR)
 #   default      --bin .carry/cuda if it holds binaries, else --build build/gpu
 # --pack copies the CUDA tests (gdak_cuda_*, gdak_dev_cuda, gdak_capture_cuda),
-# gdak-trace (the capture test decodes with it) and gdak-perf-cuda
-# of a build into DEST and
+# gdak-trace (the capture test decodes with it), gdak-perf-cuda and gdak-perf
+# (tools/trace_overhead.sh, tools/cuda/trace-overhead.sh) of a build into DEST and
 # checks with ldd that they need no library the build machine alone has
 # beyond libibverbs (rdma-core) and the C/C++ runtimes.
 #
@@ -40,7 +40,7 @@ pack() {
 	[ -d "$b" ] || die "--pack: build folder '$b' does not exist"
 	mkdir -p "$d" || die "--pack: cannot create '$d'"
 	for f in "$b"/emu_tests/gdak_cuda_* "$b"/emu_tests/gdak_dev_cuda "$b"/emu_tests/gdak_capture_cuda \
-		 "$b"/tools/gdak-trace "$b"/tools/gdak-perf-cuda; do
+		 "$b"/tools/gdak-trace "$b"/tools/gdak-perf-cuda "$b"/tools/gdak-perf; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		cp "$f" "$d/" && n=$((n + 1))
 		missing=$(ldd "$f" | grep 'not found')
