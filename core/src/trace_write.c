@@ -530,7 +530,9 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 	b->blen = BATCH_HDR;
 	b->bcount = 0;
 	b->bqpn = qpn;
-	if (atomic_exchange_explicit(&b->refs_stale, false, memory_order_relaxed))
+	/* (a locked exchange only when set: this is on every pass) */
+	if (atomic_load_explicit(&b->refs_stale, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&b->refs_stale, false, memory_order_relaxed))
 		b->ref_ok = false;
 	b->bcont = b->ref_ok;
 	if (b->ref_ok) {
