@@ -135,33 +135,22 @@ local function bytes_of(bbs, nbb)
 	return ba
 end
 
--- REPEAT: 64 bytes as eight big-endian 64-bit lanes, stepped modulo 2^64
--- (byte by byte with carry: Lua 5.2 numbers are doubles)
-local function lanes_step(prev, cur)
-	local st = {}
-	for w = 0, 7 do
-		local borrow = 0
-		for i = 7, 0, -1 do
-			local d = cur[8 * w + i] - prev[8 * w + i] - borrow
-			if d < 0 then d, borrow = d + 256, 1 else borrow = 0 end
-			st[8 * w + i] = d
-		end
-	end
-	return st
-end
-
-local function lanes_add(ref, st)
+-- REPEAT: 64 bytes as eight big-endian 64-bit lanes, x + sign * y modulo
+-- 2^64 each (byte by byte with carry: Lua 5.2 numbers are doubles)
+local function lanes_op(x, y, sign)
 	local out = {}
 	for w = 0, 7 do
 		local carry = 0
 		for i = 7, 0, -1 do
-			local v = ref[8 * w + i] + st[8 * w + i] + carry
-			if v >= 256 then v, carry = v - 256, 1 else carry = 0 end
-			out[8 * w + i] = v
+			local v = x[8 * w + i] + sign * y[8 * w + i] + carry
+			carry = math.floor(v / 256)
+			out[8 * w + i] = v - 256 * carry
 		end
 	end
 	return out
 end
+local function lanes_step(prev, cur) return lanes_op(cur, prev, -1) end
+local function lanes_add(ref, st) return lanes_op(ref, st, 1) end
 
 local ref_keys = { "wref_bbs", "wref_idx", "wref_qpn", "wref_fl", "cref", "cref_cqn", "cref_idx",
 		   "wbase", "wbase_idx", "wbase_qpn", "wstep", "wstep_idx",

@@ -57,6 +57,17 @@ struct chunk {
 	uint32_t recs;		/* queued: the records in them */
 };
 
+/* A progression (docs/TRACE.md "REPEAT and OFF"): a base record as lanes
+ * and the step from the one before it. */
+struct prog {
+	uint64_t v[8], s[8];	/* base, step */
+	uint32_t key;		/* the base's QPN (WQEs) or CQN (CQEs) */
+	uint32_t idx, step_idx;	/* the base's index, the index step (WQEs: mod 2^16) */
+	bool base_ok, step_ok;
+	bool conf;		/* a record matched the step */
+	bool raw_stale;		/* wref/cref lag v: a run went on */
+};
+
 struct gdak_trace_buf {
 	struct gdak_trace *t;
 	struct gdak_trace_buf *next;
@@ -92,15 +103,9 @@ struct gdak_trace_buf {
 	 * CQE progressions - a base as lanes, the step from the one before it.
 	 * A WQE/CQE that is its base advanced by that step is only counted
 	 * (run_n); the run becomes one REPEAT sub-record when it ends */
-	bool wbase_ok, wstep_ok, wconf;	/* wconf: a WQE matched the step */
-	bool cbase_ok, cstep_ok, cconf;
-	bool wraw_stale, craw_stale;	/* wref/cref lag wv/cv: a run went on */
-	uint16_t wbase_idx, wstep_idx;
-	uint32_t wbase_qpn;
-	uint32_t cbase_cqn, cbase_idx, cstep_idx;
+	struct prog wp, cp;	/* WQEs (key: QPN), CQEs (key: CQN) */
 	uint8_t run_type;	/* GDAK_TREC_WQE or GDAK_TREC_CQE while run_n */
 	uint32_t run_n, run_qpn;
-	uint64_t wv[8], ws[8], cv[8], cs[8];	/* the bases and steps */
 	/* the references carry over to the next batch (GDAK_TRACE_BATCH_CONT)
 	 * while it lands in the same chunk right after this one: a chunk
 	 * lost or dropped never leaves a later batch undecodable */
@@ -544,9 +549,9 @@ static void batch_open(struct gdak_trace_buf *b, uint32_t qpn)
 		trace_put32(h + 36, 0);
 		b->wref_bbs = 0;
 		b->cref_valid = false;
-		b->wbase_ok = b->wstep_ok = b->wconf = false;
-		b->cbase_ok = b->cstep_ok = b->cconf = false;
-		b->wraw_stale = b->craw_stale = false;
+		b->wp.base_ok = b->wp.step_ok = b->wp.conf = false;
+		b->cp.base_ok = b->cp.step_ok = b->cp.conf = false;
+		b->wp.raw_stale = b->cp.raw_stale = false;
 	}
 }
 
@@ -695,17 +700,17 @@ static void run_flush(struct gdak_trace_buf *b)
 	b->seq += b->run_n;
 	b->bcount += b->run_n;
 	if (b->run_type == GDAK_TREC_WQE) {
-		b->wref_idx = b->wbase_idx;
+		b->wref_idx = b->wp.idx;
 		b->wref_bbs = 1;
-		b->wref_qpn = b->wbase_qpn;
-		b->wraw_stale = true;
-		b->wconf = true;
+		b->wref_qpn = b->wp.key;
+		b->wp.raw_stale = true;
+		b->wp.conf = true;
 	} else {
-		b->cref_idx = b->cbase_idx;
-		b->cref_cqn = b->cbase_cqn;
+		b->cref_idx = b->cp.idx;
+		b->cref_cqn = b->cp.key;
 		b->cref_valid = true;
-		b->craw_stale = true;
-		b->cconf = true;
+		b->cp.raw_stale = true;
+		b->cp.conf = true;
 	}
 	b->run_n = 0;
 	b->run_type = 0;
@@ -773,7 +778,7 @@ static __attribute__((noinline)) bool run_begin(struct gdak_trace_buf *b, uint8_
 		batch_close(b);
 	if (!b->bopen) {
 		batch_open(b, qpn);
-		if (!(type == GDAK_TREC_WQE ? b->wstep_ok : b->cstep_ok))
+		if (!(type == GDAK_TREC_WQE ? b->wp.step_ok : b->cp.step_ok))
 			return false;
 	}
 	b->run_type = type;
@@ -782,28 +787,23 @@ static __attribute__((noinline)) bool run_begin(struct gdak_trace_buf *b, uint8_
 	return true;
 }
 
-/* The fast paths (x_fast_generic, x_fast_avx2): a WQE of one WQEBB and
- * flags 0, or a CQE, that is its progression's next: FAST_DONE when it went
+/* The fast paths (fast_generic, fast_avx2): a WQE of one WQEBB and flags
+ * 0, or a CQE, that is its progression's next: FAST_DONE when it went
  * on with the pending run, FAST_START when a run must begin with it
  * (run_begin(), outside: no call in here, so no stack frame), else FAST_NO.
  * The NIC thread's whole cost for a WQE of a steady stream. */
 enum { FAST_NO, FAST_DONE, FAST_START };
 
-/* The checks of a WQE/CQE against its progression, but for the bytes. */
-static inline __attribute__((always_inline)) bool wqe_on(const struct gdak_trace_buf *b,
-							 uint32_t qpn, uint16_t idx)
+/* The checks of a record against its progression p, but for the bytes:
+ * key a QPN (WQEs) or CQN (CQEs), idx its index, mask 0xffff for WQEs. */
+static inline __attribute__((always_inline)) bool prog_on(const struct prog *p, uint32_t key,
+							  uint32_t idx, uint32_t mask)
 {
-	return b->wstep_ok && qpn == b->wbase_qpn && idx == (uint16_t)(b->wbase_idx + b->wstep_idx);
-}
-
-static inline __attribute__((always_inline)) bool cqe_on(const struct gdak_trace_buf *b,
-							 uint32_t cqn, uint32_t cq_index)
-{
-	return b->cstep_ok && cqn == b->cbase_cqn && cq_index == b->cbase_idx + b->cstep_idx;
+	return p->step_ok && key == p->key && idx == ((p->idx + p->step_idx) & mask);
 }
 
 /* Whether a record that matched goes on with the pending run (a WQE run's
- * QP is wbase_qpn). */
+ * QP is its progression's key). */
 static inline __attribute__((always_inline)) bool run_goes_on(const struct gdak_trace_buf *b,
 							      uint8_t type, uint32_t qpn)
 {
@@ -811,69 +811,39 @@ static inline __attribute__((always_inline)) bool run_goes_on(const struct gdak_
 	       b->run_n < RUN_MAX;
 }
 
-static int wqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx, const uint8_t *w)
+static int fast_generic(struct gdak_trace_buf *b, struct prog *p, uint8_t type, uint32_t qpn,
+			uint32_t key, uint32_t idx, uint32_t mask, const uint8_t *bytes)
 {
-	if (!wqe_on(b, qpn, idx) || !match_generic(b->wv, b->ws, w))
+	if (!prog_on(p, key, idx, mask) || !match_generic(p->v, p->s, bytes))
 		return FAST_NO;
-	if (!run_goes_on(b, GDAK_TREC_WQE, qpn))
+	if (!run_goes_on(b, type, qpn))
 		return FAST_START;
 	b->run_n++;
-	run_advance(b->wv, b->ws);
-	b->wbase_idx = idx;
-	return FAST_DONE;
-}
-
-static int cqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
-			    uint32_t cq_index, const uint8_t *cqe)
-{
-	if (!cqe_on(b, cqn, cq_index) || !match_generic(b->cv, b->cs, cqe))
-		return FAST_NO;
-	if (!run_goes_on(b, GDAK_TREC_CQE, qpn))
-		return FAST_START;
-	b->run_n++;
-	run_advance(b->cv, b->cs);
-	b->cbase_idx = cq_index;
+	run_advance(p->v, p->s);
+	p->idx = idx;
 	return FAST_DONE;
 }
 
 #ifdef TRACE_AVX2
-static __attribute__((target("avx2"))) int wqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
-							 uint16_t idx, const uint8_t *w)
+static __attribute__((target("avx2"))) int fast_avx2(struct gdak_trace_buf *b, struct prog *p,
+						     uint8_t type, uint32_t qpn, uint32_t key,
+						     uint32_t idx, uint32_t mask, const uint8_t *bytes)
 {
 	__m256i c0, c1;
 
-	if (!wqe_on(b, qpn, idx) || !match_avx2(b->wv, b->ws, w, &c0, &c1))
+	if (!prog_on(p, key, idx, mask) || !match_avx2(p->v, p->s, bytes, &c0, &c1))
 		return FAST_NO;
-	if (!run_goes_on(b, GDAK_TREC_WQE, qpn))
+	if (!run_goes_on(b, type, qpn))
 		return FAST_START;
 	b->run_n++;
-	_mm256_storeu_si256((__m256i *)(void *)b->wv, c0);
-	_mm256_storeu_si256((__m256i *)(void *)(b->wv + 4), c1);
-	b->wbase_idx = idx;
+	_mm256_storeu_si256((__m256i *)(void *)p->v, c0);
+	_mm256_storeu_si256((__m256i *)(void *)(p->v + 4), c1);
+	p->idx = idx;
 	return FAST_DONE;
 }
-
-static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
-							 uint32_t cqn, uint32_t cq_index,
-							 const uint8_t *cqe)
-{
-	__m256i c0, c1;
-
-	if (!cqe_on(b, cqn, cq_index) || !match_avx2(b->cv, b->cs, cqe, &c0, &c1))
-		return FAST_NO;
-	if (!run_goes_on(b, GDAK_TREC_CQE, qpn))
-		return FAST_START;
-	b->run_n++;
-	_mm256_storeu_si256((__m256i *)(void *)b->cv, c0);
-	_mm256_storeu_si256((__m256i *)(void *)(b->cv + 4), c1);
-	b->cbase_idx = cq_index;
-	return FAST_DONE;
-}
-#define WQE_FAST(...) (trace_use_avx2 ? wqe_fast_avx2(__VA_ARGS__) : wqe_fast_generic(__VA_ARGS__))
-#define CQE_FAST(...) (trace_use_avx2 ? cqe_fast_avx2(__VA_ARGS__) : cqe_fast_generic(__VA_ARGS__))
+#define FAST(...) (trace_use_avx2 ? fast_avx2(__VA_ARGS__) : fast_generic(__VA_ARGS__))
 #else
-#define WQE_FAST(...) wqe_fast_generic(__VA_ARGS__)
-#define CQE_FAST(...) cqe_fast_generic(__VA_ARGS__)
+#define FAST(...) fast_generic(__VA_ARGS__)
 #endif
 
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
@@ -930,17 +900,17 @@ static __attribute__((noinline)) void batch_wqe_sub(struct gdak_trace_buf *b, ui
 	uint8_t *tag = batch_sub(b, qpn), *p, pred[64];
 	const uint8_t *ref0;
 
-	off = off && b->wstep_ok;	/* a batch that starts afresh has no step */
+	off = off && b->wp.step_ok;	/* a batch that starts afresh has no step */
 	if (off) {	/* coded against what the progression predicted */
 		for (unsigned i = 0; i < 8; i++)
-			trace_put_lane(pred + 8 * i, b->wv[i] + b->ws[i]);
+			trace_put_lane(pred + 8 * i, b->wp.v[i] + b->wp.s[i]);
 		ref0 = pred;
 	} else {
-		if (b->wraw_stale)	/* the run's last WQE, from its lanes */
-			lanes_put(b->wref, b->wv);
+		if (b->wp.raw_stale)	/* the run's last WQE, from its lanes */
+			lanes_put(b->wref, b->wp.v);
 		ref0 = b->wref_bbs ? b->wref : zero64;
 	}
-	b->wraw_stale = false;	/* wref is this WQE below */
+	b->wp.raw_stale = false;	/* wref is this WQE below */
 	*tag = (uint8_t)(GDAK_TREC_WQE | (off ? GDAK_TRACE_SUB_OFF : 0));
 	p = put_qpn(b, tag, qpn);
 	if (b->wref_bbs == 1 && nbb == 1 && !flags && qpn == b->wref_qpn &&
@@ -969,24 +939,24 @@ static __attribute__((noinline)) void batch_wqe_sub(struct gdak_trace_buf *b, ui
 	/* the progression: stepped past a one-off, or restarted here */
 	if (off) {
 		for (unsigned i = 0; i < 8; i++)
-			b->wv[i] += b->ws[i];
-		b->wbase_idx = (uint16_t)(b->wbase_idx + b->wstep_idx);
-		b->wconf = false;
+			b->wp.v[i] += b->wp.s[i];
+		b->wp.idx = (uint16_t)(b->wp.idx + b->wp.step_idx);
+		b->wp.conf = false;
 	} else if (nbb == 1 && !flags) {
 		for (unsigned i = 0; i < 8; i++) {
 			uint64_t c = trace_lane(w + 8 * i);
 
-			b->ws[i] = c - b->wv[i];
-			b->wv[i] = c;
+			b->wp.s[i] = c - b->wp.v[i];
+			b->wp.v[i] = c;
 		}
-		b->wstep_ok = b->wbase_ok && qpn == b->wbase_qpn;
-		b->wstep_idx = (uint16_t)(idx - b->wbase_idx);
-		b->wbase_idx = idx;
-		b->wbase_qpn = qpn;
-		b->wbase_ok = true;
-		b->wconf = false;
+		b->wp.step_ok = b->wp.base_ok && qpn == b->wp.key;
+		b->wp.step_idx = (uint16_t)(idx - b->wp.idx);
+		b->wp.idx = idx;
+		b->wp.key = qpn;
+		b->wp.base_ok = true;
+		b->wp.conf = false;
 	} else {
-		b->wbase_ok = b->wstep_ok = false;
+		b->wp.base_ok = b->wp.step_ok = false;
 	}
 	/* fixed-size copies: a variable-length memcpy becomes `rep movsq`,
 	 * whose start-up cost was a third of this function */
@@ -997,28 +967,38 @@ static __attribute__((noinline)) void batch_wqe_sub(struct gdak_trace_buf *b, ui
 	b->wref_qpn = qpn;
 }
 
+/* A record through its progression's fast path: true when it went into a
+ * run; else *off says whether its own sub-record is OFF (it is at the
+ * progression's place, and a record matched the step before it - maybe in
+ * the run still pending). */
+static inline bool prog_record(struct gdak_trace_buf *b, struct prog *p, uint8_t type,
+			       uint32_t qpn, uint32_t key, uint32_t idx, uint32_t mask,
+			       const uint8_t *bytes, bool *off)
+{
+	int f = FAST(b, p, type, qpn, key, idx, mask, bytes);
+
+	if (f == FAST_DONE)
+		return true;
+	if (f == FAST_START && run_begin(b, type, qpn)) {
+		run_advance(p->v, p->s);
+		p->idx = idx;
+		return true;
+	}
+	*off = prog_on(p, key, idx, mask) && (p->conf || (b->run_n && b->run_type == type));
+	return false;
+}
+
 /* A WQE: counted into the run when it is the progression's next, else a
  * sub-record. */
 static inline void batch_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t idx,
 			     const uint8_t *w, uint32_t nbb, uint16_t flags)
 {
-	bool on;
+	bool off = false;
 
-	if (nbb == 1 && !flags) {
-		int f = WQE_FAST(b, qpn, idx, w);
-
-		if (f == FAST_DONE)
-			return;
-		if (f == FAST_START && run_begin(b, GDAK_TREC_WQE, qpn)) {
-			run_advance(b->wv, b->ws);
-			b->wbase_idx = idx;
-			return;
-		}
-	}
-	on = nbb == 1 && !flags && wqe_on(b, qpn, idx);
-	/* confirmed: a WQE matched the step (maybe in the run still pending) */
-	batch_wqe_sub(b, qpn, idx, w, nbb, flags,
-		      on && (b->wconf || (b->run_n && b->run_type == GDAK_TREC_WQE)));
+	if (nbb == 1 && !flags &&
+	    prog_record(b, &b->wp, GDAK_TREC_WQE, qpn, qpn, idx, 0xffff, w, &off))
+		return;
+	batch_wqe_sub(b, qpn, idx, w, nbb, flags, off);
 }
 
 /* As batch_wqe_sub, for a CQE. */
@@ -1029,17 +1009,17 @@ static __attribute__((noinline)) void batch_cqe_sub(struct gdak_trace_buf *b, ui
 	uint8_t *tag = batch_sub(b, qpn), *p, pred[64];
 	const uint8_t *ref;
 
-	off = off && b->cstep_ok;
+	off = off && b->cp.step_ok;
 	if (off) {
 		for (unsigned i = 0; i < 8; i++)
-			trace_put_lane(pred + 8 * i, b->cv[i] + b->cs[i]);
+			trace_put_lane(pred + 8 * i, b->cp.v[i] + b->cp.s[i]);
 		ref = pred;
 	} else {
-		if (b->craw_stale)
-			lanes_put(b->cref, b->cv);
+		if (b->cp.raw_stale)
+			lanes_put(b->cref, b->cp.v);
 		ref = b->cref_valid ? b->cref : zero64;
 	}
-	b->craw_stale = false;
+	b->cp.raw_stale = false;
 	*tag = (uint8_t)(GDAK_TREC_CQE | (off ? GDAK_TRACE_SUB_OFF : 0));
 	p = put_qpn(b, tag, qpn);
 	if (b->cref_valid && cqn == b->cref_cqn && cq_index == b->cref_idx + 1) {
@@ -1053,22 +1033,22 @@ static __attribute__((noinline)) void batch_cqe_sub(struct gdak_trace_buf *b, ui
 	b->blen += (size_t)(p - tag);
 	if (off) {
 		for (unsigned i = 0; i < 8; i++)
-			b->cv[i] += b->cs[i];
-		b->cbase_idx += b->cstep_idx;
-		b->cconf = false;
+			b->cp.v[i] += b->cp.s[i];
+		b->cp.idx += b->cp.step_idx;
+		b->cp.conf = false;
 	} else {
 		for (unsigned i = 0; i < 8; i++) {
 			uint64_t c = trace_lane(cqe + 8 * i);
 
-			b->cs[i] = c - b->cv[i];
-			b->cv[i] = c;
+			b->cp.s[i] = c - b->cp.v[i];
+			b->cp.v[i] = c;
 		}
-		b->cstep_ok = b->cbase_ok && cqn == b->cbase_cqn;
-		b->cstep_idx = cq_index - b->cbase_idx;
-		b->cbase_idx = cq_index;
-		b->cbase_cqn = cqn;
-		b->cbase_ok = true;
-		b->cconf = false;
+		b->cp.step_ok = b->cp.base_ok && cqn == b->cp.key;
+		b->cp.step_idx = cq_index - b->cp.idx;
+		b->cp.idx = cq_index;
+		b->cp.key = cqn;
+		b->cp.base_ok = true;
+		b->cp.conf = false;
 	}
 	memcpy(b->cref, cqe, 64);
 	b->cref_valid = true;
@@ -1079,19 +1059,10 @@ static __attribute__((noinline)) void batch_cqe_sub(struct gdak_trace_buf *b, ui
 static inline void batch_cqe(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn,
 			     uint32_t cq_index, const uint8_t *cqe)
 {
-	int f = CQE_FAST(b, qpn, cqn, cq_index, cqe);
-	bool on;
+	bool off;
 
-	if (f == FAST_DONE)
-		return;
-	if (f == FAST_START && run_begin(b, GDAK_TREC_CQE, qpn)) {
-		run_advance(b->cv, b->cs);
-		b->cbase_idx = cq_index;
-		return;
-	}
-	on = cqe_on(b, cqn, cq_index);
-	batch_cqe_sub(b, qpn, cqn, cq_index, cqe,
-		      on && (b->cconf || (b->run_n && b->run_type == GDAK_TREC_CQE)));
+	if (!prog_record(b, &b->cp, GDAK_TREC_CQE, qpn, cqn, cq_index, 0xffffffff, cqe, &off))
+		batch_cqe_sub(b, qpn, cqn, cq_index, cqe, off);
 }
 
 void gdak_trace_batch_begin(struct gdak_trace_buf *b)
