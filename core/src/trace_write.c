@@ -787,7 +787,7 @@ static __attribute__((noinline)) bool run_begin(struct gdak_trace_buf *b, uint8_
 	return true;
 }
 
-/* The fast paths (fast_generic, fast_avx2): a WQE of one WQEBB and flags
+/* The fast paths (x_fast_generic, x_fast_avx2): a WQE of one WQEBB and flags
  * 0, or a CQE, that is its progression's next: FAST_DONE when it went
  * on with the pending run, FAST_START when a run must begin with it
  * (run_begin(), outside: no call in here, so no stack frame), else FAST_NO.
@@ -811,8 +811,9 @@ static inline __attribute__((always_inline)) bool run_goes_on(const struct gdak_
 	       b->run_n < RUN_MAX;
 }
 
-static int fast_generic(struct gdak_trace_buf *b, struct prog *p, uint8_t type, uint32_t qpn,
-			uint32_t key, uint32_t idx, uint32_t mask, const uint8_t *bytes)
+static inline __attribute__((always_inline)) int
+fast_generic(struct gdak_trace_buf *b, struct prog *p, uint8_t type, uint32_t qpn, uint32_t key,
+	     uint32_t idx, uint32_t mask, const uint8_t *bytes)
 {
 	if (!prog_on(p, key, idx, mask) || !match_generic(p->v, p->s, bytes))
 		return FAST_NO;
@@ -824,10 +825,23 @@ static int fast_generic(struct gdak_trace_buf *b, struct prog *p, uint8_t type, 
 	return FAST_DONE;
 }
 
+/* Each instance with its constants: one call, six arguments in registers
+ * (measured: the shared function's eight cost 2.7 ns per WQE). */
+static int wqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t idx, const uint8_t *w)
+{
+	return fast_generic(b, &b->wp, GDAK_TREC_WQE, qpn, qpn, idx, 0xffff, w);
+}
+
+static int cqe_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t cqn, uint32_t idx,
+			    const uint8_t *cqe)
+{
+	return fast_generic(b, &b->cp, GDAK_TREC_CQE, qpn, cqn, idx, 0xffffffff, cqe);
+}
+
 #ifdef TRACE_AVX2
-static __attribute__((target("avx2"))) int fast_avx2(struct gdak_trace_buf *b, struct prog *p,
-						     uint8_t type, uint32_t qpn, uint32_t key,
-						     uint32_t idx, uint32_t mask, const uint8_t *bytes)
+static inline __attribute__((always_inline, target("avx2"))) int
+fast_avx2(struct gdak_trace_buf *b, struct prog *p, uint8_t type, uint32_t qpn, uint32_t key,
+	  uint32_t idx, uint32_t mask, const uint8_t *bytes)
 {
 	__m256i c0, c1;
 
@@ -841,9 +855,24 @@ static __attribute__((target("avx2"))) int fast_avx2(struct gdak_trace_buf *b, s
 	p->idx = idx;
 	return FAST_DONE;
 }
-#define FAST(...) (trace_use_avx2 ? fast_avx2(__VA_ARGS__) : fast_generic(__VA_ARGS__))
+
+static __attribute__((target("avx2"))) int wqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
+							 uint32_t idx, const uint8_t *w)
+{
+	return fast_avx2(b, &b->wp, GDAK_TREC_WQE, qpn, qpn, idx, 0xffff, w);
+}
+
+static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *b, uint32_t qpn,
+							 uint32_t cqn, uint32_t idx,
+							 const uint8_t *cqe)
+{
+	return fast_avx2(b, &b->cp, GDAK_TREC_CQE, qpn, cqn, idx, 0xffffffff, cqe);
+}
+#define WQE_FAST(...) (trace_use_avx2 ? wqe_fast_avx2(__VA_ARGS__) : wqe_fast_generic(__VA_ARGS__))
+#define CQE_FAST(...) (trace_use_avx2 ? cqe_fast_avx2(__VA_ARGS__) : cqe_fast_generic(__VA_ARGS__))
 #else
-#define FAST(...) fast_generic(__VA_ARGS__)
+#define WQE_FAST(...) wqe_fast_generic(__VA_ARGS__)
+#define CQE_FAST(...) cqe_fast_generic(__VA_ARGS__)
 #endif
 
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
@@ -971,11 +1000,12 @@ static __attribute__((noinline)) void batch_wqe_sub(struct gdak_trace_buf *b, ui
  * run; else *off says whether its own sub-record is OFF (it is at the
  * progression's place, and a record matched the step before it - maybe in
  * the run still pending). */
-static inline bool prog_record(struct gdak_trace_buf *b, struct prog *p, uint8_t type,
-			       uint32_t qpn, uint32_t key, uint32_t idx, uint32_t mask,
-			       const uint8_t *bytes, bool *off)
+static inline __attribute__((always_inline)) bool
+prog_record(struct gdak_trace_buf *b, struct prog *p, uint8_t type, uint32_t qpn, uint32_t key,
+	    uint32_t idx, uint32_t mask, const uint8_t *bytes, bool *off)
 {
-	int f = FAST(b, p, type, qpn, key, idx, mask, bytes);
+	int f = type == GDAK_TREC_WQE ? WQE_FAST(b, qpn, idx, bytes) :
+					 CQE_FAST(b, qpn, key, idx, bytes);
 
 	if (f == FAST_DONE)
 		return true;
