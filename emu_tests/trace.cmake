@@ -32,3 +32,9 @@ gdak_add_test(NAME gdak.trace.batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_batc
 # lossy mode, drop (counted, LOST record, sequence gap, STATS).
 gdak_add_test(NAME gdak.trace.full SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_full.c
   LIBS gdak_trace_tool LABELS unit MEMCHECK TIMEOUT 120)
+# tools/gdak-trace.lua rebuilds gdak-demo's and gdak-perf's traces' WQEs and
+# CQEs byte for byte as the C reader does; skips without a Lua-enabled tshark.
+gdak_add_test(NAME gdak.trace.lua SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_lua.c
+  LIBS gdak_trace_tool LABELS unit TIMEOUT 180
+  ARGS $<TARGET_FILE:gdak-demo> $<TARGET_FILE:gdak-perf> ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
+add_dependencies(gdak_trace_lua gdak-demo gdak-perf)
