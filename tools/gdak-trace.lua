@@ -280,14 +280,14 @@ dissect_batch = function(t, body, item)
 						local bbs = { [0] = lanes_add(R.wbase, R.wstep) }
 						R.wbase, R.wbase_idx = bbs[0], idx
 						R.wref, R.wref_bbs, R.wref_idx, R.wref_qpn, R.wref_fl = bbs, 1, idx, qpn, 0
-						if shown < 64 then text = show_wqe(st, q, idx, bbs, 1) end
+						text = show_wqe(st, q, idx, bbs, 1)
 						nw = nw + 1
 					else
 						local ci = (R.cbase_idx + R.cstep_idx) % 4294967296
 						local out = lanes_add(R.cbase, R.cstep)
 						R.cbase, R.cbase_idx = out, ci
 						R.cref, R.cref_cqn, R.cref_idx = out, R.cbase_cqn, ci
-						if shown < 64 then text = show_cqe(st, q, R.cbase_cqn, ci, out) end
+						text = show_cqe(st, q, R.cbase_cqn, ci, out)
 						nc = nc + 1
 					end
 					shown = shown + 1
