@@ -14,11 +14,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 
 #include "capture_int.h"
+#include "capture_ring.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 
@@ -27,23 +29,57 @@
 #define RCQN 0x81u
 
 struct ring {
-	struct gdak_dev_qp d;
+	struct cr_ring cr;	/* the SQ and CQs as the test plays them */
 	uint8_t *sq, *scq, *rcq, *rq;
 	uint32_t dbrec[2];
 	uint32_t scq_db, rcq_db;
 	uint64_t proxy;
-	uint64_t pi;		/* device producer index */
-	uint64_t scq_n, rcq_n;	/* CQEs the "HCA" wrote */
-	uint64_t seed;
-	/* what was posted: bytes of WQE k at exp + k * 1024 */
-	uint8_t exp[64][1024];
-	uint16_t exp_idx[64];
-	uint32_t exp_bbs[64];
-	unsigned nexp;
 };
 
 static const char *bin;
 static unsigned ring_flags;	/* GDAK_CAPTURE_RINGS_GPU in the fake-GPU round */
+
+static struct ring *ring_of(struct cr_ring *c)
+{
+	return (struct ring *)(void *)((char *)c - offsetof(struct ring, cr));
+}
+
+static void host_put_wqebb(struct cr_ring *c, uint32_t slot, const uint8_t *bb)
+{
+	memcpy(ring_of(c)->sq + (size_t)slot * 64, bb, 64);
+}
+
+/* Body first, op_own last with release: a poller that sees the new owner
+ * bit sees the body too. */
+static void host_put_cqe(struct cr_ring *c, int recv, uint32_t slot, const uint8_t *cqe)
+{
+	struct ring *r = ring_of(c);
+	uint8_t *dst = (recv ? r->rcq : r->scq) + (size_t)slot * 64;
+
+	memcpy(dst, cqe, 63);
+	__atomic_store_n(dst + 63, cqe[63], __ATOMIC_RELEASE);
+}
+
+static void host_publish_pi(struct cr_ring *c, uint64_t pi)
+{
+	__atomic_store_n(&ring_of(c)->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)pi),
+			 __ATOMIC_RELEASE);
+}
+
+static void host_consume(struct cr_ring *c, int recv, uint64_t ci)
+{
+	struct ring *r = ring_of(c);
+
+	__atomic_store_n(recv ? &r->rcq_db : &r->scq_db, gdak_mlx5_cq_dbrec_value((uint32_t)ci),
+			 __ATOMIC_RELEASE);
+}
+
+static const struct cr_ring_ops host_ops = {
+	.put_wqebb = host_put_wqebb,
+	.put_cqe = host_put_cqe,
+	.publish_pi = host_publish_pi,
+	.consume = host_consume,
+};
 
 static void *zalloc(size_t n)
 {
@@ -63,36 +99,42 @@ static void cq_fresh(uint8_t *cq, uint32_t n)
 static struct ring *ring_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
 {
 	struct ring *r = calloc(1, sizeof(*r));
+	struct gdak_dev_qp *d;
 
 	if (!r)
 		return NULL;
+	d = &r->cr.d;
 	r->sq = zalloc((size_t)sq_cnt * 64);
 	r->scq = zalloc((size_t)ncqe * 64);
 	cq_fresh(r->scq, ncqe);
-	r->d.version = GDAK_DEV_ABI_VERSION;
-	r->d.qpn = QPN;
-	r->d.sq_wqebb_cnt = sq_cnt;
-	r->d.sq_buf = r->sq;
-	r->d.dbrec = r->dbrec;
-	r->d.handler = GDAK_DEV_DB_DB;
-	r->d.proxy_pi = &r->proxy;
-	r->d.scq.version = GDAK_DEV_ABI_VERSION;
-	r->d.scq.cqn = SCQN;
-	r->d.scq.ncqe = ncqe;
-	r->d.scq.cqes = r->scq;
-	r->d.scq.dbrec = &r->scq_db;
+	d->version = GDAK_DEV_ABI_VERSION;
+	d->qpn = QPN;
+	d->sq_wqebb_cnt = sq_cnt;
+	d->sq_buf = r->sq;
+	d->dbrec = r->dbrec;
+	d->handler = GDAK_DEV_DB_DB;
+	d->proxy_pi = &r->proxy;
+	d->scq.version = GDAK_DEV_ABI_VERSION;
+	d->scq.cqn = SCQN;
+	d->scq.ncqe = ncqe;
+	d->scq.cqes = r->scq;
+	d->scq.dbrec = &r->scq_db;
 	if (with_rq) {
 		r->rq = zalloc(4096);
 		r->rcq = zalloc((size_t)ncqe * 64);
 		cq_fresh(r->rcq, ncqe);
-		r->d.rq_buf = r->rq;
-		r->d.rq_wqe_cnt = 16;
-		r->d.rcq = r->d.scq;
-		r->d.rcq.cqn = RCQN;
-		r->d.rcq.cqes = r->rcq;
-		r->d.rcq.dbrec = &r->rcq_db;
+		d->rq_buf = r->rq;
+		d->rq_wqe_cnt = 16;
+		d->rcq = d->scq;
+		d->rcq.cqn = RCQN;
+		d->rcq.cqes = r->rcq;
+		d->rcq.dbrec = &r->rcq_db;
 	}
-	r->seed = 99;
+	r->cr.ops = &host_ops;
+	r->cr.where = "";
+	r->cr.seed = 99;
+	r->cr.scq_bytes = r->scq;
+	r->cr.rcq_bytes = r->rcq;
 	return r;
 }
 
@@ -105,63 +147,20 @@ static void ring_free(struct ring *r)
 	free(r);
 }
 
-/* A WQE of ds DS at the producer index: a ctrl segment naming its index and
- * QP, pseudo-random segments after it (never a ctrl for their own index). */
 static uint16_t post(struct ring *r, uint8_t opcode, unsigned ds)
 {
-	uint8_t w[1024] __attribute__((aligned(16)));
-	struct gdak_mlx5_ctrl c = {.opcode = opcode, .wqe_index = (uint16_t)r->pi, .qpn = QPN,
-				   .ds = (uint8_t)ds, .fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE};
-	unsigned bbs = gdak_mlx5_wqebbs(ds);
-	uint16_t idx = (uint16_t)r->pi;
-
-	gdak_test_fill(w, sizeof(w), r->seed++);
-	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
-	for (unsigned i = 0; i < bbs; i++) {
-		uint32_t slot = (uint32_t)(r->pi + i) & (r->d.sq_wqebb_cnt - 1);
-		memcpy(r->sq + (size_t)slot * 64, w + (size_t)i * 64, 64);
-	}
-	if (r->nexp < 64) {
-		memcpy(r->exp[r->nexp], w, (size_t)bbs * 64);
-		r->exp_idx[r->nexp] = idx;
-		r->exp_bbs[r->nexp++] = bbs;
-	}
-	r->pi += bbs;
-	return idx;
+	return cr_post(&r->cr, opcode, ds);
 }
 
-static void publish_pi(struct ring *r, uint64_t pi)
-{
-	__atomic_store_n(&r->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)pi),
-			 __ATOMIC_RELEASE);
-}
+static void publish_pi(struct ring *r, uint64_t pi) { host_publish_pi(&r->cr, pi); }
 
-static void publish(struct ring *r) { publish_pi(r, r->pi); }
+static void publish(struct ring *r) { cr_publish(&r->cr); }
 
-/* The "HCA" writes the next CQE: body first, op_own last with release. */
+static void consume(struct ring *r, int recv, uint64_t ci) { host_consume(&r->cr, recv, ci); }
+
 static void hw_cqe(struct ring *r, int recv, uint8_t op, uint16_t wqe_counter, uint8_t syndrome)
 {
-	uint64_t *n = recv ? &r->rcq_n : &r->scq_n;
-	uint32_t ncqe = r->d.scq.ncqe;
-	uint8_t *c = (recv ? r->rcq : r->scq) + (size_t)(*n & (ncqe - 1)) * 64;
-	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)(void *)c;
-
-	gdak_test_fill(c, 63, *n + 1000 * (uint64_t)recv);
-	q->wqe_counter = gdak_htobe16(wqe_counter);
-	if (op == MLX5_CQE_REQ_ERR) {
-		struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)c;
-		e->syndrome = syndrome;
-		e->s_wqe_opcode_qpn = gdak_htobe32((uint32_t)MLX5_OPCODE_RDMA_WRITE << 24 | QPN);
-	} else {
-		q->sop_drop_qpn = gdak_htobe32(QPN);
-	}
-	__atomic_store_n(c + 63, gdak_mlx5_cqe_op_own(op, *n, ncqe), __ATOMIC_RELEASE);
-	(*n)++;
-}
-
-static void consume(uint32_t *db, uint64_t ci)
-{
-	__atomic_store_n(db, gdak_mlx5_cq_dbrec_value((uint32_t)ci), __ATOMIC_RELEASE);
+	cr_hw_cqe(&r->cr, recv, op, wqe_counter, syndrome);
 }
 
 static struct gdak_capture *cap_open(const char *path)
@@ -172,43 +171,11 @@ static struct gdak_capture *cap_open(const char *path)
 	return c;
 }
 
-static void read_back(const char *path, struct cr_file *f)
+/* A case's end: the file removed, all freed. */
+static void done(char *path, struct cr_file *f, struct ring *r)
 {
-	REQUIRE_EQ(cr_read(path, f), 0);
-	CHECK(f->clean);
-}
-
-/* The WQE records of the file equal posted WQEs k0..k1-1 (bytes, index). */
-static void check_wqes(const struct cr_file *f, const struct ring *r, unsigned k0, unsigned k1)
-{
-	size_t from = 0;
-	long i;
-	unsigned k = k0;
-
-	while ((i = cr_next(f, &from, GDAK_TREC_WQE, QPN)) >= 0) {
-		const struct cr_rec *w = &f->r[i];
-
-		if (k >= k1) {
-			gdak_test_fail(__FILE__, __LINE__, "extra WQE record idx %u", w->idx);
-			break;
-		}
-		CHECK_EQ(w->idx, r->exp_idx[k]);
-		CHECK_EQ(w->len, r->exp_bbs[k] * 64);
-		CHECK_EQ(w->thread, GDAK_CAPTURE_THREAD_ID);
-		if (w->len == r->exp_bbs[k] * 64)
-			CHECK_MEM(w->bytes, r->exp[k], w->len);
-		k++;
-	}
-	CHECK_EQ(k, k1);
-}
-
-static unsigned count(const struct cr_file *f, uint8_t type)
-{
-	unsigned n = 0;
-
-	for (size_t i = 0; i < f->n; i++)
-		n += f->r[i].type == type;
-	return n;
+	cr_done(path, f, 0);
+	ring_free(r);
 }
 
 /* ---- cases --------------------------------------------------------------- */
@@ -220,76 +187,13 @@ static void basic(void)
 	struct gdak_capture *c = cap_open(path);
 	struct gdak_capture_stats st;
 	struct cr_file f;
-	size_t from = 0;
-	long i;
-	int rc;
-	char *out;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
-	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing yet */
-	post(r, MLX5_OPCODE_NOP, 1);		/* 1 WQEBB */
-	post(r, MLX5_OPCODE_RDMA_WRITE, 3);	/* 1 */
-	post(r, GDAK_MLX5_OPCODE_WAIT, 5);	/* 2 */
-	post(r, MLX5_OPCODE_RDMA_WRITE, 9);	/* 3 */
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	hw_cqe(r, 0, MLX5_CQE_REQ, 1, 0);
-	hw_cqe(r, 0, MLX5_CQE_REQ_ERR, 4, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	CHECK(gdak_capture_poll(c) > 0);
-	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing new: nothing recorded twice */
-	post(r, MLX5_OPCODE_SEND, 2);
-	publish(r);
-	consume(&r->scq_db, 2);
-	hw_cqe(r, 0, MLX5_CQE_REQ, 7, 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
+	cr_basic_play(&r->cr, c, &st);
 	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
-
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 5);
-	CHECK_EQ(count(&f, GDAK_TREC_CQE), 3);
-	for (unsigned k = 0; k < 3 && (i = cr_next(&f, &from, GDAK_TREC_CQE, QPN)) >= 0; k++) {
-		struct gdak_mlx5_cqe_fields cf;
-
-		gdak_mlx5_cqe_decode(f.r[i].bytes, &cf);
-		CHECK_EQ(f.r[i].cqn, SCQN);
-		CHECK_EQ(f.r[i].cq_index, k);
-		CHECK_MEM(f.r[i].bytes, r->scq + (size_t)k * 64, 64);
-		CHECK_EQ(cf.wqe_counter, k == 0 ? 1 : k == 1 ? 4 : 7);
-		CHECK_EQ(cf.opcode, k == 1 ? MLX5_CQE_REQ_ERR : MLX5_CQE_REQ);
-		if (k == 1)
-			CHECK_EQ(cf.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	}
-	/* one DOORBELL per producer-index change seen: 7, then 8 */
-	from = 0;
-	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
-	CHECK(i >= 0 && f.r[i].idx == 7);
-	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
-	CHECK(i >= 0 && f.r[i].idx == 8);
-	CHECK_EQ(count(&f, GDAK_TREC_QP), 1);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
-	CHECK_EQ(st.wqes, 4);
-	CHECK_EQ(st.wqebbs, 7);
-	CHECK_EQ(st.cqes, 2);
-
-	out = cr_tool(bin, "", path, &rc);
-	REQUIRE(out);
-	CHECK_EQ(rc, 0);
-	{
-		const char *w[] = {"t256", "qp 0x000123", "WQE idx=4 RDMA_WRITE", "ds=9", NULL};
-		const char *e[] = {"t256", "CQE REQ_ERR", "wqe_counter=4",
-				   "syndrome=REMOTE_ACCESS_ERR", NULL};
-		const char *d[] = {"t256", "DOORBELL", "pi=7", NULL};
-		CHECK(gdak_test_has_line(out, w));
-		CHECK(gdak_test_has_line(out, e));
-		CHECK(gdak_test_has_line(out, d));
-	}
-	if (gdak_test_failed)
-		printf("gdak-trace output:\n%s", out);
-	free(out);
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	cr_read_back(path, &f);
+	cr_basic_check(&f, &r->cr, bin, path, 0);
+	done(path, &f, r);
 }
 
 /* 30 WQEBBs (ten 3-WQEBB WQEs) into a 16-slot ring between two looks:
@@ -307,7 +211,7 @@ static void sq_loss(void)
 	int rc;
 	char *out;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
 	for (int k = 0; k < 10; k++)
 		post(r, MLX5_OPCODE_RDMA_WRITE, 9);
 	publish(r);
@@ -321,8 +225,8 @@ static void sq_loss(void)
 	CHECK_EQ(st.loss_records, 1);
 	CHECK_EQ(gdak_capture_close(c), 0);
 
-	read_back(path, &f);
-	check_wqes(&f, r, 5, 11);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 5, 11);
 	CHECK_EQ(cr_lost(&f, QPN, "sq", &recs), 15);
 	CHECK(recs == 0 || recs == 15);
 	out = cr_tool(bin, "--errors", path, &rc);
@@ -333,10 +237,7 @@ static void sq_loss(void)
 	if (gdak_test_failed)
 		printf("gdak-trace --errors output:\n%s", out);
 	free(out);
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	done(path, &f, r);
 }
 
 /* 40 CQEs into a 16-entry CQ, all consumed by the device: 24 lost.  The
@@ -349,32 +250,21 @@ static void cq_loss_consumed(int by_cons_idx)
 	struct ring *r = ring_new(16, 16, 0);
 	struct gdak_capture *c = cap_open(path);
 	struct cr_file f;
-	size_t from = 0;
-	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
 	for (int k = 0; k < 40; k++) {
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 		if (by_cons_idx)
-			r->d.scq.cons_idx = (uint64_t)k + 1;
+			r->cr.d.scq.cons_idx = (uint64_t)k + 1;
 		else
-			consume(&r->scq_db, (uint64_t)k + 1);
+			consume(r, 0, (uint64_t)k + 1);
 	}
 	CHECK(gdak_capture_poll(c) > 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 24);
-	for (unsigned k = 24; k < 40; k++) {
-		i = cr_next(&f, &from, GDAK_TREC_CQE, QPN);
-		REQUIRE(i >= 0);
-		CHECK_EQ(f.r[i].cq_index, k);
-		CHECK_EQ(gdak_be16toh(((struct mlx5_cqe64 *)(void *)f.r[i].bytes)->wqe_counter), k);
-	}
-	CHECK_EQ(cr_next(&f, &from, GDAK_TREC_CQE, QPN), -1);
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	cr_check_cqes(&f, &r->cr, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
+	done(path, &f, r);
 }
 
 /* 20 CQEs in a 16-entry CQ with the device's consumer index at 4: CQEs 16..19
@@ -386,11 +276,9 @@ static void cq_loss_slot_reused(void)
 	struct gdak_capture *c = cap_open(path);
 	struct gdak_capture_stats st;
 	struct cr_file f;
-	size_t from = 0;
-	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
-	consume(&r->scq_db, 4);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
+	consume(r, 0, 4);
 	for (int k = 0; k < 20; k++)
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
 	CHECK(gdak_capture_poll(c) > 0);
@@ -398,19 +286,10 @@ static void cq_loss_slot_reused(void)
 	CHECK_EQ(st.lost_cqes, 4);
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 4);
-	for (unsigned k = 4; k < 20; k++) {
-		i = cr_next(&f, &from, GDAK_TREC_CQE, QPN);
-		REQUIRE(i >= 0);
-		CHECK_EQ(f.r[i].cq_index, k);
-		CHECK_EQ(gdak_be16toh(((struct mlx5_cqe64 *)(void *)f.r[i].bytes)->wqe_counter),
-			 100 + k);
-	}
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	cr_check_cqes(&f, &r->cr, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
+	done(path, &f, r);
 }
 
 /* The 16-bit record wraps: indices 65530..65535, 0..5. */
@@ -421,9 +300,9 @@ static void pi_wrap(void)
 	struct gdak_capture *c = cap_open(path);
 	struct cr_file f;
 
-	r->pi = 65530;
+	r->cr.pi = 65530;
 	publish(r);
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
 	for (int k = 0; k < 12; k++) {
 		post(r, MLX5_OPCODE_RDMA_WRITE, 3);
 		if (k % 5 == 4) {
@@ -433,14 +312,11 @@ static void pi_wrap(void)
 	}
 	publish(r);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 12);
-	CHECK_EQ(r->exp_idx[6], 0);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 12);
+	CHECK_EQ(r->cr.exp_idx[6], 0);
 	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 0);
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	done(path, &f, r);
 }
 
 /* A record that covers only part of a WQE: nothing until the rest is
@@ -455,7 +331,7 @@ static void partial_and_backwards(void)
 	size_t from = 0;
 	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
 	post(r, MLX5_OPCODE_RDMA_WRITE, 9);
 	publish_pi(r, 1);
 	gdak_capture_poll(c);
@@ -469,14 +345,11 @@ static void partial_and_backwards(void)
 	publish_pi(r, 1);
 	gdak_capture_poll(c);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 1);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 1);
 	i = cr_next(&f, &from, GDAK_TREC_VIOLATION, QPN);
 	CHECK(i >= 0 && !strcmp(f.r[i].name, "capture_pi_backwards"));
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	done(path, &f, r);
 }
 
 /* CPU_PROXY: the device's 64-bit word, not the record; and the receive CQ. */
@@ -489,16 +362,16 @@ static void proxy_and_rcq(void)
 	size_t from = 0;
 	long i;
 
-	r->d.handler = GDAK_DEV_DB_CPU_PROXY;
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->d, ring_flags), 0);
+	r->cr.d.handler = GDAK_DEV_DB_CPU_PROXY;
+	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
 	post(r, MLX5_OPCODE_SEND, 2);
 	post(r, MLX5_OPCODE_SEND_IMM, 2);
-	__atomic_store_n(&r->proxy, r->pi, __ATOMIC_RELEASE);	/* record stays 0 */
+	__atomic_store_n(&r->proxy, r->cr.pi, __ATOMIC_RELEASE);	/* record stays 0 */
 	hw_cqe(r, 1, MLX5_CQE_RESP_SEND, 0, 0);
 	CHECK(gdak_capture_poll(c) > 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 2);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 2);
 	i = cr_next(&f, &from, GDAK_TREC_CQE, QPN);
 	REQUIRE(i >= 0);
 	CHECK_EQ(f.r[i].cqn, RCQN);
@@ -506,10 +379,7 @@ static void proxy_and_rcq(void)
 	from = 0;
 	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
 	CHECK(i >= 0 && f.r[i].idx == 2);
-	cr_free(&f);
-	ring_free(r);
-	unlink(path);
-	free(path);
+	done(path, &f, r);
 }
 
 /* Bad arguments get an error, and the capture goes on. */
@@ -519,6 +389,7 @@ static void bad_args(void)
 	struct ring *r = ring_new(16, 16, 0);
 	struct gdak_capture *c = NULL, *c2 = (struct gdak_capture *)1;
 	struct gdak_dev_qp bad;
+	struct cr_file f;
 	void *lib;
 
 	CHECK_EQ(gdak_capture_open(NULL, NULL, 0, &c2), -EINVAL);
@@ -528,42 +399,36 @@ static void bad_args(void)
 	CHECK_EQ(gdak_capture_open(NULL, path, 0, NULL), -EINVAL);
 	c = cap_open(path);
 	CHECK_EQ(gdak_capture_add_dev_qp(c, NULL, 0), -EINVAL);
-	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->d, 0x80), -EINVAL);
-	bad = r->d;
+	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, 0x80), -EINVAL);
+	bad = r->cr.d;
 	bad.scq.ncqe = 12;
 	CHECK_EQ(gdak_capture_add_dev_qp(c, &bad, 0), -EINVAL);
-	bad = r->d;
+	bad = r->cr.d;
 	bad.version = 7;
 	CHECK_EQ(gdak_capture_add_dev_qp(c, &bad, 0), -EINVAL);
-	bad = r->d;
+	bad = r->cr.d;
 	bad.sq_buf = NULL;
 	CHECK_EQ(gdak_capture_add_dev_qp(c, &bad, 0), -EINVAL);
-	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->d), -ENOENT);
+	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->cr.d), -ENOENT);
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
-		CHECK_EQ(gdak_capture_add_dev_qp(c, &r->d, GDAK_CAPTURE_RINGS_GPU), -ENODEV);
+		CHECK_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, GDAK_CAPTURE_RINGS_GPU), -ENODEV);
 	else
 		dlclose(lib);
-	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), 0);
-	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->d, 0), -EEXIST);
+	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, 0), 0);
+	CHECK_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, 0), -EEXIST);
 	post(r, MLX5_OPCODE_NOP, 1);
 	publish(r);
-	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->d), 0);	/* last pass: the NOP */
-	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->d), -ENOENT);
+	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->cr.d), 0);	/* last pass: the NOP */
+	CHECK_EQ(gdak_capture_remove_dev_qp(c, &r->cr.d), -ENOENT);
 	CHECK_EQ(gdak_capture_pause(c, 1), 0);	/* no thread: returns at once */
 	CHECK_EQ(gdak_capture_poll(c), 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
 	CHECK_EQ(gdak_capture_close(NULL), -EINVAL);
 	CHECK_EQ(gdak_capture_poll(NULL), -EINVAL);
-	{
-		struct cr_file f;
-		read_back(path, &f);
-		check_wqes(&f, r, 0, 1);
-		cr_free(&f);
-	}
-	ring_free(r);
-	unlink(path);
-	free(path);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 1);
+	done(path, &f, r);
 }
 
 int main(int argc, char **argv)

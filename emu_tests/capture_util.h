@@ -3,7 +3,7 @@
  * capture_util.h - reading a ring capture back for the capture tests
  * (emu_tests/capture_*.c): every record of the file, through the trace
  * reader, into an array; loss counts from the loss records; gdak-trace run
- * on the file.
+ * on the file (trace_emu.c uses that too).
  */
 #ifndef GDAK_CAPTURE_TEST_UTIL_H
 #define GDAK_CAPTURE_TEST_UTIL_H
@@ -126,6 +126,38 @@ static inline void cr_free(struct cr_file *f)
 {
 	free(f->r);
 	memset(f, 0, sizeof(*f));
+}
+
+/* The file of a closed capture: read to its end, the closing STATS there. */
+static inline void cr_read_back(const char *path, struct cr_file *f)
+{
+	REQUIRE_EQ(cr_read(path, f), 0);
+	CHECK(f->clean);
+}
+
+/* A case's end: f (may be NULL) freed; the file removed, or kept for a look
+ * when the case failed. */
+static inline void cr_done(char *path, struct cr_file *f, int failed)
+{
+	if (f)
+		cr_free(f);
+	if (!path)
+		return;
+	if (failed)
+		printf("   (trace kept: %s)\n", path);
+	else
+		unlink(path);
+	free(path);
+}
+
+/* How many records of a type the file holds, all QPs. */
+static inline unsigned cr_count(const struct cr_file *f, uint8_t type)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		n += f->r[i].type == type;
+	return n;
 }
 
 /*
