@@ -549,6 +549,27 @@ static void test_adaptive_rto(void)
 	world_fini();
 }
 
+/*
+ * Runs both QPs, delivering every packet at once and firing only side 0's timers in 100 us steps,
+ * until side 0 has taken @naks RNR NAKs: the caller then changes the receiver before the next one.
+ */
+static void step_until_rnr_naks(uint64_t naks)
+{
+	for (int i = 0; i < 100000 && S[0].qp.stats.rnr_naks_rcvd < naks; i++) {
+		roce_qp_progress(&S[0].qp, now, 32);
+		roce_qp_progress(&S[1].qp, now, 32);
+		while (qhead) {
+			struct qpkt *p = qhead;
+			qhead = p->next;
+			roce_rx(&S[!p->from].ctx, &S[p->from].path, p->b, p->len, now);
+			free(p);
+		}
+		qtail = &qhead;
+		now += 100000;
+		roce_qp_timer(&S[0].qp, now);
+	}
+}
+
 static void test_rnr(void)
 {
 	struct roce_cfg c = {.retry_cnt = 7, .rnr_retry = 2, .min_rnr_timer = 14, .cfg_set = 1};
@@ -569,34 +590,10 @@ static void test_rnr(void)
 	world_init(512, &c, 77, NULL, NULL);
 	a = post(0, ROCE_WR_SEND_IMM, 1500, 0, 0, 64, 0, 0);
 	unsigned b = post(0, ROCE_WR_WRITE_IMM, 1100, 4096, RKEY, 8192, 0, 0);
-	for (int i = 0; i < 100000 && S[0].qp.stats.rnr_naks_rcvd < 2; i++) {
-		roce_qp_progress(&S[0].qp, now, 32);
-		roce_qp_progress(&S[1].qp, now, 32);
-		while (qhead) {
-			struct qpkt *p = qhead;
-			qhead = p->next;
-			roce_rx(&S[!p->from].ctx, &S[p->from].path, p->b, p->len, now);
-			free(p);
-		}
-		qtail = &qhead;
-		now += 100000;
-		roce_qp_timer(&S[0].qp, now);
-	}
+	step_until_rnr_naks(2);
 	CHECK_EQ(S[0].qp.stats.rnr_naks_rcvd, 2);
 	S[1].rq_posted = 1; /* the WRITE_IMM needs a second one: RNR at its last packet */
-	for (int i = 0; i < 100000 && S[0].qp.stats.rnr_naks_rcvd < 3; i++) {
-		roce_qp_progress(&S[0].qp, now, 32);
-		roce_qp_progress(&S[1].qp, now, 32);
-		while (qhead) {
-			struct qpkt *p = qhead;
-			qhead = p->next;
-			roce_rx(&S[!p->from].ctx, &S[p->from].path, p->b, p->len, now);
-			free(p);
-		}
-		qtail = &qhead;
-		now += 100000;
-		roce_qp_timer(&S[0].qp, now);
-	}
+	step_until_rnr_naks(3);
 	CHECK_EQ(W[a].ncomp, 1);
 	CHECK_EQ(W[b].ncomp, 0);
 	S[1].rq_posted = 2;
