@@ -508,6 +508,19 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 	return 0;
 }
 
+/* Stops and frees the eng.n threads started so far.  Under eng.lock. */
+static void stop_threads_locked(void)
+{
+	for (unsigned i = 0; i < eng.n; i++) {
+		nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
+		pthread_join(eng.thr[i].tid, NULL);
+		thread_fini(&eng.thr[i]);
+	}
+	free(eng.thr);
+	eng.thr = NULL;
+	eng.n = 0;
+}
+
 int nm_engine_get(void)
 {
 	int ret = 0;
@@ -529,14 +542,7 @@ int nm_engine_get(void)
 		}
 		if (ret) {
 			GDAK_ERR("nic", 0, "cannot start NIC threads: %s", gdak_strerror(ret));
-			for (unsigned i = 0; i < eng.n; i++) {
-				nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
-				pthread_join(eng.thr[i].tid, NULL);
-				thread_fini(&eng.thr[i]);
-			}
-			free(eng.thr);
-			eng.thr = NULL;
-			eng.n = 0;
+			stop_threads_locked();
 			eng.refs = 0;
 		} else {
 			GDAK_INFO("nic", 0, "%u NIC thread(s), %s polling, strict %s", n,
@@ -552,14 +558,7 @@ void nm_engine_put(void)
 {
 	pthread_mutex_lock(&eng.lock);
 	if (--eng.refs == 0) {
-		for (unsigned i = 0; i < eng.n; i++) {
-			nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
-			pthread_join(eng.thr[i].tid, NULL);
-			thread_fini(&eng.thr[i]);
-		}
-		free(eng.thr);
-		eng.thr = NULL;
-		eng.n = 0;
+		stop_threads_locked();
 		nm_trace_engine_stopped();
 	}
 	pthread_mutex_unlock(&eng.lock);
