@@ -212,28 +212,36 @@ static int by_qpn(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The counts by opcode, as " (SEND 2, RDMA_WRITE 5)" in text (nothing when there is none) or as
+ * the members of the JSON object "by_opcode" opened by the caller. */
+static void print_by_op(FILE *f, const struct qp_sum *q, int json)
+{
+	const char *sep = json ? "" : " (";
+	int any = 0;
+
+	for (int op = 0; op < 256; op++) {
+		if (!q->by_op[op])
+			continue;
+		fprintf(f, json ? "%s\"%s\":%" PRIu64 : "%s%s %" PRIu64, sep,
+			gdak_mlx5_opcode_name((uint8_t)op), q->by_op[op]);
+		sep = json ? "," : ", ";
+		any = 1;
+	}
+	if (any && !json)
+		fputc(')', f);
+}
+
 static void print_text(struct trace_summary *s, FILE *f)
 {
 	for (size_t i = 0; i < s->n_qp; i++) {
 		struct qp_sum *q = &s->qps[i];
-		int first = 1;
 
-		if (!q->first_error && q->first_pkt_error) {
-			q->first_error = q->first_pkt_error;
-			q->first_pkt_error = NULL;
-		}
 		fprintf(f, "qp 0x%06x: wqes %" PRIu64, q->qpn, q->wqes);
-		for (int op = 0; op < 256; op++) {
-			if (!q->by_op[op])
-				continue;
-			fprintf(f, "%s%s %" PRIu64, first ? " (" : ", ",
-				gdak_mlx5_opcode_name((uint8_t)op), q->by_op[op]);
-			first = 0;
-		}
-		fprintf(f, "%s, bytes %" PRIu64 ", recv_wqes %" PRIu64 ", doorbells %" PRIu64
+		print_by_op(f, q, 0);
+		fprintf(f, ", bytes %" PRIu64 ", recv_wqes %" PRIu64 ", doorbells %" PRIu64
 			", cqes %" PRIu64 ", cqe_errors %" PRIu64 ", violations %" PRIu64
 			", faults %" PRIu64 ", packets to it tx %" PRIu64 " rx %" PRIu64 ", pkt_errors %" PRIu64
-			"\n", first ? "" : ")", q->bytes, q->recv_wqes, q->doorbells, q->cqes,
+			"\n", q->bytes, q->recv_wqes, q->doorbells, q->cqes,
 			q->cqe_errors, q->violations, q->faults, q->pkts_tx, q->pkts_rx, q->naks);
 		if (q->first_error)
 			fprintf(f, "  first error: %s\n", q->first_error);
@@ -250,20 +258,9 @@ static void print_json(struct trace_summary *s, FILE *f)
 {
 	for (size_t i = 0; i < s->n_qp; i++) {
 		struct qp_sum *q = &s->qps[i];
-		int first = 1;
 
-		if (!q->first_error && q->first_pkt_error) {
-			q->first_error = q->first_pkt_error;
-			q->first_pkt_error = NULL;
-		}
 		fprintf(f, "{\"qpn\":\"0x%06x\",\"wqes\":%" PRIu64 ",\"by_opcode\":{", q->qpn, q->wqes);
-		for (int op = 0; op < 256; op++) {
-			if (!q->by_op[op])
-				continue;
-			fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",",
-				gdak_mlx5_opcode_name((uint8_t)op), q->by_op[op]);
-			first = 0;
-		}
+		print_by_op(f, q, 1);
 		fprintf(f, "},\"bytes\":%" PRIu64 ",\"recv_wqes\":%" PRIu64 ",\"doorbells\":%" PRIu64
 			",\"cqes\":%" PRIu64 ",\"cqe_errors\":%" PRIu64 ",\"violations\":%" PRIu64
 			",\"faults\":%" PRIu64 ",\"pkts_to_qp_tx\":%" PRIu64 ",\"pkts_to_qp_rx\":%" PRIu64
@@ -284,6 +281,15 @@ void trace_summary_print(struct trace_summary *s, const struct trace_out *o)
 {
 	if (s->n_qp)
 		qsort(s->qps, s->n_qp, sizeof(s->qps[0]), by_qpn);
+	/* a packet error stands in as the first error only where no record names a WQE */
+	for (size_t i = 0; i < s->n_qp; i++) {
+		struct qp_sum *q = &s->qps[i];
+
+		if (!q->first_error && q->first_pkt_error) {
+			q->first_error = q->first_pkt_error;
+			q->first_pkt_error = NULL;
+		}
+	}
 	if (o->json)
 		print_json(s, o->f);
 	else
