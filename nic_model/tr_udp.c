@@ -701,16 +701,24 @@ static int open_socket(struct udp_qp *u, struct udp_ctx *c)
 	return 0;
 }
 
+/* The RoCE engine's settings for @qp: its MTU, the context's timers, window and retry count */
+static struct roce_cfg qp_cfg(const struct nm_qp *qp)
+{
+	const struct udp_ctx *c = qp->ctx->tr_priv;
+
+	return (struct roce_cfg){.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
+				 .timeout_ns = c->rto_ns, .min_rto_ns = c->min_rto_ns,
+				 .window = c->window,
+				 .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
+				 .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
+				 .min_rnr_timer = 1, .cfg_set = 1};
+}
+
 static int udp_qp_init(struct nm_qp *qp)
 {
 	struct udp_ctx *c = qp->ctx->tr_priv;
 	struct udp_qp *u = calloc(1, sizeof(*u));
-	struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-			       .timeout_ns = c->rto_ns, .min_rto_ns = c->min_rto_ns,
-			       .window = c->window,
-			       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
-			       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
-			       .min_rnr_timer = 1, .cfg_set = 1};
+	struct roce_cfg cfg = qp_cfg(qp);
 	int ret;
 
 	if (!u)
@@ -823,13 +831,8 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 		nm_thread_call(qp->thr, watch_off, u);
 	if (u->rqp.state != ROCE_QPS_RESET) {
 		/* reconnecting after RESET: a fresh engine */
-		struct udp_ctx *c = qp->ctx->tr_priv;
-		struct roce_cfg cfg = {.mtu = qp->base.attr.mtu, .sq_size = 2 * NM_MAX_INFLIGHT,
-				       .timeout_ns = c->rto_ns, .min_rto_ns = c->min_rto_ns,
-				       .window = c->window,
-				       .retry_cnt = c->retry_cnt > 7 ? 7 : c->retry_cnt,
-				       .retry_forever = c->retry_cnt > 7, .rnr_retry = 7,
-				       .min_rnr_timer = 1, .cfg_set = 1};
+		struct roce_cfg cfg = qp_cfg(qp);
+
 		roce_qp_fini(&u->rqp);
 		ret = roce_qp_init(&u->rqp, &u->rctx, qp->base.qpn, &cfg);
 		if (ret)
@@ -856,11 +859,36 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	return 0;
 }
 
+/*
+ * The decimal in environment variable @name, in @lo..@hi, into *@v: 1 when it is set, 0 when it
+ * is unset or empty (the caller's default stands), -EINVAL with a message saying what is wanted
+ * when it is anything else.
+ */
+static int env_ulong(const char *name, unsigned long lo, unsigned long hi, const char *want,
+		     unsigned long *v)
+{
+	const char *env = getenv(name);
+	unsigned long x;
+	char *end;
+
+	if (!env || !*env)
+		return 0;
+	x = strtoul(env, &end, 10);
+	if (*end || x < lo || x > hi) {
+		GDAK_ERR(NULL, 0, "%s='%s': want %s", name, env, want);
+		return -EINVAL;
+	}
+	*v = x;
+	return 1;
+}
+
 static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 {
 	struct udp_ctx *c = calloc(1, sizeof(*c));
 	char host[64] = "127.0.0.1";
 	const char *colon = strrchr(args, ':'), *env;
+	char want[64];
+	unsigned long num;
 	int ret = 0;
 
 	if (!c)
@@ -894,46 +922,30 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	/* Retransmission timeout.  Hardware defaults are tens of ms (IBA
 	 * timeout 4.096 us * 2^14); 10 ms suits loopback and LANs alike. */
 	c->rto_ns = 10 * 1000 * 1000ull;
-	env = getenv("GDAK_UDP_RTO_US");
-	if (env && *env) {
-		char *end;
-		unsigned long us = strtoul(env, &end, 10);
-		if (*end || us < 10 || us > 60000000) {
-			GDAK_ERR(NULL, 0, "GDAK_UDP_RTO_US='%s': want microseconds, 10..60000000", env);
-			ret = -EINVAL;
-			goto err;
-		}
-		c->rto_ns = us * 1000ull;
-	}
+	ret = env_ulong("GDAK_UDP_RTO_US", 10, 60000000, "microseconds, 10..60000000", &num);
+	if (ret < 0)
+		goto err;
+	if (ret)
+		c->rto_ns = num * 1000ull;
 	/* The RTT-adaptive timer's floor (roce_req.c): default a tenth of the
 	 * timeout; equal to it turns adaptation off. */
 	c->min_rto_ns = c->rto_ns / 10;
-	env = getenv("GDAK_UDP_RTO_MIN_US");
-	if (env && *env) {
-		char *end;
-		unsigned long us = strtoul(env, &end, 10);
-		if (*end || us < 10 || us * 1000ull > c->rto_ns) {
-			GDAK_ERR(NULL, 0, "GDAK_UDP_RTO_MIN_US='%s': want microseconds, 10..the "
-				 "timeout (%llu)", env, (unsigned long long)(c->rto_ns / 1000));
-			ret = -EINVAL;
-			goto err;
-		}
-		c->min_rto_ns = us * 1000ull;
-	}
+	snprintf(want, sizeof(want), "microseconds, 10..the timeout (%llu)",
+		 (unsigned long long)(c->rto_ns / 1000));
+	/* rto_ns is whole microseconds, so "us <= rto_ns / 1000" is "us * 1000 <= rto_ns" */
+	ret = env_ulong("GDAK_UDP_RTO_MIN_US", 10, c->rto_ns / 1000, want, &num);
+	if (ret < 0)
+		goto err;
+	if (ret)
+		c->min_rto_ns = num * 1000ull;
 	/* Go-back-N resends everything after a loss: a window about the
 	 * bandwidth-delay product of loopback/LAN keeps that cheap. */
 	c->window = 32;
-	env = getenv("GDAK_UDP_WINDOW");
-	if (env && *env) {
-		char *end;
-		unsigned long w = strtoul(env, &end, 10);
-		if (*end || w < 1 || w > 65536) {
-			GDAK_ERR(NULL, 0, "GDAK_UDP_WINDOW='%s': want packets, 1..65536", env);
-			ret = -EINVAL;
-			goto err;
-		}
-		c->window = (uint32_t)w;
-	}
+	ret = env_ulong("GDAK_UDP_WINDOW", 1, 65536, "packets, 1..65536", &num);
+	if (ret < 0)
+		goto err;
+	if (ret)
+		c->window = (uint32_t)num;
 	/* A peer QP in this process gets its packets through its inbox
 	 * (tr_udp_local.c); 0 sends them through the kernel like any other. */
 	c->local = 1;
