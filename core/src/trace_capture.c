@@ -1013,13 +1013,18 @@ int gdak_capture_add_qp(struct gdak_capture *c, struct gdak_qp *qp)
 	return ret;
 }
 
-static int remove_match(struct gdak_capture *c, struct gdak_qp *qp, const struct gdak_dev_qp *d)
+/* Stops capturing every QP that is @qp, has descriptor @d or belongs to @ctx (each NULL: no match
+ * by it); returns whether there was one. */
+static int remove_match(struct gdak_capture *c, struct gdak_qp *qp, const struct gdak_dev_qp *d,
+			const struct gdak_ctx *ctx)
 {
 	int found = 0;
 
 	pthread_mutex_lock(&c->lock);
 	for (struct cap_qp **pp = &c->qps; *pp;) {
-		if ((qp && (*pp)->qp == qp) || (d && (*pp)->dqp == d)) {
+		struct gdak_qp *q = (*pp)->qp;
+
+		if ((qp && q == qp) || (d && (*pp)->dqp == d) || (ctx && q && q->ctx == ctx)) {
 			remove_locked(c, pp);
 			found = 1;
 		} else {
@@ -1036,7 +1041,7 @@ int gdak_capture_remove_qp(struct gdak_capture *c, struct gdak_qp *qp)
 {
 	if (!c || !qp)
 		return -EINVAL;
-	if (!remove_match(c, qp, NULL)) {
+	if (!remove_match(c, qp, NULL, NULL)) {
 		GDAK_ERR("capture", qp->qpn, "QP is not captured here");
 		return -ENOENT;
 	}
@@ -1047,7 +1052,7 @@ int gdak_capture_remove_dev_qp(struct gdak_capture *c, const struct gdak_dev_qp 
 {
 	if (!c || !dqp)
 		return -EINVAL;
-	if (!remove_match(c, NULL, dqp)) {
+	if (!remove_match(c, NULL, dqp, NULL)) {
 		GDAK_ERR("capture", dqp->qpn, "descriptor is not captured here");
 		return -ENOENT;
 	}
@@ -1114,7 +1119,7 @@ void gdak_capture_forget_qp(struct gdak_qp *qp)
 		return;
 	pthread_mutex_lock(&reg_lock);
 	for (struct gdak_capture *c = reg_head; c; c = c->next)
-		remove_match(c, qp, NULL);
+		remove_match(c, qp, NULL, NULL);
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -1124,20 +1129,7 @@ void gdak_capture_forget_ctx(struct gdak_ctx *ctx)
 		return;
 	pthread_mutex_lock(&reg_lock);
 	for (struct gdak_capture *c = reg_head; c; c = c->next) {
-		int found = 0;
-
-		pthread_mutex_lock(&c->lock);
-		for (struct cap_qp **pp = &c->qps; *pp;) {
-			if ((*pp)->qp && (*pp)->qp->ctx == ctx) {
-				remove_locked(c, pp);
-				found = 1;
-			} else {
-				pp = &(*pp)->next;
-			}
-		}
-		if (found && c->trace)
-			gdak_trace_flush(c->trace);
-		pthread_mutex_unlock(&c->lock);
+		remove_match(c, NULL, NULL, ctx);
 		if (c->ctx == ctx)
 			shutdown_capture(c);	/* the capture thread never takes reg_lock */
 	}
