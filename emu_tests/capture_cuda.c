@@ -27,11 +27,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <time.h>
 
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 
+#include "capture_ring.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 
@@ -169,6 +171,7 @@ static enum layout lay;
 static const char *bin;
 static const char *cur_case = "start";
 static unsigned case_failed0;	/* gdak_test_failed when the case began */
+static char case_where[96];	/* "[layout/case] ", failure messages' prefix */
 
 /* Doorbell records as hw_devx.c places them in their page. */
 #define DBR_QP 0u
@@ -177,21 +180,17 @@ static unsigned case_failed0;	/* gdak_test_failed when the case began */
 #define DBR_LEN 256u
 
 struct gring {
-	struct gdak_dev_qp d;	/* host memory, as hw_mlx5's descriptor */
+	struct cr_ring cr;	/* cr.d in host memory, as hw_mlx5's descriptor */
 	cudevptr sq, scq, rcq, rq, db;	/* GPU memory (db: L_GPU only) */
 	uint8_t *hdb;		/* pinned host records (L_HOSTDB, L_PROXY) */
 	uint64_t *proxy;	/* pinned host proxy word */
-	uint32_t ncqe;
-	uint64_t pi;		/* device producer index */
-	uint64_t scq_n, rcq_n;	/* CQEs the "HCA" wrote */
-	uint64_t seed;
 	uint8_t *scq_shadow, *rcq_shadow; /* what each CQ slot holds */
-	/* what was posted: bytes of WQE k, its index and size */
-	uint8_t exp[64][1024];
-	uint16_t exp_idx[64];
-	uint32_t exp_bbs[64];
-	unsigned nexp;
 };
+
+static struct gring *gr_of(struct cr_ring *c)
+{
+	return (struct gring *)(void *)((char *)c - offsetof(struct gring, cr));
+}
 
 static void *dptr(cudevptr p) { return (void *)(uintptr_t)p; }
 
@@ -217,13 +216,63 @@ static void fresh_cq(cudevptr cq, uint8_t *shadow, uint32_t n)
 	dev_write(cq, shadow, (size_t)n * 64);
 }
 
+/* A WQE's WQEBBs go into the GPU ring one by one. */
+static void gpu_put_wqebb(struct cr_ring *c, uint32_t slot, const uint8_t *bb)
+{
+	dev_write(gr_of(c)->sq + (cudevptr)slot * 64, bb, 64);
+}
+
+/* The "HCA" writes a CQE: one 64-byte write, owner byte included, as the
+ * HCA's own PCIe write of a CQE; the shadow keeps what the slot holds. */
+static void gpu_put_cqe(struct cr_ring *c, int recv, uint32_t slot, const uint8_t *cqe)
+{
+	struct gring *r = gr_of(c);
+
+	memcpy((recv ? r->rcq_shadow : r->scq_shadow) + (size_t)slot * 64, cqe, 64);
+	dev_write((recv ? r->rcq : r->scq) + (cudevptr)slot * 64, cqe, 64);
+}
+
+/* The device makes WQEs up to pi visible: the send doorbell record (DB) or
+ * the proxy word (CPU_PROXY, whose record the proxy thread writes later). */
+static void gpu_publish_pi(struct cr_ring *c, uint64_t pi)
+{
+	struct gring *r = gr_of(c);
+	uint32_t v = gdak_mlx5_sq_dbrec_value((uint32_t)pi);
+
+	if (lay == L_PROXY)
+		__atomic_store_n(r->proxy, pi, __ATOMIC_RELEASE);
+	else if (lay == L_HOSTDB)
+		__atomic_store_n(&r->cr.d.dbrec[MLX5_SND_DBR], v, __ATOMIC_RELEASE);
+	else
+		dev_write(r->db + DBR_QP + 4 * MLX5_SND_DBR, &v, 4);
+}
+
+/* The device consumed the CQ up to ci: its doorbell record. */
+static void gpu_consume(struct cr_ring *c, int recv, uint64_t ci)
+{
+	struct gring *r = gr_of(c);
+	uint32_t v = gdak_mlx5_cq_dbrec_value((uint32_t)ci);
+	uint32_t off = recv ? DBR_RCQ : DBR_SCQ;
+
+	if (lay == L_GPU)
+		dev_write(r->db + off, &v, 4);
+	else
+		__atomic_store_n((uint32_t *)(void *)(r->hdb + off), v, __ATOMIC_RELEASE);
+}
+
+static const struct cr_ring_ops gpu_ops = {
+	.put_wqebb = gpu_put_wqebb,
+	.put_cqe = gpu_put_cqe,
+	.publish_pi = gpu_publish_pi,
+	.consume = gpu_consume,
+};
+
 static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
 {
 	struct gring *r = calloc(1, sizeof(*r));
 	uint8_t zero[DBR_LEN] = {0};
 
 	REQUIRE(r);
-	r->ncqe = ncqe;
 	CU_OK(cu.MemAlloc(&r->sq, (size_t)sq_cnt * 64));
 	CU_OK(cu.MemAlloc(&r->scq, (size_t)ncqe * 64));
 	r->scq_shadow = malloc((size_t)ncqe * 64);
@@ -235,52 +284,57 @@ static struct gring *gr_new(uint32_t sq_cnt, uint32_t ncqe, int with_rq)
 		dev_write(r->sq, z, (size_t)sq_cnt * 64);
 		free(z);
 	}
-	r->d.version = GDAK_DEV_ABI_VERSION;
-	r->d.qpn = QPN;
-	r->d.qpn_ds_be = gdak_htobe32(QPN << 8);
-	r->d.sq_wqebb_cnt = sq_cnt;
-	r->d.sq_buf = dptr(r->sq);
-	r->d.handler = lay == L_PROXY ? GDAK_DEV_DB_CPU_PROXY : GDAK_DEV_DB_DB;
+	r->cr.d.version = GDAK_DEV_ABI_VERSION;
+	r->cr.d.qpn = QPN;
+	r->cr.d.qpn_ds_be = gdak_htobe32(QPN << 8);
+	r->cr.d.sq_wqebb_cnt = sq_cnt;
+	r->cr.d.sq_buf = dptr(r->sq);
+	r->cr.d.handler = lay == L_PROXY ? GDAK_DEV_DB_CPU_PROXY : GDAK_DEV_DB_DB;
 	if (lay == L_GPU) {
 		CU_OK(cu.MemAlloc(&r->db, DBR_LEN));
 		dev_write(r->db, zero, DBR_LEN);
-		r->d.dbrec = dptr(r->db + DBR_QP);
-		r->d.scq.dbrec = dptr(r->db + DBR_SCQ);
-		r->d.rcq.dbrec = dptr(r->db + DBR_RCQ);
+		r->cr.d.dbrec = dptr(r->db + DBR_QP);
+		r->cr.d.scq.dbrec = dptr(r->db + DBR_SCQ);
+		r->cr.d.rcq.dbrec = dptr(r->db + DBR_RCQ);
 	} else {
 		/* hw_cuda_host_alloc's flags: the GPU reaches it too */
 		CU_OK(cu.MemHostAlloc((void **)&r->hdb, 4096,
 				      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
 		memset(r->hdb, 0, 4096);
 		r->proxy = (uint64_t *)(void *)(r->hdb + 1024);
-		r->d.dbrec = (uint32_t *)(void *)(r->hdb + DBR_QP);
-		r->d.scq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_SCQ);
-		r->d.rcq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_RCQ);
-		r->d.proxy_pi = r->proxy;
+		r->cr.d.dbrec = (uint32_t *)(void *)(r->hdb + DBR_QP);
+		r->cr.d.scq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_SCQ);
+		r->cr.d.rcq.dbrec = (uint32_t *)(void *)(r->hdb + DBR_RCQ);
+		r->cr.d.proxy_pi = r->proxy;
 	}
-	r->d.scq.version = GDAK_DEV_ABI_VERSION;
-	r->d.scq.cqn = SCQN;
-	r->d.scq.ncqe = ncqe;
-	r->d.scq.log_ncqe = 31u - (uint32_t)__builtin_clz(ncqe);
-	r->d.scq.cqes = dptr(r->scq);
+	r->cr.d.scq.version = GDAK_DEV_ABI_VERSION;
+	r->cr.d.scq.cqn = SCQN;
+	r->cr.d.scq.ncqe = ncqe;
+	r->cr.d.scq.log_ncqe = 31u - (uint32_t)__builtin_clz(ncqe);
+	r->cr.d.scq.cqes = dptr(r->scq);
 	if (with_rq) {
 		CU_OK(cu.MemAlloc(&r->rq, 4096));
 		CU_OK(cu.MemAlloc(&r->rcq, (size_t)ncqe * 64));
 		r->rcq_shadow = malloc((size_t)ncqe * 64);
 		REQUIRE(r->rcq_shadow);
 		fresh_cq(r->rcq, r->rcq_shadow, ncqe);
-		r->d.rq_buf = dptr(r->rq);
-		r->d.rq_wqe_cnt = 16;
-		r->d.rq_log_stride = 6;
-		r->d.rcq.version = GDAK_DEV_ABI_VERSION;
-		r->d.rcq.cqn = RCQN;
-		r->d.rcq.ncqe = ncqe;
-		r->d.rcq.log_ncqe = r->d.scq.log_ncqe;
-		r->d.rcq.cqes = dptr(r->rcq);
+		r->cr.d.rq_buf = dptr(r->rq);
+		r->cr.d.rq_wqe_cnt = 16;
+		r->cr.d.rq_log_stride = 6;
+		r->cr.d.rcq.version = GDAK_DEV_ABI_VERSION;
+		r->cr.d.rcq.cqn = RCQN;
+		r->cr.d.rcq.ncqe = ncqe;
+		r->cr.d.rcq.log_ncqe = r->cr.d.scq.log_ncqe;
+		r->cr.d.rcq.cqes = dptr(r->rcq);
 	} else {
-		r->d.rcq.dbrec = NULL;
+		r->cr.d.rcq.dbrec = NULL;
 	}
-	r->seed = 77;
+	r->cr.ops = &gpu_ops;
+	r->cr.where = case_where;
+	r->cr.seed = 77;
+	r->cr.cqe_seed = 7;
+	r->cr.scq_bytes = r->scq_shadow;
+	r->cr.rcq_bytes = r->rcq_shadow;
 	return r;
 }
 
@@ -301,82 +355,19 @@ static void gr_free(struct gring *r)
 	free(r);
 }
 
-/* A WQE of ds DS at the producer index, written WQEBB by WQEBB into the GPU
- * ring (a ctrl segment naming its index and QP, pseudo-random segments). */
 static uint16_t post(struct gring *r, uint8_t opcode, unsigned ds)
 {
-	uint8_t w[1024] __attribute__((aligned(16)));
-	struct gdak_mlx5_ctrl c = {.opcode = opcode, .wqe_index = (uint16_t)r->pi, .qpn = QPN,
-				   .ds = (uint8_t)ds, .fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE};
-	unsigned bbs = gdak_mlx5_wqebbs(ds);
-	uint16_t idx = (uint16_t)r->pi;
-
-	gdak_test_fill(w, sizeof(w), r->seed++);
-	gdak_mlx5_ctrl_encode((struct mlx5_wqe_ctrl_seg *)(void *)w, &c);
-	for (unsigned i = 0; i < bbs; i++) {
-		uint32_t slot = (uint32_t)(r->pi + i) & (r->d.sq_wqebb_cnt - 1);
-		dev_write(r->sq + (cudevptr)slot * 64, w + (size_t)i * 64, 64);
-	}
-	if (r->nexp < 64) {
-		memcpy(r->exp[r->nexp], w, (size_t)bbs * 64);
-		r->exp_idx[r->nexp] = idx;
-		r->exp_bbs[r->nexp++] = bbs;
-	}
-	r->pi += bbs;
-	return idx;
+	return cr_post(&r->cr, opcode, ds);
 }
 
-/* The device makes WQEs up to pi visible: the send doorbell record (DB) or
- * the proxy word (CPU_PROXY, whose record the proxy thread writes later). */
-static void publish_pi(struct gring *r, uint64_t pi)
-{
-	uint32_t v = gdak_mlx5_sq_dbrec_value((uint32_t)pi);
+static void publish(struct gring *r) { cr_publish(&r->cr); }
 
-	if (lay == L_PROXY)
-		__atomic_store_n(r->proxy, pi, __ATOMIC_RELEASE);
-	else if (lay == L_HOSTDB)
-		__atomic_store_n(&r->d.dbrec[MLX5_SND_DBR], v, __ATOMIC_RELEASE);
-	else
-		dev_write(r->db + DBR_QP + 4 * MLX5_SND_DBR, &v, 4);
-}
-
-static void publish(struct gring *r) { publish_pi(r, r->pi); }
-
-/* The "HCA" writes the next CQE: one 64-byte write, owner byte included, as
- * the HCA's own PCIe write of a CQE. */
 static void hw_cqe(struct gring *r, int recv, uint8_t op, uint16_t wqe_counter, uint8_t syndrome)
 {
-	uint64_t *n = recv ? &r->rcq_n : &r->scq_n;
-	uint32_t slot = (uint32_t)(*n & (r->ncqe - 1));
-	uint8_t *c = (recv ? r->rcq_shadow : r->scq_shadow) + (size_t)slot * 64;
-	cudevptr g = (recv ? r->rcq : r->scq) + (cudevptr)slot * 64;
-	struct mlx5_cqe64 *q = (struct mlx5_cqe64 *)(void *)c;
-
-	gdak_test_fill(c, 63, *n + 1000 * (uint64_t)recv + 7);
-	q->wqe_counter = gdak_htobe16(wqe_counter);
-	if (op == MLX5_CQE_REQ_ERR) {
-		struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)c;
-		e->syndrome = syndrome;
-		e->s_wqe_opcode_qpn = gdak_htobe32((uint32_t)MLX5_OPCODE_RDMA_WRITE << 24 | QPN);
-	} else {
-		q->sop_drop_qpn = gdak_htobe32(QPN);
-	}
-	c[63] = gdak_mlx5_cqe_op_own(op, *n, r->ncqe);
-	dev_write(g, c, 64);
-	(*n)++;
+	cr_hw_cqe(&r->cr, recv, op, wqe_counter, syndrome);
 }
 
-/* The device consumed the CQ up to ci: its doorbell record. */
-static void consume(struct gring *r, int recv, uint64_t ci)
-{
-	uint32_t v = gdak_mlx5_cq_dbrec_value((uint32_t)ci);
-	uint32_t off = recv ? DBR_RCQ : DBR_SCQ;
-
-	if (lay == L_GPU)
-		dev_write(r->db + off, &v, 4);
-	else
-		__atomic_store_n((uint32_t *)(void *)(r->hdb + off), v, __ATOMIC_RELEASE);
-}
+static void consume(struct gring *r, int recv, uint64_t ci) { gpu_consume(&r->cr, recv, ci); }
 
 /* ---- reading back --------------------------------------------------------- */
 
@@ -390,79 +381,12 @@ static struct gdak_capture *cap_open(const char *path, unsigned flags)
 
 static void add(struct gdak_capture *c, struct gring *r)
 {
-	int ret = gdak_capture_add_dev_qp(c, &r->d, GDAK_CAPTURE_RINGS_GPU);
+	int ret = gdak_capture_add_dev_qp(c, &r->cr.d, GDAK_CAPTURE_RINGS_GPU);
 
 	if (ret)
 		printf("gdak_capture_add_dev_qp: %s (run with GDAK_LOG=debug for why)\n",
 		       strerror(-ret));
 	REQUIRE_EQ(ret, 0);
-}
-
-static void read_back(const char *path, struct cr_file *f)
-{
-	REQUIRE_EQ(cr_read(path, f), 0);
-	CHECK(f->clean);
-}
-
-/* The WQE records equal posted WQEs k0..k1-1 (bytes, index, size). */
-static void check_wqes(const struct cr_file *f, const struct gring *r, unsigned k0, unsigned k1)
-{
-	size_t from = 0;
-	long i;
-	unsigned k = k0;
-
-	while ((i = cr_next(f, &from, GDAK_TREC_WQE, QPN)) >= 0) {
-		const struct cr_rec *w = &f->r[i];
-
-		if (k >= k1) {
-			gdak_test_fail(__FILE__, __LINE__, "[%s/%s] extra WQE record idx %u",
-				       layout_names[lay], cur_case, w->idx);
-			break;
-		}
-		CHECK_EQ(w->idx, r->exp_idx[k]);
-		CHECK_EQ(w->len, r->exp_bbs[k] * 64);
-		CHECK_EQ(w->thread, GDAK_CAPTURE_THREAD_ID);
-		if (w->len == r->exp_bbs[k] * 64)
-			CHECK_MEM(w->bytes, r->exp[k], w->len);
-		k++;
-	}
-	CHECK_EQ(k, k1);
-}
-
-/* The CQE records of cqn, in order, are CQEs n0..n1-1 as the shadow holds
- * them (every one of them still in its slot). */
-static void check_cqes(const struct cr_file *f, const struct gring *r, uint32_t cqn, uint64_t n0,
-		       uint64_t n1)
-{
-	const uint8_t *sh = cqn == RCQN ? r->rcq_shadow : r->scq_shadow;
-	size_t from = 0;
-	uint64_t n = n0;
-	long i;
-
-	while ((i = cr_next(f, &from, GDAK_TREC_CQE, QPN)) >= 0) {
-		const struct cr_rec *e = &f->r[i];
-
-		if (e->cqn != cqn)
-			continue;
-		if (n >= n1) {
-			gdak_test_fail(__FILE__, __LINE__, "[%s/%s] extra CQE record cq %#x index %u",
-				       layout_names[lay], cur_case, e->cqn, e->cq_index);
-			break;
-		}
-		CHECK_EQ(e->cq_index, (uint32_t)n);
-		CHECK_MEM(e->bytes, sh + (size_t)(n & (r->ncqe - 1)) * 64, 64);
-		n++;
-	}
-	CHECK_EQ(n, n1);
-}
-
-static unsigned count(const struct cr_file *f, uint8_t type)
-{
-	unsigned n = 0;
-
-	for (size_t i = 0; i < f->n; i++)
-		n += f->r[i].type == type;
-	return n;
 }
 
 /* The capture said where it found the rings (its QP record). */
@@ -491,23 +415,16 @@ static void begin(const char *name)
 {
 	cur_case = name;
 	case_failed0 = gdak_test_failed;
+	snprintf(case_where, sizeof(case_where), "[%s/%s] ", layout_names[lay], name);
 	printf("-- %s/%s\n", layout_names[lay], name);
 	fflush(stdout);
 }
 
 static void done(char *path, struct cr_file *f, struct gring *r)
 {
-	if (f)
-		cr_free(f);
+	cr_done(path, f, gdak_test_failed != case_failed0);
 	if (r)
 		gr_free(r);
-	if (path) {
-		if (gdak_test_failed != case_failed0)
-			printf("   (trace kept: %s)\n", path);
-		else
-			unlink(path);
-		free(path);
-	}
 }
 
 /* ---- cases ---------------------------------------------------------------- */
@@ -519,72 +436,16 @@ static void basic(void)
 	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
 	struct gdak_capture_stats st;
 	struct cr_file f;
-	size_t from = 0;
-	long i;
 
 	begin("basic");
 	add(c, r);
-	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing yet */
-	post(r, MLX5_OPCODE_NOP, 1);
-	post(r, MLX5_OPCODE_RDMA_WRITE, 3);
-	post(r, GDAK_MLX5_OPCODE_WAIT, 5);
-	post(r, MLX5_OPCODE_RDMA_WRITE, 9);
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	hw_cqe(r, 0, MLX5_CQE_REQ, 1, 0);
-	hw_cqe(r, 0, MLX5_CQE_REQ_ERR, 4, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	CHECK(gdak_capture_poll(c) > 0);
-	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing recorded twice */
-	post(r, MLX5_OPCODE_SEND, 2);
-	publish(r);
-	consume(r, 0, 2);
-	hw_cqe(r, 0, MLX5_CQE_REQ, 7, 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.wqes, 4);
-	CHECK_EQ(st.wqebbs, 7);
-	CHECK_EQ(st.cqes, 2);
+	cr_basic_play(&r->cr, c, &st);
 	CHECK_EQ(st.doorbells, 1);
 	CHECK_EQ(st.read_errors, 0);
 	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
-
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	check_where(&f);
-	check_wqes(&f, r, 0, 5);
-	check_cqes(&f, r, SCQN, 0, 3);
-	for (unsigned k = 0; k < 3 && (i = cr_next(&f, &from, GDAK_TREC_CQE, QPN)) >= 0; k++) {
-		struct gdak_mlx5_cqe_fields cf;
-
-		gdak_mlx5_cqe_decode(f.r[i].bytes, &cf);
-		CHECK_EQ(cf.wqe_counter, k == 0 ? 1 : k == 1 ? 4 : 7);
-		CHECK_EQ(cf.opcode, k == 1 ? MLX5_CQE_REQ_ERR : MLX5_CQE_REQ);
-		if (k == 1)
-			CHECK_EQ(cf.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	}
-	from = 0;
-	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
-	CHECK(i >= 0 && f.r[i].idx == 7);
-	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
-	CHECK(i >= 0 && f.r[i].idx == 8);
-	CHECK_EQ(count(&f, GDAK_TREC_QP), 1);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
-
-	if (bin) {
-		int rc;
-		char *out = cr_tool(bin, "", path, &rc);
-		const char *w[] = {"t256", "qp 0x000456", "WQE idx=4 RDMA_WRITE", "ds=9", NULL};
-		const char *e[] = {"t256", "CQE REQ_ERR", "wqe_counter=4",
-				   "syndrome=REMOTE_ACCESS_ERR", NULL};
-		const char *d[] = {"t256", "DOORBELL", "pi=7", NULL};
-
-		REQUIRE(out);
-		CHECK_EQ(rc, 0);
-		CHECK(gdak_test_has_line(out, w));
-		CHECK(gdak_test_has_line(out, e));
-		CHECK(gdak_test_has_line(out, d));
-		if (gdak_test_failed != case_failed0)
-			printf("gdak-trace output:\n%s", out);
-		free(out);
-	}
+	cr_basic_check(&f, &r->cr, bin, path, case_failed0);
 	done(path, &f, r);
 }
 
@@ -612,8 +473,8 @@ static void sq_loss(void)
 	CHECK_EQ(st.loss_records, 1);
 	CHECK_EQ(st.read_errors, 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 5, 11);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 5, 11);
 	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 15);
 	done(path, &f, r);
 }
@@ -633,7 +494,7 @@ static void cq_loss(int by_cons_idx)
 	for (int k = 0; k < 40; k++) {
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 		if (by_cons_idx)
-			__atomic_store_n(&r->d.scq.cons_idx, (uint64_t)k + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&r->cr.d.scq.cons_idx, (uint64_t)k + 1, __ATOMIC_RELEASE);
 	}
 	if (!by_cons_idx)
 		consume(r, 0, 40);
@@ -643,9 +504,9 @@ static void cq_loss(int by_cons_idx)
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(st.read_errors, 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 24);
-	check_cqes(&f, r, SCQN, 24, 40);
+	cr_check_cqes(&f, &r->cr, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
 	done(path, &f, r);
 }
 
@@ -668,9 +529,9 @@ static void cq_slot_reused(void)
 	CHECK_EQ(st.lost_cqes, 4);
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 4);
-	check_cqes(&f, r, SCQN, 4, 20);
+	cr_check_cqes(&f, &r->cr, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
 	done(path, &f, r);
 }
 
@@ -684,7 +545,7 @@ static void pi_wrap(void)
 	struct cr_file f;
 
 	begin("pi_wrap");
-	r->pi = 65530;
+	r->cr.pi = 65530;
 	publish(r);
 	add(c, r);
 	for (int k = 0; k < 12; k++) {
@@ -697,9 +558,9 @@ static void pi_wrap(void)
 	publish(r);
 	no_read_errors(c);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 12);
-	CHECK_EQ(r->exp_idx[6], 0);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 12);
+	CHECK_EQ(r->cr.exp_idx[6], 0);
 	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 0);
 	done(path, &f, r);
 }
@@ -725,7 +586,7 @@ static void cq_chunks_and_rcq(void)
 	CHECK_EQ(st.cqes, 101);
 	consume(r, 0, 100);
 	consume(r, 1, 1);
-	__atomic_store_n(&r->d.scq.cons_idx, 100, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->cr.d.scq.cons_idx, 100, __ATOMIC_RELEASE);
 	for (int k = 100; k < 200; k++)
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 	hw_cqe(r, 1, MLX5_CQE_RESP_SEND_IMM, 1, 0);
@@ -735,7 +596,7 @@ static void cq_chunks_and_rcq(void)
 	CHECK_EQ(st.lost_cqes, 0);
 	CHECK_EQ(st.read_errors, 0);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	/* slots 0..71 now hold CQEs 128..199: compare those against the
 	 * shadow, 0..71 only by their wqe_counter */
 	{
@@ -759,7 +620,7 @@ static void cq_chunks_and_rcq(void)
 		}
 		CHECK_EQ(n, 200);
 	}
-	check_cqes(&f, r, RCQN, 0, 2);
+	cr_check_cqes(&f, &r->cr, 1, 0, 2, -1);
 	done(path, &f, r);
 }
 
@@ -803,17 +664,17 @@ static void thread_mode(void)
 		publish(r);
 		for (unsigned k = 0; k < per; k++)
 			hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(s * per + k), 0);
-		consume(r, 0, r->scq_n);
-		__atomic_store_n(&r->d.scq.cons_idx, r->scq_n, __ATOMIC_RELEASE);
+		consume(r, 0, r->cr.scq_n);
+		__atomic_store_n(&r->cr.d.scq.cons_idx, r->cr.scq_n, __ATOMIC_RELEASE);
 		/* the ring never gets a lap ahead: wait until the thread saw it */
 		wait_for(c, (uint64_t)(s + 1) * per, (uint64_t)(s + 1) * per);
 	}
 	no_read_errors(c);
 	CHECK_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	check_where(&f);
-	check_wqes(&f, r, 0, steps * per);
-	check_cqes(&f, r, SCQN, 0, (uint64_t)steps * per);
+	cr_check_wqes(&f, &r->cr, 0, steps * per);
+	cr_check_cqes(&f, &r->cr, 0, 0, (uint64_t)steps * per, -1);
 	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
 	done(path, &f, r);
 }
@@ -850,9 +711,9 @@ static void own_context_kept(void)
 	CHECK(now == mine);
 	CU_OK(cu.CtxDestroy(mine));
 	CU_OK(cu.CtxSetCurrent(primary));
-	read_back(path, &f);
-	check_wqes(&f, r, 0, 1);
-	check_cqes(&f, r, SCQN, 0, 1);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, 1);
+	cr_check_cqes(&f, &r->cr, 0, 0, 1, -1);
 	done(path, &f, r);
 }
 
@@ -901,8 +762,8 @@ static void torn_cqe(void)
 	consume(r, 0, 16);
 	CHECK(gdak_capture_poll(c) > 0);	/* 1..15 */
 	REQUIRE_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
-	check_cqes(&f, r, SCQN, 0, 16);
+	cr_read_back(path, &f);
+	cr_check_cqes(&f, &r->cr, 0, 0, 16, -1);
 	cr_free(&f);
 	unlink(path);
 	free(path);
@@ -925,9 +786,9 @@ static void torn_cqe(void)
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(st.read_errors, 0);
 	REQUIRE_EQ(gdak_capture_close(c), 0);
-	read_back(path, &f);
+	cr_read_back(path, &f);
 	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 1);
-	check_cqes(&f, r, SCQN, 1, 17);
+	cr_check_cqes(&f, &r->cr, 0, 1, 17, -1);
 	done(path, &f, r);
 }
 
@@ -970,8 +831,8 @@ static void freed_ring(void)
 	}
 	ret = gdak_capture_close(c);
 	CHECK_EQ(ret, st.read_errors ? -EIO : 0);
-	read_back(path, &f);
-	check_wqes(&f, r, 0, (unsigned)st.wqes);
+	cr_read_back(path, &f);
+	cr_check_wqes(&f, &r->cr, 0, (unsigned)st.wqes);
 	done(path, &f, NULL);
 	/* not checked: after a failed copy only cleanup is left to do */
 	if (r->db)
