@@ -429,139 +429,29 @@ static void done(char *path, struct cr_file *f, struct gring *r)
 
 /* ---- cases ---------------------------------------------------------------- */
 
-static void basic(void)
+/* One of the cases capture_rings.c runs on host rings (capture_ring.h), here
+ * on rings in GPU memory: and no copy may have failed, and the QP record
+ * says where the rings are. */
+static void shared_case(const struct cr_case *k)
 {
-	char *path = cr_tmpname("cuda-basic");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct gdak_capture_stats st;
+	char tag[64];
+	char *path;
+	struct gring *r = gr_new(k->sq_cnt, k->ncqe, 0);
+	struct gdak_capture *c;
 	struct cr_file f;
 
-	begin("basic");
+	snprintf(tag, sizeof(tag), "cuda-%s", k->name);
+	path = cr_tmpname(tag);
+	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	begin(k->name);
+	cr_case_start(&r->cr, k);
 	add(c, r);
-	cr_basic_play(&r->cr, c, &st);
-	CHECK_EQ(st.doorbells, 1);
-	CHECK_EQ(st.read_errors, 0);
+	k->play(&r->cr, c, k->arg);
+	no_read_errors(c);
 	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
 	cr_read_back(path, &f);
 	check_where(&f);
-	cr_basic_check(&f, &r->cr, bin, path, case_failed0);
-	done(path, &f, r);
-}
-
-/* Ten 3-WQEBB WQEs into a 16-slot ring between two looks: exactly 15 WQEBBs
- * lost (14 overwritten, plus the tail of the WQE at 12), WQEs 15..27 whole. */
-static void sq_loss(void)
-{
-	char *path = cr_tmpname("cuda-sqloss");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct gdak_capture_stats st;
-	struct cr_file f;
-
-	begin("sq_loss");
-	add(c, r);
-	for (int k = 0; k < 10; k++)
-		post(r, MLX5_OPCODE_RDMA_WRITE, 9);
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	post(r, MLX5_OPCODE_NOP, 1);
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_wqebbs, 15);
-	CHECK_EQ(st.loss_records, 1);
-	CHECK_EQ(st.read_errors, 0);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 5, 11);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 15);
-	done(path, &f, r);
-}
-
-/* 40 CQEs into a 16-entry CQ, all consumed: 24 lost, 24..39 captured.  The
- * device says so by the CQ doorbell record, or only by cons_idx. */
-static void cq_loss(int by_cons_idx)
-{
-	char *path = cr_tmpname("cuda-cqloss");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct gdak_capture_stats st;
-	struct cr_file f;
-
-	begin(by_cons_idx ? "cq_loss_cons_idx" : "cq_loss_dbrec");
-	add(c, r);
-	for (int k = 0; k < 40; k++) {
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-		if (by_cons_idx)
-			__atomic_store_n(&r->cr.d.scq.cons_idx, (uint64_t)k + 1, __ATOMIC_RELEASE);
-	}
-	if (!by_cons_idx)
-		consume(r, 0, 40);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_cqes, 24);
-	CHECK_EQ(st.cqes, 16);
-	CHECK_EQ(st.read_errors, 0);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 24);
-	cr_check_cqes(&f, &r->cr, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
-	done(path, &f, r);
-}
-
-/* 20 CQEs in a 16-entry CQ, consumer index 4: 16..19 legally overwrote 0..3. */
-static void cq_slot_reused(void)
-{
-	char *path = cr_tmpname("cuda-cqreuse");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct gdak_capture_stats st;
-	struct cr_file f;
-
-	begin("cq_slot_reused");
-	add(c, r);
-	consume(r, 0, 4);
-	for (int k = 0; k < 20; k++)
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_cqes, 4);
-	CHECK_EQ(st.cqes, 16);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 4);
-	cr_check_cqes(&f, &r->cr, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
-	done(path, &f, r);
-}
-
-/* The 16-bit record wraps (65530..65535, 0..): the staged SQ copy splits at
- * the ring's end too. */
-static void pi_wrap(void)
-{
-	char *path = cr_tmpname("cuda-wrap");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct cr_file f;
-
-	begin("pi_wrap");
-	r->cr.pi = 65530;
-	publish(r);
-	add(c, r);
-	for (int k = 0; k < 12; k++) {
-		post(r, MLX5_OPCODE_RDMA_WRITE, 3);
-		if (k % 5 == 4) {
-			publish(r);
-			CHECK(gdak_capture_poll(c) > 0);
-		}
-	}
-	publish(r);
-	no_read_errors(c);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, 12);
-	CHECK_EQ(r->cr.exp_idx[6], 0);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 0);
+	k->check(&f, &r->cr, bin, path, case_failed0, k->arg);
 	done(path, &f, r);
 }
 
@@ -859,12 +749,8 @@ int main(int argc, char **argv)
 	if (!getenv("GDAK_LOG"))
 		gdak_set_log_level(GDAK_LOG_ERROR);
 	for (lay = L_GPU; lay <= L_PROXY; lay++) {
-		basic();
-		sq_loss();
-		cq_loss(0);
-		cq_loss(1);
-		cq_slot_reused();
-		pi_wrap();
+		for (size_t k = 0; k < sizeof(cr_cases) / sizeof(cr_cases[0]); k++)
+			shared_case(&cr_cases[k]);
 		cq_chunks_and_rcq();
 		thread_mode();
 		own_context_kept();

@@ -165,17 +165,45 @@ static inline void cr_check_cqes(const struct cr_file *f, const struct cr_ring *
 	CHECK_EQ(n, n1);
 }
 
-/*
- * The basic stream, the same on any rings (the capture opened with
- * GDAK_CAPTURE_F_MANUAL, the QP added, a 16-slot SQ and a 16-entry send
- * CQ): four WQEs of 1, 1, 2 and 3 WQEBBs under one doorbell, a REQ CQE and
- * a REQ_ERR, a pass that finds nothing new; then a SEND, the first two CQEs
- * consumed and a third CQE, left for the caller's last pass.  *st: the
- * statistics before that last pass.
+/* ---- the cases both tests run ---------------------------------------------
+ *
+ * Each case is the device's part (play: the capture opened with
+ * GDAK_CAPTURE_F_MANUAL, the QP added, passes only where play runs them)
+ * and the checks of the file once the capture is closed.  The caller's
+ * runner makes the rings, the capture and the file, and adds what only its
+ * rings have (a GPU path's read errors, say).
  */
-static inline void cr_basic_play(struct cr_ring *r, struct gdak_capture *c,
-				 struct gdak_capture_stats *st)
+struct cr_case {
+	const char *name;
+	uint32_t sq_cnt, ncqe;
+	uint64_t pi0;		/* producer index published before the QP is added */
+	int arg;
+	void (*play)(struct cr_ring *r, struct gdak_capture *c, int arg);
+	/* bin: gdak-trace (NULL: its checks skipped); its output is printed
+	 * when gdak_test_failed went past failed0 */
+	void (*check)(const struct cr_file *f, const struct cr_ring *r, const char *bin,
+		      const char *path, unsigned failed0, int arg);
+};
+
+/* Before the QP is added: the ring's producer index starts at pi0. */
+static inline void cr_case_start(struct cr_ring *r, const struct cr_case *k)
 {
+	if (k->pi0) {
+		r->pi = k->pi0;
+		cr_publish(r);
+	}
+}
+
+/*
+ * The basic stream (a 16-slot SQ, a 16-entry send CQ): four WQEs of 1, 1, 2
+ * and 3 WQEBBs under one doorbell, a REQ CQE and a REQ_ERR, a pass that
+ * finds nothing new; then a SEND, the first two CQEs consumed and a third
+ * CQE, left for the last pass.
+ */
+static inline void cr_basic_play(struct cr_ring *r, struct gdak_capture *c, int arg)
+{
+	struct gdak_capture_stats st;
+
 	CHECK_EQ(gdak_capture_poll(c), 0);	/* nothing yet */
 	cr_post(r, MLX5_OPCODE_NOP, 1);		/* 1 WQEBB */
 	cr_post(r, MLX5_OPCODE_RDMA_WRITE, 3);	/* 1 */
@@ -191,17 +219,15 @@ static inline void cr_basic_play(struct cr_ring *r, struct gdak_capture *c,
 	cr_publish(r);
 	r->ops->consume(r, 0, 2);
 	cr_hw_cqe(r, 0, MLX5_CQE_REQ, 7, 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, st), 0);
-	CHECK_EQ(st->wqes, 4);
-	CHECK_EQ(st->wqebbs, 7);
-	CHECK_EQ(st->cqes, 2);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.wqes, 4);
+	CHECK_EQ(st.wqebbs, 7);
+	CHECK_EQ(st.cqes, 2);
+	CHECK_EQ(st.doorbells, 1);
 }
 
-/* The file of cr_basic_play's capture, closed, and gdak-trace's decoding of
- * it (bin: its binary; NULL skips that).  Its output is printed when
- * gdak_test_failed went past failed0. */
 static inline void cr_basic_check(const struct cr_file *f, const struct cr_ring *r,
-				  const char *bin, const char *path, unsigned failed0)
+				  const char *bin, const char *path, unsigned failed0, int arg)
 {
 	uint32_t qpn = r->d.qpn;
 	size_t from = 0;
@@ -249,5 +275,129 @@ static inline void cr_basic_check(const struct cr_file *f, const struct cr_ring 
 		free(out);
 	}
 }
+
+
+/* 30 WQEBBs (ten 3-WQEBB WQEs) into a 16-slot ring between two looks: 14
+ * were overwritten, the oldest slot left (index 14) is the last WQEBB of
+ * the WQE at 12, so the walk skips it too: exactly 15 lost, and the WQEs at
+ * 15, 18, ..., 27 captured whole; the capture goes on normally after. */
+static inline void cr_sq_loss_play(struct cr_ring *r, struct gdak_capture *c, int arg)
+{
+	struct gdak_capture_stats st;
+
+	for (int k = 0; k < 10; k++)
+		cr_post(r, MLX5_OPCODE_RDMA_WRITE, 9);
+	cr_publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	cr_post(r, MLX5_OPCODE_NOP, 1);
+	cr_publish(r);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_wqebbs, 15);
+	CHECK_EQ(st.loss_records, 1);
+}
+
+static inline void cr_sq_loss_check(const struct cr_file *f, const struct cr_ring *r,
+				    const char *bin, const char *path, unsigned failed0, int arg)
+{
+	uint64_t recs;
+	int rc;
+	char *out;
+
+	cr_check_wqes(f, r, 5, 11);
+	CHECK_EQ(cr_lost(f, r->d.qpn, "sq", &recs), 15);
+	CHECK(recs == 0 || recs == 15);
+	if (!bin)
+		return;
+	out = cr_tool(bin, "--errors", path, &rc);
+	REQUIRE(out);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(out, "sq lost=15 WQEBBs first=0") != NULL);
+	CHECK(strstr(out, "WQE ") == NULL);
+	if (gdak_test_failed != failed0)
+		printf("gdak-trace --errors output:\n%s", out);
+	free(out);
+}
+
+/* 40 CQEs into a 16-entry CQ, all consumed by the device: 24 lost, 24..39
+ * captured.  The device says so through the CQ doorbell record, or
+ * (arg: by cons_idx) only through the descriptor's cons_idx, as gdak's
+ * device API does between two record updates. */
+static inline void cr_cq_loss_play(struct cr_ring *r, struct gdak_capture *c, int by_cons_idx)
+{
+	struct gdak_capture_stats st;
+
+	for (int k = 0; k < 40; k++) {
+		cr_hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+		if (by_cons_idx)
+			__atomic_store_n(&r->d.scq.cons_idx, (uint64_t)k + 1, __ATOMIC_RELEASE);
+		else
+			r->ops->consume(r, 0, (uint64_t)k + 1);
+	}
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_cqes, 24);
+	CHECK_EQ(st.cqes, 16);
+}
+
+static inline void cr_cq_loss_check(const struct cr_file *f, const struct cr_ring *r,
+				    const char *bin, const char *path, unsigned failed0, int arg)
+{
+	CHECK_EQ(cr_lost(f, r->d.qpn, "scq", NULL), 24);
+	cr_check_cqes(f, r, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
+}
+
+/* 20 CQEs in a 16-entry CQ with the device's consumer index at 4: CQEs
+ * 16..19 legally overwrote 0..3, which are lost; 4..19 are captured. */
+static inline void cr_cq_reuse_play(struct cr_ring *r, struct gdak_capture *c, int arg)
+{
+	struct gdak_capture_stats st;
+
+	r->ops->consume(r, 0, 4);
+	for (int k = 0; k < 20; k++)
+		cr_hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK_EQ(st.lost_cqes, 4);
+	CHECK_EQ(st.cqes, 16);
+}
+
+static inline void cr_cq_reuse_check(const struct cr_file *f, const struct cr_ring *r,
+				     const char *bin, const char *path, unsigned failed0, int arg)
+{
+	CHECK_EQ(cr_lost(f, r->d.qpn, "scq", NULL), 4);
+	cr_check_cqes(f, r, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
+}
+
+/* The 16-bit record wraps: indices 65530..65535, 0..5 (a copy of the ring
+ * split at its end, where the capture stages it). */
+static inline void cr_pi_wrap_play(struct cr_ring *r, struct gdak_capture *c, int arg)
+{
+	for (int k = 0; k < 12; k++) {
+		cr_post(r, MLX5_OPCODE_RDMA_WRITE, 3);
+		if (k % 5 == 4) {
+			cr_publish(r);
+			CHECK(gdak_capture_poll(c) > 0);
+		}
+	}
+	cr_publish(r);
+}
+
+static inline void cr_pi_wrap_check(const struct cr_file *f, const struct cr_ring *r,
+				    const char *bin, const char *path, unsigned failed0, int arg)
+{
+	cr_check_wqes(f, r, 0, 12);
+	CHECK_EQ(r->exp_idx[6], 0);
+	CHECK_EQ(cr_lost(f, r->d.qpn, "sq", NULL), 0);
+}
+
+static const struct cr_case cr_cases[] = {
+	{"basic", 16, 16, 0, 0, cr_basic_play, cr_basic_check},
+	{"sq_loss", 16, 16, 0, 0, cr_sq_loss_play, cr_sq_loss_check},
+	{"cq_loss_dbrec", 16, 16, 0, 0, cr_cq_loss_play, cr_cq_loss_check},
+	{"cq_loss_cons_idx", 16, 16, 0, 1, cr_cq_loss_play, cr_cq_loss_check},
+	{"cq_slot_reused", 16, 16, 0, 0, cr_cq_reuse_play, cr_cq_reuse_check},
+	{"pi_wrap", 16, 16, 65530, 0, cr_pi_wrap_play, cr_pi_wrap_check},
+};
 
 #endif

@@ -156,8 +156,6 @@ static void publish_pi(struct ring *r, uint64_t pi) { host_publish_pi(&r->cr, pi
 
 static void publish(struct ring *r) { cr_publish(&r->cr); }
 
-static void consume(struct ring *r, int recv, uint64_t ci) { host_consume(&r->cr, recv, ci); }
-
 static void hw_cqe(struct ring *r, int recv, uint8_t op, uint16_t wqe_counter, uint8_t syndrome)
 {
 	cr_hw_cqe(&r->cr, recv, op, wqe_counter, syndrome);
@@ -180,142 +178,20 @@ static void done(char *path, struct cr_file *f, struct ring *r)
 
 /* ---- cases --------------------------------------------------------------- */
 
-static void basic(void)
+/* One of the cases both ring tests run (capture_ring.h), on host rings. */
+static void shared_case(const struct cr_case *k)
 {
-	char *path = cr_tmpname("basic");
-	struct ring *r = ring_new(16, 16, 0);
+	char *path = cr_tmpname(k->name);
+	struct ring *r = ring_new(k->sq_cnt, k->ncqe, 0);
 	struct gdak_capture *c = cap_open(path);
-	struct gdak_capture_stats st;
 	struct cr_file f;
 
+	cr_case_start(&r->cr, k);
 	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	cr_basic_play(&r->cr, c, &st);
+	k->play(&r->cr, c, k->arg);
 	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
 	cr_read_back(path, &f);
-	cr_basic_check(&f, &r->cr, bin, path, 0);
-	done(path, &f, r);
-}
-
-/* 30 WQEBBs (ten 3-WQEBB WQEs) into a 16-slot ring between two looks:
- * 14 were overwritten, the oldest slot left (index 14) is the last WQEBB of
- * the WQE at 12, so the walk skips it too: exactly 15 lost, and the WQEs at
- * 15, 18, ..., 27 captured whole. */
-static void sq_loss(void)
-{
-	char *path = cr_tmpname("sqloss");
-	struct ring *r = ring_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path);
-	struct gdak_capture_stats st;
-	struct cr_file f;
-	uint64_t recs;
-	int rc;
-	char *out;
-
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	for (int k = 0; k < 10; k++)
-		post(r, MLX5_OPCODE_RDMA_WRITE, 9);
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	/* and the capture goes on normally afterwards */
-	post(r, MLX5_OPCODE_NOP, 1);
-	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_wqebbs, 15);
-	CHECK_EQ(st.loss_records, 1);
-	CHECK_EQ(gdak_capture_close(c), 0);
-
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 5, 11);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", &recs), 15);
-	CHECK(recs == 0 || recs == 15);
-	out = cr_tool(bin, "--errors", path, &rc);
-	REQUIRE(out);
-	CHECK_EQ(rc, 0);
-	CHECK(strstr(out, "sq lost=15 WQEBBs first=0") != NULL);
-	CHECK(strstr(out, "WQE ") == NULL);
-	if (gdak_test_failed)
-		printf("gdak-trace --errors output:\n%s", out);
-	free(out);
-	done(path, &f, r);
-}
-
-/* 40 CQEs into a 16-entry CQ, all consumed by the device: 24 lost.  The
- * device says so through the CQ doorbell record, or (by_cons_idx) only
- * through the descriptor's cons_idx, as gdak's device API does between two
- * record updates. */
-static void cq_loss_consumed(int by_cons_idx)
-{
-	char *path = cr_tmpname("cqloss");
-	struct ring *r = ring_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path);
-	struct cr_file f;
-
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	for (int k = 0; k < 40; k++) {
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-		if (by_cons_idx)
-			r->cr.d.scq.cons_idx = (uint64_t)k + 1;
-		else
-			consume(r, 0, (uint64_t)k + 1);
-	}
-	CHECK(gdak_capture_poll(c) > 0);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 24);
-	cr_check_cqes(&f, &r->cr, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
-	done(path, &f, r);
-}
-
-/* 20 CQEs in a 16-entry CQ with the device's consumer index at 4: CQEs 16..19
- * legally overwrote 0..3, which are lost; 4..19 are captured. */
-static void cq_loss_slot_reused(void)
-{
-	char *path = cr_tmpname("cqreuse");
-	struct ring *r = ring_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path);
-	struct gdak_capture_stats st;
-	struct cr_file f;
-
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	consume(r, 0, 4);
-	for (int k = 0; k < 20; k++)
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_cqes, 4);
-	CHECK_EQ(st.cqes, 16);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 4);
-	cr_check_cqes(&f, &r->cr, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
-	done(path, &f, r);
-}
-
-/* The 16-bit record wraps: indices 65530..65535, 0..5. */
-static void pi_wrap(void)
-{
-	char *path = cr_tmpname("wrap");
-	struct ring *r = ring_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path);
-	struct cr_file f;
-
-	r->cr.pi = 65530;
-	publish(r);
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	for (int k = 0; k < 12; k++) {
-		post(r, MLX5_OPCODE_RDMA_WRITE, 3);
-		if (k % 5 == 4) {
-			publish(r);
-			gdak_capture_poll(c);
-		}
-	}
-	publish(r);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, 12);
-	CHECK_EQ(r->cr.exp_idx[6], 0);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL), 0);
+	k->check(&f, &r->cr, bin, path, 0, k->arg);
 	done(path, &f, r);
 }
 
@@ -446,12 +322,8 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 2; round++) {
 		ring_flags = round ? GDAK_CAPTURE_RINGS_GPU : 0;
 		gdak_capture_test_fake_gpu(round);
-		basic();
-		sq_loss();
-		cq_loss_consumed(0);
-		cq_loss_consumed(1);
-		cq_loss_slot_reused();
-		pi_wrap();
+		for (size_t k = 0; k < sizeof(cr_cases) / sizeof(cr_cases[0]); k++)
+			shared_case(&cr_cases[k]);
 		partial_and_backwards();
 		proxy_and_rcq();
 	}
