@@ -319,54 +319,50 @@ static inline void cr_sq_loss_check(const struct cr_file *f, const struct cr_rin
 	free(out);
 }
 
-/* 40 CQEs into a 16-entry CQ, all consumed by the device: 24 lost, 24..39
- * captured.  The device says so through the CQ doorbell record, or
- * (arg: by cons_idx) only through the descriptor's cons_idx, as gdak's
- * device API does between two record updates. */
-static inline void cr_cq_loss_play(struct cr_ring *r, struct gdak_capture *c, int by_cons_idx)
+/* How the CQ-loss case's device consumes its CQEs. */
+enum { CR_CQ_DBREC, CR_CQ_CONS_IDX, CR_CQ_REUSE };
+
+/*
+ * More CQEs than a 16-entry send CQ holds between two looks.
+ *   CR_CQ_DBREC, CR_CQ_CONS_IDX: 40 CQEs, each consumed by the device as it
+ *     comes: 24 lost, 24..39 captured.  The device says so through the CQ
+ *     doorbell record, or only through the descriptor's cons_idx, as gdak's
+ *     device API does between two record updates.
+ *   CR_CQ_REUSE: the device's consumer index at 4, 20 CQEs: 16..19 legally
+ *     overwrote 0..3, which are lost; 4..19 captured.
+ * CQE k carries wqe_counter k (100 + k for CR_CQ_REUSE).
+ */
+static inline unsigned cr_cq_loss_n(int how) { return how == CR_CQ_REUSE ? 20 : 40; }
+
+static inline uint16_t cr_cq_loss_wc(int how) { return how == CR_CQ_REUSE ? 100 : 0; }
+
+static inline void cr_cq_loss_play(struct cr_ring *r, struct gdak_capture *c, int how)
 {
 	struct gdak_capture_stats st;
+	unsigned n = cr_cq_loss_n(how);
 
-	for (int k = 0; k < 40; k++) {
-		cr_hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-		if (by_cons_idx)
+	if (how == CR_CQ_REUSE)
+		r->ops->consume(r, 0, 4);
+	for (unsigned k = 0; k < n; k++) {
+		cr_hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(cr_cq_loss_wc(how) + k), 0);
+		if (how == CR_CQ_CONS_IDX)
 			__atomic_store_n(&r->d.scq.cons_idx, (uint64_t)k + 1, __ATOMIC_RELEASE);
-		else
+		else if (how == CR_CQ_DBREC)
 			r->ops->consume(r, 0, (uint64_t)k + 1);
 	}
 	CHECK(gdak_capture_poll(c) > 0);
 	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_cqes, 24);
+	CHECK_EQ(st.lost_cqes, n - 16);
 	CHECK_EQ(st.cqes, 16);
 }
 
 static inline void cr_cq_loss_check(const struct cr_file *f, const struct cr_ring *r,
-				    const char *bin, const char *path, unsigned failed0, int arg)
+				    const char *bin, const char *path, unsigned failed0, int how)
 {
-	CHECK_EQ(cr_lost(f, r->d.qpn, "scq", NULL), 24);
-	cr_check_cqes(f, r, 0, 24, 40, 24);	/* CQE k: wqe_counter k */
-}
+	unsigned n = cr_cq_loss_n(how);
 
-/* 20 CQEs in a 16-entry CQ with the device's consumer index at 4: CQEs
- * 16..19 legally overwrote 0..3, which are lost; 4..19 are captured. */
-static inline void cr_cq_reuse_play(struct cr_ring *r, struct gdak_capture *c, int arg)
-{
-	struct gdak_capture_stats st;
-
-	r->ops->consume(r, 0, 4);
-	for (int k = 0; k < 20; k++)
-		cr_hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(100 + k), 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
-	CHECK_EQ(st.lost_cqes, 4);
-	CHECK_EQ(st.cqes, 16);
-}
-
-static inline void cr_cq_reuse_check(const struct cr_file *f, const struct cr_ring *r,
-				     const char *bin, const char *path, unsigned failed0, int arg)
-{
-	CHECK_EQ(cr_lost(f, r->d.qpn, "scq", NULL), 4);
-	cr_check_cqes(f, r, 0, 4, 20, 104);	/* CQE k: wqe_counter 100 + k */
+	CHECK_EQ(cr_lost(f, r->d.qpn, "scq", NULL), n - 16);
+	cr_check_cqes(f, r, 0, n - 16, n, cr_cq_loss_wc(how) + (long)n - 16);
 }
 
 /* The 16-bit record wraps: indices 65530..65535, 0..5 (a copy of the ring
@@ -394,9 +390,9 @@ static inline void cr_pi_wrap_check(const struct cr_file *f, const struct cr_rin
 static const struct cr_case cr_cases[] = {
 	{"basic", 16, 16, 0, 0, cr_basic_play, cr_basic_check},
 	{"sq_loss", 16, 16, 0, 0, cr_sq_loss_play, cr_sq_loss_check},
-	{"cq_loss_dbrec", 16, 16, 0, 0, cr_cq_loss_play, cr_cq_loss_check},
-	{"cq_loss_cons_idx", 16, 16, 0, 1, cr_cq_loss_play, cr_cq_loss_check},
-	{"cq_slot_reused", 16, 16, 0, 0, cr_cq_reuse_play, cr_cq_reuse_check},
+	{"cq_loss_dbrec", 16, 16, 0, CR_CQ_DBREC, cr_cq_loss_play, cr_cq_loss_check},
+	{"cq_loss_cons_idx", 16, 16, 0, CR_CQ_CONS_IDX, cr_cq_loss_play, cr_cq_loss_check},
+	{"cq_slot_reused", 16, 16, 0, CR_CQ_REUSE, cr_cq_loss_play, cr_cq_loss_check},
 	{"pi_wrap", 16, 16, 65530, 0, cr_pi_wrap_play, cr_pi_wrap_check},
 };
 
