@@ -20,6 +20,7 @@
 
 #include <gdak/nic.h>
 
+#include "capture_pair.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 #include "nic_util.h"
@@ -89,11 +90,8 @@ int main(int argc, char **argv)
 				    .handler = GDAK_DEV_DB_DB};
 	struct gdak_capture_stats st;
 	struct gdak_capture *cap;
-	struct gdak_ctx *ctx;
-	struct gdak_mr *ms, *md;
-	struct nu_qp a, b;
+	struct cp_pair p;
 	struct cr_file cf, nf;
-	uint8_t *src, *dst;
 	uint64_t *word;
 	char *path, *nicpath, *out, needle[64];
 	long cw[MAXW], cc[MAXW], nw_[MAXW], nc_[MAXW];
@@ -114,26 +112,21 @@ int main(int argc, char **argv)
 	if (rc && rc != -ENOTSUP)
 		REQUIRE_EQ(rc, 0);
 
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 8192, GDAK_MEM_HOST, (void **)&src), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 8192, GDAK_MEM_HOST, (void **)&dst), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, 8192, GDAK_ACCESS_LOCAL_WRITE, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, 8192, GDAK_ACCESS_ALL, &md), 0);
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	REQUIRE_EQ(gdak_capture_open(ctx, path, 0, &cap), 0);
-	REQUIRE_EQ(gdak_capture_add_qp(cap, a.qp), 0);
-	REQUIRE_EQ(gdak_capture_add_qp(cap, b.qp), 0);
-	CHECK_EQ(gdak_capture_add_qp(cap, a.qp), -EEXIST);
-	lk = gdak_mr_lkey(ms);
-	rk = gdak_mr_rkey(md);
-	gdak_test_fill(src, 8192, 5);
-	word = (uint64_t *)(void *)(dst + 4096);
+	cp_open(&p, 8192, &attr);
+	REQUIRE_EQ(gdak_capture_open(p.ctx, path, 0, &cap), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(cap, p.a.qp), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(cap, p.b.qp), 0);
+	CHECK_EQ(gdak_capture_add_qp(cap, p.a.qp), -EEXIST);
+	lk = gdak_mr_lkey(p.ms);
+	rk = gdak_mr_rkey(p.md);
+	gdak_test_fill(p.src, 8192, 5);
+	word = (uint64_t *)(void *)(p.dst + 4096);
 	*word = 40;
 
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src, 256, lk, (uintptr_t)dst, rk, 0, NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src, 256, lk, (uintptr_t)p.dst, rk, 0, NU_SIG);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
 	/* the thread writes what it has to the file once the rings are quiet:
 	 * a hung program's capture is readable (bounded wait, no timing asserted) */
 	{
@@ -145,7 +138,7 @@ int main(int argc, char **argv)
 			size_t from = 0;
 
 			if (!cr_read(path, &cf)) {
-				seen = cr_next(&cf, &from, GDAK_TREC_CQE, a.qpn) >= 0;
+				seen = cr_next(&cf, &from, GDAK_TREC_CQE, p.a.qpn) >= 0;
 				CHECK(!cf.clean);	/* no STATS yet: still being written */
 				cr_free(&cf);
 			}
@@ -154,57 +147,57 @@ int main(int argc, char **argv)
 		}
 		CHECK(seen);
 	}
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src + 256, 100, 0, (uintptr_t)dst + 256, rk, 0,
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src + 256, 100, 0, (uintptr_t)p.dst + 256, rk, 0,
 		     NU_SIG | NU_INLINE);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
-	nu_post_recv(&b, dst + 2048, 512, gdak_mr_lkey(md));
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE_IMM, src + 512, 64, lk, (uintptr_t)dst + 512, rk,
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
+	nu_post_recv(&p.b, p.dst + 2048, 512, gdak_mr_lkey(p.md));
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE_IMM, p.src + 512, 64, lk, (uintptr_t)p.dst + 512, rk,
 		     gdak_htobe32(0xc0ffee), NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
-	poll_one(&b, 1, MLX5_CQE_RESP_WR_IMM);
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_READ, src + 1024, 128, lk, (uintptr_t)dst, rk, 0, NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
-	CHECK_MEM(src + 1024, dst, 128);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
+	poll_one(&p.b, 1, MLX5_CQE_RESP_WR_IMM);
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_READ, p.src + 1024, 128, lk, (uintptr_t)p.dst, rk, 0, NU_SIG);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
+	CHECK_MEM(p.src + 1024, p.dst, 128);
 	/* two atomics under one doorbell */
-	nu_post_atomic(&a, MLX5_OPCODE_ATOMIC_FA, src + 2048, lk, (uintptr_t)word, rk, 2, 0, NU_SIG);
-	snap(&a);
-	nu_post_atomic(&a, MLX5_OPCODE_ATOMIC_CS, src + 2056, lk, (uintptr_t)word, rk, 7, 42,
+	nu_post_atomic(&p.a, MLX5_OPCODE_ATOMIC_FA, p.src + 2048, lk, (uintptr_t)word, rk, 2, 0, NU_SIG);
+	snap(&p.a);
+	nu_post_atomic(&p.a, MLX5_OPCODE_ATOMIC_CS, p.src + 2056, lk, (uintptr_t)word, rk, 7, 42,
 		       NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
-	poll_one(&a, 0, MLX5_CQE_REQ);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
 	CHECK_EQ(*word, 7);
-	nu_post_recv(&b, dst + 3072, 512, gdak_mr_lkey(md));
-	nu_post_send(&a, MLX5_OPCODE_SEND, src + 3072, 200, lk, 0, NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ);
-	poll_one(&b, 1, MLX5_CQE_RESP_SEND);
+	nu_post_recv(&p.b, p.dst + 3072, 512, gdak_mr_lkey(p.md));
+	nu_post_send(&p.a, MLX5_OPCODE_SEND, p.src + 3072, 200, lk, 0, NU_SIG);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ);
+	poll_one(&p.b, 1, MLX5_CQE_RESP_SEND);
 	/* an unknown rkey: error CQE, the QP goes to ERR, the next is flushed */
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src, 64, lk, (uintptr_t)dst, 0xbad00, 0, NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ_ERR);
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src, 64, lk, (uintptr_t)p.dst, 0xbad00, 0, NU_SIG);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ_ERR);
 	CHECK_EQ(cq[ncq - 1].syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src, 64, lk, (uintptr_t)dst, rk, 0, NU_SIG);
-	snap(&a);
-	nu_ring(&a);
-	poll_one(&a, 0, MLX5_CQE_REQ_ERR);
+	nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src, 64, lk, (uintptr_t)p.dst, rk, 0, NU_SIG);
+	snap(&p.a);
+	nu_ring(&p.a);
+	poll_one(&p.a, 0, MLX5_CQE_REQ_ERR);
 	CHECK_EQ(cq[ncq - 1].syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
 
-	a_scqn = a.d->scq.cqn;	/* the descriptors go with the QPs */
-	b_rcqn = b.d->rcq.cqn;
+	a_scqn = p.a.d->scq.cqn;	/* the descriptors go with the QPs */
+	b_rcqn = p.b.d->rcq.cqn;
 
 	/* the last pass over each QP, then the file is completed */
-	CHECK_EQ(gdak_capture_remove_qp(cap, a.qp), 0);
-	CHECK_EQ(gdak_capture_remove_qp(cap, b.qp), 0);
+	CHECK_EQ(gdak_capture_remove_qp(cap, p.a.qp), 0);
+	CHECK_EQ(gdak_capture_remove_qp(cap, p.b.qp), 0);
 	REQUIRE_EQ(gdak_capture_get_stats(cap, &st), 0);
 	CHECK_EQ(gdak_capture_close(cap), 0);
 	CHECK_EQ(st.lost_wqebbs + st.lost_cqes, 0);
@@ -212,20 +205,13 @@ int main(int argc, char **argv)
 	CHECK_EQ(st.cqes, ncq + 2);
 	CHECK(st.doorbells >= 1 && st.doorbells <= 8);
 
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_mem_free(ctx, src);
-	gdak_mem_free(ctx, dst);
-	gdak_close(ctx);
+	cp_close(&p);
 	if (nic_view)
 		REQUIRE_EQ(gdak_nic_set_trace(NULL), 0);
 
 	/* the capture against what was posted and polled */
-	REQUIRE_EQ(cr_read(path, &cf), 0);
-	CHECK(cf.clean);
-	split(&cf, a.qpn, cw, &ncw, cc, &ncc);
+	cr_read_back(path, &cf);
+	split(&cf, p.a.qpn, cw, &ncw, cc, &ncc);
 	CHECK_EQ(ncw, nwq);
 	for (unsigned k = 0; k < ncw && k < nwq; k++) {
 		const struct cr_rec *r = &cf.r[cw[k]];
@@ -246,7 +232,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(cf.r[cc[k]].cq_index, k);
 		CHECK_EQ(cf.r[cc[k]].cqn, a_scqn);
 	}
-	split(&cf, b.qpn, cw, &ncw, cc, &ncc);
+	split(&cf, p.b.qpn, cw, &ncw, cc, &ncc);
 	CHECK_EQ(ncw, 0);
 	CHECK_EQ(ncc, 2);
 	for (unsigned k = 0; k < ncc && k < 2; k++) {
@@ -256,13 +242,13 @@ int main(int argc, char **argv)
 		CHECK_EQ(f.opcode, k ? MLX5_CQE_RESP_SEND : MLX5_CQE_RESP_WR_IMM);
 		CHECK_EQ(cf.r[cc[k]].cqn, b_rcqn);
 	}
-	CHECK_EQ(cr_lost(&cf, a.qpn, "sq", NULL) + cr_lost(&cf, a.qpn, "scq", NULL), 0);
+	CHECK_EQ(cr_lost(&cf, p.a.qpn, "sq", NULL) + cr_lost(&cf, p.a.qpn, "scq", NULL), 0);
 
 	/* the NIC model's own trace of the same run: the same bytes */
 	if (nic_view) {
 		REQUIRE_EQ(cr_read(nicpath, &nf), 0);
 		for (int side = 0; side < 2; side++) {
-			uint32_t qpn = side ? b.qpn : a.qpn;
+			uint32_t qpn = side ? p.b.qpn : p.a.qpn;
 
 			split(&cf, qpn, cw, &ncw, cc, &ncc);
 			split(&nf, qpn, nw_, &nnw, nc_, &nnc);
@@ -290,7 +276,7 @@ int main(int argc, char **argv)
 	out = cr_tool(argv[1], "", path, &rc);
 	REQUIRE(out);
 	CHECK_EQ(rc, 0);
-	snprintf(needle, sizeof(needle), "qp 0x%06x", a.qpn);
+	snprintf(needle, sizeof(needle), "qp 0x%06x", p.a.qpn);
 	{
 		const char *e[] = {"t256", needle, "CQE REQ_ERR", "syndrome=REMOTE_ACCESS_ERR", NULL};
 		const char *w[] = {"t256", needle, "WQE", "ATOMIC_CS", NULL};

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 
+#include "capture_pair.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 #include "nic_util.h"
@@ -59,11 +60,8 @@ int main(int argc, char **argv)
 	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_DB};
 	struct gdak_capture_stats st;
 	struct gdak_capture *cap;
-	struct gdak_ctx *ctx;
-	struct gdak_mr *ms, *md;
-	struct nu_qp a, b;
+	struct cp_pair p;
 	struct cr_file f;
-	uint8_t *src, *dst;
 	char *path, *out, texts[512];
 	uint64_t recs;
 	size_t from = 0;
@@ -78,20 +76,15 @@ int main(int argc, char **argv)
 	gdak_set_log_level(GDAK_LOG_ERROR);	/* the losses are warned about */
 	path = cr_tmpname("loss");
 	REQUIRE(path);
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 4096, GDAK_MEM_HOST, (void **)&src), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 4096, GDAK_MEM_HOST, (void **)&dst), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, 4096, GDAK_ACCESS_LOCAL_WRITE, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, 4096, GDAK_ACCESS_ALL, &md), 0);
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	REQUIRE(a.d->max_inline >= 100);
-	REQUIRE_EQ(gdak_capture_open(ctx, path, 0, &cap), 0);
-	REQUIRE_EQ(gdak_capture_add_qp(cap, a.qp), 0);
+	cp_open(&p, 4096, &attr);
+	REQUIRE(p.a.d->max_inline >= 100);
+	REQUIRE_EQ(gdak_capture_open(p.ctx, path, 0, &cap), 0);
+	REQUIRE_EQ(gdak_capture_add_qp(cap, p.a.qp), 0);
 
 	/* round 1 */
 	REQUIRE_EQ(gdak_capture_pause(cap, 1), 0);
 	for (int k = 0; k < 40; k++)
-		write_and_complete(&a, src, 64, gdak_mr_lkey(ms), dst, gdak_mr_rkey(md), 0);
+		write_and_complete(&p.a, p.src, 64, gdak_mr_lkey(p.ms), p.dst, gdak_mr_rkey(p.md), 0);
 	CHECK(gdak_capture_poll(cap) > 0);
 	REQUIRE_EQ(gdak_capture_get_stats(cap, &st), 0);
 	CHECK_EQ(st.lost_wqebbs, 24);
@@ -100,9 +93,9 @@ int main(int argc, char **argv)
 	CHECK_EQ(st.cqes, 16);
 
 	/* round 2 (still paused: the pass above was the caller's) */
-	gdak_test_fill(src, 4096, 3);
+	gdak_test_fill(p.src, 4096, 3);
 	for (int k = 0; k < 10; k++)
-		write_and_complete(&a, src + 100 * k, 100, 0, dst, gdak_mr_rkey(md), NU_INLINE);
+		write_and_complete(&p.a, p.src + 100 * k, 100, 0, p.dst, gdak_mr_rkey(p.md), NU_INLINE);
 	CHECK(gdak_capture_poll(cap) > 0);
 	REQUIRE_EQ(gdak_capture_get_stats(cap, &st), 0);
 	CHECK_EQ(st.lost_wqebbs, 24 + 15);
@@ -113,35 +106,28 @@ int main(int argc, char **argv)
 	REQUIRE_EQ(gdak_capture_pause(cap, 0), 0);
 
 	/* the thread runs again and keeps up: nothing more lost */
-	write_and_complete(&a, src, 64, gdak_mr_lkey(ms), dst, gdak_mr_rkey(md), 0);
+	write_and_complete(&p.a, p.src, 64, gdak_mr_lkey(p.ms), p.dst, gdak_mr_rkey(p.md), 0);
 	CHECK_EQ(gdak_capture_close(cap), 0);	/* qp still alive: the last pass is safe */
 
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_mem_free(ctx, src);
-	gdak_mem_free(ctx, dst);
-	gdak_close(ctx);
+	cp_close(&p);
 
-	REQUIRE_EQ(cr_read(path, &f), 0);
-	CHECK(f.clean);
-	loss_texts(&f, a.qpn, texts, sizeof(texts));
+	cr_read_back(path, &f);
+	loss_texts(&f, p.a.qpn, texts, sizeof(texts));
 	CHECK_STR(texts, "sq lost=24 WQEBBs first=0 (ring of 16)|scq lost=24 CQEs first=0 "
 			 "(ring of 16)|sq lost=15 WQEBBs first=40 (ring of 16)|");
-	CHECK_EQ(cr_lost(&f, a.qpn, "sq", &recs), 39);
+	CHECK_EQ(cr_lost(&f, p.a.qpn, "sq", &recs), 39);
 	CHECK(recs == 0 || recs == 39 + 24);
-	CHECK_EQ(cr_lost(&f, a.qpn, "scq", NULL), 24);
+	CHECK_EQ(cr_lost(&f, p.a.qpn, "scq", NULL), 24);
 	/* the WQEs captured: 24..39, then 55, 58, ..., 67, then 70 */
 	for (unsigned k = 0; k < 22; k++) {
 		unsigned want = k < 16 ? 24 + k : k < 21 ? 55 + 3 * (k - 16) : 70;
 
-		i = cr_next(&f, &from, GDAK_TREC_WQE, a.qpn);
+		i = cr_next(&f, &from, GDAK_TREC_WQE, p.a.qpn);
 		REQUIRE(i >= 0);
 		CHECK_EQ(f.r[i].idx, want);
 		CHECK_EQ(f.r[i].len, (k >= 16 && k < 21 ? 3 : 1) * 64);
 	}
-	CHECK_EQ(cr_next(&f, &from, GDAK_TREC_WQE, a.qpn), -1);
+	CHECK_EQ(cr_next(&f, &from, GDAK_TREC_WQE, p.a.qpn), -1);
 	cr_free(&f);
 
 	out = cr_tool(argv[1], "--errors", path, &rc);

@@ -9,45 +9,20 @@
  * usage: gdak_trace_emu GDAK_TRACE_BINARY
  */
 #include <inttypes.h>
-#include <sys/wait.h>
 
+#include "capture_pair.h"
+#include "capture_util.h"	/* cr_tool: gdak-trace on the file */
 #include "gdak_test.h"
 #include "nic_util.h"
 #include "trace_util.h"
 
 static const char *bin;
 
-static char *tool(const char *args, const char *path, int *rc)
-{
-	char cmd[2048], *o = NULL;
-	size_t n = 0;
-	FILE *p, *m;
-	char buf[4096];
-	size_t r;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "'%s' %s '%s'", bin, args, path);
-	p = popen(cmd, "r");
-	if (!p)
-		return NULL;
-	m = open_memstream(&o, &n);
-	while ((r = fread(buf, 1, sizeof(buf), p)) > 0)
-		fwrite(buf, 1, r, m);
-	fclose(m);
-	st = pclose(p);
-	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	return o;
-}
-
-
 int main(int argc, char **argv)
 {
 	struct gdak_qp_attr attr = {.sq_depth = 16, .handler = GDAK_DEV_DB_DB};
 	struct gdak_mlx5_cqe_fields f;
-	struct gdak_ctx *ctx;
-	struct gdak_mr *ms, *md;
-	struct nu_qp a, b;
-	uint8_t *src, *dst;
+	struct cp_pair p;
 	uint16_t good, bad;
 	char *path, *out, w1[64], w2[64], w3[64], w4[64];
 	uint32_t md_rkey;
@@ -65,45 +40,34 @@ int main(int argc, char **argv)
 		GDAK_TEST_SKIP("this build has no trace writer");
 	REQUIRE_EQ(rc, 0);
 
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 4096, GDAK_MEM_HOST, (void **)&src), 0);
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 4096, GDAK_MEM_HOST, (void **)&dst), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, 4096, GDAK_ACCESS_LOCAL_WRITE, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, 4096, GDAK_ACCESS_ALL, &md), 0);
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	cp_open(&p, 4096, &attr);
 
-	gdak_test_fill(src, 256, 7);
-	good = nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src, 256, gdak_mr_lkey(ms),
-			    (uintptr_t)dst, gdak_mr_rkey(md), 0, NU_SIG);
-	nu_ring(&a);
-	REQUIRE_EQ(nu_poll(&a, 0, &f, 5000), 0);
+	gdak_test_fill(p.src, 256, 7);
+	good = nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src, 256, gdak_mr_lkey(p.ms),
+			    (uintptr_t)p.dst, gdak_mr_rkey(p.md), 0, NU_SIG);
+	nu_ring(&p.a);
+	REQUIRE_EQ(nu_poll(&p.a, 0, &f, 5000), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
-	CHECK_MEM(dst, src, 256);
+	CHECK_MEM(p.dst, p.src, 256);
 
-	bad = nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, src, 64, gdak_mr_lkey(ms),
-			   (uintptr_t)dst, 0xbad00, 0, NU_SIG);
-	nu_ring(&a);
-	REQUIRE_EQ(nu_poll(&a, 0, &f, 5000), 0);
+	bad = nu_post_rdma(&p.a, MLX5_OPCODE_RDMA_WRITE, p.src, 64, gdak_mr_lkey(p.ms),
+			   (uintptr_t)p.dst, 0xbad00, 0, NU_SIG);
+	nu_ring(&p.a);
+	REQUIRE_EQ(nu_poll(&p.a, 0, &f, 5000), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
 	CHECK_EQ(f.wqe_counter, bad);
 
-	md_rkey = gdak_mr_rkey(md);	/* md is gone after dereg */
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_mem_free(ctx, src);
-	gdak_mem_free(ctx, dst);
-	gdak_close(ctx);
+	md_rkey = gdak_mr_rkey(p.md);	/* md is gone after cp_close */
+	cp_close(&p);
 	REQUIRE_EQ(gdak_nic_set_trace(NULL), 0);	/* flushes and closes the trace */
 
-	out = tool("", path, &rc);
+	out = cr_tool(bin, "", path, &rc);
 	REQUIRE(out);
 	CHECK_EQ(rc, 0);
-	snprintf(w1, sizeof(w1), "qp 0x%06x", a.qpn);
+	snprintf(w1, sizeof(w1), "qp 0x%06x", p.a.qpn);
 	snprintf(w2, sizeof(w2), "WQE idx=%u RDMA_WRITE", good);
 	snprintf(w3, sizeof(w3), "rkey=0x%x", md_rkey);
-	snprintf(w4, sizeof(w4), "raddr=0x%" PRIxPTR, (uintptr_t)dst);
+	snprintf(w4, sizeof(w4), "raddr=0x%" PRIxPTR, (uintptr_t)p.dst);
 	{
 		const char *wqe[] = {w1, w2, w3, w4, "len=256", "ce=signalled", NULL};
 		CHECK(gdak_test_has_line(out, wqe));
@@ -127,7 +91,7 @@ int main(int argc, char **argv)
 		printf("gdak-trace output:\n%s", out);
 	free(out);
 
-	out = tool("--summary", path, &rc);
+	out = cr_tool(bin, "--summary", path, &rc);
 	REQUIRE(out);
 	CHECK_EQ(rc, 0);
 	snprintf(w2, sizeof(w2), "its WQE:");
@@ -142,7 +106,7 @@ int main(int argc, char **argv)
 		printf("gdak-trace --summary output:\n%s", out);
 	free(out);
 
-	out = tool("--errors", path, &rc);
+	out = cr_tool(bin, "--errors", path, &rc);
 	REQUIRE(out);
 	CHECK(strstr(out, "REQ_ERR") != NULL);
 	CHECK(strstr(out, "CQE REQ ") == NULL);
