@@ -654,10 +654,7 @@ static void torn_cqe(void)
 	REQUIRE_EQ(gdak_capture_close(c), 0);
 	cr_read_back(path, &f);
 	cr_check_cqes(&f, &r->cr, 0, 0, 16, -1);
-	cr_free(&f);
-	unlink(path);
-	free(path);
-	gr_free(r);
+	done(path, &f, r);
 
 	begin("rewrite_between_reads");
 	path = cr_tmpname("cuda-rewrite");
