@@ -12,39 +12,12 @@
 #include <unistd.h>
 
 #include "capture_int.h"
+#include "capture_pair.h"
 #include "capture_util.h"
 #include "gdak_test.h"
 #include "nic_util.h"
 
-struct env {
-	struct gdak_ctx *ctx;
-	struct gdak_mr *ms, *md;
-	uint8_t *src, *dst;
-	struct nu_qp a, b;
-};
-
-static void setup(struct env *e)
-{
-	REQUIRE_EQ(gdak_open("emu", &e->ctx), 0);
-	REQUIRE_EQ(gdak_mem_alloc(e->ctx, 4096, GDAK_MEM_HOST, (void **)&e->src), 0);
-	REQUIRE_EQ(gdak_mem_alloc(e->ctx, 4096, GDAK_MEM_HOST, (void **)&e->dst), 0);
-	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->src, 4096, GDAK_ACCESS_LOCAL_WRITE, &e->ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(e->ctx, e->dst, 4096, GDAK_ACCESS_ALL, &e->md), 0);
-	REQUIRE_EQ(nu_pair(e->ctx, NULL, &e->a, &e->b), 0);
-}
-
-static void teardown(struct env *e)
-{
-	nu_destroy(&e->a);
-	nu_destroy(&e->b);
-	gdak_mr_dereg(e->ms);
-	gdak_mr_dereg(e->md);
-	gdak_mem_free(e->ctx, e->src);
-	gdak_mem_free(e->ctx, e->dst);
-	gdak_close(e->ctx);
-}
-
-static void write1(struct env *e, struct nu_qp *q)
+static void write1(struct cp_pair *e, struct nu_qp *q)
 {
 	struct gdak_mlx5_cqe_fields f;
 
@@ -71,10 +44,10 @@ static void qp_and_ctx_hooks(void)
 	struct gdak_capture *bound, *free_;
 	struct gdak_capture_stats st;
 	struct cr_file f;
-	struct env e;
+	struct cp_pair e;
 	uint32_t qa, qb;
 
-	setup(&e);
+	cp_open(&e, 4096, NULL);
 	qa = e.a.qpn;
 	qb = e.b.qpn;
 	REQUIRE_EQ(gdak_capture_open(e.ctx, p1, 0, &bound), 0);
@@ -114,7 +87,7 @@ static void qp_and_ctx_hooks(void)
 	CHECK_EQ(count(&f, GDAK_TREC_WQE, qb), 1);
 	CHECK_EQ(count(&f, GDAK_TREC_CQE, qb), 1);
 	cr_free(&f);
-	teardown(&e);
+	cp_close(&e);
 	unlink(p1);
 	unlink(p2);
 	free(p1);
@@ -136,11 +109,11 @@ static void env_capture(void)
 	pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		struct env e;
+		struct cp_pair e;
 
 		close(fds[0]);
 		unsetenv("GDAK_TRACE");
-		setup(&e);	/* the NIC model has read its environment now */
+		cp_open(&e, 4096, NULL);	/* the NIC model has read its environment now */
 		gdak_capture_env_add_qp(e.a.qp);	/* unset: nothing */
 		setenv("GDAK_TRACE", other, 1);	/* the NIC model's file... */
 		setenv("GDAK_CAPTURE_TRACE", p, 1);	/* ...and the capture's */
@@ -155,7 +128,7 @@ static void env_capture(void)
 			_exit(3);
 		gdak_capture_forget_qp(e.a.qp);
 		gdak_capture_forget_qp(e.b.qp);
-		teardown(&e);
+		cp_close(&e);
 		exit(gdak_test_end());	/* the capture is closed at exit */
 	}
 	close(fds[1]);
@@ -190,13 +163,13 @@ static void fork_with_captures(void)
 {
 	char *p = cr_tmpname("hook-fork"), *pe = cr_tmpname("hook-fork-env");
 	struct gdak_capture *c;
-	struct env e;
+	struct cp_pair e;
 	struct cr_file f;
 	pid_t pid;
 	int st = 0;
 
 	REQUIRE(p && pe);
-	setup(&e);
+	cp_open(&e, 4096, NULL);
 	setenv("GDAK_CAPTURE_TRACE", pe, 1);
 	gdak_capture_env_add_qp(e.a.qp);	/* the process-wide one: closed at exit */
 	REQUIRE_EQ(gdak_capture_open(e.ctx, p, 0, &c), 0);
@@ -221,7 +194,7 @@ static void fork_with_captures(void)
 	CHECK_EQ(count(&f, GDAK_TREC_WQE, e.a.qpn), 2);
 	CHECK_EQ(count(&f, GDAK_TREC_CQE, e.a.qpn), 2);
 	cr_free(&f);
-	teardown(&e);
+	cp_close(&e);
 	unsetenv("GDAK_CAPTURE_TRACE");
 	unlink(p);
 	free(p);
