@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * capture_pair.h - the setting of the tests that capture or trace a NIC
- * model run (capture_emu.c, capture_hooks.c, capture_loss.c, trace_emu.c): a context on the
- * NIC model, a source buffer registered for local access, a target buffer
- * registered for everything, and a connected pair of QPs.
+ * model run (capture_emu.c, capture_hooks.c, capture_loss.c, trace_emu.c):
+ * a context on the NIC model, a source buffer registered for local access,
+ * a target buffer registered for everything, and a connected pair of QPs.
  */
 #ifndef GDAK_CAPTURE_TEST_PAIR_H
 #define GDAK_CAPTURE_TEST_PAIR_H
