@@ -75,9 +75,11 @@ struct gdak_trace_buf *gdak_trace_thread_buf(struct gdak_trace *t, uint32_t thre
 /*
  * Batching, for a thread that makes many records in a short span (a NIC
  * pass): between begin and end, DOORBELL, WQE and CQE records are packed
- * into BATCH blocks that share one timestamp (read once, at the first
- * record) and store each WQE/CQE as the bytes that differ from the previous
- * one - several times fewer bytes and clock reads.  Any other record closes
+ * into BATCH blocks that share one timestamp (read once, when the batch
+ * ends) and store each WQE/CQE as the bytes that differ from the previous
+ * one, or - the previous one advanced by the same step as before (the next
+ * WQE of a stream) - only count it (REPEAT): far fewer bytes, clock reads
+ * and cycles.  Any other record closes
  * the current batch first, so the thread's order is kept.  end commits the
  * batch (a flush from another thread sees only committed records): keep the
  * span short.  Owner thread only; nesting is not counted (end ends).
