@@ -733,9 +733,9 @@ static inline __attribute__((always_inline)) bool match_generic(const uint64_t *
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TRACE_AVX2 1
 /* The same in two 32-byte vectors: a byte shuffle turns the big-endian
- * words into numbers (measured: half the cost of the loop above).  On a
- * match, c0 and c1 hold cur's lanes: the caller stores them as the new base
- * (not v + s: a chain through memory from one record to the next). */
+ * words into numbers (measured, whole fast path of a steady stream: 5.3 ns
+ * per WQE against 8.5 with the loop above).  On a match, c0 and c1 hold
+ * cur's lanes: the caller stores them as the new base. */
 static inline __attribute__((always_inline, target("avx2"))) bool
 match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur, __m256i *c0, __m256i *c1)
 {
