@@ -32,15 +32,13 @@
 #include <gdak/dev/dev.h>
 
 #include "gdak_test.h"
+#include "rxe_util.h"
 
 #define PEER_PORT 18515
 #define BUF_LEN 65536u
-#define TIMEOUT_NS 20000000000ull /* hang guard only */
 
 struct ix {
-	struct gdak_ctx *ctx;
-	struct gdak_qp *qp;
-	struct gdak_dev_qp *q;
+	struct rx dev;		/* the QP this thread plays the device on */
 	uint8_t *buf;
 	struct gdak_mr *mr;
 	FILE *in, *out;
@@ -98,72 +96,23 @@ static uint64_t peer_hash(struct ix *x, uint32_t off, uint32_t len)
 
 /* ---- device side (this thread plays the device) ------------------------------- */
 
-static int64_t reserve(struct ix *x, uint32_t nbb)
-{
-	if (gdak_dev_sq_free_bbs(x->q) < nbb)
-		return -1;
-	return (int64_t)gdak_dev_sq_reserve(x->q, nbb);
-}
-
-static int submit_wait(struct ix *x, int64_t idx, uint32_t nbb, struct gdak_dev_cqe *err)
-{
-	gdak_dev_sq_submit(x->q, (uint64_t)idx, (uint64_t)idx + nbb);
-	return gdak_dev_sq_wait_timeout(x->q, (uint64_t)idx + nbb, TIMEOUT_NS, err);
-}
-
 static uint64_t laddr(struct ix *x, uint32_t off) { return (uint64_t)(uintptr_t)(x->buf + off); }
 
 static int write_op(struct ix *x, uint32_t off, uint32_t len, uint32_t roff, uint32_t rkey,
 		    struct gdak_dev_cqe *err)
 {
 	struct gdak_dev_sge s = { laddr(x, off), len, gdak_mr_lkey(x->mr) };
-	uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
-	int64_t i = reserve(x, nbb);
 
-	if (i < 0)
-		return -ENOSPC;
-	gdak_dev_wqe_write(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + roff, rkey, &s, 1);
-	return submit_wait(x, i, nbb, err);
+	return rx_op(&x->dev, MLX5_OPCODE_RDMA_WRITE, &s, 1, x->raddr + roff, rkey, 0, err);
 }
 
-/* Receive WQE (PRM "Receive WQE"): data segments, the unused ones ending the
- * list with MLX5_INVALID_LKEY; then the receive doorbell record. */
+/* One receive WQE of one data segment. */
 static void rq_post(struct ix *x, uint32_t off, uint32_t len)
 {
-	struct gdak_dev_qp *q = x->q;
-	uint32_t nseg = (1u << q->rq_log_stride) / 16;
-	struct mlx5_wqe_data_seg *seg = (struct mlx5_wqe_data_seg *)(void *)
-		((char *)q->rq_buf + ((size_t)(q->rq_pi & (q->rq_wqe_cnt - 1)) << q->rq_log_stride));
+	struct gdak_dev_sge s = { laddr(x, off), len, gdak_mr_lkey(x->mr) };
 
-	gdak_mlx5_data_encode(&seg[0], laddr(x, off), len, gdak_mr_lkey(x->mr));
-	for (uint32_t i = 1; i < nseg; i++)
-		gdak_mlx5_data_encode(&seg[i], 0, 0, MLX5_INVALID_LKEY);
-	q->rq_pi++;
-	gdak_dev_barrier_wqe_to_dbrec();
-	gdak_dev_store_release_u32(&q->dbrec[MLX5_RCV_DBR],
-				   gdak_htobe32((uint32_t)(q->rq_pi & 0xffff)));
+	rx_rq_post(&x->dev, &s, 1);
 }
-
-static int rq_poll(struct ix *x, struct gdak_dev_cqe *c)
-{
-	uint64_t deadline = gdak_dev_deadline(TIMEOUT_NS);
-	uint32_t spins = 0;
-
-	for (;;) {
-		int r = gdak_dev_cq_poll_one(&x->q->rcq, x->q->rq_done, c);
-		if (r) {
-			gdak_dev_cq_update_dbrec(&x->q->rcq);
-			if (r > 0)
-				x->q->rq_done++;
-			return r;
-		}
-		if (gdak_dev_expired(deadline, spins))
-			return -ETIMEDOUT;
-		gdak_dev_backoff(&spins);
-	}
-}
-
-/* ---- the two directions -------------------------------------------------------- */
 
 static void gdak_to_rxe(struct ix *x)
 {
@@ -191,11 +140,11 @@ static void gdak_to_rxe(struct ix *x)
 	/* inline WRITE, 40 bytes */
 	pattern(x->buf + 100, 40, 12);
 	nbb = gdak_dev_wqe_bbs_inline(1, 40);
-	i = reserve(x, nbb);
+	i = rx_reserve(&x->dev, nbb);
 	REQUIRE(i >= 0);
-	gdak_dev_wqe_write_inline(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + 16000,
+	gdak_dev_wqe_write_inline(x->dev.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + 16000,
 				  x->rkey, x->buf + 100, 40);
-	CHECK_EQ(submit_wait(x, i, nbb, &err), 0);
+	CHECK_EQ(rx_submit_wait(&x->dev, i, i, nbb, &err), 0);
 	CHECK_EQ(peer_hash(x, 16000, 40), fnv1a(x->buf + 100, 40));
 
 	/* READ 5000 bytes the peer filled */
@@ -204,12 +153,9 @@ static void gdak_to_rxe(struct ix *x)
 	memset(x->buf + 30000, 0, 5000);
 	{
 		struct gdak_dev_sge s = { laddr(x, 30000), 5000, gdak_mr_lkey(x->mr) };
-		nbb = gdak_dev_wqe_bbs_sge(1, 1);
-		i = reserve(x, nbb);
-		REQUIRE(i >= 0);
-		gdak_dev_wqe_read(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + 20000, x->rkey,
-				  &s, 1);
-		CHECK_EQ(submit_wait(x, i, nbb, &err), 0);
+
+		CHECK_EQ(rx_op(&x->dev, MLX5_OPCODE_RDMA_READ, &s, 1, x->raddr + 20000, x->rkey, 0,
+			       &err), 0);
 		CHECK_MEM(x->buf + 30000, want, 5000);
 	}
 
@@ -218,21 +164,15 @@ static void gdak_to_rxe(struct ix *x)
 	v = 100;
 	memcpy(x->buf + 200, &v, 8);
 	CHECK_EQ(write_op(x, 200, 8, 40000, x->rkey, &err), 0);
-	nbb = gdak_dev_wqe_bbs_sge(1, 2);
-	i = reserve(x, nbb);
-	REQUIRE(i >= 0);
-	gdak_dev_wqe_fetch_add(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + 40000, x->rkey, 5,
-			       laddr(x, 41000), gdak_mr_lkey(x->mr));
-	CHECK_EQ(submit_wait(x, i, nbb, &err), 0);
+	CHECK_EQ(rx_atomic(&x->dev, 0, x->raddr + 40000, x->rkey, 5, 0, laddr(x, 41000),
+			   gdak_mr_lkey(x->mr), &err), 0);
 	memcpy(&v, x->buf + 41000, 8);
 	CHECK_EQ(gdak_be64toh(v), 100);
 	v = 105;
 	CHECK_EQ(peer_hash(x, 40000, 8), fnv1a((const uint8_t *)&v, 8));
-	i = reserve(x, nbb);
-	REQUIRE(i >= 0);
-	gdak_dev_wqe_cas(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, x->raddr + 40000, x->rkey, 105, 7,
-			 laddr(x, 41008), gdak_mr_lkey(x->mr));
-	CHECK_EQ(submit_wait(x, i, nbb, &err), 0);
+	/* compare 105, swap in 7 */
+	CHECK_EQ(rx_atomic(&x->dev, 1, x->raddr + 40000, x->rkey, 7, 105, laddr(x, 41008),
+			   gdak_mr_lkey(x->mr), &err), 0);
 	memcpy(&v, x->buf + 41008, 8);
 	CHECK_EQ(gdak_be64toh(v), 105);
 	v = 7;
@@ -243,11 +183,8 @@ static void gdak_to_rxe(struct ix *x)
 	pattern(x->buf + 1000, 2500, 14);
 	{
 		struct gdak_dev_sge s = { laddr(x, 1000), 2500, gdak_mr_lkey(x->mr) };
-		nbb = gdak_dev_wqe_bbs_sge(0, 1);
-		i = reserve(x, nbb);
-		REQUIRE(i >= 0);
-		gdak_dev_wqe_send_imm(x->q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, &s, 1, 0xabcd1234);
-		CHECK_EQ(submit_wait(x, i, nbb, &err), 0);
+
+		CHECK_EQ(rx_op(&x->dev, MLX5_OPCODE_SEND_IMM, &s, 1, 0, 0, 0xabcd1234, &err), 0);
 	}
 	CHECK(ask(x, a, sizeof(a), "wait_recv"));
 	CHECK_STR(a, "ok 2500 abcd1234");
@@ -271,7 +208,7 @@ static void rxe_to_gdak(struct ix *x)
 	/* WRITE_IMM: data at 61000, and a receive CQE with the immediate */
 	rq_post(x, 64000, 1024);
 	CHECK(ask(x, a, sizeof(a), "write 0 100 61000 77"));
-	CHECK_EQ(rq_poll(x, &c), 1);
+	CHECK_EQ(rx_rq_poll(&x->dev, &c), 1);
 	CHECK_EQ(c.opcode, MLX5_CQE_RESP_WR_IMM);
 	CHECK_EQ(c.imm, 77);
 	CHECK_EQ(c.byte_cnt, 100);
@@ -299,7 +236,7 @@ static void rxe_to_gdak(struct ix *x)
 	rq_post(x, 56000, 2048);
 	CHECK(ask(x, a, sizeof(a), "fill 6000 1500 23"));
 	CHECK(ask(x, a, sizeof(a), "send 6000 1500 55"));
-	CHECK_EQ(rq_poll(x, &c), 1);
+	CHECK_EQ(rx_rq_poll(&x->dev, &c), 1);
 	CHECK_EQ(c.opcode, MLX5_CQE_RESP_SEND_IMM);
 	CHECK_EQ(c.imm, 55);
 	CHECK_EQ(c.byte_cnt, 1500);
@@ -372,12 +309,12 @@ int main(int argc, char **argv)
 	REQUIRE(x.out);
 
 	snprintf(device, sizeof(device), "emu:udp:%s:4791", my_addr);
-	REQUIRE(gdak_open(device, &x.ctx) == 0);
-	REQUIRE(gdak_mem_alloc(x.ctx, BUF_LEN, GDAK_MEM_HOST, (void **)&x.buf) == 0);
+	REQUIRE(gdak_open(device, &x.dev.ctx) == 0);
+	REQUIRE(gdak_mem_alloc(x.dev.ctx, BUF_LEN, GDAK_MEM_HOST, (void **)&x.buf) == 0);
 	memset(x.buf, 0, BUF_LEN);
-	REQUIRE(gdak_mr_reg(x.ctx, x.buf, BUF_LEN, GDAK_ACCESS_ALL, &x.mr) == 0);
-	REQUIRE(gdak_qp_create(x.ctx, &qa, &x.qp) == 0);
-	REQUIRE(gdak_qp_info(x.qp, &mine) == 0);
+	REQUIRE(gdak_mr_reg(x.dev.ctx, x.buf, BUF_LEN, GDAK_ACCESS_ALL, &x.mr) == 0);
+	REQUIRE(gdak_qp_create(x.dev.ctx, &qa, &x.dev.qp) == 0);
+	REQUIRE(gdak_qp_info(x.dev.qp, &mine) == 0);
 	for (int i = 0; i < 16; i++)
 		sprintf(gs + 2 * i, "%02x", mine.gid[i]);
 	fprintf(x.out, "hello qpn=%u psn=%u gid=%s addr=%llx rkey=%x len=%u\n", mine.qpn,
@@ -400,8 +337,8 @@ int main(int argc, char **argv)
 	x.raddr = raddr;
 	x.rkey = rkey;
 	x.rlen = rlen;
-	REQUIRE(gdak_qp_connect(x.qp, &peer) == 0);
-	REQUIRE(gdak_qp_export(x.qp, &x.q) == 0);
+	REQUIRE(gdak_qp_connect(x.dev.qp, &peer) == 0);
+	REQUIRE(gdak_qp_export(x.dev.qp, &x.dev.q) == 0);
 	fprintf(stderr, "gdak QP 0x%x (%s) <-> rxe QP 0x%x (%s, %s)\n", mine.qpn, device, qpn,
 		peer_dev, peer_addr);
 
@@ -414,16 +351,16 @@ int main(int argc, char **argv)
 	CHECK(write_op(&x, 0, 64, 0, x.rkey ^ 0x5a00, &err) < 0);
 	CHECK_EQ(err.opcode, MLX5_CQE_REQ_ERR);
 	CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	CHECK_EQ(gdak_qp_state(x.qp), GDAK_QPS_ERR);
+	CHECK_EQ(gdak_qp_state(x.dev.qp), GDAK_QPS_ERR);
 
 	fprintf(x.out, "quit\n");
 	fflush(x.out);
 	fclose(x.in);
 	fclose(x.out);
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	gdak_qp_destroy(x.qp);
+	gdak_qp_destroy(x.dev.qp);
 	gdak_mr_dereg(x.mr);
-	gdak_mem_free(x.ctx, x.buf);
-	gdak_close(x.ctx);
+	gdak_mem_free(x.dev.ctx, x.buf);
+	gdak_close(x.dev.ctx);
 	return gdak_test_end();
 }

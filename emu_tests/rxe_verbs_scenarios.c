@@ -7,29 +7,16 @@
  * (rxe0 in the guest of tools/rxe/gdak-rxe-vm).  Skips (77) where the
  * machine has no such device, as the host here has none.
  */
-#include <infiniband/verbs.h>
-
 #include "gdak_test.h"
+#include "rxe_util.h"
 #include "scenarios.h"
-
-static int have_device(const char *name)
-{
-	int n = 0, found = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-
-	for (int i = 0; l && i < n; i++)
-		found |= !strcmp(ibv_get_device_name(l[i]), name);
-	if (l)
-		ibv_free_device_list(l);
-	return found;
-}
 
 int main(int argc, char **argv)
 {
 	const char *dev = getenv("GDAK_RXE_DEV") ? getenv("GDAK_RXE_DEV") : "rxe0";
 	char device[80];
 
-	if (!have_device(dev))
+	if (!rx_have_device(dev))
 		GDAK_TEST_SKIP("no verbs device %s here (the rxe guest has one: "
 			       "tools/rxe/gdak-rxe-vm ctest BUILD_DIR)", dev);
 	snprintf(device, sizeof(device), "emu:verbs:%s", dev);
