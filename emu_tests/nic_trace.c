@@ -7,7 +7,8 @@
  *     parses cleanly to its closing statistics, every WQE lands in exactly
  *     one file, and no NIC thread writes through the buffer of a closed
  *     trace (a stale buffer loses the records and, under ASan or Valgrind,
- *     is a use after free);
+ *     is a use after free); each of those WQEs decodes to exactly what the
+ *     device posted at its index (opcode, flags, addresses, keys, length);
  *   - QP life-cycle records (created, connected with the peer's QPN,
  *     destroyed), written by the QP's NIC thread for the control path;
  *   - a violation found by the responder (unaligned atomic target) names
@@ -38,6 +39,7 @@ static _Atomic int dev_stop;
 
 struct tally {
 	unsigned wqe, cqe, stats, viol, qp;
+	unsigned wqe_bad;	/* QP a's WQEs that are not what the device posted */
 	unsigned bad;		/* reader errors */
 	int viol_found;		/* the expected responder violation */
 	int created_a, created_b, conn_a, conn_b, destroyed;
@@ -54,6 +56,31 @@ static int text_has(const struct gdak_trace_str *s, const char *needle)
 		if (!memcmp(s->s + i, needle, n))
 			return 1;
 	return 0;
+}
+
+/* One of QP a's WQEs as recorded: what device() / the bursts posted at that
+ * index - RDMA_WRITE of 64 bytes from src + 64k to dst + 64k, k the index's
+ * place in its group of 16, the 16th signalled - every field decoded. */
+static int wqe_ok(const struct gdak_trace_item *it)
+{
+	const uint8_t *w = it->u.wqe.bytes;
+	unsigned k = it->u.wqe.wqe_index % 16;
+	struct gdak_mlx5_ctrl c;
+	uint64_t raddr, laddr;
+	uint32_t rkey, len, lkey;
+
+	if (it->u.wqe.len != 64)
+		return 0;
+	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+	gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)(const void *)(w + 16), &raddr,
+			       &rkey);
+	gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)(const void *)(w + 32), &laddr, &len,
+			      &lkey);
+	return c.opcode == MLX5_OPCODE_RDMA_WRITE && c.wqe_index == it->u.wqe.wqe_index &&
+	       c.qpn == a.qpn && c.ds == 3 &&
+	       !!(c.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) == (k == 15) &&
+	       raddr == (uintptr_t)(dst + 64 * k) && rkey == gdak_mr_rkey(mdst) &&
+	       laddr == (uintptr_t)(src + 64 * k) && len == 64 && lkey == gdak_mr_lkey(msrc);
 }
 
 static void read_trace(const char *path, struct tally *t)
@@ -90,7 +117,11 @@ static void read_trace(const char *path, struct tally *t)
 		if (it.kind != GDAK_TITEM_RECORD)
 			continue;
 		switch (it.hdr.type) {
-		case GDAK_TREC_WQE: t->wqe++; break;
+		case GDAK_TREC_WQE:
+			t->wqe++;
+			if (it.hdr.qpn == a.qpn && !wqe_ok(&it))
+				t->wqe_bad++;
+			break;
 		case GDAK_TREC_CQE: t->cqe++; break;
 		case GDAK_TREC_STATS: t->stats++; break;
 		case GDAK_TREC_VIOLATION:
@@ -244,6 +275,7 @@ int main(void)
 	for (int i = 0; i < NPATHS; i++) {
 		read_trace(paths[i], &t[i]);
 		CHECK_EQ(t[i].bad, 0);
+		CHECK_EQ(t[i].wqe_bad, 0);
 		CHECK_EQ(t[i].stats, 1); /* closed properly, exactly once */
 		if (i <= NFILES)
 			total_wqe += t[i].wqe;

@@ -13,8 +13,9 @@
  * their predecessor advanced by a fixed step and go into REPEAT
  * sub-records (docs/TRACE.md): progressions with byte carries and index
  * wraps, one-off signaled WQEs and CQE blips (OFF), steps that change,
- * other QPs and multi-WQEBB WQEs cutting in - written with the AVX2 run
- * check and without it; one run longer than a REPEAT holds; and REPEAT/OFF
+ * other QPs and multi-WQEBB WQEs cutting in, stretches of WQEs handed over
+ * in one gdak_trace_wqes() call - written with the AVX2 run check and
+ * without it; one run longer than a REPEAT holds; and REPEAT/OFF
  * sub-records damaged by hand, each rejected with its own message.
  */
 #include <pthread.h>
@@ -164,8 +165,8 @@ static void progressions(struct gdak_trace_buf *b, int batched, uint64_t seed, i
 		uint16_t idx;
 		uint32_t cqi;
 	} q[3];
-	uint8_t big[4 * 64], w[64], c[64];
-	uint32_t qn = 0;
+	uint8_t big[4 * 64], run[40][64], c[64];
+	uint32_t qn = 0, g;
 	int in_batch = 0, left = 0;
 
 	rng = seed;
@@ -209,14 +210,29 @@ static void progressions(struct gdak_trace_buf *b, int batched, uint64_t seed, i
 			}
 			if (rnd() % 200 == 0)	/* a new step, from here on */
 				q[qn].ws[2 + 3 * (rnd() % 2)] = rnd() % 3 ? 8 * (rnd() % 5000) : rnd();
-			lanes_step(q[qn].w, q[qn].ws);
-			q[qn].w[1] = (uint8_t)(q[qn].idx >> 8);
-			q[qn].w[2] = (uint8_t)q[qn].idx;
-			memcpy(w, q[qn].w, 64);
-			if (q[qn].idx % 16 == 15)
-				w[11] = 0x08;	/* signaled: this one only */
-			gdak_trace_wqe(b, qpn, q[qn].idx, w, 1);
-			q[qn].idx++;
+			/* one WQE, or a stretch of up to 40 at consecutive slots
+			 * handed over at once (gdak_trace_wqes: what a NIC pass
+			 * does) - each counts as a record of the n */
+			g = rnd() % 4 ? 1 : 1 + rnd() % 40;
+			if (g > (uint32_t)(n - k))
+				g = (uint32_t)(n - k);
+			for (uint32_t j = 0; j < g; j++) {
+				uint16_t ix = (uint16_t)(q[qn].idx + j);
+
+				lanes_step(q[qn].w, q[qn].ws);
+				q[qn].w[1] = (uint8_t)(ix >> 8);
+				q[qn].w[2] = (uint8_t)ix;
+				memcpy(run[j], q[qn].w, 64);
+				if (ix % 16 == 15)
+					run[j][11] = 0x08;	/* signaled: this one only */
+			}
+			if (g == 1)
+				gdak_trace_wqe(b, qpn, q[qn].idx, run[0], 1);
+			else
+				gdak_trace_wqes(b, qpn, q[qn].idx, run, g);
+			q[qn].idx = (uint16_t)(q[qn].idx + g);
+			k += (int)g - 1;
+			left -= (int)g - 1;
 		} else if (r < 95) {	/* a CQE */
 			lanes_step(q[qn].c, q[qn].cs);
 			q[qn].c[63] = (uint8_t)((q[qn].c[63] & 0xf0) | ((q[qn].cqi / 64) & 1));
@@ -231,7 +247,7 @@ static void progressions(struct gdak_trace_buf *b, int batched, uint64_t seed, i
 			gdak_trace_doorbell(b, 0x100 + qn, 0, q[qn].idx, &reg, 8);
 		}
 next:
-		if (in_batch && --left == 0) {
+		if (in_batch && --left <= 0) {
 			gdak_trace_batch_end(b);
 			in_batch = 0;
 		}

@@ -54,6 +54,9 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 {
 	uint8_t own = gdak_mlx5_cqe_op_own(opcode, cq->pi, cq->ncqe);
 
+	/* the WQEs fetched before it are traced first: once the device sees
+	 * the CQE it may reuse their slots */
+	nm_trace_pend_flush_if();
 	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
 	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
 	cq->pi++;

@@ -609,13 +609,51 @@ int nm_fault_parse(const char *spec);
  * on other threads) - the data path's records skip the lookup. */
 extern __thread struct gdak_trace_buf *nm_tbuf_pass;
 
+/* nm_thread.c: WQEs the pass has fetched and not traced yet - one stretch
+ * of single-WQEBB WQEs at consecutive slots of one QP's ring, handed to
+ * gdak_trace_wqes() in one call (a few instructions per WQE of a steady
+ * stream, against a call each) before the pass's next record of any other
+ * kind, before it publishes a CQE (until then the device may not reuse
+ * those slots, so their bytes are still the ones fetched) and at its end. */
+struct nm_wqe_pend {
+	struct nm_qp *qp;
+	const uint8_t *w;	/* the first one's slot */
+	uint16_t idx;
+	uint32_t n;
+};
+extern __thread struct nm_wqe_pend nm_pend;
+void nm_trace_pend_flush(void);
+void nm_trace_wqe_slow(struct nm_qp *qp, uint16_t idx, const uint8_t *w, uint32_t bbs);
+
+static inline void nm_trace_pend_flush_if(void)
+{
+	if (__builtin_expect(nm_pend.n != 0, 0))
+		nm_trace_pend_flush();
+}
+
 static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 {
 	if (__builtin_expect(!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed), 1))
 		return NULL;
+	nm_trace_pend_flush_if();	/* the fetched WQEs come first */
 	if (nm_tbuf_pass)
 		return nm_tbuf_pass;
 	return nm_thread_tbuf_cur();
+}
+
+/* A WQE the requester fetched (bbs WQEBBs at w, its ring index idx). */
+static inline void nm_trace_wqe(struct nm_qp *qp, uint16_t idx, const uint8_t *w, uint32_t bbs)
+{
+	struct nm_wqe_pend *p = &nm_pend;
+
+	if (__builtin_expect(!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed), 1))
+		return;
+	if (p->n && p->qp == qp && bbs == 1 && w == p->w + 64 * (size_t)p->n &&
+	    idx == (uint16_t)(p->idx + p->n)) {
+		p->n++;
+		return;
+	}
+	nm_trace_wqe_slow(qp, idx, w, bbs);
 }
 /* NM_TRACE(qp, gdak_trace_wqe, qpn, ...): the record when tracing is on.
  * NM_HAVE_TRACE is defined when core/ carries the trace writer. */
@@ -632,6 +670,7 @@ static inline struct gdak_trace_buf *nm_tbuf(struct nm_qp *qp)
 #define NM_TRACE_PASS_END(batch)                                   \
 	do {                                                       \
 		if (batch) {                                       \
+			nm_trace_pend_flush_if();                  \
 			gdak_trace_batch_end(batch);               \
 			(batch) = NULL;                            \
 		}                                                  \

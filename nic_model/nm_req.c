@@ -176,7 +176,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		memcpy(qp->wrap + first, qp->sq, (size_t)op->bbs * 64 - first);
 		w = qp->wrap;
 	}
-	NM_TRACE(qp, gdak_trace_wqe, qp->base.qpn, op->wqe_index, w, op->bbs);
+	nm_trace_wqe(qp, op->wqe_index, w, op->bbs);
 
 	p = w + 16;
 	if (info->flags & GDAK_OPF_RADDR) {

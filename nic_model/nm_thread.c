@@ -86,6 +86,7 @@ static struct {
 
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
 __thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
+__thread struct nm_wqe_pend nm_pend;		/* nm_loc.h */
 
 uint64_t nm_now_ns(void)
 {
@@ -337,6 +338,38 @@ void nm_thread_call(struct nm_thread *t, void (*fn)(void *), void *arg)
 
 struct ev_loop *nm_thread_loop(struct nm_thread *t) { return t->loop; }
 uint32_t nm_thread_id(const struct nm_thread *t) { return t->id; }
+
+void nm_trace_pend_flush(void)
+{
+#ifdef NM_HAVE_TRACE
+	struct nm_wqe_pend p = nm_pend;
+
+	nm_pend.n = 0;
+	gdak_trace_wqes(nm_tbuf_pass, p.qp->base.qpn, p.idx, p.w, p.n);
+#endif
+}
+
+void nm_trace_wqe_slow(struct nm_qp *qp, uint16_t idx, const uint8_t *w, uint32_t bbs)
+{
+#ifdef NM_HAVE_TRACE
+	struct gdak_trace_buf *tb = nm_tbuf(qp);	/* the pending ones first */
+
+	if (!tb)
+		return;
+	/* pending only inside the pass's batch (its end traces them) and
+	 * from the ring itself (qp->wrap is the next wrapping WQE's) */
+	if (bbs == 1 && tb == nm_tbuf_pass && w != qp->wrap) {
+		nm_pend = (struct nm_wqe_pend){.qp = qp, .w = w, .idx = idx, .n = 1};
+		return;
+	}
+	gdak_trace_wqe(tb, qp->base.qpn, idx, w, bbs);
+#else
+	(void)qp;
+	(void)idx;
+	(void)w;
+	(void)bbs;
+#endif
+}
 
 struct gdak_trace_buf *nm_thread_tbuf_cur(void)
 {

@@ -875,6 +875,77 @@ static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *
 #define CQE_FAST(...) cqe_fast_generic(__VA_ARGS__)
 #endif
 
+/* gdak_trace_wqes(): how many of the n WQEs at w (consecutive slots and
+ * indexes from idx) go on with the pending WQE run, checked in one loop with
+ * the base and step in registers. */
+static inline __attribute__((always_inline)) bool wqes_go_on(const struct gdak_trace_buf *b,
+							     uint32_t qpn, uint32_t idx)
+{
+	return prog_on(&b->wp, qpn, idx, 0xffff) && b->wp.step_idx == 1 &&
+	       b->run_type == GDAK_TREC_WQE && b->run_n < RUN_MAX;
+}
+
+static uint32_t wqes_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t idx,
+				  const uint8_t *w, uint32_t n)
+{
+	uint32_t k = 0, lim;
+
+	if (!wqes_go_on(b, qpn, idx))
+		return 0;
+	lim = RUN_MAX - b->run_n < n ? RUN_MAX - b->run_n : n;
+	while (k < lim && match_generic(b->wp.v, b->wp.s, w + 64 * (size_t)k)) {
+		run_advance(b->wp.v, b->wp.s);
+		k++;
+	}
+	if (k) {
+		b->run_n += k;
+		b->wp.idx = (idx + k - 1) & 0xffff;
+	}
+	return k;
+}
+
+#ifdef TRACE_AVX2
+static __attribute__((target("avx2"))) uint32_t wqes_fast_avx2(struct gdak_trace_buf *b,
+								uint32_t qpn, uint32_t idx,
+								const uint8_t *w, uint32_t n)
+{
+	const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
+					       7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+	__m256i v0, v1, s0, s1;
+	uint32_t k = 0, lim;
+
+	if (!wqes_go_on(b, qpn, idx))
+		return 0;
+	lim = RUN_MAX - b->run_n < n ? RUN_MAX - b->run_n : n;
+	v0 = _mm256_loadu_si256((const __m256i *)(const void *)b->wp.v);
+	v1 = _mm256_loadu_si256((const __m256i *)(const void *)(b->wp.v + 4));
+	s0 = _mm256_loadu_si256((const __m256i *)(const void *)b->wp.s);
+	s1 = _mm256_loadu_si256((const __m256i *)(const void *)(b->wp.s + 4));
+	for (; k < lim; k++) {
+		const __m256i *cw = (const __m256i *)(const void *)(w + 64 * (size_t)k);
+		__m256i c0 = _mm256_shuffle_epi8(_mm256_loadu_si256(cw), bswap);
+		__m256i c1 = _mm256_shuffle_epi8(_mm256_loadu_si256(cw + 1), bswap);
+		__m256i d = _mm256_or_si256(_mm256_xor_si256(_mm256_sub_epi64(c0, v0), s0),
+					    _mm256_xor_si256(_mm256_sub_epi64(c1, v1), s1));
+
+		if (!_mm256_testz_si256(d, d))
+			break;
+		v0 = c0;
+		v1 = c1;
+	}
+	if (k) {
+		_mm256_storeu_si256((__m256i *)(void *)b->wp.v, v0);
+		_mm256_storeu_si256((__m256i *)(void *)(b->wp.v + 4), v1);
+		b->run_n += k;
+		b->wp.idx = (idx + k - 1) & 0xffff;
+	}
+	return k;
+}
+#define WQES_FAST(...) (trace_use_avx2 ? wqes_fast_avx2(__VA_ARGS__) : wqes_fast_generic(__VA_ARGS__))
+#else
+#define WQES_FAST(...) wqes_fast_generic(__VA_ARGS__)
+#endif
+
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 
 static void simd_init(void)
@@ -1187,6 +1258,29 @@ void gdak_trace_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
 	}
 	wqe_rec(b, GDAK_TREC_WQE, qpn, wqe_index, wqebbs, n_wqebb * 64,
 		GDAK_TRACE_MAX_WQEBB * 64);
+}
+
+void gdak_trace_wqes(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
+		     const void *wqes, uint32_t n)
+{
+	const uint8_t *w = wqes;
+	uint32_t idx = wqe_index;
+
+	if (!b || !w)
+		return;
+	while (n) {
+		/* the rest of a run in one loop; a WQE that is not (or begins
+		 * the run) the one-by-one way */
+		uint32_t k = b->in_batch ? WQES_FAST(b, qpn, idx, w, n) : 0;
+
+		if (!k) {
+			gdak_trace_wqe(b, qpn, (uint16_t)idx, w, 1);
+			k = 1;
+		}
+		idx = (idx + k) & 0xffff;
+		w += 64 * (size_t)k;
+		n -= k;
+	}
 }
 
 void gdak_trace_recv_wqe(struct gdak_trace_buf *b, uint32_t qpn, uint16_t wqe_index,
