@@ -46,6 +46,8 @@ struct tally {
 };
 
 static char paths[NPATHS][256];
+static uint64_t src_va, dst_va;	/* what the WQEs name (read after the MRs are gone) */
+static uint32_t src_lkey, dst_rkey;
 static uint32_t viol_qpn;
 static uint16_t viol_wqe;
 
@@ -79,8 +81,8 @@ static int wqe_ok(const struct gdak_trace_item *it)
 	return c.opcode == MLX5_OPCODE_RDMA_WRITE && c.wqe_index == it->u.wqe.wqe_index &&
 	       c.qpn == a.qpn && c.ds == 3 &&
 	       !!(c.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) == (k == 15) &&
-	       raddr == (uintptr_t)(dst + 64 * k) && rkey == gdak_mr_rkey(mdst) &&
-	       laddr == (uintptr_t)(src + 64 * k) && len == 64 && lkey == gdak_mr_lkey(msrc);
+	       raddr == dst_va + 64 * k && rkey == dst_rkey && laddr == src_va + 64 * k &&
+	       len == 64 && lkey == src_lkey;
 }
 
 static void read_trace(const char *path, struct tally *t)
@@ -230,6 +232,10 @@ int main(void)
 	REQUIRE_EQ(gdak_mr_reg(ctx, src, 8192, GDAK_ACCESS_ALL, &msrc), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, dst, 8192, GDAK_ACCESS_ALL, &mdst), 0);
 	gdak_test_fill(src, 8192, 1);
+	src_va = (uintptr_t)src;
+	dst_va = (uintptr_t)dst;
+	src_lkey = gdak_mr_lkey(msrc);
+	dst_rkey = gdak_mr_rkey(mdst);
 	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
 
 	/* switch traces under traffic: after a few rounds each */
