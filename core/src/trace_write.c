@@ -737,22 +737,31 @@ static inline __attribute__((always_inline)) bool match_generic(const uint64_t *
  * per WQE against 8.5 with the loop above).  On a match, c0 and c1 hold
  * cur's lanes: the caller stores them as the new base. */
 static inline __attribute__((always_inline, target("avx2"))) bool
-match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur, __m256i *c0, __m256i *c1)
+lanes_next_avx2(const uint8_t *cur, __m256i v0, __m256i v1, __m256i s0, __m256i s1, __m256i *c0,
+		__m256i *c1)
 {
 	const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
 					       7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
 	const __m256i *cv = (const __m256i *)(const void *)cur;
-	const __m256i *vv = (const __m256i *)(const void *)v;
-	const __m256i *sv = (const __m256i *)(const void *)s;
 	__m256i d;
 
 	*c0 = _mm256_shuffle_epi8(_mm256_loadu_si256(cv), bswap);
 	*c1 = _mm256_shuffle_epi8(_mm256_loadu_si256(cv + 1), bswap);
-	d = _mm256_or_si256(
-		_mm256_xor_si256(_mm256_sub_epi64(*c0, _mm256_loadu_si256(vv)), _mm256_loadu_si256(sv)),
-		_mm256_xor_si256(_mm256_sub_epi64(*c1, _mm256_loadu_si256(vv + 1)),
-				 _mm256_loadu_si256(sv + 1)));
+	d = _mm256_or_si256(_mm256_xor_si256(_mm256_sub_epi64(*c0, v0), s0),
+			    _mm256_xor_si256(_mm256_sub_epi64(*c1, v1), s1));
 	return _mm256_testz_si256(d, d);
+}
+
+static inline __attribute__((always_inline, target("avx2"))) __m256i lanes_load(const uint64_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+static inline __attribute__((always_inline, target("avx2"))) bool
+match_avx2(const uint64_t *v, const uint64_t *s, const uint8_t *cur, __m256i *c0, __m256i *c1)
+{
+	return lanes_next_avx2(cur, lanes_load(v), lanes_load(v + 4), lanes_load(s),
+			       lanes_load(s + 4), c0, c1);
 }
 static bool trace_use_avx2;	/* set once, at the first open */
 #endif
@@ -878,30 +887,37 @@ static __attribute__((target("avx2"))) int cqe_fast_avx2(struct gdak_trace_buf *
 /* gdak_trace_wqes(): how many of the n WQEs at w (consecutive slots and
  * indexes from idx) go on with the pending WQE run, checked in one loop with
  * the base and step in registers. */
-static inline __attribute__((always_inline)) bool wqes_go_on(const struct gdak_trace_buf *b,
-							     uint32_t qpn, uint32_t idx)
+static inline __attribute__((always_inline)) uint32_t wqes_limit(const struct gdak_trace_buf *b,
+								uint32_t qpn, uint32_t idx,
+								uint32_t n)
 {
-	return prog_on(&b->wp, qpn, idx, 0xffff) && b->wp.step_idx == 1 &&
-	       b->run_type == GDAK_TREC_WQE && b->run_n < RUN_MAX;
+	if (!prog_on(&b->wp, qpn, idx, 0xffff) || b->wp.step_idx != 1 ||
+	    b->run_type != GDAK_TREC_WQE || b->run_n >= RUN_MAX)
+		return 0;
+	return RUN_MAX - b->run_n < n ? RUN_MAX - b->run_n : n;
 }
 
-static uint32_t wqes_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t idx,
-				  const uint8_t *w, uint32_t n)
+/* k of them went on with the run: the last one is the base now */
+static inline __attribute__((always_inline)) uint32_t wqes_took(struct gdak_trace_buf *b,
+								uint32_t idx, uint32_t k)
 {
-	uint32_t k = 0, lim;
-
-	if (!wqes_go_on(b, qpn, idx))
-		return 0;
-	lim = RUN_MAX - b->run_n < n ? RUN_MAX - b->run_n : n;
-	while (k < lim && match_generic(b->wp.v, b->wp.s, w + 64 * (size_t)k)) {
-		run_advance(b->wp.v, b->wp.s);
-		k++;
-	}
 	if (k) {
 		b->run_n += k;
 		b->wp.idx = (idx + k - 1) & 0xffff;
 	}
 	return k;
+}
+
+static uint32_t wqes_fast_generic(struct gdak_trace_buf *b, uint32_t qpn, uint32_t idx,
+				  const uint8_t *w, uint32_t n)
+{
+	uint32_t k = 0, lim = wqes_limit(b, qpn, idx, n);
+
+	while (k < lim && match_generic(b->wp.v, b->wp.s, w + 64 * (size_t)k)) {
+		run_advance(b->wp.v, b->wp.s);
+		k++;
+	}
+	return wqes_took(b, idx, k);
 }
 
 #ifdef TRACE_AVX2
@@ -909,37 +925,24 @@ static __attribute__((target("avx2"))) uint32_t wqes_fast_avx2(struct gdak_trace
 								uint32_t qpn, uint32_t idx,
 								const uint8_t *w, uint32_t n)
 {
-	const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
-					       7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
-	__m256i v0, v1, s0, s1;
-	uint32_t k = 0, lim;
+	uint32_t k = 0, lim = wqes_limit(b, qpn, idx, n);
+	__m256i v0, v1, s0, s1, c0, c1;
 
-	if (!wqes_go_on(b, qpn, idx))
+	if (!lim)
 		return 0;
-	lim = RUN_MAX - b->run_n < n ? RUN_MAX - b->run_n : n;
-	v0 = _mm256_loadu_si256((const __m256i *)(const void *)b->wp.v);
-	v1 = _mm256_loadu_si256((const __m256i *)(const void *)(b->wp.v + 4));
-	s0 = _mm256_loadu_si256((const __m256i *)(const void *)b->wp.s);
-	s1 = _mm256_loadu_si256((const __m256i *)(const void *)(b->wp.s + 4));
-	for (; k < lim; k++) {
-		const __m256i *cw = (const __m256i *)(const void *)(w + 64 * (size_t)k);
-		__m256i c0 = _mm256_shuffle_epi8(_mm256_loadu_si256(cw), bswap);
-		__m256i c1 = _mm256_shuffle_epi8(_mm256_loadu_si256(cw + 1), bswap);
-		__m256i d = _mm256_or_si256(_mm256_xor_si256(_mm256_sub_epi64(c0, v0), s0),
-					    _mm256_xor_si256(_mm256_sub_epi64(c1, v1), s1));
-
-		if (!_mm256_testz_si256(d, d))
-			break;
-		v0 = c0;
+	v0 = lanes_load(b->wp.v);
+	v1 = lanes_load(b->wp.v + 4);
+	s0 = lanes_load(b->wp.s);
+	s1 = lanes_load(b->wp.s + 4);
+	for (; k < lim && lanes_next_avx2(w + 64 * (size_t)k, v0, v1, s0, s1, &c0, &c1); k++) {
+		v0 = c0;	/* the base in registers through the stretch */
 		v1 = c1;
 	}
 	if (k) {
 		_mm256_storeu_si256((__m256i *)(void *)b->wp.v, v0);
 		_mm256_storeu_si256((__m256i *)(void *)(b->wp.v + 4), v1);
-		b->run_n += k;
-		b->wp.idx = (idx + k - 1) & 0xffff;
 	}
-	return k;
+	return wqes_took(b, idx, k);
 }
 #define WQES_FAST(...) (trace_use_avx2 ? wqes_fast_avx2(__VA_ARGS__) : wqes_fast_generic(__VA_ARGS__))
 #else
