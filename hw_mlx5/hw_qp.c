@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <gdak/env.h>
+
 #include "hw_loc.h"
 #include "capture_int.h"
 #include "gdak_log.h"
@@ -82,10 +84,11 @@ static void dqp_free(struct hw_qp *hq)
  */
 int hw_qp_map(struct hw_qp *hq, void *host, size_t len, int iomem, void **dev)
 {
-	const char *env = getenv("GDAK_HW_NO_GPU_MAP");
-	int ret;
+	int no_map = 0, ret;
 
-	if (!hq->ctx->cuda || (env && *env == '1')) {
+	if (gdak_env_bool("GDAK_HW_NO_GPU_MAP", &no_map) < 0)
+		no_map = 0;
+	if (!hq->ctx->cuda || no_map) {
 		*dev = host;
 		return 0;
 	}

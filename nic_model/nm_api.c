@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include <gdak/env.h>
+
 #include "nm_loc.h"
 
 struct nm_config nm_cfg = {.strict = 1, .poll = GDAK_NIC_POLL_ADAPTIVE, .threads = 1,
@@ -13,46 +15,26 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_nic_stats retired;
 
+/* A bad value keeps the built-in setting; the table has logged it, and
+ * gdak_open() refuses to open a context under it (gdak_env_validate). */
 static void env_init(void)
 {
+	unsigned long long n;
 	const char *s;
+	int v;
 
-	if ((s = getenv("GDAK_NIC_THREADS")) && *s) {
-		char *end;
-		unsigned long n = strtoul(s, &end, 10);
-		if (*end || n < 1 || n > 64)
-			GDAK_WARN("nic", 0, "GDAK_NIC_THREADS='%s' is not 1..64; using %u", s,
-				  atomic_load(&nm_cfg.threads));
-		else
-			atomic_store(&nm_cfg.threads, (unsigned)n);
-	}
-	if ((s = getenv("GDAK_STRICT")) && *s) {
-		if (!strcmp(s, "0") || !strcasecmp(s, "off"))
-			atomic_store(&nm_cfg.strict, 0);
-		else if (!strcmp(s, "1") || !strcasecmp(s, "on"))
-			atomic_store(&nm_cfg.strict, 1);
-		else
-			GDAK_WARN("nic", 0, "GDAK_STRICT='%s' is not 0 or 1; strict stays on", s);
-	}
-	if ((s = getenv("GDAK_POLL")) && *s) {
-		if (!strcasecmp(s, "spin"))
-			atomic_store(&nm_cfg.poll, GDAK_NIC_POLL_SPIN);
-		else if (!strcasecmp(s, "adaptive"))
-			atomic_store(&nm_cfg.poll, GDAK_NIC_POLL_ADAPTIVE);
-		else
-			GDAK_WARN("nic", 0, "GDAK_POLL='%s' is not spin|adaptive; using adaptive", s);
-	}
-	if ((s = getenv("GDAK_RNR_TIMEOUT_MS")) && *s) {
-		char *end;
-		unsigned long v = strtoul(s, &end, 10);
-		if (*end)
-			GDAK_WARN("nic", 0, "GDAK_RNR_TIMEOUT_MS='%s' is not a number; ignored", s);
-		else
-			atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)v);
-	}
-	if ((s = getenv("GDAK_FAULTS")) && *s)
+	if (gdak_env_uint("GDAK_NIC_THREADS", &n) == 0)
+		atomic_store(&nm_cfg.threads, (unsigned)n);
+	if (gdak_env_bool("GDAK_STRICT", &v) == 0)
+		atomic_store(&nm_cfg.strict, v);
+	/* choices "adaptive|spin" */
+	if (gdak_env_choice("GDAK_POLL", &v) == 0)
+		atomic_store(&nm_cfg.poll, v ? GDAK_NIC_POLL_SPIN : GDAK_NIC_POLL_ADAPTIVE);
+	if (gdak_env_uint("GDAK_RNR_TIMEOUT_MS", &n) == 0)
+		atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)n);
+	if ((s = gdak_env_raw("GDAK_FAULTS")))
 		(void)nm_fault_parse(s); /* logs what is wrong */
-	if ((s = getenv("GDAK_TRACE")) && *s)
+	if ((s = gdak_env_raw("GDAK_TRACE")))
 		(void)gdak_nic_set_trace(s);
 }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/env.h>
+
 #include "capture_int.h"
 #include "gdak_backend.h"
 #include "gdak_log.h"
@@ -52,8 +54,17 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 
 	CHECK_ARG(ctx, "ctx out-pointer is NULL");
 	*ctx = NULL;
+	/* every set variable, whichever backend would read it: a typo in one
+	 * the chosen backend ignores is still a mistake the user wants to see */
+	ret = gdak_env_validate();
+	if (ret) {
+		GDAK_ERR(NULL, 0, "cannot open %s%s%s: bad environment (see above; gdak-info "
+			 "lists every variable)", dev && *dev ? "'" : "",
+			 dev && *dev ? dev : "the default device", dev && *dev ? "'" : "");
+		return ret;
+	}
 	if (!dev || !*dev)
-		dev = getenv("GDAK_DEVICE");
+		dev = gdak_env_raw("GDAK_DEVICE");
 	if (!dev || !*dev)
 		dev = "emu";
 	if (strlen(dev) >= sizeof((*ctx)->device)) {

@@ -41,6 +41,8 @@
 #include <gdak/trace.h>
 #include <gdak/trace_format.h>
 
+#include <gdak/env.h>
+
 #include "capture_int.h"
 #include "gdak_backend.h"
 #include "gdak_log.h"
@@ -864,7 +866,7 @@ int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 	struct gdak_trace_opts topts = {0};
 	pthread_condattr_t ca;
 	struct gdak_capture *c;
-	const char *env = getenv("GDAK_CAPTURE_POLL_US");
+	unsigned long long us;
 	int ret;
 
 	if (!out) {
@@ -884,16 +886,8 @@ int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 	c->ctx = ctx;
 	c->flags = flags;
 	c->max_sleep_ns = DEF_MAX_SLEEP_NS;
-	if (env && *env) {
-		char *end;
-		unsigned long us = strtoul(env, &end, 10);
-
-		if (*end || us < 10 || us > 1000000)
-			GDAK_WARN("capture", 0, "GDAK_CAPTURE_POLL_US='%s' is not 10..1000000; "
-				  "using %llu", env, DEF_MAX_SLEEP_NS / 1000);
-		else
-			c->max_sleep_ns = us * 1000ull;
-	}
+	if (gdak_env_uint("GDAK_CAPTURE_POLL_US", &us) == 0)
+		c->max_sleep_ns = us * 1000ull;
 	topts.fake_clock = !!(flags & GDAK_CAPTURE_F_FAKE_CLOCK);
 	ret = gdak_trace_open_opts(path, &topts, &c->trace);
 	if (ret) {
@@ -1173,10 +1167,10 @@ void gdak_capture_env_add_qp(struct gdak_qp *qp)
 {
 	/* GDAK_CAPTURE_TRACE: another file than the NIC model's GDAK_TRACE, for
 	 * a process that drives both backends */
-	const char *path = getenv("GDAK_CAPTURE_TRACE");
+	const char *path = gdak_env_raw("GDAK_CAPTURE_TRACE");
 
-	if (!path || !*path)
-		path = getenv("GDAK_TRACE");
+	if (!path)
+		path = gdak_env_raw("GDAK_TRACE");
 	struct gdak_capture *c;
 	int ret;
 

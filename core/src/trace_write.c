@@ -36,6 +36,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
+#include <gdak/env.h>
+
 #include "gdak_log.h"
 #include "trace_int.h"
 
@@ -1544,9 +1546,9 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			 struct gdak_trace **tp)
 {
 	struct gdak_trace *t;
-	const char *clk = getenv("GDAK_TRACE_CLOCK");
-	const char *wr = getenv("GDAK_TRACE_WRITER");
-	const char *full = getenv("GDAK_TRACE_FULL");
+	/* choices: real|fake, thread|inline, wait|drop (a bad value was
+	 * reported by the table; the first choice stands) */
+	int fake_clk = 0, inline_wr = 0, drop_full = 0;
 	struct stat st;
 	int rc;
 
@@ -1566,25 +1568,17 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 		t->buf_size = MIN_BUF;
 	if (t->buf_size > UINT32_MAX / 2)
 		t->buf_size = UINT32_MAX / 2; /* the byte count is packed in 32 bits */
-	t->fake_clock = (opts && opts->fake_clock) || (clk && !strcmp(clk, "fake"));
-	if (clk && *clk && strcmp(clk, "fake") && strcmp(clk, "real"))
-		GDAK_WARN("trace", 0, "GDAK_TRACE_CLOCK='%s' is not fake|real; using real", clk);
+	if (gdak_env_choice("GDAK_TRACE_CLOCK", &fake_clk) < 0)
+		fake_clk = 0;
+	if (gdak_env_choice("GDAK_TRACE_WRITER", &inline_wr) < 0)
+		inline_wr = 0;
+	if (gdak_env_choice("GDAK_TRACE_FULL", &drop_full) < 0)
+		drop_full = 0;
+	t->fake_clock = (opts && opts->fake_clock) || fake_clk;
 	t->nchunks = opts && opts->chunks ? opts->chunks : DEFAULT_CHUNKS;
-	if (!(opts && opts->chunks) && wr && *wr) {
-		if (!strcmp(wr, "inline"))
-			t->nchunks = 1;
-		else if (strcmp(wr, "thread"))
-			GDAK_WARN("trace", 0, "GDAK_TRACE_WRITER='%s' is not thread|inline; using "
-				  "thread", wr);
-	}
-	t->lossy = opts && opts->lossy;
-	if (!(opts && opts->lossy) && full && *full) {
-		if (!strcmp(full, "drop"))
-			t->lossy = true;
-		else if (strcmp(full, "wait"))
-			GDAK_WARN("trace", 0, "GDAK_TRACE_FULL='%s' is not wait|drop; using wait",
-				  full);
-	}
+	if (!(opts && opts->chunks) && inline_wr)
+		t->nchunks = 1;
+	t->lossy = (opts && opts->lossy) || drop_full;
 	if (t->nchunks > MAX_CHUNKS)
 		t->nchunks = MAX_CHUNKS;
 	pthread_mutex_init(&t->lock, NULL);
@@ -1633,12 +1627,12 @@ int gdak_trace_open(const char *path, struct gdak_trace **t)
 
 int gdak_trace_open_env(struct gdak_trace **t)
 {
-	const char *p = getenv("GDAK_TRACE");
+	const char *p = gdak_env_raw("GDAK_TRACE");
 
 	if (!t)
 		return -EINVAL;
 	*t = NULL;
-	if (!p || !*p)
+	if (!p)
 		return 0;
 	return gdak_trace_open(p, t);
 }
