@@ -15,7 +15,6 @@
 #include <gdak/env.h>
 
 #include "hw_loc.h"
-#include "capture_int.h"
 #include "gdak_log.h"
 
 uint32_t hw_mtu_bytes(enum ibv_mtu m)
@@ -206,7 +205,6 @@ static void hw_close(struct gdak_ctx *ctx)
 	struct hw_ctx *hc = hw_ctx_of(ctx);
 	int ret;
 
-	gdak_capture_forget_ctx(ctx);	/* captures of its QPs finish first */
 	hw_proxy_stop(hc);
 	hw_mem_release_all(hc);
 	if (hc->pd) {

@@ -181,7 +181,6 @@ int hw_qp_destroy(struct gdak_qp *qp)
 {
 	struct hw_qp *hq = hw_qp_of(qp);
 
-	gdak_capture_forget_qp(qp);	/* a capture's last look before the rings go */
 	if (hq->proxied)
 		hw_proxy_remove(hq->ctx, hq);
 	unmap_all(hq);

@@ -139,7 +139,7 @@ int gdak_nic_set_trace(const char *path)
 	}
 	return 0;
 #else
-	GDAK_ERR("nic", 0, "this build has no trace writer (core/src/trace*.c)");
+	GDAK_ERR("nic", 0, "this build has no trace writer (core/trace)");
 	return -ENOTSUP;
 #endif
 }
