@@ -199,6 +199,7 @@ static void add(struct gdak_nic_stats *d, const struct gdak_nic_stats *s)
 	d->doorbells += __atomic_load_n(&s->doorbells, __ATOMIC_RELAXED);
 	d->recvs += __atomic_load_n(&s->recvs, __ATOMIC_RELAXED);
 	d->rnr += __atomic_load_n(&s->rnr, __ATOMIC_RELAXED);
+	d->foreign += __atomic_load_n(&s->foreign, __ATOMIC_RELAXED);
 }
 
 void nm_stats_retire(const struct gdak_nic_stats *st)

@@ -123,6 +123,10 @@ struct nm_transport_ops {
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
+	/* Optional, control path: the QP went back to RESET (what the next
+	 * connect needs afresh - tr_udp: a new first PSN - is drawn here,
+	 * before gdak_qp_info reports it). */
+	void (*qp_reset)(struct nm_qp *qp);
 	/* Optional, control path: a new MR (start/end/kind/access set, key not
 	 * yet) - register it with the transport's device; may set tr_priv and
 	 * the wire keys.  0, or -errno and the registration fails.  mr_dereg:
