@@ -51,7 +51,7 @@ static void env_init(void)
 			atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)v);
 	}
 	if ((s = getenv("GDAK_FAULTS")) && *s)
-		(void)nm_fault_parse(s); /* logs what is wrong */
+		nm_fault_env(s); /* logs what is wrong; gdak_open then fails */
 	if ((s = getenv("GDAK_TRACE")) && *s)
 		(void)gdak_nic_set_trace(s);
 }

@@ -605,6 +605,10 @@ static inline int nm_fault_db_stall(struct nm_qp *qp)
 	return 0;
 }
 int nm_fault_parse(const char *spec);
+/* GDAK_FAULTS from the environment (once, nm_api.c), and at every open: its
+ * verdict (0, or -EINVAL with a message naming the bad entry). */
+void nm_fault_env(const char *spec);
+int nm_fault_env_check(void);
 
 /* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */
 

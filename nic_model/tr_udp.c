@@ -1050,18 +1050,16 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			goto err;
 		}
 	}
+	/* checked by nm_fault_parse when the context opened (one parser for
+	 * every transport); each QP parses its packet entries again for a
+	 * generator of its own */
 	env = getenv("GDAK_FAULTS");
 	if (env) {
-		struct roce_fault *f = NULL;
 		if (strlen(env) >= sizeof(c->faults)) {
 			GDAK_ERR(NULL, 0, "GDAK_FAULTS longer than %zu characters", sizeof(c->faults) - 1);
 			ret = -EINVAL;
 			goto err;
 		}
-		ret = roce_fault_parse(env, &f);
-		if (ret)
-			goto err;
-		roce_fault_free(f);
 		strcpy(c->faults, env);
 	}
 	ctx->tr_priv = c;
