@@ -86,7 +86,7 @@ static int nm_open(const char *dev, struct gdak_ctx **out)
 		return -ENODEV;
 	}
 	nm_config_init_env();
-	ret = nm_fault_env_check();
+	ret = nm_config_env_check();
 	if (ret)
 		return ret;
 	ctx = calloc(1, sizeof(*ctx));

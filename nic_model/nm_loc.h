@@ -340,6 +340,8 @@ struct nm_config {
 extern struct nm_config nm_cfg;
 static inline int nm_strict(void) { return atomic_load_explicit(&nm_cfg.strict, memory_order_relaxed); }
 void nm_config_init_env(void);
+/* At every open: 0, or why GDAK_TRACE / GDAK_FAULTS make it fail (logged). */
+int nm_config_env_check(void);
 /* The last emu context closed: the NIC threads are gone; close the trace
  * (a trace covers one session of the engine). */
 void nm_trace_engine_stopped(void);
