@@ -12,6 +12,7 @@ struct nm_config nm_cfg = {.strict = 1, .poll = GDAK_NIC_POLL_ADAPTIVE, .threads
 			   .rnr_timeout_ms = 1000};
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int env_trace_ret;	/* GDAK_TRACE could not be opened: gdak_open fails */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_nic_stats retired;
 
@@ -33,9 +34,21 @@ static void env_init(void)
 	if (gdak_env_uint("GDAK_RNR_TIMEOUT_MS", &n) == 0)
 		atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)n);
 	if ((s = gdak_env_raw("GDAK_FAULTS")))
-		(void)nm_fault_parse(s); /* logs what is wrong */
+		nm_fault_env(s); /* logs what is wrong; gdak_open then fails */
 	if ((s = gdak_env_raw("GDAK_TRACE")))
-		(void)gdak_nic_set_trace(s);
+		env_trace_ret = gdak_nic_set_trace(s); /* logs why; gdak_open then fails */
+}
+
+int nm_config_env_check(void)
+{
+	const char *s = gdak_env_raw("GDAK_TRACE");
+
+	if (env_trace_ret) {
+		GDAK_ERR("nic", 0, "GDAK_TRACE='%s' cannot be written (%s): not opening without the "
+			 "trace asked for", s ? s : "", strerror(-env_trace_ret));
+		return env_trace_ret;
+	}
+	return nm_fault_env_check();
 }
 
 void nm_config_init_env(void) { pthread_once(&env_once, env_init); }
@@ -118,7 +131,7 @@ int gdak_nic_set_trace(const char *path)
 	if (path && *path) {
 		ret = gdak_trace_open(path, &t);
 		if (ret) {
-			GDAK_ERR("nic", 0, "cannot open trace '%s': %s", path, gdak_strerror(ret));
+			GDAK_ERR("nic", 0, "cannot open trace '%s': %s", path, strerror(-ret));
 			return ret;
 		}
 	}
@@ -181,6 +194,7 @@ static void add(struct gdak_nic_stats *d, const struct gdak_nic_stats *s)
 	d->doorbells += __atomic_load_n(&s->doorbells, __ATOMIC_RELAXED);
 	d->recvs += __atomic_load_n(&s->recvs, __ATOMIC_RELAXED);
 	d->rnr += __atomic_load_n(&s->rnr, __ATOMIC_RELAXED);
+	d->foreign += __atomic_load_n(&s->foreign, __ATOMIC_RELAXED);
 }
 
 void nm_stats_retire(const struct gdak_nic_stats *st)

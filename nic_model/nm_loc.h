@@ -123,6 +123,10 @@ struct nm_transport_ops {
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
+	/* Optional, control path: the QP went back to RESET (what the next
+	 * connect needs afresh - tr_udp: a new first PSN - is drawn here,
+	 * before gdak_qp_info reports it). */
+	void (*qp_reset)(struct nm_qp *qp);
 	/* Optional, control path: a new MR (start/end/kind/access set, key not
 	 * yet) - register it with the transport's device; may set tr_priv and
 	 * the wire keys.  0, or -errno and the registration fails.  mr_dereg:
@@ -336,6 +340,8 @@ struct nm_config {
 extern struct nm_config nm_cfg;
 static inline int nm_strict(void) { return atomic_load_explicit(&nm_cfg.strict, memory_order_relaxed); }
 void nm_config_init_env(void);
+/* At every open: 0, or why GDAK_TRACE / GDAK_FAULTS make it fail (logged). */
+int nm_config_env_check(void);
 /* The last emu context closed: the NIC threads are gone; close the trace
  * (a trace covers one session of the engine). */
 void nm_trace_engine_stopped(void);
@@ -601,6 +607,10 @@ static inline int nm_fault_db_stall(struct nm_qp *qp)
 	return 0;
 }
 int nm_fault_parse(const char *spec);
+/* GDAK_FAULTS from the environment (once, nm_api.c), and at every open: its
+ * verdict (0, or -EINVAL with a message naming the bad entry). */
+void nm_fault_env(const char *spec);
+int nm_fault_env_check(void);
 
 /* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */
 

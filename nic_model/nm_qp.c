@@ -24,13 +24,13 @@
 
 #include "nm_dma.h"
 #include "nm_loc.h"
+#include "nm_rand.h"
 
 /* ---- QPN registry ------------------------------------------------------- */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nm_qp **reg;
 static uint32_t reg_n, reg_cap;
-static uint32_t qpn_next = 0x100;
 
 static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 {
@@ -45,14 +45,13 @@ static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 		reg = n;
 		reg_cap = cap;
 	}
-	/* 24-bit QPNs, 0 and 1 reserved (IBA: QP0/QP1); skip numbers in use */
+	/* 24-bit QPNs from a keyed permutation (nm_rand.c: a stranger cannot
+	 * guess them, and none repeats before 2^24 QPs); 0 and 1 are reserved
+	 * (IBA: QP0/QP1); a number still in use after a wrap is skipped */
 	for (;;) {
-		uint32_t cand = qpn_next;
-		int used = 0;
+		uint32_t cand = nm_rand_seq24(NM_RAND_QPN);
+		int used = cand < 2;
 
-		qpn_next = (qpn_next + 1) & 0xffffff;
-		if (qpn_next < 2)
-			qpn_next = 2;
 		for (uint32_t i = 0; i < reg_n && !used; i++)
 			used = reg[i]->base.qpn == cand;
 		if (!used) {
@@ -384,6 +383,8 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 	case GDAK_QPS_RESET:
 		atomic_store(&bqp->state, GDAK_QPS_RESET);
 		nm_thread_call(qp->thr, reset_on_thread, qp);
+		if (qp->ctx->tr->qp_reset)
+			qp->ctx->tr->qp_reset(qp);
 		atomic_store(&qp->peer, NULL);
 		qp_rec(qp, GDAK_TRACE_QPN_NONE, "reset");
 		return 0;
@@ -462,7 +463,7 @@ void nm_qp_stats_sum(struct gdak_nic_stats *st)
 		const struct gdak_nic_stats *s = &reg[i]->st;
 #define SUM(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
 		SUM(wqes); SUM(bytes); SUM(cqes); SUM(errors); SUM(flushed);
-		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr);
+		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr); SUM(foreign);
 #undef SUM
 	}
 	pthread_mutex_unlock(&reg_lock);

@@ -1508,6 +1508,7 @@ static int write_headers(struct gdak_trace *t)
 {
 	uint8_t blk[256];
 	size_t n;
+	int rc;
 	static const char appl[] = "gdak " GDAK_VERSION_STRING;
 	static const char ifname[] = "gdak-roce";
 	uint8_t tsresol = 9;
@@ -1524,8 +1525,8 @@ static int write_headers(struct gdak_trace *t)
 	n += 4 + 4;
 	trace_put32(blk + 4, (uint32_t)n);
 	trace_put32(blk + n - 4, (uint32_t)n);
-	if (file_write(t, blk, n))
-		return -EIO;
+	if ((rc = file_write(t, blk, n)))
+		return rc; /* the file's own error: ENOSPC, EBADF, ... */
 
 	/* IDB 0: Ethernet, no snaplen limit, nanosecond timestamps */
 	trace_put32(blk, GDAK_PCAPNG_IDB);
@@ -1539,7 +1540,7 @@ static int write_headers(struct gdak_trace *t)
 	n += 4 + 4;
 	trace_put32(blk + 4, (uint32_t)n);
 	trace_put32(blk + n - 4, (uint32_t)n);
-	return file_write(t, blk, n) ? -EIO : 0;
+	return file_write(t, blk, n);
 }
 
 int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
@@ -1595,7 +1596,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	t->generation = atomic_fetch_add(&generations, 1) + 1;
 	rc = write_headers(t);
 	if (rc) {
-		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s", path);
+		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s: %s", path, strerror(-rc));
 		goto fail_fd;
 	}
 	if (t->nchunks > 1) {

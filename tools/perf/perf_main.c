@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 	struct perf_env *env = NULL;
 	perf_test_fn fn = perf_emu_test;
 	size_t n = 0;
-	int ret;
+	int ret, out_failed = 0;
 
 	ret = perf_parse_args(argc, argv, &o);
 	if (ret)
@@ -70,10 +70,19 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (o.json_file) {
 		FILE *jf = fopen(o.json_file, "w");
+		int e = jf ? 0 : errno;
 
-		if (!jf || (perf_print_json(jf, &o, res, n), fclose(jf))) {
-			fprintf(stderr, "gdak-perf: cannot write %s\n", o.json_file);
-			ret = ret ? ret : -EIO;
+		if (jf) {
+			perf_print_json(jf, &o, res, n);
+			if (fflush(jf) || ferror(jf))
+				e = errno ? errno : EIO;
+			if (fclose(jf) && !e)
+				e = errno;
+		}
+		if (e) {
+			/* the file's own error, not a completion's */
+			fprintf(stderr, "gdak-perf: cannot write %s: %s\n", o.json_file, strerror(e));
+			out_failed = 1;
 		}
 	}
 	perf_env_close(env);
@@ -86,6 +95,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gdak-perf: %s FAILED: %s; no numbers from the failed size\n",
 			o.test->name, perf_verify_failures() ? "data verification failed"
 							    : gdak_strerror(ret));
+		return PERF_EXIT_FAIL;
+	}
+	if (out_failed) {
+		fprintf(stderr, "gdak-perf: %s: the results could not be written where asked\n",
+			o.test->name);
 		return PERF_EXIT_FAIL;
 	}
 	return PERF_EXIT_OK;

@@ -73,6 +73,7 @@ struct gdak_nic_stats {
 	uint64_t doorbells;	/* doorbells (record or register changes) seen */
 	uint64_t recvs;		/* receive WQEs consumed */
 	uint64_t rnr;		/* requests that found no receive WQE (retried) */
+	uint64_t foreign;	/* packets dropped: not from the connected peer (emu:udp) */
 };
 
 /* Counters of one QP (emu backend only; -ENOTSUP otherwise). */
