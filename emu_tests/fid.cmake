@@ -6,3 +6,4 @@ gdak_add_test(NAME gdak.fid.doorbell SOURCES fid_doorbell.c LIBS gdak_nic_util L
 gdak_add_test(NAME gdak.fid.cq SOURCES fid_cq.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.fid.nodbr SOURCES fid_nodbr.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.fid.flags SOURCES fid_flags.c LIBS gdak_nic_util LABELS emu TIMEOUT 30 MEMCHECK)
+gdak_add_test(NAME gdak.fid.wait SOURCES fid_wait.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
