@@ -81,6 +81,21 @@ static void reg_del(struct nm_qp *qp)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+struct nm_cq *nm_cq_lookup(uint32_t cqn)
+{
+	struct nm_cq *cq = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n && !cq; i++) {
+		if (reg[i]->scq.cqn == cqn)
+			cq = &reg[i]->scq;
+		else if (reg[i]->rq_cnt && reg[i]->rcq.cqn == cqn)
+			cq = &reg[i]->rcq;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return cq;
+}
+
 struct nm_qp *nm_qp_lookup(uint32_t qpn)
 {
 	struct nm_qp *qp = NULL;
@@ -165,6 +180,8 @@ static void dev_cq_fill(struct gdak_dev_cq *d, const struct nm_cq *cq)
 	d->log_ncqe = log2u(cq->ncqe);
 	d->cqes = cq->cqes;
 	d->dbrec = cq->dbrec;
+	d->flags = (cq->flags & NM_CQ_OI ? GDAK_DEV_CQ_F_OVERRUN_IGNORE : 0) |
+		   (cq->flags & NM_CQ_CC ? GDAK_DEV_CQ_F_COLLAPSED : 0);
 }
 
 static void dev_qp_fill(struct nm_qp *qp)
@@ -232,6 +249,13 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	uint8_t *m;
 	int ret;
 
+	if (a->flags & GDAK_QP_F_QUEUES_GPU) {
+		/* the rings stay host memory mapped into the GPU: accepting the
+		 * flag would break device code that relies on GPU-resident rings */
+		GDAK_ERR("ctx", bctx->id, "GDAK_QP_F_QUEUES_GPU: the emulated NIC keeps its rings "
+			 "in host memory mapped into the GPU; not supported on emu");
+		return -ENOTSUP;
+	}
 	qp = aligned_alloc(64, (sizeof(*qp) + 63) & ~(size_t)63);
 	if (!qp)
 		return -ENOMEM;
@@ -251,6 +275,11 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->rq_max_sge = a->rq_depth ? a->rq_max_sge : 0;
 	qp->rq_stride = 16 * (qp->rq_max_sge ? qp->rq_max_sge : 1);
 	qp->rcq.ncqe = a->rq_depth ? a->rcq_depth : 0;
+	qp->scq.flags = (a->flags & GDAK_QP_F_SCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+			(a->flags & GDAK_QP_F_SCQ_COLLAPSED ? NM_CQ_CC : 0);
+	qp->rcq.flags = (a->flags & GDAK_QP_F_RCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+			(a->flags & GDAK_QP_F_RCQ_COLLAPSED ? NM_CQ_CC : 0);
+	qp->no_dbrec = !!(a->flags & GDAK_QP_F_SQ_NO_DBREC);
 
 	sq_b = (size_t)qp->sq_cnt * 64;
 	cq_b = (size_t)qp->scq.ncqe * 64;

@@ -262,6 +262,15 @@ static int normalise_attr(const struct gdak_qp_attr *in, struct gdak_qp_attr *ou
 		GDAK_ERR(NULL, 0, "unknown sharing mode %d", (int)out->sharing);
 		return -EINVAL;
 	}
+	if (out->flags & ~GDAK_QP_F_ALL) {
+		GDAK_ERR(NULL, 0, "unknown QP flags 0x%x", out->flags & ~GDAK_QP_F_ALL);
+		return -EINVAL;
+	}
+	if (!out->rq_depth && (out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED))) {
+		GDAK_ERR(NULL, 0, "receive CQ flags 0x%x on a QP without a receive queue",
+			 out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED));
+		return -EINVAL;
+	}
 	if (!out->mtu)
 		out->mtu = defaults.mtu;
 	if (out->mtu != 256 && out->mtu != 512 && out->mtu != 1024 && out->mtu != 2048 &&
