@@ -81,6 +81,7 @@ struct perf_opts {
 	const char *json_file;		/* --json-file: JSON there, the table on stdout */
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
+	unsigned idle_ms;		/* --idle-ms: after the test, measure the idle NIC's CPU */
 	char cmdline[512];		/* the arguments, for the JSON record */
 	/* what the NIC model runs with, read back after set-up (emu only) */
 	int nic_threads_eff;		/* 0: unknown */

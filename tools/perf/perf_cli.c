@@ -79,6 +79,8 @@ void perf_usage(FILE *f)
 	      "      --mem KIND           data buffers: host, mapped (GPU-visible host), gpu (host)\n"
 	      "      --no-baseline        skip the baselines\n"
 	      "      --trace PATH         write a WQE/CQE trace (same as GDAK_TRACE=PATH)\n"
+	      "      --idle-ms MS         after the test, keep the QPs open and idle for MS and\n"
+	      "                           print the CPU the process (its NIC threads) used\n"
 	      "output:\n"
 	      "      --json               one JSON document on stdout\n"
 	      "      --json-file PATH     also write the JSON document to PATH\n"
@@ -152,7 +154,7 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 enum {
 	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
 	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
-	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET,
+	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET, OPT_IDLE_MS,
 };
 
 static const struct option long_opts[] = {
@@ -183,6 +185,7 @@ static const struct option long_opts[] = {
 	{"json-file", required_argument, NULL, OPT_JSON_FILE},
 	{"csv", no_argument, NULL, OPT_CSV},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"idle-ms", required_argument, NULL, OPT_IDLE_MS},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -401,6 +404,11 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_QUIET:
 			o->quiet = 1;
+			break;
+		case OPT_IDLE_MS:
+			if (parse_uint(optarg, 600000, &v) || !v)
+				return usage_err("bad --idle-ms '%s' (1..600000)", optarg);
+			o->idle_ms = (unsigned)v;
 			break;
 		case 'h':
 			perf_usage(stdout);

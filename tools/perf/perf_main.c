@@ -7,10 +7,38 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include <gdak/nic.h>
 
 #include "perf.h"
+
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* --idle-ms: the test is over, its QPs stay connected; this thread sleeps,
+ * so the process's CPU time is what the NIC threads spend on idle QPs. */
+static void measure_idle(const struct perf_opts *o)
+{
+	struct timespec ts = {(time_t)(o->idle_ms / 1000), (long)(o->idle_ms % 1000) * 1000000L};
+	uint64_t c0 = cpu_ns(), t0 = perf_now_ns(), c1, t1;
+
+	while (nanosleep(&ts, &ts))
+		;
+	c1 = cpu_ns();
+	t1 = perf_now_ns();
+	printf(" idle NIC: %.2f%% of a core over %u ms (poll %s, %d NIC thread%s, %u QPs open)\n",
+	       100.0 * (double)(c1 - c0) / (double)(t1 - t0), o->idle_ms,
+	       o->poll_eff ? o->poll_eff : "n/a", o->nic_threads_eff,
+	       o->nic_threads_eff == 1 ? "" : "s", perf_qps_open());
+}
 
 int main(int argc, char **argv)
 {
@@ -67,6 +95,8 @@ int main(int argc, char **argv)
 		perf_print_csv(stdout, &o, res, n);
 	else
 		perf_print(stdout, &o, res, n);
+	if (o.idle_ms && !ret)
+		measure_idle(&o);
 	fflush(stdout);
 	if (o.json_file) {
 		FILE *jf = fopen(o.json_file, "w");
