@@ -82,6 +82,9 @@ struct perf_opts {
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
 	unsigned idle_ms;		/* --idle-ms: after the test, measure the idle NIC's CPU */
+	unsigned duration_ms;		/* -D: iterations calibrated to this long per size */
+	int report_gbits;		/* --report_gbits: bandwidth in Gb/s */
+	int mpi;			/* launched by mpirun: rank 0 serves, rank 1 measures */
 	char cmdline[512];		/* the arguments, for the JSON record */
 	/* what the NIC model runs with, read back after set-up (emu only) */
 	int nic_threads_eff;		/* 0: unknown */
