@@ -479,6 +479,7 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			if (parse_uint(optarg, 65535, &v))
 				return usage_err("bad port '%s'", optarg);
 			o->port = (uint16_t)v;
+			o->port_given = 1;
 			break;
 		case OPT_CUDA:
 			o->cuda = 1;

@@ -125,6 +125,11 @@ int main(int argc, char **argv)
 	ret = perf_parse_args(argc, argv, &o);
 	if (ret)
 		return ret == 1 ? PERF_EXIT_OK : ret;
+	if (perf_mpi_launched()) {
+		ret = perf_mpi_init(&argc, &argv, &o);
+		if (ret)
+			return ret;
+	}
 	if (o.trace && setenv("GDAK_TRACE", o.trace, 1)) {
 		fprintf(stderr, "gdak-perf: cannot set GDAK_TRACE\n");
 		return PERF_EXIT_FAIL;
@@ -139,6 +144,7 @@ int main(int argc, char **argv)
 	if (o.test->kind != PERF_KIND_BASE) {
 		ret = perf_env_open(&o, &env);
 		if (ret) {
+			perf_mpi_unblock(&o);
 			/* the name the user gave, or where the default came from */
 			fprintf(stderr, "gdak-perf: cannot set up %s on device '%s'%s: %s\n",
 				o.test->name, o.device ? o.device :
