@@ -128,7 +128,7 @@ struct gv_cq {
 	uint32_t cqe;
 	/* ibv_cq_ex polling: the entry start_poll/next_poll stand on */
 	struct ibv_wc cur;
-	bool err_reported;
+	_Atomic uint32_t empty_polls;	/* in a row */
 };
 
 static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)

@@ -297,6 +297,11 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
 	gdak_dev_sq_update_dbrec(q->d, q->sq_pi);
 	gdak_dev_sq_ring_db(q->d, q->wr_last, q->sq_pi, q->wr_last == first, 0);
 	__atomic_store_n(&q->sq_pi_seen, q->sq_pi, __ATOMIC_RELEASE);
+	/* A ConnectX sees the doorbell at once; the NIC thread may be in its
+	 * back-off sleep (up to 1 ms).  The kick ends it: an ev_async that
+	 * costs a system call only while that thread is blocked, nothing
+	 * while it polls. */
+	nm_thread_kick(nm_qp_of(q->g));
 }
 
 static bool can_send(struct gv_qp *q)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -549,6 +550,13 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 		}
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/* A program spinning on an empty CQ competes for the CPU with the NIC
+	 * thread that would fill it (a ConnectX needs no CPU): after a run of
+	 * empty polls, give the processor away on each one. */
+	if (got)
+		atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);
+	else if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
+		sched_yield();
 	return got;
 }
 
@@ -568,8 +576,11 @@ static int cqx_start(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	}
 	if (!got) {
 		pthread_mutex_unlock(&cq->lock);
+		if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
+			sched_yield();
 		return ENOENT;
 	}
+	atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);
 	x->status = cq->cur.status;
 	x->wr_id = cq->cur.wr_id;
 	return 0;
