@@ -5,13 +5,12 @@
  * (ib_modify_qp_is_ok: every required attribute present, nothing outside
  * required + optional, else EINVAL), query, destroy.
  *
- * The NIC-model QP is connected at the verbs RTS, not at RTR: only then is
- * the send PSN known (modify to RTS carries sq_psn; the NIC model's
- * requester and responder start together).  Both ends of every program we
- * know go RTR -> RTS back to back; a packet reaching a QP still in RTR is
- * dropped and the sender's retransmission brings it again.  RTR resolves
- * the peer's UDP port from its address and QPN (gv_addr.c), so a wrong
- * address vector fails there, as the kernel fails an unresolvable one.
+ * The NIC-model QP is connected at RTR (a responder-only QP - perftest's
+ * bandwidth server - never leaves it); the send PSN comes with RTS and is
+ * given to the NIC model's requester then, before it has sent anything.
+ * RTR resolves the peer's UDP port from its address and QPN (gv_addr.c), so
+ * a wrong address vector fails there, as the kernel fails an unresolvable
+ * one.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -353,11 +352,10 @@ static void queues_reset(struct gv_qp *q)
 	pthread_spin_unlock(&q->rq_lock);
 }
 
-/* RTR -> RTS: connect the NIC-model QP now that both PSNs are known. */
+/* INIT -> RTR: connect the NIC-model QP (it receives from here on). */
 static int connect_nic(struct gv_qp *q)
 {
 	struct gdak_qp_info peer;
-	int ret;
 
 	memset(&peer, 0, sizeof(peer));
 	peer.version = GDAK_QP_INFO_VERSION;
@@ -368,9 +366,14 @@ static int connect_nic(struct gv_qp *q)
 	peer.udp_port = q->peer_port;
 	peer.transport = GDAK_QPI_UDP;
 	peer.gid_index = q->attr.ah_attr.grh.sgid_index;
-	ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
-	if (!ret)
-		ret = gdak_qp_modify(q->g, GDAK_QPS_RTR, &peer);
+	return gdak_qp_modify(q->g, GDAK_QPS_RTR, &peer);
+}
+
+/* RTR -> RTS: the requester starts at the program's send PSN. */
+static int start_nic(struct gv_qp *q)
+{
+	int ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
+
 	if (!ret)
 		ret = gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
 	return ret;
@@ -494,14 +497,22 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (mask & IBV_QP_PATH_MIG_STATE)
 		q->attr.path_mig_state = attr->path_mig_state;
 
-	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR) {
+	if (to == IBV_QPS_RTR && from == IBV_QPS_INIT) {
 		ret = connect_nic(q);
 		if (ret) {
-			GDAK_ERR("qp", qp->qp_num, "modify to RTS: connecting the NIC-model QP: %s",
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: connecting the NIC-model QP: %s",
+				 gdak_strerror(ret));
+			return ret == -EINVAL ? EINVAL : -ret;
+		}
+		q->connected = true;
+	}
+	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR) {
+		ret = start_nic(q);
+		if (ret) {
+			GDAK_ERR("qp", qp->qp_num, "modify to RTS: starting the NIC-model QP: %s",
 				 gdak_strerror(ret));
 			return -ret;
 		}
-		q->connected = true;
 	}
 	q->state = to;
 	qp->state = to;
