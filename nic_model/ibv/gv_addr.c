@@ -274,6 +274,13 @@ int gv_dev_get(struct gv_device *d)
 	ret = gv_addr_claim(d);
 	if (ret)
 		goto fail;
+	/* The retransmission timeout a verbs program asks for is the IBA
+	 * timeout attribute, 14 in every program we know (4.096 us * 2^14 =
+	 * 67 ms), not the udp transport's 10 ms default meant for gdak's own
+	 * tests: under a loaded CPU a peer's NIC thread can be off the CPU for
+	 * tens of ms, and 7 retries of 10 ms then fail a healthy connection.
+	 * A GDAK_UDP_RTO_US the user set wins. */
+	setenv("GDAK_UDP_RTO_US", "67109", 0);
 	snprintf(spec, sizeof(spec), "emu:udp:%s", inet_ntoa(d->addr));
 	ret = gdak_open(spec, &d->g);
 	if (ret) {
