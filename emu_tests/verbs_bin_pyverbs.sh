@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# verbs_bin_pyverbs.sh - runs verbs_bin_pyverbs.py (Debian's python3-pyverbs)
+# through gdak-run on this test's own address; 77 without python3-pyverbs.
+here=$(dirname "$0")
+# shellcheck source=verbs_bin_lib.sh
+. "$here/verbs_bin_lib.sh"
+vb_need python3
+python3 -c 'import pyverbs.device' 2>/dev/null || vb_skip "python3-pyverbs is not installed"
+vb_init
+timeout -k 5 "$VB_TMO" "$GDAK_RUN" --addr "$VB_SRV_ADDR" -- python3 "$here/verbs_bin_pyverbs.py"
