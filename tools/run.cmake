@@ -1,8 +1,9 @@
 # gdak-run: runs an unmodified rdma-core program on the emulated NIC with
 # gdak's libibverbs.so.1 / libmlx5.so.1 (lib/gdak/) first on the library
 # path (docs/VERBS.md).  It finds lib/gdak from its own location: the build
-# tree's ../lib/gdak, or the installed libdir relative to the installed bindir.
-file(RELATIVE_PATH _gdak_run_rel ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR}/gdak)
+# tree's ../lib/gdak, or <prefix>/lib/gdak (where nic_model/ibv and
+# nic_model/ibv/mlx5 install the libraries) relative to the installed bindir.
+file(RELATIVE_PATH _gdak_run_rel ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_PREFIX}/lib/gdak)
 add_executable(gdak-run ${CMAKE_CURRENT_LIST_DIR}/gdak-run.c)
 # roce_fault_parse (nic_model/roce/roce.h): --faults is checked by the
 # parser the library itself uses
