@@ -301,6 +301,11 @@ struct nm_qp {
 	/* responder side (any thread, under resp_lock) */
 	pthread_spinlock_t resp_lock;
 	uint64_t rq_ci;		/* receive WQEs consumed */
+	/* Optional: called under resp_lock when a message finds the RQ empty,
+	 * before it is refused with RNR; it may post receive WQEs (gdak's
+	 * libibverbs feeds a QP from its SRQ this way). */
+	_Atomic(void (*)(void *arg)) rq_empty;
+	void *rq_empty_arg;
 
 	/* error state */
 	pthread_mutex_t err_lock;

@@ -118,6 +118,14 @@ static int take_rwqe(struct nm_resp_msg *m)
 	pthread_spin_lock(&qp->resp_lock);
 	avail = nm_resp_rq_avail(qp);
 	if (avail == 0) {
+		void (*refill)(void *) = atomic_load_explicit(&qp->rq_empty, memory_order_acquire);
+
+		if (refill) {
+			refill(qp->rq_empty_arg);
+			avail = nm_resp_rq_avail(qp);
+		}
+	}
+	if (avail == 0) {
 		pthread_spin_unlock(&qp->resp_lock);
 		__atomic_fetch_add(&qp->st.rnr, 1, __ATOMIC_RELAXED);
 		m->rule = "rnr";

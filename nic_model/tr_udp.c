@@ -1029,3 +1029,22 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.qp_poll = udp_qp_poll,
 	.qp_error = udp_qp_error,
 };
+
+/* The PSN the QP's requester starts at, set before it connects (RTR).  A
+ * verbs program chooses its own send PSN and tells it to the peer itself
+ * (IBA 11.2.5.3, modify to RTS sets sq_psn), so gdak's libibverbs sets it
+ * here instead of taking the random one.  0, or -EINVAL when the QP is not
+ * on this transport or already connected. */
+int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
+{
+	struct nm_qp *qp;
+	struct udp_qp *u;
+
+	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || u->watching)
+		return -EINVAL;
+	u->psn0 = psn & ROCE_PSN_MASK;
+	return 0;
+}

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gv_qp.c - RC QPs: create (ibv_create_qp / create_qp_ex with the ibv_wr_*
+ * API), modify with the attribute masks checked as the kernel checks them
+ * (ib_modify_qp_is_ok: every required attribute present, nothing outside
+ * required + optional, else EINVAL), query, destroy.
+ *
+ * The NIC-model QP is connected at the verbs RTS, not at RTR: only then is
+ * the send PSN known (modify to RTS carries sq_psn; the NIC model's
+ * requester and responder start together).  Both ends of every program we
+ * know go RTR -> RTS back to back; a packet reaching a QP still in RTR is
+ * dropped and the sender's retransmission brings it again.  RTR resolves
+ * the peer's UDP port from its address and QPN (gv_addr.c), so a wrong
+ * address vector fails there, as the kernel fails an unresolvable one.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gdak/gdak.h>
+#include <gdak/dev/wqe.h>
+
+#include "gv_loc.h"
+#include "tr_udp.h"
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t n = 1;
+
+	while (n < v)
+		n <<= 1;
+	return n;
+}
+
+/* ---- create / destroy --------------------------------------------------------- */
+
+static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	struct gv_context *c = gv_ctx(ctx);
+	struct gdak_qp_attr ga = {0};
+	struct gdak_qp_info info;
+	struct gv_qp *q;
+	uint32_t bbs, sq, rq = 0, rsge = 1, max_wr;
+	int ret;
+
+	if (a->qp_type != IBV_QPT_RC) {
+		/* UC, UD, XRC, raw packet: the NIC model speaks RC */
+		GDAK_ERR(NULL, 0, "create_qp: QP type %d not supported (RC only)", a->qp_type);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq ||
+	    (!a->recv_cq && !a->srq) ||
+	    (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					IBV_QP_INIT_ATTR_CREATE_FLAGS))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~(uint64_t)(IBV_QP_EX_WITH_RDMA_WRITE |
+					     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+					     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+					     IBV_QP_EX_WITH_RDMA_READ |
+					     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+					     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cap.max_send_wr > GV_MAX_QP_WR || a->cap.max_recv_wr > GV_MAX_QP_WR ||
+	    a->cap.max_send_sge > GV_MAX_SGE || a->cap.max_recv_sge > GV_MAX_SGE ||
+	    a->cap.max_inline_data > GV_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* the largest WQE a WR may need: ctrl + raddr + SGEs or inline data */
+	bbs = gdak_dev_wqe_bbs_sge(1, a->cap.max_send_sge ? a->cap.max_send_sge : 1);
+	if (gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data) > bbs)
+		bbs = gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data);
+	max_wr = a->cap.max_send_wr ? a->cap.max_send_wr : 1;
+	sq = roundup_pow2(max_wr * bbs);
+	if (sq < 4)
+		sq = 4;
+	if (sq > GV_MAX_QP_WR) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!a->srq && a->cap.max_recv_wr) {
+		rq = roundup_pow2(a->cap.max_recv_wr);
+		rsge = roundup_pow2(a->cap.max_recv_sge ? a->cap.max_recv_sge : 1);
+	} else if (a->srq) {
+		/* the SRQ's WRs are handed to this QP's own RQ as messages need them */
+		rq = roundup_pow2(gv_srq_of(a->srq)->max_wr);
+		rsge = roundup_pow2(gv_srq_of(a->srq)->max_sge);
+	}
+	q = aligned_alloc(64, (sizeof(*q) + 63) & ~(size_t)63);
+	if (!q) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(q, 0, sizeof(*q));
+	ga.sq_depth = sq;
+	ga.cq_depth = sq;	/* a CQE per WQE at most: the ring cannot overrun */
+	ga.rq_depth = rq;
+	ga.rcq_depth = rq;
+	ga.rq_max_sge = rq ? rsge : 1;
+	ga.handler = GDAK_DEV_DB_DB;
+	ga.sharing = GDAK_DEV_EXCLUSIVE;
+	ga.mtu = 4096;		/* the path MTU is the smaller of this and the peer's (RTR) */
+	ga.nic_thread = -1;
+	ret = gdak_qp_create(c->dev->g, &ga, &q->g);
+	if (ret)
+		goto err;
+	ret = gdak_qp_export(q->g, &q->d);
+	if (!ret)
+		ret = gdak_qp_info(q->g, &info);
+	if (ret)
+		goto err_qp;
+	q->slots = calloc(sq, sizeof(*q->slots));
+	q->rq_cnt = rq;
+	q->rwrid = rq ? calloc(rq, sizeof(*q->rwrid)) : NULL;
+	if (!q->slots || (rq && !q->rwrid)) {
+		ret = -ENOMEM;
+		goto err_mem;
+	}
+	q->ctx = c;
+	q->ex = (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+	q->sig_all = a->sq_sig_all != 0;
+	q->state = IBV_QPS_RESET;
+	q->cap.max_send_wr = sq / bbs;
+	q->cap.max_recv_wr = a->srq ? 0 : rq;
+	q->cap.max_send_sge = a->cap.max_send_sge;
+	q->cap.max_recv_sge = a->srq ? 0 : rsge;
+	q->cap.max_inline_data = a->cap.max_inline_data;
+	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&q->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	q->qpx.qp_base.context = ctx;
+	q->qpx.qp_base.qp_context = a->qp_context;
+	q->qpx.qp_base.pd = a->pd;
+	q->qpx.qp_base.send_cq = a->send_cq;
+	q->qpx.qp_base.recv_cq = a->recv_cq;
+	q->qpx.qp_base.srq = a->srq;
+	q->qpx.qp_base.handle = gdak_qp_num(q->g);
+	q->qpx.qp_base.qp_num = gdak_qp_num(q->g);
+	q->qpx.qp_base.state = IBV_QPS_RESET;
+	q->qpx.qp_base.qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
+	pthread_cond_init(&q->qpx.qp_base.cond, NULL);
+	gv_qp_init_wr_ops(q);
+	q->swq = (struct gv_wq){.qp = q, .kind = GV_WQ_SEND, .ring = &q->d->scq};
+	q->rwq = (struct gv_wq){.qp = q, .kind = GV_WQ_RECV, .ring = &q->d->rcq};
+	q->scq = gv_cq_of(a->send_cq);
+	ret = -gv_cq_attach(q->scq, &q->swq);
+	if (ret)
+		goto err_mem;
+	if (rq) {
+		q->rcq = gv_cq_of(a->recv_cq ? a->recv_cq : a->send_cq);
+		ret = -gv_cq_attach(q->rcq, &q->rwq);
+		if (ret)
+			goto err_scq;
+	}
+	if (a->srq) {
+		struct gv_srq *s = gv_srq_of(a->srq);
+
+		pthread_mutex_lock(&s->lock);
+		if (s->nqps == s->qcap) {
+			unsigned cap = s->qcap ? 2 * s->qcap : 8;
+			void *n = realloc(s->qps, cap * sizeof(*s->qps));
+
+			if (!n) {
+				pthread_mutex_unlock(&s->lock);
+				ret = -ENOMEM;
+				goto err_rcq;
+			}
+			s->qps = n;
+			s->qcap = cap;
+		}
+		s->qps[s->nqps++] = q;
+		q->srq = s;
+		pthread_mutex_unlock(&s->lock);
+		gv_srq_hook(q);
+	}
+	gv_dir_add(q->qpx.qp_base.qp_num, info.udp_port);
+	/* what the program gets back, as libmlx5 reports it */
+	a->cap = q->cap;
+	if (a->srq)
+		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+	GDAK_DBG("qp", q->qpx.qp_base.qp_num, "verbs RC QP: sq %u WQEBBs (%u WRs), rq %u x %u sge%s",
+		 sq, q->cap.max_send_wr, rq, rsge, a->srq ? " (SRQ)" : "");
+	return &q->qpx.qp_base;
+
+err_rcq:
+	if (q->rcq)
+		gv_cq_detach(q->rcq, &q->rwq);
+err_scq:
+	gv_cq_detach(q->scq, &q->swq);
+err_mem:
+	free(q->slots);
+	free(q->rwrid);
+err_qp:
+	gdak_qp_destroy(q->g);
+err:
+	free(q);
+	errno = -ret;
+	return NULL;
+}
+
+struct ibv_qp *gv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	if (!a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return qp_create(ctx, a);
+}
+
+GV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp_init_attr_ex x;
+	struct ibv_qp *qp;
+
+	if (!pd || !a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&x, 0, sizeof(x));
+	memcpy(&x, a, sizeof(*a));
+	x.comp_mask = IBV_QP_INIT_ATTR_PD;
+	x.pd = pd;
+	qp = qp_create(pd->context, &x);
+	if (qp)
+		a->cap = x.cap;
+	return qp;
+}
+
+GV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct gv_qp *q = gv_qp_of(qp);
+
+	return q->ex ? &q->qpx : NULL;
+}
+
+GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct gv_qp *q = gv_qp_of(qp);
+	int ret;
+
+	gv_cq_detach(q->scq, &q->swq);
+	if (q->rcq)
+		gv_cq_detach(q->rcq, &q->rwq);
+	if (q->srq) {
+		struct gv_srq *s = q->srq;
+
+		pthread_mutex_lock(&s->lock);
+		for (unsigned i = 0; i < s->nqps; i++) {
+			if (s->qps[i] == q) {
+				s->qps[i] = s->qps[--s->nqps];
+				break;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	gv_dir_del(qp->qp_num);
+	ret = gdak_qp_destroy(q->g);
+	if (ret)
+		GDAK_WARN("qp", qp->qp_num, "destroy: %s", gdak_strerror(ret));
+	pthread_spin_destroy(&q->sq_lock);
+	pthread_spin_destroy(&q->rq_lock);
+	free(q->slots);
+	free(q->rwrid);
+	free(q);
+	return 0;
+}
+
+/* ---- modify ---------------------------------------------------------------------- */
+
+/* The state the QP is in: the NIC model may have moved it to ERR. */
+static enum ibv_qp_state cur_state(struct gv_qp *q)
+{
+	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR)
+		return IBV_QPS_ERR;
+	return q->state;
+}
+
+/* Required and optional attributes of RC transitions (IBA 11.2.5.3, the
+ * table the kernel's ib_modify_qp_is_ok encodes).  req == UINT32_MAX: the
+ * transition is not allowed. */
+static void rc_masks(enum ibv_qp_state from, enum ibv_qp_state to, uint32_t *req, uint32_t *opt)
+{
+	*req = UINT32_MAX;
+	*opt = 0;
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) {
+		*req = IBV_QP_STATE;
+		return;
+	}
+	switch (from) {
+	case IBV_QPS_RESET:
+		if (to == IBV_QPS_INIT)
+			*req = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		break;
+	case IBV_QPS_INIT:
+		if (to == IBV_QPS_INIT) {
+			*req = 0;
+			*opt = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		} else if (to == IBV_QPS_RTR) {
+			*req = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			*opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+		}
+		break;
+	case IBV_QPS_RTR:
+		if (to == IBV_QPS_RTS) {
+			*req = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+			*opt = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+			       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+		}
+		break;
+	case IBV_QPS_RTS:
+		if (to == IBV_QPS_RTS) {
+			*req = 0;
+			*opt = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
+			       IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static uint32_t mtu_bytes(enum ibv_mtu m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 0;
+}
+
+static void queues_reset(struct gv_qp *q)
+{
+	pthread_spin_lock(&q->sq_lock);
+	q->sq_pi = 0;
+	atomic_store(&q->sq_done, 0);
+	q->sq_wrs = 0;
+	atomic_store(&q->sq_wrs_done, 0);
+	pthread_spin_unlock(&q->sq_lock);
+	pthread_spin_lock(&q->rq_lock);
+	q->rq_pi = 0;
+	atomic_store(&q->rq_done, 0);
+	pthread_spin_unlock(&q->rq_lock);
+}
+
+/* RTR -> RTS: connect the NIC-model QP now that both PSNs are known. */
+static int connect_nic(struct gv_qp *q)
+{
+	struct gdak_qp_info peer;
+	int ret;
+
+	memset(&peer, 0, sizeof(peer));
+	peer.version = GDAK_QP_INFO_VERSION;
+	peer.qpn = q->attr.dest_qp_num;
+	peer.psn = q->attr.rq_psn & 0xffffff;
+	peer.mtu = mtu_bytes(q->attr.path_mtu);
+	memcpy(peer.gid, q->attr.ah_attr.grh.dgid.raw, 16);
+	peer.udp_port = q->peer_port;
+	peer.transport = GDAK_QPI_UDP;
+	peer.gid_index = q->attr.ah_attr.grh.sgid_index;
+	ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
+	if (!ret)
+		ret = gdak_qp_modify(q->g, GDAK_QPS_RTR, &peer);
+	if (!ret)
+		ret = gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
+	return ret;
+}
+
+GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask_in)
+{
+	static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	struct gv_qp *q = gv_qp_of(qp);
+	uint32_t mask = (uint32_t)mask_in, req, opt;
+	enum ibv_qp_state from, to;
+	int ret = 0;
+
+	if (!attr)
+		return EINVAL;
+	from = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : cur_state(q);
+	if (from != cur_state(q) && !(from == IBV_QPS_RTS && cur_state(q) == IBV_QPS_RTS))
+		return EINVAL;
+	to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
+	rc_masks(from, to, &req, &opt);
+	if (req == UINT32_MAX || (mask & req) != req || (mask & ~(req | opt))) {
+		GDAK_DBG("qp", qp->qp_num, "modify %d -> %d: mask 0x%x, required 0x%x, optional 0x%x",
+			 from, to, mask, req == UINT32_MAX ? 0 : req, opt);
+		return EINVAL;
+	}
+	if (mask & IBV_QP_PORT && attr->port_num != 1)
+		return EINVAL;
+	if (mask & IBV_QP_PKEY_INDEX && attr->pkey_index != 0)
+		return EINVAL;
+	if (mask & IBV_QP_PATH_MTU && !mtu_bytes(attr->path_mtu))
+		return EINVAL;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC && attr->max_rd_atomic > GV_MAX_RD_ATOM)
+		return EINVAL;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC && attr->max_dest_rd_atomic > GV_MAX_RD_ATOM)
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		const struct ibv_ah_attr *ah = &attr->ah_attr;
+
+		/* RoCE: the address is the GRH's destination GID, IPv4-mapped here */
+		if (!ah->is_global || memcmp(ah->grh.dgid.raw, v4map, 12) || ah->port_num > 1) {
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: the address vector needs a GRH "
+				 "with an IPv4-mapped destination GID (is_global %u)", ah->is_global);
+			return EINVAL;
+		}
+	}
+
+	switch (to) {
+	case IBV_QPS_RESET:
+		if (from != IBV_QPS_RESET) {
+			ret = -gdak_qp_modify(q->g, GDAK_QPS_RESET, NULL);
+			if (ret)
+				return ret;
+			queues_reset(q);
+		}
+		q->connected = false;
+		memset(&q->attr, 0, sizeof(q->attr));
+		break;
+	case IBV_QPS_INIT:
+		if (from == IBV_QPS_RESET) {
+			ret = -gdak_qp_modify(q->g, GDAK_QPS_INIT, NULL);
+			if (ret)
+				return ret;
+		}
+		break;
+	case IBV_QPS_RTR: {
+		uint32_t addr;
+
+		memcpy(&addr, &attr->ah_attr.grh.dgid.raw[12], 4);
+		ret = -gv_addr_resolve(q->ctx->dev, addr, attr->dest_qp_num, &q->peer_port);
+		if (ret) {
+			struct in_addr ia = {.s_addr = addr};
+
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s:%d (%s)",
+				 attr->dest_qp_num, inet_ntoa(ia), GV_ROCE_PORT, strerror(ret));
+			return ret == ENOENT ? EINVAL : ret;
+		}
+		break;
+	}
+	case IBV_QPS_RTS:
+		break;
+	case IBV_QPS_ERR:
+		if (from != IBV_QPS_RESET && gdak_qp_state(q->g) != GDAK_QPS_ERR) {
+			ret = -gdak_qp_modify(q->g, GDAK_QPS_ERR, NULL);
+			if (ret)
+				return ret;
+		}
+		break;
+	default:
+		return EINVAL;
+	}
+
+	/* remember what was set, for query_qp and the RTS connect */
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		q->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_AV)
+		q->attr.ah_attr = attr->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		q->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_DEST_QPN)
+		q->attr.dest_qp_num = attr->dest_qp_num;
+	if (mask & IBV_QP_RQ_PSN)
+		q->attr.rq_psn = attr->rq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		q->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		q->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		q->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_SQ_PSN)
+		q->attr.sq_psn = attr->sq_psn;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		q->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		q->attr.path_mig_state = attr->path_mig_state;
+
+	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR) {
+		ret = connect_nic(q);
+		if (ret) {
+			GDAK_ERR("qp", qp->qp_num, "modify to RTS: connecting the NIC-model QP: %s",
+				 gdak_strerror(ret));
+			return -ret;
+		}
+		q->connected = true;
+	}
+	q->state = to;
+	qp->state = to;
+	return 0;
+}
+
+GV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			   struct ibv_qp_init_attr *init)
+{
+	struct gv_qp *q = gv_qp_of(qp);
+
+	if (!attr || !init)
+		return EINVAL;
+	*attr = q->attr;
+	attr->qp_state = cur_state(q);
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = q->cap;
+	attr->sq_draining = 0;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	qp->state = attr->qp_state;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = qp->qp_context;
+	init->send_cq = qp->send_cq;
+	init->recv_cq = qp->recv_cq;
+	init->srq = qp->srq;
+	init->cap = q->cap;
+	init->qp_type = qp->qp_type;
+	init->sq_sig_all = q->sig_all;
+	return 0;
+}
+
+/* Enhanced connection establishment: no options to negotiate (vendor 0). */
+GV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	if (!qp || !ece)
+		return EINVAL;
+	memset(ece, 0, sizeof(*ece));
+	return 0;
+}
+
+GV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	if (!qp || !ece)
+		return EINVAL;
+	if (ece->vendor_id || ece->options || ece->comp_mask)
+		return EOPNOTSUPP;
+	return 0;
+}
