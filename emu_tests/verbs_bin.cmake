@@ -3,18 +3,22 @@
 # python3-pyverbs, tshark) run through gdak-run.  Tests whose binary is not
 # installed exit 77.
 
-# gdak's libmlx5.so.1, part 1: the map's every name@version resolves and the
-# calls answer "not an mlx5 device" as rdma-core's do.
-if(TARGET gdak_mlx5)
-  gdak_add_test(NAME gdak.verbs_bin.mlx5 SOURCES ${CMAKE_CURRENT_LIST_DIR}/verbs_bin_mlx5.c
-    LABELS unit ARGS $<TARGET_FILE:gdak_mlx5> ${PROJECT_SOURCE_DIR}/nic_model/ibv/mlx5/libmlx5.map
-    TIMEOUT 30)
+# gdak's libmlx5.so.1 (part 1) and libefa.so.1: the map's every name@version
+# resolves, so do rdma-core's own exports, and the calls answer "not an mlx5
+# device" / "not an EFA" as rdma-core's do.  One executable, two tests.
+if(TARGET gdak_mlx5 AND TARGET gdak_efa)
+  gdak_add_test(NAME gdak.verbs_bin.mlx5 SOURCES ${CMAKE_CURRENT_LIST_DIR}/verbs_bin_dv.c
+    LABELS unit TIMEOUT 30
+    ARGS mlx5 $<TARGET_FILE:gdak_mlx5> ${PROJECT_SOURCE_DIR}/nic_model/ibv/mlx5/libmlx5.map)
+  add_test(NAME gdak.verbs_bin.efa COMMAND gdak_verbs_bin_mlx5 efa $<TARGET_FILE:gdak_efa>
+    ${PROJECT_SOURCE_DIR}/nic_model/ibv/efa/libefa.map)
+  set_tests_properties(gdak.verbs_bin.efa PROPERTIES LABELS unit TIMEOUT 30 SKIP_RETURN_CODE 77)
 endif()
 
 # Debian's binaries through gdak-run.  Each test has its own slot: its own
 # two loopback addresses 127.0.0.(100+2*slot), (101+2*slot) and TCP ports
 # 19000+20*slot.. (verbs_bin_lib.sh), so ctest -j runs them side by side.
-if(TARGET gdak-run AND TARGET gdak_mlx5)
+if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
   set(_vb_env "GDAK_RUN=$<TARGET_FILE:gdak-run>" "GDAK_TRACE_TOOL=$<TARGET_FILE:gdak-trace>")
   if(GDAK_SANITIZED)
     list(APPEND _vb_env VB_SANITIZED=1)

@@ -3,7 +3,7 @@
 # and exits 2 without running the program; the right ones become gdak's
 # environment (absolute trace path, strictness, faults, devices, addresses,
 # log level); lib/gdak with libibverbs.so.1 and libmlx5.so.1 comes first on
-# LD_LIBRARY_PATH (and what was there stays after it); the program's exit
+# LD_LIBRARY_PATH (and what was there stays after it), with libefa.so.1; the program's exit
 # status comes back; a missing program is 127.  With perftest installed, the
 # dynamic linker resolves ib_write_bw's libibverbs.so.1 and libmlx5.so.1 to
 # gdak's under gdak-run.
@@ -76,8 +76,8 @@ ldp=$(env_of LD_LIBRARY_PATH)
 libdir=${ldp%%:*}
 [[ $ldp == "$libdir:/opt/keep" ]]
 vb_check $? "LD_LIBRARY_PATH is lib/gdak then what was there: '$ldp'"
-[[ -e $libdir/libibverbs.so.1 && -e $libdir/libmlx5.so.1 ]]
-vb_check $? "$libdir holds libibverbs.so.1 and libmlx5.so.1"
+[[ -e $libdir/libibverbs.so.1 && -e $libdir/libmlx5.so.1 && -e $libdir/libefa.so.1 ]]
+vb_check $? "$libdir holds libibverbs.so.1, libmlx5.so.1 and libefa.so.1"
 [[ $(basename "$libdir") == gdak ]]
 vb_check $? "the library directory is a lib/gdak ('$libdir')"
 
@@ -103,8 +103,9 @@ if command -v ib_write_bw >/dev/null && command -v ldd >/dev/null; then
 	"$R" -- ldd "$(command -v ib_write_bw)" >"$out" 2>&1
 	rc=$?
 	((rc == 0)) && grep -q "libibverbs.so.1 => $libdir/libibverbs.so.1" "$out" &&
-		grep -q "libmlx5.so.1 => $libdir/libmlx5.so.1" "$out"
-	vb_check $? "under gdak-run, ib_write_bw loads gdak's libibverbs.so.1 and libmlx5.so.1"
+		grep -q "libmlx5.so.1 => $libdir/libmlx5.so.1" "$out" &&
+		grep -q "libefa.so.1 => $libdir/libefa.so.1" "$out"
+	vb_check $? "under gdak-run, ib_write_bw loads gdak's libibverbs, libmlx5 and libefa"
 	((rc == 0)) && ! grep -q 'not found' "$out"
 	vb_check $? "and every other library it needs resolves"
 else

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verbs_bin_mlx5.c - gdak's libmlx5.so.1 (part 1), loaded as a program
- * loads it: every name@version of its map file resolves (dlvsym), and the
- * entry points answer as rdma-core's libmlx5 answers for a device that is
- * not mlx5-capable - false, NULL with errno EOPNOTSUPP, EOPNOTSUPP, the
- * negative or -1 forms where rdma-core uses them - without touching the
- * objects they are handed (dummies full of 0xff bytes here).
+ * verbs_bin_dv.c - gdak's provider libraries (lib/gdak/libmlx5.so.1, part
+ * 1, and libefa.so.1), loaded as a program loads them: every name@version
+ * of the map file resolves (dlvsym), and the entry points answer as
+ * rdma-core's answer for a device that is not theirs - false, NULL with
+ * errno EOPNOTSUPP, EOPNOTSUPP, the negative or -1 forms where rdma-core
+ * uses them - without touching the objects they are handed (dummies full
+ * of 0xff bytes here).
  *
- * When this machine has rdma-core's own libmlx5.so.1 (and objdump), every
+ * When this machine has rdma-core's own library (and objdump), every
  * function it exports must resolve in gdak's at the same version too: a
  * newer rdma-core than the map knows shows up here.
  *
- *   gdak_verbs_bin_mlx5 <lib/gdak/libmlx5.so.1> <nic_model/ibv/mlx5/libmlx5.map>
+ *   gdak_verbs_bin_dv mlx5|efa <gdak's lib> <its .map>
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <infiniband/efadv.h>
 #include <infiniband/mlx5dv.h>
 
 #include "gdak_test.h"
@@ -37,9 +39,12 @@ static void *sym(const char *name, const char *ver)
 
 #define GET(name, ver) ((__typeof__(&name))sym(#name, ver))
 
+static const char *prov;	/* "mlx5" or "efa" */
+
 /* Every "name;" inside a "VER {" ... "}" node of the map resolves at VER. */
 static int check_map(const char *path)
 {
+	char node[32];
 	char line[256], ver[64] = "";
 	FILE *f = fopen(path, "r");
 	int n = 0;
@@ -51,8 +56,8 @@ static int check_map(const char *path)
 	while (fgets(line, sizeof(line), f)) {
 		char name[128];
 
-		if (sscanf(line, " MLX5_%63[0-9.] {", ver + 5) == 1) {
-			memcpy(ver, "MLX5_", 5);
+		if (strchr(line, '{') && sscanf(line, " %31[A-Z0-9_.]", node) == 1) {
+			snprintf(ver, sizeof(ver), "%s", node);
 			continue;
 		}
 		if (*ver && sscanf(line, " %127[A-Za-z0-9_];", name) == 1 && strcmp(name, "global") &&
@@ -65,22 +70,21 @@ static int check_map(const char *path)
 	return n;
 }
 
-/* rdma-core's libmlx5 as objdump -T lists it: "... DF .text ... VER name" */
+/* rdma-core's library as objdump -T lists it: "... DF .text ... VER name" */
 static void check_system_lib(void)
 {
-	static const char *const paths[] = {"/usr/lib/x86_64-linux-gnu/libmlx5.so.1",
-					    "/usr/lib/aarch64-linux-gnu/libmlx5.so.1",
-					    "/usr/lib64/libmlx5.so.1"};
-	char cmd[256], line[512];
-	const char *path = NULL;
-	int n = 0;
+	static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+					   "/usr/lib64"};
+	char cmd[256], line[512], path[128];
+	int n = 0, found = 0;
 	FILE *p;
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !path; i++)
-		if (!access(paths[i], R_OK))
-			path = paths[i];
-	if (!path) {
-		printf("no rdma-core libmlx5.so.1 here: comparison skipped\n");
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !found; i++) {
+		snprintf(path, sizeof(path), "%s/lib%s.so.1", dirs[i], prov);
+		found = !access(path, R_OK);
+	}
+	if (!found) {
+		printf("no rdma-core lib%s.so.1 here: comparison skipped\n", prov);
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "objdump -T %s 2>/dev/null", path);
@@ -108,28 +112,16 @@ static void check_system_lib(void)
 		printf("%d functions of %s resolve in gdak's at their versions\n", n, path);
 }
 
-int main(int argc, char **argv)
+static void check_mlx5_answers(void)
 {
 	unsigned char junk[4096];
 	void *dummy = junk;
-	int n;
 
-	if (argc != 3)
-		GDAK_TEST_SKIP("usage: %s LIBMLX5 MAPFILE", argv[0]);
 	memset(junk, 0xff, sizeof(junk));
-	lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-	REQUIRE(lib != NULL);
-
-	n = check_map(argv[2]);
-	/* rdma-core 44: 128 functions, mlx5dv_init_obj in two versions */
-	CHECK_EQ(n, 129);
 	/* the default version of init_obj is 1.2, the 1.0 one stays for old binaries */
 	CHECK(dlsym(lib, "mlx5dv_init_obj") == dlvsym(lib, "mlx5dv_init_obj", "MLX5_1.2"));
 	CHECK(dlvsym(lib, "mlx5dv_init_obj", "MLX5_1.0") != NULL);
-	/* nothing but the rdma-core names leaks out */
-	CHECK(dlsym(lib, "not_supported") == NULL);
 	CHECK(dlsym(lib, "gdak_mlx5dv_init_obj_1_2") == NULL);
-	check_system_lib();
 
 	/* the calls perftest imports, and the capability probes around them */
 	CHECK(GET(mlx5dv_is_supported, "MLX5_1.8")(dummy) == false);
@@ -220,6 +212,53 @@ int main(int argc, char **argv)
 		CHECK_EQ(errno, EINVAL);
 	}
 
+}
+
+static void check_efa_answers(void)
+{
+	unsigned char junk[4096];
+	void *dummy = junk;
+
+	memset(junk, 0xff, sizeof(junk));
+	/* perftest imports these two */
+	CHECK_EQ(GET(efadv_query_device, "EFA_1.1")(dummy, dummy, 64), EOPNOTSUPP);
+	errno = 0;
+	CHECK(GET(efadv_create_qp_ex, "EFA_1.1")(dummy, dummy, dummy, 64) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(GET(efadv_create_driver_qp, "EFA_1.0")(dummy, dummy, 0) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK_EQ(GET(efadv_query_ah, "EFA_1.1")(dummy, dummy, 64), EOPNOTSUPP);
+	errno = 0;
+	CHECK(GET(efadv_create_cq, "EFA_1.2")(dummy, dummy, dummy, 64) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(GET(efadv_cq_from_ibv_cq_ex, "EFA_1.2")(dummy) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+}
+
+int main(int argc, char **argv)
+{
+	int n;
+
+	if (argc != 4 || (strcmp(argv[1], "mlx5") && strcmp(argv[1], "efa")))
+		GDAK_TEST_SKIP("usage: %s mlx5|efa LIB MAPFILE", argv[0]);
+	prov = argv[1];
+	lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+	REQUIRE(lib != NULL);
+
+	n = check_map(argv[3]);
+	/* rdma-core 44: libmlx5 128 functions, mlx5dv_init_obj in two
+	 * versions; libefa 6 */
+	CHECK_EQ(n, !strcmp(prov, "mlx5") ? 129 : 6);
+	/* nothing but the rdma-core names leaks out */
+	CHECK(dlsym(lib, "not_supported") == NULL);
+	CHECK(dlsym(lib, "note") == NULL);
+	check_system_lib();
+	if (!strcmp(prov, "mlx5"))
+		check_mlx5_answers();
+	else
+		check_efa_answers();
 	dlclose(lib);
 	return gdak_test_end();
 }
