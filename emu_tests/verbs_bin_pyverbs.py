@@ -54,10 +54,10 @@ def roce_v2_gid_index(ctx, port):
     for idx in range(attr.gid_tbl_len):
         try:
             gid = ctx.query_gid(port, idx)
-            gtype = ctx.query_gid_type(port, idx)
+            gtype = ctx.query_gid_type(port, idx)  # the sysfs enum: ROCE_V2 = 1
         except Exception:
             continue
-        if gtype == e.IBV_GID_TYPE_ROCE_V2 and str(gid).startswith("0000:0000:0000:0000:0000:ffff"):
+        if gtype == e.IBV_GID_TYPE_SYSFS_ROCE_V2 and str(gid).startswith("0000:0000:0000:0000:0000:ffff"):
             return idx, gid
     return None, None
 
