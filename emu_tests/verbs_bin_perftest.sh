@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# verbs_bin_perftest.sh PROG [plain|trace|faults] - Debian's perftest
+# (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, ib_write_lat,
+# ib_read_lat, ib_send_lat; unmodified) server and client through gdak-run,
+# each its own device and RoCEv2 endpoint.
+#
+#   plain   the default size and -a (every size 2 .. 2^23): both sides exit
+#           0, the client prints its results table with one numeric row per
+#           size (the latency tests' server too)
+#   trace   the default size with --trace on both sides: gdak-trace reads
+#           both traces cleanly, and the WQEs of the program's opcode in the
+#           requester's trace are the -n iterations perftest ran (plus at
+#           most a few to warm up); the passive side of the bandwidth tests
+#           and of ib_read_lat posts none of them
+#   faults  the default size with 2% of the packets of both sides dropped
+#           (--faults pkt_drop): the run still completes with its table
+#
+# Iterations stay small (-n) so that a run takes seconds on a loaded
+# 2-core machine; nothing here depends on timing.
+here=$(dirname "$0")
+# shellcheck source=verbs_bin_lib.sh
+. "$here/verbs_bin_lib.sh"
+
+prog=${1:?usage: verbs_bin_perftest.sh PROG [plain|trace|faults]}
+mode=${2:-plain}
+case $prog in
+ib_write_bw | ib_read_bw | ib_send_bw | ib_atomic_bw) kind=bw ;;
+ib_write_lat | ib_read_lat | ib_send_lat) kind=lat ;;
+*) echo "unknown perftest program '$prog'" >&2; exit 2 ;;
+esac
+case $prog in
+ib_write_*) wqe_op=RDMA_WRITE ;;
+ib_read_*) wqe_op=RDMA_READ ;;
+ib_send_*) wqe_op=SEND ;;
+ib_atomic_*) wqe_op=ATOMIC_FA ;;
+esac
+case $mode in plain | trace | faults) ;; *) echo "unknown mode '$mode'" >&2; exit 2 ;; esac
+vb_need "$prog" ss
+[[ $mode == trace || $mode == faults ]] && { [[ -x ${GDAK_TRACE_TOOL:-} ]] || { echo "GDAK_TRACE_TOOL not set" >&2; exit 1; }; }
+vb_init
+
+sgid=$(vb_gid_index "$VB_SRV_ADDR")
+cgid=$(vb_gid_index "$VB_CLI_ADDR")
+if [[ -z $sgid || -z $cgid ]]; then
+	vb_fail "ibv_devinfo -v shows no RoCE v2 GID ::ffff:$VB_SRV_ADDR / ::ffff:$VB_CLI_ADDR"
+	vb_show "$VB_DIR"/devinfo.*
+	vb_end
+fi
+
+# Rows of a perftest results table: "  SIZE  ITERS  number ..." (the lines
+# between its header "#bytes ..." and the closing dashes).
+table_rows() {
+	awk '/#bytes/ { t = 1; next }
+	     t && /^-+$/ { t = 0 }
+	     t && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ { print }' "$1"
+}
+
+# run NAME ITERS EXPECTED_ROWS [perftest options...]
+run() {
+	local name=$1 iters=$2 want=$3
+	shift 3
+	local opts="-d mlx5_0 -F -n $iters $*" rc=0 f rows
+	vb_port
+	vb_pair "$name" "$VB_PORT" "$prog -p $VB_PORT -x $sgid $opts" \
+		"$prog -p $VB_PORT -x $cgid $opts $VB_SRV_ADDR"
+	for f in srv cli; do
+		local frc
+		[[ $f == srv ]] && frc=$VB_SRV_RC || frc=$VB_CLI_RC
+		if ((frc != 0)); then
+			vb_fail "$prog $name ($f): exited $frc"
+			rc=1
+		fi
+	done
+	rows=$(table_rows "$VB_DIR/$name.cli" | wc -l)
+	if ((rows == want)); then
+		vb_ok "$prog $name: client table has $rows numeric row(s): $(table_rows "$VB_DIR/$name.cli" | head -n 1 | tr -s ' ')"
+	else
+		vb_fail "$prog $name: client table has $rows numeric row(s), want $want"
+		rc=1
+	fi
+	if [[ $kind == lat ]]; then
+		rows=$(table_rows "$VB_DIR/$name.srv" | wc -l)
+		if ((rows == want)); then
+			vb_ok "$prog $name: server table has $rows numeric row(s)"
+		else
+			vb_fail "$prog $name: server table has $rows numeric row(s), want $want"
+			rc=1
+		fi
+	fi
+	((rc)) && vb_show "$VB_DIR/$name.srv" "$VB_DIR/$name.cli"
+	return 0
+}
+
+# The count of WQEs with opcode OP over all QPs of a trace's summary.
+trace_wqes() {
+	local file=$1 op=$2
+	"$GDAK_TRACE_TOOL" --summary --json "$file" 2>"$file.err" | python3 -c '
+import json, sys
+op = sys.argv[1]
+n = 0
+for line in sys.stdin:
+    o = json.loads(line)
+    if "by_opcode" in o:
+        n += o["by_opcode"].get(op, 0)
+print(n)' "$op"
+}
+
+# trace_ok FILE WHAT: gdak-trace reads FILE cleanly (exit 0)
+trace_ok() {
+	"$GDAK_TRACE_TOOL" --summary "$1" >"$1.sum" 2>&1
+	vb_check $? "$2: gdak-trace --summary reads the trace cleanly: $(tail -n 1 "$1.sum")"
+}
+
+iters=200
+
+case $mode in
+plain)
+	run default $iters 1
+	# -a: sizes 2 .. 2^23 (23 rows); atomics have one size (8 B)
+	if [[ $prog == ib_atomic_bw ]]; then
+		run all 50 1 -a
+	else
+		run all 20 23 -a
+	fi
+	;;
+trace)
+	# each side its own file (gdak-run makes the names absolute)
+	strc=$VB_DIR/srv.pcapng
+	ctrc=$VB_DIR/cli.pcapng
+	VB_SRV_OPTS="--trace $strc" VB_CLI_OPTS="--trace $ctrc" run traced $iters 1
+	trace_ok "$strc" "server trace"
+	trace_ok "$ctrc" "client trace"
+	c=$(trace_wqes "$ctrc" "$wqe_op")
+	s=$(trace_wqes "$strc" "$wqe_op")
+	# perftest posts -n iterations of its operation (the latency tests:
+	# each side -n for WRITE/SEND ping-pong, the client -n for READ); a
+	# handful more would be its warm-up
+	slack=16
+	if ((c >= iters && c <= iters + slack)); then
+		vb_ok "client trace: $c $wqe_op WQEs for -n $iters"
+	else
+		vb_fail "client trace: $c $wqe_op WQEs for -n $iters (want $iters..$((iters + slack)))"
+		cat "$ctrc.sum" >&2
+	fi
+	case $prog in
+	ib_write_lat | ib_send_lat)
+		if ((s >= iters && s <= iters + slack)); then
+			vb_ok "server trace: $s $wqe_op WQEs for -n $iters"
+		else
+			vb_fail "server trace: $s $wqe_op WQEs for -n $iters (want $iters..$((iters + slack)))"
+			cat "$strc.sum" >&2
+		fi
+		;;
+	*)
+		if ((s == 0)); then
+			vb_ok "server trace: no $wqe_op WQEs (the server of $prog only answers)"
+		else
+			vb_fail "server trace: $s $wqe_op WQEs from the passive side"
+			cat "$strc.sum" >&2
+		fi
+		;;
+	esac
+	;;
+faults)
+	VB_RUN_OPTS="--faults pkt_drop:p=2%,seed=$((VB_SLOT + 1))"
+	run lossy $iters 1
+	;;
+esac
+vb_end
