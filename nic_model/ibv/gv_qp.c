@@ -282,8 +282,13 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /* The state the QP is in: the NIC model may have moved it to ERR. */
 static enum ibv_qp_state cur_state(struct gv_qp *q)
 {
-	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR)
+	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR) {
+		/* the NIC moved it (a responder error, say): the program hears of
+		 * it once, if no error completion told it already */
+		if (!__atomic_exchange_n(&q->err_event, 1, __ATOMIC_ACQ_REL))
+			gv_async_post(q->ctx, IBV_EVENT_QP_FATAL, &q->qpx.qp_base);
 		return IBV_QPS_ERR;
+	}
 	return q->state;
 }
 
@@ -429,6 +434,7 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 			queues_reset(q);
 		}
 		q->connected = false;
+		__atomic_store_n(&q->err_event, 0, __ATOMIC_RELEASE);
 		memset(&q->attr, 0, sizeof(q->attr));
 		break;
 	case IBV_QPS_INIT:
