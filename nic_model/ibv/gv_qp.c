@@ -452,8 +452,8 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		if (ret) {
 			struct in_addr ia = {.s_addr = addr};
 
-			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s:%d (%s)",
-				 attr->dest_qp_num, inet_ntoa(ia), GV_ROCE_PORT, strerror(ret));
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s (%s)",
+				 attr->dest_qp_num, inet_ntoa(ia), strerror(ret));
 			return ret == ENOENT ? EINVAL : ret;
 		}
 		break;

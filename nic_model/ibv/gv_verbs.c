@@ -130,6 +130,7 @@ GV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 struct gv_mr {
 	struct ibv_mr mr;
 	struct gdak_mr *g;
+	unsigned access;
 };
 
 static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
@@ -185,6 +186,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 	m->mr.handle = __atomic_fetch_add(&handles, 1, __ATOMIC_RELAXED);
 	m->mr.lkey = gdak_mr_lkey(m->g);
 	m->mr.rkey = gdak_mr_rkey(m->g);
+	m->access = access;
 	return &m->mr;
 }
 
@@ -247,12 +249,13 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 		length = mr->length;
 	}
 	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
-		access = (int)gdak_mr_lkey(m->g) ? IBV_ACCESS_LOCAL_WRITE : 0;
+		access = (int)m->access;
 	n = mr_reg(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 	if (!n)
 		return IBV_REREG_MR_ERR_CMD;
 	gdak_mr_dereg(m->g);
 	m->g = ((struct gv_mr *)(void *)n)->g;
+	m->access = (unsigned)access;
 	mr->pd = pd;
 	mr->addr = addr;
 	mr->length = length;
@@ -481,7 +484,7 @@ static int req_notify_cq(struct ibv_cq *bcq, int solicited_only)
 	struct gv_cq *cq = gv_cq_of(bcq);
 
 	if (!bcq->channel)
-		return EINVAL;
+		return 0;	/* armed, with nowhere to deliver: as libmlx5 */
 	pthread_mutex_lock(&nt_lock);
 	if (!atomic_exchange(&cq->armed, solicited_only ? 2 : 1))
 		nt_armed++;
@@ -758,14 +761,11 @@ GV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 /* ---- the ops tables --------------------------------------------------------------------------- */
 
-static int alloc_mw_nosup(void) { return 0; }
-
 void gv_ops_init(struct gv_context *c)
 {
 	struct verbs_context *v = &c->vctx;
 	struct ibv_context_ops *o = &v->context.ops;
 
-	(void)alloc_mw_nosup;
 	o->poll_cq = gv_poll_cq;
 	o->req_notify_cq = req_notify_cq;
 	o->post_send = gv_post_send;
