@@ -13,3 +13,4 @@ function(gdak_add_verbs_lib_test name src)
 endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
+gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
