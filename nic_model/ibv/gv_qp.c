@@ -278,6 +278,20 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		pthread_mutex_unlock(&s->lock);
 	}
 	gv_dir_del(qp->qp_num);
+	if (gdak_get_log_level() >= GDAK_LOG_INFO) {
+		struct roce_stats st;
+
+		if (!nm_tr_udp_qp_stats(q->g, &st))
+			GDAK_INFO("qp", qp->qp_num, "wire: tx %llu rx %llu packets, %llu resent, "
+				  "%llu timeouts (%llu early), %llu dup requests, %llu out of "
+				  "sequence, %llu RNR NAKs in, %llu ICRC errors",
+				  (unsigned long long)st.tx_pkts, (unsigned long long)st.rx_pkts,
+				  (unsigned long long)st.retransmits, (unsigned long long)st.timeouts,
+				  (unsigned long long)st.early_timeouts,
+				  (unsigned long long)st.dup_reqs, (unsigned long long)st.ooo_drops,
+				  (unsigned long long)st.rnr_naks_rcvd,
+				  (unsigned long long)st.icrc_errors);
+	}
 	ret = gdak_qp_destroy(q->g);
 	if (ret)
 		GDAK_WARN("qp", qp->qp_num, "destroy: %s", gdak_strerror(ret));
