@@ -652,11 +652,23 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	}
 	fcntl(ctx->async_fd, F_SETFL, flags);
 	CHECK_EQ(fatal, 1);
-	/* back to RESET and up again: the QP works */
+	/* back to RESET and up again, both ends: the QPs work */
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RESET;
 	CHECK_EQ(ibv_modify_qp(a, &at, IBV_QP_STATE), 0);
-	(void)b;
+	CHECK_EQ(ibv_modify_qp(b, &at, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_query_qp(a, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RESET);
+	CHECK_EQ(ibv_poll_cq(cq, 2, wc), 0);
+	connect_pair(a, b, 0x500, 0x600);
+	gdak_test_fill(lbuf, 8192, 11);
+	sg = (struct ibv_sge){(uintptr_t)lbuf, 8192, lmr->lkey};
+	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 93, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 93);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_MEM(rbuf, lbuf, 8192);
 }
 
 
