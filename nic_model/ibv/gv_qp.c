@@ -108,7 +108,7 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ga.rq_depth = rq;
 	ga.rcq_depth = rq;
 	ga.rq_max_sge = rq ? rsge : 1;
-	ga.handler = GDAK_DEV_DB_DB;
+	ga.handler = GDAK_DEV_DB_BF;
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
 	ga.mtu = 4096;		/* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
