@@ -252,6 +252,15 @@ static void test_modify_rules(void)
 	/* a QP connected to itself (loopback, as perftest's -l does) */
 	CHECK_EQ(to_rtr(q, q->qp_num, 7, 0), 0);
 	CHECK_EQ(to_rts(q, 7, IBV_QP_SQ_PSN), EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 8;	/* a 3-bit field */
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+		 EINVAL);
 	CHECK_EQ(to_rts(q, 7, 0), 0);
 	CHECK_EQ(ibv_query_qp(q, &a, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(a.qp_state, IBV_QPS_RTS);

@@ -440,6 +440,14 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		return EINVAL;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC && attr->max_dest_rd_atomic > GV_MAX_RD_ATOM)
 		return EINVAL;
+	/* field widths of the QP context (IBA 11.2.5): 3-bit retry counts, a
+	 * 5-bit RNR timer, 24-bit QPNs; timeout 0..31 */
+	if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7) ||
+	    (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IBV_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IBV_QP_DEST_QPN && attr->dest_qp_num > 0xffffff))
+		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		const struct ibv_ah_attr *ah = &attr->ah_attr;
 
