@@ -252,6 +252,15 @@ static void test_modify_rules(void)
 	/* a QP connected to itself (loopback, as perftest's -l does) */
 	CHECK_EQ(to_rtr(q, q->qp_num, 7, 0), 0);
 	CHECK_EQ(to_rts(q, 7, IBV_QP_SQ_PSN), EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 8;	/* a 3-bit field */
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+		 EINVAL);
 	CHECK_EQ(to_rts(q, 7, 0), 0);
 	CHECK_EQ(ibv_query_qp(q, &a, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(a.qp_state, IBV_QPS_RTS);
@@ -652,11 +661,74 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	}
 	fcntl(ctx->async_fd, F_SETFL, flags);
 	CHECK_EQ(fatal, 1);
-	/* back to RESET and up again: the QP works */
+	/* back to RESET and up again, both ends: the QPs work */
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RESET;
 	CHECK_EQ(ibv_modify_qp(a, &at, IBV_QP_STATE), 0);
-	(void)b;
+	CHECK_EQ(ibv_modify_qp(b, &at, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_query_qp(a, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RESET);
+	CHECK_EQ(ibv_poll_cq(cq, 2, wc), 0);
+	connect_pair(a, b, 0x500, 0x600);
+	gdak_test_fill(lbuf, 8192, 11);
+	sg = (struct ibv_sge){(uintptr_t)lbuf, 8192, lmr->lkey};
+	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 93, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 93);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_MEM(rbuf, lbuf, 8192);
+}
+
+
+/* int ibv_read_sysfs_file(...) is exported (ibv_devinfo imports it) but not
+ * declared by the installed headers */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+
+static void test_misc(void)
+{
+	struct ibv_device_attr_ex x;
+	struct ibv_values_ex v = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_gid_entry tbl[4];
+	struct ibv_mr *m;
+	__be16 pkey;
+	char buf[64];
+
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &x), 0);
+	CHECK(x.odp_caps.general_caps & IBV_ODP_SUPPORT);
+	CHECK(!(x.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT));
+	CHECK(x.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
+	CHECK(x.completion_timestamp_mask != 0);
+	CHECK(x.hca_core_clock != 0);
+	CHECK_EQ(ibv_query_rt_values_ex(ctx, &v), 0);
+	CHECK(v.raw_clock.tv_sec != 0 || v.raw_clock.tv_nsec != 0);
+	/* explicit ODP registers; implicit (the whole address space) does not */
+	m = ibv_reg_mr(pd, lbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	CHECK(m != NULL);
+	if (m)
+		CHECK_EQ(ibv_dereg_mr(m), 0);
+	errno = 0;
+	CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	/* the GID table has exactly the one RoCE v2 entry */
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, 4, 0), 1);
+	CHECK_EQ(tbl[0].gid_type, IBV_GID_TYPE_ROCE_V2);
+	CHECK_EQ(ibv_query_gid_ex(ctx, 1, 1, &tbl[1], 0), ENODATA);
+	CHECK_EQ(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	CHECK_EQ(be16toh(pkey), 0xffff);
+	CHECK_EQ(ibv_get_pkey_index(ctx, 1, htobe16(0xffff)), 0);
+	CHECK_STR(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error");
+	CHECK_STR(ibv_event_type_str(IBV_EVENT_SRQ_LIMIT_REACHED), "SRQ limit reached");
+	CHECK_STR(ibv_port_state_str(IBV_PORT_ACTIVE), "active");
+	CHECK_EQ(ibv_rate_to_mbps(IBV_RATE_400_GBPS), 425000);
+	CHECK_EQ(ibv_fork_init(), 0);
+	CHECK_EQ(ibv_get_device_index(ctx->device), 0);
+	CHECK_EQ(ibv_read_sysfs_file(ctx->device->ibdev_path, "fw_ver", buf, sizeof(buf)),
+		 (int)strlen("28.39.1002"));
+	CHECK_STR(buf, "28.39.1002");
+	CHECK_EQ(ibv_read_sysfs_file(ctx->device->ibdev_path, "ports/1/gid_attrs/types/0", buf,
+				     sizeof(buf)), 7);
+	CHECK_STR(buf, "RoCE v2");
 }
 
 int main(void)
@@ -665,6 +737,7 @@ int main(void)
 
 	test_device();
 	test_mr();
+	test_misc();
 	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
 	REQUIRE(cq != NULL);
 	test_modify_rules();

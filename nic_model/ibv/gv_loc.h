@@ -76,9 +76,8 @@ struct gv_device {
 	int refs;
 	struct gdak_ctx *g;
 	struct in_addr addr;		/* network order */
-	int dir_fd;			/* UDP socket on addr:4791 (the QPN directory) */
-	pthread_t dir_thr;
-	bool dir_running;
+	int claim_fd;			/* UDP socket on addr:4791: every packet for the device */
+	pthread_t rx_thr;		/* reads it until the process exits (gv_addr.c) */
 };
 
 struct gv_context {
@@ -99,13 +98,10 @@ int gv_dev_get(struct gv_device *d);	/* the NIC-model context, address, director
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
 void gv_dev_gid(const struct gv_device *d, union ibv_gid *gid);
-/* Query the peer's device at addr (network order) for the UDP port of its
- * QP qpn.  0 and *port, or a negative errno (-EHOSTUNREACH: nothing answers). */
-int gv_addr_resolve(struct gv_device *d, uint32_t addr, uint32_t qpn, uint16_t *port);
 int gv_addr_claim(struct gv_device *d);
-void gv_addr_release(struct gv_device *d);
-/* directory of this process's QPs: qpn -> UDP port */
-void gv_dir_add(uint32_t qpn, uint16_t port);
+/* QPs of this process, by QPN: where the 4791 reader hands their packets
+ * (port: the NIC-model QP's own UDP port, whose inbox it is). */
+int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port);
 void gv_dir_del(uint32_t qpn);
 
 /* ---- gv_verbs.c ---------------------------------------------------------------------- */
@@ -246,5 +242,6 @@ void gv_ops_init(struct gv_context *c);
 int gv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *pa, size_t len);
+int gv_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *v);
 
 #endif /* GV_LOC_H */

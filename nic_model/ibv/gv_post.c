@@ -91,7 +91,7 @@ int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
 	wc->qp_num = q->qpx.qp_base.qp_num;
 	wc->src_qp = q->attr.dest_qp_num;
 	if (wq->kind == GV_WQ_SEND) {
-		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p;
+		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p, end;
 		const struct gv_slot *s;
 		uint32_t wrs = 0, mask = q->d->sq_wqebb_cnt - 1;
 
@@ -104,7 +104,8 @@ int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
 		wc->opcode = (enum ibv_wc_opcode)s->opcode;
 		wc->byte_len = c.byte_cnt ? c.byte_cnt : s->len;
 		/* retire through the end of that WQE */
-		for (p = base; p <= c.wqe_index && p < q->sq_pi_seen + 65536; wrs++)
+		end = __atomic_load_n(&q->sq_pi_seen, __ATOMIC_ACQUIRE);
+		for (p = base; p <= c.wqe_index && p < end; wrs++)
 			p += q->slots[p & mask].bbs ? q->slots[p & mask].bbs : 1;
 		atomic_fetch_add_explicit(&q->sq_wrs_done, wrs, memory_order_relaxed);
 		atomic_store_explicit(&q->sq_done, p, memory_order_release);

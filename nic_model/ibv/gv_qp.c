@@ -8,9 +8,8 @@
  * The NIC-model QP is connected at RTR (a responder-only QP - perftest's
  * bandwidth server - never leaves it); the send PSN comes with RTS and is
  * given to the NIC model's requester then, before it has sent anything.
- * RTR resolves the peer's UDP port from its address and QPN (gv_addr.c), so
- * a wrong address vector fails there, as the kernel fails an unresolvable
- * one.
+ * The peer is its GID's IPv4 address, UDP port 4791, and its QPN: what
+ * the address vector and dest_qp_num say (gv_addr.c).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -109,7 +108,7 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ga.rq_depth = rq;
 	ga.rcq_depth = rq;
 	ga.rq_max_sge = rq ? rsge : 1;
-	ga.handler = GDAK_DEV_DB_DB;
+	ga.handler = GDAK_DEV_DB_BF;
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
 	ga.mtu = 4096;		/* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
@@ -185,7 +184,12 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		pthread_mutex_unlock(&s->lock);
 		gv_srq_hook(q);
 	}
-	gv_dir_add(q->qpx.qp_base.qp_num, info.udp_port);
+	/* its packets arrive on the device's 4791 (gv_addr.c) */
+	ret = nm_tr_udp_set_rx_port(q->g, GV_ROCE_PORT);
+	if (!ret)
+		ret = gv_dir_add(c->dev, q->qpx.qp_base.qp_num, info.udp_port);
+	if (ret)
+		goto err_srq;
 	/* what the program gets back, as libmlx5 reports it */
 	a->cap = q->cap;
 	if (a->srq)
@@ -194,6 +198,14 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		 sq, q->cap.max_send_wr, rq, rsge, a->srq ? " (SRQ)" : "");
 	return &q->qpx.qp_base;
 
+err_srq:
+	if (q->srq) {
+		struct gv_srq *s = q->srq;
+
+		pthread_mutex_lock(&s->lock);
+		s->nqps--;
+		pthread_mutex_unlock(&s->lock);
+	}
 err_rcq:
 	if (q->rcq)
 		gv_cq_detach(q->rcq, &q->rwq);
@@ -266,6 +278,20 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		pthread_mutex_unlock(&s->lock);
 	}
 	gv_dir_del(qp->qp_num);
+	if (gdak_get_log_level() >= GDAK_LOG_INFO) {
+		struct roce_stats st;
+
+		if (!nm_tr_udp_qp_stats(q->g, &st))
+			GDAK_INFO("qp", qp->qp_num, "wire: tx %llu rx %llu packets, %llu resent, "
+				  "%llu timeouts (%llu early), %llu dup requests, %llu out of "
+				  "sequence, %llu RNR NAKs in, %llu ICRC errors",
+				  (unsigned long long)st.tx_pkts, (unsigned long long)st.rx_pkts,
+				  (unsigned long long)st.retransmits, (unsigned long long)st.timeouts,
+				  (unsigned long long)st.early_timeouts,
+				  (unsigned long long)st.dup_reqs, (unsigned long long)st.ooo_drops,
+				  (unsigned long long)st.rnr_naks_rcvd,
+				  (unsigned long long)st.icrc_errors);
+	}
 	ret = gdak_qp_destroy(q->g);
 	if (ret)
 		GDAK_WARN("qp", qp->qp_num, "destroy: %s", gdak_strerror(ret));
@@ -282,8 +308,13 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /* The state the QP is in: the NIC model may have moved it to ERR. */
 static enum ibv_qp_state cur_state(struct gv_qp *q)
 {
-	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR)
+	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR) {
+		/* the NIC moved it (a responder error, say): the program hears of
+		 * it once, if no error completion told it already */
+		if (!__atomic_exchange_n(&q->err_event, 1, __ATOMIC_ACQ_REL))
+			gv_async_post(q->ctx, IBV_EVENT_QP_FATAL, &q->qpx.qp_base);
 		return IBV_QPS_ERR;
+	}
 	return q->state;
 }
 
@@ -409,6 +440,14 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		return EINVAL;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC && attr->max_dest_rd_atomic > GV_MAX_RD_ATOM)
 		return EINVAL;
+	/* field widths of the QP context (IBA 11.2.5): 3-bit retry counts, a
+	 * 5-bit RNR timer, 24-bit QPNs; timeout 0..31 */
+	if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7) ||
+	    (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IBV_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IBV_QP_DEST_QPN && attr->dest_qp_num > 0xffffff))
+		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		const struct ibv_ah_attr *ah = &attr->ah_attr;
 
@@ -429,6 +468,7 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 			queues_reset(q);
 		}
 		q->connected = false;
+		__atomic_store_n(&q->err_event, 0, __ATOMIC_RELEASE);
 		memset(&q->attr, 0, sizeof(q->attr));
 		break;
 	case IBV_QPS_INIT:
@@ -438,20 +478,10 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 				return ret;
 		}
 		break;
-	case IBV_QPS_RTR: {
-		uint32_t addr;
-
-		memcpy(&addr, &attr->ah_attr.grh.dgid.raw[12], 4);
-		ret = -gv_addr_resolve(q->ctx->dev, addr, attr->dest_qp_num, &q->peer_port);
-		if (ret) {
-			struct in_addr ia = {.s_addr = addr};
-
-			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s:%d (%s)",
-				 attr->dest_qp_num, inet_ntoa(ia), GV_ROCE_PORT, strerror(ret));
-			return ret == ENOENT ? EINVAL : ret;
-		}
+	case IBV_QPS_RTR:
+		/* RoCEv2: the peer's packets go to its address, UDP port 4791 */
+		q->peer_port = GV_ROCE_PORT;
 		break;
-	}
 	case IBV_QPS_RTS:
 		break;
 	case IBV_QPS_ERR:

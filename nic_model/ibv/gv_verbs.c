@@ -130,6 +130,7 @@ GV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 struct gv_mr {
 	struct ibv_mr mr;
 	struct gdak_mr *g;
+	unsigned access;
 };
 
 static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
@@ -137,7 +138,8 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 {
 	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			       IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING;
+			       IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |
+			       IBV_ACCESS_ON_DEMAND;
 	struct gv_context *c;
 	struct gv_mr *m;
 	int ret;
@@ -153,10 +155,11 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 		errno = EINVAL;
 		return NULL;
 	}
-	if (access & ~(known | IBV_ACCESS_OPTIONAL_RANGE)) {
-		/* zero-based, on-demand paging, hugetlb hints: not emulated */
-		GDAK_ERR("mr", 0, "reg_mr: access flags 0x%x not supported (zero-based, ODP)",
-			 access & ~(known | IBV_ACCESS_OPTIONAL_RANGE));
+	if (access & ~(known | IBV_ACCESS_OPTIONAL_RANGE) ||
+	    ((access & IBV_ACCESS_ON_DEMAND) && !addr && len == SIZE_MAX)) {
+		/* zero-based, implicit on-demand paging: not emulated */
+		GDAK_ERR("mr", 0, "reg_mr: access 0x%x at %p+%zu not supported (zero-based, "
+			 "implicit ODP)", access, addr, len);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -185,6 +188,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 	m->mr.handle = __atomic_fetch_add(&handles, 1, __ATOMIC_RELAXED);
 	m->mr.lkey = gdak_mr_lkey(m->g);
 	m->mr.rkey = gdak_mr_rkey(m->g);
+	m->access = access;
 	return &m->mr;
 }
 
@@ -247,18 +251,29 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 		length = mr->length;
 	}
 	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
-		access = (int)gdak_mr_lkey(m->g) ? IBV_ACCESS_LOCAL_WRITE : 0;
+		access = (int)m->access;
 	n = mr_reg(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 	if (!n)
 		return IBV_REREG_MR_ERR_CMD;
 	gdak_mr_dereg(m->g);
 	m->g = ((struct gv_mr *)(void *)n)->g;
+	m->access = (unsigned)access;
 	mr->pd = pd;
 	mr->addr = addr;
 	mr->length = length;
 	mr->lkey = n->lkey;
 	mr->rkey = n->rkey;
 	free(n);
+	return 0;
+}
+
+/* ODP prefetch: the NIC thread faults pages in itself, nothing to do. */
+static int advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		     struct ibv_sge *sg, uint32_t n)
+{
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
 	return 0;
 }
 
@@ -481,7 +496,7 @@ static int req_notify_cq(struct ibv_cq *bcq, int solicited_only)
 	struct gv_cq *cq = gv_cq_of(bcq);
 
 	if (!bcq->channel)
-		return EINVAL;
+		return 0;	/* armed, with nowhere to deliver: as libmlx5 */
 	pthread_mutex_lock(&nt_lock);
 	if (!atomic_exchange(&cq->armed, solicited_only ? 2 : 1))
 		nt_armed++;
@@ -621,6 +636,8 @@ static unsigned int cqx_wc_flags(struct ibv_cq_ex *x) { return CUR(x)->wc_flags;
 static uint32_t cqx_slid(struct ibv_cq_ex *x) { return CUR(x)->slid; }
 static uint8_t cqx_sl(struct ibv_cq_ex *x) { return CUR(x)->sl; }
 static uint8_t cqx_dlid_path_bits(struct ibv_cq_ex *x) { return CUR(x)->dlid_path_bits; }
+/* The NIC model does not stamp its CQEs: the time the entry is read, on
+ * the clock query_rt_values reports, is the closest there is. */
 static uint64_t cqx_ts(struct ibv_cq_ex *x)
 {
 	struct timespec ts;
@@ -758,14 +775,11 @@ GV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 /* ---- the ops tables --------------------------------------------------------------------------- */
 
-static int alloc_mw_nosup(void) { return 0; }
-
 void gv_ops_init(struct gv_context *c)
 {
 	struct verbs_context *v = &c->vctx;
 	struct ibv_context_ops *o = &v->context.ops;
 
-	(void)alloc_mw_nosup;
 	o->poll_cq = gv_poll_cq;
 	o->req_notify_cq = req_notify_cq;
 	o->post_send = gv_post_send;
@@ -773,6 +787,8 @@ void gv_ops_init(struct gv_context *c)
 	o->post_srq_recv = gv_post_srq_recv;
 	v->query_port = gv_query_port;
 	v->query_device_ex = gv_query_device_ex;
+	v->query_rt_values = gv_query_rt_values;
+	v->advise_mr = advise_mr;
 	v->create_cq_ex = create_cq_ex;
 	v->create_qp_ex = gv_create_qp_ex;
 }
