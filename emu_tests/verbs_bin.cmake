@@ -28,7 +28,7 @@ if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
   function(gdak_vb_test name script)
     add_test(NAME gdak.verbs_bin.${name}
       COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${script} ${ARGN})
-    set_tests_properties(gdak.verbs_bin.${name} PROPERTIES LABELS net TIMEOUT 300
+    set_tests_properties(gdak.verbs_bin.${name} PROPERTIES LABELS net TIMEOUT 600
       SKIP_RETURN_CODE 77 ENVIRONMENT "${_vb_env};VB_SLOT=${_vb_slot}")
     math(EXPR s "${_vb_slot} + 1")
     set(_vb_slot ${s} PARENT_SCOPE)

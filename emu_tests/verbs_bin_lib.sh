@@ -16,7 +16,7 @@ set -u
 
 vb_fails=0
 vb_checks=0
-VB_TMO=${VB_TMO:-60}
+VB_TMO=${VB_TMO:-120}
 
 vb_skip() {
 	echo "SKIP: $*" >&2
