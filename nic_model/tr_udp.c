@@ -1030,21 +1030,48 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.qp_error = udp_qp_error,
 };
 
-/* The PSN the QP's requester starts at, set before it connects (RTR).  A
- * verbs program chooses its own send PSN and tells it to the peer itself
- * (IBA 11.2.5.3, modify to RTS sets sq_psn), so gdak's libibverbs sets it
- * here instead of taking the random one.  0, or -EINVAL when the QP is not
- * on this transport or already connected. */
+/* The PSN the QP's requester starts at.  A verbs program chooses its own
+ * send PSN and tells it to the peer itself; modify to RTS carries it (IBA
+ * 11.2.5.3), after RTR has connected the QP (a responder-only QP, perftest's
+ * bandwidth server, stays in RTR).  So gdak's libibverbs sets it here, before
+ * the connect or after it while the requester has sent nothing. */
+struct set_psn {
+	struct udp_qp *u;
+	uint32_t psn;
+	int ret;
+};
+
+static void set_psn_on_thread(void *arg)
+{
+	struct set_psn *a = arg;
+	struct roce_qp *r = &a->u->rqp;
+
+	if (r->tx_psn != r->una_psn || r->tx_psn != r->max_psn || r->tx_psn != a->u->psn0) {
+		a->ret = -EBUSY;
+		return;
+	}
+	r->tx_psn = r->una_psn = r->max_psn = a->psn;
+	a->u->psn0 = a->psn;
+	a->ret = 0;
+}
+
+/* 0, -EINVAL when the QP is not on this transport, -EBUSY when it sent already. */
 int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
 {
+	struct set_psn a;
 	struct nm_qp *qp;
 	struct udp_qp *u;
 
 	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
 		return -EINVAL;
 	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || u->watching)
+	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv))
 		return -EINVAL;
-	u->psn0 = psn & ROCE_PSN_MASK;
-	return 0;
+	if (!u->watching) {
+		u->psn0 = psn & ROCE_PSN_MASK;
+		return 0;
+	}
+	a = (struct set_psn){.u = u, .psn = psn & ROCE_PSN_MASK, .ret = -EINVAL};
+	nm_thread_call(qp->thr, set_psn_on_thread, &a);
+	return a.ret;
 }

@@ -13,8 +13,9 @@
 /* The engine counters of a QP opened on "emu:udp..." (retransmissions,
  * NAKs, ICRC drops, injected faults).  0, or -EINVAL for another transport. */
 int nm_tr_udp_qp_stats(struct gdak_qp *qp, struct roce_stats *st);
-/* The first PSN the QP sends with, before it connects (default: random per
- * QP).  0, or -EINVAL for another transport or a connected QP. */
+/* The first PSN the QP sends with (default: random per QP), before it
+ * connects or after, while it has sent nothing.  0, -EINVAL for another
+ * transport, -EBUSY when it has sent already. */
 int nm_tr_udp_set_sq_psn(struct gdak_qp *qp, uint32_t psn);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */

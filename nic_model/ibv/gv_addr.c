@@ -10,10 +10,12 @@
  *
  * The NIC model's udp transport gives every QP its own socket (its own
  * source port, the flow entropy ConnectX derives from the QPN), but a verbs
- * program tells its peer only GID, QPN and PSN.  So the socket holding 4791
- * also answers "which UDP port serves QPN q?" (an 8-byte query, a 12-byte
- * answer; a thread blocked in recvfrom, no polling), and modify_qp to RTR
- * asks the peer's address before it connects the NIC-model QP.
+ * program tells its peer only GID, QPN and PSN.  So a second socket, on
+ * port 4790 of the same address, answers "which UDP port serves QPN q?"
+ * (an 8-byte query, a 12-byte answer; a thread blocked in recvfrom, no
+ * polling), and modify_qp to RTR asks the peer's address before it
+ * connects the NIC-model QP.  Not on 4791: a capture of the RoCE port then
+ * holds RoCE packets only.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -115,9 +117,9 @@ static void *dir_main(void *arg)
 
 /* ---- claiming the address --------------------------------------------------------- */
 
-static int bind_4791(struct in_addr a)
+static int bind_port(struct in_addr a, uint16_t port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(GV_ROCE_PORT), .sin_addr = a};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a};
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -168,7 +170,7 @@ int gv_addr_claim(struct gv_device *d)
 	if (ret < 0)
 		return ret;
 	if (ret) {
-		fd = bind_4791(a);
+		fd = bind_port(a, GV_ROCE_PORT);
 		if (fd < 0) {
 			GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d (GDAK_IBV_ADDR): %s", d->ibdev.name,
 				 inet_ntoa(a), GV_ROCE_PORT, strerror(-fd));
@@ -178,7 +180,7 @@ int gv_addr_claim(struct gv_device *d)
 		fd = -EADDRINUSE;
 		for (unsigned n = 2; n < 255 && fd < 0; n++) {
 			a.s_addr = htonl(0x7f000000u | n);
-			fd = bind_4791(a);
+			fd = bind_port(a, GV_ROCE_PORT);
 			if (fd < 0 && fd != -EADDRINUSE)
 				break;
 		}
@@ -189,34 +191,36 @@ int gv_addr_claim(struct gv_device *d)
 		}
 	}
 	d->addr = a;
-	d->dir_fd = fd;
-	ret = pthread_create(&d->dir_thr, NULL, dir_main, d);
-	if (ret) {
-		close(fd);
-		d->dir_fd = -1;
-		return -ret;
+	d->claim_fd = fd;
+	d->dir_fd = bind_port(a, GV_DIR_PORT);
+	if (d->dir_fd < 0) {
+		ret = d->dir_fd;
+		GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d for the QPN directory: %s", d->ibdev.name,
+			 inet_ntoa(a), GV_DIR_PORT, strerror(-ret));
+		goto err;
 	}
+	ret = -pthread_create(&d->dir_thr, NULL, dir_main, d);
+	if (ret)
+		goto err;
 	d->dir_running = true;
-	GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s (GID ::ffff:%s)", d->ibdev.name, inet_ntoa(a),
-		  inet_ntoa(a));
-	return 0;
-}
+	{
+		char txt[INET_ADDRSTRLEN];
 
-void gv_addr_release(struct gv_device *d)
-{
-	if (d->dir_running) {
-		shutdown(d->dir_fd, SHUT_RDWR);
-		pthread_join(d->dir_thr, NULL);
-		d->dir_running = false;
+		inet_ntop(AF_INET, &a, txt, sizeof(txt));
+		GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s (GID ::ffff:%s)", d->ibdev.name, txt, txt);
 	}
+	return 0;
+err:
 	if (d->dir_fd >= 0)
 		close(d->dir_fd);
-	d->dir_fd = -1;
+	close(d->claim_fd);
+	d->dir_fd = d->claim_fd = -1;
+	return ret;
 }
 
 int gv_addr_resolve(struct gv_device *d, uint32_t addr, uint32_t qpn, uint16_t *port)
 {
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(GV_ROCE_PORT)};
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(GV_DIR_PORT)};
 	struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr = d->addr};
 	uint32_t q[2] = {htobe32(DIR_Q), htobe32(qpn)};
 	int fd, ret = -EHOSTUNREACH, wait_ms = 20;
@@ -271,15 +275,25 @@ int gv_dev_get(struct gv_device *d)
 	pthread_mutex_lock(&d->lock);
 	if (d->refs++ > 0)
 		goto out;
-	ret = gv_addr_claim(d);
-	if (ret)
-		goto fail;
+	/* the address, once claimed, stays the process's until it exits: the
+	 * device keeps its GID across close and open (ibv_devinfo opens the
+	 * devices one after the other, and each must show its own) */
+	if (d->claim_fd < 0) {
+		ret = gv_addr_claim(d);
+		if (ret)
+			goto fail;
+	}
+	/* The retransmission timeout a verbs program asks for is the IBA
+	 * timeout attribute, 14 in every program we know (4.096 us * 2^14 =
+	 * 67 ms), not the udp transport's 10 ms default meant for gdak's own
+	 * tests: under a loaded CPU a peer's NIC thread can be off the CPU for
+	 * tens of ms, and 7 retries of 10 ms then fail a healthy connection.
+	 * A GDAK_UDP_RTO_US the user set wins. */
+	setenv("GDAK_UDP_RTO_US", "67109", 0);
 	snprintf(spec, sizeof(spec), "emu:udp:%s", inet_ntoa(d->addr));
 	ret = gdak_open(spec, &d->g);
-	if (ret) {
-		gv_addr_release(d);
+	if (ret)
 		goto fail;
-	}
 	goto out;
 fail:
 	d->refs--;
@@ -294,7 +308,6 @@ void gv_dev_put(struct gv_device *d)
 	if (--d->refs == 0) {
 		gdak_close(d->g);
 		d->g = NULL;
-		gv_addr_release(d);
 	}
 	pthread_mutex_unlock(&d->lock);
 }

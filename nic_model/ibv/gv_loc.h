@@ -40,6 +40,7 @@
 
 #define GV_MAX_DEVICES 8
 #define GV_ROCE_PORT 4791
+#define GV_DIR_PORT 4790	/* the QPN directory (gv_addr.c) */
 #define GV_GID_TBL_LEN 255
 #define GV_MAX_QP_WR 32768
 #define GV_MAX_SGE 16		/* receive WQEs of the NIC model hold 16 */
@@ -76,8 +77,9 @@ struct gv_device {
 	int refs;
 	struct gdak_ctx *g;
 	struct in_addr addr;		/* network order */
-	int dir_fd;			/* UDP socket on addr:4791 (the QPN directory) */
-	pthread_t dir_thr;
+	int claim_fd;			/* UDP socket holding addr:4791: the address is ours */
+	int dir_fd;			/* UDP socket on addr:4790: the QPN directory */
+	pthread_t dir_thr;		/* answers until the process exits */
 	bool dir_running;
 };
 
@@ -103,7 +105,6 @@ void gv_dev_gid(const struct gv_device *d, union ibv_gid *gid);
  * QP qpn.  0 and *port, or a negative errno (-EHOSTUNREACH: nothing answers). */
 int gv_addr_resolve(struct gv_device *d, uint32_t addr, uint32_t qpn, uint16_t *port);
 int gv_addr_claim(struct gv_device *d);
-void gv_addr_release(struct gv_device *d);
 /* directory of this process's QPs: qpn -> UDP port */
 void gv_dir_add(uint32_t qpn, uint16_t port);
 void gv_dir_del(uint32_t qpn);
@@ -128,7 +129,7 @@ struct gv_cq {
 	uint32_t cqe;
 	/* ibv_cq_ex polling: the entry start_poll/next_poll stand on */
 	struct ibv_wc cur;
-	bool err_reported;
+	_Atomic uint32_t empty_polls;	/* in a row */
 };
 
 static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)

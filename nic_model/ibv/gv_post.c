@@ -91,7 +91,7 @@ int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
 	wc->qp_num = q->qpx.qp_base.qp_num;
 	wc->src_qp = q->attr.dest_qp_num;
 	if (wq->kind == GV_WQ_SEND) {
-		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p;
+		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p, end;
 		const struct gv_slot *s;
 		uint32_t wrs = 0, mask = q->d->sq_wqebb_cnt - 1;
 
@@ -104,7 +104,8 @@ int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
 		wc->opcode = (enum ibv_wc_opcode)s->opcode;
 		wc->byte_len = c.byte_cnt ? c.byte_cnt : s->len;
 		/* retire through the end of that WQE */
-		for (p = base; p <= c.wqe_index && p < q->sq_pi_seen + 65536; wrs++)
+		end = __atomic_load_n(&q->sq_pi_seen, __ATOMIC_ACQUIRE);
+		for (p = base; p <= c.wqe_index && p < end; wrs++)
 			p += q->slots[p & mask].bbs ? q->slots[p & mask].bbs : 1;
 		atomic_fetch_add_explicit(&q->sq_wrs_done, wrs, memory_order_relaxed);
 		atomic_store_explicit(&q->sq_done, p, memory_order_release);
@@ -297,6 +298,11 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
 	gdak_dev_sq_update_dbrec(q->d, q->sq_pi);
 	gdak_dev_sq_ring_db(q->d, q->wr_last, q->sq_pi, q->wr_last == first, 0);
 	__atomic_store_n(&q->sq_pi_seen, q->sq_pi, __ATOMIC_RELEASE);
+	/* A ConnectX sees the doorbell at once; the NIC thread may be in its
+	 * back-off sleep (up to 1 ms).  The kick ends it: an ev_async that
+	 * costs a system call only while that thread is blocked, nothing
+	 * while it polls. */
+	nm_thread_kick(nm_qp_of(q->g));
 }
 
 static bool can_send(struct gv_qp *q)

@@ -5,13 +5,12 @@
  * (ib_modify_qp_is_ok: every required attribute present, nothing outside
  * required + optional, else EINVAL), query, destroy.
  *
- * The NIC-model QP is connected at the verbs RTS, not at RTR: only then is
- * the send PSN known (modify to RTS carries sq_psn; the NIC model's
- * requester and responder start together).  Both ends of every program we
- * know go RTR -> RTS back to back; a packet reaching a QP still in RTR is
- * dropped and the sender's retransmission brings it again.  RTR resolves
- * the peer's UDP port from its address and QPN (gv_addr.c), so a wrong
- * address vector fails there, as the kernel fails an unresolvable one.
+ * The NIC-model QP is connected at RTR (a responder-only QP - perftest's
+ * bandwidth server - never leaves it); the send PSN comes with RTS and is
+ * given to the NIC model's requester then, before it has sent anything.
+ * RTR resolves the peer's UDP port from its address and QPN (gv_addr.c), so
+ * a wrong address vector fails there, as the kernel fails an unresolvable
+ * one.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -283,8 +282,13 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /* The state the QP is in: the NIC model may have moved it to ERR. */
 static enum ibv_qp_state cur_state(struct gv_qp *q)
 {
-	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR)
+	if (q->state != IBV_QPS_RESET && gdak_qp_state(q->g) == GDAK_QPS_ERR) {
+		/* the NIC moved it (a responder error, say): the program hears of
+		 * it once, if no error completion told it already */
+		if (!__atomic_exchange_n(&q->err_event, 1, __ATOMIC_ACQ_REL))
+			gv_async_post(q->ctx, IBV_EVENT_QP_FATAL, &q->qpx.qp_base);
 		return IBV_QPS_ERR;
+	}
 	return q->state;
 }
 
@@ -353,11 +357,10 @@ static void queues_reset(struct gv_qp *q)
 	pthread_spin_unlock(&q->rq_lock);
 }
 
-/* RTR -> RTS: connect the NIC-model QP now that both PSNs are known. */
+/* INIT -> RTR: connect the NIC-model QP (it receives from here on). */
 static int connect_nic(struct gv_qp *q)
 {
 	struct gdak_qp_info peer;
-	int ret;
 
 	memset(&peer, 0, sizeof(peer));
 	peer.version = GDAK_QP_INFO_VERSION;
@@ -368,9 +371,14 @@ static int connect_nic(struct gv_qp *q)
 	peer.udp_port = q->peer_port;
 	peer.transport = GDAK_QPI_UDP;
 	peer.gid_index = q->attr.ah_attr.grh.sgid_index;
-	ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
-	if (!ret)
-		ret = gdak_qp_modify(q->g, GDAK_QPS_RTR, &peer);
+	return gdak_qp_modify(q->g, GDAK_QPS_RTR, &peer);
+}
+
+/* RTR -> RTS: the requester starts at the program's send PSN. */
+static int start_nic(struct gv_qp *q)
+{
+	int ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
+
 	if (!ret)
 		ret = gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
 	return ret;
@@ -426,6 +434,7 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 			queues_reset(q);
 		}
 		q->connected = false;
+		__atomic_store_n(&q->err_event, 0, __ATOMIC_RELEASE);
 		memset(&q->attr, 0, sizeof(q->attr));
 		break;
 	case IBV_QPS_INIT:
@@ -443,8 +452,8 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		if (ret) {
 			struct in_addr ia = {.s_addr = addr};
 
-			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s:%d (%s)",
-				 attr->dest_qp_num, inet_ntoa(ia), GV_ROCE_PORT, strerror(ret));
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s (%s)",
+				 attr->dest_qp_num, inet_ntoa(ia), strerror(ret));
 			return ret == ENOENT ? EINVAL : ret;
 		}
 		break;
@@ -494,14 +503,22 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (mask & IBV_QP_PATH_MIG_STATE)
 		q->attr.path_mig_state = attr->path_mig_state;
 
-	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR) {
+	if (to == IBV_QPS_RTR && from == IBV_QPS_INIT) {
 		ret = connect_nic(q);
 		if (ret) {
-			GDAK_ERR("qp", qp->qp_num, "modify to RTS: connecting the NIC-model QP: %s",
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: connecting the NIC-model QP: %s",
+				 gdak_strerror(ret));
+			return ret == -EINVAL ? EINVAL : -ret;
+		}
+		q->connected = true;
+	}
+	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR) {
+		ret = start_nic(q);
+		if (ret) {
+			GDAK_ERR("qp", qp->qp_num, "modify to RTS: starting the NIC-model QP: %s",
 				 gdak_strerror(ret));
 			return -ret;
 		}
-		q->connected = true;
 	}
 	q->state = to;
 	qp->state = to;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +130,7 @@ GV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 struct gv_mr {
 	struct ibv_mr mr;
 	struct gdak_mr *g;
+	unsigned access;
 };
 
 static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
@@ -184,6 +186,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 	m->mr.handle = __atomic_fetch_add(&handles, 1, __ATOMIC_RELAXED);
 	m->mr.lkey = gdak_mr_lkey(m->g);
 	m->mr.rkey = gdak_mr_rkey(m->g);
+	m->access = access;
 	return &m->mr;
 }
 
@@ -246,12 +249,13 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 		length = mr->length;
 	}
 	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
-		access = (int)gdak_mr_lkey(m->g) ? IBV_ACCESS_LOCAL_WRITE : 0;
+		access = (int)m->access;
 	n = mr_reg(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 	if (!n)
 		return IBV_REREG_MR_ERR_CMD;
 	gdak_mr_dereg(m->g);
 	m->g = ((struct gv_mr *)(void *)n)->g;
+	m->access = (unsigned)access;
 	mr->pd = pd;
 	mr->addr = addr;
 	mr->length = length;
@@ -480,7 +484,7 @@ static int req_notify_cq(struct ibv_cq *bcq, int solicited_only)
 	struct gv_cq *cq = gv_cq_of(bcq);
 
 	if (!bcq->channel)
-		return EINVAL;
+		return 0;	/* armed, with nowhere to deliver: as libmlx5 */
 	pthread_mutex_lock(&nt_lock);
 	if (!atomic_exchange(&cq->armed, solicited_only ? 2 : 1))
 		nt_armed++;
@@ -549,6 +553,13 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 		}
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/* A program spinning on an empty CQ competes for the CPU with the NIC
+	 * thread that would fill it (a ConnectX needs no CPU): after a run of
+	 * empty polls, give the processor away on each one. */
+	if (got)
+		atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);
+	else if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
+		sched_yield();
 	return got;
 }
 
@@ -568,8 +579,11 @@ static int cqx_start(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	}
 	if (!got) {
 		pthread_mutex_unlock(&cq->lock);
+		if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
+			sched_yield();
 		return ENOENT;
 	}
+	atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);
 	x->status = cq->cur.status;
 	x->wr_id = cq->cur.wr_id;
 	return 0;
@@ -747,14 +761,11 @@ GV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 /* ---- the ops tables --------------------------------------------------------------------------- */
 
-static int alloc_mw_nosup(void) { return 0; }
-
 void gv_ops_init(struct gv_context *c)
 {
 	struct verbs_context *v = &c->vctx;
 	struct ibv_context_ops *o = &v->context.ops;
 
-	(void)alloc_mw_nosup;
 	o->poll_cq = gv_poll_cq;
 	o->req_notify_cq = req_notify_cq;
 	o->post_send = gv_post_send;
