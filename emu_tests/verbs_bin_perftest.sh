@@ -4,7 +4,8 @@
 # ib_read_lat, ib_send_lat; unmodified) server and client through gdak-run,
 # each its own device and RoCEv2 endpoint.
 #
-#   plain   the default size and -a (every size 2 .. 2^23): both sides exit
+#   plain   the default size and -a (every size 2 .. 2^23; ib_atomic_bw,
+#           which refuses -a: FETCH_AND_ADD and CMP_AND_SWAP): both sides exit
 #           0, the client prints its results table with one numeric row per
 #           size (the servers of ib_write_lat and ib_send_lat too)
 #   trace   the default size with --trace on both sides: gdak-trace reads
@@ -119,10 +120,11 @@ iters=200
 case $mode in
 plain)
 	run default $iters 1
-	# -a: sizes 2 .. 2^23 (23 rows); atomics have one size (8 B).  Few
-	# iterations per size (perftest takes at least 5)
+	# -a: sizes 2 .. 2^23 (23 rows), few iterations per size (perftest
+	# takes at least 5).  ib_atomic_bw refuses -a ("Message size cannot be
+	# changed for Atomic tests"): its second run is compare-and-swap
 	if [[ $prog == ib_atomic_bw ]]; then
-		run all 50 1 -a
+		run cmp_swap $iters 1 -A CMP_AND_SWAP
 	else
 		run all 5 23 -a
 	fi
