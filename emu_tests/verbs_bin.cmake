@@ -19,7 +19,8 @@ endif()
 # two loopback addresses 127.0.0.(100+2*slot), (101+2*slot) and TCP ports
 # 19000+20*slot.. (verbs_bin_lib.sh), so ctest -j runs them side by side.
 if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
-  set(_vb_env "GDAK_RUN=$<TARGET_FILE:gdak-run>" "GDAK_TRACE_TOOL=$<TARGET_FILE:gdak-trace>")
+  set(_vb_env "GDAK_RUN=$<TARGET_FILE:gdak-run>" "GDAK_TRACE_TOOL=$<TARGET_FILE:gdak-trace>"
+    "GDAK_INFO_TOOL=$<TARGET_FILE:gdak-info>")
   if(GDAK_SANITIZED)
     list(APPEND _vb_env VB_SANITIZED=1)
   endif()

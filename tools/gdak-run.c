@@ -27,11 +27,8 @@
 
 #include <gdak/nic.h>
 
+#include "gdak_libdir.h"
 #include "roce/roce.h" /* roce_fault_parse: the udp transport's packet-fault parser */
-
-#ifndef GDAK_RUN_REL_LIBDIR
-#define GDAK_RUN_REL_LIBDIR "../lib/gdak"
-#endif
 
 /* How many devices gdak's libibverbs can show (GDAK_IBV_DEVICES, nic_model/ibv) */
 #define MAX_DEVICES 8
@@ -77,53 +74,6 @@ static int bad(const char *fmt, ...)
 	va_end(ap);
 	fputs(" (gdak-run --help)\n", stderr);
 	return 2;
-}
-
-/* The directory gdak-run's executable is in (no trailing slash). */
-static int self_dir(char *out, size_t len)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if (strlen(buf) >= len)
-		return -1;
-	strcpy(out, buf);
-	return 0;
-}
-
-static int has_libs(const char *dir)
-{
-	char p[PATH_MAX * 2 + 32];
-
-	snprintf(p, sizeof(p), "%s/libibverbs.so.1", dir);
-	return !access(p, R_OK);
-}
-
-/* gdak's library directory: installed layout first, then the build tree's. */
-static int find_libdir(char *out, size_t len)
-{
-	static const char *const rel[] = {GDAK_RUN_REL_LIBDIR, "../lib/gdak"};
-	char self[PATH_MAX], cand[PATH_MAX * 2], real[PATH_MAX];
-
-	if (self_dir(self, sizeof(self)))
-		return -1;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(cand, sizeof(cand), "%s/%s", self, rel[i]);
-		if (has_libs(cand) && realpath(cand, real) && strlen(real) < len) {
-			strcpy(out, real);
-			return 0;
-		}
-	}
-	snprintf(out, len, "%s/%s", self, GDAK_RUN_REL_LIBDIR);
-	return -1;
 }
 
 static int check_trace(const char *path, char *abs, size_t len)
@@ -334,7 +284,7 @@ int main(int argc, char **argv)
 	if (faults && (ret = check_faults(faults)))
 		return ret;
 
-	if (find_libdir(libdir, sizeof(libdir))) {
+	if (gdak_find_libdir(libdir, sizeof(libdir))) {
 		fprintf(stderr,
 			"gdak-run: gdak's libibverbs.so.1 is not in %s (build gdak, or install it);\n"
 			"  nothing was run\n", libdir);
