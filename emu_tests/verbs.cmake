@@ -3,13 +3,21 @@
 # gdak_add_test(): that links libgdak, whose verbs transport brings the
 # system libibverbs, which must not be in these processes.
 function(gdak_add_verbs_lib_test name src)
+  set(labels ${ARGN})
+  if(NOT labels)
+    set(labels emu net)
+  endif()
   string(REPLACE "." "_" tgt "${name}")
   add_executable(${tgt} ${src})
-  target_link_libraries(${tgt} PRIVATE gdak_ibverbs gdak_testlib)
+  target_link_libraries(${tgt} PRIVATE gdak_ibverbs gdak_testlib ${CMAKE_DL_LIBS})
   gdak_set_warnings(${tgt})
   add_test(NAME ${name} COMMAND ${tgt})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
-    LABELS "emu;net")
+    LABELS "${labels}")
 endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
+gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
+# cudaMalloc'd memory as an MR (the CUDA driver API loaded at run time: builds
+# everywhere, skips without a GPU)
+gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)

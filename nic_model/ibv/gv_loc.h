@@ -247,5 +247,6 @@ void gv_ops_init(struct gv_context *c);
 int gv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *pa, size_t len);
+int gv_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *v);
 
 #endif /* GV_LOC_H */

@@ -138,7 +138,8 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 {
 	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			       IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING;
+			       IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |
+			       IBV_ACCESS_ON_DEMAND;
 	struct gv_context *c;
 	struct gv_mr *m;
 	int ret;
@@ -154,10 +155,11 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 		errno = EINVAL;
 		return NULL;
 	}
-	if (access & ~(known | IBV_ACCESS_OPTIONAL_RANGE)) {
-		/* zero-based, on-demand paging, hugetlb hints: not emulated */
-		GDAK_ERR("mr", 0, "reg_mr: access flags 0x%x not supported (zero-based, ODP)",
-			 access & ~(known | IBV_ACCESS_OPTIONAL_RANGE));
+	if (access & ~(known | IBV_ACCESS_OPTIONAL_RANGE) ||
+	    ((access & IBV_ACCESS_ON_DEMAND) && !addr && len == SIZE_MAX)) {
+		/* zero-based, implicit on-demand paging: not emulated */
+		GDAK_ERR("mr", 0, "reg_mr: access 0x%x at %p+%zu not supported (zero-based, "
+			 "implicit ODP)", access, addr, len);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -262,6 +264,16 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	mr->lkey = n->lkey;
 	mr->rkey = n->rkey;
 	free(n);
+	return 0;
+}
+
+/* ODP prefetch: the NIC thread faults pages in itself, nothing to do. */
+static int advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		     struct ibv_sge *sg, uint32_t n)
+{
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
 	return 0;
 }
 
@@ -624,6 +636,8 @@ static unsigned int cqx_wc_flags(struct ibv_cq_ex *x) { return CUR(x)->wc_flags;
 static uint32_t cqx_slid(struct ibv_cq_ex *x) { return CUR(x)->slid; }
 static uint8_t cqx_sl(struct ibv_cq_ex *x) { return CUR(x)->sl; }
 static uint8_t cqx_dlid_path_bits(struct ibv_cq_ex *x) { return CUR(x)->dlid_path_bits; }
+/* The NIC model does not stamp its CQEs: the time the entry is read, on
+ * the clock query_rt_values reports, is the closest there is. */
 static uint64_t cqx_ts(struct ibv_cq_ex *x)
 {
 	struct timespec ts;
@@ -773,6 +787,8 @@ void gv_ops_init(struct gv_context *c)
 	o->post_srq_recv = gv_post_srq_recv;
 	v->query_port = gv_query_port;
 	v->query_device_ex = gv_query_device_ex;
+	v->query_rt_values = gv_query_rt_values;
+	v->advise_mr = advise_mr;
 	v->create_cq_ex = create_cq_ex;
 	v->create_qp_ex = gv_create_qp_ex;
 }

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_lib_2proc.c - gdak's libibverbs between two processes, as two hosts
+ * would use it: each process opens mlx5_0 (and so claims its own 127.0.0.N),
+ * they swap GID, QPN, PSN, address and rkey over a socketpair the way
+ * perftest swaps them over TCP, and the client runs a 64 KiB WRITE (many
+ * packets), a READ of the server's pattern, a 3000-byte SEND_IMM into the
+ * server's receive WQE, a FETCH_ADD, then a WRITE with a bad rkey
+ * (REM_ACCESS_ERR).  The server checks what landed, byte for byte.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <endian.h>
+
+#include <infiniband/verbs.h>
+
+#include "gdak_test.h"
+
+#define BUF (256 * 1024)
+
+struct info {
+	uint32_t qpn, psn, rkey, pad;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct info me, peer;
+};
+
+static int xfer(int fd, void *out, const void *in, size_t n)
+{
+	if (write(fd, in, n) != (ssize_t)n)
+		return -1;
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)out + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int r;
+
+	while ((r = ibv_poll_cq(cq, 1, wc)) == 0)
+		;
+	return r;
+}
+
+static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_qp_init_attr qa;
+	struct ibv_qp_attr a;
+
+	REQUIRE(l && l[0]);
+	s->ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	REQUIRE(s->ctx != NULL);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, BUF);
+	REQUIRE(s->pd && s->cq && s->buf);
+	gdak_test_fill(s->buf, BUF, seed);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	REQUIRE(s->mr != NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = s->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	s->qp = ibv_create_qp(s->pd, &qa);
+	REQUIRE(s->qp != NULL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						     IBV_QP_ACCESS_FLAGS), 0);
+	s->me.qpn = s->qp->qp_num;
+	s->me.psn = psn;
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
+	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
+	/* the server posts its receive WQE before the client can send */
+	if (seed == 2) {
+		struct ibv_sge sg = {(uintptr_t)s->buf + 131072, 4096, s->mr->lkey};
+		struct ibv_recv_wr rw = {.wr_id = 77, .sg_list = &sg, .num_sge = 1}, *bad;
+
+		REQUIRE_EQ(ibv_post_recv(s->qp, &rw, &bad), 0);
+	}
+	REQUIRE_EQ(xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
+	/* two processes: two addresses */
+	CHECK(memcmp(s->me.gid.raw, s->peer.gid.raw, 16) != 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = s->peer.qpn;
+	a.rq_psn = s->peer.psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = s->peer.gid;
+	a.ah_attr.port_num = 1;
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+						     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = psn;
+	a.max_rd_atomic = 1;
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						     IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff, uint32_t len,
+		 uint64_t roff, uint32_t rkey)
+{
+	struct ibv_sge sg = {(uintptr_t)s->buf + loff, len, s->mr->lkey};
+	struct ibv_send_wr w, *bad;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = id;
+	w.opcode = op;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.sg_list = &sg;
+	w.num_sge = 1;
+	w.imm_data = htobe32(0x1234abcd);
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w.wr.atomic.remote_addr = s->peer.addr + roff;
+		w.wr.atomic.rkey = rkey;
+		w.wr.atomic.compare_add = 5;
+	} else {
+		w.wr.rdma.remote_addr = s->peer.addr + roff;
+		w.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(s->qp, &w, &bad);
+}
+
+static void client(int fd)
+{
+	struct side s;
+	struct ibv_wc wc;
+	uint8_t *expect = malloc(BUF);
+	char done = 1, ack = 0;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, fd, 0x111111, 1);
+	REQUIRE(expect != NULL);
+	gdak_test_fill(expect, BUF, 2);	/* the server's pattern */
+	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 1, 0, 65536, 0, s.peer.rkey), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 1);
+	CHECK_EQ(post1(&s, IBV_WR_RDMA_READ, 2, 65536, 32768, 65536, s.peer.rkey), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
+	CHECK_MEM(s.buf + 65536, expect + 65536, 32768);
+	CHECK_EQ(post1(&s, IBV_WR_SEND_WITH_IMM, 3, 100000, 3000, 0, 0), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_SEND);
+	CHECK_EQ(post1(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 200000, 8, 200000, s.peer.rkey), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	{
+		uint64_t orig, was;
+
+		memcpy(&orig, expect + 200000, 8);
+		memcpy(&was, s.buf + 200000, 8);
+		CHECK_EQ(be64toh(was), orig);
+	}
+	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 5, 0, 64, 0, s.peer.rkey + 0x4400), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 5);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(xfer(fd, &ack, &done, 1), 0);
+	CHECK_EQ(ack, 1);
+	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
+	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
+	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
+	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	free(expect);
+	free(s.buf);
+}
+
+static void server(int fd)
+{
+	struct side s;
+	struct ibv_wc wc;
+	uint8_t *cli = malloc(BUF), *mine = malloc(BUF);
+	char done = 0, ack = 1;
+	uint64_t v, orig;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, fd, 0x222222, 2);
+	REQUIRE(cli && mine);
+	gdak_test_fill(cli, BUF, 1);
+	gdak_test_fill(mine, BUF, 2);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 77);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 3000);
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+	CHECK_EQ(be32toh(wc.imm_data), 0x1234abcd);
+	CHECK_EQ(xfer(fd, &done, &ack, 1), 0);
+	CHECK_EQ(done, 1);
+	CHECK_MEM(s.buf, cli, 65536);				/* the WRITE */
+	CHECK_MEM(s.buf + 131072, cli + 100000, 3000);	/* the SEND */
+	memcpy(&orig, mine + 200000, 8);
+	memcpy(&v, s.buf + 200000, 8);
+	CHECK_EQ(v, orig + 5);					/* the FETCH_ADD */
+	CHECK_MEM(s.buf + 65536, mine + 65536, 65536);		/* READ source untouched */
+	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
+	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
+	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
+	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	free(cli);
+	free(mine);
+	free(s.buf);
+}
+
+int main(void)
+{
+	int sv[2], status = 0;
+	pid_t pid;
+
+	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		server(sv[1]);
+		exit(gdak_test_end());
+	}
+	close(sv[1]);
+	client(sv[0]);
+	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return gdak_test_end();
+}
