@@ -77,6 +77,9 @@ struct udp_qp {
 	int fd;
 	struct in_addr addr;
 	uint16_t port;
+	/* the destination port the packets in our inbox were sent to: our own
+	 * port, or a shared one whose owner hands them on (nm_tr_udp_set_rx_port) */
+	uint16_t rx_dport;
 	uint32_t psn0;
 	struct sockaddr_in peer;
 	ev_io io;
@@ -400,7 +403,7 @@ static int rx_local(struct udp_qp *u, uint64_t now)
 
 	while (n < 4 * BATCH && (pkt = udp_inbox_peek(u->inbox, &len, &sip, &sport))) {
 		struct roce_path p = {.sip = sip, .dip = u->addr.s_addr, .sport = sport,
-				      .dport = u->port};
+				      .dport = u->rx_dport};
 
 		(void)roce_rx(&u->rctx, &p, pkt, len, now);
 		udp_inbox_pop(u->inbox);
@@ -733,6 +736,7 @@ static int udp_qp_init(struct nm_qp *qp)
 	ret = open_socket(u, c);
 	if (ret)
 		goto err;
+	u->rx_dport = u->port;
 	ret = udp_inbox_open(qp, u->addr.s_addr, u->port, &u->inbox);
 	if (ret)
 		goto err_sock;
@@ -1074,4 +1078,22 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
 	a = (struct set_psn){.u = u, .psn = psn & ROCE_PSN_MASK, .ret = -EINVAL};
 	nm_thread_call(qp->thr, set_psn_on_thread, &a);
 	return a.ret;
+}
+
+/* Packets reaching this QP's inbox were sent to UDP port @port of its
+ * address (their ICRC covers it): a shared port - RoCEv2's 4791 - whose
+ * owner (gdak's libibverbs) reads it and hands each packet to the QP its
+ * BTH names.  Before the QP connects.  0, or -EINVAL. */
+int nm_tr_udp_set_rx_port(struct gdak_qp *bqp, uint16_t port)
+{
+	struct nm_qp *qp;
+	struct udp_qp *u;
+
+	if (!bqp || !port || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || u->watching)
+		return -EINVAL;
+	u->rx_dport = port;
+	return 0;
 }

@@ -17,6 +17,9 @@ int nm_tr_udp_qp_stats(struct gdak_qp *qp, struct roce_stats *st);
  * connects or after, while it has sent nothing.  0, -EINVAL for another
  * transport, -EBUSY when it has sent already. */
 int nm_tr_udp_set_sq_psn(struct gdak_qp *qp, uint32_t psn);
+/* The UDP port the packets handed to the QP's inbox were sent to (default:
+ * its own), for a shared port demultiplexed by its owner; before connect. */
+int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gv_addr.c - where a device lives on the wire, and how a peer finds its QPs.
+ * gv_addr.c - where a device lives on the wire.
  *
  * Each device of each process is one RoCEv2 endpoint with its own IPv4
  * address: GDAK_IBV_ADDR, or the first 127.0.0.N (N = 2 ..) whose UDP port
@@ -8,41 +8,50 @@
  * on one host never collide and need no coordination.  Its GID is the
  * IPv4-mapped ::ffff:a.b.c.d.
  *
- * The NIC model's udp transport gives every QP its own socket (its own
- * source port, the flow entropy ConnectX derives from the QPN), but a verbs
- * program tells its peer only GID, QPN and PSN.  So a second socket, on
- * port 4790 of the same address, answers "which UDP port serves QPN q?"
- * (an 8-byte query, a 12-byte answer; a thread blocked in recvfrom, no
- * polling), and modify_qp to RTR asks the peer's address before it
- * connects the NIC-model QP.  Not on 4791: a capture of the RoCE port then
- * holds RoCE packets only.
+ * Every packet for the device arrives on that one socket, as on a ConnectX:
+ * RoCEv2's destination port is always 4791, and the BTH's destination QP
+ * says which QP it is for.  The NIC model's udp transport gives each QP a
+ * socket of its own (the source port its packets leave from, the flow
+ * entropy ConnectX derives from the QPN) and an inbox; a reader thread here
+ * (blocked in recvmmsg, no polling) takes each packet off 4791 and puts it
+ * in the inbox of the QP its BTH names, which checks its ICRC against port
+ * 4791 (nm_tr_udp_set_rx_port).  So a peer needs only GID and QPN - what a
+ * verbs program exchanges - and Wireshark's RoCE dissector, which claims
+ * port 4791, decodes the traffic as it is.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <endian.h>
 
 #include <gdak/nic.h>
 
 #include "gv_loc.h"
+#include "tr_udp.h"
+#include "roce/roce.h"
 
-#define DIR_Q 0x47444b51u /* "GDKQ" */
-#define DIR_A 0x47444b41u /* "GDKA" */
+#define RX_BATCH 32
 
-/* ---- this process's QPs ------------------------------------------------------ */
+/* ---- this process's QPs: QPN -> the inbox of its NIC-model QP --------------------- */
 
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uint32_t qpn; uint16_t port; } *dir;
+static struct { uint32_t qpn; struct udp_inbox *ib; } *dir;
 static unsigned ndir, capdir;
+static uint64_t rx_unknown;	/* packets for no QP of ours (dir_lock) */
 
-void gv_dir_add(uint32_t qpn, uint16_t port)
+int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port)
 {
+	struct udp_inbox *ib = udp_inbox_attach(d->addr.s_addr, port);
+
+	if (!ib)
+		return -ENOMEM;
 	pthread_mutex_lock(&dir_lock);
 	if (ndir == capdir) {
 		unsigned cap = capdir ? 2 * capdir : 64;
@@ -50,67 +59,97 @@ void gv_dir_add(uint32_t qpn, uint16_t port)
 
 		if (!n) {
 			pthread_mutex_unlock(&dir_lock);
-			GDAK_ERR("qp", qpn, "no memory for the QPN directory");
-			return;
+			udp_inbox_put(ib);
+			return -ENOMEM;
 		}
 		dir = n;
 		capdir = cap;
 	}
 	dir[ndir].qpn = qpn;
-	dir[ndir].port = port;
+	dir[ndir].ib = ib;
 	ndir++;
 	pthread_mutex_unlock(&dir_lock);
+	return 0;
 }
 
 void gv_dir_del(uint32_t qpn)
 {
+	struct udp_inbox *ib = NULL;
+
 	pthread_mutex_lock(&dir_lock);
 	for (unsigned i = 0; i < ndir; i++) {
 		if (dir[i].qpn == qpn) {
+			ib = dir[i].ib;
 			dir[i] = dir[--ndir];
 			break;
 		}
 	}
 	pthread_mutex_unlock(&dir_lock);
+	if (ib)
+		udp_inbox_put(ib);
 }
 
-static int dir_find(uint32_t qpn, uint16_t *port)
+/* Hand one packet to the QP its BTH names (dir_lock held: the inbox
+ * reference cannot go meanwhile).  A full inbox is waited on briefly - the
+ * owner drains it at its next pass - then the packet is dropped, which RC
+ * recovers from as from any loss on a wire. */
+static void deliver(const struct mmsghdr *m, const struct sockaddr_in *from)
 {
-	int found = 0;
+	const uint8_t *pkt = m->msg_hdr.msg_iov->iov_base;
+	struct iovec v = {.iov_base = m->msg_hdr.msg_iov->iov_base, .iov_len = m->msg_len};
+	uint32_t qpn;
+	unsigned i;
 
-	pthread_mutex_lock(&dir_lock);
-	for (unsigned i = 0; i < ndir; i++) {
-		if (dir[i].qpn == qpn) {
-			*port = dir[i].port;
-			found = 1;
-			break;
-		}
+	if (m->msg_len < ROCE_BTH_LEN)
+		return;
+	qpn = ((uint32_t)pkt[5] << 16) | ((uint32_t)pkt[6] << 8) | pkt[7];
+	for (i = 0; i < ndir && dir[i].qpn != qpn; i++)
+		;
+	if (i == ndir) {
+		rx_unknown++;
+		return;
 	}
-	pthread_mutex_unlock(&dir_lock);
-	return found;
+	for (int tries = 0; tries < 1000; tries++) {
+		int n = udp_inbox_push(dir[i].ib, from->sin_addr.s_addr, ntohs(from->sin_port), &v, 1);
+
+		if (n != 0)
+			return;	/* taken, or the QP is going away */
+		pthread_mutex_unlock(&dir_lock);
+		sched_yield();
+		pthread_mutex_lock(&dir_lock);
+		for (i = 0; i < ndir && dir[i].qpn != qpn; i++)
+			;
+		if (i == ndir)
+			return;
+	}
 }
 
-static void *dir_main(void *arg)
+static void *rx_main(void *arg)
 {
 	struct gv_device *d = arg;
+	static __thread uint8_t buf[RX_BATCH][ROCE_MAX_PKT];
+	struct sockaddr_in from[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct mmsghdr m[RX_BATCH];
 
+	for (unsigned i = 0; i < RX_BATCH; i++) {
+		iov[i] = (struct iovec){.iov_base = buf[i], .iov_len = ROCE_MAX_PKT};
+		m[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
+	}
 	for (;;) {
-		uint32_t q[2], a[3];
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		uint16_t port = 0;
-		ssize_t n = recvfrom(d->dir_fd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
+		int n;
 
+		for (unsigned i = 0; i < RX_BATCH; i++)
+			m[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		n = recvmmsg(d->claim_fd, m, RX_BATCH, MSG_WAITFORONE, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			break;	/* shut down */
-		if (n != sizeof(q) || be32toh(q[0]) != DIR_Q)
-			continue;
-		a[0] = htobe32(DIR_A);
-		a[1] = q[1];
-		a[2] = dir_find(be32toh(q[1]), &port) ? htobe32((uint32_t)port << 16) : htobe32(1);
-		(void)sendto(d->dir_fd, a, sizeof(a), MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+			break;
+		pthread_mutex_lock(&dir_lock);
+		for (int i = 0; i < n; i++)
+			deliver(&m[i], &from[i]);
+		pthread_mutex_unlock(&dir_lock);
 	}
 	return NULL;
 }
@@ -120,7 +159,7 @@ static void *dir_main(void *arg)
 static int bind_port(struct in_addr a, uint16_t port)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), buf = 8 << 20;
 
 	if (fd < 0)
 		return -errno;
@@ -130,6 +169,8 @@ static int bind_port(struct in_addr a, uint16_t port)
 		close(fd);
 		return -e;
 	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	return fd;
 }
 
@@ -164,6 +205,7 @@ static int env_addr(int idx, struct in_addr *a)
 
 int gv_addr_claim(struct gv_device *d)
 {
+	char txt[INET_ADDRSTRLEN];
 	struct in_addr a;
 	int ret = env_addr(d->index, &a), fd;
 
@@ -172,8 +214,9 @@ int gv_addr_claim(struct gv_device *d)
 	if (ret) {
 		fd = bind_port(a, GV_ROCE_PORT);
 		if (fd < 0) {
+			inet_ntop(AF_INET, &a, txt, sizeof(txt));
 			GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d (GDAK_IBV_ADDR): %s", d->ibdev.name,
-				 inet_ntoa(a), GV_ROCE_PORT, strerror(-fd));
+				 txt, GV_ROCE_PORT, strerror(-fd));
 			return fd;
 		}
 	} else {
@@ -192,84 +235,21 @@ int gv_addr_claim(struct gv_device *d)
 	}
 	d->addr = a;
 	d->claim_fd = fd;
-	d->dir_fd = bind_port(a, GV_DIR_PORT);
-	if (d->dir_fd < 0) {
-		ret = d->dir_fd;
-		GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d for the QPN directory: %s", d->ibdev.name,
-			 inet_ntoa(a), GV_DIR_PORT, strerror(-ret));
-		goto err;
-	}
-	ret = -pthread_create(&d->dir_thr, NULL, dir_main, d);
-	if (ret)
-		goto err;
-	d->dir_running = true;
-	{
-		char txt[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &a, txt, sizeof(txt));
-		GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s (GID ::ffff:%s)", d->ibdev.name, txt, txt);
-	}
-	return 0;
-err:
-	if (d->dir_fd >= 0)
-		close(d->dir_fd);
-	close(d->claim_fd);
-	d->dir_fd = d->claim_fd = -1;
-	return ret;
-}
-
-int gv_addr_resolve(struct gv_device *d, uint32_t addr, uint32_t qpn, uint16_t *port)
-{
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(GV_DIR_PORT)};
-	struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr = d->addr};
-	uint32_t q[2] = {htobe32(DIR_Q), htobe32(qpn)};
-	int fd, ret = -EHOSTUNREACH, wait_ms = 20;
-
-	if (addr == d->addr.s_addr)
-		return dir_find(qpn, port) ? 0 : -ENOENT;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&me, sizeof(me))) {
-		ret = -errno;
+	ret = pthread_create(&d->rx_thr, NULL, rx_main, d);
+	if (ret) {
 		close(fd);
-		return ret;
+		d->claim_fd = -1;
+		return -ret;
 	}
-	to.sin_addr.s_addr = addr;
-	/* UDP may lose a query: ask again with growing waits, about 10 s in all */
-	for (int tries = 0; tries < 14; tries++) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		uint32_t a[3];
-
-		if (sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
-			ret = -errno;
-			if (errno != ECONNREFUSED)
-				break;
-		}
-		while (poll(&p, 1, wait_ms) > 0) {
-			ssize_t n = recv(fd, a, sizeof(a), MSG_DONTWAIT);
-
-			if (n != sizeof(a) || be32toh(a[0]) != DIR_A || be32toh(a[1]) != qpn)
-				continue;
-			if (be32toh(a[2]) & 0xffff) {
-				ret = -ENOENT;
-			} else {
-				*port = (uint16_t)(be32toh(a[2]) >> 16);
-				ret = 0;
-			}
-			goto out;
-		}
-		if (wait_ms < 2000)
-			wait_ms *= 2;
-	}
-out:
-	close(fd);
-	return ret;
+	inet_ntop(AF_INET, &a, txt, sizeof(txt));
+	GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s:%d (GID ::ffff:%s)", d->ibdev.name, txt,
+		  GV_ROCE_PORT, txt);
+	return 0;
 }
 
 int gv_dev_get(struct gv_device *d)
 {
-	char spec[64];
+	char spec[64], txt[INET_ADDRSTRLEN];
 	int ret = 0;
 
 	pthread_mutex_lock(&d->lock);
@@ -290,7 +270,8 @@ int gv_dev_get(struct gv_device *d)
 	 * tens of ms, and 7 retries of 10 ms then fail a healthy connection.
 	 * A GDAK_UDP_RTO_US the user set wins. */
 	setenv("GDAK_UDP_RTO_US", "67109", 0);
-	snprintf(spec, sizeof(spec), "emu:udp:%s", inet_ntoa(d->addr));
+	inet_ntop(AF_INET, &d->addr, txt, sizeof(txt));
+	snprintf(spec, sizeof(spec), "emu:udp:%s", txt);
 	ret = gdak_open(spec, &d->g);
 	if (ret)
 		goto fail;

@@ -67,7 +67,7 @@ static void devs_init(void)
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
 			 "/sys/class/infiniband/mlx5_%d", i);
 		d->guid = 0xb8cef60300000000ull | ((uint64_t)(h & 0xffff) << 8) | (uint64_t)i;
-		d->dir_fd = d->claim_fd = -1;
+		d->claim_fd = -1;
 		pthread_mutex_init(&d->lock, NULL);
 	}
 	ndevs = n;

@@ -40,7 +40,6 @@
 
 #define GV_MAX_DEVICES 8
 #define GV_ROCE_PORT 4791
-#define GV_DIR_PORT 4790	/* the QPN directory (gv_addr.c) */
 #define GV_GID_TBL_LEN 255
 #define GV_MAX_QP_WR 32768
 #define GV_MAX_SGE 16		/* receive WQEs of the NIC model hold 16 */
@@ -77,10 +76,8 @@ struct gv_device {
 	int refs;
 	struct gdak_ctx *g;
 	struct in_addr addr;		/* network order */
-	int claim_fd;			/* UDP socket holding addr:4791: the address is ours */
-	int dir_fd;			/* UDP socket on addr:4790: the QPN directory */
-	pthread_t dir_thr;		/* answers until the process exits */
-	bool dir_running;
+	int claim_fd;			/* UDP socket on addr:4791: every packet for the device */
+	pthread_t rx_thr;		/* reads it until the process exits (gv_addr.c) */
 };
 
 struct gv_context {
@@ -101,12 +98,10 @@ int gv_dev_get(struct gv_device *d);	/* the NIC-model context, address, director
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
 void gv_dev_gid(const struct gv_device *d, union ibv_gid *gid);
-/* Query the peer's device at addr (network order) for the UDP port of its
- * QP qpn.  0 and *port, or a negative errno (-EHOSTUNREACH: nothing answers). */
-int gv_addr_resolve(struct gv_device *d, uint32_t addr, uint32_t qpn, uint16_t *port);
 int gv_addr_claim(struct gv_device *d);
-/* directory of this process's QPs: qpn -> UDP port */
-void gv_dir_add(uint32_t qpn, uint16_t port);
+/* QPs of this process, by QPN: where the 4791 reader hands their packets
+ * (port: the NIC-model QP's own UDP port, whose inbox it is). */
+int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port);
 void gv_dir_del(uint32_t qpn);
 
 /* ---- gv_verbs.c ---------------------------------------------------------------------- */

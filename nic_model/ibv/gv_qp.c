@@ -8,9 +8,8 @@
  * The NIC-model QP is connected at RTR (a responder-only QP - perftest's
  * bandwidth server - never leaves it); the send PSN comes with RTS and is
  * given to the NIC model's requester then, before it has sent anything.
- * RTR resolves the peer's UDP port from its address and QPN (gv_addr.c), so
- * a wrong address vector fails there, as the kernel fails an unresolvable
- * one.
+ * The peer is its GID's IPv4 address, UDP port 4791, and its QPN: what
+ * the address vector and dest_qp_num say (gv_addr.c).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -185,7 +184,12 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		pthread_mutex_unlock(&s->lock);
 		gv_srq_hook(q);
 	}
-	gv_dir_add(q->qpx.qp_base.qp_num, info.udp_port);
+	/* its packets arrive on the device's 4791 (gv_addr.c) */
+	ret = nm_tr_udp_set_rx_port(q->g, GV_ROCE_PORT);
+	if (!ret)
+		ret = gv_dir_add(c->dev, q->qpx.qp_base.qp_num, info.udp_port);
+	if (ret)
+		goto err_srq;
 	/* what the program gets back, as libmlx5 reports it */
 	a->cap = q->cap;
 	if (a->srq)
@@ -194,6 +198,14 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		 sq, q->cap.max_send_wr, rq, rsge, a->srq ? " (SRQ)" : "");
 	return &q->qpx.qp_base;
 
+err_srq:
+	if (q->srq) {
+		struct gv_srq *s = q->srq;
+
+		pthread_mutex_lock(&s->lock);
+		s->nqps--;
+		pthread_mutex_unlock(&s->lock);
+	}
 err_rcq:
 	if (q->rcq)
 		gv_cq_detach(q->rcq, &q->rwq);
@@ -444,20 +456,10 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 				return ret;
 		}
 		break;
-	case IBV_QPS_RTR: {
-		uint32_t addr;
-
-		memcpy(&addr, &attr->ah_attr.grh.dgid.raw[12], 4);
-		ret = -gv_addr_resolve(q->ctx->dev, addr, attr->dest_qp_num, &q->peer_port);
-		if (ret) {
-			struct in_addr ia = {.s_addr = addr};
-
-			GDAK_ERR("qp", qp->qp_num, "modify to RTR: no QP 0x%x at %s (%s)",
-				 attr->dest_qp_num, inet_ntoa(ia), strerror(ret));
-			return ret == ENOENT ? EINVAL : ret;
-		}
+	case IBV_QPS_RTR:
+		/* RoCEv2: the peer's packets go to its address, UDP port 4791 */
+		q->peer_port = GV_ROCE_PORT;
 		break;
-	}
 	case IBV_QPS_RTS:
 		break;
 	case IBV_QPS_ERR:
