@@ -23,7 +23,7 @@ vb_need ib_write_lat ib_send_lat ib_read_lat ib_atomic_bw tshark dumpcap python3
 vb_init
 A=$VB_SRV_ADDR
 B=$VB_CLI_ADDR
-pcap=$VB_DIR/lo.pcap
+pcap=$VB_DIR/lo.pcapng
 caplog=$VB_DIR/dumpcap.log
 
 probes=0
@@ -41,7 +41,7 @@ captured() { # dumpcap's latest "Packets: N" (0 before its first report)
 	echo "${n:-0}"
 }
 
-dumpcap -i lo -f "udp and host $A and host $B" -P -w "$pcap" >"$caplog" 2>&1 &
+dumpcap -i lo -f "udp and host $A and host $B" -w "$pcap" >"$caplog" 2>&1 &
 dpid=$!
 VB_PIDS="${VB_PIDS:-} $dpid"
 # dumpcap reports "Capturing on" before its socket is attached: probe until
@@ -116,7 +116,10 @@ nflag=$(wc -l <"$VB_DIR/flagged")
 vb_check $((nflag != 0)) "no frame malformed or flagged by tshark's expert system ($nflag)"
 ((nflag)) && head -n 5 "$VB_DIR/flagged" >&2
 
-python3 - "$pcap" "$VB_DIR/fields" "$session" <<'EOF'
+# the frames' bytes for the ICRC check, as a libpcap file (pcapng: gdak-trace's)
+tshark -r "$pcap" -F pcap -w "$VB_DIR/lo.pcap" 2>/dev/null
+vb_check $? "tshark converts the capture to libpcap for the ICRC check"
+python3 - "$VB_DIR/lo.pcap" "$VB_DIR/fields" "$session" <<'EOF'
 import struct, sys, zlib
 
 pcap, fields, session = sys.argv[1], sys.argv[2], int(sys.argv[3])
