@@ -13,6 +13,9 @@
 #           requester's trace are exactly the -n iterations perftest ran;
 #           the passive side of the bandwidth tests and of ib_read_lat posts
 #           none of them
+#   wqe_err the client's 4th WQE completes with REMOTE_ACCESS (--faults
+#           err:qp=*,wqe=3,...): perftest reports "Failed status 10"
+#           (IBV_WC_REM_ACCESS_ERR) and both sides end, with an error status
 #   faults  the default size with 2% of the packets of both sides dropped
 #           (--faults pkt_drop): the run still completes with its table, and
 #           the traces show request packets sent again
@@ -36,9 +39,9 @@ ib_read_*) wqe_op=RDMA_READ ;;
 ib_send_*) wqe_op=SEND ;;
 ib_atomic_*) wqe_op=ATOMIC_FA ;;
 esac
-case $mode in plain | trace | faults) ;; *) echo "unknown mode '$mode'" >&2; exit 2 ;; esac
+case $mode in plain | trace | faults | wqe_err) ;; *) echo "unknown mode '$mode'" >&2; exit 2 ;; esac
 vb_need "$prog" ss
-[[ $mode == trace || $mode == faults ]] && { [[ -x ${GDAK_TRACE_TOOL:-} ]] || { echo "GDAK_TRACE_TOOL not set" >&2; exit 1; }; }
+[[ $mode == trace || $mode == faults || $mode == wqe_err ]] && { [[ -x ${GDAK_TRACE_TOOL:-} ]] || { echo "GDAK_TRACE_TOOL not set" >&2; exit 1; }; }
 vb_init
 
 sgid=$(vb_gid_index "$VB_SRV_ADDR")
@@ -189,6 +192,25 @@ faults)
 	else
 		vb_fail "no request packet was sent again: were packets dropped at all?"
 	fi
+	;;
+wqe_err)
+	# an injected error CQE on the client's WQE 3: the program sees the
+	# verbs status the syndrome maps to, its QP in ERR, and stops
+	ctrc=$VB_DIR/cli.pcapng
+	VB_CLI_OPTS="--trace $ctrc --faults err:qp=*,wqe=3,syndrome=REMOTE_ACCESS"
+	vb_port
+	vb_pair err "$VB_PORT" "$prog -p $VB_PORT -x $sgid -d mlx5_0 -F -n $iters" \
+		"$prog -p $VB_PORT -x $cgid -d mlx5_0 -F -n $iters $VB_SRV_ADDR"
+	((VB_CLI_RC != 0 && VB_CLI_RC < 124))
+	vb_check $? "client ends with an error status ($VB_CLI_RC), not a timeout or signal"
+	((VB_SRV_RC < 124))
+	vb_check $? "server ends by itself ($VB_SRV_RC)"
+	grep -q 'Failed status 10' "$VB_DIR/err.cli"
+	vb_check $? "client: $(grep -m1 'Failed status' "$VB_DIR/err.cli")"
+	"$GDAK_TRACE_TOOL" --summary "$ctrc" >"$ctrc.sum" 2>&1
+	grep -q 'first error: .*REMOTE_ACCESS' "$ctrc.sum" && grep -q 'cqe_errors [1-9]' "$ctrc.sum"
+	vb_check $? "client trace: the error CQE and its syndrome ($(grep -m1 'first error' "$ctrc.sum"))"
+	((vb_fails)) && vb_show "$VB_DIR/err.srv" "$VB_DIR/err.cli" "$ctrc.sum"
 	;;
 esac
 vb_end
