@@ -54,6 +54,9 @@ static void usage(FILE *f)
 		"  --addr A[,B...]   the devices' IPv4 addresses, one device each (GDAK_IBV_ADDR;\n"
 		"                    default: the first free 127.0.0.N, N >= 2, per process)\n"
 		"  --log LEVEL       gdak's log level: error, warn, info, debug (GDAK_LOG)\n"
+		"  --nic-threads N   NIC-model threads per process (1..64; GDAK_NIC_THREADS)\n"
+		"  --poll MODE       NIC threads' idle polling: adaptive (default) or spin\n"
+		"                    (a core each; for latency runs; GDAK_POLL)\n"
 		"  --print-env       print the environment and command it would run, run nothing\n"
 		"  --help            this text\n"
 		"\n"
@@ -174,6 +177,25 @@ static int check_addr(const char *v, int *count)
 	return 0;
 }
 
+static int check_nic_threads(const char *v)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 64)
+		return bad("--nic-threads '%s': want a number 1..64", v);
+	return 0;
+}
+
+static int check_poll(const char *v)
+{
+	if (strcmp(v, "adaptive") && strcmp(v, "spin"))
+		return bad("--poll '%s': want adaptive or spin", v);
+	return 0;
+}
+
 static int check_log(const char *v)
 {
 	static const char *const lv[] = {"error", "warn", "info", "debug"};
@@ -210,8 +232,9 @@ static int is_opt(const char *a, const char *name)
 int main(int argc, char **argv)
 {
 	static const char *const with_value[] = {"--trace", "--faults", "--devices", "--addr",
-						 "--log"};
+						 "--log", "--nic-threads", "--poll"};
 	const char *trace = NULL, *faults = NULL, *devices = NULL, *addr = NULL, *log = NULL;
+	const char *nic_threads = NULL, *poll = NULL;
 	char trace_abs[PATH_MAX * 2], libdir[PATH_MAX], ldpath[PATH_MAX * 4], nbuf[24];
 	int strict = -1, print_env = 0, i, ret;
 	long ndev = -1;
@@ -257,8 +280,12 @@ int main(int argc, char **argv)
 				devices = v;
 			else if (k == 3)
 				addr = v;
-			else
+			else if (k == 4)
 				log = v;
+			else if (k == 5)
+				nic_threads = v;
+			else
+				poll = v;
 		}
 		if (!known)
 			return bad("unknown option '%s'", a);
@@ -280,6 +307,10 @@ int main(int argc, char **argv)
 		ndev = count; /* one device per address */
 	}
 	if (log && (ret = check_log(log)))
+		return ret;
+	if (nic_threads && (ret = check_nic_threads(nic_threads)))
+		return ret;
+	if (poll && (ret = check_poll(poll)))
 		return ret;
 	if (faults && (ret = check_faults(faults)))
 		return ret;
@@ -311,11 +342,15 @@ int main(int argc, char **argv)
 		setenv("GDAK_IBV_ADDR", addr, 1);
 	if (log)
 		setenv("GDAK_LOG", log, 1);
+	if (nic_threads)
+		setenv("GDAK_NIC_THREADS", nic_threads, 1);
+	if (poll)
+		setenv("GDAK_POLL", poll, 1);
 
 	if (print_env) {
 		static const char *const vars[] = {"LD_LIBRARY_PATH", "GDAK_TRACE", "GDAK_STRICT",
 						   "GDAK_FAULTS", "GDAK_IBV_DEVICES", "GDAK_IBV_ADDR",
-						   "GDAK_LOG"};
+						   "GDAK_LOG", "GDAK_NIC_THREADS", "GDAK_POLL"};
 
 		for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
 			if (getenv(vars[k]))
