@@ -91,6 +91,15 @@ ok = (e["libibverbs.so.1"] and e["libmlx5.so.1"] and e["libefa.so.1"] and e["cou
       and d["link_layer"] == "Ethernet" and d["vendor"] == "0x02c9:4129")
 sys.exit(0 if ok else 1)' "$A"
 	vb_check $? "gdak-info --json: emulated_verbs with the three libraries and mlx5_0"
+	# under gdak-run (it then runs on gdak's libibverbs itself): what those
+	# options would show
+	timeout -k 5 "$VB_TMO" "$GDAK_RUN" --addr "$A,$B" -- "$GDAK_INFO_TOOL" --json 2>/dev/null |
+		python3 -c '
+import json, sys
+e = json.load(sys.stdin)["emulated_verbs"]
+gids = [d.get("gid0") for d in e["devices"]]
+sys.exit(0 if e["count"] == 2 and gids == ["::ffff:" + a for a in sys.argv[1:3]] else 1)' "$A" "$B"
+	vb_check $? "gdak-run --addr A,B -- gdak-info --json: mlx5_0 and mlx5_1 with the GIDs of A and B"
 fi
 
 timeout -k 5 "$VB_TMO" "$GDAK_RUN" --devices 0 -- ibv_devinfo >"$out" 2>&1

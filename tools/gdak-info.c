@@ -433,6 +433,16 @@ static void show_one_emulated(struct ibv_device *dev, void *h)
 	cl(ctx);
 }
 
+/* Whether the shared object holding sym is the file at path. */
+static int same_file(void *sym, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	Dl_info di;
+
+	return dladdr(sym, &di) && di.dli_fname && realpath(di.dli_fname, a) &&
+	       realpath(path, b) && !strcmp(a, b);
+}
+
 static void show_emulated(void)
 {
 	static const char *const libs[] = {"libibverbs.so.1", "libmlx5.so.1", "libefa.so.1"};
@@ -460,7 +470,15 @@ static void show_emulated(void)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/libibverbs.so.1", dir);
-	h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+	/* Under gdak-run this program already runs on gdak's libibverbs: a
+	 * second copy in another namespace would find the addresses taken */
+	if (same_file((void *)ibv_get_device_list, path)) {
+		kv_str("note", "gdak-info itself runs on gdak's libibverbs (under gdak-run): "
+			       "these are also the verbs devices above");
+		h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	} else {
+		h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+	}
 	if (!h) {
 		kv_fmt("why", "cannot load %s: %s", path, dlerror());
 		section_end();
