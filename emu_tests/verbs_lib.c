@@ -659,12 +659,64 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	(void)b;
 }
 
+
+/* int ibv_read_sysfs_file(...) is exported (ibv_devinfo imports it) but not
+ * declared by the installed headers */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+
+static void test_misc(void)
+{
+	struct ibv_device_attr_ex x;
+	struct ibv_values_ex v = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_gid_entry tbl[4];
+	struct ibv_mr *m;
+	__be16 pkey;
+	char buf[64];
+
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &x), 0);
+	CHECK(x.odp_caps.general_caps & IBV_ODP_SUPPORT);
+	CHECK(!(x.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT));
+	CHECK(x.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
+	CHECK(x.completion_timestamp_mask != 0);
+	CHECK(x.hca_core_clock != 0);
+	CHECK_EQ(ibv_query_rt_values_ex(ctx, &v), 0);
+	CHECK(v.raw_clock.tv_sec != 0 || v.raw_clock.tv_nsec != 0);
+	/* explicit ODP registers; implicit (the whole address space) does not */
+	m = ibv_reg_mr(pd, lbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	CHECK(m != NULL);
+	if (m)
+		CHECK_EQ(ibv_dereg_mr(m), 0);
+	errno = 0;
+	CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	/* the GID table has exactly the one RoCE v2 entry */
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, 4, 0), 1);
+	CHECK_EQ(tbl[0].gid_type, IBV_GID_TYPE_ROCE_V2);
+	CHECK_EQ(ibv_query_gid_ex(ctx, 1, 1, &tbl[1], 0), ENODATA);
+	CHECK_EQ(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	CHECK_EQ(be16toh(pkey), 0xffff);
+	CHECK_EQ(ibv_get_pkey_index(ctx, 1, htobe16(0xffff)), 0);
+	CHECK_STR(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error");
+	CHECK_STR(ibv_event_type_str(IBV_EVENT_SRQ_LIMIT_REACHED), "SRQ limit reached");
+	CHECK_STR(ibv_port_state_str(IBV_PORT_ACTIVE), "active");
+	CHECK_EQ(ibv_rate_to_mbps(IBV_RATE_400_GBPS), 425000);
+	CHECK_EQ(ibv_fork_init(), 0);
+	CHECK_EQ(ibv_get_device_index(ctx->device), 0);
+	CHECK_EQ(ibv_read_sysfs_file(ctx->device->ibdev_path, "fw_ver", buf, sizeof(buf)),
+		 (int)strlen("28.39.1002"));
+	CHECK_STR(buf, "28.39.1002");
+	CHECK_EQ(ibv_read_sysfs_file(ctx->device->ibdev_path, "ports/1/gid_attrs/types/0", buf,
+				     sizeof(buf)), 7);
+	CHECK_STR(buf, "RoCE v2");
+}
+
 int main(void)
 {
 	struct ibv_qp *a, *b;
 
 	test_device();
 	test_mr();
+	test_misc();
 	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
 	REQUIRE(cq != NULL);
 	test_modify_rules();

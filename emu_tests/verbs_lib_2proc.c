@@ -4,9 +4,12 @@
  * would use it: each process opens mlx5_0 (and so claims its own 127.0.0.N),
  * they swap GID, QPN, PSN, address and rkey over a socketpair the way
  * perftest swaps them over TCP, and the client runs a 64 KiB WRITE (many
- * packets), a READ of the server's pattern, a 3000-byte SEND_IMM into the
- * server's receive WQE, a FETCH_ADD, then a WRITE with a bad rkey
- * (REM_ACCESS_ERR).  The server checks what landed, byte for byte.
+ * packets), a READ of the server's pattern, a FETCH_ADD, a 3000-byte
+ * SEND_IMM into the server's receive WQE, then a WRITE with a bad rkey
+ * (REM_ACCESS_ERR).  The server checks what landed, byte for byte, after
+ * its receive completion: RC executes in order, so that completion follows
+ * everything before the SEND in the server's own NIC thread too (which is
+ * what orders the server's reads after the NIC's writes, for TSan).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -178,10 +181,6 @@ static void client(int fd)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
 	CHECK_MEM(s.buf + 65536, expect + 65536, 32768);
-	CHECK_EQ(post1(&s, IBV_WR_SEND_WITH_IMM, 3, 100000, 3000, 0, 0), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.opcode, IBV_WC_SEND);
 	CHECK_EQ(post1(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 200000, 8, 200000, s.peer.rkey), 0);
 	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
@@ -192,6 +191,10 @@ static void client(int fd)
 		memcpy(&was, s.buf + 200000, 8);
 		CHECK_EQ(be64toh(was), orig);
 	}
+	CHECK_EQ(post1(&s, IBV_WR_SEND_WITH_IMM, 3, 100000, 3000, 0, 0), 0);
+	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_SEND);
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 5, 0, 64, 0, s.peer.rkey + 0x4400), 0);
 	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 5);

@@ -127,13 +127,19 @@ static void deliver(const struct mmsghdr *m, const struct sockaddr_in *from)
 static void *rx_main(void *arg)
 {
 	struct gv_device *d = arg;
-	static __thread uint8_t buf[RX_BATCH][ROCE_MAX_PKT];
+	uint8_t *buf = malloc((size_t)RX_BATCH * ROCE_MAX_PKT);
 	struct sockaddr_in from[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct mmsghdr m[RX_BATCH];
 
+	if (!buf) {
+		GDAK_ERR(NULL, 0, "%s: no memory for the receive thread: the device is deaf",
+			 d->ibdev.name);
+		return NULL;
+	}
 	for (unsigned i = 0; i < RX_BATCH; i++) {
-		iov[i] = (struct iovec){.iov_base = buf[i], .iov_len = ROCE_MAX_PKT};
+		iov[i] = (struct iovec){.iov_base = buf + (size_t)i * ROCE_MAX_PKT,
+					.iov_len = ROCE_MAX_PKT};
 		m[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
 	}
 	for (;;) {
@@ -151,6 +157,7 @@ static void *rx_main(void *arg)
 			deliver(&m[i], &from[i]);
 		pthread_mutex_unlock(&dir_lock);
 	}
+	free(buf);
 	return NULL;
 }
 
