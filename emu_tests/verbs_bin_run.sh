@@ -6,7 +6,8 @@
 # LD_LIBRARY_PATH (and what was there stays after it), with libefa.so.1; the program's exit
 # status comes back; a missing program is 127.  With perftest installed, the
 # dynamic linker resolves ib_write_bw's libibverbs.so.1 and libmlx5.so.1 to
-# gdak's under gdak-run.
+# gdak's under gdak-run; gdak's own programs (gdak-perf, gdak-demo) never
+# load lib/gdak.
 here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
@@ -116,4 +117,14 @@ if command -v ib_write_bw >/dev/null && command -v ldd >/dev/null; then
 else
 	echo "(perftest or ldd not installed: the loader check is skipped)"
 fi
+
+# gdak's own programs stay on their native path: nothing of lib/gdak in
+# what the loader gives them (outside gdak-run)
+IFS=: read -r -a native <<<"${GDAK_NATIVE_TOOLS:-}"
+for t in "${native[@]}"; do
+	[[ -x $t ]] || continue
+	ldd "$t" >"$out" 2>&1
+	! grep -q "$libdir" "$out" && ! readelf -d "$t" 2>/dev/null | grep -q 'lib/gdak'
+	vb_check $? "$(basename "$t") loads nothing from lib/gdak"
+done
 vb_end
