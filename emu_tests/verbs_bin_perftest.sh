@@ -7,7 +7,9 @@
 #   plain   the default size and -a (every size 2 .. 2^23; ib_atomic_bw,
 #           which refuses -a: FETCH_AND_ADD and CMP_AND_SWAP): both sides exit
 #           0, the client prints its results table with one numeric row per
-#           size (the servers of ib_write_lat and ib_send_lat too)
+#           size, each row with the iterations run (the servers of
+#           ib_write_lat and ib_send_lat too); ib_write_bw and ib_send_bw
+#           also with 4 QPs (-q 4) and in both directions (-b)
 #   trace   the default size with --trace on both sides: gdak-trace reads
 #           both traces cleanly, and the WQEs of the program's opcode in the
 #           requester's trace are exactly the -n iterations perftest ran;
@@ -83,6 +85,17 @@ run() {
 		vb_fail "$prog $name: client table has $rows numeric row(s), want $want"
 		rc=1
 	fi
+	# every row reports the iterations run: -n per QP, over all QPs
+	local q=1 wi bad
+	[[ " $* " =~ \ -q\ ([0-9]+)\  ]] && q=${BASH_REMATCH[1]}
+	wi=$((iters * q))
+	bad=$(table_rows "$VB_DIR/$name.cli" | awk -v w="$wi" '$2 != w' | wc -l)
+	if ((rows && bad == 0)); then
+		vb_ok "$prog $name: every row reports $wi iterations"
+	elif ((rows)); then
+		vb_fail "$prog $name: $bad row(s) do not report $wi iterations"
+		rc=1
+	fi
 	# the latency tests' servers print the table too, except ib_read_lat's
 	# (its server only answers READs)
 	if [[ $kind == lat && $prog != ib_read_lat ]]; then
@@ -130,6 +143,11 @@ plain)
 		run cmp_swap $iters 1 -A CMP_AND_SWAP
 	else
 		run all 5 23 -a
+	fi
+	# several QPs sharing a CQ, and both directions at once
+	if [[ $prog == ib_write_bw || $prog == ib_send_bw ]]; then
+		run qps4 $iters 1 -q 4
+		run bidir $iters 1 -b
 	fi
 	;;
 trace)
