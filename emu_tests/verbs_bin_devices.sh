@@ -5,7 +5,8 @@
 # 0x02c9, part id 4129, a firmware version, port 1 ACTIVE with link layer
 # Ethernet, and a RoCE v2 GID ::ffff:A.B.C.D for the address gdak-run gave
 # it; --devices 2 shows mlx5_0 and mlx5_1 (each its own address, GUID and
-# GID); --devices 0 shows none.
+# GID); --devices 0 shows none; gdak-info lists the same device (text and
+# --json) as a program sees it.
 here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
@@ -74,6 +75,32 @@ vb_check $((guids != 2)) "the two devices have distinct node GUIDs ($guids disti
 timeout -k 5 "$VB_TMO" "$GDAK_RUN" --devices 2 --addr "$A,$B" -- ibv_devices >"$out" 2>&1
 n=$(grep -Ec '^[[:space:]]+mlx5_[01][[:space:]]+[0-9a-f]{16}$' "$out")
 vb_check $((n != 2)) "gdak-run --devices 2 ibv_devices lists 2 devices ($n)"
+
+# gdak-info shows what such a program sees, with the same environment
+if [[ -x ${GDAK_INFO_TOOL:-} ]]; then
+	GDAK_IBV_ADDR=$A timeout -k 5 "$VB_TMO" "$GDAK_INFO_TOOL" >"$out" 2>&1
+	grep -Eq "^    mlx5_0: node GUID ${guid0:0:4}:${guid0:4:4}:${guid0:8:4}:${guid0:12:4}, vendor 0x02c9 part 4129" "$out" &&
+		grep -Eq "GID\[0\] ::ffff:$A \(RoCE v2" "$out"
+	vb_check $? "gdak-info lists mlx5_0 with its GUID, ids and the GID of $A"
+	GDAK_IBV_ADDR=$A timeout -k 5 "$VB_TMO" "$GDAK_INFO_TOOL" --json 2>/dev/null | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["emulated_verbs"]
+d = e["devices"][0]
+ok = (e["libibverbs.so.1"] and e["libmlx5.so.1"] and e["libefa.so.1"] and e["count"] == 1
+      and d["name"] == "mlx5_0" and d["gid0"] == "::ffff:" + sys.argv[1]
+      and d["link_layer"] == "Ethernet" and d["vendor"] == "0x02c9:4129")
+sys.exit(0 if ok else 1)' "$A"
+	vb_check $? "gdak-info --json: emulated_verbs with the three libraries and mlx5_0"
+	# under gdak-run (it then runs on gdak's libibverbs itself): what those
+	# options would show
+	timeout -k 5 "$VB_TMO" "$GDAK_RUN" --addr "$A,$B" -- "$GDAK_INFO_TOOL" --json 2>/dev/null |
+		python3 -c '
+import json, sys
+e = json.load(sys.stdin)["emulated_verbs"]
+gids = [d.get("gid0") for d in e["devices"]]
+sys.exit(0 if e["count"] == 2 and gids == ["::ffff:" + a for a in sys.argv[1:3]] else 1)' "$A" "$B"
+	vb_check $? "gdak-run --addr A,B -- gdak-info --json: mlx5_0 and mlx5_1 with the GIDs of A and B"
+fi
 
 timeout -k 5 "$VB_TMO" "$GDAK_RUN" --devices 0 -- ibv_devinfo >"$out" 2>&1
 grep -q 'No IB devices found' "$out"

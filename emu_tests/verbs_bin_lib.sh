@@ -16,7 +16,7 @@ set -u
 
 vb_fails=0
 vb_checks=0
-VB_TMO=${VB_TMO:-60}
+VB_TMO=${VB_TMO:-120}
 
 vb_skip() {
 	echo "SKIP: $*" >&2
@@ -42,10 +42,17 @@ vb_init() {
 	trap vb_cleanup EXIT
 }
 
+# timeout(1) runs its program in a process group of its own (its PID): a
+# test ends each program it started through that group, so nothing of a
+# failed run lingers holding its address
+vb_kill() {
+	kill "-${2:-TERM}" -- "-$1" 2>/dev/null || kill "-${2:-TERM}" "$1" 2>/dev/null
+}
+
 vb_cleanup() {
 	local p
 	for p in ${VB_PIDS:-}; do
-		kill -9 "$p" 2>/dev/null
+		vb_kill "$p" KILL
 	done
 	if ((vb_fails)) && [[ -d ${VB_DIR:-} ]]; then
 		echo "(outputs kept in $VB_DIR)" >&2
@@ -133,7 +140,7 @@ vb_pair() {
 	if ! vb_wait_listen "$port" "$spid"; then
 		VB_CLI_RC=255
 		echo "(server '$srv' never listened on port $port)" >"$VB_DIR/$name.cli"
-		kill "$spid" 2>/dev/null
+		vb_kill "$spid"
 		wait "$spid"
 		VB_SRV_RC=$?
 		return
@@ -144,7 +151,7 @@ vb_pair() {
 	if ((VB_CLI_RC != 0)); then
 		# the server may wait forever for a client that is gone
 		sleep 1
-		kill "$spid" 2>/dev/null
+		vb_kill "$spid"
 	fi
 	wait "$spid"
 	VB_SRV_RC=$?

@@ -6,8 +6,8 @@
 # S seconds = R Mbit/sec", "N iters in S seconds = U usec/iter") with the
 # byte count the options imply.  rc runs the default (with -c: the client
 # checks the buffer it received), -e (completion events), -s 65536, -n 2000
-# and -N (the ibv_wr_* send API); srq the default, -e and -q 4 (QPs sharing
-# the SRQ).
+# and -N (the ibv_wr_* send API); srq the default (with -c), -e and -q 4
+# (QPs sharing the SRQ).
 here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
@@ -67,7 +67,7 @@ if [[ $mode == rc ]]; then
 	run iters2000 4096 2000
 	run new_send 4096 500 -N
 else
-	run default 4096 1000
+	run default 4096 1000 -c
 	run events 4096 500 -e
 	run qps4 4096 500 -q 4
 fi

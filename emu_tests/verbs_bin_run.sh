@@ -6,7 +6,8 @@
 # LD_LIBRARY_PATH (and what was there stays after it), with libefa.so.1; the program's exit
 # status comes back; a missing program is 127.  With perftest installed, the
 # dynamic linker resolves ib_write_bw's libibverbs.so.1 and libmlx5.so.1 to
-# gdak's under gdak-run.
+# gdak's under gdak-run; gdak's own programs (gdak-perf, gdak-demo) never
+# load lib/gdak.
 here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
@@ -45,6 +46,9 @@ bad "zap:x=1" --faults 'pkt_drop:p=1%;zap:x=1'
 bad "pkt_zap" --faults 'pkt_zap:p=1%'
 bad "--faults: empty" --faults ''
 bad "--log 'loud'" --log loud
+bad "--nic-threads '0'" --nic-threads 0
+bad "--nic-threads '65'" --nic-threads=65
+bad "--poll 'busy'" --poll busy
 "$R" >"$out" 2>&1
 rc=$?
 ((rc == 2)) && grep -q 'no program to run' "$out"
@@ -59,7 +63,7 @@ vb_check $? "gdak-run --help -> 0 and the usage"
 cd "$VB_DIR" || exit 1
 LD_LIBRARY_PATH=/opt/keep GDAK_STRICT=1 "$R" --trace t.pcapng --no-strict \
 	--faults 'pkt_drop:p=1%,seed=3;err:qp=*,wqe=5,syndrome=REMOTE_OP' --addr 127.0.0.7,127.0.0.8 \
-	--log=info -- sh -c 'env' >"$out" 2>&1
+	--log=info --nic-threads 2 --poll=spin -- sh -c 'env' >"$out" 2>&1
 vb_check $? "gdak-run ... -- sh -c env exits 0"
 env_of() { sed -n "s/^$1=//p" "$out"; }
 [[ $(env_of GDAK_TRACE) == "$VB_DIR/t.pcapng" ]]
@@ -72,6 +76,8 @@ vb_check $? "GDAK_FAULTS as given"
 vb_check $? "--addr A,B: GDAK_IBV_ADDR=A,B and GDAK_IBV_DEVICES=2"
 [[ $(env_of GDAK_LOG) == info ]]
 vb_check $? "--log=info: GDAK_LOG=info"
+[[ $(env_of GDAK_NIC_THREADS) == 2 && $(env_of GDAK_POLL) == spin ]]
+vb_check $? "--nic-threads 2 --poll=spin: GDAK_NIC_THREADS=2, GDAK_POLL=spin"
 ldp=$(env_of LD_LIBRARY_PATH)
 libdir=${ldp%%:*}
 [[ $ldp == "$libdir:/opt/keep" ]]
@@ -111,4 +117,14 @@ if command -v ib_write_bw >/dev/null && command -v ldd >/dev/null; then
 else
 	echo "(perftest or ldd not installed: the loader check is skipped)"
 fi
+
+# gdak's own programs stay on their native path: nothing of lib/gdak in
+# what the loader gives them (outside gdak-run)
+IFS=: read -r -a native <<<"${GDAK_NATIVE_TOOLS:-}"
+for t in "${native[@]}"; do
+	[[ -x $t ]] || continue
+	ldd "$t" >"$out" 2>&1
+	! grep -q "$libdir" "$out" && ! readelf -d "$t" 2>/dev/null | grep -q 'lib/gdak'
+	vb_check $? "$(basename "$t") loads nothing from lib/gdak"
+done
 vb_end

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # verbs_bin_tshark.sh - what two gdak-run processes put on the wire is
 # RoCEv2 that Wireshark's own dissector decodes.  dumpcap captures lo
-# (only this test's two addresses) while perftest's ib_write_bw (64 KiB:
-# WRITE FIRST/MIDDLE/LAST), ib_send_bw, ib_read_bw and ib_atomic_bw run
-# between them; then, with no -d option (RoCEv2's port 4791 is the
-# dissector's own):
+# (only this test's two addresses) while perftest's ib_write_lat (64 KiB:
+# WRITE FIRST/MIDDLE/LAST), ib_send_lat (5000 B: SEND FIRST..LAST),
+# ib_read_lat (8 KiB: READ responses FIRST..LAST) and ib_atomic_bw
+# (FETCH_ADD) run between them; then, with no -d option (RoCEv2's port
+# 4791 is the dissector's own):
 #   * every UDP/4791 frame decodes as InfiniBand with a BTH opcode, none
 #     malformed or flagged by the expert system;
 #   * the opcodes of the four operations and their ACKs are all there;
@@ -17,12 +18,12 @@ here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
 
-vb_need ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw tshark dumpcap python3 ss
+vb_need ib_write_lat ib_send_lat ib_read_lat ib_atomic_bw tshark dumpcap python3 ss
 [[ -x ${GDAK_TRACE_TOOL:-} ]] || { echo "GDAK_TRACE_TOOL not set" >&2; exit 1; }
 vb_init
 A=$VB_SRV_ADDR
 B=$VB_CLI_ADDR
-pcap=$VB_DIR/lo.pcap
+pcap=$VB_DIR/lo.pcapng
 caplog=$VB_DIR/dumpcap.log
 
 probes=0
@@ -34,11 +35,15 @@ s.bind(('$A', 0))
 s.sendto(b'gdak probe', ('$B', 9))" 2>/dev/null
 	probes=$((probes + 1))
 }
-captured() { tr '\r' '\n' <"$caplog" | sed -n 's/.*Packets: \([0-9]*\).*/\1/p' | tail -n 1; }
+captured() { # dumpcap's latest "Packets: N" (0 before its first report)
+	local n
+	n=$(tr '\r' '\n' <"$caplog" | sed -n 's/.*Packets: \([0-9]*\).*/\1/p' | tail -n 1)
+	echo "${n:-0}"
+}
 
-dumpcap -i lo -f "udp and host $A and host $B" -P -w "$pcap" >"$caplog" 2>&1 &
+dumpcap -i lo -f "udp and host $A and host $B" -w "$pcap" >"$caplog" 2>&1 &
 dpid=$!
-VB_PIDS="$dpid"
+VB_PIDS="${VB_PIDS:-} $dpid"
 # dumpcap reports "Capturing on" before its socket is attached: probe until
 # a probe shows (bounded by tries)
 started=0
@@ -46,7 +51,7 @@ for ((i = 0; i < 200; i++)); do
 	kill -0 "$dpid" 2>/dev/null || break
 	probe
 	sleep 0.05
-	if (($(captured || echo 0) > 0)); then
+	if (($(captured) > 0)); then
 		started=1
 		break
 	fi
@@ -62,10 +67,11 @@ sgid=$(vb_gid_index "$A")
 cgid=$(vb_gid_index "$B")
 [[ -n $sgid && -n $cgid ]]
 vb_check $? "RoCE v2 GIDs of $A and $B: indexes '$sgid' '$cgid'"
+[[ -n $sgid && -n $cgid ]] || vb_show "$VB_DIR"/devinfo.*
 
 # each pair's server traces, so that its packets can be counted
 n=0
-for t in "ib_write_bw -s 65536 -n 10" "ib_send_bw -s 5000 -n 10" "ib_read_bw -s 8192 -n 10" \
+for t in "ib_write_lat -s 65536 -n 10" "ib_send_lat -s 5000 -n 10" "ib_read_lat -s 8192 -n 10" \
 	"ib_atomic_bw -n 10"; do
 	n=$((n + 1))
 	vb_port
@@ -93,12 +99,11 @@ vb_check $? "the server traces recorded $session packets"
 # everything is in the file
 for ((i = 0; i < 400; i++)); do
 	probe
-	(($(captured || echo 0) >= session + probes)) && break
+	(($(captured) >= session + probes)) && break
 	sleep 0.05
 done
 kill -INT "$dpid" 2>/dev/null
 wait "$dpid"
-VB_PIDS=""
 
 # tshark's view: frame number, BTH opcode, the ICRC it shows
 tshark -r "$pcap" --disable-protocol rpcordma -Y 'udp.port == 4791' \
@@ -111,7 +116,10 @@ nflag=$(wc -l <"$VB_DIR/flagged")
 vb_check $((nflag != 0)) "no frame malformed or flagged by tshark's expert system ($nflag)"
 ((nflag)) && head -n 5 "$VB_DIR/flagged" >&2
 
-python3 - "$pcap" "$VB_DIR/fields" "$session" <<'EOF'
+# the frames' bytes for the ICRC check, as a libpcap file (pcapng: gdak-trace's)
+tshark -r "$pcap" -F pcap -w "$VB_DIR/lo.pcap" 2>/dev/null
+vb_check $? "tshark converts the capture to libpcap for the ICRC check"
+python3 - "$VB_DIR/lo.pcap" "$VB_DIR/fields" "$session" <<'EOF'
 import struct, sys, zlib
 
 pcap, fields, session = sys.argv[1], sys.argv[2], int(sys.argv[3])

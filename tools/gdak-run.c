@@ -27,11 +27,8 @@
 
 #include <gdak/nic.h>
 
+#include "gdak_libdir.h"
 #include "roce/roce.h" /* roce_fault_parse: the udp transport's packet-fault parser */
-
-#ifndef GDAK_RUN_REL_LIBDIR
-#define GDAK_RUN_REL_LIBDIR "../lib/gdak"
-#endif
 
 /* How many devices gdak's libibverbs can show (GDAK_IBV_DEVICES, nic_model/ibv) */
 #define MAX_DEVICES 8
@@ -57,6 +54,9 @@ static void usage(FILE *f)
 		"  --addr A[,B...]   the devices' IPv4 addresses, one device each (GDAK_IBV_ADDR;\n"
 		"                    default: the first free 127.0.0.N, N >= 2, per process)\n"
 		"  --log LEVEL       gdak's log level: error, warn, info, debug (GDAK_LOG)\n"
+		"  --nic-threads N   NIC-model threads per process (1..64; GDAK_NIC_THREADS)\n"
+		"  --poll MODE       NIC threads' idle polling: adaptive (default) or spin\n"
+		"                    (a core each; for latency runs; GDAK_POLL)\n"
 		"  --print-env       print the environment and command it would run, run nothing\n"
 		"  --help            this text\n"
 		"\n"
@@ -77,53 +77,6 @@ static int bad(const char *fmt, ...)
 	va_end(ap);
 	fputs(" (gdak-run --help)\n", stderr);
 	return 2;
-}
-
-/* The directory gdak-run's executable is in (no trailing slash). */
-static int self_dir(char *out, size_t len)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if (strlen(buf) >= len)
-		return -1;
-	strcpy(out, buf);
-	return 0;
-}
-
-static int has_libs(const char *dir)
-{
-	char p[PATH_MAX * 2 + 32];
-
-	snprintf(p, sizeof(p), "%s/libibverbs.so.1", dir);
-	return !access(p, R_OK);
-}
-
-/* gdak's library directory: installed layout first, then the build tree's. */
-static int find_libdir(char *out, size_t len)
-{
-	static const char *const rel[] = {GDAK_RUN_REL_LIBDIR, "../lib/gdak"};
-	char self[PATH_MAX], cand[PATH_MAX * 2], real[PATH_MAX];
-
-	if (self_dir(self, sizeof(self)))
-		return -1;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(cand, sizeof(cand), "%s/%s", self, rel[i]);
-		if (has_libs(cand) && realpath(cand, real) && strlen(real) < len) {
-			strcpy(out, real);
-			return 0;
-		}
-	}
-	snprintf(out, len, "%s/%s", self, GDAK_RUN_REL_LIBDIR);
-	return -1;
 }
 
 static int check_trace(const char *path, char *abs, size_t len)
@@ -224,6 +177,25 @@ static int check_addr(const char *v, int *count)
 	return 0;
 }
 
+static int check_nic_threads(const char *v)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 64)
+		return bad("--nic-threads '%s': want a number 1..64", v);
+	return 0;
+}
+
+static int check_poll(const char *v)
+{
+	if (strcmp(v, "adaptive") && strcmp(v, "spin"))
+		return bad("--poll '%s': want adaptive or spin", v);
+	return 0;
+}
+
 static int check_log(const char *v)
 {
 	static const char *const lv[] = {"error", "warn", "info", "debug"};
@@ -260,8 +232,9 @@ static int is_opt(const char *a, const char *name)
 int main(int argc, char **argv)
 {
 	static const char *const with_value[] = {"--trace", "--faults", "--devices", "--addr",
-						 "--log"};
+						 "--log", "--nic-threads", "--poll"};
 	const char *trace = NULL, *faults = NULL, *devices = NULL, *addr = NULL, *log = NULL;
+	const char *nic_threads = NULL, *poll = NULL;
 	char trace_abs[PATH_MAX * 2], libdir[PATH_MAX], ldpath[PATH_MAX * 4], nbuf[24];
 	int strict = -1, print_env = 0, i, ret;
 	long ndev = -1;
@@ -307,8 +280,12 @@ int main(int argc, char **argv)
 				devices = v;
 			else if (k == 3)
 				addr = v;
-			else
+			else if (k == 4)
 				log = v;
+			else if (k == 5)
+				nic_threads = v;
+			else
+				poll = v;
 		}
 		if (!known)
 			return bad("unknown option '%s'", a);
@@ -331,10 +308,14 @@ int main(int argc, char **argv)
 	}
 	if (log && (ret = check_log(log)))
 		return ret;
+	if (nic_threads && (ret = check_nic_threads(nic_threads)))
+		return ret;
+	if (poll && (ret = check_poll(poll)))
+		return ret;
 	if (faults && (ret = check_faults(faults)))
 		return ret;
 
-	if (find_libdir(libdir, sizeof(libdir))) {
+	if (gdak_find_libdir(libdir, sizeof(libdir))) {
 		fprintf(stderr,
 			"gdak-run: gdak's libibverbs.so.1 is not in %s (build gdak, or install it);\n"
 			"  nothing was run\n", libdir);
@@ -361,11 +342,15 @@ int main(int argc, char **argv)
 		setenv("GDAK_IBV_ADDR", addr, 1);
 	if (log)
 		setenv("GDAK_LOG", log, 1);
+	if (nic_threads)
+		setenv("GDAK_NIC_THREADS", nic_threads, 1);
+	if (poll)
+		setenv("GDAK_POLL", poll, 1);
 
 	if (print_env) {
 		static const char *const vars[] = {"LD_LIBRARY_PATH", "GDAK_TRACE", "GDAK_STRICT",
 						   "GDAK_FAULTS", "GDAK_IBV_DEVICES", "GDAK_IBV_ADDR",
-						   "GDAK_LOG"};
+						   "GDAK_LOG", "GDAK_NIC_THREADS", "GDAK_POLL"};
 
 		for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
 			if (getenv(vars[k]))

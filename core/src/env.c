@@ -25,6 +25,8 @@
 static const struct gdak_env_var table[] = {
 	T("GDAK_DEVICE", "emu", "core", "device gdak_open(NULL) opens: emu, emu:udp[:ADDR[:PORT]], "
 	  "emu:verbs:DEV, mlx5_N"),
+	T("GDAK_BOOTSTRAP_SECRET", "", "core", "TCP bootstrap: a shared secret both sides must "
+	  "present in their hello"),
 	C("GDAK_LOG", "error|warn|info|debug|0|1|2|3", "warn", "core",
 	  "log level (read once, at program start)"),
 
@@ -52,6 +54,11 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_VERBS_BOUNCE", 64, 1ull << 30, "262144", "verbs", "bytes per bounce ring"),
 	B("GDAK_VERBS_DMABUF", "1", "verbs", "register GPU memory by dma-buf where possible; "
 	  "0 stages it"),
+
+	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv", "gdak's libibverbs: how many emulated mlx5_N devices "
+	  "it lists"),
+	T("GDAK_IBV_ADDR", "", "ibv", "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
+	  "the first 127.0.0.N, N >= 2, whose UDP port 4791 is free)"),
 
 	U("GDAK_CUDA_DEVICE", 0, 1023, "0", "cuda", "CUDA device ordinal the NIC model and "
 	  "hw_mlx5 use"),
