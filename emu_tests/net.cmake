@@ -48,3 +48,14 @@ endforeach()
 gdak_add_test(NAME gdak.net.udp_local SOURCES net_local.c LIBS gdak_nic_util LABELS net
               TIMEOUT 120)
 target_include_directories(gdak_net_udp_local PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+
+# A hostile sender on this host (net_forge.c: its own address 127.0.0.2, or
+# with raw sockets the peer's address): every case leaves guards, data, the
+# connected pair and a bystander pair intact (net_hostile.c says what each
+# one sends and asserts).
+foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset ids)
+  gdak_add_test(NAME gdak.net.hostile_${_c} SOURCES net_hostile.c net_forge.c
+                LIBS gdak_nic_util ARGS ${_c} LABELS net TIMEOUT 180)
+  target_include_directories(gdak_net_hostile_${_c} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
+                             ${_gdak_roce_inc})
+endforeach()

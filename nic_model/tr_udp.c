@@ -1092,6 +1092,38 @@ int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 	return 0;
 }
 
+struct peek_call {
+	struct udp_qp *u;
+	struct nm_tr_udp_peek *out;
+};
+
+static void peek_on_thread(void *arg)
+{
+	struct peek_call *c = arg;
+	const struct roce_qp *r = &c->u->rqp;
+
+	*c->out = (struct nm_tr_udp_peek){.state = r->state, .psn0 = c->u->psn0, .epsn = r->epsn,
+					  .tx_psn = r->tx_psn, .una_psn = r->una_psn,
+					  .max_psn = r->max_psn, .dqpn = r->dqpn,
+					  .peer_sport = r->peer_sport, .st = r->stats,
+					  .ctx_st = c->u->rctx.stats};
+}
+
+int nm_tr_udp_qp_peek(struct gdak_qp *bqp, struct nm_tr_udp_peek *out)
+{
+	struct nm_qp *qp;
+	struct peek_call c;
+
+	if (!bqp || !out || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !qp->tr_priv)
+		return -EINVAL;
+	c = (struct peek_call){.u = qp->tr_priv, .out = out};
+	nm_thread_call(qp->thr, peek_on_thread, &c);
+	return 0;
+}
+
 const struct nm_transport_ops nm_tr_udp_ops = {
 	.name = "udp",
 	.ctx_init = udp_ctx_init,
