@@ -59,3 +59,13 @@ foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset ids
   target_include_directories(gdak_net_hostile_${_c} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
                              ${_gdak_roce_inc})
 endforeach()
+
+# The TCP bootstrap and strangers: refusals, the shared secret, a waiting client.
+gdak_add_test(NAME gdak.net.hostile_bootstrap SOURCES net_hostile_bs.c LABELS net TIMEOUT 120)
+
+# Tools that cannot write what they were asked to: the file's errno, exit 1.
+if(TARGET gdak-perf AND TARGET gdak-demo)
+  gdak_add_test(NAME gdak.tools.file_errors SOURCES tools_errors.c LABELS emu TIMEOUT 120
+                ARGS $<TARGET_FILE:gdak-perf> $<TARGET_FILE:gdak-demo>)
+  add_dependencies(gdak_tools_file_errors gdak-perf gdak-demo)
+endif()
