@@ -69,3 +69,8 @@ if(TARGET gdak-perf AND TARGET gdak-demo)
                 ARGS $<TARGET_FILE:gdak-perf> $<TARGET_FILE:gdak-demo>)
   add_dependencies(gdak_tools_file_errors gdak-perf gdak-demo)
 endif()
+
+# "emu:udp": every QP on a 127.0.0.N of its own at port 4791 (Wireshark
+# decodes it as RoCE as it is), across contexts and processes.
+gdak_add_test(NAME gdak.net.udp_4791 SOURCES net_udp4791.c LIBS gdak_nic_util LABELS net
+              TIMEOUT 120)
