@@ -14,7 +14,8 @@
  *   fields    valid ICRC, random header fields and payloads
  *   wrongqpn  everything right but the destination QPN
  *   stranger  right QPN, PSN, rkey and address from a wrong source:
- *             WRITE, READ, CMP_SWAP, FETCH_ADD, SEND to A; NAK, ACK to B
+ *             WRITE, READ, CMP_SWAP, FETCH_ADD, SEND to A, and the requests
+ *             that put a responder in ERR; NAK, ACK to B
  *   sweep     a bounded PSN sweep (4096 guesses around the right PSN)
  *   idle_nak  error NAKs at the idle requester
  *   errors    a remote error: both QPs in ERR with the cause, every later
@@ -561,6 +562,32 @@ static void case_stranger(void)
 			      pa.epsn, ext, 28, NULL, 0), 0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_SEND_ONLY, W.ia.qpn,
 			      pa.epsn, NULL, 0, pay, 100), 0);
+	/* the requests that put the responder in ERR when they were taken: a
+	 * READ past the region, a 2 GiB READ, an unaligned atomic, a wrong pad
+	 * count, MIDDLE without FIRST */
+	forge_reth(ext, (uintptr_t)(W.tgt + TSZ - 16), rk, 64);
+	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_READ_REQ, W.ia.qpn, pa.epsn,
+			      ext, 16, NULL, 0), 0);
+	forge_reth(ext, (uintptr_t)W.tgt, rk, 1u << 31);
+	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_READ_REQ, W.ia.qpn, pa.epsn,
+			      ext, 16, NULL, 0), 0);
+	forge_atmeth(ext, (uintptr_t)(W.tgt + 3), rk, 1, 0);
+	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_FETCH_ADD, W.ia.qpn,
+			      pa.epsn, ext, 28, NULL, 0), 0);
+	{
+		uint8_t pkt[512];
+		struct roce_path mine = {.sip = W.f.sip, .dip = addr_of(&W.ia), .sport = W.f.sport,
+					 .dport = W.ia.udp_port};
+		uint32_t len;
+
+		forge_reth(ext, (uintptr_t)W.tgt, rk, 64);
+		len = forge_build(pkt, &mine, ROCE_WRITE_ONLY, W.ia.qpn, pa.epsn, ext, 16, pay, 64);
+		pkt[1] |= 3 << 4; /* pad 3 on a 64-byte payload */
+		roce_icrc_set(&mine, pkt, len);
+		REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, len), 0);
+	}
+	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_MIDDLE, W.ia.qpn,
+			      pa.epsn, NULL, 0, pay, 256), 0);
 	/* to the requester B: every NAK and an ACK, at the PSN it last sent */
 	for (unsigned code = 0; code <= 4; code++) {
 		forge_aeth(aeth, (uint8_t)(AETH_NAK | code), 0);
@@ -570,11 +597,11 @@ static void case_stranger(void)
 	forge_aeth(aeth, AETH_ACK | 0x1f, 0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ib), W.ib.udp_port, ROCE_ACK, W.ib.qpn,
 			      psn_add(pb.max_psn, -1), aeth, 4, NULL, 0), 0);
-	settle(&W.a, s.a, 5);
+	settle(&W.a, s.a, 10);
 	settle(&W.b, s.b, 6);
-	CHECK_EQ(foreign_of(&W.a) - s.fa, 5);
+	CHECK_EQ(foreign_of(&W.a) - s.fa, 10);
 	CHECK_EQ(foreign_of(&W.b) - s.fb, 6);
-	CHECK_EQ(peek(&W.a).st.foreign_pkts - pa.st.foreign_pkts, 5);
+	CHECK_EQ(peek(&W.a).st.foreign_pkts - pa.st.foreign_pkts, 10);
 	/* nothing moved: PSN, memory, the receive WQE */
 	CHECK_EQ(peek(&W.a).epsn, pa.epsn);
 	CHECK_EQ(gdak_test_memdiff(W.tgt, W.shadow, TSZ), (size_t)-1);
