@@ -3,8 +3,11 @@
  * net_forge.h - a hostile RoCEv2 sender for the net.hostile tests: builds
  * packets with the NIC model's own header accessors and a valid ICRC
  * (roce/roce_icrc.c) and sends them from a loopback address of its own
- * (127.0.0.N), or - with raw sockets (root / CAP_NET_RAW) - with the
- * source address and port of somebody else, the connected peer included.
+ * (127.0.0.N), or with the source address and port of somebody else, the
+ * connected peer included: through a raw socket where it may (root /
+ * CAP_NET_RAW), else - for a target QP in this process - through the QP's
+ * in-process inbox (tr_udp_local.c) with that source, which its receive
+ * path treats exactly as a datagram from there.
  */
 #ifndef GDAK_NET_FORGE_H
 #define GDAK_NET_FORGE_H
@@ -37,7 +40,9 @@ int forge_send(struct forge *f, uint32_t dip, uint16_t dport, uint8_t opcode, ui
 	       uint32_t plen);
 /* Send raw bytes (UDP payload) from the forger's own address. */
 int forge_send_raw(struct forge *f, uint32_t dip, uint16_t dport, const void *pkt, uint32_t len);
-/* Send pkt as if from sip:sport (raw socket): 0, -ENOTSUP without one. */
+/* Send pkt as if from path's sip:sport: 0, or -ENOTSUP when neither a raw
+ * socket nor an inbox at dip:dport is there (GDAK_FORGE_NO_RAW=1: never
+ * the raw socket). */
 int forge_spoof(struct forge *f, const struct roce_path *path, const void *pkt, uint32_t len);
 
 /* Extension headers */
