@@ -48,3 +48,36 @@ endforeach()
 gdak_add_test(NAME gdak.net.udp_local SOURCES net_local.c LIBS gdak_nic_util LABELS net
               TIMEOUT 120)
 target_include_directories(gdak_net_udp_local PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+
+# A hostile sender on this host (net_forge.c: its own address 127.0.0.2, or
+# with raw sockets the peer's address): every case leaves guards, data, the
+# connected pair and a bystander pair intact (net_hostile.c says what each
+# one sends and asserts).
+foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset ids engine)
+  gdak_add_test(NAME gdak.net.hostile_${_c} SOURCES net_hostile.c net_forge.c
+                LIBS gdak_nic_util ARGS ${_c} LABELS net TIMEOUT 180)
+  target_include_directories(gdak_net_hostile_${_c} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
+                             ${_gdak_roce_inc})
+endforeach()
+# The spoofing cases again without the raw socket (as where the tests do not
+# run as root): the peer's source through the target's in-process inbox.
+foreach(_c random trunc fields wrongqpn sweep idle_nak reset)
+  add_test(NAME gdak.net.hostile_${_c}_noraw COMMAND gdak_net_hostile_${_c} ${_c})
+  set_tests_properties(gdak.net.hostile_${_c}_noraw PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       LABELS net ENVIRONMENT GDAK_FORGE_NO_RAW=1)
+endforeach()
+
+# The TCP bootstrap and strangers: refusals, the shared secret, a waiting client.
+gdak_add_test(NAME gdak.net.hostile_bootstrap SOURCES net_hostile_bs.c LABELS net TIMEOUT 120)
+
+# Tools that cannot write what they were asked to: the file's errno, exit 1.
+if(TARGET gdak-perf AND TARGET gdak-demo)
+  gdak_add_test(NAME gdak.tools.file_errors SOURCES tools_errors.c LABELS emu TIMEOUT 120
+                ARGS $<TARGET_FILE:gdak-perf> $<TARGET_FILE:gdak-demo>)
+  add_dependencies(gdak_tools_file_errors gdak-perf gdak-demo)
+endif()
+
+# "emu:udp": every QP on a 127.0.0.N of its own at port 4791 (Wireshark
+# decodes it as RoCE as it is), across contexts and processes.
+gdak_add_test(NAME gdak.net.udp_4791 SOURCES net_udp4791.c LIBS gdak_nic_util LABELS net
+              TIMEOUT 120)

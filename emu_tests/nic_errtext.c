@@ -60,10 +60,12 @@ static void mixed_faults(void)
 
 	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
 	snprintf(spec, sizeof(spec), "pkt_drop:p=0.5;err:qp=%u,wqe=1,syndrome=REMOTE_OP;"
-		 "pkt_dup:n=2", a.qpn);
+		 "pkt_dup:nth=2", a.qpn);
 	CHECK_EQ(gdak_nic_set_faults(spec), 0);
-	/* a malformed WQE-level rule is still refused */
+	/* a malformed WQE-level rule is still refused, and so is a malformed
+	 * packet rule (one parser for every transport) */
 	CHECK_EQ(gdak_nic_set_faults("err:qp=1,wqe=1"), -EINVAL);
+	CHECK_EQ(gdak_nic_set_faults("pkt_dup:n=2"), -EINVAL);
 	CHECK_EQ(gdak_nic_set_faults(spec), 0);
 	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, buf, 64, gdak_mr_lkey(mr),
 		     (uintptr_t)(buf + 4096), gdak_mr_rkey(mr), 0, NU_SIG);

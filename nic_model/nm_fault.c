@@ -155,8 +155,9 @@ static int check_pkt_rule(const char *r, size_t n)
 static _Atomic int env_ret;
 static char env_bad[96];
 
-/* Check spec; with install, make it the rule table. */
-static int parse_spec(const char *spec, int install)
+/* Check spec; with install, make it the rule table.  bad (may be NULL):
+ * where to note the entry that failed. */
+static int parse_spec(const char *spec, int install, char *bad, size_t badsz)
 {
 	struct nm_fault tmp[NM_MAX_FAULTS];
 	int n = 0;
@@ -173,7 +174,8 @@ static int parse_spec(const char *spec, int install)
 			int r = check_pkt_rule(spec, len);
 
 			if (r) {
-				snprintf(env_bad, sizeof(env_bad), "%.*s", (int)len, spec);
+				if (bad)
+					snprintf(bad, badsz, "%.*s", (int)len, spec);
 				return r;
 			}
 			spec = e ? e + 1 : NULL;
@@ -184,7 +186,8 @@ static int parse_spec(const char *spec, int install)
 				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME, "
 					 "delay:qp=N,wqe=K,passes=P, stall:qp=N,ms=M or pkt_*:...; at most %d)",
 					 (int)len, spec, NM_MAX_FAULTS);
-				snprintf(env_bad, sizeof(env_bad), "%.*s", (int)len, spec);
+				if (bad)
+					snprintf(bad, badsz, "%.*s", (int)len, spec);
 				return -EINVAL;
 			}
 			n++;
@@ -211,14 +214,14 @@ static int parse_spec(const char *spec, int install)
 	return 0;
 }
 
-int nm_fault_parse(const char *spec) { return parse_spec(spec, 1); }
+int nm_fault_parse(const char *spec) { return parse_spec(spec, 1, NULL, 0); }
 
 static char env_seen[512];
 
 void nm_fault_env(const char *spec)
 {
 	snprintf(env_seen, sizeof(env_seen), "%s", spec);
-	atomic_store(&env_ret, nm_fault_parse(spec));
+	atomic_store(&env_ret, parse_spec(spec, 1, env_bad, sizeof(env_bad)));
 }
 
 int nm_fault_env_check(void)
@@ -229,7 +232,7 @@ int nm_fault_env_check(void)
 	/* the variable changed since the NIC model read it (a test's setenv
 	 * before another open): the transports read it again, so check it */
 	if (s && *s && strcmp(s, env_seen))
-		return parse_spec(s, 0);
+		return parse_spec(s, 0, NULL, 0);
 	r = atomic_load(&env_ret);
 	if (r)
 		GDAK_ERR("nic", 0, "GDAK_FAULTS is malformed at '%s' (see the message before): "

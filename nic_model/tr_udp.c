@@ -3,8 +3,11 @@
  * tr_udp.c - the "udp" transport: each NIC-model QP is a RoCEv2 RC endpoint
  * (the engine in roce/) on its own UDP socket.
  *
- * Device strings: "emu:udp" (127.0.0.1, ephemeral ports), "emu:udp:ADDR",
- * "emu:udp:ADDR:PORT" (QPs bind PORT, PORT+1, ... ; 4791 is RoCEv2's port).
+ * Device strings: "emu:udp" (each QP on a loopback address of its own,
+ * 127.0.0.N, port 4791, so that Wireshark's RoCE dissector decodes the
+ * traffic as it is), "emu:udp:ephemeral" (127.0.0.1, ephemeral ports),
+ * "emu:udp:ADDR" (ephemeral ports), "emu:udp:ADDR:PORT" (QPs bind PORT,
+ * PORT+1, ... ; 4791 is RoCEv2's port).
  * One socket per QP gives every QP its own source port (flow entropy, as
  * ConnectX derives it from the QPN) and keeps all of a QP's packets on the
  * NIC thread that serves it: no cross-thread hand-off.  gdak_qp_info
@@ -53,6 +56,7 @@
 
 struct udp_ctx {
 	struct in_addr addr;
+	uint8_t loopback;	/* "emu:udp": a 127.0.0.N of its own per QP, port 4791 */
 	uint16_t base_port;	/* 0: ephemeral */
 	uint16_t next_port;
 	char faults[512];	/* GDAK_FAULTS, parsed again per QP (own generator) */
@@ -709,6 +713,52 @@ static void udp_qp_error(struct nm_qp *qp)
 	(void)tx_flush(u); /* a final NAK, if any */
 }
 
+/* The next loopback address to try ("emu:udp"): process-wide, so that
+ * contexts of one process do not try the same ones again. */
+static _Atomic uint32_t lo_next = 2;
+
+/* 127.0.0.2, .3, ... .254, then 127.0.1.1 ..: the host part of 127/8 in
+ * order, skipping .0 and .255 of each /24 (some tools take them for the
+ * network and broadcast addresses). */
+static struct in_addr lo_addr(uint32_t k)
+{
+	uint32_t n = k / 254, h = k % 254 + 1;
+
+	return (struct in_addr){.s_addr = htonl(0x7f000000u | (n & 0xffff) << 8 | h)};
+}
+
+/* Bind a 127.0.0.N:4791 of our own.  bind() is the arbiter: an address
+ * another process or context holds fails with EADDRINUSE and the next one
+ * is tried, so two endpoints never share one. */
+static int bind_loopback(struct udp_qp *u)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ROCE_UDP_PORT)};
+
+	for (int tries = 0; tries < 65536; tries++) {
+		uint32_t k = atomic_fetch_add(&lo_next, 1) - 1;
+
+		if (k >= 254u * 65536u) {
+			atomic_store(&lo_next, 1);
+			continue;
+		}
+		sa.sin_addr = lo_addr(k);
+		if (!bind(u->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			u->addr = sa.sin_addr;
+			u->port = ROCE_UDP_PORT;
+			return 0;
+		}
+		if (errno != EADDRINUSE)
+			break;
+	}
+	{
+		int e = errno;
+
+		GDAK_ERR("qp", u->qp->id, "cannot bind a loopback address on UDP port %u: %s (try "
+			 "\"emu:udp:ephemeral\": 127.0.0.1, ephemeral ports)", ROCE_UDP_PORT, strerror(e));
+		return -e;
+	}
+}
+
 static int open_socket(struct udp_qp *u, struct udp_ctx *c)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = c->addr};
@@ -724,6 +774,15 @@ static int open_socket(struct udp_qp *u, struct udp_ctx *c)
 		setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	if (setsockopt(u->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (c->loopback) {
+		int r = bind_loopback(u);
+
+		if (r) {
+			close(u->fd);
+			u->fd = -1;
+		}
+		return r;
+	}
 	for (int tries = 0;; tries++) {
 		uint16_t port = 0;
 
@@ -974,10 +1033,15 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 
 	if (!c)
 		return -ENOMEM;
+	if (!*args)
+		c->loopback = 1; /* its address per QP: see bind_loopback */
+	else if (!strcmp(args, "ephemeral"))
+		args = ""; /* the former default: 127.0.0.1, ephemeral ports */
 	if (*args) {
 		size_t n = colon ? (size_t)(colon - args) : strlen(args);
 		if (n >= sizeof(host) || !n) {
-			GDAK_ERR(NULL, 0, "emu:udp: bad address in '%s' (emu:udp[:ADDR[:PORT]])", args);
+			GDAK_ERR(NULL, 0, "emu:udp: bad address in '%s' (emu:udp, emu:udp:ephemeral, "
+				 "emu:udp:ADDR[:PORT])", args);
 			ret = -EINVAL;
 			goto err;
 		}
@@ -1093,6 +1157,38 @@ int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 	st->icrc_errors += u->rctx.stats.icrc_errors;
 	st->icrc_ip_id += u->rctx.stats.icrc_ip_id;
 	st->bad_pkts += u->rctx.stats.bad_pkts;
+	return 0;
+}
+
+struct peek_call {
+	struct udp_qp *u;
+	struct nm_tr_udp_peek *out;
+};
+
+static void peek_on_thread(void *arg)
+{
+	struct peek_call *c = arg;
+	const struct roce_qp *r = &c->u->rqp;
+
+	*c->out = (struct nm_tr_udp_peek){.state = r->state, .psn0 = c->u->psn0, .epsn = r->epsn,
+					  .tx_psn = r->tx_psn, .una_psn = r->una_psn,
+					  .max_psn = r->max_psn, .dqpn = r->dqpn,
+					  .peer_sport = r->peer_sport, .st = r->stats,
+					  .ctx_st = c->u->rctx.stats};
+}
+
+int nm_tr_udp_qp_peek(struct gdak_qp *bqp, struct nm_tr_udp_peek *out)
+{
+	struct nm_qp *qp;
+	struct peek_call c;
+
+	if (!bqp || !out || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !qp->tr_priv)
+		return -EINVAL;
+	c = (struct peek_call){.u = qp->tr_priv, .out = out};
+	nm_thread_call(qp->thr, peek_on_thread, &c);
 	return 0;
 }
 

@@ -21,6 +21,21 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *qp, uint32_t psn);
  * its own), for a shared port demultiplexed by its owner; before connect. */
 int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
 
+/* A consistent snapshot of a udp QP's engine, taken on its NIC thread (for
+ * tests that must name the PSN a responder expects).  0 or -EINVAL. */
+struct nm_tr_udp_peek {
+	int state;		/* enum roce_qp_state */
+	uint32_t psn0;		/* the first PSN gdak_qp_info reports */
+	uint32_t epsn;		/* responder: next PSN expected */
+	uint32_t tx_psn, una_psn, max_psn; /* requester */
+	uint32_t dqpn;
+	uint16_t peer_sport;	/* 0: any source port (address only) */
+	struct roce_stats st;	/* the QP's own (packets that reached it) */
+	struct roce_stats ctx_st; /* packets dropped before reaching it (ICRC, malformed,
+				   * unknown QPN) */
+};
+int nm_tr_udp_qp_peek(struct gdak_qp *qp, struct nm_tr_udp_peek *out);
+
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 
 struct iovec;

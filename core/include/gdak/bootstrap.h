@@ -15,8 +15,17 @@
  * below; library gdak_mpi).
  *
  * Every call returns 0 or a negative errno (-ETIMEDOUT, -ECONNREFUSED,
- * -EPROTO for a peer speaking something else or disagreeing on n) and logs
- * why.  Records travel in gdak_qp_info_pack's fixed big-endian form.
+ * -EPROTO for a peer speaking something else or disagreeing on n, -EACCES
+ * when the other side refused) and logs why.  Records travel in
+ * gdak_qp_info_pack's fixed big-endian form.
+ *
+ * The client identifies itself before the server sends anything (a hello
+ * with the protocol version); with GDAK_BOOTSTRAP_SECRET set on both sides
+ * each proves it knows the secret (HMAC-SHA256 over fresh nonces; the
+ * secret never travels).  gdak_bootstrap_accept refuses strangers with a
+ * one-line reason and goes on waiting for its client until its timeout.
+ * A client whose server is not listening yet logs at once that it waits
+ * for HOST:PORT, and again every 5 s.
  */
 #ifndef GDAK_BOOTSTRAP_H
 #define GDAK_BOOTSTRAP_H
