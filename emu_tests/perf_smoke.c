@@ -289,6 +289,14 @@ static void test_perftest_spellings(void)
 	/* no driver at all is not an "insufficient" one */
 	if (r.status == 77 && !dlopen("libcuda.so.1", RTLD_NOW))
 		CHECK(strstr(r.err, "libcuda.so.1") && !strstr(r.err, "insufficient"));
+	/* more posting threads than CPUs: said, not measured in silence */
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= 64) {
+		run_perf(&r, NULL, (const char *const[]){"--threads", "64", "-q", "64", "-s", "8", "-n",
+							 "20", "-r", "1", "--no-baseline",
+							 "write_bw", NULL});
+		CHECK_EQ(r.status, 0);
+		CHECK(strstr(r.err, "64 posting threads (--threads)") != NULL);
+	}
 	/* a device that fails is named as given, even through $GDAK_DEVICE */
 	run_perf(&r, "GDAK_DEVICE=no-such-dev", (const char *const[]){"-n", "10", "write_lat",
 								     NULL});
