@@ -38,7 +38,8 @@ add_test(NAME gdak.core.deps_split
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/core_scripts/deps_split.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(gdak.core.deps_split PROPERTIES LABELS unit TIMEOUT 60)
 # Every command block of README.md and docs/*.md runs (or says what it needs):
-# tools/doctest.sh.  Label doc, not unit: its blocks run ctest themselves.
+# tools/doctest.sh.  Label doc: a label of its own, as the blocks it runs are
+# whole programs, not unit checks.
 add_test(NAME gdak.docs.commands
   COMMAND bash ${PROJECT_SOURCE_DIR}/tools/doctest.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 set_tests_properties(gdak.docs.commands PROPERTIES LABELS doc TIMEOUT 900)

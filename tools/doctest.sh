@@ -20,6 +20,8 @@
 # and build/default/ are the source tree's and the build's, with the build's
 # tools/ first on PATH.  A line with --follow (a reader's Ctrl-C) gets SIGINT
 # after 3 s.  Exit 1 if a block is unmarked, has an unknown reason, or fails.
+# (Blocks that run ctest on the build are marked, not run: a ctest inside
+# the ctest that runs this would share its Testing/ bookkeeping.)
 set -uo pipefail
 src=$(cd "$1" && pwd) bld=$(cd "$2" && pwd)
 shift 2
