@@ -207,7 +207,7 @@ static void test_bad_command_lines(void)
 	bad_cli("-s", "16", "atomic_rate", "8-byte operands only");
 	bad_cli("-n", "-5", "write_bw", "bad iteration count '-5'");
 	bad_cli("--wqes-per-db", "4096", "write_bw", "--wqes-per-db must be");
-	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs --cuda");
+	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs a kernel");
 	bad_cli("--mem", "flash", "write_bw", "unknown --mem 'flash'");
 	bad_cli("-p", "0", "write_bw", "-p 0 (any free port) is for --server only");
 	/* perftest's flags with no meaning here are refused by name, with why */
