@@ -33,3 +33,14 @@ if(TARGET gdak-info)
             -P ${CMAKE_CURRENT_LIST_DIR}/core_scripts/info_check.cmake)
   set_tests_properties(gdak.core.info PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+# run-demo.sh installs the build dependencies only, run-tests.sh the test
+# tools as well (apt and dpkg faked: nothing is installed).
+add_test(NAME gdak.core.deps_split
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/core_scripts/deps_split.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(gdak.core.deps_split PROPERTIES LABELS unit TIMEOUT 60)
+# Every command block of README.md and docs/*.md runs (or says what it needs):
+# tools/doctest.sh.  Label doc: a label of its own, as the blocks it runs are
+# whole programs, not unit checks.
+add_test(NAME gdak.docs.commands
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tools/doctest.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+set_tests_properties(gdak.docs.commands PROPERTIES LABELS doc TIMEOUT 900)

@@ -73,12 +73,16 @@ int main(int argc, char **argv)
 		CHECK(h != NULL);
 		if (h && sscanf(h, " more lines: %4095s", tool) == 1)
 			CHECK(access(tool, X_OK) == 0);
+		/* and so is the "$ ..." line above the trace: not a bare
+		 * gdak-trace where the tests run (it is not on PATH) */
+		CHECK(strstr(out, "\n$ gdak-trace demo.pcapng") == NULL || system("command -v "
+			"gdak-trace >/dev/null 2>&1") == 0);
 	}
-	CHECK(strstr(out, "$ gdak-trace demo.pcapng") != NULL);
+	CHECK(strstr(out, "gdak-trace demo.pcapng   (first 16 lines)") != NULL);
 	CHECK(strstr(out, " DOORBELL ") && strstr(out, " WQE idx=0 RDMA_WRITE") &&
 	      strstr(out, " CQE REQ "));
 	/* the per-QP summary counts what the demo did: 10 of each kind */
-	CHECK(strstr(out, "$ gdak-trace --summary demo.pcapng") != NULL);
+	CHECK(strstr(out, "gdak-trace --summary demo.pcapng") != NULL);
 	CHECK(strstr(out, "(RDMA_WRITE 20, SEND 10, RDMA_READ 10, ATOMIC_FA 20)") != NULL);
 	CHECK(strstr(out, "recv_wqes 10,") != NULL);
 	CHECK(strstr(out, "errors 0, lost 0") != NULL);
@@ -91,7 +95,7 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' -n 3 --trace t2.pcapng --lines 3 2>&1", dir,
 		 argv[1]);
 	CHECK_EQ(run(cmd), 0);
-	CHECK(strstr(out, "$ gdak-trace t2.pcapng   (first 3 lines)") != NULL);
+	CHECK(strstr(out, "gdak-trace t2.pcapng   (first 3 lines)") != NULL);
 	snprintf(trace, sizeof(trace), "%s/t2.pcapng", dir);
 	CHECK(stat(trace, &sb) == 0);
 
@@ -116,7 +120,7 @@ int main(int argc, char **argv)
 			strstr(out, "gdak-demo: --cuda: built without"))) {
 		fprintf(stderr, "note: CUDA sub-case skipped: %s", out);
 		/* no driver at all is not an "insufficient" one */
-		if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))
+		if (strstr(out, "no usable GPU") && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))
 			CHECK(strstr(out, "libcuda.so.1") != NULL &&
 			      strstr(out, "insufficient") == NULL);
 		CHECK(strstr(out, "verified") == NULL);

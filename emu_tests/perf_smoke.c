@@ -7,6 +7,7 @@
  *
  * argv[1]: the gdak-perf binary.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -206,7 +207,7 @@ static void test_bad_command_lines(void)
 	bad_cli("-s", "16", "atomic_rate", "8-byte operands only");
 	bad_cli("-n", "-5", "write_bw", "bad iteration count '-5'");
 	bad_cli("--wqes-per-db", "4096", "write_bw", "--wqes-per-db must be");
-	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs --cuda");
+	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs a kernel");
 	bad_cli("--mem", "flash", "write_bw", "unknown --mem 'flash'");
 	bad_cli("-p", "0", "write_bw", "-p 0 (any free port) is for --server only");
 	/* perftest's flags with no meaning here are refused by name, with why */
@@ -285,6 +286,17 @@ static void test_perftest_spellings(void)
 	run_perf(&r, NULL, cudal);
 	CHECK(r.status == 0 || r.status == 77 || (r.status == 1 && strstr(r.err, "gdak-perf-cuda")));
 	CHECK(strstr(r.err, "not available") == NULL);
+	/* no driver at all is not an "insufficient" one */
+	if (r.status == 77 && !dlopen("libcuda.so.1", RTLD_NOW))
+		CHECK(strstr(r.err, "libcuda.so.1") && !strstr(r.err, "insufficient"));
+	/* more posting threads than CPUs: said, not measured in silence */
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= 64) {
+		run_perf(&r, NULL, (const char *const[]){"--threads", "64", "-q", "64", "-s", "8", "-n",
+							 "20", "-r", "1", "--no-baseline",
+							 "write_bw", NULL});
+		CHECK_EQ(r.status, 0);
+		CHECK(strstr(r.err, "64 posting threads (--threads)") != NULL);
+	}
 	/* a device that fails is named as given, even through $GDAK_DEVICE */
 	run_perf(&r, "GDAK_DEVICE=no-such-dev", (const char *const[]){"-n", "10", "write_lat",
 								     NULL});

@@ -73,6 +73,20 @@ if [ "$(cat "$tmp/from-guest" 2>/dev/null)" = "guest-$token" ]; then ok; else ba
 expect_in "$tmp/o" "pingpong ok" "ibv_rc_pingpong on rxe0"
 [ $failed = 0 ] || cat "$tmp/o"
 
+# ---- ctest of a build directory outside --share (cmake -B /elsewhere): it is
+# shared too, at its own path, and its tests run -------------------------------
+mkdir -p "$tmp/src" "$tmp/bld"
+echo "$token" > "$tmp/bld/marker"
+cat > "$tmp/bld/CTestTestfile.cmake" <<EOF
+add_test([=[gdak.fake.outside]=] "/bin/sh" "-c" "grep -q $token $tmp/bld/marker && echo outside-ok")
+set_tests_properties([=[gdak.fake.outside]=] PROPERTIES LABELS "rxe" WORKING_DIRECTORY "$tmp/bld")
+EOF
+"$vm" --share "$tmp/src" --timeout 120 ctest "$tmp/bld" -L rxe > "$tmp/o" 2>&1
+rc=$?
+expect_rc 0 $rc "ctest of a build dir outside the share"
+expect_in "$tmp/o" "guest test: gdak.fake.outside .... Passed" "the outside build dir's test ran"
+[ $rc = 0 ] || cat "$tmp/o"
+
 # ---- a command that hangs is killed: 124, with the console shown ------------
 "$vm" --timeout 3 run sleep 600 > "$tmp/o" 2>&1
 expect_rc 124 $? "hanging command"

@@ -38,3 +38,10 @@ gdak_add_test(NAME gdak.trace.lua SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_lua.c
   LIBS gdak_trace_tool LABELS unit TIMEOUT 180
   ARGS $<TARGET_FILE:gdak-demo> $<TARGET_FILE:gdak-perf> ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
 add_dependencies(gdak_trace_lua gdak-demo gdak-perf)
+# gdak-trace on another tool's capture (no STATS: exit 0), and --relative.
+gdak_add_test(NAME gdak.trace.plain SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_plain.c
+  LIBS gdak_trace_tool LABELS unit ARGS $<TARGET_FILE:gdak-trace>)
+add_dependencies(gdak_trace_plain gdak-trace)
+# The dissector's opcode/syndrome names are gdak's one table (mlx5_names.c).
+gdak_add_test(NAME gdak.trace.lua_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_lua_names.c
+  LABELS unit ARGS ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)

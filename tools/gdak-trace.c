@@ -43,9 +43,13 @@ static void usage(FILE *f)
 		"  --errors       only errors: error CQEs, violations, faults, lost records,\n"
 		"                 NAKs and packets with a bad ICRC\n"
 		"  --follow       keep reading as the file grows; stop on SIGINT\n"
+		"  --relative     timestamps as seconds since the file's first record or packet\n"
+		"                 (JSON: rel_ns next to ts_ns)\n"
 		"  -h, --help     this text\n"
 		"\n"
-		"Exit status: 0 clean, 1 truncated/corrupt/unreadable file, 2 bad usage.\n");
+		"Exit status: 0 clean, 1 truncated/corrupt/unreadable file, 2 bad usage.\n"
+		"A capture not written by gdak (tshark, dumpcap) has no closing STATS record and\n"
+		"is read to its end without complaint.\n");
 }
 
 struct run {
@@ -56,7 +60,36 @@ struct run {
 	int follow;
 	int errors;	/* problems found in the file */
 	int closed;	/* the writer's closing STATS record was seen */
+	int gdak_recs;	/* gdak records seen: the file is a gdak trace, not a plain capture */
+	int gdak_shb;	/* 1/0: the section header names gdak as its writer; -1 not seen */
 };
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Whether a complete Section Header Block's shb_userappl (option 4) starts
+ * with "gdak": gdak's writer always puts "gdak VERSION" there; tshark and
+ * dumpcap put their own names.  Little-endian sections only (gdak writes
+ * those; a big-endian one is not gdak's). */
+static int shb_is_gdak(const uint8_t *b, size_t blen)
+{
+	size_t off = 24;
+
+	if (blen < 28 || le32(b) != 0x0A0D0D0Au || le32(b + 8) != 0x1A2B3C4Du)
+		return 0;
+	while (off + 4 <= blen - 4) {
+		unsigned code = b[off] | b[off + 1] << 8, len = b[off + 2] | b[off + 3] << 8;
+
+		if (code == 0 || off + 4 + len > blen - 4)
+			break;
+		if (code == 4)
+			return len >= 4 && !memcmp(b + off + 4, "gdak", 4);
+		off += 4 + ((len + 3u) & ~3u);
+	}
+	return 0;
+}
 
 static void report(struct run *rn, const char *msg)
 {
@@ -69,6 +102,12 @@ static void handle(struct run *rn, const struct gdak_trace_item *it)
 {
 	if (it->kind == GDAK_TITEM_RECORD && it->hdr.type == GDAK_TREC_STATS)
 		rn->closed = 1;
+	if (it->kind == GDAK_TITEM_RECORD)
+		rn->gdak_recs = 1;
+	if (rn->out.relative && !rn->out.have_t0 && it->kind != GDAK_TITEM_OTHER) {
+		rn->out.t0 = it->kind == GDAK_TITEM_PACKET ? it->pkt.ts_ns : it->hdr.ts_ns;
+		rn->out.have_t0 = 1;
+	}
 	if (!trace_filter_match(&rn->filt, it))
 		return;
 	if (rn->sum)
@@ -110,6 +149,10 @@ static int run_file(struct run *rn)
 		ssize_t n;
 		size_t used;
 		int rc;
+
+		if (rn->gdak_shb < 0 && base == 0 && end - start >= 12 &&
+		    end - start >= le32(buf + start + 4))
+			rn->gdak_shb = shb_is_gdak(buf + start, le32(buf + start + 4));
 
 		/* parse every complete block in the window */
 		while (!fatal && (rc = gdak_trace_reader_next(r, buf + start, end - start, base, &it,
@@ -175,9 +218,11 @@ static int run_file(struct run *rn)
 		report(rn, msg);
 	} else if (eof && base == 0) {
 		report(rn, "offset 0: empty file, not a pcapng trace");
-	} else if (eof && !rn->errors && !rn->closed) {
+	} else if (eof && !rn->errors && !rn->closed && (rn->gdak_recs || rn->gdak_shb != 0)) {
 		/* gdak_trace_close() always ends a trace with STATS: without it the
-		 * file was cut at a block boundary (a crash, a full disk) */
+		 * file was cut at a block boundary (a crash, a full disk).  A file
+		 * with no gdak record at all is another tool's capture (tshark -w of
+		 * the RoCE traffic), which never has one. */
 		snprintf(msg, sizeof(msg), "offset %llu: the trace ends without the writer's closing "
 			 "STATS record: it was cut short, or is still being written (--follow)",
 			 (unsigned long long)base);
@@ -195,9 +240,10 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},   {"summary", no_argument, NULL, 's'},
 		{"qp", required_argument, NULL, 'q'}, {"opcode", required_argument, NULL, 'o'},
 		{"errors", no_argument, NULL, 'e'}, {"follow", no_argument, NULL, 'f'},
+		{"relative", no_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},   {NULL, 0, NULL, 0},
 	};
-	struct run rn = {.out = {.f = stdout}};
+	struct run rn = {.out = {.f = stdout}, .gdak_shb = -1};
 	int summary = 0, c, rc;
 	struct sigaction sa;
 
@@ -237,6 +283,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			rn.follow = 1;
+			break;
+		case 'r':
+			rn.out.relative = 1;
 			break;
 		case 'h':
 			usage(stdout);

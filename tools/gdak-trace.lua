@@ -7,13 +7,78 @@
 -- or copy it to ~/.local/lib/wireshark/plugins/.
 --
 -- It shows the record header and each body's fixed fields, strings and raw
--- bytes.  Opcode and syndrome *names* come from gdak-trace (one table, in
--- core/src/mlx5_names.c); here they are shown as numbers.  Every length is
--- checked against the block before use: a bad one gets an expert note.
+-- bytes, opcodes and syndromes by name.  The names are a copy of gdak's one
+-- table (core/src/mlx5_names.c, what gdak-trace prints); gdak.trace.lua_names
+-- fails when the copy below differs from it.  Every length is checked against
+-- the block before use: a bad one gets an expert note.
+--
+-- PEN 32473: Wireshark's own pcapng dissector names it "Example Enterprise
+-- Number" (RFC 5612 reserves it for documentation); gdak has no IANA number
+-- of its own yet and uses that one.  The "gdak" tree says so.
 
 local GDAK_PEN = 32473
 
+-- names: generated from gdak_mlx5_opcode_name / _cqe_opcode_name /
+-- _syndrome_name (every code with a name)
+local wqe_ops = {
+	[0x00] = "NOP",
+	[0x01] = "SEND_INVAL",
+	[0x08] = "RDMA_WRITE",
+	[0x09] = "RDMA_WRITE_IMM",
+	[0x0a] = "SEND",
+	[0x0b] = "SEND_IMM",
+	[0x0e] = "TSO",
+	[0x0f] = "WAIT",
+	[0x10] = "RDMA_READ",
+	[0x11] = "ATOMIC_CS",
+	[0x12] = "ATOMIC_FA",
+	[0x14] = "ATOMIC_MASKED_CS",
+	[0x15] = "ATOMIC_MASKED_FA",
+	[0x19] = "FMR",
+	[0x1b] = "LOCAL_INVAL",
+	[0x1f] = "CONFIG_CMD",
+	[0x20] = "SET_PSV",
+	[0x23] = "DUMP",
+	[0x25] = "UMR",
+	[0x28] = "TAG_MATCHING",
+	[0x2c] = "FLOW_TBL_ACCESS",
+	[0x2f] = "MMO",
+}
+local cqe_ops = {
+	[0] = "REQ",
+	[1] = "RESP_WR_IMM",
+	[2] = "RESP_SEND",
+	[3] = "RESP_SEND_IMM",
+	[4] = "RESP_SEND_INV",
+	[5] = "RESIZE_CQ",
+	[6] = "NO_PACKET",
+	[12] = "SIG_ERR",
+	[13] = "REQ_ERR",
+	[14] = "RESP_ERR",
+	[15] = "INVALID",
+}
+local syndromes = {
+	[0x01] = "LOCAL_LENGTH_ERR",
+	[0x02] = "LOCAL_QP_OP_ERR",
+	[0x04] = "LOCAL_PROT_ERR",
+	[0x05] = "WR_FLUSH_ERR",
+	[0x06] = "MW_BIND_ERR",
+	[0x10] = "BAD_RESP_ERR",
+	[0x11] = "LOCAL_ACCESS_ERR",
+	[0x12] = "REMOTE_INVAL_REQ_ERR",
+	[0x13] = "REMOTE_ACCESS_ERR",
+	[0x14] = "REMOTE_OP_ERR",
+	[0x15] = "TRANSPORT_RETRY_EXC_ERR",
+	[0x16] = "RNR_RETRY_EXC_ERR",
+	[0x22] = "REMOTE_ABORTED_ERR",
+}
+
 local gdak = Proto("gdak", "gdak NIC-model trace record")
+
+-- as gdak-trace names an unknown code: its value shows
+local function opname(v) return wqe_ops[v] or string.format("OPCODE_0x%02x", v) end
+local function cqename(v) return cqe_ops[v] or string.format("CQE_0x%x", v) end
+local function syndname(v) return syndromes[v] or string.format("SYNDROME_0x%02x", v) end
 
 local rec_types = {
 	[1] = "DOORBELL", [2] = "WQE", [3] = "CQE", [4] = "VIOLATION", [5] = "FAULT",
@@ -39,14 +104,14 @@ local pf = {
 	wqe_index = ProtoField.uint16("gdak.wqe_index", "WQE index"),
 	len = ProtoField.uint32("gdak.len", "Raw length"),
 	wqe = ProtoField.bytes("gdak.wqe", "WQE bytes"),
-	wqe_opcode = ProtoField.uint8("gdak.wqe.opcode", "WQE opcode", base.HEX),
+	wqe_opcode = ProtoField.uint8("gdak.wqe.opcode", "WQE opcode", base.HEX, wqe_ops),
 	wqe_ds = ProtoField.uint8("gdak.wqe.ds", "WQE DS count"),
 	cqn = ProtoField.uint32("gdak.cqe.cqn", "CQN", base.HEX),
 	cq_index = ProtoField.uint32("gdak.cqe.index", "CQ index"),
 	cqe = ProtoField.bytes("gdak.cqe", "CQE bytes"),
-	cqe_opcode = ProtoField.uint8("gdak.cqe.opcode", "CQE opcode"),
-	cqe_syndrome = ProtoField.uint8("gdak.cqe.syndrome", "CQE syndrome", base.HEX),
-	syndrome = ProtoField.uint8("gdak.syndrome", "Syndrome", base.HEX),
+	cqe_opcode = ProtoField.uint8("gdak.cqe.opcode", "CQE opcode", base.DEC, cqe_ops),
+	cqe_syndrome = ProtoField.uint8("gdak.cqe.syndrome", "CQE syndrome", base.HEX, syndromes),
+	syndrome = ProtoField.uint8("gdak.syndrome", "Syndrome", base.HEX, syndromes),
 	name = ProtoField.string("gdak.name", "Rule / kind"),
 	text = ProtoField.string("gdak.text", "Text"),
 	peer = ProtoField.uint32("gdak.qp.peer", "Peer QPN", base.HEX),
@@ -232,16 +297,21 @@ dissect_batch = function(t, body, item)
 			local tv = bytes_of(bbs, nbb):tvb("WQE " .. idx)
 			st:add(pf.wqe, tv())
 			st:add(pf.wqe_opcode, tv(3, 1))
-			return string.format("WQE %s idx=%d opcode=0x%02x", q, idx, bbs[0][3])
+			return string.format("WQE %s idx=%d %s", q, idx, opname(bbs[0][3]))
 		end
 		return string.format("WQE %s idx=%d (no bytes)", q, idx)
 	end
 	local function show_cqe(st, q, cqn, ci, out)
 		local tv = bytes_of({[0] = out}, 1):tvb("CQE " .. ci)
 		st:add(pf.cqe, tv())
-		st:add(pf.cqe_opcode, tv(63, 1), bit.rshift(out[63], 4))
-		return string.format("CQE %s cqn=0x%x index=%d opcode=%d", q, cqn, ci,
-				     bit.rshift(out[63], 4))
+		local op = bit.rshift(out[63], 4)
+		st:add(pf.cqe_opcode, tv(63, 1), op)
+		if op == 13 or op == 14 then
+			st:add(pf.cqe_syndrome, tv(55, 1))
+			return string.format("CQE %s cqn=0x%x index=%d %s syndrome=%s", q, cqn, ci,
+					     cqename(op), syndname(out[55]))
+		end
+		return string.format("CQE %s cqn=0x%x index=%d %s", q, cqn, ci, cqename(op))
 	end
 	local k = 1
 	while k <= count do
@@ -416,8 +486,8 @@ local function dissect_body(t, ty, body, item)
 			-- ctrl segment: opmod_idx_opcode (be32) low byte, qpn_ds (be32) low 6 bits
 			t:add(pf.wqe_opcode, body(8 + 3, 1))
 			t:add(pf.wqe_ds, body(8 + 7, 1), bit.band(body(8 + 7, 1):uint(), 0x3f))
-			return string.format("idx=%d opcode=0x%02x", body(0, 2):le_uint(),
-					     body(8 + 3, 1):uint())
+			return string.format("idx=%d %s", body(0, 2):le_uint(),
+					     opname(body(8 + 3, 1):uint()))
 		end
 		return string.format("idx=%d len=%d", body(0, 2):le_uint(), l)
 	elseif ty == 3 then
@@ -429,10 +499,10 @@ local function dissect_body(t, ty, body, item)
 		t:add(pf.cqe_opcode, body(8 + 63, 1), op)
 		if op == 13 or op == 14 then
 			t:add(pf.cqe_syndrome, body(8 + 55, 1))
-			return string.format("cqe opcode=%d syndrome=0x%02x wqe_counter=%d", op,
-					     body(8 + 55, 1):uint(), body(8 + 60, 2):uint())
+			return string.format("cqe %s syndrome=%s wqe_counter=%d", cqename(op),
+					     syndname(body(8 + 55, 1):uint()), body(8 + 60, 2):uint())
 		end
-		return string.format("cqe opcode=%d wqe_counter=%d", op, body(8 + 60, 2):uint())
+		return string.format("cqe %s wqe_counter=%d", cqename(op), body(8 + 60, 2):uint())
 	elseif ty == 4 or ty == 5 then
 		if not need(8) then return "" end
 		t:add_le(pf.wqe_index, body(0, 2))
@@ -483,6 +553,7 @@ function gdak.dissector(tvb, pinfo, tree)
 	local pen = f_pen()
 	if not pen or pen.value ~= GDAK_PEN then return end
 	local item = tree:add(gdak, tvb())
+	item:append_text(" (PEN 32473: RFC 5612's documentation number, used by gdak)")
 	if tvb:len() < 32 then
 		item:add_proto_expert_info(ef_short)
 		return

@@ -2,13 +2,15 @@
 # install-deps.sh - install, with apt, everything gdak needs to build and run
 # its tests on a fresh Debian 12 or Ubuntu 24.04.
 #
-#   bash tools/install-deps.sh [--check] [--help]
+#   bash tools/install-deps.sh [--check] [--required-only] [--help]
 #
 # Idempotent: when every package is already installed it changes nothing and
 # does not even run apt-get update.  Works as root, or through sudo.  Never
 # installs a CUDA toolkit: it reports the one it finds (/usr/local/cuda or
 # nvcc on PATH), and gdak builds its CUDA parts only when one is there.
 #   --check   only report what is missing; exit 1 if something is
+#   --required-only  only what builds gdak and runs gdak-demo (run-demo.sh);
+#             the optional test tools are run-tests.sh's
 set -euo pipefail
 
 # Needed to configure, build and run the unit/emu/net tests.
@@ -31,12 +33,13 @@ OPTIONAL=(
 	python3-matplotlib			# plots in docs/BENCHMARKS.md
 )
 
-check_only=0
+check_only=0 required_only=0
 for a in "$@"; do
 	case $a in
 	--check) check_only=1 ;;
+	--required-only) required_only=1 ;;
 	-h | --help)
-		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -67,6 +70,10 @@ installed() {
 
 missing_req=() missing_opt=()
 for p in "${REQUIRED[@]}"; do installed "$p" || missing_req+=("$p"); done
+if ((required_only)); then
+	say "required packages only (the optional ones are for tests: tools/run-tests.sh)"
+	OPTIONAL=()
+fi
 for p in "${OPTIONAL[@]}"; do installed "$p" || missing_opt+=("$p"); done
 
 report_cuda() {

@@ -3,12 +3,7 @@ set(_perf_src
   perf/perf_main.c perf/perf_cli.c perf/perf_run.c perf/perf_exec.c perf/perf_base.c
   perf/perf_util.c perf/perf_output.c perf/perf_emu.c perf/perf_emu_rate.c perf/perf_emu_lat.c
   perf/perf_net.c)
-# CUDA mode: tools/perf/perf_cuda.cu when the CUDA toolkit is enabled, else the stub.
-if(GDAK_HAVE_CUDA AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/perf/perf_cuda.cu)
-  list(APPEND _perf_src perf/perf_cuda.cu)
-else()
-  list(APPEND _perf_src perf/perf_cuda_stub.c)
-endif()
+# --cuda runs gdak-perf-cuda (tools/cuda/), not a kernel of its own (perf_main.c)
 list(TRANSFORM _perf_src PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
 add_executable(gdak-perf ${_perf_src})
 target_link_libraries(gdak-perf PRIVATE gdak m)

@@ -10,8 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# the demo needs the build dependencies only; run-tests.sh installs the
+# test tools (valgrind, qemu, tshark, MPI, ...)
 if [[ ${GDAK_SKIP_DEPS:-0} != 1 ]]; then
-	bash tools/install-deps.sh
+	bash tools/install-deps.sh --required-only
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "== configure (preset default)"

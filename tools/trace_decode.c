@@ -450,6 +450,8 @@ void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *i
 		return;
 	if (o->json) {
 		fprintf(o->f, "{\"offset\":%" PRIu64 ",\"ts_ns\":%" PRIu64, it->offset, ts);
+		if (o->relative)
+			fprintf(o->f, ",\"rel_ns\":%" PRId64, (int64_t)(ts - o->t0));
 		if (thread == GDAK_TRACE_THREAD_WRITER)
 			fprintf(o->f, ",\"thread\":\"writer\"");
 		else
@@ -460,7 +462,16 @@ void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *i
 		if (it->kind == GDAK_TITEM_RECORD)
 			e_u(&e, "seq", it->hdr.seq);
 	} else {
-		fprintf(o->f, "%" PRIu64 ".%09" PRIu64, ts / 1000000000u, ts % 1000000000u);
+		if (o->relative) {
+			/* records of one pass may carry a time just before the
+			 * first item's: show them as negative, not as 2^64 */
+			uint64_t d = ts >= o->t0 ? ts - o->t0 : o->t0 - ts;
+
+			fprintf(o->f, "%s%" PRIu64 ".%09" PRIu64, ts >= o->t0 ? "" : "-",
+				d / 1000000000u, d % 1000000000u);
+		} else {
+			fprintf(o->f, "%" PRIu64 ".%09" PRIu64, ts / 1000000000u, ts % 1000000000u);
+		}
 		if (thread == GDAK_TRACE_THREAD_WRITER)
 			fprintf(o->f, " writer");
 		else

@@ -71,6 +71,11 @@ int trace_roce_aeth_is_nak(uint8_t syndrome);
 struct trace_out {
 	FILE *f;
 	int json;
+	/* --relative: timestamps as offsets from t0 (the file's first item;
+	 * set by the caller before it prints one) */
+	int relative;
+	int have_t0;
+	uint64_t t0;
 };
 /* Print one decoded line (text or a JSON object), newline included. */
 void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *it);

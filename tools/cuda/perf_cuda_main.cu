@@ -3,6 +3,7 @@
  * perf_cuda_main.cu - gdak-perf-cuda: options, shared set-up, the table and
  * the JSON.  See perf_cuda.h for what is measured.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -345,8 +346,17 @@ int main(int argc, char **argv)
 	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
-		fprintf(stderr, "gdak-perf-cuda: no usable GPU (%s)\n",
-			e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		/* the runtime says "insufficient" for no driver at all, too */
+		void *lib = e == cudaErrorInsufficientDriver ? dlopen("libcuda.so.1", RTLD_NOW) : NULL;
+
+		if (e == cudaErrorInsufficientDriver && !lib)
+			fprintf(stderr, "gdak-perf-cuda: no usable GPU (no NVIDIA driver: libcuda.so.1 "
+				"cannot be loaded)\n");
+		else
+			fprintf(stderr, "gdak-perf-cuda: no usable GPU (%s)\n",
+				e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		if (lib)
+			dlclose(lib);
 		return 77;
 	}
 	cudaSetDevice(0);

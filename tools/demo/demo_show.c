@@ -138,19 +138,43 @@ static int run_trace_tool(const char *tool, const char *opts, const char *trace,
 	return 0;
 }
 
+/* Whether `gdak-trace` typed at a shell would run: found on $PATH. */
+static int on_path(const char *name)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	while (p && *p) {
+		size_t n = strcspn(p, ":");
+
+		if (n && n + strlen(name) + 2 < sizeof(buf)) {
+			memcpy(buf, p, n);
+			buf[n] = '/';
+			strcpy(buf + n + 1, name);
+			if (!access(buf, X_OK))
+				return 1;
+		}
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
 int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
 {
 	char tool[PATH_MAX];
+	const char *shown;
 	unsigned total;
 	int rc;
 
 	find_trace_tool(argv0, tool, sizeof(tool));
-	printf("\n$ gdak-trace %s   (first %u lines)\n", trace, lines);
+	/* the commands shown run as shown: by name only when the name works */
+	shown = on_path("gdak-trace") ? "gdak-trace" : tool;
+	printf("\n$ %s %s   (first %u lines)\n", shown, trace, lines);
 	rc = run_trace_tool(tool, "", trace, lines, &total);
 	if (rc)
 		return rc;
 	if (total > lines)
-		printf("... %u more lines: %s %s\n", total - lines, tool, trace);
-	printf("\n$ gdak-trace --summary %s\n", trace);
+		printf("... %u more lines: %s %s\n", total - lines, shown, trace);
+	printf("\n$ %s --summary %s\n", shown, trace);
 	return run_trace_tool(tool, "--summary", trace, 64, &total);
 }

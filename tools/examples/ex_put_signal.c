@@ -76,6 +76,11 @@ static int run(int target, struct gdak_bootstrap *bs)
 		return fail("connect", ret);
 	if ((ret = gdak_qp_export(qp, &q)))
 		return fail("export", ret);
+	/* Nobody posts before both QPs are connected: a request that reaches
+	 * a QP still in INIT is refused with a NAK, and the initiator's QP
+	 * goes to ERR (on a ConnectX as on the NIC model). */
+	if ((ret = gdak_bootstrap_barrier(bs)))
+		return fail("barrier", ret);
 
 	if (target) {
 		/* The signal's acquire load orders the data reads after it: the

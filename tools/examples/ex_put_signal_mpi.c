@@ -69,6 +69,9 @@ static int run(int rank, int size)
 		return fail(rank, "key exchange", ret);
 	if ((ret = gdak_qp_connect(qp, &from[peer])) || (ret = gdak_qp_export(qp, &q)))
 		return fail(rank, "connect", ret);
+	/* nobody posts before every QP is connected (a QP still in INIT NAKs) */
+	if ((ret = gdak_bootstrap_mpi_barrier(NULL)))
+		return fail(rank, "barrier", ret);
 
 	if (rank % 2) {
 		uint64_t v = gdak_dev_signal_wait_ge((uint64_t *)(void *)(buf + SIG_OFF), 1);

@@ -15,6 +15,7 @@
  * kernel as it is.
  */
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,11 +39,18 @@ __global__ void write_one(struct gdak_dev_qp *q, uint64_t src, uint32_t lkey, ui
 	uint64_t idx = gdak_dev_sq_reserve(q, 1);
 	int n;
 
+	uint64_t deadline = gdak_dev_now_ns() + 10000000000ull;
+
 	gdak_dev_wqe_write(q, idx, GDAK_DEV_WQE_SIGNAL, dst, rkey, &sge, 1);
 	gdak_dev_sq_submit(q, idx, q->sq_resv);
-	/* wq_base: the oldest unretired send-queue index (cq.h) */
-	while ((n = gdak_dev_cq_poll_one(&q->scq, q->sq_done, &cqe)) == 0)
-		;
+	/* wq_base: the oldest unretired send-queue index (cq.h); a NIC that
+	 * never answers ends the kernel instead of hanging it */
+	while ((n = gdak_dev_cq_poll_one(&q->scq, q->sq_done, &cqe)) == 0) {
+		if (gdak_dev_now_ns() > deadline) {
+			out->rc = -ETIMEDOUT;
+			return;
+		}
+	}
 	gdak_dev_cq_update_dbrec(&q->scq);
 	q->sq_done = gdak_dev_sq_retire_end(q, cqe.wqe_index, q->sq_done);
 	out->rc = n;
@@ -85,6 +93,10 @@ int main(void)
 			    gdak_mr_rkey(mdst), out);
 	if (cudaDeviceSynchronize() != cudaSuccess) {
 		fprintf(stderr, "ex_write_cuda: kernel failed\n");
+		return 1;
+	}
+	if (out->rc == -ETIMEDOUT) {
+		fprintf(stderr, "ex_write_cuda: no CQE within 10 s\n");
 		return 1;
 	}
 	printf("CQE: opcode %s, wqe_counter %u, byte_cnt %u, syndrome %s\n",

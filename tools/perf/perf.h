@@ -258,13 +258,6 @@ int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, 
 int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
 		 double *lat_ns);
 
-/* ---- perf_cuda*.c: --cuda (a CUDA kernel is the device) --------------------- */
-/* 1 when this build has the CUDA mode and a GPU is usable; else 0 with *why set. */
-int perf_cuda_available(const char **why);
-/* Same contract as perf_emu_test, with the kernel posting. */
-int perf_cuda_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
-		   struct perf_result *round, double *lat_ns);
-
 /* ---- perf_mpi.c: started by mpirun (rank 0 serves, rank 1 measures) -------- */
 /* Whether the environment says mpirun started this process. */
 int perf_mpi_launched(void);

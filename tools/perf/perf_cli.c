@@ -317,7 +317,8 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 		return usage_err("%s", "--ctas needs --cuda");
 	/* host threads prepare and verify the buffers with loads and stores */
 	if (o->mem == GDAK_MEM_GPU && !o->cuda)
-		return usage_err("%s", "--mem gpu needs --cuda (host threads cannot touch GPU memory)");
+		return usage_err("%s", "--mem gpu needs a kernel (host threads cannot touch GPU "
+				 "memory): gdak-perf --cuda runs gdak-perf-cuda, whose data is in GPU memory");
 	if (o->duration_ms && o->iters)
 		return usage_err("%s", "-D (duration) and -n (iterations) exclude each other");
 	if (o->report_gbits && (o->json || o->csv))

@@ -136,6 +136,11 @@ int main(int argc, char **argv)
 	}
 	if (o.cuda)
 		return run_cuda(&o);
+	/* say it rather than measure the scheduler in silence */
+	if (o.threads > 1 && o.threads >= (unsigned)sysconf(_SC_NPROCESSORS_ONLN) && !o.quiet)
+		fprintf(stderr, "gdak-perf: note: %u posting threads (--threads) and the NIC threads "
+			"on %ld CPUs: they take turns, and the numbers measure that\n", o.threads,
+			sysconf(_SC_NPROCESSORS_ONLN));
 	if (o.test->kind == PERF_KIND_BASE && (o.server || o.peer_addr)) {
 		fprintf(stderr, "gdak-perf: baseline runs in one process "
 				"(no --server / SERVER_ADDR)\n");

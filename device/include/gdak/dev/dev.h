@@ -14,11 +14,13 @@
  *               signal waits, send; exclusive or shared QPs
  *   coop.h      warp and block scopes (CUDA only)
  *
- * Memory the device code touches (buffers in SGEs, signal words, results)
- * must be addressable by whoever runs it: host threads may use any kind,
- * GDAK_MEM_HOST included; a CUDA kernel needs GDAK_MEM_HOST_MAPPED (pinned,
- * mapped into the GPU) or GDAK_MEM_GPU.  The descriptor from
- * gdak_qp_export() is already device-visible.  Worked examples:
+ * Memory the device code touches (buffers it fills or checks, signal
+ * words, atomic results) must be addressable by whoever runs it: host
+ * threads use GDAK_MEM_HOST (or HOST_MAPPED; not GDAK_MEM_GPU, which the
+ * CPU cannot load from); a CUDA kernel needs GDAK_MEM_HOST_MAPPED (pinned,
+ * mapped into the GPU) or GDAK_MEM_GPU.  The NIC itself reaches every kind
+ * it registered.  The descriptor from gdak_qp_export() is already
+ * device-visible.  Worked examples:
  * tools/examples/ (ex_write.c, ex_write_cuda.cu, ex_put_signal.c, ...).
  */
 #ifndef GDAK_DEV_DEV_H
