@@ -590,6 +590,7 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 
 		memcpy(p, src, len);
 		e->src = (uint64_t)(uintptr_t)p;
+		e->flags = NM_CK_F_SYS;
 		c->pay_used += pay;
 	}
 	c->ent_chain[c->n++] = (uint32_t)chain;
@@ -607,6 +608,10 @@ static int cb_poll(struct nm_cuda_ticket *t)
 	struct cb_slot *sl = &c->slot[t->seq % NM_CB_SLOTS];
 	int ret;
 
+	/* the control path may poll (a QP torn down): launches need the context */
+	ret = thread_ctx();
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&c->lk);
 	if (t->seq >= c->open_seq)
 		cb_flush(c);

@@ -24,6 +24,18 @@ __device__ static void copy_one(const struct nm_ck_desc *d)
 			((volatile uint8_t *)dst)[i] = d->inl[i];
 		return;
 	}
+	if (d->flags & NM_CK_F_SYS) {
+		/* staging in host memory, rewritten by the CPU for later batches:
+		 * loads that no GPU cache may answer */
+		if (((dst | src | len) & 7) == 0) {
+			for (uint32_t i = t; i < len / 8; i += NM_CK_THREADS)
+				((uint64_t *)dst)[i] = __ldcv((const unsigned long long *)src + i);
+		} else {
+			for (uint32_t i = t; i < len; i += NM_CK_THREADS)
+				((uint8_t *)dst)[i] = __ldcv((const unsigned char *)src + i);
+		}
+		return;
+	}
 	if (((dst | src | len) & 15) == 0) {
 		for (uint32_t i = t; i < len / 16; i += NM_CK_THREADS)
 			((uint4 *)dst)[i] = ((const uint4 *)src)[i];
@@ -47,13 +59,20 @@ gdak_nm_copy_batch(const struct nm_ck_desc *desc, const uint32_t *chain, uint32_
 
 	if (c >= nchain)
 		return;
-	b = chain[c];
-	e = chain[c + 1];
+	b = __ldcv(chain + c);
+	e = __ldcv(chain + c + 1);
 	for (uint32_t g = b; g < e; g += NM_CK_THREADS) {
 		uint32_t n = e - g < NM_CK_THREADS ? e - g : NM_CK_THREADS;
 
-		if (threadIdx.x < n)
-			sd[threadIdx.x] = desc[g + threadIdx.x];
+		if (threadIdx.x < n) {
+			/* host memory the CPU rewrites for later batches: uncached loads */
+			const unsigned long long *w =
+				(const unsigned long long *)&desc[g + threadIdx.x];
+			unsigned long long *o = (unsigned long long *)&sd[threadIdx.x];
+
+			for (unsigned k = 0; k < sizeof(struct nm_ck_desc) / 8; k++)
+				o[k] = __ldcv(w + k);
+		}
 		__syncthreads();
 		for (uint32_t i = 0; i < n; i++) {
 			copy_one(&sd[i]);

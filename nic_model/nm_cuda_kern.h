@@ -20,6 +20,7 @@
 #define NM_CK_ENTRY "gdak_nm_copy_batch"
 #define NM_CK_THREADS 128	/* threads per block (= per chain) */
 #define NM_CK_F_INL 1u		/* the payload is inl[] (len <= NM_CK_INL), src unused */
+#define NM_CK_F_SYS 2u		/* src is host memory (the batch's staging) */
 #define NM_CK_INL 16
 
 struct nm_ck_desc {
