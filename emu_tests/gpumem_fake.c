@@ -66,7 +66,7 @@ struct fop {
 	size_t len;
 	void *stage;	/* a pageable source, copied when enqueued */
 	struct fevent *ev;
-	uint64_t desc, chain;
+	uint64_t desc, chain, count, done, seq;
 	uint32_t nchain;
 	struct fop *next;
 };
@@ -97,7 +97,7 @@ static struct {
 static unsigned nhallocs;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
-static int held;
+static int held, no_done;
 static unsigned long long n_launch, n_copy, n_desc;
 static int module_magic, func_magic;
 
@@ -105,6 +105,15 @@ API void gdak_fake_gpu_hold(int on)
 {
 	pthread_mutex_lock(&lock);
 	held = on;
+	pthread_mutex_unlock(&lock);
+}
+
+/* The copy kernel stops writing its completion word (the engine must then
+ * see completions through the events alone). */
+API void gdak_fake_gpu_no_done(int on)
+{
+	pthread_mutex_lock(&lock);
+	no_done = on;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -200,8 +209,12 @@ static void run_op(struct fop *o)
 		uint32_t *pos, left = 0;
 
 		n_launch++;
-		if (!o->nchain)
+		if (o->count && !dev_rw(o->count, 4)) {
+			sticky = E_ILLEGAL_ADDRESS;
 			return;
+		}
+		if (!o->nchain)
+			goto out;
 		pos = calloc(o->nchain, sizeof(*pos));
 		if (!ch || !pos) {
 			sticky = E_ILLEGAL_ADDRESS;
@@ -240,6 +253,16 @@ static void run_op(struct fop *o)
 			}
 		}
 		free(pos);
+out:
+		/* the last block's completion word */
+		if (o->count && !sticky && !no_done) {
+			uint64_t *w = (uint64_t *)kptr(o->done, 8);
+
+			if (!w)
+				sticky = E_ILLEGAL_ADDRESS;
+			else
+				__atomic_store_n(w, o->seq, __ATOMIC_RELEASE);
+		}
 	}
 }
 
@@ -613,6 +636,9 @@ API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 	o->desc = *(const uint64_t *)params[0];
 	o->chain = *(const uint64_t *)params[1];
 	o->nchain = *(const uint32_t *)params[2];
+	o->count = *(const uint64_t *)params[3];
+	o->done = *(const uint64_t *)params[4];
+	o->seq = *(const uint64_t *)params[5];
 	if (gx < o->nchain || gx == 0) { /* a block per chain */
 		free(o);
 		return E_INVALID_VALUE;

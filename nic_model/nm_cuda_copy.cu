@@ -51,14 +51,12 @@ __device__ static void copy_one(const struct nm_ck_desc *d)
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(NM_CK_THREADS)
-gdak_nm_copy_batch(const struct nm_ck_desc *desc, const uint32_t *chain, uint32_t nchain)
+__device__ static void copy_chain(const struct nm_ck_desc *desc, const uint32_t *chain,
+				  uint32_t c)
 {
 	__shared__ struct nm_ck_desc sd[NM_CK_THREADS];
-	uint32_t c = blockIdx.x, b, e;
+	uint32_t b, e;
 
-	if (c >= nchain)
-		return;
 	b = __ldcv(chain + c);
 	e = __ldcv(chain + c + 1);
 	for (uint32_t g = b; g < e; g += NM_CK_THREADS) {
@@ -78,6 +76,29 @@ gdak_nm_copy_batch(const struct nm_ck_desc *desc, const uint32_t *chain, uint32_
 			copy_one(&sd[i]);
 			/* the next descriptor of the chain may overwrite these bytes */
 			__syncthreads();
+		}
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(NM_CK_THREADS)
+gdak_nm_copy_batch(const struct nm_ck_desc *desc, const uint32_t *chain, uint32_t nchain,
+		   uint32_t *count, unsigned long long *done, unsigned long long seq)
+{
+	if (blockIdx.x < nchain)
+		copy_chain(desc, chain, blockIdx.x);
+	if (!count)
+		return;
+	/* each thread's stores are visible device-wide before the block
+	 * counts itself done */
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		if (atomicAdd(count, 1u) == gridDim.x - 1) {
+			/* the last block: every other block's stores were fenced
+			 * before its increment */
+			*count = 0;
+			__threadfence_system();
+			*(volatile unsigned long long *)done = seq;
 		}
 	}
 }

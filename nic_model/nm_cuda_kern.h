@@ -32,7 +32,15 @@ struct nm_ck_desc {
 };
 
 /* kernel arguments, in order: const struct nm_ck_desc *desc,
- * const uint32_t *chain, uint32_t nchain; grid nchain x 1 x 1,
- * block NM_CK_THREADS x 1 x 1, no dynamic shared memory. */
+ * const uint32_t *chain, uint32_t nchain, uint32_t *count (a word of GPU
+ * memory, 0 between launches), uint64_t *done (pinned host memory),
+ * uint64_t seq; grid nchain x 1 x 1 (at least 1), block NM_CK_THREADS x 1
+ * x 1, no dynamic shared memory.
+ *
+ * The last block to finish (count) writes seq into *done after a
+ * system-scope fence: once the CPU reads seq there, every copy of the
+ * launch has landed and no block reads its descriptors any more - a
+ * completion the CPU sees with one load of host memory, without asking the
+ * driver about an event.  count == NULL: no completion word. */
 
 #endif /* NM_CUDA_KERN_H */
