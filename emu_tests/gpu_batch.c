@@ -25,6 +25,9 @@
  *   wrap      16-entry CQ, 600 signalled WRITEs (the CQ wraps 37 times)
  *   qps       8 QP pairs on one NIC thread, 100 WRITEs each, one doorbell
  *             each, the same destination range per QP
+ *   values    4/8-byte aligned inline WRITEs one by one, and four to one
+ *             word under one doorbell (GDAK_CUDA_BATCH=memop: as stream
+ *             write-values, no kernel)
  *   hold      (stand-in driver, batching) no CQE while the copies cannot
  *             land; all of them, and the bytes, once they can; then small
  *             and overlap again with the kernel's completion word off
@@ -45,8 +48,9 @@
 #define GLEN (2u << 20)
 
 static struct gdak_ctx *ctx;
-static int fake, batching;
+static int fake, batching, memop;
 static void (*fake_hold)(int), (*fake_no_done)(int);
+static unsigned long long (*fake_memops)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
 static uint8_t *g_dst, *g_src, *h_src, *h_got;
@@ -336,6 +340,48 @@ static void test_qps(void)
 	free(model);
 }
 
+/* Aligned 4/8-byte inline WRITEs (put_value, signals): waited for one by
+ * one, and four to one word under one doorbell (the last one stays). */
+static void test_values(struct nu_qp *a)
+{
+	enum { N = 64, LEN = 1024 };
+	uint8_t *model = calloc(1, LEN);
+	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	stats(&l0, &c0, &d0);
+	if (fake_memops)
+		v0 = fake_memops();
+	for (unsigned i = 0; i < N; i++) {
+		uint32_t len = i % 2 ? 4 : 8, doff = i * 8;
+
+		post_write(a, S_INLINE, i * 16, doff, len, NU_SIG, model, gsrc_model);
+		nu_ring(a);
+		reap(a, 1);
+	}
+	stats(&l1, &c1, &d1);
+	if (fake_memops)
+		v1 = fake_memops();
+	for (unsigned i = 0; i < 4; i++)
+		post_write(a, S_INLINE, 600 + i * 8, 520, 8, i == 3 ? NU_SIG : 0, model,
+			   gsrc_model);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "4/8-byte values");
+	if (fake && memop) {
+		/* one by one: stream write-values (and their completion words),
+		 * no kernel */
+		CHECK_EQ(l1 - l0, 0);
+		CHECK_EQ(v1 - v0, 2 * N);
+	} else if (fake && batching) {
+		CHECK_EQ(d1 - d0, N);
+	}
+	if (fake && batching)
+		CHECK_EQ(c1 - c0, 0);
+	free(model);
+}
+
 static void test_hold(struct nu_qp *a)
 {
 	enum { N = 16, LEN = 4096 };
@@ -381,10 +427,12 @@ int main(void)
 		*(void **)(&fake_hold) = dlsym(lib, "gdak_fake_gpu_hold");
 		*(void **)(&fake_stats) = dlsym(lib, "gdak_fake_gpu_stats");
 		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
+		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
 		fake = fake_hold && fake_stats;
 	}
 	mode = gdak_env_raw("GDAK_CUDA_BATCH");
-	batching = mode && !strcmp(mode, "kernel");
+	memop = mode && !strcmp(mode, "memop");
+	batching = mode && (!strcmp(mode, "kernel") || memop);
 	printf("driver: %s, GDAK_CUDA_BATCH=%s\n", fake ? "stand-in" : "real",
 		       mode ? mode : "(default)");
 
@@ -416,6 +464,7 @@ int main(void)
 	test_big(&a);
 	test_wrap();
 	test_qps();
+	test_values(&a);
 	if (fake && batching) {
 		test_hold(&a);
 		/* completions through the events alone (no completion word) */

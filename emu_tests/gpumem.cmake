@@ -12,10 +12,10 @@ set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "li
 target_include_directories(gdak_gpumem_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 gdak_set_warnings(gdak_gpumem_fake_cuda)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda)
-foreach(_m kernel off)
+foreach(_m kernel off memop)
   set(_n gdak.nic.gpu_batch)
-  if(_m STREQUAL "off")
-    set(_n gdak.nic.gpu_batch_off)
+  if(NOT _m STREQUAL "kernel")
+    set(_n gdak.nic.gpu_batch_${_m})
   endif()
   add_test(NAME ${_n} COMMAND gdak_cuda_gpu_batch)
   set_tests_properties(${_n} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS unit

@@ -54,7 +54,7 @@ enum {
 
 typedef unsigned long long devptr;
 
-enum { OP_COPY, OP_EVENT, OP_KERNEL };
+enum { OP_COPY, OP_EVENT, OP_KERNEL, OP_VALUE };
 
 struct fevent {
 	int pending;	/* records queued and not yet run */
@@ -98,7 +98,7 @@ static unsigned nhallocs;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
-static unsigned long long n_launch, n_copy, n_desc;
+static unsigned long long n_launch, n_copy, n_desc, n_memop;
 static int module_magic, func_magic;
 
 API void gdak_fake_gpu_hold(int on)
@@ -106,6 +106,16 @@ API void gdak_fake_gpu_hold(int on)
 	pthread_mutex_lock(&lock);
 	held = on;
 	pthread_mutex_unlock(&lock);
+}
+
+API unsigned long long gdak_fake_gpu_memops(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_memop;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 /* The copy kernel stops writing its completion word (the engine must then
@@ -187,6 +197,18 @@ static void run_op(struct fop *o)
 {
 	if (o->kind == OP_EVENT) {
 		o->ev->pending--;
+		return;
+	}
+	if (o->kind == OP_VALUE) {
+		/* a stream write-value: device memory or pinned host memory */
+		uint8_t *d = kptr(o->dst, o->len);
+
+		if (!d) {
+			sticky = E_ILLEGAL_ADDRESS;
+			return;
+		}
+		memcpy(d, &o->seq, o->len);
+		n_memop++;
 		return;
 	}
 	if (o->kind == OP_COPY) {
@@ -552,6 +574,38 @@ static int memcpy_async(devptr dst, devptr src, size_t len, struct fstream *s)
 API int cuMemcpyAsync(devptr dst, devptr src, size_t len, struct fstream *s)
 {
 	return memcpy_async(dst, src, len, s);
+}
+
+static int write_value(struct fstream *s, devptr addr, uint64_t v, size_t len, unsigned flags)
+{
+	struct fop *o;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	if (flags || (addr & (len - 1)))
+		return E_INVALID_VALUE;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return E_OUT_OF_MEMORY;
+	o->kind = OP_VALUE;
+	o->dst = addr;
+	o->len = len;
+	o->seq = v;
+	pthread_mutex_lock(&lock);
+	r = sticky ? sticky : enqueue(s, o);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuStreamWriteValue32_v2(struct fstream *s, devptr addr, uint32_t v, unsigned flags)
+{
+	return write_value(s, addr, v, 4, flags);
+}
+
+API int cuStreamWriteValue64_v2(struct fstream *s, devptr addr, uint64_t v, unsigned flags)
+{
+	return write_value(s, addr, v, 8, flags);
 }
 
 API int cuEventCreate(struct fevent **e, unsigned flags)

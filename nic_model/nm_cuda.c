@@ -335,7 +335,7 @@ struct cb_ctx {
 	struct cb_ctx *next;	/* the pool */
 };
 
-static int cb_mode;			/* GDAK_CUDA_BATCH: 0 off, 1 kernel */
+static int cb_mode;			/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop */
 static uint32_t cb_max = 16384;		/* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
@@ -475,6 +475,57 @@ static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
 	}
 }
 
+#define NM_CB_MEMOPS 4	/* at most this many WRITEs as stream memory operations */
+
+/*
+ * GDAK_CUDA_BATCH=memop: a batch of a few aligned 4/8-byte inline WRITEs
+ * (a signal, a flag, put_value) as stream write-value operations, which the
+ * GPU's front end executes without a kernel launch, then the completion
+ * word the same way.  Each is a stream operation of its own: they land in
+ * the order written.  1 done, 0 not such a batch (or the driver refused
+ * the first: the kernel does it), -1 failed half-way.  Locked.
+ */
+static int cb_memops(struct cb_ctx *c)
+{
+	nm_cu_result r = 0;
+
+	if (cb_mode != 2 || c->n > NM_CB_MEMOPS)
+		return 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct nm_ck_desc *e = &c->ent[i];
+
+		if (!(e->flags & NM_CK_F_INL) || (e->len != 4 && e->len != 8) ||
+		    (e->dst & (e->len - 1)))
+			return 0;
+	}
+	for (uint32_t i = 0; i < c->n && !r; i++) {
+		const struct nm_ck_desc *e = &c->ent[i];
+		uint64_t v64 = 0;
+		uint32_t v32 = 0;
+
+		if (e->len == 8) {
+			memcpy(&v64, e->inl, 8);
+			r = cu.StreamWriteValue64(c->s, e->dst, v64, 0);
+		} else {
+			memcpy(&v32, e->inl, 4);
+			r = cu.StreamWriteValue32(c->s, e->dst, v32, 0);
+		}
+		if (r && i == 0) {
+			GDAK_WARN("cuda", cu_ordinal, "cuStreamWriteValue: %s: GDAK_CUDA_BATCH=memop "
+				  "goes on as kernel", cu_err(r));
+			cb_mode = 1;
+			return 0;
+		}
+	}
+	if (!r) /* default flags: after the writes before it */
+		r = cu.StreamWriteValue64(c->s, (nm_cu_ptr)(uintptr_t)c->done, c->open_seq, 0);
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuStreamWriteValue: %s", cu_err(r));
+		return -1;
+	}
+	return 1;
+}
+
 /* Launch the open batch (if any copy is in it).  Locked. */
 static void cb_flush(struct cb_ctx *c)
 {
@@ -487,6 +538,11 @@ static void cb_flush(struct cb_ctx *c)
 
 	if (!n)
 		return;
+	r = (nm_cu_result)cb_memops(c);
+	if (r) {
+		r = r < 0;
+		goto launched;
+	}
 	/* counting sort by chain, stable: a chain keeps the join order */
 	memset(sl->chain, 0, 4 * ((size_t)nc + 1));
 	for (uint32_t i = 0; i < n; i++)
@@ -507,6 +563,7 @@ static void cb_flush(struct cb_ctx *c)
 	args[4] = &hp;
 	args[5] = &seq;
 	r = cu.LaunchKernel(cb_fn, nc, 1, 1, NM_CK_THREADS, 1, 1, 0, c->s, args, NULL);
+launched:
 	if (!r)
 		r = cu.EventRecord(sl->ev, c->s);
 	sl->seq = c->open_seq;
@@ -995,6 +1052,15 @@ static void cb_setup(void *lib)
 	*(void **)(&cu.ModuleLoadData) = dlsym(lib, "cuModuleLoadData");
 	*(void **)(&cu.ModuleGetFunction) = dlsym(lib, "cuModuleGetFunction");
 	*(void **)(&cu.LaunchKernel) = dlsym(lib, "cuLaunchKernel");
+	if (cb_mode == 2) {
+		*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
+		*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
+		if (!cu.StreamWriteValue32 || !cu.StreamWriteValue64) {
+			GDAK_WARN("cuda", cu_ordinal, "libcuda.so.1 lacks cuStreamWriteValue*_v2: "
+				  "GDAK_CUDA_BATCH=memop goes on as kernel");
+			cb_mode = 1;
+		}
+	}
 	if (!cu.ModuleLoadData || !cu.ModuleGetFunction || !cu.LaunchKernel) {
 		GDAK_WARN("cuda", cu_ordinal, "libcuda.so.1 lacks the module API: "
 			  "GDAK_CUDA_BATCH=kernel off");
@@ -1104,7 +1170,8 @@ static void probe_once(void)
 	cb_setup(lib);
 	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
 		  "bytes on %u stream(s); GPU-memory WRITEs %s", cu_ordinal, name, copy_split,
-		  copy_streams, cb_mode ? "batched, one copy kernel per pass" : "one by one");
+		  copy_streams, cb_mode == 2 ? "batched (kernel; small values as stream memops)" :
+		  cb_mode ? "batched, one copy kernel per pass" : "one by one");
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
 	return;

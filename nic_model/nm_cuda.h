@@ -56,6 +56,11 @@ struct nm_cu_api {
 	nm_cu_result (*EventRecord)(nm_cu_event e, nm_cu_stream s);
 	nm_cu_result (*EventQuery)(nm_cu_event e);
 	nm_cu_result (*EventDestroy)(nm_cu_event e);
+	/* GDAK_CUDA_BATCH=memop; optional */
+	nm_cu_result (*StreamWriteValue32)(nm_cu_stream s, nm_cu_ptr addr, uint32_t v,
+					   unsigned flags);
+	nm_cu_result (*StreamWriteValue64)(nm_cu_stream s, nm_cu_ptr addr, uint64_t v,
+					   unsigned flags);
 	/* the batch copy kernel (GDAK_CUDA_BATCH=kernel); optional */
 	nm_cu_result (*ModuleLoadData)(nm_cu_module *m, const void *image);
 	nm_cu_result (*ModuleGetFunction)(nm_cu_function *f, nm_cu_module m, const char *name);

@@ -6,7 +6,8 @@
 # alternating GDAK_CUDA_BATCH=off / kernel, and the medians of the target
 # rows next to their same-run baselines.
 #
-#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--no-tests]
+#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop"]
+#                              [--no-tests]
 #
 # DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
 # gdak-perf-cuda).  Built elsewhere like this:
@@ -15,11 +16,11 @@
 # then here: tools/cuda/gpumem-check.sh --bin .carry/cuda --out "$OUT"
 #
 # Runs (about 4-6 minutes on an H200):
-#   tests  gdak_cuda_gpu_batch (kernel), gdak_cuda_gpumem (kernel, off),
-#          gdak_cuda_dma / _ops / _ctas with GDAK_CUDA_BATCH=kernel (the
-#          rest of the suite on the new path); each bounded by
+#   tests  gdak_cuda_gpu_batch (kernel, memop), gdak_cuda_gpumem (kernel,
+#          memop, off), gdak_cuda_dma / _ops / _ctas with GDAK_CUDA_BATCH=kernel
+#          (the rest of the suite on the new path); each bounded by
 #          GDAK_TEST_TIMEOUT (120 s)
-#   perf   N (5) x { off, kernel } alternating, each one process of
+#   perf   N (5) x { off, kernel, memop } alternating (--modes), each one process of
 #          gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1 with its
 #          own baselines (ping-pong, host-mapped rate, cudaMemcpy D2D)
 # Output in --out (default ./gpumem-logs): env.txt, tests.log,
@@ -27,15 +28,16 @@
 # test passed and every benchmark row verified its data.
 set -u
 
-bin="" out="gpumem-logs" runs=5 tests=1
+bin="" out="gpumem-logs" runs=5 tests=1 modes="off kernel memop"
 die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin) [ $# -ge 2 ] || die "--bin needs a folder"; bin=$2; shift 2 ;;
 	--out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
 	--runs) [ $# -ge 2 ] || die "--runs needs a number"; runs=$2; shift 2 ;;
+	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
 	--no-tests) tests=0; shift ;;
-	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
 done
@@ -78,7 +80,9 @@ if [ $tests = 1 ]; then
 		esac
 	}
 	run_test kernel gdak_cuda_gpu_batch
+	run_test memop gdak_cuda_gpu_batch
 	run_test kernel gdak_cuda_gpumem
+	run_test memop gdak_cuda_gpumem
 	run_test off gdak_cuda_gpumem
 	run_test kernel gdak_cuda_dma
 	run_test kernel gdak_cuda_ops
@@ -97,7 +101,7 @@ field() {
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "-"}'; }
 
 for i in $(seq 1 "$runs"); do
-	for mode in off kernel; do
+	for mode in $modes; do
 		j="$out/perf-$mode-$i.json"
 		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode timeout "${GDAK_BENCH_TIMEOUT:-150}" \
 			"$perf" -t lat,bw,big --ctas 64 --nic-threads 1 --lat-iters 3000 \
@@ -118,7 +122,7 @@ say ""
 say "per run: mode run | gpu-mem rate M/s | host-mapped rate M/s | gpu/mapped |" \
     "lat gpu-dst p50 us (x pp) | lat gpu-dst local-desc p50 us (x pp) | pp p50 us |" \
     "16 MiB pipelined / cudaMemcpy"
-for mode in off kernel; do
+for mode in $modes; do
 	: >"$out/.m-$mode"
 	for i in $(seq 1 "$runs"); do
 		j="$out/perf-$mode-$i.json"
@@ -143,7 +147,7 @@ done
 say ""
 say "medians of $runs runs (target: gpu-mem rate >= 5 M/s and >= 0.25x mapped;"
 say "  latency <= 1.5x ping-pong; 16 MiB >= 0.9x median and >= 0.8x every run):"
-for mode in off kernel; do
+for mode in $modes; do
 	m=""
 	for k in 1 2 3 5 7 8 9; do
 		m="$m $(awk -v k=$k '{print $k}' "$out/.m-$mode" | median)"
