@@ -370,6 +370,27 @@ API int cuDeviceGet(int *d, int ordinal)
 	return OK;
 }
 
+/* what gdak-info asks (it shows the fake like a GPU) */
+API int cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return OK;
+}
+
+API int cuDeviceTotalMem_v2(size_t *b, int dev)
+{
+	(void)dev;
+	*b = DEV_LEN;
+	return OK;
+}
+
+API int cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	(void)dev;
+	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+	return OK;
+}
+
 API int cuDeviceGetName(char *name, int len, int dev)
 {
 	(void)dev;
