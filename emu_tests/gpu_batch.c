@@ -23,6 +23,7 @@
  *             then a WRITE of that: every byte
  *   big       a 1 MiB WRITE, then small WRITEs into it, under one doorbell
  *   wrap      16-entry CQ, 600 signalled WRITEs (the CQ wraps 37 times)
+ *   reopen    gdak_close, gdak_open: WRITEs on the new NIC thread
  *   qps       8 QP pairs on one NIC thread, 100 WRITEs each, one doorbell
  *             each, the same destination range per QP
  *   values    4/8-byte aligned inline WRITEs one by one, and four to one
@@ -403,6 +404,51 @@ static void test_hold(struct nu_qp *a)
 	free(model);
 }
 
+/* A second gdak_open after gdak_close: new NIC threads take the batch
+ * engines the old ones left (their context must be made current again). */
+static void test_reopen(void)
+{
+	struct gdak_qp_attr at = {.sq_depth = 256, .mtu = 1024, .nic_thread = 0};
+	uint8_t *g, *h, *back, want[2048];
+	struct gdak_mr *mg, *mh, *mb;
+	struct nu_qp a, b;
+	struct gdak_mlx5_cqe_fields f;
+
+	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
+	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_GPU, (void **)&g), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&h), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&back), 0);
+	mg = reg(g, 2048);
+	mh = reg(h, 2048);
+	mb = reg(back, 2048);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	gdak_test_fill(h, 2048, 31);
+	memcpy(want, h, 2048);
+	for (unsigned i = 0; i < 16; i++)
+		nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, h + i * 128, 128, gdak_mr_lkey(mh),
+			     (uint64_t)(uintptr_t)(g + i * 128), gdak_mr_rkey(mg), 0,
+			     i == 15 ? NU_SIG : 0);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_READ, back, 2048, gdak_mr_lkey(mb),
+		     (uint64_t)(uintptr_t)g, gdak_mr_rkey(mg), 0, NU_SIG);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_MEM(back, want, 2048);
+	nu_destroy(&a);
+	nu_destroy(&b);
+	gdak_mr_dereg(mg);
+	gdak_mr_dereg(mh);
+	gdak_mr_dereg(mb);
+	gdak_mem_free(ctx, g);
+	gdak_mem_free(ctx, h);
+	gdak_mem_free(ctx, back);
+	gdak_close(ctx);
+}
+
 int main(void)
 {
 	struct gdak_qp_attr at = {.sq_depth = 1024, .mtu = 1024, .nic_thread = 0};
@@ -488,5 +534,6 @@ int main(void)
 	gdak_mem_free(ctx, h_got);
 	free(gsrc_model);
 	gdak_close(ctx);
+	test_reopen();
 	return gdak_test_end();
 }

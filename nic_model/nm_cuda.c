@@ -805,6 +805,10 @@ static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
 
 	if (!cb_mode || (t->stream >= 0 && t->stream != NM_CUDA_BATCH_STREAM))
 		return 0;
+	/* an engine from the pool was another thread's: this one needs the
+	 * context current for the launches */
+	if (thread_ctx())
+		return 0;
 	c = cb_get();
 	if (!c)
 		return 0;
