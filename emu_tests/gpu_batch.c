@@ -106,12 +106,16 @@ static void gpu_get(struct nu_qp *q, void *out, const uint8_t *gpu, struct gdak_
 	memcpy(out, h_got, len);
 }
 
-enum src_kind { S_GPU, S_HOST, S_INLINE };
+enum src_kind {
+	S_GPU,
+	S_HOST,
+	S_INLINE
+};
 
 /* One WRITE of len bytes into g_dst + doff; the source picked by kind (and
  * at soff of g_src / h_src); model[] gets the same bytes. */
-static void post_write(struct nu_qp *q, enum src_kind k, uint32_t soff, uint32_t doff,
-		       uint32_t len, unsigned flags, uint8_t *model, const uint8_t *gpu_src_model)
+static void post_write(struct nu_qp *q, enum src_kind k, uint32_t soff, uint32_t doff, uint32_t len,
+		       unsigned flags, uint8_t *model, const uint8_t *gpu_src_model)
 {
 	const uint8_t *bytes = k == S_GPU ? gpu_src_model + soff : h_src + soff;
 
@@ -155,7 +159,10 @@ static void reset_dst(struct nu_qp *q, uint8_t *model, uint32_t len)
 
 static void test_small(struct nu_qp *a)
 {
-	enum { N = 200, LEN = 65536 };
+	enum {
+		N = 200,
+		LEN = 65536
+	};
 	uint8_t *model = calloc(1, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1;
 	unsigned sig = 0;
@@ -191,7 +198,10 @@ static void test_small(struct nu_qp *a)
 
 static void test_overlap(struct nu_qp *a)
 {
-	enum { N = 96, LEN = 4096 };
+	enum {
+		N = 96,
+		LEN = 4096
+	};
 	uint8_t *model = calloc(1, LEN);
 
 	REQUIRE(model != NULL);
@@ -205,7 +215,8 @@ static void test_overlap(struct nu_qp *a)
 			uint32_t soff = (i * 17) % (512 - 128);
 
 			nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + soff, len,
-				     gdak_mr_lkey(m_dst), (uint64_t)(uintptr_t)(g_dst + 1024 + doff),
+				     gdak_mr_lkey(m_dst),
+				     (uint64_t)(uintptr_t)(g_dst + 1024 + doff),
 				     gdak_mr_rkey(m_dst), 0, 0);
 			memmove(model + 1024 + doff, model + soff, len);
 			/* and back over the range */
@@ -215,9 +226,8 @@ static void test_overlap(struct nu_qp *a)
 			memmove(model + soff / 2, model + 1024 + doff, len);
 			continue;
 		}
-		post_write(a, (enum src_kind)(i % 3), (i * 97) % 3000,
-			   doff, i % 3 == S_INLINE ? (len > 40 ? 40 : len) : len, 0, model,
-			   gsrc_model);
+		post_write(a, (enum src_kind)(i % 3), (i * 97) % 3000, doff,
+			   i % 3 == S_INLINE ? (len > 40 ? 40 : len) : len, 0, model, gsrc_model);
 	}
 	nu_post_nop(a, NU_SIG);
 	nu_ring(a);
@@ -228,7 +238,9 @@ static void test_overlap(struct nu_qp *a)
 
 static void test_readdep(struct nu_qp *a)
 {
-	enum { LEN = 8192 };
+	enum {
+		LEN = 8192
+	};
 	uint8_t *model = calloc(1, LEN), *pat = malloc(3000);
 
 	REQUIRE(model != NULL && pat != NULL);
@@ -256,7 +268,9 @@ static void test_readdep(struct nu_qp *a)
 
 static void test_big(struct nu_qp *a)
 {
-	enum { LEN = 1 << 20 };
+	enum {
+		LEN = 1 << 20
+	};
 	uint8_t *model = calloc(1, LEN);
 
 	REQUIRE(model != NULL);
@@ -283,8 +297,12 @@ static void test_big(struct nu_qp *a)
 
 static void test_wrap(void)
 {
-	struct gdak_qp_attr at = {.sq_depth = 16, .cq_depth = 16, .mtu = 1024, .nic_thread = 0};
-	enum { ROUNDS = 50, PER = 12, LEN = 4096 };
+	struct gdak_qp_attr at = { .sq_depth = 16, .cq_depth = 16, .mtu = 1024, .nic_thread = 0 };
+	enum {
+		ROUNDS = 50,
+		PER = 12,
+		LEN = 4096
+	};
 	uint8_t *model = calloc(1, LEN);
 	struct nu_qp a, b;
 
@@ -306,8 +324,12 @@ static void test_wrap(void)
 
 static void test_qps(void)
 {
-	struct gdak_qp_attr at = {.sq_depth = 256, .mtu = 1024, .nic_thread = 0};
-	enum { NQ = 8, N = 100, SLICE = 1024 };
+	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
+	enum {
+		NQ = 8,
+		N = 100,
+		SLICE = 1024
+	};
 	struct nu_qp a[NQ], b[NQ];
 	uint8_t *model = calloc(1, NQ * SLICE);
 	unsigned long long l0, c0, d0, l1, c1, d1;
@@ -345,7 +367,10 @@ static void test_qps(void)
  * one, and four to one word under one doorbell (the last one stays). */
 static void test_values(struct nu_qp *a)
 {
-	enum { N = 64, LEN = 1024 };
+	enum {
+		N = 64,
+		LEN = 1024
+	};
 	uint8_t *model = calloc(1, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0;
 
@@ -385,7 +410,10 @@ static void test_values(struct nu_qp *a)
 
 static void test_hold(struct nu_qp *a)
 {
-	enum { N = 16, LEN = 4096 };
+	enum {
+		N = 16,
+		LEN = 4096
+	};
 	uint8_t *model = calloc(1, LEN);
 	struct gdak_mlx5_cqe_fields f;
 
@@ -408,7 +436,7 @@ static void test_hold(struct nu_qp *a)
  * engines the old ones left (their context must be made current again). */
 static void test_reopen(void)
 {
-	struct gdak_qp_attr at = {.sq_depth = 256, .mtu = 1024, .nic_thread = 0};
+	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
 	uint8_t *g, *h, *back, want[2048];
 	struct gdak_mr *mg, *mh, *mb;
 	struct nu_qp a, b;
@@ -451,7 +479,7 @@ static void test_reopen(void)
 
 int main(void)
 {
-	struct gdak_qp_attr at = {.sq_depth = 1024, .mtu = 1024, .nic_thread = 0};
+	struct gdak_qp_attr at = { .sq_depth = 1024, .mtu = 1024, .nic_thread = 0 };
 	struct nu_qp a, b;
 	void *lib, *g = NULL;
 	const char *mode;
@@ -480,7 +508,7 @@ int main(void)
 	memop = mode && !strcmp(mode, "memop");
 	batching = mode && (!strcmp(mode, "kernel") || memop);
 	printf("driver: %s, GDAK_CUDA_BATCH=%s\n", fake ? "stand-in" : "real",
-		       mode ? mode : "(default)");
+	       mode ? mode : "(default)");
 
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_dst), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_src), 0);

@@ -54,17 +54,22 @@ enum {
 
 typedef unsigned long long devptr;
 
-enum { OP_COPY, OP_EVENT, OP_KERNEL, OP_VALUE };
+enum {
+	OP_COPY,
+	OP_EVENT,
+	OP_KERNEL,
+	OP_VALUE
+};
 
 struct fevent {
-	int pending;	/* records queued and not yet run */
+	int pending; /* records queued and not yet run */
 };
 
 struct fop {
 	int kind;
 	devptr dst, src;
 	size_t len;
-	void *stage;	/* a pageable source, copied when enqueued */
+	void *stage; /* a pageable source, copied when enqueued */
 	struct fevent *ev;
 	uint64_t desc, chain, count, done, seq;
 	uint32_t nchain;
@@ -275,7 +280,7 @@ static void run_op(struct fop *o)
 			}
 		}
 		free(pos);
-out:
+	out:
 		/* the last block's completion word */
 		if (o->count && !sticky && !no_done) {
 			uint64_t *w = (uint64_t *)kptr(o->done, 8);
@@ -727,16 +732,36 @@ API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 API int cuGetErrorString(int r, const char **s)
 {
 	switch (r) {
-	case OK: *s = "no error"; break;
-	case E_INVALID_VALUE: *s = "invalid argument (fake driver)"; break;
-	case E_OUT_OF_MEMORY: *s = "out of memory (fake driver)"; break;
-	case E_NOT_INITIALIZED: *s = "not initialized (fake driver)"; break;
-	case E_INVALID_CONTEXT: *s = "invalid device context (fake driver)"; break;
-	case E_INVALID_HANDLE: *s = "invalid resource handle (fake driver)"; break;
-	case E_NOT_FOUND: *s = "named symbol not found (fake driver)"; break;
-	case E_NOT_READY: *s = "not ready (fake driver)"; break;
-	case E_ILLEGAL_ADDRESS: *s = "illegal address (fake driver)"; break;
-	default: *s = NULL; return E_INVALID_VALUE;
+	case OK:
+		*s = "no error";
+		break;
+	case E_INVALID_VALUE:
+		*s = "invalid argument (fake driver)";
+		break;
+	case E_OUT_OF_MEMORY:
+		*s = "out of memory (fake driver)";
+		break;
+	case E_NOT_INITIALIZED:
+		*s = "not initialized (fake driver)";
+		break;
+	case E_INVALID_CONTEXT:
+		*s = "invalid device context (fake driver)";
+		break;
+	case E_INVALID_HANDLE:
+		*s = "invalid resource handle (fake driver)";
+		break;
+	case E_NOT_FOUND:
+		*s = "named symbol not found (fake driver)";
+		break;
+	case E_NOT_READY:
+		*s = "not ready (fake driver)";
+		break;
+	case E_ILLEGAL_ADDRESS:
+		*s = "illegal address (fake driver)";
+		break;
+	default:
+		*s = NULL;
+		return E_INVALID_VALUE;
 	}
 	return OK;
 }

@@ -298,16 +298,16 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_SLOTS 8
 #define NM_CB_DESC 1024
 #define NM_CB_PAY ((uint32_t)256 << 10)
-#define NM_CB_HT 8192		/* granules per batch, at most half used */
-#define NM_CB_GRAN 8		/* log2 of the granule */
+#define NM_CB_HT 8192 /* granules per batch, at most half used */
+#define NM_CB_GRAN 8  /* log2 of the granule */
 
 struct cb_slot {
-	struct nm_ck_desc *desc;	/* pinned, mapped: sorted by chain */
-	uint32_t *chain;		/* NM_CB_DESC + 1 chain starts */
-	uint8_t *pay;			/* staging, NM_CB_PAY bytes */
-	void *mem;			/* the one cuMemHostAlloc holding the three */
+	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
+	uint32_t *chain;	 /* NM_CB_DESC + 1 chain starts */
+	uint8_t *pay;		 /* staging, NM_CB_PAY bytes */
+	void *mem;		 /* the one cuMemHostAlloc holding the three */
 	nm_cu_event ev;
-	uint64_t seq;			/* the batch in this slot (0: none yet) */
+	uint64_t seq; /* the batch in this slot (0: none yet) */
 	int failed;
 };
 
@@ -320,23 +320,23 @@ struct cb_gran {
 struct cb_ctx {
 	pthread_mutex_t lk;
 	nm_cu_stream s;
-	uint64_t *done;		/* pinned: the last batch whose kernel has finished */
-	nm_cu_ptr count;	/* GPU word: blocks of the running launch done */
-	uint32_t qskip;		/* polls since the last event query */
+	uint64_t *done;	 /* pinned: the last batch whose kernel has finished */
+	nm_cu_ptr count; /* GPU word: blocks of the running launch done */
+	uint32_t qskip;	 /* polls since the last event query */
 	struct cb_slot slot[NM_CB_SLOTS];
-	uint64_t open_seq;	/* the batch being built; all before it are launched */
-	uint64_t done_seq;	/* every batch up to this one has finished */
+	uint64_t open_seq; /* the batch being built; all before it are launched */
+	uint64_t done_seq; /* every batch up to this one has finished */
 	/* the open batch, in the order copies joined */
 	uint32_t n, nchain, pay_used, ht_used, gen;
 	struct nm_ck_desc ent[NM_CB_DESC];
 	uint32_t ent_chain[NM_CB_DESC];
 	uint32_t cursor[NM_CB_DESC];
 	struct cb_gran ht[NM_CB_HT];
-	struct cb_ctx *next;	/* the pool */
+	struct cb_ctx *next; /* the pool */
 };
 
-static int cb_mode;			/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop */
-static uint32_t cb_max = 16384;		/* GDAK_CUDA_BATCH_MAX */
+static int cb_mode;		/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop */
+static uint32_t cb_max = 16384; /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
 static pthread_mutex_t cb_pool_lk = PTHREAD_MUTEX_INITIALIZER;
@@ -378,8 +378,8 @@ static struct cb_ctx *cb_create(void)
 	c->gen = 1;
 	r = cu.StreamCreate(&c->s, NM_CU_STREAM_NON_BLOCKING);
 	if (!r)
-		r = cu.MemHostAlloc((void **)&c->done, 64, NM_CU_MEMHOSTALLOC_PORTABLE |
-				    NM_CU_MEMHOSTALLOC_DEVICEMAP);
+		r = cu.MemHostAlloc((void **)&c->done, 64,
+				    NM_CU_MEMHOSTALLOC_PORTABLE | NM_CU_MEMHOSTALLOC_DEVICEMAP);
 	if (!r) {
 		nm_cu_ptr d = 0;
 
@@ -413,8 +413,10 @@ static struct cb_ctx *cb_create(void)
 		sl->pay = (uint8_t *)sl->mem + dl + ((cl + 63) & ~(size_t)63);
 	}
 	if (r) {
-		GDAK_ERR_RL("cuda", cu_ordinal, "batch engine setup: %s; GPU copies of this "
-			    "thread go one by one", cu_err(r));
+		GDAK_ERR_RL("cuda", cu_ordinal,
+			    "batch engine setup: %s; GPU copies of this "
+			    "thread go one by one",
+			    cu_err(r));
 		cb_destroy(c);
 		return NULL;
 	}
@@ -475,7 +477,7 @@ static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
 	}
 }
 
-#define NM_CB_MEMOPS 4	/* at most this many WRITEs as stream memory operations */
+#define NM_CB_MEMOPS 4 /* at most this many WRITEs as stream memory operations */
 
 /*
  * GDAK_CUDA_BATCH=memop: a batch of a few aligned 4/8-byte inline WRITEs
@@ -511,8 +513,10 @@ static int cb_memops(struct cb_ctx *c)
 			r = cu.StreamWriteValue32(c->s, e->dst, v32, 0);
 		}
 		if (r && i == 0) {
-			GDAK_WARN("cuda", cu_ordinal, "cuStreamWriteValue: %s: GDAK_CUDA_BATCH=memop "
-				  "goes on as kernel", cu_err(r));
+			GDAK_WARN("cuda", cu_ordinal,
+				  "cuStreamWriteValue: %s: GDAK_CUDA_BATCH=memop "
+				  "goes on as kernel",
+				  cu_err(r));
 			cb_mode = 1;
 			return 0;
 		}
@@ -917,9 +921,12 @@ void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
 static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
 			   enum gdak_mem_kind sk, size_t len, struct nm_dma_ticket *t)
 {
-	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .batch = t->batch, .seq = t->seq,
-				    .done = t->done, .stream = t->stream,
-				    .src_busy = t->src_busy};
+	struct nm_cuda_ticket ct = { .ev = (nm_cu_event)t->ev,
+				     .batch = t->batch,
+				     .seq = t->seq,
+				     .done = t->done,
+				     .stream = t->stream,
+				     .src_busy = t->src_busy };
 	int r = nm_cuda_copy_start(dst, (int)dk, src, (int)sk, len, &ct);
 
 	t->ev = ct.ev;
@@ -932,8 +939,9 @@ static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
 
 static int cuda_copy_poll(struct nm_dma_ticket *t)
 {
-	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .batch = t->batch, .seq = t->seq,
-				    .done = t->done};
+	struct nm_cuda_ticket ct = {
+		.ev = (nm_cu_event)t->ev, .batch = t->batch, .seq = t->seq, .done = t->done
+	};
 	int r = nm_cuda_copy_poll(&ct);
 
 	t->done = ct.done;
@@ -992,7 +1000,10 @@ static enum gdak_mem_kind cuda_kind_of(const void *addr)
 	return GDAK_MEM_HOST;
 }
 
-static int cuda_batching(void) { return cb_mode; }
+static int cuda_batching(void)
+{
+	return cb_mode;
+}
 
 static const struct nm_dma_ops nm_cuda_ops = {
 	.name = "cuda",
@@ -1028,7 +1039,7 @@ static unsigned long env_num(const char *name, unsigned long def)
 	return gdak_env_uint(name, &n) == 0 ? (unsigned long)n : def;
 }
 
-extern const char nm_cuda_copy_ptx[];	/* nm_cuda_copy_ptx.c */
+extern const char nm_cuda_copy_ptx[]; /* nm_cuda_copy_ptx.c */
 
 /*
  * GDAK_CUDA_BATCH=kernel: load the copy kernel and launch it once, empty,
@@ -1045,7 +1056,7 @@ static void cb_setup(void *lib)
 	uint32_t zero = 0;
 	nm_cu_ptr null = 0;
 	unsigned long long seq0 = 0;
-	void *args[6] = {&null, &null, &zero, &null, &null, &seq0};
+	void *args[6] = { &null, &null, &zero, &null, &null, &seq0 };
 
 	if (gdak_env_choice("GDAK_CUDA_BATCH", &cb_mode) < 0)
 		cb_mode = 0;
@@ -1060,13 +1071,15 @@ static void cb_setup(void *lib)
 		*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 		*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
 		if (!cu.StreamWriteValue32 || !cu.StreamWriteValue64) {
-			GDAK_WARN("cuda", cu_ordinal, "libcuda.so.1 lacks cuStreamWriteValue*_v2: "
+			GDAK_WARN("cuda", cu_ordinal,
+				  "libcuda.so.1 lacks cuStreamWriteValue*_v2: "
 				  "GDAK_CUDA_BATCH=memop goes on as kernel");
 			cb_mode = 1;
 		}
 	}
 	if (!cu.ModuleLoadData || !cu.ModuleGetFunction || !cu.LaunchKernel) {
-		GDAK_WARN("cuda", cu_ordinal, "libcuda.so.1 lacks the module API: "
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks the module API: "
 			  "GDAK_CUDA_BATCH=kernel off");
 		cb_mode = 0;
 		return;
@@ -1087,8 +1100,10 @@ static void cb_setup(void *lib)
 	if (s)
 		cu.StreamDestroy(s);
 	if (r) {
-		GDAK_WARN("cuda", cu_ordinal, "the batch copy kernel does not load or run (%s): "
-			  "GDAK_CUDA_BATCH=kernel off, GPU copies go one by one", cu_err(r));
+		GDAK_WARN("cuda", cu_ordinal,
+			  "the batch copy kernel does not load or run (%s): "
+			  "GDAK_CUDA_BATCH=kernel off, GPU copies go one by one",
+			  cu_err(r));
 		cb_mode = 0;
 		return;
 	}
@@ -1172,10 +1187,13 @@ static void probe_once(void)
 	if (async_streams > NM_CUDA_MAX_STREAMS)
 		async_streams = NM_CUDA_MAX_STREAMS;
 	cb_setup(lib);
-	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
-		  "bytes on %u stream(s); GPU-memory WRITEs %s", cu_ordinal, name, copy_split,
-		  copy_streams, cb_mode == 2 ? "batched (kernel; small values as stream memops)" :
-		  cb_mode ? "batched, one copy kernel per pass" : "one by one");
+	GDAK_INFO("cuda", cu_ordinal,
+		  "CUDA memory engine on device %d (%s); copies of %zu+ "
+		  "bytes on %u stream(s); GPU-memory WRITEs %s",
+		  cu_ordinal, name, copy_split, copy_streams,
+		  cb_mode == 2 ? "batched (kernel; small values as stream memops)"
+		  : cb_mode    ? "batched, one copy kernel per pass"
+			       : "one by one");
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
 	return;

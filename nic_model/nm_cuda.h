@@ -21,8 +21,8 @@ typedef struct nm_cu_ctx_st *nm_cu_ctx;	/* CUcontext */
 typedef struct nm_cu_stream_st *nm_cu_stream; /* CUstream */
 typedef struct nm_cu_event_st *nm_cu_event;	/* CUevent */
 typedef unsigned long long nm_cu_ptr;	/* CUdeviceptr */
-typedef struct nm_cu_mod_st *nm_cu_module;	/* CUmodule */
-typedef struct nm_cu_func_st *nm_cu_function;	/* CUfunction */
+typedef struct nm_cu_mod_st *nm_cu_module;    /* CUmodule */
+typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 
 #define NM_CU_MEMHOSTALLOC_PORTABLE 0x01
 #define NM_CU_MEMHOSTALLOC_DEVICEMAP 0x02
@@ -99,12 +99,12 @@ struct nm_cu_api {
  */
 struct nm_cuda_ticket {
 	nm_cu_event ev;
-	void *batch;	/* a batched copy (GDAK_CUDA_BATCH): the batch engine, */
-	uint64_t seq;	/* and the batch it is in; NULL: ev is the copy's event */
+	void *batch;  /* a batched copy (GDAK_CUDA_BATCH): the batch engine, */
+	uint64_t seq; /* and the batch it is in; NULL: ev is the copy's event */
 	int done;
-	int stream;	/* in: stream index to use, < 0 any; out: the one used
+	int stream;   /* in: stream index to use, < 0 any; out: the one used
 			 * (NM_CUDA_BATCH_STREAM: the batch stream) */
-	int src_busy;	/* in: a copy in flight writes into the source range (a
+	int src_busy; /* in: a copy in flight writes into the source range (a
 			 * host source then cannot be staged when the copy starts) */
 };
 /* The stream index of batched copies and of the copies ordered with them. */

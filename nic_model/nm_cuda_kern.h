@@ -18,14 +18,14 @@
 #include <stdint.h>
 
 #define NM_CK_ENTRY "gdak_nm_copy_batch"
-#define NM_CK_THREADS 128	/* threads per block (= per chain) */
-#define NM_CK_F_INL 1u		/* the payload is inl[] (len <= NM_CK_INL), src unused */
-#define NM_CK_F_SYS 2u		/* src is host memory (the batch's staging) */
+#define NM_CK_THREADS 128 /* threads per block (= per chain) */
+#define NM_CK_F_INL 1u	  /* the payload is inl[] (len <= NM_CK_INL), src unused */
+#define NM_CK_F_SYS 2u	  /* src is host memory (the batch's staging) */
 #define NM_CK_INL 16
 
 struct nm_ck_desc {
-	uint64_t dst;		/* device address */
-	uint64_t src;		/* device address (GPU memory or mapped staging) */
+	uint64_t dst; /* device address */
+	uint64_t src; /* device address (GPU memory or mapped staging) */
 	uint32_t len;
 	uint32_t flags;
 	uint8_t inl[NM_CK_INL];

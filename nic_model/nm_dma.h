@@ -62,7 +62,7 @@ static inline uint64_t nm_masked_cs(uint64_t old, uint64_t swap, uint64_t compar
  * reuse freely; ticket_fini frees what the engine keeps in it. */
 struct nm_dma_ticket {
 	void *ev;
-	void *batch;	/* the CUDA engine's batches (nm_cuda.h) */
+	void *batch; /* the CUDA engine's batches (nm_cuda.h) */
 	uint64_t seq;
 	int done;
 	int stream;	/* in: the engine stream to use (-1: any); out: the one used.

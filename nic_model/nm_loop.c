@@ -101,8 +101,7 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
  */
 /* gpumem: with a batching engine an inline WRITE into GPU memory joins the
  * pass's batch too (its bytes are staged when the copy starts). */
-static int inline_async_ok(struct nm_qp *qp, const struct nm_op *op,
-			   const struct nm_dma_ops *d)
+static int inline_async_ok(struct nm_qp *qp, const struct nm_op *op, const struct nm_dma_ops *d)
 {
 	struct nm_qp *peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
 	struct nm_mr *r;
