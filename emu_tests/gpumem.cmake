@@ -51,3 +51,13 @@ foreach(_t cuda_dma nic_gpu_pipe)
     LABELS unit
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel")
 endforeach()
+# The batch engine under memcheck (stand-in driver, batching on).
+if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  add_test(NAME gdak.nic.gpu_batch.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_cuda_gpu_batch>)
+  set_tests_properties(gdak.nic.gpu_batch.memcheck PROPERTIES TIMEOUT 600
+    SKIP_RETURN_CODE 77 LABELS memcheck
+    ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel;GDAK_UNDER_VALGRIND=1")
+endif()
