@@ -26,7 +26,10 @@
  *                the application's kernels (they spin on CQEs this copy
  *                precedes), which a copy on the legacy default stream would.
  *                nm_cuda_copy_start/_poll (nm_cuda.h) are the asynchronous
- *                form, for a requester that keeps copies in flight.
+ *                form, for a requester that keeps copies in flight; with
+ *                GDAK_CUDA_BATCH=kernel|memop the small ones into GPU memory
+ *                are batched: one copy kernel per NIC pass ("batched
+ *                copies" below).
  *   kind_of      cuPointerGetAttribute(MEMORY_TYPE): memory the application
  *                got from cudaMalloc is recognised as GPU memory when it
  *                registers it.
