@@ -26,7 +26,10 @@
  *                the application's kernels (they spin on CQEs this copy
  *                precedes), which a copy on the legacy default stream would.
  *                nm_cuda_copy_start/_poll (nm_cuda.h) are the asynchronous
- *                form, for a requester that keeps copies in flight.
+ *                form, for a requester that keeps copies in flight; with
+ *                GDAK_CUDA_BATCH=kernel|memop the small ones into GPU memory
+ *                are batched: one copy kernel per NIC pass ("batched
+ *                copies" below).
  *   kind_of      cuPointerGetAttribute(MEMORY_TYPE): memory the application
  *                got from cudaMalloc is recognised as GPU memory when it
  *                registers it.
@@ -42,6 +45,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +53,7 @@
 #include <gdak/env.h>
 
 #include "nm_cuda.h"
+#include "nm_cuda_kern.h"
 #include "nm_dma.h"
 #include "nm_loc.h"
 
@@ -263,6 +268,577 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 	return ret;
 }
 
+/* ---- batched copies (GDAK_CUDA_BATCH=kernel) ------------------------------
+ *
+ * A NIC thread's copies into GPU memory join its open batch; the first poll
+ * of one of its tickets (the next pass, nm_loop.c) launches the batch as one
+ * copy kernel (nm_cuda_kern.h) on the thread's batch stream, followed by
+ * one event: one launch and one event per pass instead of a cuMemcpyAsync
+ * and an event per WQE.
+ *
+ * Order.  Batches of a thread run one after the other (one stream).  Inside
+ * a batch the kernel's blocks run in parallel, one per chain; a copy whose
+ * destination or (GPU) source shares a 256-byte granule with the range of
+ * an earlier copy of the batch joins that copy's chain and is copied after
+ * it.  A copy that would join two chains closes the batch instead (it goes
+ * into the next one, after the whole batch).  Granules are tracked in a
+ * hash table; sharing one without overlapping only serialises, it is never
+ * wrong.
+ *
+ * Staging.  The kernel reads GPU memory and the batch's own pinned memory
+ * only: a host source (an inline WQE's bytes, host buffers) is copied into
+ * the descriptor (up to NM_CK_INL bytes) or the batch's staging area when
+ * the copy is added.  That is only right when no copy in flight writes the
+ * source, so a host-source copy whose ticket says src_busy (nm_loop.c) is
+ * not batched; copies into host memory are never batched either
+ * (cuMemcpyAsync, as before).
+ *
+ * Slots.  NM_CB_SLOTS batches per thread may be in flight; the open batch
+ * needs a free slot (its staging is written as copies join), waited for
+ * when all are busy.  A thread's batch engine outlives the thread (a pool):
+ * tickets may be polled by the control path after the QP left its thread.
+ */
+#define NM_CB_SLOTS 8
+#define NM_CB_DESC 1024
+#define NM_CB_PAY ((uint32_t)256 << 10)
+#define NM_CB_HT 8192 /* granules per batch, at most half used */
+#define NM_CB_GRAN 8  /* log2 of the granule */
+
+struct cb_slot {
+	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
+	uint32_t *chain;	 /* NM_CB_DESC + 1 chain starts */
+	uint8_t *pay;		 /* staging, NM_CB_PAY bytes */
+	void *mem;		 /* the one cuMemHostAlloc holding the three */
+	nm_cu_event ev;
+	uint64_t seq; /* the batch in this slot (0: none yet) */
+	int failed;
+};
+
+struct cb_gran {
+	uint64_t key;
+	uint32_t gen;
+	uint32_t chain;
+};
+
+struct cb_ctx {
+	pthread_mutex_t lk;
+	nm_cu_stream s;
+	uint64_t *done;	 /* pinned: the last batch whose kernel has finished */
+	nm_cu_ptr count; /* GPU word: blocks of the running launch done */
+	uint32_t qskip;	 /* polls since the last event query */
+	struct cb_slot slot[NM_CB_SLOTS];
+	uint64_t open_seq; /* the batch being built; all before it are launched */
+	uint64_t done_seq; /* every batch up to this one has finished */
+	/* the open batch, in the order copies joined */
+	uint32_t n, nchain, pay_used, ht_used, gen;
+	struct nm_ck_desc ent[NM_CB_DESC];
+	uint32_t ent_chain[NM_CB_DESC];
+	uint32_t cursor[NM_CB_DESC];
+	struct cb_gran ht[NM_CB_HT];
+	struct cb_ctx *next; /* the pool */
+};
+
+static int cb_mode;		/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop */
+static uint32_t cb_max = 16384; /* GDAK_CUDA_BATCH_MAX */
+static nm_cu_function cb_fn;
+static pthread_key_t cb_key;
+static pthread_mutex_t cb_pool_lk = PTHREAD_MUTEX_INITIALIZER;
+static struct cb_ctx *cb_pool;
+static __thread struct cb_ctx *tls_cb;
+static __thread int tls_cb_failed;
+
+static void cb_destroy(struct cb_ctx *c)
+{
+	for (int i = 0; i < NM_CB_SLOTS; i++) {
+		if (c->slot[i].ev)
+			cu.EventDestroy(c->slot[i].ev);
+		if (c->slot[i].mem)
+			cu.MemFreeHost(c->slot[i].mem);
+	}
+	if (c->s)
+		cu.StreamDestroy(c->s);
+	if (c->count)
+		cu.MemFree(c->count);
+	if (c->done)
+		cu.MemFreeHost(c->done);
+	pthread_mutex_destroy(&c->lk);
+	free(c);
+}
+
+static struct cb_ctx *cb_create(void)
+{
+	size_t dl = sizeof(struct nm_ck_desc) * NM_CB_DESC, cl = 4 * (NM_CB_DESC + 1);
+	struct cb_ctx *c;
+	nm_cu_result r;
+
+	if (thread_ctx())
+		return NULL;
+	c = (struct cb_ctx *)calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lk, NULL);
+	c->open_seq = 1;
+	c->gen = 1;
+	r = cu.StreamCreate(&c->s, NM_CU_STREAM_NON_BLOCKING);
+	if (!r)
+		r = cu.MemHostAlloc((void **)&c->done, 64,
+				    NM_CU_MEMHOSTALLOC_PORTABLE | NM_CU_MEMHOSTALLOC_DEVICEMAP);
+	if (!r) {
+		nm_cu_ptr d = 0;
+
+		memset(c->done, 0, 64);
+		r = cu.MemHostGetDevicePointer(&d, c->done, 0);
+		if (!r && d != (nm_cu_ptr)(uintptr_t)c->done)
+			r = 1;
+	}
+	if (!r)
+		r = cu.MemAlloc(&c->count, 64);
+	if (!r) /* the count starts at 0: from the zeroed pinned word */
+		r = cu.MemcpyAsync(c->count, (nm_cu_ptr)(uintptr_t)c->done, 4, c->s);
+	if (!r)
+		r = cu.StreamSynchronize(c->s);
+	for (int i = 0; !r && i < NM_CB_SLOTS; i++) {
+		struct cb_slot *sl = &c->slot[i];
+		nm_cu_ptr d = 0;
+
+		r = cu.MemHostAlloc(&sl->mem, dl + ((cl + 63) & ~(size_t)63) + NM_CB_PAY,
+				    NM_CU_MEMHOSTALLOC_PORTABLE | NM_CU_MEMHOSTALLOC_DEVICEMAP);
+		if (r)
+			break;
+		/* the kernel dereferences these host addresses (unified addressing) */
+		r = cu.MemHostGetDevicePointer(&d, sl->mem, 0);
+		if (!r && d != (nm_cu_ptr)(uintptr_t)sl->mem)
+			r = 1;
+		if (!r)
+			r = cu.EventCreate(&sl->ev, NM_CU_EVENT_DISABLE_TIMING);
+		sl->desc = (struct nm_ck_desc *)sl->mem;
+		sl->chain = (uint32_t *)((uint8_t *)sl->mem + dl);
+		sl->pay = (uint8_t *)sl->mem + dl + ((cl + 63) & ~(size_t)63);
+	}
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal,
+			    "batch engine setup: %s; GPU copies of this "
+			    "thread go one by one",
+			    cu_err(r));
+		cb_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The calling thread's batch engine (from the pool or new); NULL: none. */
+static struct cb_ctx *cb_get(void)
+{
+	struct cb_ctx *c;
+
+	if (__builtin_expect(tls_cb != NULL, 1))
+		return tls_cb;
+	if (tls_cb_failed)
+		return NULL;
+	pthread_mutex_lock(&cb_pool_lk);
+	c = cb_pool;
+	if (c)
+		cb_pool = c->next;
+	pthread_mutex_unlock(&cb_pool_lk);
+	if (!c && thread_ctx() == 0)
+		c = cb_create();
+	if (!c) {
+		tls_cb_failed = 1;
+		return NULL;
+	}
+	c->next = NULL;
+	tls_cb = c;
+	pthread_setspecific(cb_key, c);
+	return c;
+}
+
+/* The slot of batch seq is free (its previous batch finished).  Locked. */
+static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
+{
+	struct cb_slot *sl = &c->slot[seq % NM_CB_SLOTS];
+
+	while (sl->seq && sl->seq > c->done_seq) {
+		uint64_t d = __atomic_load_n(c->done, __ATOMIC_ACQUIRE);
+		nm_cu_result r;
+
+		if (d > c->done_seq && d < c->open_seq) {
+			c->done_seq = d;
+			continue;
+		}
+		r = cu.EventQuery(sl->ev);
+
+		if (r == NM_CU_ERROR_NOT_READY) {
+			sched_yield();
+			continue;
+		}
+		if (r) {
+			GDAK_ERR_RL("cuda", cu_ordinal, "batch %llu: %s",
+				    (unsigned long long)sl->seq, cu_err(r));
+			sl->failed = 1;
+		}
+		c->done_seq = sl->seq;
+	}
+}
+
+#define NM_CB_MEMOPS 4 /* at most this many WRITEs as stream memory operations */
+
+/*
+ * GDAK_CUDA_BATCH=memop: a batch of a few aligned 4/8-byte inline WRITEs
+ * (a signal, a flag, put_value) as stream write-value operations, which the
+ * GPU's front end executes without a kernel launch, then the completion
+ * word the same way.  Each is a stream operation of its own: they land in
+ * the order written.  1 done, 0 not such a batch (or the driver refused
+ * the first: the kernel does it), -1 failed half-way.  Locked.
+ */
+static int cb_memops(struct cb_ctx *c)
+{
+	nm_cu_result r = 0;
+
+	if (cb_mode != 2 || c->n > NM_CB_MEMOPS)
+		return 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct nm_ck_desc *e = &c->ent[i];
+
+		if (!(e->flags & NM_CK_F_INL) || (e->len != 4 && e->len != 8) ||
+		    (e->dst & (e->len - 1)))
+			return 0;
+	}
+	for (uint32_t i = 0; i < c->n && !r; i++) {
+		const struct nm_ck_desc *e = &c->ent[i];
+		uint64_t v64 = 0;
+		uint32_t v32 = 0;
+
+		if (e->len == 8) {
+			memcpy(&v64, e->inl, 8);
+			r = cu.StreamWriteValue64(c->s, e->dst, v64, 0);
+		} else {
+			memcpy(&v32, e->inl, 4);
+			r = cu.StreamWriteValue32(c->s, e->dst, v32, 0);
+		}
+		if (r && i == 0) {
+			GDAK_WARN("cuda", cu_ordinal,
+				  "cuStreamWriteValue: %s: GDAK_CUDA_BATCH=memop "
+				  "goes on as kernel",
+				  cu_err(r));
+			cb_mode = 1;
+			return 0;
+		}
+	}
+	if (!r) /* default flags: after the writes before it */
+		r = cu.StreamWriteValue64(c->s, (nm_cu_ptr)(uintptr_t)c->done, c->open_seq, 0);
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuStreamWriteValue: %s", cu_err(r));
+		return -1;
+	}
+	return 1;
+}
+
+/* Launch the open batch (if any copy is in it).  Locked. */
+static void cb_flush(struct cb_ctx *c)
+{
+	struct cb_slot *sl = &c->slot[c->open_seq % NM_CB_SLOTS];
+	uint32_t n = c->n, nc = c->nchain;
+	nm_cu_ptr dp, cp, hp;
+	unsigned long long seq = c->open_seq;
+	nm_cu_result r;
+	void *args[6];
+
+	if (!n)
+		return;
+	r = (nm_cu_result)cb_memops(c);
+	if (r) {
+		r = r < 0;
+		goto launched;
+	}
+	/* counting sort by chain, stable: a chain keeps the join order */
+	memset(sl->chain, 0, 4 * ((size_t)nc + 1));
+	for (uint32_t i = 0; i < n; i++)
+		sl->chain[c->ent_chain[i] + 1]++;
+	for (uint32_t k = 0; k < nc; k++) {
+		sl->chain[k + 1] += sl->chain[k];
+		c->cursor[k] = sl->chain[k];
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sl->desc[c->cursor[c->ent_chain[i]]++] = c->ent[i];
+	dp = (nm_cu_ptr)(uintptr_t)sl->desc;
+	cp = (nm_cu_ptr)(uintptr_t)sl->chain;
+	hp = (nm_cu_ptr)(uintptr_t)c->done;
+	args[0] = &dp;
+	args[1] = &cp;
+	args[2] = &nc;
+	args[3] = &c->count;
+	args[4] = &hp;
+	args[5] = &seq;
+	r = cu.LaunchKernel(cb_fn, nc, 1, 1, NM_CK_THREADS, 1, 1, 0, c->s, args, NULL);
+launched:
+	if (!r)
+		r = cu.EventRecord(sl->ev, c->s);
+	sl->seq = c->open_seq;
+	sl->failed = r != 0;
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "batch copy launch (%u copies, %u chains): %s", n,
+			    nc, cu_err(r));
+		/* what ran before has finished, this batch has failed */
+		cu.StreamSynchronize(c->s);
+		c->done_seq = sl->seq;
+	}
+	c->open_seq++;
+	c->n = c->nchain = c->pay_used = c->ht_used = 0;
+	if (++c->gen == 0) {
+		memset(c->ht, 0, sizeof(c->ht));
+		c->gen = 1;
+	}
+}
+
+static inline uint32_t cb_hash(uint64_t g)
+{
+	return (uint32_t)((g * 0x9e3779b97f4a7c15ull) >> 40) & (NM_CB_HT - 1);
+}
+
+/* The chain holding granule g of the open batch, or -1.  *slot: where it is
+ * or would go. */
+static int cb_find(struct cb_ctx *c, uint64_t g, uint32_t *slot)
+{
+	uint32_t h = cb_hash(g);
+
+	while (c->ht[h].gen == c->gen) {
+		if (c->ht[h].key == g) {
+			*slot = h;
+			return (int)c->ht[h].chain;
+		}
+		h = (h + 1) & (NM_CB_HT - 1);
+	}
+	*slot = h;
+	return -1;
+}
+
+/* Fold the chains meeting [a, a + len) into *chain: 0, or -1 when the range
+ * meets a second chain. */
+static int cb_probe(struct cb_ctx *c, uint64_t a, uint32_t len, int *chain)
+{
+	for (uint64_t g = a >> NM_CB_GRAN; g <= (a + len - 1) >> NM_CB_GRAN; g++) {
+		uint32_t h;
+		int k = cb_find(c, g, &h);
+
+		if (k < 0)
+			continue;
+		if (*chain >= 0 && *chain != k)
+			return -1;
+		*chain = k;
+	}
+	return 0;
+}
+
+static void cb_mark(struct cb_ctx *c, uint64_t a, uint32_t len, uint32_t chain)
+{
+	for (uint64_t g = a >> NM_CB_GRAN; g <= (a + len - 1) >> NM_CB_GRAN; g++) {
+		uint32_t h;
+
+		if (cb_find(c, g, &h) < 0) {
+			c->ht[h].key = g;
+			c->ht[h].gen = c->gen;
+			c->ht_used++;
+		}
+		c->ht[h].chain = chain;
+	}
+}
+
+static uint32_t cb_grans(uint64_t a, uint32_t len)
+{
+	return (uint32_t)(((a + len - 1) >> NM_CB_GRAN) - (a >> NM_CB_GRAN) + 1);
+}
+
+/* Add dst <- src (len bytes, 0 < len <= cb_max, dst in GPU memory) to the
+ * open batch.  Locked. */
+static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, uint32_t len,
+		   struct nm_cuda_ticket *t)
+{
+	uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)src;
+	uint32_t pay = !src_gpu && len > NM_CK_INL ? (len + 15) & ~15u : 0;
+	uint32_t grans = cb_grans(d, len) + (src_gpu ? cb_grans(s, len) : 0);
+	struct nm_ck_desc *e;
+	int chain;
+
+	for (;;) {
+		if (!c->n)
+			cb_slot_wait(c, c->open_seq);
+		chain = -1;
+		if (c->n < NM_CB_DESC && c->pay_used + pay <= NM_CB_PAY &&
+		    c->ht_used + grans <= NM_CB_HT / 2 && !cb_probe(c, d, len, &chain) &&
+		    !(src_gpu && cb_probe(c, s, len, &chain)))
+			break;
+		/* full, or it would join two chains: it goes into the next batch */
+		cb_flush(c);
+	}
+	if (chain < 0)
+		chain = (int)c->nchain++;
+	cb_mark(c, d, len, (uint32_t)chain);
+	if (src_gpu)
+		cb_mark(c, s, len, (uint32_t)chain);
+	e = &c->ent[c->n];
+	e->dst = d;
+	e->len = len;
+	e->flags = 0;
+	if (src_gpu) {
+		e->src = s;
+	} else if (len <= NM_CK_INL) {
+		memcpy(e->inl, src, len);
+		e->src = 0;
+		e->flags = NM_CK_F_INL;
+	} else {
+		uint8_t *p = c->slot[c->open_seq % NM_CB_SLOTS].pay + c->pay_used;
+
+		memcpy(p, src, len);
+		e->src = (uint64_t)(uintptr_t)p;
+		e->flags = NM_CK_F_SYS;
+		c->pay_used += pay;
+	}
+	c->ent_chain[c->n++] = (uint32_t)chain;
+	t->batch = c;
+	t->seq = c->open_seq;
+	t->done = 0;
+	t->stream = NM_CUDA_BATCH_STREAM;
+	if (c->n == NM_CB_DESC)
+		cb_flush(c);
+}
+
+static int cb_poll(struct nm_cuda_ticket *t)
+{
+	struct cb_ctx *c = (struct cb_ctx *)t->batch;
+	struct cb_slot *sl = &c->slot[t->seq % NM_CB_SLOTS];
+	int ret;
+
+	/* the control path may poll (a QP torn down): launches need the context */
+	ret = thread_ctx();
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->lk);
+	if (t->seq >= c->open_seq)
+		cb_flush(c);
+	if (t->seq > c->done_seq) {
+		/* the kernel's completion word first: one load, no driver call */
+		uint64_t d = __atomic_load_n(c->done, __ATOMIC_ACQUIRE);
+
+		if (d > c->done_seq && d < c->open_seq)
+			c->done_seq = d;
+	}
+	if (t->seq <= c->done_seq) {
+		ret = sl->seq == t->seq && sl->failed ? -EIO : 1;
+	} else if (++c->qskip % 16) {
+		/* the event (errors; a completion word that never came) only
+		 * now and then: many QPs poll copies of the same batch */
+		ret = 0;
+	} else {
+		nm_cu_result r = cu.EventQuery(sl->ev);
+
+		if (r == NM_CU_ERROR_NOT_READY) {
+			ret = 0;
+		} else {
+			if (r) {
+				GDAK_ERR_RL("cuda", cu_ordinal, "batch copy failed: %s", cu_err(r));
+				sl->failed = 1;
+			}
+			/* one stream: the batches before it have finished too */
+			c->done_seq = t->seq;
+			ret = r ? -EIO : 1;
+		}
+	}
+	pthread_mutex_unlock(&c->lk);
+	if (ret == 1)
+		t->done = 1;
+	return ret;
+}
+
+/* A thread goes away: its batches land, the engine goes back to the pool. */
+static void cb_release(void *p)
+{
+	struct cb_ctx *c = (struct cb_ctx *)p;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lk);
+	cb_flush(c);
+	if (c->done_seq + 1 < c->open_seq && thread_ctx() == 0) {
+		cu.StreamSynchronize(c->s);
+		c->done_seq = c->open_seq - 1;
+	}
+	pthread_mutex_unlock(&c->lk);
+	pthread_mutex_lock(&cb_pool_lk);
+	c->next = cb_pool;
+	cb_pool = c;
+	pthread_mutex_unlock(&cb_pool_lk);
+	tls_cb = NULL;
+}
+
+/* A copy ordered after the batches (its ticket names the batch stream) but
+ * not batched itself: the open batch is launched first, then this copy on
+ * the batch stream, then its own event. */
+static int cb_direct(struct cb_ctx *c, void *dst, const void *src, size_t len,
+		     struct nm_cuda_ticket *t)
+{
+	nm_cu_result r = 0;
+
+	if (!t->ev) {
+		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
+		if (r) {
+			t->ev = NULL;
+			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
+			return cu_errno(r);
+		}
+	}
+	pthread_mutex_lock(&c->lk);
+	cb_flush(c);
+	if (len)
+		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
+	if (!r)
+		r = cu.EventRecord(t->ev, c->s);
+	pthread_mutex_unlock(&c->lk);
+	t->batch = NULL;
+	t->stream = NM_CUDA_BATCH_STREAM;
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "copy %p <- %p (%zu bytes) on the batch stream: %s",
+			    dst, src, len, cu_err(r));
+		return cu_errno(r);
+	}
+	return 0;
+}
+
+/* 1 when the copy went into (or behind) the batches, 0 when it takes the
+ * per-copy path, -errno on failure. */
+static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
+		    struct nm_cuda_ticket *t)
+{
+	struct cb_ctx *c;
+
+	if (!cb_mode || (t->stream >= 0 && t->stream != NM_CUDA_BATCH_STREAM))
+		return 0;
+	/* an engine from the pool was another thread's: this one needs the
+	 * context current for the launches */
+	if (thread_ctx())
+		return 0;
+	c = cb_get();
+	if (!c)
+		return 0;
+	if (dk == GDAK_MEM_GPU && len <= cb_max && (sk == GDAK_MEM_GPU || !t->src_busy)) {
+		if (!len) {
+			t->batch = NULL;
+			t->done = 1;
+			t->stream = NM_CUDA_BATCH_STREAM;
+			return 1;
+		}
+		pthread_mutex_lock(&c->lk);
+		cb_add(c, dst, src, sk == GDAK_MEM_GPU, (uint32_t)len, t);
+		pthread_mutex_unlock(&c->lk);
+		return 1;
+	}
+	if (t->stream == NM_CUDA_BATCH_STREAM) {
+		int r = cb_direct(c, dst, src, len, t);
+
+		return r ? r : 1;
+	}
+	return 0;
+}
+
 /* ---- asynchronous copies (nm_cuda.h) ------------------------------------ */
 
 static const struct nm_dma_ops *probe_result;
@@ -282,6 +858,10 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
+	ret = cb_start(dst, dst_kind, src, src_kind, len, t);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	t->batch = NULL;
 	/* Copies in flight go round-robin over the thread's async streams so
 	 * that consecutive WQEs' copies overlap; a copy whose ranges meet one
 	 * still in flight is put on that copy's stream by the requester
@@ -316,6 +896,8 @@ int nm_cuda_copy_poll(struct nm_cuda_ticket *t)
 
 	if (t->done)
 		return 1;
+	if (t->batch)
+		return cb_poll(t);
 	if (!t->ev)
 		return -EINVAL;
 	r = cu.EventQuery(t->ev);
@@ -334,6 +916,7 @@ void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
 	if (t->ev && cu.EventDestroy)
 		cu.EventDestroy(t->ev);
 	t->ev = NULL;
+	t->batch = NULL;
 	t->done = 0;
 }
 
@@ -341,11 +924,17 @@ void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t)
 static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
 			   enum gdak_mem_kind sk, size_t len, struct nm_dma_ticket *t)
 {
-	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done,
-				    .stream = t->stream};
+	struct nm_cuda_ticket ct = { .ev = (nm_cu_event)t->ev,
+				     .batch = t->batch,
+				     .seq = t->seq,
+				     .done = t->done,
+				     .stream = t->stream,
+				     .src_busy = t->src_busy };
 	int r = nm_cuda_copy_start(dst, (int)dk, src, (int)sk, len, &ct);
 
 	t->ev = ct.ev;
+	t->batch = ct.batch;
+	t->seq = ct.seq;
 	t->done = ct.done;
 	t->stream = ct.stream;
 	return r;
@@ -353,7 +942,9 @@ static int cuda_copy_start(void *dst, enum gdak_mem_kind dk, const void *src,
 
 static int cuda_copy_poll(struct nm_dma_ticket *t)
 {
-	struct nm_cuda_ticket ct = {.ev = (nm_cu_event)t->ev, .done = t->done};
+	struct nm_cuda_ticket ct = {
+		.ev = (nm_cu_event)t->ev, .batch = t->batch, .seq = t->seq, .done = t->done
+	};
 	int r = nm_cuda_copy_poll(&ct);
 
 	t->done = ct.done;
@@ -366,6 +957,7 @@ static void cuda_ticket_fini(struct nm_dma_ticket *t)
 
 	nm_cuda_copy_ticket_fini(&ct);
 	t->ev = NULL;
+	t->batch = NULL;
 	t->done = 0;
 }
 
@@ -411,6 +1003,11 @@ static enum gdak_mem_kind cuda_kind_of(const void *addr)
 	return GDAK_MEM_HOST;
 }
 
+static int cuda_batching(void)
+{
+	return cb_mode;
+}
+
 static const struct nm_dma_ops nm_cuda_ops = {
 	.name = "cuda",
 	.alloc = cuda_alloc,
@@ -420,6 +1017,7 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.copy_start = cuda_copy_start,
 	.copy_poll = cuda_copy_poll,
 	.ticket_fini = cuda_ticket_fini,
+	.batching = cuda_batching,
 	.kind_of = cuda_kind_of,
 };
 
@@ -442,6 +1040,77 @@ static unsigned long env_num(const char *name, unsigned long def)
 	unsigned long long n;
 
 	return gdak_env_uint(name, &n) == 0 ? (unsigned long)n : def;
+}
+
+extern const char nm_cuda_copy_ptx[]; /* nm_cuda_copy_ptx.c */
+
+/*
+ * GDAK_CUDA_BATCH=kernel: load the copy kernel and launch it once, empty,
+ * now - before any application kernel waits on the NIC: the first launch
+ * of a lazily loaded kernel may have to wait for the device, which a
+ * kernel spinning on a CQE would never let it do.
+ */
+static void cb_setup(void *lib)
+{
+	unsigned long long m;
+	nm_cu_module mod = NULL;
+	nm_cu_stream s = NULL;
+	nm_cu_result r = 0;
+	uint32_t zero = 0;
+	nm_cu_ptr null = 0;
+	unsigned long long seq0 = 0;
+	void *args[6] = { &null, &null, &zero, &null, &null, &seq0 };
+
+	if (gdak_env_choice("GDAK_CUDA_BATCH", &cb_mode) < 0)
+		cb_mode = 0;
+	if (gdak_env_uint("GDAK_CUDA_BATCH_MAX", &m) >= 0 && m)
+		cb_max = (uint32_t)m;
+	if (!cb_mode)
+		return;
+	*(void **)(&cu.ModuleLoadData) = dlsym(lib, "cuModuleLoadData");
+	*(void **)(&cu.ModuleGetFunction) = dlsym(lib, "cuModuleGetFunction");
+	*(void **)(&cu.LaunchKernel) = dlsym(lib, "cuLaunchKernel");
+	if (cb_mode == 2) {
+		*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
+		*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
+		if (!cu.StreamWriteValue32 || !cu.StreamWriteValue64) {
+			GDAK_WARN("cuda", cu_ordinal,
+				  "libcuda.so.1 lacks cuStreamWriteValue*_v2: "
+				  "GDAK_CUDA_BATCH=memop goes on as kernel");
+			cb_mode = 1;
+		}
+	}
+	if (!cu.ModuleLoadData || !cu.ModuleGetFunction || !cu.LaunchKernel) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks the module API: "
+			  "GDAK_CUDA_BATCH=kernel off");
+		cb_mode = 0;
+		return;
+	}
+	if (thread_ctx()) {
+		cb_mode = 0;
+		return;
+	}
+	r = cu.ModuleLoadData(&mod, nm_cuda_copy_ptx);
+	if (!r)
+		r = cu.ModuleGetFunction(&cb_fn, mod, NM_CK_ENTRY);
+	if (!r)
+		r = cu.StreamCreate(&s, NM_CU_STREAM_NON_BLOCKING);
+	if (!r)
+		r = cu.LaunchKernel(cb_fn, 1, 1, 1, NM_CK_THREADS, 1, 1, 0, s, args, NULL);
+	if (!r)
+		r = cu.StreamSynchronize(s);
+	if (s)
+		cu.StreamDestroy(s);
+	if (r) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "the batch copy kernel does not load or run (%s): "
+			  "GDAK_CUDA_BATCH=kernel off, GPU copies go one by one",
+			  cu_err(r));
+		cb_mode = 0;
+		return;
+	}
+	pthread_key_create(&cb_key, cb_release);
 }
 
 static void probe_once(void)
@@ -520,8 +1189,14 @@ static void probe_once(void)
 		copy_streams = NM_CUDA_MAX_STREAMS;
 	if (async_streams > NM_CUDA_MAX_STREAMS)
 		async_streams = NM_CUDA_MAX_STREAMS;
-	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
-		  "bytes on %u stream(s)", cu_ordinal, name, copy_split, copy_streams);
+	cb_setup(lib);
+	GDAK_INFO("cuda", cu_ordinal,
+		  "CUDA memory engine on device %d (%s); copies of %zu+ "
+		  "bytes on %u stream(s); GPU-memory WRITEs %s",
+		  cu_ordinal, name, copy_split, copy_streams,
+		  cb_mode == 2 ? "batched (kernel; small values as stream memops)"
+		  : cb_mode    ? "batched, one copy kernel per pass"
+			       : "one by one");
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
 	return;

@@ -21,6 +21,8 @@ typedef struct nm_cu_ctx_st *nm_cu_ctx;	/* CUcontext */
 typedef struct nm_cu_stream_st *nm_cu_stream; /* CUstream */
 typedef struct nm_cu_event_st *nm_cu_event;	/* CUevent */
 typedef unsigned long long nm_cu_ptr;	/* CUdeviceptr */
+typedef struct nm_cu_mod_st *nm_cu_module;    /* CUmodule */
+typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 
 #define NM_CU_MEMHOSTALLOC_PORTABLE 0x01
 #define NM_CU_MEMHOSTALLOC_DEVICEMAP 0x02
@@ -54,6 +56,17 @@ struct nm_cu_api {
 	nm_cu_result (*EventRecord)(nm_cu_event e, nm_cu_stream s);
 	nm_cu_result (*EventQuery)(nm_cu_event e);
 	nm_cu_result (*EventDestroy)(nm_cu_event e);
+	/* GDAK_CUDA_BATCH=memop; optional */
+	nm_cu_result (*StreamWriteValue32)(nm_cu_stream s, nm_cu_ptr addr, uint32_t v,
+					   unsigned flags);
+	nm_cu_result (*StreamWriteValue64)(nm_cu_stream s, nm_cu_ptr addr, uint64_t v,
+					   unsigned flags);
+	/* the batch copy kernel (GDAK_CUDA_BATCH=kernel); optional */
+	nm_cu_result (*ModuleLoadData)(nm_cu_module *m, const void *image);
+	nm_cu_result (*ModuleGetFunction)(nm_cu_function *f, nm_cu_module m, const char *name);
+	nm_cu_result (*LaunchKernel)(nm_cu_function f, unsigned gx, unsigned gy, unsigned gz,
+				     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+				     nm_cu_stream s, void **params, void **extra);
 };
 
 /*
@@ -73,12 +86,29 @@ struct nm_cu_api {
  * flight, -EIO when the copy failed.  A ticket is reused freely;
  * nm_cuda_copy_ticket_fini frees its event.  -ENODEV without the CUDA
  * engine.
+ *
+ * With GDAK_CUDA_BATCH=kernel a copy into GPU memory of at most
+ * GDAK_CUDA_BATCH_MAX bytes whose ticket asks for any stream or for the
+ * batch stream (and whose host source, if any, is not src_busy) is not
+ * started at once: it joins the
+ * calling thread's open batch (small host sources are staged in it), and
+ * the batch - every such copy of a NIC pass - is launched as ONE copy
+ * kernel with ONE event when a ticket of it is first polled (or when it is
+ * full).  Batches of a thread run in order on one stream; inside a batch,
+ * copies whose ranges may meet are copied in the order started.
  */
 struct nm_cuda_ticket {
 	nm_cu_event ev;
+	void *batch;  /* a batched copy (GDAK_CUDA_BATCH): the batch engine, */
+	uint64_t seq; /* and the batch it is in; NULL: ev is the copy's event */
 	int done;
-	int stream;	/* in: stream index to use, < 0 any; out: the one used */
+	int stream;   /* in: stream index to use, < 0 any; out: the one used
+			 * (NM_CUDA_BATCH_STREAM: the batch stream) */
+	int src_busy; /* in: a copy in flight writes into the source range (a
+			 * host source then cannot be staged when the copy starts) */
 };
+/* The stream index of batched copies and of the copies ordered with them. */
+#define NM_CUDA_BATCH_STREAM 8
 int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, size_t len,
 		       struct nm_cuda_ticket *t);
 int nm_cuda_copy_poll(struct nm_cuda_ticket *t);

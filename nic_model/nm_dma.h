@@ -62,10 +62,13 @@ static inline uint64_t nm_masked_cs(uint64_t old, uint64_t swap, uint64_t compar
  * reuse freely; ticket_fini frees what the engine keeps in it. */
 struct nm_dma_ticket {
 	void *ev;
+	void *batch; /* the CUDA engine's batches (nm_cuda.h) */
+	uint64_t seq;
 	int done;
 	int stream;	/* in: the engine stream to use (-1: any); out: the one used.
 			 * Copies on one stream land in order (nm_loop.c chains
 			 * copies whose ranges meet this way). */
+	int src_busy;	/* in: a copy in flight writes into the source range */
 };
 
 struct nm_dma_ops {
@@ -87,6 +90,9 @@ struct nm_dma_ops {
 			  enum gdak_mem_kind src_kind, size_t len, struct nm_dma_ticket *t);
 	int (*copy_poll)(struct nm_dma_ticket *t);
 	void (*ticket_fini)(struct nm_dma_ticket *t);
+	/* Optional: nonzero when the engine batches copies into GPU memory
+	 * (GDAK_CUDA_BATCH): inline WRITEs then take copy_start too. */
+	int (*batching)(void);
 	/* What kind of memory addr is (HOST for anything the engine does not know). */
 	enum gdak_mem_kind (*kind_of)(const void *addr);
 };

@@ -99,6 +99,19 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
  * a fence, READ or atomic behind a WRITE, and a SEND / WRITE_IMM whose
  * receive completion must follow the data before it.
  */
+/* gpumem: with a batching engine an inline WRITE into GPU memory joins the
+ * pass's batch too (its bytes are staged when the copy starts). */
+static int inline_async_ok(struct nm_qp *qp, const struct nm_op *op, const struct nm_dma_ops *d)
+{
+	struct nm_qp *peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+	struct nm_mr *r;
+
+	if (!d->batching || !d->batching() || !peer)
+		return 0;
+	r = nm_mr_get(peer->ctx, op->rkey);
+	return r && r->kind == GDAK_MEM_GPU;
+}
+
 static int async_ok(struct nm_qp *qp, const struct nm_op *op)
 {
 	const struct nm_dma_ops *d = nm_dma_get();
@@ -107,9 +120,12 @@ static int async_ok(struct nm_qp *qp, const struct nm_op *op)
 	uint64_t a;
 	uint32_t len, lkey;
 
-	if (op->opcode != MLX5_OPCODE_RDMA_WRITE || op->nseg != 1 ||
-	    (op->flags & (NM_OPF_INLINE | NM_OPF_FENCE)) || d == &nm_dma_host_ops ||
-	    !d->copy_start)
+	if (op->opcode != MLX5_OPCODE_RDMA_WRITE || (op->flags & NM_OPF_FENCE) ||
+	    d == &nm_dma_host_ops || !d->copy_start)
+		return 0;
+	if (op->flags & NM_OPF_INLINE)
+		return inline_async_ok(qp, op, d);
+	if (op->nseg != 1)
 		return 0;
 	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
 	l = nm_mr_get(qp->ctx, lkey);
@@ -142,7 +158,10 @@ static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
 	uint64_t src;
 	uint32_t len, key;
 
-	gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
+	if (op->flags & NM_OPF_INLINE) /* gpumem: no source range in memory */
+		src = 0, len = 0;
+	else
+		gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
 	for (uint32_t h = qp->cp_head; h != qp->cp_tail; h++) {
 		uint32_t i = h % NM_COPIES;
 		const struct nm_op *o = qp->cp_op[i];
@@ -156,6 +175,23 @@ static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
 		stream = qp->cp[i].stream;
 	}
 	return stream;
+}
+
+/* gpumem: does a copy in flight write into op's source range?  (A batching
+ * engine stages a host source when the copy starts: only when not.) */
+static int src_busy(struct nm_qp *qp, const struct nm_op *op)
+{
+	uint64_t src;
+	uint32_t len, key;
+
+	if (op->flags & NM_OPF_INLINE)
+		return 0;
+	gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
+	for (uint32_t h = qp->cp_head; h != qp->cp_tail; h++)
+		if (ranges_meet(src, len, qp->cp_op[h % NM_COPIES]->raddr,
+				qp->cp_op[h % NM_COPIES]->len))
+			return 1;
+	return 0;
 }
 
 int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op)
@@ -180,10 +216,23 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 	if (r) {
 		op->rule = m.rule;
 	} else {
-		r = nm_req_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
+		uint8_t kind = GDAK_MEM_HOST;
+		uint32_t n = op->len;
+
+		if (op->flags & NM_OPF_INLINE) { /* gpumem: inline_async_ok */
+			a = (void *)(uintptr_t)op->inl;
+			l = 0; /* no source range for the overlap checks */
+		} else {
+			r = nm_req_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
+			if (!r) {
+				kind = mr->kind;
+				n = l;
+			}
+		}
 		if (!r) {
 			t->stream = meets_inflight(qp, op); /* -1 any, else behind */
-			r = nm_resp_write_start(&m, 0, a, mr->kind, l, t);
+			t->src_busy = src_busy(qp, op);
+			r = nm_resp_write_start(&m, 0, a, kind, n, t);
 			if (r && !op->rule)
 				op->rule = m.rule;
 		}

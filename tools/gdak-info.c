@@ -295,6 +295,20 @@ static void show_cuda(void)
 		list_item_end();
 	}
 	list_end();
+	{
+		/* how the NIC model moves GPU memory (docs/CUDA.md) */
+		static const char *const how[] = {
+			"one cuMemcpyAsync per WQE (GDAK_CUDA_BATCH=off)",
+			"batched: one copy kernel per NIC pass (GDAK_CUDA_BATCH=kernel)",
+			"batched: copy kernel, small values as stream memops (GDAK_CUDA_BATCH=memop)",
+		};
+		int b = 0;
+
+		if (gdak_env_choice("GDAK_CUDA_BATCH", &b) < 0 || b < 0 || b > 2)
+			b = 0;
+		kv_str("gpu_copies", n ? how[b] : "(no GPU)");
+		kv_str("gdrcopy", "not used: the NIC model reaches GPU memory through the driver");
+	}
 	section_end();
 	dlclose(h);
 }

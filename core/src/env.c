@@ -68,6 +68,12 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_CUDA_ASYNC_STREAMS", 1, 8, "4", "cuda", "streams for asynchronous GPU copies"),
 	U("GDAK_CUDA_COPY_SPLIT", 4096, 1ull << 40, "4194304", "cuda",
 	  "bytes from which a GPU copy is split over the copy streams"),
+	C("GDAK_CUDA_BATCH", "off|kernel|memop", "off", "cuda", "GPU-memory WRITEs of a NIC "
+	  "pass: off: one cuMemcpyAsync each; kernel: one copy kernel launch per pass; memop: "
+	  "kernel, but a pass of a few aligned 4/8-byte inline WRITEs as stream memory "
+	  "operations (docs/CUDA.md)"),
+	U("GDAK_CUDA_BATCH_MAX", 8, 262144, "16384", "cuda",
+	  "largest copy that goes into a batch; larger ones are a cuMemcpyAsync each"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
 	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace", "timestamps: real, or fake "

@@ -172,7 +172,11 @@ int pc_write_bw(const struct pc_opts *o)
 		}
 		if (T == 1) {
 			snprintf(note, sizeof(note), "DB gpu-mem put %zuB", o->bw_size);
-			rc |= rate_run(&e, 64, T, o->bw_size, GDAK_MEM_GPU, 200, note);
+			/* enough puts to time a batching engine (millions per second)
+			 * without making the per-copy path take long */
+			unsigned n = per_cta(o, 64);
+			rc |= rate_run(&e, 64, T, o->bw_size, GDAK_MEM_GPU, n < 2000 ? n : 2000,
+				       note);
 		}
 		for (unsigned c = 0; c < m; c++)
 			pc_pair_destroy(&e.pairs[c]);

@@ -338,6 +338,10 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99)
 	 * copy in the kernel's registers: gdak_dev_qp_load / gdak_dev_qp_store */
 	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_HOST_MAPPED, 0, 0, 1,
 			  "DB mapped-dst local-desc", base_p50, base_p99);
+	/* the same with the target in GPU memory: what the NIC model's GPU
+	 * copy adds to the fastest posting path (issue 21's latency row) */
+	rc |= lat_variant(ctx, o, GDAK_DEV_DB_DB, GDAK_MEM_GPU, 0, 0, 1, "DB gpu-dst local-desc",
+			  base_p50, base_p99);
 	gdak_close(ctx);
 	gdak_nic_set_poll(GDAK_NIC_POLL_ADAPTIVE);
 	return rc ? -EIO : 0;

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu_batch.c - WRITEs into GPU memory as the CUDA engine batches them
+ * (GDAK_CUDA_BATCH=kernel: one copy kernel per NIC pass, docs/CUDA.md), host
+ * threads posting.  The same binary runs three ways (emu_tests/gpumem.cmake):
+ *   gdak.nic.gpu_batch      against the stand-in driver (gpumem_fake.c,
+ *                           asynchronous, chains run in adversarial order),
+ *                           batching on: also checks that the copies went
+ *                           through batch kernels and not one by one
+ *   gdak.nic.gpu_batch_off  the same, GDAK_CUDA_BATCH=off (per-copy path)
+ *   gdak.cuda.gpu_batch     the real driver on a GPU machine (skips without)
+ *
+ * GPU memory is set and read back through RDMA READs (the engine's
+ * synchronous per-copy path), so the checks do not trust the path tested.
+ *
+ *   small     200 WRITEs of 1..300 bytes under one doorbell, sources in GPU
+ *             memory, host memory and inline, distinct destinations
+ *   overlap   96 WRITEs to one 512-byte GPU range under one doorbell, every
+ *             one different data and partly over earlier ones, some reading
+ *             what an earlier one wrote: the range ends as applying them in
+ *             WQE order gives
+ *   readdep   READ into GPU memory, then a fenced WRITE of what it read,
+ *             then a WRITE of that: every byte
+ *   big       a 1 MiB WRITE, then small WRITEs into it, under one doorbell
+ *   wrap      16-entry CQ, 600 signalled WRITEs (the CQ wraps 37 times)
+ *   reopen    gdak_close, gdak_open: WRITEs on the new NIC thread
+ *   qps       8 QP pairs on one NIC thread, 100 WRITEs each, one doorbell
+ *             each, the same destination range per QP
+ *   values    4/8-byte aligned inline WRITEs one by one, and four to one
+ *             word under one doorbell (GDAK_CUDA_BATCH=memop: as stream
+ *             write-values, no kernel)
+ *   hold      (stand-in driver, batching) no CQE while the copies cannot
+ *             land; all of them, and the bytes, once they can; then small
+ *             and overlap again with the kernel's completion word off
+ *             (completions seen through the events alone)
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gdak/env.h>
+
+#include "gdak_test.h"
+#include "nic_util.h"
+
+#define TMO 20000
+#define GLEN (2u << 20)
+
+static struct gdak_ctx *ctx;
+static int fake, batching, memop;
+static void (*fake_hold)(int), (*fake_no_done)(int);
+static unsigned long long (*fake_memops)(void);
+static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
+
+static uint8_t *g_dst, *g_src, *h_src, *h_got;
+static struct gdak_mr *m_dst, *m_src, *m_hsrc, *m_hgot;
+
+static struct gdak_mr *reg(void *p, size_t len)
+{
+	struct gdak_mr *mr = NULL;
+
+	REQUIRE_EQ(gdak_mr_reg(ctx, p, len, GDAK_ACCESS_ALL, &mr), 0);
+	return mr;
+}
+
+static void stats(unsigned long long *l, unsigned long long *c, unsigned long long *d)
+{
+	*l = *c = *d = 0;
+	if (fake_stats)
+		fake_stats(l, c, d);
+}
+
+/* Wait for n CQEs of q, all successful. */
+static void reap(struct nu_qp *q, unsigned n)
+{
+	struct gdak_mlx5_cqe_fields f;
+
+	for (unsigned i = 0; i < n; i++) {
+		REQUIRE_EQ(nu_poll(q, 0, &f, TMO), 0);
+		CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	}
+}
+
+/* gpu[off..off+len) <- host bytes, through a READ (the per-copy path). */
+static void gpu_set(struct nu_qp *q, uint8_t *gpu, struct gdak_mr *gm, const void *bytes,
+		    uint32_t len)
+{
+	memcpy(h_got, bytes, len);
+	nu_post_rdma(q, MLX5_OPCODE_RDMA_READ, gpu, len, gdak_mr_lkey(gm),
+		     (uint64_t)(uintptr_t)h_got, gdak_mr_rkey(m_hgot), 0, NU_SIG);
+	nu_ring(q);
+	reap(q, 1);
+}
+
+/* host <- gpu[0..len), through a READ. */
+static void gpu_get(struct nu_qp *q, void *out, const uint8_t *gpu, struct gdak_mr *gm,
+		    uint32_t len)
+{
+	memset(h_got, 0xee, len);
+	nu_post_rdma(q, MLX5_OPCODE_RDMA_READ, h_got, len, gdak_mr_lkey(m_hgot),
+		     (uint64_t)(uintptr_t)gpu, gdak_mr_rkey(gm), 0, NU_SIG);
+	nu_ring(q);
+	reap(q, 1);
+	memcpy(out, h_got, len);
+}
+
+enum src_kind {
+	S_GPU,
+	S_HOST,
+	S_INLINE
+};
+
+/* One WRITE of len bytes into g_dst + doff; the source picked by kind (and
+ * at soff of g_src / h_src); model[] gets the same bytes. */
+static void post_write(struct nu_qp *q, enum src_kind k, uint32_t soff, uint32_t doff, uint32_t len,
+		       unsigned flags, uint8_t *model, const uint8_t *gpu_src_model)
+{
+	const uint8_t *bytes = k == S_GPU ? gpu_src_model + soff : h_src + soff;
+
+	if (k == S_GPU)
+		nu_post_rdma(q, MLX5_OPCODE_RDMA_WRITE, g_src + soff, len, gdak_mr_lkey(m_src),
+			     (uint64_t)(uintptr_t)(g_dst + doff), gdak_mr_rkey(m_dst), 0, flags);
+	else
+		nu_post_rdma(q, MLX5_OPCODE_RDMA_WRITE, h_src + soff, len, gdak_mr_lkey(m_hsrc),
+			     (uint64_t)(uintptr_t)(g_dst + doff), gdak_mr_rkey(m_dst), 0,
+			     flags | (k == S_INLINE ? NU_INLINE : 0));
+	memmove(model + doff, bytes, len);
+}
+
+static uint8_t *gsrc_model;
+
+static void check_dst(struct nu_qp *q, const uint8_t *model, uint32_t len, const char *what)
+{
+	uint8_t *got = malloc(len);
+
+	REQUIRE(got != NULL);
+	gpu_get(q, got, g_dst, m_dst, len);
+	if (memcmp(got, model, len)) {
+		uint32_t i = 0;
+
+		while (got[i] == model[i])
+			i++;
+		gdak_test_fail(__FILE__, __LINE__, "%s: GPU byte %u is 0x%02x, expected 0x%02x",
+			       what, i, got[i], model[i]);
+	} else {
+		gdak_test_passed++;
+	}
+	free(got);
+}
+
+static void reset_dst(struct nu_qp *q, uint8_t *model, uint32_t len)
+{
+	memset(model, 0, len);
+	for (uint32_t off = 0; off < len; off += 65536)
+		gpu_set(q, g_dst + off, m_dst, model + off, len - off < 65536 ? len - off : 65536);
+}
+
+static void test_small(struct nu_qp *a)
+{
+	enum {
+		N = 200,
+		LEN = 65536
+	};
+	uint8_t *model = calloc(1, LEN);
+	unsigned long long l0, c0, d0, l1, c1, d1;
+	unsigned sig = 0;
+	uint32_t doff = 0;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	stats(&l0, &c0, &d0);
+	for (unsigned i = 0; i < N; i++) {
+		enum src_kind k = (enum src_kind)(i % 3);
+		uint32_t len = k == S_INLINE ? 1 + i % 40 : 1 + (i * 37) % 300;
+		unsigned f = (i % 16 == 15 || i == N - 1) ? NU_SIG : 0;
+
+		post_write(a, k, (i * 11) % 4096, doff, len, f, model, gsrc_model);
+		sig += f != 0;
+		doff += len + (i & 7);
+	}
+	nu_ring(a);
+	reap(a, sig);
+	stats(&l1, &c1, &d1);
+	check_dst(a, model, LEN, "small writes");
+	if (fake && batching) {
+		/* every WRITE was a descriptor of a batch kernel, none a copy */
+		CHECK_EQ(d1 - d0, N);
+		CHECK_EQ(c1 - c0, 0);
+		CHECK(l1 - l0 >= 1 && l1 - l0 <= N / 2);
+		printf("small: %llu batch launches for %u WRITEs\n", l1 - l0, N);
+	} else if (fake) {
+		CHECK_EQ(l1 - l0, 0);
+	}
+	free(model);
+}
+
+static void test_overlap(struct nu_qp *a)
+{
+	enum {
+		N = 96,
+		LEN = 4096
+	};
+	uint8_t *model = calloc(1, LEN);
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	for (unsigned i = 0; i < N; i++) {
+		uint32_t len = 8 + (i * 29) % 120, doff = (i * 53) % (512 - 128);
+
+		if (i % 5 == 4) {
+			/* from what an earlier WRITE put into the range: a
+			 * source in GPU memory meeting a destination in flight */
+			uint32_t soff = (i * 17) % (512 - 128);
+
+			nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + soff, len,
+				     gdak_mr_lkey(m_dst),
+				     (uint64_t)(uintptr_t)(g_dst + 1024 + doff),
+				     gdak_mr_rkey(m_dst), 0, 0);
+			memmove(model + 1024 + doff, model + soff, len);
+			/* and back over the range */
+			nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 1024 + doff, len,
+				     gdak_mr_lkey(m_dst), (uint64_t)(uintptr_t)(g_dst + soff / 2),
+				     gdak_mr_rkey(m_dst), 0, 0);
+			memmove(model + soff / 2, model + 1024 + doff, len);
+			continue;
+		}
+		post_write(a, (enum src_kind)(i % 3), (i * 97) % 3000, doff,
+			   i % 3 == S_INLINE ? (len > 40 ? 40 : len) : len, 0, model, gsrc_model);
+	}
+	nu_post_nop(a, NU_SIG);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "overlapping writes in WQE order");
+	free(model);
+}
+
+static void test_readdep(struct nu_qp *a)
+{
+	enum {
+		LEN = 8192
+	};
+	uint8_t *model = calloc(1, LEN), *pat = malloc(3000);
+
+	REQUIRE(model != NULL && pat != NULL);
+	reset_dst(a, model, LEN);
+	gdak_test_fill(pat, 3000, 77);
+	memcpy(h_src + 8192, pat, 3000);
+	/* READ host -> GPU dst[0..3000) */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_READ, g_dst, 3000, gdak_mr_lkey(m_dst),
+		     (uint64_t)(uintptr_t)(h_src + 8192), gdak_mr_rkey(m_hsrc), 0, 0);
+	memcpy(model, pat, 3000);
+	/* the WRITE of what it read (fenced, as IBA wants after a READ) */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 100, 2000, gdak_mr_lkey(m_dst),
+		     (uint64_t)(uintptr_t)(g_dst + 4000), gdak_mr_rkey(m_dst), 0, NU_FENCE);
+	memmove(model + 4000, model + 100, 2000);
+	/* and a WRITE of that */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 4500, 64, gdak_mr_lkey(m_dst),
+		     (uint64_t)(uintptr_t)(g_dst + 7000), gdak_mr_rkey(m_dst), 0, NU_SIG);
+	memmove(model + 7000, model + 4500, 64);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "READ then dependent WRITEs");
+	free(model);
+	free(pat);
+}
+
+static void test_big(struct nu_qp *a)
+{
+	enum {
+		LEN = 1 << 20
+	};
+	uint8_t *model = calloc(1, LEN);
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	/* 1 MiB from host memory (too big for a batch: a copy of its own) */
+	post_write(a, S_HOST, 0, 0, LEN, 0, model, gsrc_model);
+	for (unsigned i = 0; i < 20; i++)
+		post_write(a, (enum src_kind)(i % 3), i * 100, (i * 40009) % (LEN - 512),
+			   i % 3 == S_INLINE ? 24 : 300, 0, model, gsrc_model);
+	/* and 1 MiB GPU -> GPU over all of it... */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src, LEN, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)(g_dst + 4096), gdak_mr_rkey(m_dst), 0, 0);
+	memmove(model + 4096, gsrc_model, LEN - 4096);
+	/* ...then small ones again */
+	for (unsigned i = 0; i < 10; i++)
+		post_write(a, (enum src_kind)(i % 2), i * 64, 5000 + i * 20, 64, 0, model,
+			   gsrc_model);
+	nu_post_nop(a, NU_SIG);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "big and small writes");
+	free(model);
+}
+
+static void test_wrap(void)
+{
+	struct gdak_qp_attr at = { .sq_depth = 16, .cq_depth = 16, .mtu = 1024, .nic_thread = 0 };
+	enum {
+		ROUNDS = 50,
+		PER = 12,
+		LEN = 4096
+	};
+	uint8_t *model = calloc(1, LEN);
+	struct nu_qp a, b;
+
+	REQUIRE(model != NULL);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	reset_dst(&a, model, LEN);
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		for (unsigned i = 0; i < PER; i++)
+			post_write(&a, (enum src_kind)((r + i) % 3), (r * 7 + i) * 8 % 4000,
+				   ((r * PER + i) * 8) % LEN, 8, NU_SIG, model, gsrc_model);
+		nu_ring(&a);
+		reap(&a, PER);
+	}
+	check_dst(&a, model, LEN, "CQ wrap-around");
+	nu_destroy(&a);
+	nu_destroy(&b);
+	free(model);
+}
+
+static void test_qps(void)
+{
+	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
+	enum {
+		NQ = 8,
+		N = 100,
+		SLICE = 1024
+	};
+	struct nu_qp a[NQ], b[NQ];
+	uint8_t *model = calloc(1, NQ * SLICE);
+	unsigned long long l0, c0, d0, l1, c1, d1;
+
+	REQUIRE(model != NULL);
+	for (unsigned q = 0; q < NQ; q++)
+		REQUIRE_EQ(nu_pair(ctx, &at, &a[q], &b[q]), 0);
+	reset_dst(&a[0], model, NQ * SLICE);
+	stats(&l0, &c0, &d0);
+	for (unsigned q = 0; q < NQ; q++) {
+		for (unsigned i = 0; i < N; i++)
+			post_write(&a[q], (enum src_kind)((q + i) % 3), (q * 131 + i * 8) % 4000,
+				   q * SLICE + (i * 24) % (SLICE - 64), 8 + i % 57,
+				   i == N - 1 ? NU_SIG : 0, model, gsrc_model);
+	}
+	for (unsigned q = 0; q < NQ; q++)
+		nu_ring(&a[q]);
+	for (unsigned q = 0; q < NQ; q++)
+		reap(&a[q], 1);
+	stats(&l1, &c1, &d1);
+	check_dst(&a[0], model, NQ * SLICE, "8 QPs, one destination range each");
+	if (fake && batching) {
+		CHECK_EQ(d1 - d0, NQ * N);
+		CHECK_EQ(c1 - c0, 0);
+		printf("qps: %llu batch launches for %u WRITEs\n", l1 - l0, NQ * N);
+	}
+	for (unsigned q = 0; q < NQ; q++) {
+		nu_destroy(&a[q]);
+		nu_destroy(&b[q]);
+	}
+	free(model);
+}
+
+/* Aligned 4/8-byte inline WRITEs (put_value, signals): waited for one by
+ * one, and four to one word under one doorbell (the last one stays). */
+static void test_values(struct nu_qp *a)
+{
+	enum {
+		N = 64,
+		LEN = 1024
+	};
+	uint8_t *model = calloc(1, LEN);
+	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	stats(&l0, &c0, &d0);
+	if (fake_memops)
+		v0 = fake_memops();
+	for (unsigned i = 0; i < N; i++) {
+		uint32_t len = i % 2 ? 4 : 8, doff = i * 8;
+
+		post_write(a, S_INLINE, i * 16, doff, len, NU_SIG, model, gsrc_model);
+		nu_ring(a);
+		reap(a, 1);
+	}
+	stats(&l1, &c1, &d1);
+	if (fake_memops)
+		v1 = fake_memops();
+	for (unsigned i = 0; i < 4; i++)
+		post_write(a, S_INLINE, 600 + i * 8, 520, 8, i == 3 ? NU_SIG : 0, model,
+			   gsrc_model);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "4/8-byte values");
+	if (fake && memop) {
+		/* one by one: stream write-values (and their completion words),
+		 * no kernel */
+		CHECK_EQ(l1 - l0, 0);
+		CHECK_EQ(v1 - v0, 2 * N);
+	} else if (fake && batching) {
+		CHECK_EQ(d1 - d0, N);
+	}
+	if (fake && batching)
+		CHECK_EQ(c1 - c0, 0);
+	free(model);
+}
+
+static void test_hold(struct nu_qp *a)
+{
+	enum {
+		N = 16,
+		LEN = 4096
+	};
+	uint8_t *model = calloc(1, LEN);
+	struct gdak_mlx5_cqe_fields f;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	fake_hold(1);
+	for (unsigned i = 0; i < N; i++)
+		post_write(a, (enum src_kind)(i % 3), i * 64, i * 100, 33, NU_SIG, model,
+			   gsrc_model);
+	nu_ring(a);
+	/* the copies cannot land: no CQE may come (however long we look) */
+	CHECK_EQ(nu_poll(a, 0, &f, 300), -ETIMEDOUT);
+	fake_hold(0);
+	reap(a, N);
+	check_dst(a, model, LEN, "CQEs only after the data");
+	free(model);
+}
+
+/* A second gdak_open after gdak_close: new NIC threads take the batch
+ * engines the old ones left (their context must be made current again). */
+static void test_reopen(void)
+{
+	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
+	uint8_t *g, *h, *back, want[2048];
+	struct gdak_mr *mg, *mh, *mb;
+	struct nu_qp a, b;
+	struct gdak_mlx5_cqe_fields f;
+
+	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
+	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_GPU, (void **)&g), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&h), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&back), 0);
+	mg = reg(g, 2048);
+	mh = reg(h, 2048);
+	mb = reg(back, 2048);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	gdak_test_fill(h, 2048, 31);
+	memcpy(want, h, 2048);
+	for (unsigned i = 0; i < 16; i++)
+		nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, h + i * 128, 128, gdak_mr_lkey(mh),
+			     (uint64_t)(uintptr_t)(g + i * 128), gdak_mr_rkey(mg), 0,
+			     i == 15 ? NU_SIG : 0);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_READ, back, 2048, gdak_mr_lkey(mb),
+		     (uint64_t)(uintptr_t)g, gdak_mr_rkey(mg), 0, NU_SIG);
+	nu_ring(&a);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_MEM(back, want, 2048);
+	nu_destroy(&a);
+	nu_destroy(&b);
+	gdak_mr_dereg(mg);
+	gdak_mr_dereg(mh);
+	gdak_mr_dereg(mb);
+	gdak_mem_free(ctx, g);
+	gdak_mem_free(ctx, h);
+	gdak_mem_free(ctx, back);
+	gdak_close(ctx);
+}
+
+int main(void)
+{
+	struct gdak_qp_attr at = { .sq_depth = 1024, .mtu = 1024, .nic_thread = 0 };
+	struct nu_qp a, b;
+	void *lib, *g = NULL;
+	const char *mode;
+	int r;
+
+	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
+	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
+	gdak_set_log_level(GDAK_LOG_ERROR);
+	r = gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g);
+	gdak_set_log_level(GDAK_LOG_WARN);
+	if (r == -ENOTSUP) {
+		gdak_close(ctx);
+		GDAK_TEST_SKIP("the NIC model has no CUDA memory engine here (no GPU or driver)");
+	}
+	REQUIRE_EQ(r, 0);
+	gdak_mem_free(ctx, g);
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (lib) {
+		*(void **)(&fake_hold) = dlsym(lib, "gdak_fake_gpu_hold");
+		*(void **)(&fake_stats) = dlsym(lib, "gdak_fake_gpu_stats");
+		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
+		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
+		fake = fake_hold && fake_stats;
+	}
+	mode = gdak_env_raw("GDAK_CUDA_BATCH");
+	memop = mode && !strcmp(mode, "memop");
+	batching = mode && (!strcmp(mode, "kernel") || memop);
+	printf("driver: %s, GDAK_CUDA_BATCH=%s\n", fake ? "stand-in" : "real",
+	       mode ? mode : "(default)");
+
+	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_dst), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_src), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_HOST, (void **)&h_src), 0);
+	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_HOST, (void **)&h_got), 0);
+	m_dst = reg(g_dst, GLEN);
+	m_src = reg(g_src, GLEN);
+	m_hsrc = reg(h_src, GLEN);
+	m_hgot = reg(h_got, GLEN);
+	gdak_test_fill(h_src, GLEN, 5);
+	gsrc_model = malloc(GLEN);
+	REQUIRE(gsrc_model != NULL);
+	gdak_test_fill(gsrc_model, GLEN, 9);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	for (uint32_t off = 0; off < GLEN; off += 65536)
+		gpu_set(&a, g_src + off, m_src, gsrc_model + off, 65536);
+	/* one batched WRITE first: the NIC thread's batch engine exists (its
+	 * setup's copy is not counted in the tests' statistics) */
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, g_src, 8, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)g_dst, gdak_mr_rkey(m_dst), 0, NU_SIG);
+	nu_ring(&a);
+	reap(&a, 1);
+
+	test_small(&a);
+	test_overlap(&a);
+	test_readdep(&a);
+	test_big(&a);
+	test_wrap();
+	test_qps();
+	test_values(&a);
+	if (fake && batching) {
+		test_hold(&a);
+		/* completions through the events alone (no completion word) */
+		if (fake_no_done) {
+			fake_no_done(1);
+			test_small(&a);
+			test_overlap(&a);
+			fake_no_done(0);
+		}
+	}
+
+	nu_destroy(&a);
+	nu_destroy(&b);
+	gdak_mr_dereg(m_dst);
+	gdak_mr_dereg(m_src);
+	gdak_mr_dereg(m_hsrc);
+	gdak_mr_dereg(m_hgot);
+	gdak_mem_free(ctx, g_dst);
+	gdak_mem_free(ctx, g_src);
+	gdak_mem_free(ctx, h_src);
+	gdak_mem_free(ctx, h_got);
+	free(gsrc_model);
+	gdak_close(ctx);
+	test_reopen();
+	return gdak_test_end();
+}

@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpumem_fake.c - a stand-in libcuda.so.1 for the NIC model's CUDA memory
+ * engine (nic_model/nm_cuda.c) on machines without a GPU: enough of the
+ * driver API for the engine's per-copy path and its batch copy kernel, so
+ * that gdak.nic.gpu_batch runs the real engine code in CI.
+ *
+ * Strict where a GPU is:
+ *   - "device memory" is a memfd mapped twice: the addresses handed out are
+ *     a PROT_NONE view (a NIC-thread load or store through one faults, as
+ *     it would on real GPU memory); copies go through a writable view;
+ *   - the copy kernel (nic_model/nm_cuda_kern.h) may only touch device
+ *     memory and pinned host memory (its descriptors, its staging): anything
+ *     else is an illegal address, sticky for the process like on a GPU;
+ *   - work is asynchronous: a stream's operations run only when an event is
+ *     queried or a stream synchronised, a few at a time and interleaved over
+ *     streams, so a NIC that writes a CQE before its copy's event has fired
+ *     finds the data not there yet;
+ *   - the kernel's chains run interleaved, last chain first, one descriptor
+ *     at a time (blocks run in any order on a GPU): a batch that relied on
+ *     an order between chains gets it wrong here.
+ * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
+ * work), gdak_fake_gpu_rw (the writable view of device memory),
+ * gdak_fake_gpu_stats (kernel launches, copies, descriptors run).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "nm_cuda_kern.h"
+
+enum {
+	OK = 0,
+	E_INVALID_VALUE = 1,
+	E_OUT_OF_MEMORY = 2,
+	E_NOT_INITIALIZED = 3,
+	E_INVALID_CONTEXT = 201,
+	E_INVALID_HANDLE = 400,
+	E_NOT_FOUND = 500,
+	E_NOT_READY = 600,
+	E_ILLEGAL_ADDRESS = 700,
+};
+
+#define DEV_LEN (256u << 20)
+#define MAX_ALLOCS 4096
+#define MAX_STREAMS 256
+
+typedef unsigned long long devptr;
+
+enum {
+	OP_COPY,
+	OP_EVENT,
+	OP_KERNEL,
+	OP_VALUE
+};
+
+struct fevent {
+	int pending; /* records queued and not yet run */
+};
+
+struct fop {
+	int kind;
+	devptr dst, src;
+	size_t len;
+	void *stage; /* a pageable source, copied when enqueued */
+	struct fevent *ev;
+	uint64_t desc, chain, count, done, seq;
+	uint32_t nchain;
+	struct fop *next;
+};
+
+struct fstream {
+	struct fop *head, *tail;
+	int live;
+};
+
+#define API __attribute__((visibility("default")))
+/* The exported functions are the driver's ABI, looked up by dlsym. */
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int inited, sticky;
+static __thread int current;
+static uint8_t *dev_view, *rw_view;
+static size_t dev_used;
+static struct {
+	size_t off, len;
+	int live;
+} dallocs[MAX_ALLOCS];
+static unsigned ndallocs;
+static struct {
+	void *p;
+	size_t len;
+} hallocs[MAX_ALLOCS];
+static unsigned nhallocs;
+static struct fstream streams[MAX_STREAMS];
+static unsigned rr;
+static int held, no_done;
+static unsigned long long n_launch, n_copy, n_desc, n_memop;
+static int module_magic, func_magic;
+
+API void gdak_fake_gpu_hold(int on)
+{
+	pthread_mutex_lock(&lock);
+	held = on;
+	pthread_mutex_unlock(&lock);
+}
+
+API unsigned long long gdak_fake_gpu_memops(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_memop;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* The copy kernel stops writing its completion word (the engine must then
+ * see completions through the events alone). */
+API void gdak_fake_gpu_no_done(int on)
+{
+	pthread_mutex_lock(&lock);
+	no_done = on;
+	pthread_mutex_unlock(&lock);
+}
+
+API void gdak_fake_gpu_stats(unsigned long long *launches, unsigned long long *copies,
+			     unsigned long long *descs)
+{
+	pthread_mutex_lock(&lock);
+	*launches = n_launch;
+	*copies = n_copy;
+	*descs = n_desc;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Under lock: the writable address of [p, p + len) in one live allocation. */
+static uint8_t *dev_rw(devptr p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, base = (uintptr_t)dev_view;
+
+	if (!dev_view || a < base || a + len > base + DEV_LEN || len > DEV_LEN)
+		return NULL;
+	for (unsigned i = 0; i < ndallocs; i++) {
+		size_t off = a - base;
+
+		if (dallocs[i].live && off >= dallocs[i].off &&
+		    off + len <= dallocs[i].off + dallocs[i].len)
+			return rw_view + off;
+	}
+	return NULL;
+}
+
+API void *gdak_fake_gpu_rw(devptr p, size_t len)
+{
+	void *r;
+
+	pthread_mutex_lock(&lock);
+	r = dev_rw(p, len);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+static int pinned(devptr p, size_t len)
+{
+	const uint8_t *a = (const uint8_t *)(uintptr_t)p;
+
+	for (unsigned i = 0; i < nhallocs; i++)
+		if (a >= (const uint8_t *)hallocs[i].p &&
+		    a + len <= (const uint8_t *)hallocs[i].p + hallocs[i].len)
+			return 1;
+	return 0;
+}
+
+/* What a kernel may touch: device memory or pinned host memory. */
+static uint8_t *kptr(devptr p, size_t len)
+{
+	uint8_t *d = dev_rw(p, len);
+
+	if (d)
+		return d;
+	return pinned(p, len) ? (uint8_t *)(uintptr_t)p : NULL;
+}
+
+static int need_ctx(void)
+{
+	if (!inited)
+		return E_NOT_INITIALIZED;
+	return current ? OK : E_INVALID_CONTEXT;
+}
+
+/* Under lock: run one operation. */
+static void run_op(struct fop *o)
+{
+	if (o->kind == OP_EVENT) {
+		o->ev->pending--;
+		return;
+	}
+	if (o->kind == OP_VALUE) {
+		/* a stream write-value: device memory or pinned host memory */
+		uint8_t *d = kptr(o->dst, o->len);
+
+		if (!d) {
+			sticky = E_ILLEGAL_ADDRESS;
+			return;
+		}
+		memcpy(d, &o->seq, o->len);
+		n_memop++;
+		return;
+	}
+	if (o->kind == OP_COPY) {
+		/* any side may be host memory (unified addressing) */
+		uint8_t *d = dev_rw(o->dst, o->len), *s;
+
+		if (!d)
+			d = (uint8_t *)(uintptr_t)o->dst;
+		s = o->stage ? (uint8_t *)o->stage : dev_rw(o->src, o->len);
+		if (!s)
+			s = (uint8_t *)(uintptr_t)o->src;
+		memmove(d, s, o->len);
+		n_copy++;
+		free(o->stage);
+		return;
+	}
+	/* the batch copy kernel: chains interleaved, last one first */
+	{
+		const uint32_t *ch = (const uint32_t *)kptr(o->chain, 4 * ((size_t)o->nchain + 1));
+		uint32_t *pos, left = 0;
+
+		n_launch++;
+		if (o->count && !dev_rw(o->count, 4)) {
+			sticky = E_ILLEGAL_ADDRESS;
+			return;
+		}
+		if (!o->nchain)
+			goto out;
+		pos = calloc(o->nchain, sizeof(*pos));
+		if (!ch || !pos) {
+			sticky = E_ILLEGAL_ADDRESS;
+			free(pos);
+			return;
+		}
+		for (uint32_t c = 0; c < o->nchain; c++) {
+			pos[c] = ch[c];
+			left += ch[c + 1] - ch[c];
+		}
+		while (left && !sticky) {
+			for (uint32_t k = o->nchain; k-- > 0;) {
+				const struct nm_ck_desc *e;
+				uint8_t *d;
+				const uint8_t *s;
+
+				if (pos[k] >= ch[k + 1])
+					continue;
+				e = (const struct nm_ck_desc *)kptr(
+					o->desc + (uint64_t)pos[k] * sizeof(*e), sizeof(*e));
+				pos[k]++;
+				left--;
+				if (!e) {
+					sticky = E_ILLEGAL_ADDRESS;
+					break;
+				}
+				d = kptr(e->dst, e->len);
+				s = (e->flags & NM_CK_F_INL) ? (e->len <= NM_CK_INL ? e->inl : NULL)
+							     : kptr(e->src, e->len);
+				if (!d || !s) {
+					sticky = E_ILLEGAL_ADDRESS;
+					break;
+				}
+				memmove(d, s, e->len);
+				n_desc++;
+			}
+		}
+		free(pos);
+	out:
+		/* the last block's completion word */
+		if (o->count && !sticky && !no_done) {
+			uint64_t *w = (uint64_t *)kptr(o->done, 8);
+
+			if (!w)
+				sticky = E_ILLEGAL_ADDRESS;
+			else
+				__atomic_store_n(w, o->seq, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+/* Under lock: a little progress on every stream (ignores `held` when all). */
+static void progress(int all, struct fstream *only)
+{
+	if (held && !all)
+		return;
+	for (unsigned i = 0; i < MAX_STREAMS; i++) {
+		struct fstream *s = &streams[(rr + i) % MAX_STREAMS];
+		int budget = all ? 1 << 30 : 2;
+
+		if (only && s != only)
+			continue;
+		while (s->head && budget--) {
+			struct fop *o = s->head;
+
+			s->head = o->next;
+			if (!s->head)
+				s->tail = NULL;
+			run_op(o);
+			free(o);
+		}
+	}
+	rr++;
+}
+
+static int enqueue(struct fstream *s, struct fop *o)
+{
+	if (!s || s < streams || s >= streams + MAX_STREAMS || !s->live) {
+		free(o->stage);
+		free(o);
+		return E_INVALID_HANDLE;
+	}
+	o->next = NULL;
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+	return OK;
+}
+
+API int cuInit(unsigned flags)
+{
+	int r = OK;
+
+	(void)flags;
+	pthread_mutex_lock(&lock);
+	if (!inited) {
+		int fd = memfd_create("gdak-fake-gpu", 0);
+
+		if (fd < 0 || ftruncate(fd, DEV_LEN)) {
+			r = E_OUT_OF_MEMORY;
+		} else {
+			dev_view = mmap(NULL, DEV_LEN, PROT_NONE, MAP_SHARED, fd, 0);
+			rw_view = mmap(NULL, DEV_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (dev_view == MAP_FAILED || rw_view == MAP_FAILED)
+				r = E_OUT_OF_MEMORY;
+			else
+				inited = 1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuDeviceGetCount(int *n)
+{
+	*n = inited ? 1 : 0;
+	return inited ? OK : E_NOT_INITIALIZED;
+}
+
+API int cuDeviceGet(int *d, int ordinal)
+{
+	if (!inited)
+		return E_NOT_INITIALIZED;
+	if (ordinal != 0)
+		return E_INVALID_VALUE;
+	*d = 0;
+	return OK;
+}
+
+/* what gdak-info asks (it shows the fake like a GPU) */
+API int cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return OK;
+}
+
+API int cuDeviceTotalMem_v2(size_t *b, int dev)
+{
+	(void)dev;
+	*b = DEV_LEN;
+	return OK;
+}
+
+API int cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	(void)dev;
+	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+	return OK;
+}
+
+API int cuDeviceGetName(char *name, int len, int dev)
+{
+	(void)dev;
+	if (len > 0) {
+		strncpy(name, "gdak fake GPU (gpumem)", (size_t)len - 1);
+		name[len - 1] = '\0';
+	}
+	return OK;
+}
+
+static int primary = 0x5ca1ab1e;
+
+API int cuDevicePrimaryCtxRetain(void **c, int dev)
+{
+	if (!inited)
+		return E_NOT_INITIALIZED;
+	if (dev != 0)
+		return E_INVALID_VALUE;
+	*c = &primary;
+	return OK;
+}
+
+API int cuCtxSetCurrent(void *c)
+{
+	current = c == &primary;
+	return c && !current ? E_INVALID_CONTEXT : OK;
+}
+
+API int cuMemAlloc_v2(devptr *p, size_t len)
+{
+	int r = need_ctx();
+	size_t off;
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&lock);
+	off = (dev_used + 255) & ~(size_t)255;
+	if (!len || off + len > DEV_LEN || ndallocs == MAX_ALLOCS) {
+		pthread_mutex_unlock(&lock);
+		return E_OUT_OF_MEMORY;
+	}
+	dallocs[ndallocs].off = off;
+	dallocs[ndallocs].len = len;
+	dallocs[ndallocs++].live = 1;
+	dev_used = off + len;
+	*p = (devptr)(uintptr_t)(dev_view + off);
+	pthread_mutex_unlock(&lock);
+	return OK;
+}
+
+API int cuMemFree_v2(devptr p)
+{
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	r = E_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < ndallocs; i++)
+		if (dallocs[i].live && (uintptr_t)(dev_view + dallocs[i].off) == (uintptr_t)p) {
+			dallocs[i].live = 0;
+			r = OK;
+		}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
+{
+	int r = need_ctx();
+
+	(void)flags;
+	if (r)
+		return r;
+	pthread_mutex_lock(&lock);
+	if (nhallocs == MAX_ALLOCS || posix_memalign(p, 4096, len ? len : 1)) {
+		pthread_mutex_unlock(&lock);
+		return E_OUT_OF_MEMORY;
+	}
+	hallocs[nhallocs].p = *p;
+	hallocs[nhallocs++].len = len;
+	pthread_mutex_unlock(&lock);
+	return OK;
+}
+
+API int cuMemFreeHost(void *p)
+{
+	int r = E_INVALID_VALUE;
+
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nhallocs; i++)
+		if (hallocs[i].p == p) {
+			hallocs[i] = hallocs[--nhallocs];
+			free(p);
+			r = OK;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuMemHostGetDevicePointer_v2(devptr *d, void *h, unsigned flags)
+{
+	int ok;
+
+	(void)flags;
+	pthread_mutex_lock(&lock);
+	ok = pinned((devptr)(uintptr_t)h, 1);
+	pthread_mutex_unlock(&lock);
+	*d = (devptr)(uintptr_t)h;
+	return ok ? OK : E_INVALID_VALUE;
+}
+
+API int cuPointerGetAttribute(void *data, int attr, devptr p)
+{
+	int r = E_INVALID_VALUE;
+
+	pthread_mutex_lock(&lock);
+	if (attr == 2 && dev_rw(p, 1)) {
+		*(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
+		r = OK;
+	} else if (attr == 2 && pinned(p, 1)) {
+		*(unsigned *)data = 1; /* CU_MEMORYTYPE_HOST */
+		r = OK;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuStreamCreate(struct fstream **s, unsigned flags)
+{
+	int r = need_ctx();
+
+	(void)flags;
+	if (r)
+		return r;
+	r = E_OUT_OF_MEMORY;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < MAX_STREAMS; i++)
+		if (!streams[i].live) {
+			memset(&streams[i], 0, sizeof(streams[i]));
+			streams[i].live = 1;
+			*s = &streams[i];
+			r = OK;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuStreamSynchronize(struct fstream *s)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	progress(1, s);
+	r = sticky;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuStreamDestroy_v2(struct fstream *s)
+{
+	pthread_mutex_lock(&lock);
+	progress(1, s);
+	s->live = 0;
+	pthread_mutex_unlock(&lock);
+	return OK;
+}
+
+static int memcpy_async(devptr dst, devptr src, size_t len, struct fstream *s)
+{
+	struct fop *o;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return E_OUT_OF_MEMORY;
+	o->kind = OP_COPY;
+	o->dst = dst;
+	o->src = src;
+	o->len = len;
+	pthread_mutex_lock(&lock);
+	if (sticky) {
+		pthread_mutex_unlock(&lock);
+		free(o);
+		return sticky;
+	}
+	/* a pageable source is staged by the driver before the call returns */
+	if (!dev_rw(src, len) && !pinned(src, len)) {
+		o->stage = malloc(len ? len : 1);
+		if (o->stage)
+			memcpy(o->stage, (const void *)(uintptr_t)src, len);
+	}
+	r = enqueue(s, o);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuMemcpyAsync(devptr dst, devptr src, size_t len, struct fstream *s)
+{
+	return memcpy_async(dst, src, len, s);
+}
+
+static int write_value(struct fstream *s, devptr addr, uint64_t v, size_t len, unsigned flags)
+{
+	struct fop *o;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	if (flags || (addr & (len - 1)))
+		return E_INVALID_VALUE;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return E_OUT_OF_MEMORY;
+	o->kind = OP_VALUE;
+	o->dst = addr;
+	o->len = len;
+	o->seq = v;
+	pthread_mutex_lock(&lock);
+	r = sticky ? sticky : enqueue(s, o);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuStreamWriteValue32_v2(struct fstream *s, devptr addr, uint32_t v, unsigned flags)
+{
+	return write_value(s, addr, v, 4, flags);
+}
+
+API int cuStreamWriteValue64_v2(struct fstream *s, devptr addr, uint64_t v, unsigned flags)
+{
+	return write_value(s, addr, v, 8, flags);
+}
+
+API int cuEventCreate(struct fevent **e, unsigned flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	return *e ? OK : E_OUT_OF_MEMORY;
+}
+
+API int cuEventRecord(struct fevent *e, struct fstream *s)
+{
+	struct fop *o = calloc(1, sizeof(*o));
+	int r;
+
+	if (!o)
+		return E_OUT_OF_MEMORY;
+	o->kind = OP_EVENT;
+	o->ev = e;
+	pthread_mutex_lock(&lock);
+	e->pending++;
+	r = enqueue(s, o);
+	if (r)
+		e->pending--;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuEventQuery(struct fevent *e)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	progress(0, NULL);
+	r = sticky ? sticky : e->pending ? E_NOT_READY : OK;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuEventDestroy_v2(struct fevent *e)
+{
+	/* a record still queued keeps it: leak it rather than use freed memory */
+	pthread_mutex_lock(&lock);
+	if (!e->pending)
+		free(e);
+	pthread_mutex_unlock(&lock);
+	return OK;
+}
+
+API int cuModuleLoadData(void **m, const void *image)
+{
+	if (!image || !strstr((const char *)image, ".entry " NM_CK_ENTRY))
+		return E_INVALID_VALUE;
+	*m = &module_magic;
+	return OK;
+}
+
+API int cuModuleGetFunction(void **f, void *m, const char *name)
+{
+	if (m != &module_magic)
+		return E_INVALID_HANDLE;
+	if (strcmp(name, NM_CK_ENTRY))
+		return E_NOT_FOUND;
+	*f = &func_magic;
+	return OK;
+}
+
+API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		       unsigned bz, unsigned shmem, struct fstream *s, void **params, void **extra)
+{
+	struct fop *o;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	if (f != &func_magic || !params || extra || gy != 1 || gz != 1 || bx != NM_CK_THREADS ||
+	    by != 1 || bz != 1 || shmem)
+		return E_INVALID_VALUE;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return E_OUT_OF_MEMORY;
+	o->kind = OP_KERNEL;
+	o->desc = *(const uint64_t *)params[0];
+	o->chain = *(const uint64_t *)params[1];
+	o->nchain = *(const uint32_t *)params[2];
+	o->count = *(const uint64_t *)params[3];
+	o->done = *(const uint64_t *)params[4];
+	o->seq = *(const uint64_t *)params[5];
+	if (gx < o->nchain || gx == 0) { /* a block per chain */
+		free(o);
+		return E_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&lock);
+	r = sticky ? sticky : enqueue(s, o);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API int cuGetErrorString(int r, const char **s)
+{
+	switch (r) {
+	case OK:
+		*s = "no error";
+		break;
+	case E_INVALID_VALUE:
+		*s = "invalid argument (fake driver)";
+		break;
+	case E_OUT_OF_MEMORY:
+		*s = "out of memory (fake driver)";
+		break;
+	case E_NOT_INITIALIZED:
+		*s = "not initialized (fake driver)";
+		break;
+	case E_INVALID_CONTEXT:
+		*s = "invalid device context (fake driver)";
+		break;
+	case E_INVALID_HANDLE:
+		*s = "invalid resource handle (fake driver)";
+		break;
+	case E_NOT_FOUND:
+		*s = "named symbol not found (fake driver)";
+		break;
+	case E_NOT_READY:
+		*s = "not ready (fake driver)";
+		break;
+	case E_ILLEGAL_ADDRESS:
+		*s = "illegal address (fake driver)";
+		break;
+	default:
+		*s = NULL;
+		return E_INVALID_VALUE;
+	}
+	return OK;
+}

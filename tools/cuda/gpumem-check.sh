@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# gpumem-check.sh - issue 21 (data in GPU memory) on a GPU machine: the
+# GPU-memory tests with the batch engine on and off, then gdak-perf-cuda
+# alternating GDAK_CUDA_BATCH=off / kernel, and the medians of the target
+# rows next to their same-run baselines.
+#
+#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop"]
+#                              [--no-tests]
+#
+# DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
+# gdak-perf-cuda).  Built elsewhere like this:
+#   cmake -S . -B build/cuda -G Ninja -DGDAK_WERROR=ON && cmake --build build/cuda
+#   tools/cuda/run-gpu.sh --pack build/cuda .carry/cuda
+# then here: tools/cuda/gpumem-check.sh --bin .carry/cuda --out "$OUT"
+#
+# Runs (about 4-6 minutes on an H200):
+#   tests  gdak_cuda_gpu_batch (kernel, memop), gdak_cuda_gpumem (kernel,
+#          memop, off), gdak_cuda_dma / _ops / _ctas with GDAK_CUDA_BATCH=kernel
+#          (the rest of the suite on the new path); each bounded by
+#          GDAK_TEST_TIMEOUT (120 s)
+#   perf   N (5) x { off, kernel, memop } alternating (--modes), each one process of
+#          gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1 with its
+#          own baselines (ping-pong, host-mapped rate, cudaMemcpy D2D)
+# Output in --out (default ./gpumem-logs): env.txt, tests.log,
+# perf-<mode>-<i>.{txt,json}, summary.txt (printed last).  Exit 0 when every
+# test passed and every benchmark row verified its data.
+set -u
+
+bin="" out="gpumem-logs" runs=5 tests=1 modes="off kernel memop"
+die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bin) [ $# -ge 2 ] || die "--bin needs a folder"; bin=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
+	--runs) [ $# -ge 2 ] || die "--runs needs a number"; runs=$2; shift 2 ;;
+	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
+	--no-tests) tests=0; shift ;;
+	-h|--help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option '$1' (see --help)" ;;
+	esac
+done
+[ -n "$bin" ] && [ -d "$bin" ] || die "--bin DIR (packed binaries) is required"
+bin=$(cd "$bin" && pwd)
+mkdir -p "$out" || die "cannot create '$out'"
+out=$(cd "$out" && pwd)
+summary="$out/summary.txt"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary" >/dev/null; }
+status=0
+
+{
+	date -u
+	uname -a
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+	lscpu 2>/dev/null | grep -E 'Model name|^CPU\(s\)'
+	ls -l "$bin"
+} >"$out/env.txt" 2>&1
+
+# ---- tests ----
+if [ $tests = 1 ]; then
+	log="$out/tests.log"
+	: >"$log"
+	run_test() { # MODE BINARY
+		local mode=$1 name=$2 rc t0 t1 line
+		[ -x "$bin/$name" ] || { say "test $name ($mode): MISSING"; status=1; return; }
+		echo "==== $name GDAK_CUDA_BATCH=$mode" >>"$log"
+		t0=$(date +%s)
+		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode \
+			timeout "${GDAK_TEST_TIMEOUT:-120}" "$bin/$name" >>"$log" 2>&1
+		rc=$?
+		t1=$(date +%s)
+		line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+		case $rc in
+		0) say "test $name ($mode): ok, $line, $((t1 - t0)) s" ;;
+		77) say "test $name ($mode): SKIPPED (no GPU?)"; status=1 ;;
+		124) say "test $name ($mode): TIMEOUT after $((t1 - t0)) s"; status=1 ;;
+		*) say "test $name ($mode): FAILED rc=$rc ($line)"; status=1 ;;
+		esac
+	}
+	run_test kernel gdak_cuda_gpu_batch
+	run_test memop gdak_cuda_gpu_batch
+	run_test kernel gdak_cuda_gpumem
+	run_test memop gdak_cuda_gpumem
+	run_test off gdak_cuda_gpumem
+	run_test kernel gdak_cuda_dma
+	run_test kernel gdak_cuda_ops
+	run_test kernel gdak_cuda_ctas
+fi
+
+# ---- benchmarks ----
+perf="$bin/gdak-perf-cuda"
+[ -x "$perf" ] || { say "gdak-perf-cuda missing in $bin"; cat "$summary"; exit 1; }
+
+# field FILE VARIANT KEY: the number KEY of the JSON row whose variant is VARIANT
+field() {
+	grep -F "\"variant\": \"$2\"" "$1" 2>/dev/null | head -1 |
+		sed -n "s/.*\"$3\": \([-0-9.e+]*\).*/\1/p"
+}
+median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "-"}'; }
+
+for i in $(seq 1 "$runs"); do
+	for mode in $modes; do
+		j="$out/perf-$mode-$i.json"
+		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode timeout "${GDAK_BENCH_TIMEOUT:-150}" \
+			"$perf" -t lat,bw,big --ctas 64 --nic-threads 1 --lat-iters 3000 \
+			--bw-iters 2000 --big-iters 20 --json "$j" >"$out/perf-$mode-$i.txt" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			say "perf run $i ($mode): rc=$rc (see perf-$mode-$i.txt)"
+			status=1
+		fi
+		if grep -q '"verified": false' "$j" 2>/dev/null; then
+			say "perf run $i ($mode): a row did not verify its data"
+			status=1
+		fi
+	done
+done
+
+say ""
+say "per run: mode run | gpu-mem rate M/s | host-mapped rate M/s | gpu/mapped |" \
+    "lat gpu-dst p50 us (x pp) | lat gpu-dst local-desc p50 us (x pp) | pp p50 us |" \
+    "16 MiB pipelined / cudaMemcpy"
+for mode in $modes; do
+	: >"$out/.m-$mode"
+	for i in $(seq 1 "$runs"); do
+		j="$out/perf-$mode-$i.json"
+		rg=$(field "$j" "DB gpu-mem put 8B" msg_rate)
+		rm=$(field "$j" "DB mapped put 8B" msg_rate)
+		lg=$(field "$j" "DB gpu-dst gpu-desc" lat_p50_ns)
+		lgr=$(field "$j" "DB gpu-dst gpu-desc" pingpong_ratio)
+		ll=$(field "$j" "DB gpu-dst local-desc" lat_p50_ns)
+		llr=$(field "$j" "DB gpu-dst local-desc" pingpong_ratio)
+		pp=$(field "$j" "DB gpu-dst gpu-desc" pingpong_p50_ns)
+		bg=$(field "$j" "gpu->gpu pipelined" memcpy_ratio)
+		line=$(awk -v rg="${rg:-0}" -v rm="${rm:-0}" -v lg="${lg:-0}" -v lgr="${lgr:-0}" \
+			-v ll="${ll:-0}" -v llr="${llr:-0}" -v pp="${pp:-0}" -v bg="${bg:-0}" 'BEGIN {
+			printf "%.3f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.3f",
+				rg / 1e6, rm / 1e6, (rm > 0 ? rg / rm : 0), lg / 1e3, lgr,
+				ll / 1e3, llr, pp / 1e3, bg }')
+		echo "$line" >>"$out/.m-$mode"
+		set -- $line
+		say "  $mode $i | $1 | $2 | $3 | $4 ($5x) | $6 ($7x) | $8 | $9"
+	done
+done
+say ""
+say "medians of $runs runs (target: gpu-mem rate >= 5 M/s and >= 0.25x mapped;"
+say "  latency <= 1.5x ping-pong; 16 MiB >= 0.9x median and >= 0.8x every run):"
+for mode in $modes; do
+	m=""
+	for k in 1 2 3 5 7 8 9; do
+		m="$m $(awk -v k=$k '{print $k}' "$out/.m-$mode" | median)"
+	done
+	set -- $m
+	minbig=$(awk '{print $9}' "$out/.m-$mode" | sort -g | head -1)
+	say "  $mode: gpu-mem $1 M/s, mapped $2 M/s (x$3), lat gpu-desc x$4, local-desc x$5," \
+	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
+done
+rm -f "$out"/.m-*
+say ""
+say "exit status $status"
+cat "$summary"
+exit $status
