@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <gdak/env.h>
+
 #include "nm_loc.h"
 #ifdef NM_HAVE_TR_UDP
 #include "roce.h"
@@ -226,7 +228,7 @@ void nm_fault_env(const char *spec)
 
 int nm_fault_env_check(void)
 {
-	const char *s = getenv("GDAK_FAULTS");
+	const char *s = gdak_env_raw("GDAK_FAULTS");
 	int r;
 
 	/* the variable changed since the NIC model read it (a test's setenv

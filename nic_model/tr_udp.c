@@ -43,6 +43,8 @@
 #include <arpa/inet.h>
 
 #include "nm_dma.h"
+#include <gdak/env.h>
+
 #include "nm_loc.h"
 #include "nm_rand.h"
 #include "tr_udp.h"
@@ -1000,25 +1002,25 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 }
 
 /*
- * The decimal in environment variable @name, in @lo..@hi, into *@v: 1 when it is set, 0 when it
- * is unset or empty (the caller's default stands), -EINVAL with a message saying what is wanted
+ * The number of configuration variable @name (its range is the table's,
+ * core/src/env.c) at most @hi, into *@v: 1 when it is set, 0 when it is unset
+ * (the caller's default stands), -EINVAL with a message saying what is wanted
  * when it is anything else.
  */
-static int env_ulong(const char *name, unsigned long lo, unsigned long hi, const char *want,
-		     unsigned long *v)
+static int env_ulong(const char *name, unsigned long hi, const char *want, unsigned long *v)
 {
-	const char *env = getenv(name);
-	unsigned long x;
-	char *end;
+	unsigned long long x;
+	int r = gdak_env_uint(name, &x);
 
-	if (!env || !*env)
+	if (r < 0)
+		return -EINVAL;
+	if (r)
 		return 0;
-	x = strtoul(env, &end, 10);
-	if (*end || x < lo || x > hi) {
-		GDAK_ERR(NULL, 0, "%s='%s': want %s", name, env, want);
+	if (x > hi) {
+		GDAK_ERR(NULL, 0, "%s='%llu': want %s", name, x, want);
 		return -EINVAL;
 	}
-	*v = x;
+	*v = (unsigned long)x;
 	return 1;
 }
 
@@ -1029,6 +1031,7 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	const char *colon = strrchr(args, ':'), *env;
 	char want[64];
 	unsigned long num;
+	int v;
 	int ret = 0;
 
 	if (!c)
@@ -1067,7 +1070,7 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	/* Retransmission timeout.  Hardware defaults are tens of ms (IBA
 	 * timeout 4.096 us * 2^14); 10 ms suits loopback and LANs alike. */
 	c->rto_ns = 10 * 1000 * 1000ull;
-	ret = env_ulong("GDAK_UDP_RTO_US", 10, 60000000, "microseconds, 10..60000000", &num);
+	ret = env_ulong("GDAK_UDP_RTO_US", 60000000, "microseconds, 10..60000000", &num);
 	if (ret < 0)
 		goto err;
 	if (ret)
@@ -1078,7 +1081,7 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	snprintf(want, sizeof(want), "microseconds, 10..the timeout (%llu)",
 		 (unsigned long long)(c->rto_ns / 1000));
 	/* rto_ns is whole microseconds, so "us <= rto_ns / 1000" is "us * 1000 <= rto_ns" */
-	ret = env_ulong("GDAK_UDP_RTO_MIN_US", 10, c->rto_ns / 1000, want, &num);
+	ret = env_ulong("GDAK_UDP_RTO_MIN_US", c->rto_ns / 1000, want, &num);
 	if (ret < 0)
 		goto err;
 	if (ret)
@@ -1086,42 +1089,29 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	/* Go-back-N resends everything after a loss: a window about the
 	 * bandwidth-delay product of loopback/LAN keeps that cheap. */
 	c->window = 32;
-	ret = env_ulong("GDAK_UDP_WINDOW", 1, 65536, "packets, 1..65536", &num);
+	ret = env_ulong("GDAK_UDP_WINDOW", 65536, "packets, 1..65536", &num);
 	if (ret < 0)
 		goto err;
 	if (ret)
 		c->window = (uint32_t)num;
 	/* A peer QP in this process gets its packets through its inbox
 	 * (tr_udp_local.c); 0 sends them through the kernel like any other. */
-	c->local = 1;
-	env = getenv("GDAK_UDP_LOCAL");
-	if (env && *env) {
-		if ((env[0] != '0' && env[0] != '1') || env[1]) {
-			GDAK_ERR(NULL, 0, "GDAK_UDP_LOCAL='%s': want 1 (peers in this process "
-				 "without the kernel, the default) or 0 (always the socket)", env);
-			ret = -EINVAL;
-			goto err;
-		}
-		c->local = (uint8_t)(env[0] - '0');
+	if (gdak_env_bool("GDAK_UDP_LOCAL", &v) < 0) {
+		ret = -EINVAL;
+		goto err;
 	}
-	c->retry_cnt = 7;
-	env = getenv("GDAK_UDP_RETRY");
-	if (env && *env) {
-		if (!strcmp(env, "forever")) {
-			c->retry_cnt = 8;
-		} else if (env[0] >= '0' && env[0] <= '7' && !env[1]) {
-			c->retry_cnt = (uint8_t)(env[0] - '0');
-		} else {
-			GDAK_ERR(NULL, 0, "GDAK_UDP_RETRY='%s': want 0..7 (IBA retry count) or "
-				 "'forever' (emulator extension)", env);
-			ret = -EINVAL;
-			goto err;
-		}
+	c->local = (uint8_t)v;
+	/* choices 0..7 (the IBA retry count), then "forever" (index 8: an
+	 * emulator extension the engine reads as retry_cnt 8) */
+	if (gdak_env_choice("GDAK_UDP_RETRY", &v) < 0) {
+		ret = -EINVAL;
+		goto err;
 	}
+	c->retry_cnt = (uint8_t)v;
 	/* checked by nm_fault_parse when the context opened (one parser for
 	 * every transport); each QP parses its packet entries again for a
 	 * generator of its own */
-	env = getenv("GDAK_FAULTS");
+	env = gdak_env_raw("GDAK_FAULTS");
 	if (env) {
 		if (strlen(env) >= sizeof(c->faults)) {
 			GDAK_ERR(NULL, 0, "GDAK_FAULTS longer than %zu characters", sizeof(c->faults) - 1);

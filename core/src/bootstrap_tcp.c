@@ -43,6 +43,8 @@
 
 #include <gdak/bootstrap.h>
 
+#include <gdak/env.h>
+
 #include "gdak_log.h"
 
 #define BS_VERSION 2
@@ -211,8 +213,7 @@ static int sha_selftest(void)
 
 static const char *secret(void)
 {
-	const char *s = getenv("GDAK_BOOTSTRAP_SECRET");
-	return s && *s ? s : NULL;
+	return gdak_env_raw("GDAK_BOOTSTRAP_SECRET");
 }
 
 static int nonce(uint8_t n[16])

@@ -17,6 +17,8 @@
 #include <gdak/mlx5.h>
 #include <gdak/nic.h>
 
+#include <gdak/env.h>
+
 #include "demo.h"
 
 struct demo_setup {
@@ -181,8 +183,7 @@ int main(int argc, char **argv)
 		unsetenv("GDAK_TRACE");
 	} else {
 		if (!trace)
-			trace = getenv("GDAK_TRACE") && *getenv("GDAK_TRACE") ? getenv("GDAK_TRACE")
-									       : "demo.pcapng";
+			trace = gdak_env_raw("GDAK_TRACE") ? gdak_env_raw("GDAK_TRACE") : "demo.pcapng";
 		/* the NIC model opens it at gdak_open (gdak/nic.h) */
 		setenv("GDAK_TRACE", trace, 1);
 	}
@@ -194,8 +195,8 @@ int main(int argc, char **argv)
 	rc = setup(&st, device, &a);
 	if (rc) {
 		fprintf(stderr, "gdak-demo: cannot set up two connected QPs on '%s'%s: %s\n",
-			device ? device : getenv("GDAK_DEVICE") ? getenv("GDAK_DEVICE") : "emu",
-			device ? "" : getenv("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
+			device ? device : gdak_env_text("GDAK_DEVICE"),
+			device ? "" : gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
 			gdak_strerror(rc));
 		teardown(&st);
 		return 1;

@@ -12,6 +12,8 @@
 
 #include <gdak/nic.h>
 
+#include <gdak/env.h>
+
 #include "demo.h"
 
 static void rule(void)
@@ -141,7 +143,7 @@ static int run_trace_tool(const char *tool, const char *opts, const char *trace,
 /* Whether `gdak-trace` typed at a shell would run: found on $PATH. */
 static int on_path(const char *name)
 {
-	const char *p = getenv("PATH");
+	const char *p = gdak_env_raw("PATH");
 	char buf[PATH_MAX];
 
 	while (p && *p) {

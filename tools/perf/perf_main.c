@@ -14,6 +14,8 @@
 
 #include <gdak/nic.h>
 
+#include <gdak/env.h>
+
 #include "perf.h"
 
 static uint64_t cpu_ns(void)
@@ -153,8 +155,8 @@ int main(int argc, char **argv)
 			/* the name the user gave, or where the default came from */
 			fprintf(stderr, "gdak-perf: cannot set up %s on device '%s'%s: %s\n",
 				o.test->name, o.device ? o.device :
-				getenv("GDAK_DEVICE") ? getenv("GDAK_DEVICE") : "emu",
-				o.device ? "" : getenv("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
+				gdak_env_text("GDAK_DEVICE"),
+				o.device ? "" : gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
 				gdak_strerror(ret));
 			return PERF_EXIT_FAIL;
 		}
@@ -199,7 +201,7 @@ int main(int argc, char **argv)
 	perf_env_close(env);
 	/* the NIC model keeps a trace open across contexts: close it so the
 	 * file is complete */
-	if (env && (o.trace || getenv("GDAK_TRACE")))
+	if (env && (o.trace || gdak_env_raw("GDAK_TRACE")))
 		gdak_nic_set_trace(NULL);
 	free(res);
 	if (ret || perf_verify_failures()) {

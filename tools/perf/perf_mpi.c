@@ -13,6 +13,7 @@
  * two unrelated single-process tests.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
+#include <gdak/env.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -27,8 +28,9 @@
 
 int perf_mpi_launched(void)
 {
-	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
-	       getenv("MPI_LOCALNRANKS");
+	/* the launchers' own variables (Open MPI, PMI, PMIx, MPICH) */
+	return gdak_env_raw("OMPI_COMM_WORLD_SIZE") || gdak_env_raw("PMI_SIZE") ||
+	       gdak_env_raw("PMIX_RANK") || gdak_env_raw("MPI_LOCALNRANKS");
 }
 
 #ifdef GDAK_PERF_MPI

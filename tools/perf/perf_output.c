@@ -13,6 +13,8 @@
 
 #include <gdak/config.h>
 
+#include <gdak/env.h>
+
 #include "perf.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -82,7 +84,7 @@ static const char *dev_name(const struct perf_opts *o)
 {
 	if (o->device)
 		return o->device;
-	return getenv("GDAK_DEVICE") ? getenv("GDAK_DEVICE") : "emu";
+	return gdak_env_text("GDAK_DEVICE");
 }
 
 /* A number or "-" for "not measured", right-aligned in w columns. */

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gdak/env.h>
+
 #include "perf.h"
 
 uint64_t perf_now_ns(void)
@@ -198,9 +200,9 @@ unsigned perf_verify_failures(void) { return verify_failures; }
 
 int perf_test_corrupt(void)
 {
-	const char *v = getenv("GDAK_PERF_TEST_CORRUPT");
+	int v = 0;
 
-	return v && *v == '1';
+	return gdak_env_bool("GDAK_PERF_TEST_CORRUPT", &v) == 0 && v;
 }
 
 static unsigned qps_open;

@@ -8,7 +8,9 @@
  * every variable that is set before it opens anything: a bad value fails it
  * with -EINVAL and a message naming the variable, the value and what is
  * allowed, whatever backend or transport would have read it.  `gdak-info`
- * prints the table with the current values and the defaults.
+ * prints the table with the current values and the defaults.  (Programs
+ * that do not link gdak - the gdak-run launcher, gdak-rxe-peer, the
+ * examples' own settings - read their variables themselves.)
  */
 #ifndef GDAK_ENV_H
 #define GDAK_ENV_H
@@ -40,7 +42,8 @@ struct gdak_env_var {
 const struct gdak_env_var *gdak_env_table(size_t *n);
 /* The row of name, or NULL. */
 const struct gdak_env_var *gdak_env_find(const char *name);
-/* The value of name in the environment, NULL when unset or empty. */
+/* The value of name in the environment, NULL when unset or empty (any name:
+ * also the variables of other programs, e.g. an MPI launcher's). */
 const char *gdak_env_raw(const char *name);
 
 /*
