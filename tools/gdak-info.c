@@ -2,12 +2,18 @@
 /*
  * gdak-info - what this gdak can do on this machine: the backends compiled
  * in, how it was built, whether a CUDA driver and GPUs are there (found at
- * run time with dlopen, never linked), the verbs devices, and the NIC
+ * run time with dlopen, never linked), the verbs devices, the emulated
+ * devices an unmodified rdma-core program sees under gdak-run (gdak's
+ * lib/gdak/libibverbs.so.1, asked as a program asks it), and the NIC
  * model's configuration as it reads it from the environment.
  *
  *   gdak-info [--json] [--help]
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <arpa/inet.h>
+#include <limits.h>
+#include <unistd.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +23,11 @@
 #include <infiniband/verbs.h>
 
 #include <gdak/config.h>
+#include <gdak/env.h>
 #include <gdak/gdak.h>
 #include <gdak/nic.h>
+
+#include "gdak_libdir.h"
 
 #ifndef GDAK_INFO_BUILD_TYPE
 #define GDAK_INFO_BUILD_TYPE "unknown"
@@ -337,23 +346,161 @@ static void show_verbs(void)
 	section_end();
 }
 
-static const char *env_or_unset(const char *name)
+/* The devices an unmodified program sees under gdak-run: gdak's
+ * libibverbs.so.1 from lib/gdak, loaded in a link-map namespace of its own
+ * (dlmopen) because this program already has rdma-core's, and asked what
+ * any program would ask.  Opening a device claims its address for as long
+ * as gdak-info runs, as it would for the program. */
+typedef struct ibv_device **(*get_list_fn)(int *);
+typedef void (*free_list_fn)(struct ibv_device **);
+typedef const char *(*dev_name_fn)(struct ibv_device *);
+typedef __be64 (*dev_guid_fn)(struct ibv_device *);
+typedef struct ibv_context *(*open_fn)(struct ibv_device *);
+typedef int (*close_fn)(struct ibv_context *);
+typedef int (*query_dev_fn)(struct ibv_context *, struct ibv_device_attr *);
+typedef int (*query_port_fn)(struct ibv_context *, uint8_t, struct ibv_port_attr *);
+typedef int (*query_gid_fn)(struct ibv_context *, uint8_t, int, union ibv_gid *);
+
+static void show_one_emulated(struct ibv_device *dev, void *h)
 {
-	const char *v = getenv(name);
-	return v ? v : "(unset)";
+	dev_name_fn name = (dev_name_fn)dlvsym(h, "ibv_get_device_name", "IBVERBS_1.1");
+	dev_guid_fn guid = (dev_guid_fn)dlvsym(h, "ibv_get_device_guid", "IBVERBS_1.1");
+	open_fn op = (open_fn)dlvsym(h, "ibv_open_device", "IBVERBS_1.1");
+	close_fn cl = (close_fn)dlvsym(h, "ibv_close_device", "IBVERBS_1.1");
+	query_dev_fn qd = (query_dev_fn)dlvsym(h, "ibv_query_device", "IBVERBS_1.1");
+	query_port_fn qp = (query_port_fn)dlvsym(h, "ibv_query_port", "IBVERBS_1.1");
+	query_gid_fn qg = (query_gid_fn)dlvsym(h, "ibv_query_gid", "IBVERBS_1.1");
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	char gs[INET6_ADDRSTRLEN] = "?", gu[24];
+	struct ibv_context *ctx;
+	uint64_t g;
+	int have_dev, have_port, have_gid;
+
+	if (!name || !guid || !op || !cl || !qd || !qp || !qg)
+		return;
+	g = be64toh(guid(dev));
+	snprintf(gu, sizeof(gu), "%04x:%04x:%04x:%04x", (unsigned)(g >> 48),
+		 (unsigned)(g >> 32) & 0xffff, (unsigned)(g >> 16) & 0xffff, (unsigned)g & 0xffff);
+	list_item_begin();
+	ctx = op(dev);
+	if (!ctx) {
+		int e = errno;
+
+		if (json) {
+			kv_str("name", name(dev));
+			kv_str("node_guid", gu);
+			kv_fmt("why", "ibv_open_device: %s", strerror(e));
+		} else {
+			printf("    %s: node GUID %s; cannot open: %s\n", name(dev), gu, strerror(e));
+		}
+		list_item_end();
+		return;
+	}
+	memset(&pa, 0, sizeof(pa));
+	have_dev = !qd(ctx, &da);
+	have_port = !qp(ctx, 1, &pa);
+	have_gid = !qg(ctx, 1, 0, &gid);
+	if (have_gid)
+		inet_ntop(AF_INET6, gid.raw, gs, sizeof(gs));
+	if (json) {
+		kv_str("name", name(dev));
+		kv_str("node_guid", gu);
+		if (have_dev) {
+			kv_fmt("vendor", "0x%04x:%u", da.vendor_id, da.vendor_part_id);
+			kv_str("fw_ver", da.fw_ver);
+			kv_num("max_qp", da.max_qp);
+		}
+		kv_str("port1_state", have_port ? ibv_port_state_str(pa.state) : NULL);
+		kv_str("link_layer", have_port ? (pa.link_layer == IBV_LINK_LAYER_ETHERNET
+						  ? "Ethernet" : "InfiniBand") : NULL);
+		kv_num("active_mtu", have_port ? 128 << pa.active_mtu : 0);
+		kv_str("gid0", have_gid ? gs : NULL);
+	} else {
+		printf("    %s: node GUID %s", name(dev), gu);
+		if (have_dev)
+			printf(", vendor 0x%04x part %u, fw %s", da.vendor_id, da.vendor_part_id,
+			       da.fw_ver);
+		printf("\n");
+		if (have_port)
+			printf("      port 1 %s, %s, MTU %d\n", ibv_port_state_str(pa.state),
+			       pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
+			       128 << pa.active_mtu);
+		if (have_gid)
+			printf("      GID[0] %s (RoCE v2; perftest -x 0, ibv_rc_pingpong -g 0)\n", gs);
+	}
+	list_item_end();
+	cl(ctx);
+}
+
+/* Whether the shared object holding sym is the file at path. */
+static int same_file(void *sym, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	Dl_info di;
+
+	return dladdr(sym, &di) && di.dli_fname && realpath(di.dli_fname, a) &&
+	       realpath(path, b) && !strcmp(a, b);
+}
+
+static void show_emulated(void)
+{
+	static const char *const libs[] = {"libibverbs.so.1", "libmlx5.so.1", "libefa.so.1"};
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	const char *addr = gdak_env_raw("GDAK_IBV_ADDR");
+	get_list_fn get_list;
+	free_list_fn free_list;
+	struct ibv_device **list;
+	void *h;
+	int n = 0, found = !gdak_find_libdir(dir, sizeof(dir));
+
+	section("emulated_verbs", "emulated RDMA devices (gdak-run)");
+	kv_str("library_dir", dir);
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, libs[i]);
+		kv_bool(libs[i], !access(path, R_OK));
+	}
+	kv_str("run_with", "gdak-run [--devices N] [--addr A,...] -- PROGRAM ARGS (docs/VERBS.md)");
+	kv_str("addresses", addr && *addr ? addr
+		: "per process, the first 127.0.0.N (N >= 2) whose UDP port 4791 is free "
+		  "(gdak-run --addr or GDAK_IBV_ADDR to choose)");
+	if (!found) {
+		kv_str("why", "gdak's libibverbs.so.1 is not built or installed");
+		section_end();
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/libibverbs.so.1", dir);
+	/* Under gdak-run this program already runs on gdak's libibverbs: a
+	 * second copy in another namespace would find the addresses taken */
+	if (same_file((void *)ibv_get_device_list, path)) {
+		kv_str("note", "gdak-info itself runs on gdak's libibverbs (under gdak-run): "
+			       "these are also the verbs devices above");
+		h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	} else {
+		h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h) {
+		kv_fmt("why", "cannot load %s: %s", path, dlerror());
+		section_end();
+		return;
+	}
+	get_list = (get_list_fn)dlvsym(h, "ibv_get_device_list", "IBVERBS_1.1");
+	free_list = (free_list_fn)dlvsym(h, "ibv_free_device_list", "IBVERBS_1.1");
+	list = get_list ? get_list(&n) : NULL;
+	kv_num("count", list ? n : 0);
+	list_begin("devices", "devices");
+	for (int i = 0; list && i < n; i++)
+		show_one_emulated(list[i], h);
+	list_end();
+	if (list && free_list)
+		free_list(list);
+	section_end();
+	/* not dlclose()d: the library's NIC threads may still be winding down */
 }
 
 static void show_nic(void)
 {
-	/* the NIC model's own, then the trace writer's (docs/TRACE.md), the
-	 * ring capture's (docs/CAPTURE.md) and the transports' (docs/UDP.md,
-	 * docs/RXE.md) */
-	static const char *const vars[] = {"GDAK_DEVICE", "GDAK_NIC_THREADS", "GDAK_STRICT",
-					   "GDAK_POLL", "GDAK_TRACE", "GDAK_FAULTS",
-					   "GDAK_RNR_TIMEOUT_MS", "GDAK_LOG",
-					   "GDAK_TRACE_WRITER", "GDAK_TRACE_FULL",
-					   "GDAK_CAPTURE_TRACE", "GDAK_CAPTURE_POLL_US",
-					   "GDAK_UDP_LOCAL", "GDAK_VERBS_BOUNCE", "GDAK_VERBS_DMABUF"};
 	struct gdak_ctx *ctx = NULL;
 	int ret;
 
@@ -375,20 +522,42 @@ static void show_nic(void)
 	}
 	if (ctx)
 		gdak_close(ctx);
+	section_end();
+}
 
-	if (json) {
-		sep();
-		json_str("environment");
-		printf(":{");
-		json_first = 1;
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-			kv_str(vars[i], getenv(vars[i]));
-		putchar('}');
-		json_first = 0;
-	} else {
-		printf("  environment:\n");
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-			printf("    %-20s %s\n", vars[i], env_or_unset(vars[i]));
+/* Every variable of the configuration table (gdak/env.h): its value here,
+ * its default, what it allows and whether the value is allowed (gdak_open
+ * refuses to open anything under a bad one). */
+static void show_env(void)
+{
+	size_t n;
+	const struct gdak_env_var *t = gdak_env_table(&n);
+	char allowed[96];
+
+	section("environment", "environment (every variable gdak reads; * = set here)");
+	for (size_t i = 0; i < n; i++) {
+		const char *v = gdak_env_raw(t[i].name);
+		int ok = !gdak_env_check_value(&t[i], v);
+
+		gdak_env_allowed(&t[i], allowed, sizeof(allowed));
+		if (json) {
+			sep();
+			json_str(t[i].name);
+			printf(":{");
+			json_first = 1;
+			kv_str("value", v);
+			kv_str("default", *t[i].def ? t[i].def : NULL);
+			kv_str("allowed", allowed);
+			kv_str("area", t[i].area);
+			kv_bool("ok", ok);
+			kv_str("doc", t[i].doc);
+			putchar('}');
+			json_first = 0;
+		} else {
+			printf("  %c %-24s %-16s default %-10s [%s] %s%s\n", v ? '*' : ' ', t[i].name,
+			       v ? v : "(unset)", *t[i].def ? t[i].def : "-", allowed, t[i].doc,
+			       ok ? "" : "   <-- NOT ALLOWED: gdak_open fails");
+		}
 	}
 	section_end();
 }
@@ -400,8 +569,10 @@ static void usage(FILE *f)
 		"\n"
 		"Shows what gdak can do here: the backends compiled in, the build\n"
 		"configuration, the CUDA driver and GPUs (found at run time), the verbs\n"
-		"devices, and the NIC model's configuration (GDAK_NIC_THREADS, GDAK_STRICT,\n"
-		"GDAK_POLL, GDAK_TRACE, GDAK_FAULTS, ...).\n"
+		"devices, the emulated devices an unmodified program sees under gdak-run\n"
+		"(GDAK_IBV_DEVICES, GDAK_IBV_ADDR apply), the NIC model's configuration,\n"
+		"and every environment variable gdak reads, with its value here, its\n"
+		"default and what it allows.\n"
 		"\n"
 		"  --json   one JSON object instead of text\n"
 		"  --help   this text\n");
@@ -430,7 +601,9 @@ int main(int argc, char **argv)
 	show_backends();
 	show_cuda();
 	show_verbs();
+	show_emulated();
 	show_nic();
+	show_env();
 	if (json)
 		printf("}\n");
 	return 0;

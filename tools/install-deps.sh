@@ -25,7 +25,8 @@ OPTIONAL=(
 	clang					# fuzz preset (libFuzzer)
 	tshark					# trace tests: Wireshark decodes gdak's pcapng
 	qemu-system-x86 busybox-static jq	# rxe label: soft-RoCE in a qemu guest (tools/rxe)
-	perftest				# baselines (ib_write_lat ...) inside the rxe guest
+	perftest				# rxe guest baselines; verbs_bin tests through gdak-run
+	rdmacm-utils python3-pyverbs		# verbs_bin tests: rdma-core's programs, pyverbs
 	libopenmpi-dev openmpi-bin		# multi-process examples
 	python3-matplotlib			# plots in docs/BENCHMARKS.md
 )

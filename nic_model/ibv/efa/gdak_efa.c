@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak_efa.c - gdak's libefa.so.1: the efadv_* entry points rdma-core 44's
+ * libefa exports (EFA_1.0 .. EFA_1.2), each answering as the real libefa
+ * answers for a device that is not an EFA: EOPNOTSUPP, or NULL with errno
+ * EOPNOTSUPP.
+ *
+ * Why it exists: Debian's perftest links libefa.so.1 as well as
+ * libmlx5.so.1, and rdma-core's libefa imports libibverbs' private
+ * IBVERBS_PRIVATE_34 internals, which gdak's libibverbs.so.1 does not
+ * export, so perftest would not start.  gdak's devices are never EFAs, so
+ * this is all libefa will ever need to say.  GDAK_LOG=info|debug names each
+ * refused call on stderr.  docs/VERBS.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/efadv.h>
+
+static int log_level = -1;
+
+static void note(const char *func)
+{
+	if (log_level < 0) {
+		const char *s = getenv("GDAK_LOG");
+
+		log_level = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
+	}
+	if (log_level > 0)
+		fprintf(stderr, "gdak I %s: not supported: gdak's devices are not EFAs\n", func);
+}
+
+static int not_supported(const char *func)
+{
+	note(func);
+	return EOPNOTSUPP;
+}
+
+static void *no_object(const char *func)
+{
+	note(func);
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* ---- EFA_1.0 ---- */
+
+struct ibv_qp *efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr,
+				      uint32_t driver_qp_type)
+{
+	return no_object(__func__);
+}
+
+/* ---- EFA_1.1 ---- */
+
+struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx, struct ibv_qp_init_attr_ex *attr_ex,
+				  struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
+{
+	return no_object(__func__);
+}
+
+int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr, uint32_t inlen)
+{
+	return not_supported(__func__);
+}
+
+int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *attr, uint32_t inlen)
+{
+	return not_supported(__func__);
+}
+
+/* ---- EFA_1.2 ---- */
+
+struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx, struct ibv_cq_init_attr_ex *attr_ex,
+				  struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
+{
+	return no_object(__func__);
+}
+
+/* rdma-core finds its own CQ around the pointer; no CQ here is an EFA's */
+struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)
+{
+	return no_object(__func__);
+}

@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak_mlx5.c - gdak's libmlx5.so.1, part 1: every mlx5dv entry point that
+ * rdma-core 44's libmlx5 exports (MLX5_1.0 ... MLX5_1.24), each answering as
+ * the real libmlx5 answers for a device that is not mlx5-capable.
+ *
+ * Why it exists: Debian's perftest links libmlx5.so.1 and imports mlx5dv_*
+ * at load time, and the system's libmlx5 imports libibverbs' private
+ * IBVERBS_PRIVATE_34 internals, which gdak's libibverbs.so.1 does not
+ * export; without a libmlx5 of its own next to gdak's libibverbs, perftest
+ * does not start.  gdak-run puts both on LD_LIBRARY_PATH (lib/gdak/).
+ *
+ * The answers (rdma-core providers/mlx5, where mlx5_get_dv_ops() finds no
+ * mlx5 context): mlx5dv_is_supported() is false; calls that create an
+ * object return NULL with errno EOPNOTSUPP; int calls return EOPNOTSUPP
+ * (positive, as rdma-core does; the few that return a negative errno or
+ * -1 with errno do so here too); void calls do nothing.  The four steering
+ * actions that need no device (drop, default miss, pop VLAN, tag) are
+ * created as rdma-core creates them, and mlx5dv_dr_action_destroy() frees
+ * them.  No call dereferences an object it did not create: none of those
+ * can exist while no call creates them.  GDAK_LOG=info|debug names each
+ * refused call on stderr.
+ *
+ * Part 2 makes the emulated NIC an mlx5 device here (docs/VERBS.md).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+
+/* GDAK_LOG read once; the line format follows core/src/log.c */
+static int log_level = -1;
+
+static void note(const char *func)
+{
+	if (log_level < 0) {
+		const char *s = getenv("GDAK_LOG");
+
+		log_level = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
+	}
+	if (log_level > 0)
+		fprintf(stderr, "gdak I %s: not supported: gdak's libmlx5 (part 1) has no mlx5 "
+			"device\n", func);
+}
+
+static int not_supported(const char *func)
+{
+	note(func);
+	return EOPNOTSUPP;
+}
+
+static void *no_object(const char *func)
+{
+	note(func);
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static ssize_t not_supported_neg1(const char *func)
+{
+	note(func);
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+/* Steering actions that rdma-core builds without touching a device.  The
+ * struct is opaque to programs, so ours is only a tag. */
+enum ga_type { GA_DROP = 1, GA_DEFAULT_MISS, GA_POP_VLAN, GA_TAG };
+#define GA_MAGIC 0x67646b61u
+
+struct generic_action {
+	uint32_t magic;
+	enum ga_type type;
+	uint32_t tag;
+};
+
+static struct generic_action *to_ga(struct mlx5dv_dr_action *a)
+{
+	return (struct generic_action *)(void *)a;
+}
+
+static struct mlx5dv_dr_action *generic_action(enum ga_type type)
+{
+	struct generic_action *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->magic = GA_MAGIC;
+	a->type = type;
+	return (struct mlx5dv_dr_action *)(void *)a;
+}
+
+/* ---- MLX5_1.0 ---- */
+
+int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs_out)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.1 ---- */
+
+struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *cq_attr,
+				   struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.2 ---- */
+
+/* Two versions, as rdma-core has them (1.0 programs get the same answer:
+ * the difference is only in what a CQ's out struct holds on success). */
+static int init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	/* rdma-core takes the context from the first object asked for and
+	 * answers EINVAL when none is */
+	if (!obj || !(obj_type & (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_RWQ |
+				  MLX5DV_OBJ_DM | MLX5DV_OBJ_AH | MLX5DV_OBJ_PD)))
+		return EINVAL;
+	return not_supported("mlx5dv_init_obj");
+}
+
+__typeof__(mlx5dv_init_obj) gdak_mlx5dv_init_obj_1_2, gdak_mlx5dv_init_obj_1_0;
+int gdak_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	return init_obj(obj, obj_type);
+}
+__asm__(".symver gdak_mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
+
+int gdak_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	return init_obj(obj, obj_type);
+}
+__asm__(".symver gdak_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
+
+int mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_attr_type type,
+			    void *attr)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.3 ---- */
+
+struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *qp_attr,
+				struct mlx5dv_qp_init_attr *mlx5_qp_attr)
+{
+	return no_object(__func__);
+}
+
+struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context,
+				struct ibv_wq_init_attr *wq_init_attr,
+				struct mlx5dv_wq_init_attr *mlx5_wq_attr)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.4 ---- */
+
+int mlx5dv_get_clock_info(struct ibv_context *context, struct mlx5dv_clock_info *clock_info)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.5 ---- */
+
+struct ibv_flow_action *mlx5dv_create_flow_action_esp(struct ibv_context *ctx,
+						      struct ibv_flow_action_esp_attr *esp,
+						      struct mlx5dv_flow_action_esp *mlx5_attr)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.6 ---- */
+
+struct ibv_flow *mlx5dv_create_flow(struct mlx5dv_flow_matcher *matcher,
+				    struct mlx5dv_flow_match_parameters *match_value,
+				    size_t num_actions,
+				    struct mlx5dv_flow_action_attr actions_attr[])
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_flow_matcher *mlx5dv_create_flow_matcher(struct ibv_context *context,
+						       struct mlx5dv_flow_matcher_attr *matcher_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_destroy_flow_matcher(struct mlx5dv_flow_matcher *matcher)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.7 ---- */
+
+struct ibv_flow_action *mlx5dv_create_flow_action_modify_header(struct ibv_context *ctx,
+								size_t actions_sz,
+								uint64_t actions[],
+								enum mlx5dv_flow_table_type ft_type)
+{
+	return no_object(__func__);
+}
+
+struct ibv_flow_action *mlx5dv_create_flow_action_packet_reformat(struct ibv_context *ctx,
+								  size_t data_sz, void *data,
+								  enum mlx5dv_flow_action_packet_reformat_type reformat_type,
+								  enum mlx5dv_flow_table_type ft_type)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
+{
+	return no_object(__func__);
+}
+
+void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar)
+{
+	note(__func__);
+}
+
+int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen,
+			    void *out, size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context, const void *in,
+					       size_t inlen, void *out, size_t outlen)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+			   void *out, size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+			  size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *addr, size_t size,
+					      uint32_t access)
+{
+	return no_object(__func__);
+}
+
+struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
+				       struct mlx5dv_context_attr *attr)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.8 ---- */
+
+int mlx5dv_devx_cq_modify(struct ibv_cq *cq, const void *in, size_t inlen, void *out,
+			  size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out,
+			 size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_ind_tbl_modify(struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen,
+			       void *out, size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_ind_tbl_query(struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen,
+			      void *out, size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+			  size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+			 size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_srq_modify(struct ibv_srq *srq, const void *in, size_t inlen, void *out,
+			   size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_srq_query(struct ibv_srq *srq, const void *in, size_t inlen, void *out,
+			  size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_wq_modify(struct ibv_wq *wq, const void *in, size_t inlen, void *out,
+			  size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_wq_query(struct ibv_wq *wq, const void *in, size_t inlen, void *out,
+			 size_t outlen)
+{
+	return not_supported(__func__);
+}
+
+bool mlx5dv_is_supported(struct ibv_device *device)
+{
+	note(__func__);
+	return false;
+}
+
+/* ---- MLX5_1.9 ---- */
+
+struct mlx5dv_devx_cmd_comp *mlx5dv_devx_create_cmd_comp(struct ibv_context *context)
+{
+	return no_object(__func__);
+}
+
+void mlx5dv_devx_destroy_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp)
+{
+	note(__func__);
+}
+
+int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp,
+				   struct mlx5dv_devx_async_cmd_hdr *cmd_resp,
+				   size_t cmd_resp_len)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_obj_query_async(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+				size_t outlen, uint64_t wr_id,
+				struct mlx5dv_devx_cmd_comp *cmd_comp)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.10 ---- */
+
+struct ibv_dm *mlx5dv_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *dm_attr,
+			       struct mlx5dv_alloc_dm_attr *mlx5_dm_attr)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_mkey *mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *mkey_init_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_ibv_qp(struct ibv_qp *ibqp)
+{
+	if (!ibqp || ibqp->qp_type != IBV_QPT_RAW_PACKET) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_table(struct mlx5dv_dr_table *table)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_vport(struct mlx5dv_dr_domain *domain,
+							    uint32_t vport)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_drop(void)
+{
+	return generic_action(GA_DROP);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_counter(struct mlx5dv_devx_obj *devx_obj,
+							      uint32_t offset)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_modify_header(struct mlx5dv_dr_domain *domain,
+							       uint32_t flags,
+							       size_t actions_sz,
+							       __be64 actions[])
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_packet_reformat(struct mlx5dv_dr_domain *domain,
+								 uint32_t flags,
+								 enum mlx5dv_flow_action_packet_reformat_type reformat_type,
+								 size_t data_sz, void *data)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_tag(uint32_t tag_value)
+{
+	struct mlx5dv_dr_action *a = generic_action(GA_TAG);
+
+	if (a)
+		to_ga(a)->tag = tag_value & 0xffffff;
+	return a;
+}
+
+int mlx5dv_dr_action_destroy(struct mlx5dv_dr_action *action)
+{
+	if (!action)
+		return EINVAL;
+	if (to_ga(action)->magic != GA_MAGIC)
+		return not_supported(__func__);
+	to_ga(action)->magic = 0;
+	free(action);
+	return 0;
+}
+
+struct mlx5dv_dr_domain *mlx5dv_dr_domain_create(struct ibv_context *ctx,
+						 enum mlx5dv_dr_domain_type type)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_domain_destroy(struct mlx5dv_dr_domain *domain)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_dr_domain_sync(struct mlx5dv_dr_domain *domain, uint32_t flags)
+{
+	return errno = not_supported(__func__);
+}
+
+struct mlx5dv_dr_matcher *mlx5dv_dr_matcher_create(struct mlx5dv_dr_table *table,
+						   uint16_t priority,
+						   uint8_t match_criteria_enable,
+						   struct mlx5dv_flow_match_parameters *mask)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_matcher_destroy(struct mlx5dv_dr_matcher *matcher)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dr_rule *mlx5dv_dr_rule_create(struct mlx5dv_dr_matcher *matcher,
+					     struct mlx5dv_flow_match_parameters *value,
+					     size_t num_actions,
+					     struct mlx5dv_dr_action *actions[])
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_rule_destroy(struct mlx5dv_dr_rule *rule)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dr_table *mlx5dv_dr_table_create(struct mlx5dv_dr_domain *domain, uint32_t level)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_table_destroy(struct mlx5dv_dr_table *table)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.11 ---- */
+
+struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(struct ibv_context *context,
+								   enum mlx5dv_devx_create_event_channel_flags flags)
+{
+	return no_object(__func__);
+}
+
+void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *event_channel)
+{
+	note(__func__);
+}
+
+ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *event_channel,
+			      struct mlx5dv_devx_async_event_hdr *event_data,
+			      size_t event_resp_len)
+{
+	return not_supported_neg1(__func__);
+}
+
+int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *event_channel,
+				     struct mlx5dv_devx_obj *obj, uint16_t events_sz,
+				     uint16_t events_num[], uint64_t cookie)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_subscribe_devx_event_fd(struct mlx5dv_devx_event_channel *event_channel,
+					int fd, struct mlx5dv_devx_obj *obj,
+					uint16_t event_num)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.12 ---- */
+
+struct mlx5dv_var *mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_meter(struct mlx5dv_dr_flow_meter_attr *attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_action_modify_flow_meter(struct mlx5dv_dr_action *action,
+				       struct mlx5dv_dr_flow_meter_attr *attr,
+				       __be64 modify_field_select)
+{
+	return errno = not_supported(__func__);
+}
+
+int mlx5dv_dump_dr_domain(FILE *fout, struct mlx5dv_dr_domain *domain)
+{
+	return fout && domain ? -not_supported(__func__) : -EINVAL;
+}
+
+int mlx5dv_dump_dr_matcher(FILE *fout, struct mlx5dv_dr_matcher *matcher)
+{
+	/* the dump calls answer with a negative errno */
+	return fout && matcher ? -not_supported(__func__) : -EINVAL;
+}
+
+int mlx5dv_dump_dr_rule(FILE *fout, struct mlx5dv_dr_rule *rule)
+{
+	/* the dump calls answer with a negative errno */
+	return fout && rule ? -not_supported(__func__) : -EINVAL;
+}
+
+int mlx5dv_dump_dr_table(FILE *fout, struct mlx5dv_dr_table *table)
+{
+	/* the dump calls answer with a negative errno */
+	return fout && table ? -not_supported(__func__) : -EINVAL;
+}
+
+void mlx5dv_free_var(struct mlx5dv_var *dv_var)
+{
+	note(__func__);
+}
+
+/* ---- MLX5_1.13 ---- */
+
+struct mlx5dv_pp *mlx5dv_pp_alloc(struct ibv_context *context, size_t pp_context_sz,
+				  const void *pp_context, uint32_t flags)
+{
+	return no_object(__func__);
+}
+
+void mlx5dv_pp_free(struct mlx5dv_pp *pp)
+{
+	note(__func__);
+}
+
+/* ---- MLX5_1.14 ---- */
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_default_miss(void)
+{
+	return generic_action(GA_DEFAULT_MISS);
+}
+
+void mlx5dv_dr_domain_set_reclaim_device_memory(struct mlx5dv_dr_domain *dmn, bool enable)
+{
+	note(__func__);
+}
+
+int mlx5dv_modify_qp_lag_port(struct ibv_qp *qp, uint8_t port_num)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_query_qp_lag_port(struct ibv_qp *qp, uint8_t *port_num, uint8_t *active_port_num)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.15 ---- */
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_devx_tir(struct mlx5dv_devx_obj *devx_obj)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.16 ---- */
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_array(struct mlx5dv_dr_domain *domain,
+							    size_t num_dest,
+							    struct mlx5dv_dr_action_dest_attr *dests[])
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_sampler(struct mlx5dv_dr_flow_sampler_attr *attr)
+{
+	return no_object(__func__);
+}
+
+/* ---- MLX5_1.17 ---- */
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_aso(struct mlx5dv_dr_domain *domain,
+						     struct mlx5dv_devx_obj *devx_obj,
+						     uint32_t offset, uint32_t flags,
+						     uint8_t return_reg_c)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_pop_vlan(void)
+{
+	return generic_action(GA_POP_VLAN);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_push_vlan(struct mlx5dv_dr_domain *domain,
+							   __be32 vlan_hdr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_action_modify_aso(struct mlx5dv_dr_action *action, uint32_t offset,
+				uint32_t flags, uint8_t return_reg_c)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_modify_qp_sched_elem(struct ibv_qp *qp, const struct mlx5dv_sched_leaf *requestor,
+				const struct mlx5dv_sched_leaf *responder)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_modify_qp_udp_sport(struct ibv_qp *qp, uint16_t udp_sport)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_sched_leaf *mlx5dv_sched_leaf_create(struct ibv_context *context,
+						   const struct mlx5dv_sched_attr *sched_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_sched_leaf_destroy(struct mlx5dv_sched_leaf *leaf)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_sched_leaf_modify(struct mlx5dv_sched_leaf *leaf,
+			     const struct mlx5dv_sched_attr *sched_attr)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_sched_node *mlx5dv_sched_node_create(struct ibv_context *context,
+						   const struct mlx5dv_sched_attr *sched_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_sched_node_destroy(struct mlx5dv_sched_node *node)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_sched_node_modify(struct mlx5dv_sched_node *node,
+			     const struct mlx5dv_sched_attr *sched_attr)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.18 ---- */
+
+int mlx5dv_reserved_qpn_alloc(struct ibv_context *ctx, uint32_t *qpn)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_reserved_qpn_dealloc(struct ibv_context *ctx, uint32_t qpn)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.19 ---- */
+
+struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx,
+						 struct mlx5dv_devx_umem_in *umem_in)
+{
+	return no_object(__func__);
+}
+
+void *mlx5dv_dm_map_op_addr(struct ibv_dm *dm, uint8_t op)
+{
+	return no_object(__func__);
+}
+
+int _mlx5dv_query_port(struct ibv_context *context, uint32_t port_num,
+		       struct mlx5dv_port *info, size_t info_len)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.20 ---- */
+
+void mlx5dv_dr_domain_allow_duplicate_rules(struct mlx5dv_dr_domain *domain, bool allow)
+{
+	note(__func__);
+}
+
+int mlx5dv_map_ah_to_qp(struct ibv_ah *ah, uint32_t qp_num)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex *mqp, uint64_t wr_id)
+{
+	/* the count of cancelled WRs, or a negative errno */
+	return -not_supported(__func__);
+}
+
+int _mlx5dv_mkey_check(struct mlx5dv_mkey *mkey, struct mlx5dv_mkey_err *err_info,
+		       size_t err_info_size)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.21 ---- */
+
+int mlx5dv_crypto_login(struct ibv_context *context,
+			struct mlx5dv_crypto_login_attr *login_attr)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_crypto_login_query_state(struct ibv_context *context,
+				    enum mlx5dv_crypto_login_state *state)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_crypto_logout(struct ibv_context *context)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_dci_stream_id_reset(struct ibv_qp *qp, uint16_t stream_id)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dek *mlx5dv_dek_create(struct ibv_context *context,
+				     struct mlx5dv_dek_init_attr *init_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dek_destroy(struct mlx5dv_dek *dek)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_dek_query(struct mlx5dv_dek *dek, struct mlx5dv_dek_attr *attr)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_ib_port(struct mlx5dv_dr_domain *domain,
+							      uint32_t ib_port)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_dr_matcher_set_layout(struct mlx5dv_dr_matcher *matcher,
+				 struct mlx5dv_dr_matcher_layout *layout)
+{
+	return errno = not_supported(__func__);
+}
+
+struct ibv_device * *mlx5dv_get_vfio_device_list(struct mlx5dv_vfio_context_attr *attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_vfio_get_events_fd(struct ibv_context *ibctx)
+{
+	return (int)not_supported_neg1(__func__);
+}
+
+int mlx5dv_vfio_process_events(struct ibv_context *context)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.22 ---- */
+
+int mlx5dv_dr_aso_other_domain_link(struct mlx5dv_devx_obj *devx_obj,
+				    struct mlx5dv_dr_domain *peer_dmn,
+				    struct mlx5dv_dr_domain *dmn, uint32_t flags,
+				    uint8_t return_reg_c)
+{
+	return errno = not_supported(__func__);
+}
+
+int mlx5dv_dr_aso_other_domain_unlink(struct mlx5dv_devx_obj *devx_obj,
+				      struct mlx5dv_dr_domain *dmn)
+{
+	return errno = not_supported(__func__);
+}
+
+/* ---- MLX5_1.23 ---- */
+
+struct mlx5dv_devx_msi_vector *mlx5dv_devx_alloc_msi_vector(struct ibv_context *ibctx)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_devx_eq *mlx5dv_devx_create_eq(struct ibv_context *ibctx, const void *in,
+					     size_t inlen, void *out, size_t outlen)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_devx_destroy_eq(struct mlx5dv_devx_eq *eq)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_devx_free_msi_vector(struct mlx5dv_devx_msi_vector *msi)
+{
+	return not_supported(__func__);
+}
+
+/* ---- MLX5_1.24 ---- */
+
+struct mlx5dv_steering_anchor *mlx5dv_create_steering_anchor(struct ibv_context *context,
+							     struct mlx5dv_steering_anchor_attr *attr)
+{
+	return no_object(__func__);
+}
+
+struct mlx5dv_crypto_login_obj *mlx5dv_crypto_login_create(struct ibv_context *context,
+							   struct mlx5dv_crypto_login_attr_ex *login_attr)
+{
+	return no_object(__func__);
+}
+
+int mlx5dv_crypto_login_destroy(struct mlx5dv_crypto_login_obj *crypto_login)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_crypto_login_query(struct mlx5dv_crypto_login_obj *crypto_login,
+			      struct mlx5dv_crypto_login_query_attr *query_attr)
+{
+	return not_supported(__func__);
+}
+
+int mlx5dv_destroy_steering_anchor(struct mlx5dv_steering_anchor *sa)
+{
+	return not_supported(__func__);
+}
+
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_root_table(struct mlx5dv_dr_table *table,
+								 uint16_t priority)
+{
+	return no_object(__func__);
+}
