@@ -315,6 +315,18 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 	CHECK_MEM(lbuf + 12288, "inline-bytes-0123456789", 24);
 	CHECK_EQ(ibv_poll_cq(cq, 8, wc), 0);
 
+	/* zero-length WRITE and READ: valid RC operations (IBA 9.4.3 / 9.4.4) */
+	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 0, lmr->lkey};
+	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 14, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	CHECK_EQ(post(a, IBV_WR_RDMA_READ, 15, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	REQUIRE_EQ(poll_n(cq, wc, 2), 2);
+	CHECK_EQ(wc[0].wr_id, 14);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[1].wr_id, 15);
+	CHECK_EQ(wc[1].status, IBV_WC_SUCCESS);
+
 	/* SEND and SEND_IMM into b's receive WQEs (three SGEs scattered) */
 	for (int i = 0; i < 2; i++) {
 		sg[0] = (struct ibv_sge){(uintptr_t)rbuf + 16384 + 4096 * (uint64_t)i, 100, rmr->lkey};
