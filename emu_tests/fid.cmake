@@ -10,3 +10,4 @@ gdak_add_test(NAME gdak.fid.wait SOURCES fid_wait.c LIBS gdak_nic_util LABELS em
 gdak_add_test(NAME gdak.fid.atomic SOURCES fid_atomic.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.fid.reset SOURCES fid_reset.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.fid.rules SOURCES fid_rules.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
+gdak_add_test(NAME gdak.fid.builders SOURCES fid_builders.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)

@@ -67,6 +67,28 @@ GDAK_DEV void gdak_dev_sq_ring_db(struct gdak_dev_qp *qp, uint64_t last_idx, uin
 	qp->sq_db = new_pi;
 }
 
+/*
+ * The register value DOCA GPUNetIO and NVSHMEM ring with: ctrl word 0 is
+ * be32(new_pi << 8) (opcode 0, opmod 0), word 1 be32(qpn << 8) (DS 0).  The
+ * HCA reads a DS-0 doorbell's index as the producer itself (a DS != 0 one
+ * as the last WQE's index), so this form needs no WQE bytes at all - it is
+ * the only one a QP without a doorbell record (GDAK_QP_F_SQ_NO_DBREC) can
+ * use when the last WQE is larger than one WQEBB.
+ */
+GDAK_DEV uint64_t gdak_dev_db_value_pi(const struct gdak_dev_qp *qp, uint64_t new_pi)
+{
+	return gdak_dev_pack32(gdak_htobe32((uint32_t)(new_pi & 0xffff) << 8), qp->qpn_ds_be);
+}
+
+/* Ring with the producer-index form (no record written: the caller's choice
+ * of order, e.g. DOCA's ring-record-ring). */
+GDAK_DEV void gdak_dev_sq_ring_pi(struct gdak_dev_qp *qp, uint64_t new_pi)
+{
+	gdak_dev_barrier_dbrec_to_ring();
+	gdak_dev_mmio_store_u64(qp->db_reg, gdak_dev_db_value_pi(qp, new_pi));
+	qp->sq_db = new_pi;
+}
+
 GDAK_DEV void gdak_dev_sq_ring(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
 			       int single)
 {

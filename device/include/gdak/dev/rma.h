@@ -196,6 +196,9 @@ GDAK_DEV int gdak_dev_sq_publish_db(struct gdak_dev_qp *qp, uint64_t start, uint
 	}
 	gdak_dev_sq_update_dbrec(qp, end);
 	gdak_dev_sq_ring_db(qp, last_idx, end, last_idx == start, db);
+	/* the next producer's doorbell must not overtake this one */
+	if (qp->sharing == GDAK_DEV_SHARED)
+		gdak_dev_mmio_flush_writes();
 	gdak_dev_own_store_u64(qp, &qp->sq_ready, end);
 	return 0;
 }
