@@ -17,3 +17,6 @@ if(GDAK_HAVE_CUDA)
   target_compile_options(gdak_fid_cuda PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   set_tests_properties(gdak.fid.cuda PROPERTIES RESOURCE_LOCK gdak_gpu)
 endif()
+gdak_add_test(NAME gdak.fid.trace SOURCES fid_trace.c LIBS gdak_nic_util LABELS emu TIMEOUT 60
+  ARGS $<TARGET_FILE:gdak-trace>)
+add_dependencies(gdak_fid_trace gdak-trace)
