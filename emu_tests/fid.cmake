@@ -20,3 +20,4 @@ endif()
 gdak_add_test(NAME gdak.fid.trace SOURCES fid_trace.c LIBS gdak_nic_util LABELS emu TIMEOUT 60
   ARGS $<TARGET_FILE:gdak-trace>)
 add_dependencies(gdak_fid_trace gdak-trace)
+gdak_add_test(NAME gdak.fid.bf SOURCES fid_bf.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)

@@ -196,6 +196,7 @@ static void dev_qp_fill(struct nm_qp *qp)
 	d->sq_wqebb_cnt = qp->sq_cnt;
 	d->sq_log_cnt = log2u(qp->sq_cnt);
 	d->handler = qp->handler;
+	d->bf_log_half = NM_BF_LOG_HALF; /* halves at UAR + 0x800 and + 0x900 */
 	d->sharing = qp->sharing;
 	/* largest inline payload any inline-capable opcode can carry in 63 DS:
 	 * ctrl + raddr + 4-byte inline header */
