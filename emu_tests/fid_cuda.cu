@@ -10,6 +10,8 @@
  *   wait      WAIT on the main QP's CQ, then the counter FA (companion QP)
  *   dump      RDMA_READ, then a fenced DUMP (get with ordering)
  *   atomic32  4-byte extended FA and CAS (opmod 0x08)
+ *   reset     the doorbell scenario, both QPs reset and reconnected, again
+ *             from index 0 on the same descriptors
  * The kernel writes every WQE field and doorbell value itself (bytes as
  * the stacks write them) and records a code per step; the host checks
  * them, the bytes that moved and the QPs' violation counters (0).
@@ -22,9 +24,9 @@
 #define NW 48			/* WRITEs per scenario */
 #define LEN 64
 
-enum scen { S_DOORBELL, S_OI, S_CC, S_NODBR, S_WAIT, S_DUMP, S_ATOMIC32, S_N };
+enum scen { S_DOORBELL, S_OI, S_CC, S_NODBR, S_WAIT, S_DUMP, S_ATOMIC32, S_RESET, S_N };
 static const char *const scen_names[] = {"doorbell", "oi", "cc", "nodbr", "wait", "dump",
-					 "atomic32"};
+					 "atomic32", "reset"};
 
 struct job {
 	int scen;
@@ -257,7 +259,7 @@ int main(void)
 		static const unsigned flags[S_N] = {
 			0, GDAK_QP_F_SCQ_OVERRUN_IGNORE, GDAK_QP_F_SCQ_COLLAPSED,
 			GDAK_QP_F_SQ_NO_DBREC | GDAK_QP_F_SCQ_OVERRUN_IGNORE,
-			GDAK_QP_F_SCQ_OVERRUN_IGNORE, 0, 0};
+			GDAK_QP_F_SCQ_OVERRUN_IGNORE, 0, 0, 0};
 		struct gdak_qp_attr at = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 16, 0);
 		struct cu_pair p, c;
 		struct job j;
@@ -282,6 +284,23 @@ int main(void)
 		j.dst_key = dst.key;
 		j.word_key = word.key;
 		j.res_key = res.key;
+		if (sc == S_RESET) {
+			struct gdak_qp_info ia, ib;
+
+			j.scen = S_DOORBELL;
+			k_run<<<1, 1, 0, s>>>(j, o);
+			cu_wait(s, "reset: first life");
+			CHECK_EQ(o->n, NW);
+			GDAK_REQUIRE(gdak_qp_modify(p.qa, GDAK_QPS_RESET, NULL));
+			GDAK_REQUIRE(gdak_qp_modify(p.qb, GDAK_QPS_RESET, NULL));
+			CHECK_EQ(p.a->sq_resv, 0);
+			GDAK_REQUIRE(gdak_qp_info(p.qa, &ia));
+			GDAK_REQUIRE(gdak_qp_info(p.qb, &ib));
+			GDAK_REQUIRE(gdak_qp_connect(p.qa, &ib));
+			GDAK_REQUIRE(gdak_qp_connect(p.qb, &ia));
+			CU_REQUIRE(cudaMemset(dst.p, 0, dst.len));
+			memset(o, 0, sizeof(*o));
+		}
 		k_run<<<1, 1, 0, s>>>(j, o);
 		cu_wait(s, scen_names[sc]);
 		CHECK(o->n > 0);
@@ -292,7 +311,7 @@ int main(void)
 				break;
 			}
 		cu_read(hd, &dst, 0, NW * LEN);
-		if (sc <= S_NODBR)
+		if (sc <= S_NODBR || sc == S_RESET)
 			CHECK_MEM(hd, hs, NW * LEN);
 		if (sc == S_DUMP)
 			CHECK_MEM(hd, hs, 4096);
