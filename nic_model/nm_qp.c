@@ -464,6 +464,46 @@ int nm_qp_query_error(struct gdak_qp *bqp, struct gdak_qp_error *e)
 	return 0;
 }
 
+struct view_arg {
+	struct nm_qp *qp;
+	struct gdak_nic_qp_view *v;
+};
+
+/* On the QP's thread: the doorbell and requester fields are its own. */
+static void view_on_thread(void *arg)
+{
+	struct view_arg *a = arg;
+	struct nm_qp *qp = a->qp;
+	struct gdak_nic_qp_view *v = a->v;
+
+	v->state = nm_qp_state(qp);
+	v->sq_consumer = qp->ci;
+	v->sq_producer = qp->pi;
+	v->sq_rung = qp->rung_pi;
+	v->sq_record = qp->rec_last;
+	v->flags = qp->base.attr.flags;
+	v->scq_produced = nm_cq_produced(&qp->scq);
+	v->rcq_produced = qp->rq_cnt ? nm_cq_produced(&qp->rcq) : 0;
+	pthread_spin_lock(&qp->resp_lock);
+	v->rq_consumed = qp->rq_ci;
+	pthread_spin_unlock(&qp->resp_lock);
+}
+
+int gdak_nic_qp_query(struct gdak_qp *bqp, struct gdak_nic_qp_view *v)
+{
+	struct view_arg a;
+
+	if (!bqp || !v)
+		return -EINVAL;
+	if (bqp->ctx->ops != &gdak_nm_backend_ops)
+		return -ENOTSUP;
+	memset(v, 0, sizeof(*v));
+	a.qp = nm_qp_of(bqp);
+	a.v = v;
+	nm_thread_call(a.qp->thr, view_on_thread, &a);
+	return 0;
+}
+
 void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_t wqe_index,
 		     const char *rule, const char *fmt, ...)
 {
