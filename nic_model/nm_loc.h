@@ -194,6 +194,7 @@ struct nm_cq {
 	uint64_t pi;		/* CQEs written; stored with release after each CQE
 				 * (a WAIT on another QP reads it: nm_cq_produced) */
 	uint32_t flags;		/* enum nm_cq_flags */
+	struct mlx5_cqe64 stage; /* collapsed CQ: the next CQE, built here */
 };
 
 /* CQEs cq has produced, from any thread (a cross-channel WAIT's view). */
