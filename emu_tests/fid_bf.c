@@ -81,6 +81,17 @@ static void case_same_half(void)
 	CHECK_MEM(dst, src, 3 * 64);
 	CHECK_EQ(fid_violations(&a), 2); /* the second and the third */
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	{
+		struct gdak_qp_error e;
+
+		/* the warning shows in gdak_qp_query_error, the QP runs on */
+		REQUIRE_EQ(gdak_qp_query_error(a.qp, &e), 0);
+		CHECK_EQ(e.state, GDAK_QPS_RTS);
+		CHECK_STR(e.rule, "");
+		CHECK_STR(e.last_rule, "bf_not_alternated");
+		CHECK(strstr(e.last_text, "WQE 2") != NULL);
+		CHECK_EQ(e.violations, 2);
+	}
 	nu_destroy(&a);
 	nu_destroy(&b);
 }

@@ -196,6 +196,13 @@ void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	__atomic_fetch_add(&qp->st.violations, 1, __ATOMIC_RELAXED);
+	/* for gdak_qp_query_error: warnings leave the QP running, so this is
+	 * where the device's author finds them (lock order: resp_lock, then
+	 * err_lock, as nm_qp_set_error) */
+	pthread_mutex_lock(&qp->err_lock);
+	snprintf(qp->viol_rule, sizeof(qp->viol_rule), "%s", rule);
+	snprintf(qp->viol_text, sizeof(qp->viol_text), "WQE %u: %.140s", wqe_index, text);
+	pthread_mutex_unlock(&qp->err_lock);
 	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
 	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
 }

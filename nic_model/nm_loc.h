@@ -335,6 +335,8 @@ struct nm_qp {
 	pthread_mutex_t err_lock;
 	struct nm_qp_err err;
 	bool err_set;
+	char viol_rule[48];	/* the last violation, failing or not (err_lock) */
+	char viol_text[160];
 
 	struct gdak_nic_stats st; /* single writer per field group; read relaxed */
 };

@@ -238,6 +238,7 @@ static void queues_reset(struct nm_qp *qp)
 	pthread_mutex_lock(&qp->err_lock);
 	memset(&qp->err, 0, sizeof(qp->err));
 	qp->err_set = false;
+	qp->viol_rule[0] = qp->viol_text[0] = 0;
 	pthread_mutex_unlock(&qp->err_lock);
 	dev_qp_fill(qp);
 }
@@ -460,7 +461,10 @@ int nm_qp_query_error(struct gdak_qp *bqp, struct gdak_qp_error *e)
 		snprintf(e->rule, sizeof(e->rule), "%s", qp->err.rule);
 		snprintf(e->text, sizeof(e->text), "%s", qp->err.text);
 	}
+	snprintf(e->last_rule, sizeof(e->last_rule), "%s", qp->viol_rule);
+	snprintf(e->last_text, sizeof(e->last_text), "%s", qp->viol_text);
 	pthread_mutex_unlock(&qp->err_lock);
+	e->violations = __atomic_load_n(&qp->st.violations, __ATOMIC_RELAXED);
 	return 0;
 }
 
