@@ -12,6 +12,7 @@
 #include "fid_util.h"
 
 #include <gdak/dev/db.h>
+#include <gdak/dev/rma.h>
 
 static struct gdak_ctx *ctx;
 static uint8_t src[4096], dst[4096];
@@ -51,7 +52,36 @@ static void case_alternating(void)
 			REQUIRE(fid_cqe_at(&a.d->scq, ncqe, 5000) != NULL);
 		a.d->sq_done = idx + 1;
 	}
-	for (unsigned i = 0; i < 40; i++)
+	/* through a local copy of the descriptor (gdak_dev_qp_load / _store):
+	 * the half to use next travels back with the indices */
+	{
+		struct gdak_dev_qp l;
+		unsigned half = a.d->bf_half;
+
+		gdak_dev_qp_load(&l, a.d);
+		for (unsigned i = 40; i < 43; i++) {
+			struct gdak_dev_sge s = {(uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms)};
+			uint64_t idx = gdak_dev_sq_reserve(&l, 1);
+
+			gdak_dev_wqe_write(&l, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * i),
+					   gdak_mr_rkey(md), &s, 1);
+			gdak_dev_sq_submit(&l, idx, idx + 1);
+			REQUIRE(fid_cqe_at(&a.d->scq, ncqe++, 5000) != NULL);
+			l.sq_done = idx + 1;
+		}
+		gdak_dev_qp_store(a.d, &l);
+		CHECK_EQ(a.d->bf_half, half ^ 1);
+		{
+			struct gdak_dev_sge s = {(uintptr_t)(src + 64 * 43), 64, gdak_mr_lkey(ms)};
+			uint64_t idx = gdak_dev_sq_reserve(a.d, 1);
+
+			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * 43),
+					   gdak_mr_rkey(md), &s, 1);
+			gdak_dev_sq_submit(a.d, idx, idx + 1);
+			REQUIRE(fid_cqe_at(&a.d->scq, ncqe++, 5000) != NULL);
+		}
+	}
+	for (unsigned i = 0; i < 44; i++)
 		CHECK_MEM(dst + 64 * i, src + 64 * i, 64);
 	CHECK_EQ(fid_violations(&a), 0);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);

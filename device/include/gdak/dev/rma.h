@@ -86,6 +86,7 @@ GDAK_DEV void gdak_dev_qp_store(struct gdak_dev_qp *qp, const struct gdak_dev_qp
 	qp->sq_db = local->sq_db;
 	qp->sq_sig = local->sq_sig;
 	qp->sq_sig_start = local->sq_sig_start;
+	qp->bf_half = local->bf_half;
 	qp->rq_pi = local->rq_pi;
 	qp->rq_done = local->rq_done;
 	gdak_dev_cq_store_state(&qp->scq, &local->scq);
