@@ -10,7 +10,8 @@
  * the neighbouring word.  Negative twins: an 8-byte local segment on a
  * 4-byte atomic (LOCAL_LENGTH_ERR, atomic_length), a target not 4-byte
  * aligned (REMOTE_INVAL_REQ_ERR, atomic_unaligned), an operand size the
- * model does not know (opmod 0x0a: LOCAL_QP_OP_ERR, atomic_opmod).
+ * model does not know (opmod 0x0a: LOCAL_QP_OP_ERR, atomic_opmod), a
+ * 4-byte atomic on the RoCE/UDP transport (LOCAL_QP_OP_ERR, atomic_transport).
  */
 #include "fid_util.h"
 
@@ -195,5 +196,20 @@ int main(void)
 	gdak_mr_dereg(mt);
 	gdak_mr_dereg(mr);
 	gdak_close(ctx);
+
+	/* the packet transport: 4-byte atomics are refused, named */
+	if (gdak_open("emu:udp:127.0.0.1", &ctx) == 0) {
+		REQUIRE_EQ(gdak_mr_reg(ctx, tgt, sizeof(tgt), GDAK_ACCESS_ALL, &mt), 0);
+		REQUIRE_EQ(gdak_mr_reg(ctx, ret, sizeof(ret), GDAK_ACCESS_ALL, &mr), 0);
+		a.qp = b.qp = NULL;
+		fresh();
+		fails(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, &tgt[0], 1, 0, 0, 0, ret, 4),
+		      MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport");
+		nu_destroy(&a);
+		nu_destroy(&b);
+		gdak_mr_dereg(mt);
+		gdak_mr_dereg(mr);
+		gdak_close(ctx);
+	}
 	return gdak_test_end();
 }

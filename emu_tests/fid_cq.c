@@ -96,7 +96,9 @@ static void case_collapsed(void)
 
 		post_batch(&a, 1, n);
 		/* NVSHMEM: wait until entry 0's wqe_counter names our WQE */
-		CHECK(FID_UNTIL(fid_get_be16(c0 + 60) == (uint16_t)want &&
+		CHECK(FID_UNTIL(gdak_be16toh(gdak_dev_load_acquire_u16(
+						(const uint16_t *)(const void *)(c0 + 60))) ==
+						(uint16_t)want &&
 					(gdak_dev_load_acquire_u8(c0 + 63) >> 4) == MLX5_CQE_REQ,
 				5000));
 		/* GPUNetIO write_lat: the owner bit of CQE n, in entry 0 */

@@ -58,6 +58,14 @@ static void case_ring_without_record(void)
 	fid_write(&a, src, 16, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
 	fid_ring(&a, a.pi);
 	CHECK(FID_UNTIL(fid_violations(&a) == 1, 5000));
+	{
+		struct gdak_qp_error e;
+
+		REQUIRE_EQ(gdak_qp_query_error(a.qp, &e), 0);
+		CHECK_EQ(e.state, GDAK_QPS_RTS);
+		CHECK_STR(e.last_rule, "ring_without_record");
+		CHECK_EQ(e.violations, 1);
+	}
 	REQUIRE_EQ(gdak_nic_qp_stats(a.qp, &st), 0);
 	CHECK_EQ(st.wqes, 0);
 	CHECK(!nu_cqe_ready(&a, 0));

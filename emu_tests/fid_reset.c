@@ -7,6 +7,7 @@
  * restarts as a ConnectX's does: the send queue, its record and the CQ
  * start again from index 0 (the device writes WQE 0 and polls CQE 0),
  * gdak_qp_query_error() reports the new state with the old error gone,
+ * gdak_nic_qp_query() (the NIC's own view) shows every index back at 0,
  * and traffic is verified byte for byte with no new violation.
  */
 #include "fid_util.h"
@@ -34,6 +35,18 @@ static void traffic(struct nu_qp *a, unsigned n, uint64_t *cqn, unsigned seed)
 		fid_cq_consumed(&a->d->scq, *cqn);
 	}
 	CHECK_MEM(dst, src, 64 * n);
+	{
+		struct gdak_nic_qp_view v;
+
+		/* the NIC's view: everything fetched, one CQE per WQE */
+		REQUIRE_EQ(gdak_nic_qp_query(a->qp, &v), 0);
+		CHECK_EQ(v.state, GDAK_QPS_RTS);
+		CHECK_EQ(v.sq_consumer, a->pi);
+		CHECK_EQ(v.sq_producer, a->pi);
+		CHECK_EQ(v.sq_rung, a->pi);
+		CHECK_EQ(v.sq_record, (uint16_t)a->pi);
+		CHECK_EQ(v.scq_produced, *cqn);
+	}
 }
 
 /* One side, as after a local error: the peer (loop transport) keeps its
@@ -44,8 +57,17 @@ static void reconnect_one(struct nu_qp *a, struct nu_qp *b)
 	struct gdak_qp_info ib;
 	struct gdak_qp_error e;
 
+	struct gdak_nic_qp_view v;
+
 	REQUIRE_EQ(gdak_qp_modify(a->qp, GDAK_QPS_RESET, NULL), 0);
 	CHECK_EQ(gdak_qp_state(a->qp), GDAK_QPS_RESET);
+	REQUIRE_EQ(gdak_nic_qp_query(a->qp, &v), 0);
+	CHECK_EQ(v.state, GDAK_QPS_RESET);
+	CHECK_EQ(v.sq_consumer, 0);
+	CHECK_EQ(v.sq_producer, 0);
+	CHECK_EQ(v.sq_rung, 0);
+	CHECK_EQ(v.sq_record, 0);
+	CHECK_EQ(v.scq_produced, 0);
 	REQUIRE_EQ(gdak_qp_query_error(a->qp, &e), 0);
 	CHECK_EQ(e.state, GDAK_QPS_RESET);
 	CHECK_STR(e.rule, "");

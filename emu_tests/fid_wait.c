@@ -10,6 +10,8 @@
  *     and the FA complete, in order, counter 1.  A WAIT naming no CQ:
  *     LOCAL_QP_OP_ERR, rule wait_bad_cq.  The WAIT, decoded again on every
  *     pass while it waits, is in the trace once (so is every other WQE).
+ *     A WAIT more than a ring ahead waits and is flagged once
+ *     (wait_index_ahead); an unknown WAIT mode fails (wait_opmod).
  *   DUMP (opcode 0x23, ctrl + data segment): NVSHMEM's get-with-ordering,
  *     RDMA_READ then a fenced DUMP of one byte of the landing buffer: the
  *     DUMP completes after the READ, whose data is there.  A DUMP with an
@@ -169,6 +171,47 @@ static void case_wait(const char *trace)
 	nu_destroy(&d);
 }
 
+/* a WAIT more than a ring ahead of its CQ: legal (it just waits), flagged
+ * once; a WAIT mode the model does not know: LOCAL_QP_OP_ERR, wait_opmod */
+static void case_wait_odd(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct nu_qp a, b, c, d;
+	struct gdak_nic_stats st;
+	const uint8_t *e;
+	uint8_t w[64];
+	uint64_t i;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	REQUIRE_EQ(nu_pair(ctx, &attr, &c, &d), 0);
+	post_wait(&c, a.d->scq.cqn, 1000, FID_CQ_UPDATE);
+	fid_submit_doca(&c);
+	CHECK(FID_UNTIL(fid_violations(&c) == 1, 5000));
+	usleep(20000);
+	CHECK_EQ(fid_violations(&c), 1); /* once, not once per pass */
+	REQUIRE_EQ(gdak_nic_qp_stats(c.qp, &st), 0);
+	CHECK_EQ(st.wqes, 0);
+	CHECK_EQ(gdak_qp_state(c.qp), GDAK_QPS_RTS);
+	CHECK(!nu_cqe_ready(&c, 0));
+	nu_destroy(&c); /* with the WAIT still waiting */
+	nu_destroy(&d);
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &c, &d), 0);
+	fid_ctrl(w, 1, 0, GDAK_MLX5_OPCODE_WAIT, c.qpn, 2, FID_CQ_UPDATE, 0); /* opmod 1 */
+	memset(w + 16, 0, 16);
+	i = fid_put(&c, w, 2);
+	fid_submit_doca(&c);
+	e = fid_cqe_at(&c.d->scq, 0, 5000);
+	REQUIRE(e != NULL);
+	CHECK_EQ(e[63] >> 4, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(fid_get_be16(e + 60), (uint16_t)i);
+	FID_EXPECT_ERROR(&c, "wait_opmod", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+	nu_destroy(&a);
+	nu_destroy(&b);
+	nu_destroy(&c);
+	nu_destroy(&d);
+}
+
 static void case_dump(void)
 {
 	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
@@ -247,6 +290,8 @@ int main(void)
 			case_wait(NULL);
 		}
 		case_dump();
+		if (i == 0)
+			case_wait_odd();
 		gdak_mr_dereg(ms);
 		gdak_mr_dereg(md);
 		gdak_mr_dereg(mc);

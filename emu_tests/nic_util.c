@@ -169,16 +169,22 @@ void nu_ring(struct nu_qp *q)
 	 * register (the register store's release orders it after the record) */
 	__atomic_store_n(&d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)q->pi),
 			 __ATOMIC_RELEASE);
+	/* alternate the register halves after every write, as rdma-core */
+	uint64_t *reg = d->db_reg;
+	if (d->bf_log_half) {
+		reg = (uint64_t *)(void *)((char *)reg + ((size_t)d->bf_half << d->bf_log_half));
+		d->bf_half ^= 1;
+	}
 	if (d->handler == GDAK_DEV_DB_BF) {
 		/* the 64 bytes first, the 8 ctrl bytes last: what the NIC compares
 		 * is then complete once the first word changes.  8-byte stores,
 		 * like the device's MMIO writes (the NIC reads them the same way) */
 		const uint64_t *w = (const uint64_t *)(const void *)last;
 		for (int i = 1; i < 8; i++)
-			__atomic_store_n(d->db_reg + i, w[i], __ATOMIC_RELAXED);
-		__atomic_store_n(d->db_reg, w[0], __ATOMIC_RELEASE);
+			__atomic_store_n(reg + i, w[i], __ATOMIC_RELAXED);
+		__atomic_store_n(reg, w[0], __ATOMIC_RELEASE);
 	} else {
-		__atomic_store_n(d->db_reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
+		__atomic_store_n(reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
 	}
 }
 

@@ -59,9 +59,29 @@ static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t w
 				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
 		return NULL;
 	}
+	/* collapsed: built aside, then stored over entry 0 (cq_publish) */
 	if (cq->flags & NM_CQ_CC)
-		return &cq->cqes[0];
+		return &cq->stage;
 	return &cq->cqes[cq->pi & (cq->ncqe - 1)];
+}
+
+/* A collapsed CQ's entry 0 is rewritten while the device may be reading
+ * it (NVSHMEM polls its wqe_counter): every field with an atomic store,
+ * as the HCA's 64-byte write never shows a torn field. */
+static struct mlx5_cqe64 *cc_store(struct nm_cq *cq)
+{
+	uint8_t *d = (uint8_t *)(void *)&cq->cqes[0];
+	const uint8_t *s = (const uint8_t *)(const void *)&cq->stage;
+
+	for (int i = 0; i < 56; i += 8) {
+		uint64_t v;
+		memcpy(&v, s + i, 8);
+		__atomic_store_n((uint64_t *)(void *)(d + i), v, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&cq->cqes[0].sop_drop_qpn, cq->stage.sop_drop_qpn, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->cqes[0].wqe_counter, cq->stage.wqe_counter, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->cqes[0].signature, cq->stage.signature, __ATOMIC_RELAXED);
+	return &cq->cqes[0];
 }
 
 static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode)
@@ -71,6 +91,8 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 	/* the WQEs fetched before it are traced first: once the device sees
 	 * the CQE it may reuse their slots */
 	nm_trace_pend_flush_if();
+	if (cq->flags & NM_CQ_CC)
+		cqe = cc_store(cq);
 	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
 	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
 	/* release: a WAIT on this CQ (another QP's thread) that sees the new
@@ -174,6 +196,13 @@ void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	__atomic_fetch_add(&qp->st.violations, 1, __ATOMIC_RELAXED);
+	/* for gdak_qp_query_error: warnings leave the QP running, so this is
+	 * where the device's author finds them (lock order: resp_lock, then
+	 * err_lock, as nm_qp_set_error) */
+	pthread_mutex_lock(&qp->err_lock);
+	snprintf(qp->viol_rule, sizeof(qp->viol_rule), "%s", rule);
+	snprintf(qp->viol_text, sizeof(qp->viol_text), "WQE %u: %.140s", wqe_index, text);
+	pthread_mutex_unlock(&qp->err_lock);
 	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
 	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
 }

@@ -35,17 +35,22 @@
 enum nm_db_event { NM_DB_NONE, NM_DB_RECORD, NM_DB_RING, NM_DB_PROXY };
 static const char *const db_event_names[] = {"none", "record", "ring", "proxy"};
 
-static inline uint64_t reg_load(const struct nm_qp *qp)
+static inline const uint64_t *reg_at(const struct nm_qp *qp, unsigned half)
 {
-	return __atomic_load_n((const uint64_t *)(const void *)(qp->uar + GDAK_MLX5_DB_OFFSET),
-			       __ATOMIC_ACQUIRE);
+	return (const uint64_t *)(const void *)(qp->uar + GDAK_MLX5_DB_OFFSET +
+						((size_t)half << NM_BF_LOG_HALF));
 }
 
-/* The whole 64-byte register (BlueFlame), as 8-byte loads: the device
- * writes it with 8-byte stores, possibly while the NIC looks. */
-static void reg_copy(const struct nm_qp *qp, uint8_t out[64])
+static inline uint64_t half_load(const struct nm_qp *qp, unsigned half)
 {
-	const uint64_t *r = (const uint64_t *)(const void *)(qp->uar + GDAK_MLX5_DB_OFFSET);
+	return __atomic_load_n(reg_at(qp, half), __ATOMIC_ACQUIRE);
+}
+
+/* The whole 64-byte register half (BlueFlame), as 8-byte loads: the device
+ * writes it with 8-byte stores, possibly while the NIC looks. */
+static void reg_copy(const struct nm_qp *qp, unsigned half, uint8_t out[64])
+{
+	const uint64_t *r = reg_at(qp, half);
 
 	for (int i = 0; i < 8; i++) {
 		uint64_t v = __atomic_load_n(r + i, __ATOMIC_RELAXED);
@@ -76,14 +81,53 @@ static uint64_t reg_producer(const struct nm_qp *qp, uint64_t reg, uint32_t *ds_
 	return qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
 }
 
+/* The newest register value: the half that changed since the stage last
+ * looked (both changed: the one announcing the producer further ahead).
+ * *half_out: the half it came from, -1 when neither changed. */
+static uint64_t reg_newest(const struct nm_qp *qp, uint64_t *r0, uint64_t *r1, int *half_out)
+{
+	int c0, c1;
+
+	*r0 = half_load(qp, 0);
+	*r1 = half_load(qp, 1);
+	c0 = *r0 != qp->db_half_last[0];
+	c1 = *r1 != qp->db_half_last[1];
+	if (c0 && c1) {
+		int64_t p0 = (int64_t)(reg_producer(qp, *r0, NULL, NULL) - qp->ci);
+		int64_t p1 = (int64_t)(reg_producer(qp, *r1, NULL, NULL) - qp->ci);
+
+		*half_out = p1 > p0;
+	} else {
+		*half_out = c0 ? 0 : c1 ? 1 : -1;
+	}
+	return *half_out < 0 ? qp->db_reg_last : *half_out ? *r1 : *r0;
+}
+
 uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 {
-	return reg_producer(qp, reg_load(qp), NULL, NULL);
+	uint64_t r0, r1;
+	int h;
+	uint64_t reg = reg_newest(qp, &r0, &r1, &h);
+
+	return reg_producer(qp, reg, NULL, NULL);
+}
+
+void nm_db_forget_register(struct nm_qp *qp)
+{
+	uint64_t r0, r1;
+	int h;
+
+	qp->db_reg_last = reg_newest(qp, &r0, &r1, &h);
+	qp->db_half_last[0] = r0;
+	qp->db_half_last[1] = r1;
 }
 
 void nm_db_reset(struct nm_qp *qp)
 {
 	qp->db_reg_last = 0;
+	qp->db_half_last[0] = qp->db_half_last[1] = 0;
+	qp->reg_half = -1;
+	qp->bf_wait_half = 0;
 	qp->rung_pi = 0;
 	qp->pi = 0;
 	qp->rec_last = 0;
@@ -99,7 +143,8 @@ int nm_db_peek(const struct nm_qp *qp)
 {
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY)
 		return __atomic_load_n(qp->proxy_pi, __ATOMIC_RELAXED) != qp->pi;
-	if (rec_load(qp) != qp->rec_last || reg_load(qp) != qp->db_reg_last)
+	if (rec_load(qp) != qp->rec_last || half_load(qp, 0) != qp->db_half_last[0] ||
+	    half_load(qp, 1) != qp->db_half_last[1])
 		return 1;
 	/* in ERR, receive WQEs posted meanwhile are flushed too */
 	return qp->rq_cnt && nm_qp_state(qp) == GDAK_QPS_ERR &&
@@ -145,11 +190,11 @@ int nm_db_bf_verify(struct nm_qp *qp)
 	const uint8_t *ring = qp->sq + (idx & qp->sq_mask) * 64;
 	uint8_t copy[64];
 
-	if (reg_load(qp) != qp->db_reg_last) {
+	if (half_load(qp, 0) != qp->db_half_last[0] || half_load(qp, 1) != qp->db_half_last[1]) {
 		qp->bf_wait = UINT64_MAX; /* a newer doorbell replaced it: cannot tell */
 		return 0;
 	}
-	reg_copy(qp, copy);
+	reg_copy(qp, qp->bf_wait_half, copy);
 	if (!memcmp(copy, ring, 64)) {
 		qp->bf_wait = UINT64_MAX;
 		qp->bf_since_ns = 0;
@@ -181,7 +226,7 @@ int nm_db_poll(struct nm_qp *qp)
 	uint64_t target;
 	uint16_t rec;
 	uint64_t reg;
-	int changed = 0;
+	int changed = 0, half;
 
 	/* an injected stall: leave the doorbell unread, so it is seen later */
 	if (nm_fault_db_stall(qp))
@@ -200,13 +245,21 @@ int nm_db_poll(struct nm_qp *qp)
 	}
 
 	rec = rec_load(qp);
-	reg = reg_load(qp);
-	if (reg != qp->db_reg_last) {
+	{
+		uint64_t r0, r1;
+
+		reg = reg_newest(qp, &r0, &r1, &half);
+		qp->db_half_last[0] = r0;
+		qp->db_half_last[1] = r1;
+	}
+	if (half >= 0) {
 		uint32_t ds;
 		uint64_t idx;
 		uint64_t prev_end = qp->rung_pi;
+		int prev_half = qp->reg_half;
 
 		qp->db_reg_last = reg;
+		qp->reg_half = (int8_t)half;
 		qp->rung_pi = reg_producer(qp, reg, &ds, &idx);
 		qp->rung_any = true;
 		changed = 1;
@@ -216,7 +269,7 @@ int nm_db_poll(struct nm_qp *qp)
 			uint8_t regb[64];
 
 			if (qp->handler == GDAK_DEV_DB_BF)
-				reg_copy(qp, regb);
+				reg_copy(qp, (unsigned)half, regb);
 			else
 				memcpy(regb, &reg, 8);
 			NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn,
@@ -234,7 +287,16 @@ int nm_db_poll(struct nm_qp *qp)
 		if (qp->handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&
 		    idx == prev_end && idx >= qp->ci && idx - qp->ci < qp->sq_cnt) {
 			qp->bf_wait = idx;
+			qp->bf_wait_half = (uint8_t)half;
 			qp->bf_since_ns = 0;
+			/* rdma-core alternates the halves after every register
+			 * write: the HCA may otherwise combine this BlueFlame
+			 * write with the previous one still in flight */
+			if (prev_half == half)
+				nm_violation(qp, (uint16_t)idx, "bf_not_alternated", 0,
+					     "BlueFlame write to register half %d (UAR + 0x%x) again: "
+					     "alternate halves (bf->offset ^= bf->buf_size)", half,
+					     GDAK_MLX5_DB_OFFSET + (half << NM_BF_LOG_HALF));
 		}
 	}
 	if (rec != qp->rec_last) {

@@ -53,6 +53,9 @@ struct nm_op;
 
 /* ---- limits ----------------------------------------------------------- */
 
+/* BlueFlame register halves: log2 of one half's bytes (gdak_dev_qp.bf_log_half) */
+#define NM_BF_LOG_HALF 8
+
 #define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
 #define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
 #define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
@@ -195,6 +198,7 @@ struct nm_cq {
 	uint64_t pi;		/* CQEs written; stored with release after each CQE
 				 * (a WAIT on another QP reads it: nm_cq_produced) */
 	uint32_t flags;		/* enum nm_cq_flags */
+	struct mlx5_cqe64 stage; /* collapsed CQ: the next CQE, built here */
 };
 
 /* CQEs cq has produced, from any thread (a cross-channel WAIT's view). */
@@ -286,7 +290,13 @@ struct nm_qp {
 	uint16_t db_odd_rec;
 	bool db_odd_reported;
 	bool no_dbrec;		/* GDAK_QP_F_SQ_NO_DBREC: the register alone rings */
-	uint64_t bf_half_last;	/* UAR offset of the last BlueFlame write (0: none yet) */
+	/* the register has two halves (UAR + 0x800, + 0x900) that rdma-core
+	 * alternates between (bf->offset ^= bf->buf_size); the doorbell stage
+	 * watches both.  db_reg_last is the newest value, db_half_last[] each
+	 * half's; reg_half the half written last (-1: none yet) */
+	uint64_t db_half_last[2];
+	int8_t reg_half;
+	uint8_t bf_wait_half;	/* the half holding the BlueFlame copy to verify */
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */
@@ -334,6 +344,8 @@ struct nm_qp {
 	pthread_mutex_t err_lock;
 	struct nm_qp_err err;
 	bool err_set;
+	char viol_rule[48];	/* the last violation, failing or not (err_lock) */
+	char viol_text[160];
 
 	struct gdak_nic_stats st; /* single writer per field group; read relaxed */
 };
@@ -489,6 +501,8 @@ int nm_db_idle_check(struct nm_qp *qp);
 void nm_db_reset(struct nm_qp *qp);
 /* The producer index the doorbell register announces now (flush in ERR). */
 uint64_t nm_db_reg_producer(const struct nm_qp *qp);
+/* Take the register as seen (flushing in ERR: what it announced is flushed). */
+void nm_db_forget_register(struct nm_qp *qp);
 
 /* ---- nm_req.c --------------------------------------------------------------------- */
 

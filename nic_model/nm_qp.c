@@ -195,6 +195,7 @@ static void dev_qp_fill(struct nm_qp *qp)
 	d->sq_wqebb_cnt = qp->sq_cnt;
 	d->sq_log_cnt = log2u(qp->sq_cnt);
 	d->handler = qp->handler;
+	d->bf_log_half = NM_BF_LOG_HALF; /* halves at UAR + 0x800 and + 0x900 */
 	d->sharing = qp->sharing;
 	/* largest inline payload any inline-capable opcode can carry in 63 DS:
 	 * ctrl + raddr + 4-byte inline header */
@@ -236,6 +237,7 @@ static void queues_reset(struct nm_qp *qp)
 	pthread_mutex_lock(&qp->err_lock);
 	memset(&qp->err, 0, sizeof(qp->err));
 	qp->err_set = false;
+	qp->viol_rule[0] = qp->viol_text[0] = 0;
 	pthread_mutex_unlock(&qp->err_lock);
 	dev_qp_fill(qp);
 }
@@ -460,7 +462,50 @@ int nm_qp_query_error(struct gdak_qp *bqp, struct gdak_qp_error *e)
 		snprintf(e->rule, sizeof(e->rule), "%s", qp->err.rule);
 		snprintf(e->text, sizeof(e->text), "%s", qp->err.text);
 	}
+	snprintf(e->last_rule, sizeof(e->last_rule), "%s", qp->viol_rule);
+	snprintf(e->last_text, sizeof(e->last_text), "%s", qp->viol_text);
 	pthread_mutex_unlock(&qp->err_lock);
+	e->violations = __atomic_load_n(&qp->st.violations, __ATOMIC_RELAXED);
+	return 0;
+}
+
+struct view_arg {
+	struct nm_qp *qp;
+	struct gdak_nic_qp_view *v;
+};
+
+/* On the QP's thread: the doorbell and requester fields are its own. */
+static void view_on_thread(void *arg)
+{
+	struct view_arg *a = arg;
+	struct nm_qp *qp = a->qp;
+	struct gdak_nic_qp_view *v = a->v;
+
+	v->state = nm_qp_state(qp);
+	v->sq_consumer = qp->ci;
+	v->sq_producer = qp->pi;
+	v->sq_rung = qp->rung_pi;
+	v->sq_record = qp->rec_last;
+	v->flags = qp->base.attr.flags;
+	v->scq_produced = nm_cq_produced(&qp->scq);
+	v->rcq_produced = qp->rq_cnt ? nm_cq_produced(&qp->rcq) : 0;
+	pthread_spin_lock(&qp->resp_lock);
+	v->rq_consumed = qp->rq_ci;
+	pthread_spin_unlock(&qp->resp_lock);
+}
+
+int gdak_nic_qp_query(struct gdak_qp *bqp, struct gdak_nic_qp_view *v)
+{
+	struct view_arg a;
+
+	if (!bqp || !v)
+		return -EINVAL;
+	if (bqp->ctx->ops != &gdak_nm_backend_ops)
+		return -ENOTSUP;
+	memset(v, 0, sizeof(*v));
+	a.qp = nm_qp_of(bqp);
+	a.v = v;
+	nm_thread_call(a.qp->thr, view_on_thread, &a);
 	return 0;
 }
 

@@ -509,13 +509,13 @@ static int flush(struct nm_qp *qp)
 		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
 	} else if (qp->no_dbrec) {
 		p = nm_db_reg_producer(qp);
+		nm_db_forget_register(qp);
 	} else {
 		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
 								      __ATOMIC_ACQUIRE));
 		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
 		qp->rec_last = rec;
-		qp->db_reg_last = __atomic_load_n((const uint64_t *)(const void *)(qp->uar +
-							GDAK_MLX5_DB_OFFSET), __ATOMIC_RELAXED);
+		nm_db_forget_register(qp);
 	}
 	if (p - qp->ci > qp->sq_cnt)
 		p = qp->ci; /* garbage producer: nothing sensible to flush */

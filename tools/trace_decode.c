@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 
 #include <gdak/mlx5.h>
+#include <gdak/dev/types.h>
 #include "trace_tool.h"
 
 struct emit {
@@ -280,10 +281,26 @@ static void doorbell_fields(const struct emit *e, const struct gdak_trace_item *
 	e_s(e, "handler", gdak_trace_handler_name(it->u.db.handler));
 	e_u(e, "pi", it->u.db.dbrec_pi);
 	e_u(e, "reg_bytes", it->u.db.reg_len);
-	/* DB writes the first 8 bytes of the last WQE's ctrl segment; BF the whole WQE */
+	/* CPU_PROXY: the 64-bit producer index the device published (host
+	 * order), not a ctrl segment */
+	if (it->u.db.handler == GDAK_DEV_DB_CPU_PROXY && it->u.db.reg_len == 8) {
+		uint64_t p;
+		memcpy(&p, it->u.db.reg, 8);
+		e_u(e, "producer", p);
+		return;
+	}
+	/* DB writes the first 8 bytes of a ctrl segment; BF the whole WQE.  DS 0
+	 * is the producer-index form (GPUNetIO, NVSHMEM): be32(qpn << 8) with
+	 * the next producer index, which is what the HCA reads */
 	if (it->u.db.reg_len >= 8) {
 		uint8_t w[16] = {0};
 		memcpy(w, it->u.db.reg, 8);
+		if ((w[7] & 0x3f) == 0) {
+			e_s(e, "form", "producer_index");
+			e_u(e, "producer", (uint32_t)w[1] << 8 | w[2]);
+			e_qpn(e, "qpn", (uint32_t)w[4] << 16 | (uint32_t)w[5] << 8 | w[6]);
+			return;
+		}
 		ctrl_fields(e, w, 0);
 	}
 }

@@ -180,6 +180,13 @@ struct gdak_qp_error {
 	uint8_t opcode;		 /* its MLX5_OPCODE_* */
 	char rule[48];		 /* check that fired ("bad_rkey", ...) or "" */
 	char text[160];		 /* human text: what went wrong, where */
+	/* Warnings too (emulated NIC): how many strict-mode checks fired on
+	 * this QP, and the last of them whether or not it failed the QP -
+	 * what ConnectX would run but may misexecute (bf_not_alternated,
+	 * ring_without_record, ...) shows here while the QP stays in RTS. */
+	uint64_t violations;
+	char last_rule[48];
+	char last_text[160];
 };
 int gdak_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err);
 

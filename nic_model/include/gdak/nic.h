@@ -89,6 +89,25 @@ struct gdak_nic_stats {
 int gdak_nic_qp_stats(struct gdak_qp *qp, struct gdak_nic_stats *st);
 /* Counters of every QP of the process, destroyed ones included. */
 int gdak_nic_stats(struct gdak_nic_stats *st);
+/*
+ * The NIC's own view of a QP (emu backend only; -ENOTSUP otherwise), taken
+ * on the QP's NIC thread between two passes: what it has fetched and been
+ * told, independent of what the device believes.  After a RESET every
+ * index is 0 again, as on a ConnectX.
+ */
+struct gdak_nic_qp_view {
+	int state;		/* enum gdak_qp_state as the NIC holds it */
+	uint64_t sq_consumer;	/* WQEBBs fetched (64-bit; the ring index is & (sq - 1)) */
+	uint64_t sq_producer;	/* WQEBBs the NIC may execute up to */
+	uint64_t sq_rung;	/* producer the doorbell register announced last */
+	uint32_t sq_record;	/* send doorbell record seen last (16 bits) */
+	uint32_t flags;		/* the QP's GDAK_QP_F_* */
+	uint64_t scq_produced;	/* CQEs written to the send CQ */
+	uint64_t rcq_produced;	/* CQEs written to the receive CQ */
+	uint64_t rq_consumed;	/* receive WQEs consumed */
+};
+int gdak_nic_qp_query(struct gdak_qp *qp, struct gdak_nic_qp_view *v);
+
 /* Bytes of NIC-model state per QP beyond the rings the caller asked for. */
 uint64_t gdak_nic_qp_state_bytes(void);
 

@@ -47,6 +47,24 @@ GDAK_DEV void gdak_dev_sq_update_dbrec(struct gdak_dev_qp *qp, uint64_t new_pi)
  * is never 0: its DS count is at least 1).  BlueFlame loads the whole WQE
  * back from the ring.
  */
+/*
+ * The register (half) this doorbell goes to.  With two BlueFlame halves the
+ * writes alternate, as rdma-core's bf->offset ^= bf->buf_size after every
+ * post: two write-combined 64-byte writes to the same half could reach the
+ * HCA merged or out of order.  Not thread safe - the caller holds the
+ * doorbell (exclusive owner, or the producer-order turn).
+ */
+GDAK_DEV uint64_t *gdak_dev_db_reg_next(struct gdak_dev_qp *qp)
+{
+	uint64_t *reg = qp->db_reg;
+
+	if (qp->bf_log_half) {
+		reg = (uint64_t *)((char *)reg + ((size_t)qp->bf_half << qp->bf_log_half));
+		qp->bf_half ^= 1;
+	}
+	return reg;
+}
+
 GDAK_DEV void gdak_dev_sq_ring_db(struct gdak_dev_qp *qp, uint64_t last_idx, uint64_t new_pi,
 				  int single, uint64_t db)
 {
@@ -56,14 +74,42 @@ GDAK_DEV void gdak_dev_sq_ring_db(struct gdak_dev_qp *qp, uint64_t last_idx, uin
 		gdak_dev_store_release_u64(qp->proxy_pi, new_pi);
 	} else if (qp->handler == GDAK_DEV_DB_BF && single &&
 		   gdak_dev_wqe_bbs_at(qp, last_idx) == 1) {
+		uint64_t *reg = gdak_dev_db_reg_next(qp);
+
 		gdak_dev_barrier_dbrec_to_ring();
 		for (int i = 0; i < 8; i++)
-			gdak_dev_mmio_store_u64(qp->db_reg + i, wqe[i]);
+			gdak_dev_mmio_store_u64(reg + i, wqe[i]);
 	} else {
 		/* DB, and BF for batches or multi-WQEBB WQEs */
+		uint64_t *reg = gdak_dev_db_reg_next(qp);
+
 		gdak_dev_barrier_dbrec_to_ring();
-		gdak_dev_mmio_store_u64(qp->db_reg, db ? db : wqe[0]);
+		gdak_dev_mmio_store_u64(reg, db ? db : wqe[0]);
 	}
+	qp->sq_db = new_pi;
+}
+
+/*
+ * The register value DOCA GPUNetIO and NVSHMEM ring with: ctrl word 0 is
+ * be32(new_pi << 8) (opcode 0, opmod 0), word 1 be32(qpn << 8) (DS 0).  The
+ * HCA reads a DS-0 doorbell's index as the producer itself (a DS != 0 one
+ * as the last WQE's index), so this form needs no WQE bytes at all - it is
+ * the only one a QP without a doorbell record (GDAK_QP_F_SQ_NO_DBREC) can
+ * use when the last WQE is larger than one WQEBB.
+ */
+GDAK_DEV uint64_t gdak_dev_db_value_pi(const struct gdak_dev_qp *qp, uint64_t new_pi)
+{
+	return gdak_dev_pack32(gdak_htobe32((uint32_t)(new_pi & 0xffff) << 8), qp->qpn_ds_be);
+}
+
+/* Ring with the producer-index form (no record written: the caller's choice
+ * of order, e.g. DOCA's ring-record-ring). */
+GDAK_DEV void gdak_dev_sq_ring_pi(struct gdak_dev_qp *qp, uint64_t new_pi)
+{
+	uint64_t *reg = gdak_dev_db_reg_next(qp);
+
+	gdak_dev_barrier_dbrec_to_ring();
+	gdak_dev_mmio_store_u64(reg, gdak_dev_db_value_pi(qp, new_pi));
 	qp->sq_db = new_pi;
 }
 

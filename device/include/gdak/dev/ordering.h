@@ -126,24 +126,39 @@ GDAK_DEV void gdak_dev_barrier_cqe_after_owner(void)
  * Orders the doorbell-record store before the doorbell-register store on
  * the posting fast path.  Host threads: a full fence, as
  * gdak_dev_barrier_dbrec_to_db (real UAR pages are write-combining, and WC
- * stores may pass earlier write-back stores).  GPU: nothing - a fence at
- * system scope costs a PCIe round trip, and neither reader needs it: the
- * NIC model executes up to min(record, register) (the doorbell
- * stage, nic_model/nm_doorbell.c) and ConnectX accepts the register before the record
- * (DOCA rings, writes the record, rings again).  The WQE stores themselves
- * are ordered before the record by its release store - and, on the GPUs
- * gdak targets, before the register store too, since the release is a
- * fence that completes before any later store issues; the PTX model does
- * not promise that, so -DGDAK_DEV_RING_FENCE puts a fence.acq_rel.sys here
- * (one more system-scope fence per post) for hardware that must never see
- * the register before the WQEs.
+ * stores may pass earlier write-back stores).  GPU: a fence.acq_rel.sys by
+ * default.  The record's release store orders the WQE stores before the
+ * record, but the PTX memory model promises nothing about a later MMIO
+ * store to the register: without the fence a ConnectX may see the register
+ * before the WQEs it announces (the NIC model would not notice - it works
+ * to min(record, register)).  Code that knows its GPU orders them anyway
+ * may build with -DGDAK_DEV_NO_RING_FENCE (one system-scope fence less per
+ * post; docs/BENCHMARKS-CUDA.md has what it costs on write_lat).
  */
 GDAK_DEV void gdak_dev_barrier_dbrec_to_ring(void)
 {
 #if !GDAK_DEV_ON_GPU
 	GDAK_DEV_HOST_FENCE_(__ATOMIC_SEQ_CST);
-#elif defined(GDAK_DEV_RING_FENCE)
+#elif !defined(GDAK_DEV_NO_RING_FENCE)
 	asm volatile("fence.acq_rel.sys;" ::: "memory");
+#endif
+}
+
+/*
+ * Shared QPs: before passing the doorbell turn to the next producer, push
+ * this thread's write-combined register stores out (rdma-core's
+ * mmio_flush_writes before unlocking the BlueFlame lock): otherwise the HCA
+ * may receive the next producer's doorbell before this one.  Host: a full
+ * fence (sfence on x86 drains the WC buffers).  GPU: MMIO stores are not
+ * write-combined by the SM, but the system-scope fence also keeps the
+ * register store ahead of the release of the turn.
+ */
+GDAK_DEV void gdak_dev_mmio_flush_writes(void)
+{
+#if GDAK_DEV_ON_GPU
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+	GDAK_DEV_HOST_FENCE_(__ATOMIC_SEQ_CST);
 #endif
 }
 

@@ -86,6 +86,7 @@ GDAK_DEV void gdak_dev_qp_store(struct gdak_dev_qp *qp, const struct gdak_dev_qp
 	qp->sq_db = local->sq_db;
 	qp->sq_sig = local->sq_sig;
 	qp->sq_sig_start = local->sq_sig_start;
+	qp->bf_half = local->bf_half;
 	qp->rq_pi = local->rq_pi;
 	qp->rq_done = local->rq_done;
 	gdak_dev_cq_store_state(&qp->scq, &local->scq);
@@ -196,6 +197,9 @@ GDAK_DEV int gdak_dev_sq_publish_db(struct gdak_dev_qp *qp, uint64_t start, uint
 	}
 	gdak_dev_sq_update_dbrec(qp, end);
 	gdak_dev_sq_ring_db(qp, last_idx, end, last_idx == start, db);
+	/* the next producer's doorbell must not overtake this one */
+	if (qp->sharing == GDAK_DEV_SHARED)
+		gdak_dev_mmio_flush_writes();
 	gdak_dev_own_store_u64(qp, &qp->sq_ready, end);
 	return 0;
 }

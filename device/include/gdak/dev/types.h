@@ -73,7 +73,13 @@ struct gdak_dev_qp {
 	uint32_t qpn_ds_be;	/* be32(qpn << 8): OR in be32(ds) for ctrl.qpn_ds */
 	uint32_t sq_wqebb_cnt;	/* SQ size in WQEBBs, a power of two */
 	uint32_t sq_log_cnt;
-	uint32_t handler;	/* enum gdak_dev_db_handler */
+	uint16_t handler;	/* enum gdak_dev_db_handler */
+	/* Host-filled: log2 bytes of one half of the BlueFlame register (the
+	 * register at db_reg and the one 1 << bf_log_half bytes after it);
+	 * 0 = a single register.  rdma-core alternates between the halves
+	 * after every register write (bf->offset ^= bf->buf_size). */
+	uint8_t bf_log_half;
+	uint8_t bf_half;	/* device-owned: the half the next register write uses */
 	uint32_t sharing;	/* enum gdak_dev_sharing */
 	uint32_t max_inline;	/* inline payload bytes one WQE may carry */
 	void *sq_buf;		/* sq_wqebb_cnt * 64 bytes, 64-byte aligned */

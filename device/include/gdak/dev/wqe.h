@@ -404,6 +404,80 @@ GDAK_DEV uint32_t gdak_dev_wqe_masked_fetch_add(const struct gdak_dev_qp *qp, ui
 				   0, boundary, 0, laddr, lkey);
 }
 
+/*
+ * Extended 4-byte atomics (ctrl opmod 0x08, <gdak/mlx5.h>): ctrl + raddr +
+ * one 16-byte segment + a 4-byte data segment (DS 4, one WQEBB).  The data
+ * segment receives the target's original 32-bit value big-endian; raddr
+ * must be 4-byte aligned.  FA: add, carries stopped at the bits set in
+ * boundary (0: a plain 32-bit add).  CS: where the bits under compare_mask
+ * equal compare, the bits under swap_mask come from swap (both masks all
+ * ones: a plain 32-bit compare-and-swap).
+ */
+GDAK_DEV uint32_t gdak_dev_wqe_atomic32(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
+					uint32_t flags, uint64_t raddr, uint32_t rkey, uint32_t v0,
+					uint32_t v1, uint32_t m0, uint32_t m1, uint64_t laddr,
+					uint32_t lkey)
+{
+	struct gdak_dev_sge sge = {laddr, 4, lkey};
+	gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, 1), raddr, rkey);
+	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 2),
+			  gdak_dev_pack32(gdak_htobe32(v0), gdak_htobe32(v1)),
+			  gdak_dev_pack32(gdak_htobe32(m0), gdak_htobe32(m1)));
+	gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, 3), &sge);
+	gdak_dev_wqe_set_ctrl(qp, idx, opcode, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, 4,
+			      gdak_dev_wqe_fm_ce_se(flags), 0);
+	return 1;
+}
+
+GDAK_DEV uint32_t gdak_dev_wqe_fetch_add32(const struct gdak_dev_qp *qp, uint64_t idx,
+					   uint32_t flags, uint64_t raddr, uint32_t rkey,
+					   uint32_t add, uint32_t boundary, uint64_t laddr,
+					   uint32_t lkey)
+{
+	return gdak_dev_wqe_atomic32(qp, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, flags, raddr, rkey, add,
+				     boundary, 0, 0, laddr, lkey);
+}
+
+GDAK_DEV uint32_t gdak_dev_wqe_cas32(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t flags,
+				     uint64_t raddr, uint32_t rkey, uint32_t compare, uint32_t swap,
+				     uint64_t laddr, uint32_t lkey)
+{
+	return gdak_dev_wqe_atomic32(qp, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, flags, raddr, rkey, swap,
+				     compare, 0xffffffffu, 0xffffffffu, laddr, lkey);
+}
+
+/*
+ * DUMP (opcode 0x23): ctrl + one data segment (DS 2).  The NIC reads the
+ * local range and sends nothing; the WQE completes in order.  NVSHMEM posts
+ * it fenced after RDMA_READs (get with ordering): its CQE then says the
+ * READs before it have landed.
+ */
+GDAK_DEV uint32_t gdak_dev_wqe_dump(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t flags,
+				    uint64_t laddr, uint32_t len, uint32_t lkey)
+{
+	struct gdak_dev_sge sge = {laddr, len, lkey};
+	gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, 1), &sge);
+	gdak_dev_wqe_set_ctrl(qp, idx, GDAK_MLX5_OPCODE_DUMP, 0, 2, gdak_dev_wqe_fm_ce_se(flags), 0);
+	return 1;
+}
+
+/*
+ * WAIT (cross-channel, opcode 0x0f, opmod 0): ctrl + the wait segment (DS 2:
+ * 8 reserved bytes, be32 max_index, be32 CQ number).  The QP runs nothing
+ * behind it until CQ cqn has produced its CQE number max_index (counted
+ * from 0).  The counter/signal pattern: a companion QP waits on the main
+ * QP's send CQ, then bumps a counter.
+ */
+GDAK_DEV uint32_t gdak_dev_wqe_wait_cq(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t flags,
+				       uint32_t cqn, uint32_t max_index)
+{
+	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 1), 0,
+			  gdak_dev_pack32(gdak_htobe32(max_index), gdak_htobe32(cqn & 0xffffff)));
+	gdak_dev_wqe_set_ctrl(qp, idx, GDAK_MLX5_OPCODE_WAIT, GDAK_MLX5_WAIT_OPMOD_CQ,
+			      GDAK_MLX5_WAIT_DS, gdak_dev_wqe_fm_ce_se(flags), 0);
+	return 1;
+}
+
 /* WQEBBs of the WQE already written at idx (from its ctrl's DS count). */
 GDAK_DEV uint32_t gdak_dev_wqe_bbs_at(const struct gdak_dev_qp *qp, uint64_t idx)
 {
