@@ -33,7 +33,9 @@ static const struct gdak_mlx5_op_info op_table[] = {
 	   GDAK_OPF_DATA | GDAK_OPF_IMM | GDAK_OPF_INLINE_OK | GDAK_OPF_SUPPORTED, 0),
 	OP(MLX5_OPCODE_TSO, "TSO", 1, GDAK_MLX5_MAX_DS, 0xff, 0, 0),
 	OP(GDAK_MLX5_OPCODE_WAIT, "WAIT", 2, 2, 0xff, GDAK_OPF_SUPPORTED, 0),
-	OP(MLX5_OPCODE_RDMA_READ, "RDMA_READ", 3, GDAK_MLX5_MAX_DS, 0xff,
+	/* DS 2 (ctrl + raddr, no data segment) is a zero-length READ: what
+	 * libmlx5 posts for one, and what a ConnectX executes */
+	OP(MLX5_OPCODE_RDMA_READ, "RDMA_READ", 2, GDAK_MLX5_MAX_DS, 0xff,
 	   GDAK_OPF_RADDR | GDAK_OPF_DATA | GDAK_OPF_READS_REMOTE | GDAK_OPF_SUPPORTED,
 	   GDAK_ACCESS_REMOTE_READ),
 	OP(MLX5_OPCODE_ATOMIC_CS, "ATOMIC_CS", 4, 4, 0xff,
