@@ -310,7 +310,8 @@ int main(void)
 					       scen_names[sc], i, o->rc[i]);
 				break;
 			}
-		cu_read(hd, &dst, 0, NW * LEN);
+		/* the DUMP scenario READs 4096 bytes (of the NW * LEN * 2 buffer) */
+		cu_read(hd, &dst, 0, sc == S_DUMP ? 4096 : NW * LEN);
 		if (sc <= S_NODBR || sc == S_RESET)
 			CHECK_MEM(hd, hs, NW * LEN);
 		if (sc == S_DUMP)
