@@ -25,9 +25,12 @@ trap 'rm -rf "$tmp"' EXIT
 	echo ''
 	echo 'extern const char nm_cuda_copy_ptx[];'
 	echo 'const char nm_cuda_copy_ptx[] ='
-	# drop the compiler's build-id comments: the text then depends on the
-	# source and the PTX ISA only
-	grep -v '^//' "$tmp/k.ptx" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$/\\n"/'
+	# drop the compiler's build-id comments, and name file-internal symbols
+	# with a fixed tag instead of nvcc's hash of the source's path: the
+	# text then depends on the source and the PTX ISA only, wherever the
+	# tree is checked out
+	grep -v '^//' "$tmp/k.ptx" | sed -e 's/_INTERNAL_[0-9a-f]\{8\}_/_INTERNAL_00000000_/g' \
+		-e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$/\\n"/'
 	echo '\t;'
 } | sed 's/^\\t/\t/' >"$tmp/out.c"
 if [ $check = 1 ]; then
