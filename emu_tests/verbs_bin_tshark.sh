@@ -74,10 +74,8 @@ n=0
 for t in "ib_write_lat -s 65536 -n 10" "ib_send_lat -s 5000 -n 10" "ib_read_lat -s 8192 -n 10" \
 	"ib_atomic_bw -n 10"; do
 	n=$((n + 1))
-	vb_port
 	VB_SRV_OPTS="--trace $VB_DIR/srv$n.pcapng" \
-		vb_pair "p$n" "$VB_PORT" "$t -d mlx5_0 -F -p $VB_PORT -x $sgid" \
-		"$t -d mlx5_0 -F -p $VB_PORT -x $cgid $A"
+		vb_pair "p$n" "$t -d mlx5_0 -F -p @PORT@ -x $sgid" "$t -d mlx5_0 -F -p @PORT@ -x $cgid $A"
 	((VB_SRV_RC == 0 && VB_CLI_RC == 0))
 	vb_check $? "${t%% *}: server exited $VB_SRV_RC, client $VB_CLI_RC"
 	((VB_SRV_RC || VB_CLI_RC)) && vb_show "$VB_DIR/p$n.srv" "$VB_DIR/p$n.cli"
