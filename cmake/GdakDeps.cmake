@@ -61,9 +61,16 @@ message(STATUS "gdak: CUDA ${GDAK_HAVE_CUDA}, hardware backend ${GDAK_HW_MLX5}, 
                "libev ${Libev_LIBRARY}")
 
 # What gdak.pc's Libs line needs: libgdak.a is static, so its dependencies go
-# into Libs.  libev by the library found (the static archive, normally).
+# into Libs.  libev by the library found (the static archive, normally),
+# by name and not by path: the path is the build machine's (a multiarch
+# directory, a -DLibev_LIBRARY), not the one the .pc is used on.
 if(Libev_LIBRARY MATCHES "\\.a$")
-  set(GDAK_PC_LIBEV "${Libev_LIBRARY}")
+  get_filename_component(_libev_name "${Libev_LIBRARY}" NAME)
+  get_filename_component(_libev_dir "${Libev_LIBRARY}" DIRECTORY)
+  set(GDAK_PC_LIBEV "-l:${_libev_name}")
+  if(NOT _libev_dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+    set(GDAK_PC_LIBEV "-L${_libev_dir} ${GDAK_PC_LIBEV}")  # a libev outside the system's
+  endif()
 else()
   set(GDAK_PC_LIBEV "-lev")
 endif()

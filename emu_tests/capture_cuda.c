@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * capture_cuda.c - the ring capture's GPU path (core/src/capture_cuda.c)
+ * capture_cuda.c - the ring capture's GPU path (core/trace/capture_cuda.c)
  * against a real CUDA driver: the rings live in GPU memory (cuMemAlloc, as
  * hw_mlx5's DEVX path puts them), the test plays the device by writing
  * WQEs, doorbell records and CQEs there with cuMemcpyHtoD, and the capture

@@ -1,4 +1,4 @@
-# The ring capture's GPU path (core/src/capture_cuda.c) for real: rings and
+# The ring capture's GPU path (core/trace/capture_cuda.c) for real: rings and
 # doorbell records in GPU memory, written by the test through the driver API,
 # read back by the capture's own copies (docs/CAPTURE.md, "GPU-resident
 # rings").  A C test that loads libcuda.so.1 with dlopen, so it builds

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * capture_cuda_fake.c - a stand-in libcuda.so.1 for machines without a GPU,
- * just large enough for gdak_capture_cuda and core/src/capture_cuda.c, so
+ * just large enough for gdak_capture_cuda and core/trace/capture_cuda.c, so
  * their real dlopen / context / stream / copy code runs in CI
  * (gdak.capture.cuda_fake; on a GPU machine gdak.capture.cuda runs the same
  * binary against the real driver).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * capture_hooks.c - the hooks a backend calls (core/src/capture_int.h), on
+ * capture_hooks.c - the hooks a backend calls (core/trace/capture_int.h), on
  * the NIC model: a QP about to be destroyed gets a last pass and is
  * forgotten; a context about to be closed stops the captures bound to it
  * (file complete at once, handle still valid) and takes its QPs out of the

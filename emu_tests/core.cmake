@@ -7,6 +7,7 @@ gdak_add_test(NAME gdak.core.cqe_owner SOURCES core_cqe_owner.c LABELS unit TIME
 gdak_add_test(NAME gdak.core.qp_info SOURCES core_qp_info.c LABELS unit TIMEOUT 30 MEMCHECK)
 gdak_add_test(NAME gdak.core.open SOURCES core_open.c LABELS unit TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.core.log SOURCES core_log.c LABELS unit TIMEOUT 60)
+gdak_add_test(NAME gdak.core.env SOURCES core_env.c LABELS unit TIMEOUT 60 MEMCHECK)
 
 # The table test also parses the installed mlx5dv.h, so an opcode or syndrome
 # a newer rdma-core adds shows up as a missing table entry.

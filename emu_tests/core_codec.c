@@ -245,6 +245,12 @@ static void whole_wqe_per_opcode(void)
 			m->compare_mask = gdak_htobe64(~0ull);
 			p += 32, ds += 2;
 		}
+		if (oi->opcode == GDAK_MLX5_OPCODE_WAIT) {
+			struct gdak_mlx5_wait_seg *ws = (void *)p; /* CQ 0x44, index 9 */
+			ws->max_index = gdak_htobe32(9);
+			ws->qpn_cqn = gdak_htobe32(0x44);
+			p += 16, ds++;
+		}
 		if (oi->flags & GDAK_OPF_DATA) {
 			gdak_mlx5_data_encode((void *)p, 0x2000, oi->flags & GDAK_OPF_ATOMIC ? 8 : 64, 7);
 			p += 16, ds++;

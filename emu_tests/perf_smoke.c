@@ -209,9 +209,88 @@ static void test_bad_command_lines(void)
 	bad_cli("--mem", "gpu", "write_bw", "--mem gpu needs --cuda");
 	bad_cli("--mem", "flash", "write_bw", "unknown --mem 'flash'");
 	bad_cli("-p", "0", "write_bw", "-p 0 (any free port) is for --server only");
+	/* perftest's flags with no meaning here are refused by name, with why */
+	bad_cli("-x", "3", "write_bw", "perftest's -x (--gid-index) has no meaning here: ");
+	bad_cli("--ib-port=1", "write_bw", NULL, "perftest's -i (--ib-port) has no meaning here");
+	bad_cli("--run_infinitely", "write_bw", NULL, "perftest's --run_infinitely has no meaning");
+	bad_cli("-c", "UD", "write_bw", "gdak's QPs are RC only");
+	bad_cli("-D", "0", "write_bw", "bad duration '0'");
+	bad_cli("-t", "100", "write_bw", "send queue depth (-t / --tx-depth / --sq-depth) must");
 	run_perf(&r, NULL, help);
 	CHECK_EQ(r.status, 0);
 	CHECK(strstr(r.out, "write_bw") && strstr(r.out, "put_signal_lat"));
+	/* the examples --help gives run as shown */
+	CHECK(strstr(r.out, "plot_bench.py bw.json -o bw.png") != NULL);
+	CHECK(strstr(r.out, "-t, --tx-depth N") && strstr(r.out, "--threads N"));
+	{
+		const char *ver[] = {"--version", NULL};
+
+		run_perf(&r, NULL, ver);
+		CHECK_EQ(r.status, 0);
+		CHECK(!strncmp(r.out, "gdak-perf 0.", 12));
+	}
+}
+
+/* perftest's spellings mean what they mean there; #iters is -n in every test. */
+static void test_perftest_spellings(void)
+{
+	static struct run r;
+	const char *bw[] = {"--json", "--quiet", "-r", "1", "-s", "8", "-n", "400", "-t", "128",
+			    "-l", "8", "-Q", "4", "-F", "-c", "RC", "--no-baseline", "write_bw", NULL};
+	const char *gb[] = {"--quiet", "-r", "1", "-s", "64K", "-n", "50", "--report_gbits",
+			    "--no-baseline", "write_bw", NULL};
+	const char *lat[] = {"--quiet", "-r", "3", "-s", "8", "-n", "150", "--no-baseline",
+			     "write_lat", NULL};
+	const char *latj[] = {"--json", "--quiet", "-r", "3", "-s", "8", "-n", "150",
+			      "--no-baseline", "write_lat", NULL};
+	const char *dur[] = {"--json", "--quiet", "-r", "1", "-s", "8", "-D", "1",
+			     "--no-baseline", "write_lat", NULL};
+	const char *csv[] = {"--csv", "--quiet", "-r", "1", "-s", "8", "-n", "300",
+			     "--no-baseline", "write_lat", NULL};
+	const char *cuda[] = {"--cuda", "read_bw", NULL};
+	const char *cudal[] = {"--cuda", "-n", "10", "write_lat", NULL};
+
+	run_perf(&r, NULL, bw);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "\"sq_depth\": 128,") != NULL);	/* -t: perftest's tx-depth */
+	CHECK(strstr(r.out, "\"threads\": 1,") != NULL);
+	CHECK(strstr(r.out, "\"wqes_per_db\": 8,") != NULL);	/* -l: post list */
+	CHECK(strstr(r.out, "\"signal_every\": 4,") != NULL);	/* -Q: CQ moderation */
+	run_perf(&r, NULL, gb);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "BW avg[Gb/s]") != NULL);
+	/* latency: #iters is the -n given, not -n x rounds; no batching header */
+	run_perf(&r, NULL, lat);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "        8       150 ") != NULL);
+	CHECK(strstr(r.out, "WQEs/doorbell") == NULL);
+	run_perf(&r, NULL, latj);
+	CHECK_EQ(r.status, 0);
+	CHECK(json_num(r.out, "iters", 0) == 150);
+	CHECK(strstr(r.out, "e+0") == NULL);	/* plain decimals */
+	run_perf(&r, NULL, dur);
+	CHECK_EQ(r.status, 0);
+	CHECK(json_num(r.out, "iters", 0) >= 1);
+	/* CSV: no %g exponents; not measured is an empty field (JSON: null) */
+	run_perf(&r, NULL, csv);
+	CHECK_EQ(r.status, 0);
+	CHECK(strstr(r.out, "\nwrite_lat,emu,8,300,1,") != NULL);
+	CHECK(strstr(r.out, "e+0") == NULL);
+	CHECK(strstr(r.out, ",,") != NULL);
+	/* --cuda runs gdak-perf-cuda (77 without a GPU, as it does) or says what it
+	 * cannot pass on; never "not available" */
+	run_perf(&r, NULL, cuda);
+	CHECK_EQ(r.status, 2);
+	CHECK(strstr(r.err, "gdak-perf-cuda does not take tests other than") != NULL);
+	run_perf(&r, NULL, cudal);
+	CHECK(r.status == 0 || r.status == 77 || (r.status == 1 && strstr(r.err, "gdak-perf-cuda")));
+	CHECK(strstr(r.err, "not available") == NULL);
+	/* a device that fails is named as given, even through $GDAK_DEVICE */
+	run_perf(&r, "GDAK_DEVICE=no-such-dev", (const char *const[]){"-n", "10", "write_lat",
+								     NULL});
+	CHECK_EQ(r.status, 1);
+	CHECK(strstr(r.err, "device 'no-such-dev' ($GDAK_DEVICE)") != NULL);
+	CHECK(strstr(r.err, "(default)") == NULL);
 }
 
 /* A test through the NIC model: exit 0, verified, and a positive number. */
@@ -242,7 +321,7 @@ static void test_nic_model(void)
 	static const char *const wpd1[] = {"-s", "8", "-n", "500", "--wqes-per-db", "1",
 					   "--signal-every", "1", "--no-baseline", NULL};
 	static const char *const multi[] = {"--size-range", "8:4K", "-n", "300", "-q", "4",
-					    "-t", "2", "--idle-qps", "5", "--signal-every", "32",
+					    "--threads", "2", "--idle-qps", "5", "--signal-every", "32",
 					    "--no-baseline", NULL};
 	static const char *const big[] = {"-s", "1M", "-n", "4", NULL};
 	static const char *const proxy[] = {"-s", "8", "-n", "2000", "--handler", "cpu_proxy",
@@ -309,5 +388,6 @@ int main(int argc, char **argv)
 	test_table_and_csv();
 	test_verification_catches_damage();
 	test_nic_model();
+	test_perftest_spellings();
 	return gdak_test_end();
 }

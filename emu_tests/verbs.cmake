@@ -21,3 +21,13 @@ gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_l
 # cudaMalloc'd memory as an MR (the CUDA driver API loaded at run time: builds
 # everywhere, skips without a GPU)
 gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)
+# Valgrind twin of the single-process test (label memcheck), as
+# gdak_add_test(MEMCHECK) makes them.
+if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  add_test(NAME gdak.verbs.lib.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_verbs_lib>)
+  set_tests_properties(gdak.verbs.lib.memcheck PROPERTIES TIMEOUT 1200
+    SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
+endif()

@@ -252,6 +252,15 @@ static void test_modify_rules(void)
 	/* a QP connected to itself (loopback, as perftest's -l does) */
 	CHECK_EQ(to_rtr(q, q->qp_num, 7, 0), 0);
 	CHECK_EQ(to_rts(q, 7, IBV_QP_SQ_PSN), EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 8;	/* a 3-bit field */
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+		 EINVAL);
 	CHECK_EQ(to_rts(q, 7, 0), 0);
 	CHECK_EQ(ibv_query_qp(q, &a, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(a.qp_state, IBV_QPS_RTS);
@@ -652,11 +661,23 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	}
 	fcntl(ctx->async_fd, F_SETFL, flags);
 	CHECK_EQ(fatal, 1);
-	/* back to RESET and up again: the QP works */
+	/* back to RESET and up again, both ends: the QPs work */
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RESET;
 	CHECK_EQ(ibv_modify_qp(a, &at, IBV_QP_STATE), 0);
-	(void)b;
+	CHECK_EQ(ibv_modify_qp(b, &at, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_query_qp(a, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RESET);
+	CHECK_EQ(ibv_poll_cq(cq, 2, wc), 0);
+	connect_pair(a, b, 0x500, 0x600);
+	gdak_test_fill(lbuf, 8192, 11);
+	sg = (struct ibv_sge){(uintptr_t)lbuf, 8192, lmr->lkey};
+	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 93, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 93);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_MEM(rbuf, lbuf, 8192);
 }
 
 

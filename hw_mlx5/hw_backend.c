@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/env.h>
+
 #include "hw_loc.h"
-#include "capture_int.h"
 #include "gdak_log.h"
 
 uint32_t hw_mtu_bytes(enum ibv_mtu m)
@@ -37,9 +38,10 @@ static int hw_match(const char *dev)
 static int parse_device(const char *dev, char *name, size_t name_len, int *port, int *gidx)
 {
 	const char *c1 = strchr(dev, ':');
-	const char *env;
+	unsigned long long ev;
 	char *end;
 	size_t n = c1 ? (size_t)(c1 - dev) : strlen(dev);
+	int ret;
 
 	if (n >= name_len) {
 		GDAK_ERR("hw", 0, "device name '%s' too long", dev);
@@ -47,10 +49,13 @@ static int parse_device(const char *dev, char *name, size_t name_len, int *port,
 	}
 	memcpy(name, dev, n);
 	name[n] = '\0';
-	env = getenv("GDAK_HW_PORT");
-	*port = env ? atoi(env) : 1;
-	env = getenv("GDAK_HW_GID_INDEX");
-	*gidx = env ? atoi(env) : -1;
+	if (gdak_env_uint("GDAK_HW_PORT", &ev) < 0)
+		return -EINVAL;
+	*port = (int)ev;
+	ret = gdak_env_uint("GDAK_HW_GID_INDEX", &ev);
+	if (ret < 0)
+		return -EINVAL;
+	*gidx = ret == 1 ? -1 : (int)ev; /* unset: the first RoCEv2 IPv4 GID */
 	if (c1) {
 		long v = strtol(c1 + 1, &end, 10);
 		if (end == c1 + 1 || (*end && *end != ':') || v < 1 || v > 255) {
@@ -200,7 +205,6 @@ static void hw_close(struct gdak_ctx *ctx)
 	struct hw_ctx *hc = hw_ctx_of(ctx);
 	int ret;
 
-	gdak_capture_forget_ctx(ctx);	/* captures of its QPs finish first */
 	hw_proxy_stop(hc);
 	hw_mem_release_all(hc);
 	if (hc->pd) {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/env.h>
+
 #include "hw_loc.h"
 #include "gdak_log.h"
 
@@ -87,8 +89,8 @@ static int load_sym(void *lib, void **slot, const char *name, int required)
 static void cuda_load(void)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	const char *env = getenv("GDAK_CUDA_DEVICE");
-	int n = 0, ord = env ? atoi(env) : 0, bad = 0;
+	unsigned long long dev_env = 0;
+	int n = 0, ord = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env, bad = 0;
 	CUdevice dev;
 	CUresult r;
 

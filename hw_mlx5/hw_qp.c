@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <gdak/env.h>
+
 #include "hw_loc.h"
 #include "capture_int.h"
 #include "gdak_log.h"
@@ -82,10 +84,11 @@ static void dqp_free(struct hw_qp *hq)
  */
 int hw_qp_map(struct hw_qp *hq, void *host, size_t len, int iomem, void **dev)
 {
-	const char *env = getenv("GDAK_HW_NO_GPU_MAP");
-	int ret;
+	int no_map = 0, ret;
 
-	if (!hq->ctx->cuda || (env && *env == '1')) {
+	if (gdak_env_bool("GDAK_HW_NO_GPU_MAP", &no_map) < 0)
+		no_map = 0;
+	if (!hq->ctx->cuda || no_map) {
 		*dev = host;
 		return 0;
 	}
@@ -140,6 +143,14 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	struct hw_qp *hq;
 	int ret;
 
+	/* CQ attributes and the no-record doorbell need DEVX CQ/QP contexts
+	 * (cc, oi, dbr_mode) that this backend does not create yet */
+	if (attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) {
+		GDAK_ERR("ctx", ctx->id, "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
+			 "record) are not supported on ConnectX by this backend yet",
+			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
+		return -ENOTSUP;
+	}
 	hq = calloc(1, sizeof(*hq));
 	if (!hq)
 		return -ENOMEM;
@@ -178,7 +189,6 @@ int hw_qp_destroy(struct gdak_qp *qp)
 {
 	struct hw_qp *hq = hw_qp_of(qp);
 
-	gdak_capture_forget_qp(qp);	/* a capture's last look before the rings go */
 	if (hq->proxied)
 		hw_proxy_remove(hq->ctx, hq);
 	unmap_all(hq);

@@ -4,56 +4,51 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include <gdak/env.h>
+
 #include "nm_loc.h"
 
 struct nm_config nm_cfg = {.strict = 1, .poll = GDAK_NIC_POLL_ADAPTIVE, .threads = 1,
 			   .rnr_timeout_ms = 1000};
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int env_trace_ret;	/* GDAK_TRACE could not be opened: gdak_open fails */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_nic_stats retired;
 
+/* A bad value keeps the built-in setting; the table has logged it, and
+ * gdak_open() refuses to open a context under it (gdak_env_validate). */
 static void env_init(void)
 {
+	unsigned long long n;
 	const char *s;
+	int v;
 
-	if ((s = getenv("GDAK_NIC_THREADS")) && *s) {
-		char *end;
-		unsigned long n = strtoul(s, &end, 10);
-		if (*end || n < 1 || n > 64)
-			GDAK_WARN("nic", 0, "GDAK_NIC_THREADS='%s' is not 1..64; using %u", s,
-				  atomic_load(&nm_cfg.threads));
-		else
-			atomic_store(&nm_cfg.threads, (unsigned)n);
+	if (gdak_env_uint("GDAK_NIC_THREADS", &n) == 0)
+		atomic_store(&nm_cfg.threads, (unsigned)n);
+	if (gdak_env_bool("GDAK_STRICT", &v) == 0)
+		atomic_store(&nm_cfg.strict, v);
+	/* choices "adaptive|spin" */
+	if (gdak_env_choice("GDAK_POLL", &v) == 0)
+		atomic_store(&nm_cfg.poll, v ? GDAK_NIC_POLL_SPIN : GDAK_NIC_POLL_ADAPTIVE);
+	if (gdak_env_uint("GDAK_RNR_TIMEOUT_MS", &n) == 0)
+		atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)n);
+	if ((s = gdak_env_raw("GDAK_FAULTS")))
+		nm_fault_env(s); /* logs what is wrong; gdak_open then fails */
+	if ((s = gdak_env_raw("GDAK_TRACE")))
+		env_trace_ret = gdak_nic_set_trace(s); /* logs why; gdak_open then fails */
+}
+
+int nm_config_env_check(void)
+{
+	const char *s = gdak_env_raw("GDAK_TRACE");
+
+	if (env_trace_ret) {
+		GDAK_ERR("nic", 0, "GDAK_TRACE='%s' cannot be written (%s): not opening without the "
+			 "trace asked for", s ? s : "", strerror(-env_trace_ret));
+		return env_trace_ret;
 	}
-	if ((s = getenv("GDAK_STRICT")) && *s) {
-		if (!strcmp(s, "0") || !strcasecmp(s, "off"))
-			atomic_store(&nm_cfg.strict, 0);
-		else if (!strcmp(s, "1") || !strcasecmp(s, "on"))
-			atomic_store(&nm_cfg.strict, 1);
-		else
-			GDAK_WARN("nic", 0, "GDAK_STRICT='%s' is not 0 or 1; strict stays on", s);
-	}
-	if ((s = getenv("GDAK_POLL")) && *s) {
-		if (!strcasecmp(s, "spin"))
-			atomic_store(&nm_cfg.poll, GDAK_NIC_POLL_SPIN);
-		else if (!strcasecmp(s, "adaptive"))
-			atomic_store(&nm_cfg.poll, GDAK_NIC_POLL_ADAPTIVE);
-		else
-			GDAK_WARN("nic", 0, "GDAK_POLL='%s' is not spin|adaptive; using adaptive", s);
-	}
-	if ((s = getenv("GDAK_RNR_TIMEOUT_MS")) && *s) {
-		char *end;
-		unsigned long v = strtoul(s, &end, 10);
-		if (*end)
-			GDAK_WARN("nic", 0, "GDAK_RNR_TIMEOUT_MS='%s' is not a number; ignored", s);
-		else
-			atomic_store(&nm_cfg.rnr_timeout_ms, (uint32_t)v);
-	}
-	if ((s = getenv("GDAK_FAULTS")) && *s)
-		(void)nm_fault_parse(s); /* logs what is wrong */
-	if ((s = getenv("GDAK_TRACE")) && *s)
-		(void)gdak_nic_set_trace(s);
+	return nm_fault_env_check();
 }
 
 void nm_config_init_env(void) { pthread_once(&env_once, env_init); }
@@ -136,7 +131,7 @@ int gdak_nic_set_trace(const char *path)
 	if (path && *path) {
 		ret = gdak_trace_open(path, &t);
 		if (ret) {
-			GDAK_ERR("nic", 0, "cannot open trace '%s': %s", path, gdak_strerror(ret));
+			GDAK_ERR("nic", 0, "cannot open trace '%s': %s", path, strerror(-ret));
 			return ret;
 		}
 	}
@@ -157,7 +152,7 @@ int gdak_nic_set_trace(const char *path)
 	}
 	return 0;
 #else
-	GDAK_ERR("nic", 0, "this build has no trace writer (core/src/trace*.c)");
+	GDAK_ERR("nic", 0, "this build has no trace writer (core/trace)");
 	return -ENOTSUP;
 #endif
 }
@@ -199,6 +194,7 @@ static void add(struct gdak_nic_stats *d, const struct gdak_nic_stats *s)
 	d->doorbells += __atomic_load_n(&s->doorbells, __ATOMIC_RELAXED);
 	d->recvs += __atomic_load_n(&s->recvs, __ATOMIC_RELAXED);
 	d->rnr += __atomic_load_n(&s->rnr, __ATOMIC_RELAXED);
+	d->foreign += __atomic_load_n(&s->foreign, __ATOMIC_RELAXED);
 }
 
 void nm_stats_retire(const struct gdak_nic_stats *st)

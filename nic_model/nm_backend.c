@@ -86,6 +86,9 @@ static int nm_open(const char *dev, struct gdak_ctx **out)
 		return -ENODEV;
 	}
 	nm_config_init_env();
+	ret = nm_config_env_check();
+	if (ret)
+		return ret;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;

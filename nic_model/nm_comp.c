@@ -16,7 +16,16 @@
  * CQ in strict mode is a violation (rule cq_overrun): hardware raises a CQ
  * error and moves the QP to ERR, and the CQE is lost - the model does the
  * same.  Relaxed mode overwrites (the device asked for it).  Device code
- * must therefore keep the CQ doorbell record current.
+ * must therefore keep the CQ doorbell record current - unless the CQ was
+ * created with overrun-ignore (PRM CQ context `oi`, GDAK_QP_F_*CQ_OVERRUN_
+ * IGNORE): then the record is never read and CQEs are written regardless,
+ * as ConnectX does for GPUNetIO's and NVSHMEM's CQs.
+ *
+ * Collapsed CQ (PRM `cc`): every CQE goes to entry 0.  Its owner bit and
+ * wqe_counter are those the CQE would carry at its own index n of the ring
+ * (owner = n / ncqe parity), so a consumer that tracks the count sees the
+ * owner flip as on a normal CQ; one that watches wqe_counter (NVSHMEM)
+ * sees it advance.  A collapsed CQ cannot overrun.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,9 +34,12 @@
 
 int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
 {
-	uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-	uint32_t used = ((uint32_t)cq->pi - ci) & 0xffffff;
+	uint32_t ci, used;
 
+	if (cq->flags & (NM_CQ_OI | NM_CQ_CC))
+		return 1;
+	ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
+	used = ((uint32_t)cq->pi - ci) & 0xffffff;
 	return used < cq->ncqe;
 }
 
@@ -47,6 +59,8 @@ static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t w
 				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
 		return NULL;
 	}
+	if (cq->flags & NM_CQ_CC)
+		return &cq->cqes[0];
 	return &cq->cqes[cq->pi & (cq->ncqe - 1)];
 }
 
@@ -59,7 +73,9 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 	nm_trace_pend_flush_if();
 	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
 	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
-	cq->pi++;
+	/* release: a WAIT on this CQ (another QP's thread) that sees the new
+	 * count also sees the CQE */
+	__atomic_store_n(&cq->pi, cq->pi + 1, __ATOMIC_RELEASE);
 	/* the receive CQ is written by the peer's thread: counters there are shared */
 	if (cq == &qp->rcq)
 		__atomic_fetch_add(&qp->st.cqes, 1, __ATOMIC_RELAXED);

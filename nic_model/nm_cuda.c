@@ -46,6 +46,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gdak/env.h>
+
 #include "nm_cuda.h"
 #include "nm_dma.h"
 #include "nm_loc.h"
@@ -433,40 +435,27 @@ static const struct nm_dma_ops nm_cuda_ops = {
 		}                                                             \
 	} while (0)
 
-static int env_off(const char *v)
+/* A number of the configuration table; def when unset or bad (the table
+ * has said what is wrong, and gdak_open refuses the environment). */
+static unsigned long env_num(const char *name, unsigned long def)
 {
-	return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"));
-}
+	unsigned long long n;
 
-/* A positive integer from the environment, clamped to [lo, hi]; def when unset. */
-static unsigned long env_num(const char *name, unsigned long def, unsigned long lo,
-			     unsigned long hi)
-{
-	const char *v = getenv(name);
-	unsigned long n;
-	char *end;
-
-	if (!v || !*v)
-		return def;
-	n = strtoul(v, &end, 10);
-	if (*end || n < lo || n > hi) {
-		GDAK_WARN("cuda", 0, "%s='%s' is not %lu..%lu; using %lu", name, v, lo, hi, def);
-		return def;
-	}
-	return n;
+	return gdak_env_uint(name, &n) == 0 ? (unsigned long)n : def;
 }
 
 static void probe_once(void)
 {
-	const char *dev_env = getenv("GDAK_CUDA_DEVICE");
 	char name[128] = "";
+	int dma = 1;
 	nm_cu_device dev;
 	nm_cu_result r;
 	void *lib;
 	int n = 0;
 
-	if (env_off(getenv("GDAK_CUDA_DMA"))) {
-		GDAK_INFO("cuda", 0, "GDAK_CUDA_DMA=%s: host memory engine", getenv("GDAK_CUDA_DMA"));
+	if (gdak_env_bool("GDAK_CUDA_DMA", &dma) == 0 && !dma) {
+		GDAK_INFO("cuda", 0, "GDAK_CUDA_DMA=%s: host memory engine",
+			  gdak_env_raw("GDAK_CUDA_DMA"));
 		return;
 	}
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -506,10 +495,10 @@ static void probe_once(void)
 		GDAK_INFO("cuda", 0, "no CUDA device: host memory engine");
 		goto fail;
 	}
-	cu_ordinal = dev_env && *dev_env ? atoi(dev_env) : 0;
+	cu_ordinal = (int)env_num("GDAK_CUDA_DEVICE", 0);
 	if (cu_ordinal < 0 || cu_ordinal >= n) {
-		GDAK_ERR("cuda", 0, "GDAK_CUDA_DEVICE=%s: only %d device(s); using device 0",
-			 dev_env, n);
+		GDAK_ERR("cuda", 0, "GDAK_CUDA_DEVICE=%d: only %d device(s); using device 0",
+			 cu_ordinal, n);
 		cu_ordinal = 0;
 	}
 	r = cu.DeviceGet(&dev, cu_ordinal);
@@ -523,9 +512,14 @@ static void probe_once(void)
 	for (int i = 0; i < NM_CUDA_ATOMIC_LOCKS; i++)
 		pthread_mutex_init(&atomic_lock[i], NULL);
 	pthread_key_create(&stream_key, stream_dtor);
-	copy_streams = (unsigned)env_num("GDAK_CUDA_COPY_STREAMS", 1, 1, NM_CUDA_MAX_STREAMS);
-	async_streams = (unsigned)env_num("GDAK_CUDA_ASYNC_STREAMS", 4, 1, NM_CUDA_MAX_STREAMS);
-	copy_split = env_num("GDAK_CUDA_COPY_SPLIT", (size_t)4 << 20, 4096, (size_t)1 << 40);
+	/* the table bounds the streams by NM_CUDA_MAX_STREAMS */
+	copy_streams = (unsigned)env_num("GDAK_CUDA_COPY_STREAMS", 1);
+	async_streams = (unsigned)env_num("GDAK_CUDA_ASYNC_STREAMS", 4);
+	copy_split = env_num("GDAK_CUDA_COPY_SPLIT", (size_t)4 << 20);
+	if (copy_streams > NM_CUDA_MAX_STREAMS)
+		copy_streams = NM_CUDA_MAX_STREAMS;
+	if (async_streams > NM_CUDA_MAX_STREAMS)
+		async_streams = NM_CUDA_MAX_STREAMS;
 	GDAK_INFO("cuda", cu_ordinal, "CUDA memory engine on device %d (%s); copies of %zu+ "
 		  "bytes on %u stream(s)", cu_ordinal, name, copy_split, copy_streams);
 	/* the library stays loaded for the life of the process */

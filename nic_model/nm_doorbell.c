@@ -4,10 +4,19 @@
  *
  * Three things announce new WQEs (mlx5 PRM "Doorbell record" / "UAR"):
  *   - the send doorbell record, dbrec[1] = be32(producer & 0xffff);
- *   - the doorbell register at UAR + 0x800: the first 8 bytes of the last
- *     posted WQE's ctrl segment (DB), or the whole 64-byte WQE (BlueFlame);
- *     its WQE index + size says where the producer is;
+ *   - the doorbell register at UAR + 0x800: the first 8 bytes of a ctrl
+ *     segment, decoded as the HCA does (only the QPN, the WQE index and the
+ *     DS count matter):
+ *       DS != 0  the last posted WQE's ctrl (rdma-core, NVSHMEM, BlueFlame's
+ *                whole 64-byte WQE): the producer is index + its WQEBBs;
+ *       DS == 0  be32(qpn << 8) with the NEXT producer index and opcode 0
+ *                (DOCA GPUNetIO, also from its CPU proxy): the producer is
+ *                the index itself;
  *   - CPU_PROXY: a 64-bit producer index the device publishes.
+ *
+ * A QP created with GDAK_QP_F_SQ_NO_DBREC (GPUNetIO's GPU_SM_NO_DBR, HCA
+ * cap send_dbr_mode_no_dbr_ext) has no record: the register alone says how
+ * far to go, in strict and relaxed mode alike.
  *
  * In strict mode the requester works up to min(record, ring), which accepts
  * both orders seen in the field: record-then-ring (rdma-core, NVSHMEM) and
@@ -47,6 +56,29 @@ static void reg_copy(const struct nm_qp *qp, uint8_t out[64])
 static inline uint16_t rec_load(const struct nm_qp *qp)
 {
 	return (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+}
+
+/* The producer index (64-bit, near the consumer) a register value announces. */
+static uint64_t reg_producer(const struct nm_qp *qp, uint64_t reg, uint32_t *ds_out,
+			     uint64_t *idx_out)
+{
+	/* ctrl segment bytes 0..7: be32 opmod|idx|opcode, be32 qpn|ds */
+	uint32_t w0 = gdak_be32toh((uint32_t)reg);
+	uint32_t w1 = gdak_be32toh((uint32_t)(reg >> 32));
+	uint16_t idx16 = (uint16_t)(w0 >> 8);
+	uint32_t ds = w1 & 0x3f;
+	uint16_t end16 = ds ? (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds)) : idx16;
+
+	if (ds_out)
+		*ds_out = ds;
+	if (idx_out)
+		*idx_out = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
+	return qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
+}
+
+uint64_t nm_db_reg_producer(const struct nm_qp *qp)
+{
+	return reg_producer(qp, reg_load(qp), NULL, NULL);
 }
 
 void nm_db_reset(struct nm_qp *qp)
@@ -170,18 +202,12 @@ int nm_db_poll(struct nm_qp *qp)
 	rec = rec_load(qp);
 	reg = reg_load(qp);
 	if (reg != qp->db_reg_last) {
-		/* ctrl segment bytes 0..7: be32 opmod|idx|opcode, be32 qpn|ds */
-		uint32_t w0 = gdak_be32toh((uint32_t)reg);
-		uint32_t w1 = gdak_be32toh((uint32_t)(reg >> 32));
-		uint16_t idx16 = (uint16_t)(w0 >> 8);
-		uint32_t ds = w1 & 0x3f;
-		uint16_t end16 = (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds ? ds : 1));
-		uint64_t idx = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
-
+		uint32_t ds;
+		uint64_t idx;
 		uint64_t prev_end = qp->rung_pi;
 
 		qp->db_reg_last = reg;
-		qp->rung_pi = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
+		qp->rung_pi = reg_producer(qp, reg, &ds, &idx);
 		qp->rung_any = true;
 		changed = 1;
 		nm_stat_add(&qp->st.doorbells, 1);
@@ -219,6 +245,17 @@ int nm_db_poll(struct nm_qp *qp)
 		return 0;
 	qp->db_odd_reported = false;
 
+	if (qp->no_dbrec) {
+		/* no record: the register's producer index is the device's word */
+		if (!qp->rung_any)
+			return 1;
+		if (!producer_ok(qp, qp->rung_pi, NM_DB_RING))
+			return 1;
+		if (qp->rung_pi > qp->pi)
+			qp->pi = qp->rung_pi;
+		return 1;
+	}
+
 	/* record as a 64-bit producer: 0..65535 ahead of the consumer */
 	target = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
 	if (!producer_ok(qp, target, NM_DB_RECORD))
@@ -248,7 +285,7 @@ int nm_db_idle_check(struct nm_qp *qp)
 	uint64_t rec_pi, now;
 	int rec_ahead, ring_ahead;
 
-	if (!nm_strict() || qp->handler == GDAK_DEV_DB_CPU_PROXY ||
+	if (!nm_strict() || qp->handler == GDAK_DEV_DB_CPU_PROXY || qp->no_dbrec ||
 	    nm_qp_state(qp) != GDAK_QPS_RTS)
 		return 0;
 	rec_pi = qp->ci + (uint16_t)(qp->rec_last - (uint16_t)qp->ci);

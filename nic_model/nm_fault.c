@@ -13,13 +13,20 @@
  *                                   progress: its bounded waits must report
  *                                   it); fires once
  * qp=* (or omitted) matches every QP.  Numbers in C syntax (0x.. allowed).
- * Packet-level faults (loss, duplication, ...) belong to the udp transport.
+ * Packet-level faults (pkt_drop, ..., roce/roce_fault.c) belong to the udp
+ * transport, but this is the one parser of the whole spec: it checks
+ * those entries too (with the engine's parser), so a malformed spec fails
+ * gdak_open the same way on every transport, with a message naming the
+ * bad entry (on transports without packets, pkt_ entries do nothing).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "nm_loc.h"
+#ifdef NM_HAVE_TR_UDP
+#include "roce.h"
+#endif
 
 #define NM_MAX_FAULTS 16
 
@@ -121,7 +128,35 @@ static int parse_rule(const char *r, size_t n, struct nm_fault *f)
 	return 0;
 }
 
-int nm_fault_parse(const char *spec)
+/* A pkt_ entry: checked by the engine's parser (which logs what is wrong). */
+static int check_pkt_rule(const char *r, size_t n)
+{
+#ifdef NM_HAVE_TR_UDP
+	struct roce_fault *f = NULL;
+	char buf[256];
+	int ret;
+
+	if (n >= sizeof(buf)) {
+		GDAK_ERR("nic", 0, "GDAK_FAULTS: entry '%.*s...' is too long", 32, r);
+		return -EINVAL;
+	}
+	memcpy(buf, r, n);
+	buf[n] = 0;
+	ret = roce_fault_parse(buf, &f);
+	roce_fault_free(f);
+	return ret;
+#else
+	GDAK_ERR("nic", 0, "GDAK_FAULTS: '%.*s': packet faults need the udp transport, which is "
+		 "not in this build", (int)n, r);
+	return -EINVAL;
+#endif
+}
+
+static _Atomic int env_ret;
+static char env_bad[96];
+
+/* Check spec; with install, make it the rule table. */
+static int parse_spec(const char *spec, int install)
 {
 	struct nm_fault tmp[NM_MAX_FAULTS];
 	int n = 0;
@@ -130,23 +165,34 @@ int nm_fault_parse(const char *spec)
 		const char *e = strchr(spec, ';');
 		size_t len = e ? (size_t)(e - spec) : strlen(spec);
 
-		/* pkt_* rules are the UDP transport's packet faults (roce/roce_fault.c
-		 * reads the same variable): not ours, and not an error */
+		while (len && *spec == ' ') {
+			spec++;
+			len--;
+		}
 		if (len >= 4 && !strncmp(spec, "pkt_", 4)) {
+			int r = check_pkt_rule(spec, len);
+
+			if (r) {
+				snprintf(env_bad, sizeof(env_bad), "%.*s", (int)len, spec);
+				return r;
+			}
 			spec = e ? e + 1 : NULL;
 			continue;
 		}
 		if (len) {
 			if (n == NM_MAX_FAULTS || parse_rule(spec, len, &tmp[n])) {
 				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME, "
-					 "delay:qp=N,wqe=K,passes=P or stall:qp=N,ms=M; at most %d)", (int)len, spec,
-					 NM_MAX_FAULTS);
+					 "delay:qp=N,wqe=K,passes=P, stall:qp=N,ms=M or pkt_*:...; at most %d)",
+					 (int)len, spec, NM_MAX_FAULTS);
+				snprintf(env_bad, sizeof(env_bad), "%.*s", (int)len, spec);
 				return -EINVAL;
 			}
 			n++;
 		}
 		spec = e ? e + 1 : NULL;
 	}
+	if (!install)
+		return 0;
 	pthread_mutex_lock(&fault_lock);
 	struct nm_fault_tab *old = atomic_load(&fault_cur);
 	struct nm_fault_tab *next = old == &fault_tabs[0] ? &fault_tabs[1] : &fault_tabs[0];
@@ -163,6 +209,32 @@ int nm_fault_parse(const char *spec)
 		atomic_store(&nm_faults_on, 0);
 	pthread_mutex_unlock(&fault_lock);
 	return 0;
+}
+
+int nm_fault_parse(const char *spec) { return parse_spec(spec, 1); }
+
+static char env_seen[512];
+
+void nm_fault_env(const char *spec)
+{
+	snprintf(env_seen, sizeof(env_seen), "%s", spec);
+	atomic_store(&env_ret, nm_fault_parse(spec));
+}
+
+int nm_fault_env_check(void)
+{
+	const char *s = getenv("GDAK_FAULTS");
+	int r;
+
+	/* the variable changed since the NIC model read it (a test's setenv
+	 * before another open): the transports read it again, so check it */
+	if (s && *s && strcmp(s, env_seen))
+		return parse_spec(s, 0);
+	r = atomic_load(&env_ret);
+	if (r)
+		GDAK_ERR("nic", 0, "GDAK_FAULTS is malformed at '%s' (see the message before): "
+			 "not opening without the faults asked for", env_bad);
+	return r;
 }
 
 static struct nm_fault *match(struct nm_qp *qp, const struct nm_op *op, enum nm_fault_kind k)

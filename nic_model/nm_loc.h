@@ -123,6 +123,10 @@ struct nm_transport_ops {
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
+	/* Optional, control path: the QP went back to RESET (what the next
+	 * connect needs afresh - tr_udp: a new first PSN - is drawn here,
+	 * before gdak_qp_info reports it). */
+	void (*qp_reset)(struct nm_qp *qp);
 	/* Optional, control path: a new MR (start/end/kind/access set, key not
 	 * yet) - register it with the transport's device; may set tr_priv and
 	 * the wire keys.  0, or -errno and the registration fails.  mr_dereg:
@@ -180,13 +184,24 @@ struct nm_key_cache {
 
 /* ---- queues --------------------------------------------------------------- */
 
+/* CQ context bits (PRM "CQ context"): oi = overrun ignore, cc = collapsed */
+enum nm_cq_flags { NM_CQ_OI = 1u << 0, NM_CQ_CC = 1u << 1 };
+
 struct nm_cq {
 	struct mlx5_cqe64 *cqes;
 	uint32_t *dbrec;	/* be32 consumer counter written by the device */
 	uint32_t ncqe;		/* power of two */
 	uint32_t cqn;
-	uint64_t pi;		/* CQEs written */
+	uint64_t pi;		/* CQEs written; stored with release after each CQE
+				 * (a WAIT on another QP reads it: nm_cq_produced) */
+	uint32_t flags;		/* enum nm_cq_flags */
 };
+
+/* CQEs cq has produced, from any thread (a cross-channel WAIT's view). */
+static inline uint64_t nm_cq_produced(const struct nm_cq *cq)
+{
+	return __atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE);
+}
 
 /* One decoded send WQE on its way through the pipeline. */
 enum nm_op_flags {
@@ -210,12 +225,15 @@ struct nm_op {
 	uint8_t status;		/* 0 or MLX5_CQE_SYNDROME_* */
 	uint8_t nseg;		/* data segments (0 for inline) */
 	uint16_t flags;		/* enum nm_op_flags */
-	uint16_t inl_len_hi;	/* unused, keeps alignment explicit */
+	uint8_t asize;		/* atomics: operand bytes (4: extended 4-byte form, else 8) */
+	uint8_t opmod;		/* ctrl opmod (extended atomics, WAIT mode) */
 	uint32_t imm;		/* as stored: big-endian */
 	uint32_t len;		/* message length in bytes */
 	uint32_t rkey;
 	uint64_t raddr;
-	uint64_t swap_add, compare, swap_mask, compare_mask; /* atomics, host order */
+	uint64_t swap_add, compare, swap_mask, compare_mask; /* atomics, host order;
+				 * WAIT: compare = the CQE index waited for,
+				 * rkey = the CQ number */
 	const struct mlx5_wqe_data_seg *sge; /* data segments (ring or wrap buffer) */
 	const uint8_t *inl;	/* inline payload */
 	const char *rule;	/* the check that set status, or NULL */
@@ -267,6 +285,8 @@ struct nm_qp {
 	uint64_t db_odd_reg;
 	uint16_t db_odd_rec;
 	bool db_odd_reported;
+	bool no_dbrec;		/* GDAK_QP_F_SQ_NO_DBREC: the register alone rings */
+	uint64_t bf_half_last;	/* UAR offset of the last BlueFlame write (0: none yet) */
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */
@@ -275,6 +295,9 @@ struct nm_qp {
 	uint32_t reads_outstanding;
 	uint64_t busy_since_ns;	/* head op BUSY since (RNR timeout) */
 	bool stopped;		/* an error op is queued: fetch no further */
+	uint64_t traced_to;	/* WQEs below this index are in the trace already (a
+				 * WQE decoded again after a wait is not recorded twice) */
+	uint64_t wait_warned;	/* WAIT at index - 1 was reported (wait_index_ahead) */
 	uint8_t wrap[NM_WRAP_BUF] __attribute__((aligned(16)));
 
 	/* thread scheduling */
@@ -341,6 +364,8 @@ struct nm_config {
 extern struct nm_config nm_cfg;
 static inline int nm_strict(void) { return atomic_load_explicit(&nm_cfg.strict, memory_order_relaxed); }
 void nm_config_init_env(void);
+/* At every open: 0, or why GDAK_TRACE / GDAK_FAULTS make it fail (logged). */
+int nm_config_env_check(void);
 /* The last emu context closed: the NIC threads are gone; close the trace
  * (a trace covers one session of the engine). */
 void nm_trace_engine_stopped(void);
@@ -407,6 +432,10 @@ int nm_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err);
 /* The loop transport's registry: the live QP with this number, or NULL.
  * Takes the registry lock; control path only. */
 struct nm_qp *nm_qp_lookup(uint32_t qpn);
+/* The CQ with this number (send or receive CQ of a live QP), or NULL.
+ * Takes the registry lock.  NIC threads may call it: the CQ stays valid
+ * until the caller's next quiescent point (destroy waits a grace period). */
+struct nm_cq *nm_cq_lookup(uint32_t cqn);
 /* Record the first error of a QP (later ones are ignored) and move it to
  * ERR.  Any thread. */
 void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_t wqe_index,
@@ -458,6 +487,8 @@ int nm_db_peek(const struct nm_qp *qp);
  * Returns 1 to keep it on the active list (a disagreement still settling). */
 int nm_db_idle_check(struct nm_qp *qp);
 void nm_db_reset(struct nm_qp *qp);
+/* The producer index the doorbell register announces now (flush in ERR). */
+uint64_t nm_db_reg_producer(const struct nm_qp *qp);
 
 /* ---- nm_req.c --------------------------------------------------------------------- */
 
@@ -606,6 +637,10 @@ static inline int nm_fault_db_stall(struct nm_qp *qp)
 	return 0;
 }
 int nm_fault_parse(const char *spec);
+/* GDAK_FAULTS from the environment (once, nm_api.c), and at every open: its
+ * verdict (0, or -EINVAL with a message naming the bad entry). */
+void nm_fault_env(const char *spec);
+int nm_fault_env_check(void);
 
 /* ---- nm_dma.h is the memory engine; trace wrappers: one branch when off ------- */
 

@@ -322,7 +322,14 @@ static int do_atomic(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	r = nm_resp_atomic(peer, op->opcode, op->raddr, op->rkey, op, &orig, &op->rule);
 	if (r)
 		return r;
-	/* ConnectX returns the original value big-endian (network order) */
+	/* ConnectX returns the original value big-endian (network order), in
+	 * the operand's size */
+	if (op->asize == 4) {
+		uint32_t be32 = gdak_htobe32((uint32_t)orig);
+
+		return nm_dma_copy(a, mr->kind, &be32, GDAK_MEM_HOST, 4) ?
+			       MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0;
+	}
 	be = gdak_htobe64(orig);
 	return nm_dma_copy(a, mr->kind, &be, GDAK_MEM_HOST, 8) ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0;
 }

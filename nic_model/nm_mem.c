@@ -2,9 +2,12 @@
 /*
  * nm_mem.c - memory allocation and memory regions of the NIC model.
  *
- * Keys are verbs-like: lkey = rkey = slot index << 8 | an 8-bit variant that
- * changes on every registration, so a stale key of a recycled slot does not
- * match.  The data path looks keys up without a lock (nm_mr_get in nm_loc.h):
+ * Keys are verbs-like: lkey = rkey = slot index << 8 | an 8-bit variant.
+ * The variant is random (nm_rand.c: a stranger cannot walk the keys as
+ * 0x101, 0x202, ...), never 0 (so never key 0 nor MLX5_INVALID_LKEY 0x100)
+ * and differs from the slot's previous one, so a stale key of a recycled
+ * slot does not match; the index makes two live keys differ by
+ * construction.  The data path looks keys up without a lock (nm_mr_get in nm_loc.h):
  * slots are atomically published pointers; deregistration clears the slot,
  * waits for a grace period (nm_engine_sync) and only then frees the MR.  A
  * WQE that names a deregistered key therefore gets LOCAL_PROT_ERR (local) or
@@ -15,6 +18,7 @@
 
 #include "nm_dma.h"
 #include "nm_loc.h"
+#include "nm_rand.h"
 
 struct nm_alloc {
 	struct nm_alloc *next;
@@ -97,11 +101,22 @@ enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *bctx, const void *addr)
 
 /* ---- MR table ---------------------------------------------------------------- */
 
-static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx)
+/* A free slot's mr_free_next entry holds the next free slot (index + 1,
+ * below 2^24: the table has 2^20 slots) and, in its top byte, the key
+ * variant the slot had last (FREE_KEY_SHIFT). */
+#define FREE_KEY_SHIFT 24
+_Static_assert(NM_MR_CHUNK * NM_MR_CHUNKS < (1u << FREE_KEY_SHIFT), "free-list links fit 24 bits");
+
+static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx, uint8_t *prev_key)
 {
+	*prev_key = 0;
 	if (ctx->mr_free_head) {
+		uint32_t e;
+
 		*idx = ctx->mr_free_head - 1;
-		ctx->mr_free_head = ctx->mr_free_next[*idx];
+		e = ctx->mr_free_next[*idx];
+		ctx->mr_free_head = e & ((1u << FREE_KEY_SHIFT) - 1);
+		*prev_key = (uint8_t)(e >> FREE_KEY_SHIFT);
 		return 0;
 	}
 	if (ctx->mr_next >= NM_MR_CHUNK * NM_MR_CHUNKS)
@@ -132,6 +147,7 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
 	struct nm_mr *mr = calloc(1, sizeof(*mr));
 	uint32_t idx;
+	uint8_t prev;
 	int ret;
 
 	if (!mr)
@@ -154,9 +170,9 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 	}
 
 	pthread_mutex_lock(&ctx->lock);
-	ret = slot_alloc(ctx, &idx);
+	ret = slot_alloc(ctx, &idx, &prev);
 	if (!ret) {
-		uint8_t key = ++ctx->mr_key;
+		uint8_t key = nm_rand_key8(prev);
 		mr->index = idx;
 		mr->base.lkey = mr->base.rkey = idx << 8 | key;
 		if (mr->wire_keys) /* what a peer's requests must carry */
@@ -194,7 +210,8 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 	/* WQEs executing right now may still hold mr: let them finish. */
 	nm_engine_sync();
 	pthread_mutex_lock(&ctx->lock);
-	ctx->mr_free_next[mr->index] = ctx->mr_free_head;
+	ctx->mr_free_next[mr->index] = ctx->mr_free_head |
+				       (uint32_t)(mr->base.lkey & 0xff) << FREE_KEY_SHIFT;
 	ctx->mr_free_head = mr->index + 1;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->tr->mr_dereg)

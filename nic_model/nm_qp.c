@@ -24,13 +24,13 @@
 
 #include "nm_dma.h"
 #include "nm_loc.h"
+#include "nm_rand.h"
 
 /* ---- QPN registry ------------------------------------------------------- */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nm_qp **reg;
 static uint32_t reg_n, reg_cap;
-static uint32_t qpn_next = 0x100;
 
 static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 {
@@ -45,14 +45,13 @@ static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 		reg = n;
 		reg_cap = cap;
 	}
-	/* 24-bit QPNs, 0 and 1 reserved (IBA: QP0/QP1); skip numbers in use */
+	/* 24-bit QPNs from a keyed permutation (nm_rand.c: a stranger cannot
+	 * guess them, and none repeats before 2^24 QPs); 0 and 1 are reserved
+	 * (IBA: QP0/QP1); a number still in use after a wrap is skipped */
 	for (;;) {
-		uint32_t cand = qpn_next;
-		int used = 0;
+		uint32_t cand = nm_rand_seq24(NM_RAND_QPN);
+		int used = cand < 2;
 
-		qpn_next = (qpn_next + 1) & 0xffffff;
-		if (qpn_next < 2)
-			qpn_next = 2;
 		for (uint32_t i = 0; i < reg_n && !used; i++)
 			used = reg[i]->base.qpn == cand;
 		if (!used) {
@@ -80,6 +79,21 @@ static void reg_del(struct nm_qp *qp)
 			atomic_store(&reg[i]->peer, NULL);
 	}
 	pthread_mutex_unlock(&reg_lock);
+}
+
+struct nm_cq *nm_cq_lookup(uint32_t cqn)
+{
+	struct nm_cq *cq = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n && !cq; i++) {
+		if (reg[i]->scq.cqn == cqn)
+			cq = &reg[i]->scq;
+		else if (reg[i]->rq_cnt && reg[i]->rcq.cqn == cqn)
+			cq = &reg[i]->rcq;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return cq;
 }
 
 struct nm_qp *nm_qp_lookup(uint32_t qpn)
@@ -166,6 +180,8 @@ static void dev_cq_fill(struct gdak_dev_cq *d, const struct nm_cq *cq)
 	d->log_ncqe = log2u(cq->ncqe);
 	d->cqes = cq->cqes;
 	d->dbrec = cq->dbrec;
+	d->flags = (cq->flags & NM_CQ_OI ? GDAK_DEV_CQ_F_OVERRUN_IGNORE : 0) |
+		   (cq->flags & NM_CQ_CC ? GDAK_DEV_CQ_F_COLLAPSED : 0);
 }
 
 static void dev_qp_fill(struct nm_qp *qp)
@@ -233,6 +249,13 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	uint8_t *m;
 	int ret;
 
+	if (a->flags & GDAK_QP_F_QUEUES_GPU) {
+		/* the rings stay host memory mapped into the GPU: accepting the
+		 * flag would break device code that relies on GPU-resident rings */
+		GDAK_ERR("ctx", bctx->id, "GDAK_QP_F_QUEUES_GPU: the emulated NIC keeps its rings "
+			 "in host memory mapped into the GPU; not supported on emu");
+		return -ENOTSUP;
+	}
 	qp = aligned_alloc(64, (sizeof(*qp) + 63) & ~(size_t)63);
 	if (!qp)
 		return -ENOMEM;
@@ -252,6 +275,11 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->rq_max_sge = a->rq_depth ? a->rq_max_sge : 0;
 	qp->rq_stride = 16 * (qp->rq_max_sge ? qp->rq_max_sge : 1);
 	qp->rcq.ncqe = a->rq_depth ? a->rcq_depth : 0;
+	qp->scq.flags = (a->flags & GDAK_QP_F_SCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+			(a->flags & GDAK_QP_F_SCQ_COLLAPSED ? NM_CQ_CC : 0);
+	qp->rcq.flags = (a->flags & GDAK_QP_F_RCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+			(a->flags & GDAK_QP_F_RCQ_COLLAPSED ? NM_CQ_CC : 0);
+	qp->no_dbrec = !!(a->flags & GDAK_QP_F_SQ_NO_DBREC);
 
 	sq_b = (size_t)qp->sq_cnt * 64;
 	cq_b = (size_t)qp->scq.ncqe * 64;
@@ -384,6 +412,8 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 	case GDAK_QPS_RESET:
 		atomic_store(&bqp->state, GDAK_QPS_RESET);
 		nm_thread_call(qp->thr, reset_on_thread, qp);
+		if (qp->ctx->tr->qp_reset)
+			qp->ctx->tr->qp_reset(qp);
 		atomic_store(&qp->peer, NULL);
 		qp_rec(qp, GDAK_TRACE_QPN_NONE, "reset");
 		return 0;
@@ -462,7 +492,7 @@ void nm_qp_stats_sum(struct gdak_nic_stats *st)
 		const struct gdak_nic_stats *s = &reg[i]->st;
 #define SUM(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
 		SUM(wqes); SUM(bytes); SUM(cqes); SUM(errors); SUM(flushed);
-		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr);
+		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr); SUM(foreign);
 #undef SUM
 	}
 	pthread_mutex_unlock(&reg_lock);

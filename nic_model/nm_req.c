@@ -39,6 +39,8 @@ void nm_req_reset(struct nm_qp *qp)
 	qp->reads_outstanding = 0;
 	qp->busy_since_ns = 0;
 	qp->stopped = false;
+	qp->traced_to = 0;
+	qp->wait_warned = 0;
 }
 
 int nm_req_busy(const struct nm_qp *qp)
@@ -95,6 +97,64 @@ int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsig
 	return 0;
 }
 
+/*
+ * ATOMIC_MASKED_CS / _FA by ctrl opmod (<gdak/mlx5.h> "Extended atomics"):
+ * operand size, DS range and atomic segment bytes.  An opmod the model does
+ * not know sets op->opmod to 0xff.
+ */
+static void masked_layout(struct nm_op *op, uint32_t *min_ds, uint32_t *max_ds, uint32_t *seg)
+{
+	int fa = op->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+
+	switch (op->opmod) {
+	case 0:
+		*seg = 32;
+		break;
+	case GDAK_MLX5_OPMOD_EXT_ATOMIC_4B:
+		op->asize = 4;
+		*seg = 16;
+		break;
+	case GDAK_MLX5_OPMOD_EXT_ATOMIC_8B:
+		*seg = fa ? 16 : 32;
+		break;
+	default:
+		op->opmod = 0xff;
+		return;
+	}
+	*min_ds = *max_ds = 2 + *seg / 16 + 1;
+}
+
+static void masked_decode(struct nm_op *op, const uint8_t *p, uint32_t seg)
+{
+	if (op->asize == 4 && op->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA) {
+		const struct gdak_mlx5_atomic32_fa_seg *f = (const void *)p;
+
+		op->swap_add = gdak_be32toh(f->add);
+		op->swap_mask = gdak_be32toh(f->field_boundary);
+		op->compare = op->compare_mask = 0;
+	} else if (op->asize == 4) {
+		const struct gdak_mlx5_atomic32_cs_seg *m = (const void *)p;
+
+		op->swap_add = gdak_be32toh(m->swap);
+		op->compare = gdak_be32toh(m->compare);
+		op->swap_mask = gdak_be32toh(m->swap_mask);
+		op->compare_mask = gdak_be32toh(m->compare_mask);
+	} else if (seg == 16) {
+		const struct gdak_mlx5_atomic64_fa_seg *f = (const void *)p;
+
+		op->swap_add = gdak_be64toh(f->add);
+		op->swap_mask = gdak_be64toh(f->field_boundary);
+		op->compare = op->compare_mask = 0;
+	} else {
+		const struct gdak_mlx5_masked_atomic_seg *m = (const void *)p;
+
+		op->swap_add = gdak_be64toh(m->swap_add);
+		op->compare = gdak_be64toh(m->compare);
+		op->swap_mask = gdak_be64toh(m->swap_add_mask);
+		op->compare_mask = gdak_be64toh(m->compare_mask);
+	}
+}
+
 /* FETCH + CHECK: decode the WQE at qp->ci into op. */
 static void decode(struct nm_qp *qp, struct nm_op *op)
 {
@@ -103,7 +163,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	const struct gdak_mlx5_op_info *info;
 	struct gdak_mlx5_ctrl c;
 	const uint8_t *p;
-	uint32_t rem;
+	uint32_t rem, min_ds, max_ds, seg_bytes = 32;
 	int strict = nm_strict();
 
 	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
@@ -123,6 +183,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->sge = NULL;
 	op->inl = NULL;
 	op->rule = NULL;
+	op->asize = 8;
+	op->opmod = c.opmod;
 	if (c.fm_ce_se & GDAK_MLX5_CE_MASK)
 		op->flags |= NM_OPF_SIGNALED;
 	if (c.fm_ce_se & GDAK_MLX5_FENCE_MASK)
@@ -137,9 +199,18 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	}
 	if (info->flags & GDAK_OPF_READS_REMOTE)
 		op->flags |= NM_OPF_READS;
-	if (c.ds < info->min_ds || c.ds > info->max_ds) {
+	min_ds = info->min_ds;
+	max_ds = info->max_ds;
+	if (info->flags & GDAK_OPF_MASKED)
+		masked_layout(op, &min_ds, &max_ds, &seg_bytes);
+	if (op->opmod == 0xff) {
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
+		     "extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
+		return;
+	}
+	if (c.ds < min_ds || c.ds > max_ds) {
 		char t[64];
-		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, info->min_ds, info->max_ds);
+		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, min_ds, max_ds);
 		if (c.ds == 0)
 			op->bbs = 1;
 		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
@@ -176,7 +247,12 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		memcpy(qp->wrap + first, qp->sq, (size_t)op->bbs * 64 - first);
 		w = qp->wrap;
 	}
-	nm_trace_wqe(qp, op->wqe_index, w, op->bbs);
+	/* a WQE decoded again (it waited for a fence, a copy, a CQ) is in the
+	 * trace once */
+	if (op->ci >= qp->traced_to) {
+		nm_trace_wqe(qp, op->wqe_index, w, op->bbs);
+		qp->traced_to = op->ci + op->bbs;
+	}
 
 	p = w + 16;
 	if (info->flags & GDAK_OPF_RADDR) {
@@ -189,12 +265,18 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 					&op->swap_add, &op->compare);
 		p += 16;
 	} else if (info->flags & GDAK_OPF_MASKED) {
-		const struct gdak_mlx5_masked_atomic_seg *m = (const void *)p;
-		op->swap_add = gdak_be64toh(m->swap_add);
-		op->compare = gdak_be64toh(m->compare);
-		op->swap_mask = gdak_be64toh(m->swap_add_mask);
-		op->compare_mask = gdak_be64toh(m->compare_mask);
-		p += 32;
+		masked_decode(op, p, seg_bytes);
+		p += seg_bytes;
+	}
+	if (c.opcode == GDAK_MLX5_OPCODE_WAIT) {
+		const struct gdak_mlx5_wait_seg *ws = (const void *)p;
+
+		op->compare = gdak_be32toh(ws->max_index);
+		op->rkey = gdak_be32toh(ws->qpn_cqn) & 0xffffff;
+		if (op->opmod != GDAK_MLX5_WAIT_OPMOD_CQ)
+			fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
+			     "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
+		return;
 	}
 	if (!(info->flags & GDAK_OPF_DATA))
 		return;
@@ -237,10 +319,67 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		}
 		op->len = (uint32_t)total;
 	}
-	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) && (op->nseg != 1 || op->len != 8)) {
+	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) &&
+	    (op->nseg != 1 || op->len != op->asize)) {
 		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
-		     "an atomic needs one 8-byte local data segment");
+		     op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
+				    : "an atomic needs one 8-byte local data segment");
 		return;
+	}
+}
+
+/*
+ * WAIT (cross-channel): 1 while the CQ named has not produced the CQE with
+ * index op->compare.  The CQE count is compared in 32 bits, the width of
+ * max_index, so an index behind the count (by less than 2^31) has passed.
+ * A CQ number that names no CQ fails the WAIT as ConnectX fails a WQE
+ * naming an object that does not exist: LOCAL_QP_OP_ERR (gdak's choice,
+ * DESIGN.md "Checks").
+ */
+static int wait_pending(struct nm_qp *qp, struct nm_op *op)
+{
+	struct nm_cq *cq = nm_cq_lookup(op->rkey);
+	uint32_t produced;
+
+	if (!cq) {
+		char t[64];
+
+		snprintf(t, sizeof(t), "CQ number 0x%x names no CQ", op->rkey);
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
+		return 0;
+	}
+	produced = (uint32_t)nm_cq_produced(cq);
+	if ((int32_t)(produced - (uint32_t)op->compare - 1u) >= 0)
+		return 0;
+	/* an index further ahead than the CQ holds can only be reached after
+	 * the consumer frees entries: legal, but usually an off-by-a-ring bug */
+	if ((uint32_t)op->compare - produced >= cq->ncqe && qp->wait_warned != op->ci + 1 &&
+	    nm_strict()) {
+		qp->wait_warned = op->ci + 1;
+		nm_violation(qp, op->wqe_index, "wait_index_ahead", 0,
+			     "WAIT for CQE %u of CQ 0x%x, which has produced %u of %u entries: "
+			     "more than a ring ahead", (unsigned)op->compare, op->rkey, produced,
+			     cq->ncqe);
+	}
+	return 1;
+}
+
+/* DUMP: a local operation - its data segments are checked as a send's
+ * (lkey, bounds) and nothing goes to the wire; it completes in WQE order
+ * like any other WQE (with a fence, after the READs before it). */
+static void dump_local(struct nm_qp *qp, struct nm_op *op)
+{
+	for (unsigned i = 0; i < op->nseg && !op->status; i++) {
+		void *a;
+		uint32_t l;
+		struct nm_mr *mr;
+		const char *rule = NULL;
+		int r = nm_req_local_sge(qp, op, i, 0, &a, &l, &mr, &rule);
+
+		if (r) {
+			op->status = (uint8_t)r;
+			op->rule = rule;
+		}
 	}
 }
 
@@ -256,9 +395,21 @@ static int execute_one(struct nm_qp *qp)
 	if (__builtin_expect(qp->cp_head != qp->cp_tail, 0) && !op->status &&
 	    nm_loop_copy_wait(qp, op))
 		return 0; /* COPY_WAIT: earlier GPU copies first (the same) */
+	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_WAIT, 0) && !op->status &&
+	    wait_pending(qp, op))
+		return 0; /* WAIT_CQ: the CQE waited for is not there yet */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
-	if (!op->status && op->opcode != MLX5_OPCODE_NOP) {
+	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
+		dump_local(qp, op);
+	} else if (__builtin_expect(op->asize == 4, 0) && !op->status &&
+		   qp->ctx->tr != &nm_tr_loop_ops) {
+		/* the RoCE wire carries 8-byte atomics only: ConnectX's
+		 * extended forms are not modelled on the packet transports */
+		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
+		     "4-byte atomics are modelled on the in-process transport only");
+	} else if (!op->status && op->opcode != MLX5_OPCODE_NOP &&
+		   op->opcode != GDAK_MLX5_OPCODE_WAIT) {
 		r = qp->ctx->tr->post_send(qp, op);
 		if (r == NM_TX_BUSY) {
 			uint64_t now = nm_now_ns();
@@ -356,6 +507,8 @@ static int flush(struct nm_qp *qp)
 	/* everything posted, rung or not, is flushed (what hardware does) */
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+	} else if (qp->no_dbrec) {
+		p = nm_db_reg_producer(qp);
 	} else {
 		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
 								      __ATOMIC_ACQUIRE));

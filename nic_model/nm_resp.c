@@ -351,10 +351,57 @@ int nm_resp_end(struct nm_resp_msg *m, int status)
 	return 0;
 }
 
+/*
+ * The 4-byte extended atomics (ctrl opmod 0x08) on a native uint32_t.  Host
+ * memory: a 32-bit CAS loop on the word itself.  GPU memory: the engine has
+ * 8-byte atomics only, so the op becomes the equivalent masked 8-byte op on
+ * the aligned word holding it (the other half is compared and swapped
+ * under zero masks, and a carry out of this half is dropped), which is
+ * atomic for both halves.
+ */
+static int atomic32(struct nm_resp_msg *m, const struct nm_op *op, uint8_t opcode, uint64_t *orig)
+{
+	int fa = opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+	uint32_t add = (uint32_t)op->swap_add, cmp = (uint32_t)op->compare;
+	uint32_t am = (uint32_t)op->swap_mask, cm = (uint32_t)op->compare_mask;
+
+	if (m->mr->kind != GDAK_MEM_GPU) {
+		uint32_t *p = (uint32_t *)(void *)m->va, cur, want;
+
+		cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+		for (;;) {
+			want = fa ? (uint32_t)nm_masked_fa(cur, add, am | 0x80000000u)
+				  : (uint32_t)nm_masked_cs(cur, add, cmp, am, cm);
+			if (want == cur ||
+			    __atomic_compare_exchange_n(p, &cur, want, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_SEQ_CST))
+				break;
+		}
+		*orig = cur;
+		return 0;
+	} else {
+		unsigned sh = ((uintptr_t)m->va & 4) * 8;
+		uint8_t *word = (uint8_t *)((uintptr_t)m->va & ~(uintptr_t)7);
+		uint64_t old = 0;
+		int r;
+
+		if (fa)
+			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MFA, (uint64_t)add << sh, 0,
+						   (uint64_t)(am | 0x80000000u) << sh, 0, &old);
+		else
+			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MCS, (uint64_t)add << sh,
+						   (uint64_t)cmp << sh, (uint64_t)am << sh,
+						   (uint64_t)cm << sh, &old);
+		*orig = (uint32_t)(old >> sh);
+		return r;
+	}
+}
+
 int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		   const struct nm_op *op, uint64_t *orig, const char **rule)
 {
-	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = 8,
+	uint32_t sz = op->asize == 4 ? 4 : 8;
+	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = sz,
 				.req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE};
 	int st = nm_qp_state(qp);
 	enum nm_atomic_op aop;
@@ -367,8 +414,8 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		*rule = m.rule;
 		return r;
 	}
-	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, 8);
-	if (!r && (va & 7)) {
+	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, sz);
+	if (!r && (va & (sz - 1))) {
 		char who[48] = "";
 
 		if (m.req_wqe != NM_WQE_NONE)
@@ -376,15 +423,23 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 				 qp->peer_info.qpn);
 		nm_violation(qp, viol_index(&m), "atomic_unaligned",
 			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			     "%s target 0x%llx is not 8-byte aligned%s", gdak_mlx5_opcode_name(opcode),
-			     (unsigned long long)va, who);
+			     "%s target 0x%llx is not %u-byte aligned%s", gdak_mlx5_opcode_name(opcode),
+			     (unsigned long long)va, sz, who);
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			   "atomic_unaligned", "target 0x%llx not 8-byte aligned",
-			   (unsigned long long)va);
+			   "atomic_unaligned", "target 0x%llx not %u-byte aligned",
+			   (unsigned long long)va, sz);
 	}
 	if (r) {
 		*rule = m.rule;
 		return r;
+	}
+	if (sz == 4) {
+		r = atomic32(&m, op, opcode, orig);
+		if (r) {
+			*rule = "atomic_failed";
+			return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+		}
+		return 0;
 	}
 	switch (opcode) {
 	case MLX5_OPCODE_ATOMIC_FA: aop = NM_ATOMIC_FA; break;

@@ -68,6 +68,7 @@ struct nm_thread {
 	uint32_t sweep;
 	uint32_t empty;		/* consecutive empty passes */
 	uint64_t empty_since;	/* when the current run of empty passes began */
+	uint64_t last_yield;	/* adaptive: the spin phase's last sched_yield() */
 	bool sleeping;
 	_Atomic int kicked;
 	_Atomic uint64_t qseq;	/* quiescent points passed */
@@ -249,10 +250,26 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			cpu_relax();
 			continue;
 		}
-		idle = nm_now_ns() - t->empty_since;
-		if (idle < NM_SPIN_NS) {
-			cpu_relax();
-		} else if (idle < NM_YIELD_NS) {
+		{
+			uint64_t now = nm_now_ns();
+
+			idle = now - t->empty_since;
+			if (idle < NM_SPIN_NS) {
+				/* spinning as spin mode does, yields included: a
+				 * device thread that shares this CPU (more runnable
+				 * threads than CPUs) must get it back as soon as spin
+				 * mode would give it, or every one-at-a-time operation
+				 * waits out the whole spin phase */
+				if (now - t->last_yield >= NM_SPIN_YIELD_NS) {
+					sched_yield();
+					t->last_yield = now;
+				} else {
+					cpu_relax();
+				}
+				continue;
+			}
+		}
+		if (idle < NM_YIELD_NS) {
 			sched_yield();
 		} else if (idle < NM_NAP_NS) {
 			struct timespec ts = {0, 50000};

@@ -41,6 +41,7 @@
 
 #include "nm_dma.h"
 #include "nm_loc.h"
+#include "nm_rand.h"
 #include "tr_udp.h"
 
 #define BATCH 32
@@ -288,18 +289,55 @@ static int req_scatter(struct roce_qp *r, struct roce_wr *wr, uint32_t off, cons
 	return seg_copy(o, off, (void *)(uintptr_t)src, len, 1);
 }
 
+static const char *status_rule(uint8_t status)
+{
+	return status == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ? "udp_retry_exceeded"
+	     : status == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR	   ? "udp_rnr_retry_exceeded"
+	     : status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR		   ? NULL
+								   : "udp_remote_nak";
+}
+
 static void req_complete(struct roce_qp *r, struct roce_wr *wr, uint8_t status)
 {
 	struct udp_qp *u = uqp_of(r);
 	struct nm_op *op = (struct nm_op *)(uintptr_t)wr->cookie;
 
 	if (status && !op->rule)
-		op->rule = status == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ? "udp_retry_exceeded"
-			 : status == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR       ? "udp_rnr_retry_exceeded"
-			 : status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR	      ? NULL
-									      : "udp_remote_nak";
+		op->rule = status_rule(status);
 	nm_comp_op_done(u->qp, op, status);
 	nm_thread_activate(u->qp);
+}
+
+/* The engine went to ERR with no WR to carry it: the NIC model's QP goes
+ * to ERR with the cause, so its state and gdak_qp_query_error tell the
+ * truth and every WQE from now on gets its flush CQE. */
+static void req_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
+{
+	struct udp_qp *u = uqp_of(r);
+	const char *rule = status_rule(syndrome);
+
+	nm_qp_set_error(u->qp, syndrome, 0, (uint16_t)u->qp->ci, rule ? rule : "udp_requester",
+			"requester: %s (%s)", why, gdak_mlx5_syndrome_name(syndrome));
+	nm_thread_activate(u->qp);
+}
+
+/* A packet to this QP from somebody else than its peer: dropped by the
+ * engine; counted, traced as a violation, logged (rate-limited). */
+static void rx_foreign(struct roce_qp *r, const struct roce_path *rx, const uint8_t *pkt,
+		       uint32_t len)
+{
+	struct udp_qp *u = uqp_of(r);
+	char from[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN], text[160];
+
+	__atomic_fetch_add(&u->qp->st.foreign, 1, __ATOMIC_RELAXED);
+	inet_ntop(AF_INET, &rx->sip, from, sizeof(from));
+	inet_ntop(AF_INET, &r->path.dip, want, sizeof(want));
+	snprintf(text, sizeof(text), "%s PSN 0x%06x (%u bytes) from %s:%u, not the peer %s:%u",
+		 roce_op_name(bth_opcode(pkt)), bth_psn(pkt), len, from, rx->sport, want,
+		 r->peer_sport ? r->peer_sport : r->path.dport);
+	GDAK_WARN_RL("qp", u->qp->id, "dropped %s", text);
+	NM_TRACE(u->qp, gdak_trace_violation, u->qp->base.qpn, (uint16_t)u->qp->ci,
+		 "udp_foreign_packet", 0, text);
 }
 
 /* ---- engine callbacks: responder ------------------------------------------------- */
@@ -388,7 +426,8 @@ static const struct roce_ops udp_roce_ops = {
 	.req_gather = req_gather, .req_scatter = req_scatter, .req_complete = req_complete,
 	.resp_begin = resp_begin, .resp_imm = resp_imm, .resp_data = resp_data,
 	.resp_end = resp_end, .resp_read_check = resp_read_check, .resp_read = resp_read,
-	.resp_atomic = resp_atomic, .resp_fatal = resp_fatal,
+	.resp_atomic = resp_atomic, .resp_fatal = resp_fatal, .req_fatal = req_fatal,
+	.rx_foreign = rx_foreign,
 };
 
 /* ---- the QP's thread: receive, timers, progress ------------------------------------ */
@@ -631,7 +670,14 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	if (r == -EAGAIN)
 		return NM_TX_BUSY;
 	if (r) {
+		/* the engine is dead (its cause was reported when it died; this
+		 * names it again should nothing have): the QP goes to ERR and
+		 * this WQE, like every later one, is flushed */
 		op->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+		nm_qp_set_error(qp, u->rqp.err_syn ? u->rqp.err_syn : MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+				op->opcode, op->wqe_index, "udp_engine_error",
+				"WQE %u: the RoCE engine is in ERR (%s)", op->wqe_index,
+				u->rqp.err_why ? u->rqp.err_why : "moved there by its owner");
 		return NM_TX_DONE;
 	}
 	/* Build the packets now (the window permitting) but send them with
@@ -760,8 +806,10 @@ static int udp_qp_init(struct nm_qp *qp)
 						     .msg_namelen = sizeof(u->rxa[i]),
 						     .msg_iov = &u->rxv[i], .msg_iovlen = 1};
 	}
-	/* a first PSN that differs per QP and per run (IBA leaves it to us) */
-	u->psn0 = (uint32_t)(nm_now_ns() * 2654435761u ^ qp->base.qpn) & ROCE_PSN_MASK;
+	/* a random first PSN (IBA 9.7.1 recommends it), drawn again at RESET:
+	 * a stranger cannot guess it, and packets of an earlier connection
+	 * fall outside the new one's window */
+	u->psn0 = nm_rand_seq24(NM_RAND_PSN);
 	qp->tr_priv = u;
 	GDAK_DBG("qp", qp->id, "udp endpoint %s:%u", inet_ntoa(u->addr), u->port);
 	return 0;
@@ -795,6 +843,31 @@ static void udp_qp_fini(struct nm_qp *qp)
 	free(u->rxbuf);
 	free(u);
 	qp->tr_priv = NULL;
+}
+
+/* Back to RESET: the engine forgets the connection (packets still coming
+ * for it are dropped: not in RTS), and the next one starts at a new PSN. */
+static void reset_on_thread(void *arg)
+{
+	struct udp_qp *u = arg;
+	struct roce_cfg cfg = qp_cfg(u->qp);
+
+	watch_off(u);
+	roce_qp_fini(&u->rqp);
+	if (roce_qp_init(&u->rqp, &u->rctx, u->qp->base.qpn, &cfg))
+		GDAK_ERR("qp", u->qp->id, "cannot reset the RoCE engine: out of memory");
+	u->rqp.priv = u;
+	u->ntx = 0;
+	u->more = 0;
+	u->psn0 = nm_rand_seq24(NM_RAND_PSN);
+}
+
+static void udp_qp_reset(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	if (u)
+		nm_thread_call(qp->thr, reset_on_thread, u);
 }
 
 static int udp_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
@@ -833,7 +906,7 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	}
 	if (u->watching)
 		nm_thread_call(qp->thr, watch_off, u);
-	if (u->rqp.state != ROCE_QPS_RESET) {
+	if (u->rqp.state != ROCE_QPS_RESET || !u->rqp.sq) {
 		/* reconnecting after RESET: a fresh engine */
 		struct roce_cfg cfg = qp_cfg(qp);
 
@@ -850,6 +923,10 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	ret = roce_qp_connect(&u->rqp, peer->qpn, u->psn0, peer->psn, mtu, &path);
 	if (ret)
 		return ret;
+	/* a gdak NIC model (node set) sends from the port it advertised, one
+	 * socket per QP; a kernel or hardware RoCE stack picks its source
+	 * port per flow, so only its address can be checked (as rxe does) */
+	u->rqp.peer_sport = peer->node ? peer->udp_port : 0;
 	/* the QP is not served meanwhile (INIT): the thread sees the new
 	 * pointer after nm_thread_call below */
 	udp_inbox_put(u->peer_inbox);
@@ -977,18 +1054,16 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 			goto err;
 		}
 	}
+	/* checked by nm_fault_parse when the context opened (one parser for
+	 * every transport); each QP parses its packet entries again for a
+	 * generator of its own */
 	env = getenv("GDAK_FAULTS");
 	if (env) {
-		struct roce_fault *f = NULL;
 		if (strlen(env) >= sizeof(c->faults)) {
 			GDAK_ERR(NULL, 0, "GDAK_FAULTS longer than %zu characters", sizeof(c->faults) - 1);
 			ret = -EINVAL;
 			goto err;
 		}
-		ret = roce_fault_parse(env, &f);
-		if (ret)
-			goto err;
-		roce_fault_free(f);
 		strcpy(c->faults, env);
 	}
 	ctx->tr_priv = c;
@@ -1032,6 +1107,7 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.post_send = udp_post_send,
 	.qp_poll = udp_qp_poll,
 	.qp_error = udp_qp_error,
+	.qp_reset = udp_qp_reset,
 };
 
 /* The PSN the QP's requester starts at.  A verbs program chooses its own

@@ -31,6 +31,8 @@
 
 #include <ev.h>
 
+#include <gdak/env.h>
+
 #include "nm_loc.h"
 #include "tr_verbs.h"
 
@@ -85,9 +87,9 @@ static void tc_free(struct tv_ctx *tc)
  * dma-buf works), GDAK_VERBS_BOUNCE=bytes (each bounce ring). */
 static int env_config(struct nm_ctx *ctx, struct tv_ctx *tc)
 {
-	const char *st = getenv("GDAK_VERBS_STAGE"), *b = getenv("GDAK_VERBS_BOUNCE");
-	const char *d = getenv("GDAK_VERBS_DMABUF");
-	int v = tv_parse_stage(st);
+	const char *st = gdak_env_raw("GDAK_VERBS_STAGE");
+	unsigned long long n;
+	int v = tv_parse_stage(st), dmabuf = 1;
 
 	if (v < 0) {
 		GDAK_ERR("ctx", ctx->base.id, "GDAK_VERBS_STAGE='%s': the values are 'all' and "
@@ -95,18 +97,16 @@ static int env_config(struct nm_ctx *ctx, struct tv_ctx *tc)
 		return -EINVAL;
 	}
 	tc->stage_all = v == 1;
-	tc->no_dmabuf = d && !strcmp(d, "0");
+	if (gdak_env_bool("GDAK_VERBS_DMABUF", &dmabuf) < 0)
+		return -EINVAL;
+	tc->no_dmabuf = !dmabuf;
 	tc->bounce = TV_BOUNCE_DEFAULT;
-	if (b && *b) {
-		char *end;
-		unsigned long n = strtoul(b, &end, 0);
-		if (*end || n < TV_BOUNCE_MIN || n > (1ul << 30)) {
-			GDAK_ERR("ctx", ctx->base.id, "GDAK_VERBS_BOUNCE='%s': a byte count %u..%lu "
-				 "is wanted", b, TV_BOUNCE_MIN, 1ul << 30);
-			return -EINVAL;
-		}
+	/* the table's range is TV_BOUNCE_MIN..1 GiB */
+	v = gdak_env_uint("GDAK_VERBS_BOUNCE", &n);
+	if (v < 0)
+		return -EINVAL;
+	if (v == 0)
 		tc->bounce = (uint32_t)n;
-	}
 	if (tc->stage_all)
 		GDAK_WARN("ctx", ctx->base.id, "verbs: GDAK_VERBS_STAGE=all (a test hook): every "
 			  "local buffer goes through %u-byte bounce rings, no host memory is "

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 
 #include <gdak/config.h>
+#include <gdak/env.h>
 #include <gdak/gdak.h>
 #include <gdak/nic.h>
 
@@ -447,7 +448,7 @@ static void show_emulated(void)
 {
 	static const char *const libs[] = {"libibverbs.so.1", "libmlx5.so.1", "libefa.so.1"};
 	char dir[PATH_MAX], path[PATH_MAX + 32];
-	const char *addr = getenv("GDAK_IBV_ADDR");
+	const char *addr = gdak_env_raw("GDAK_IBV_ADDR");
 	get_list_fn get_list;
 	free_list_fn free_list;
 	struct ibv_device **list;
@@ -498,24 +499,8 @@ static void show_emulated(void)
 	/* not dlclose()d: the library's NIC threads may still be winding down */
 }
 
-static const char *env_or_unset(const char *name)
-{
-	const char *v = getenv(name);
-	return v ? v : "(unset)";
-}
-
 static void show_nic(void)
 {
-	/* the NIC model's own, then the trace writer's (docs/TRACE.md), the
-	 * ring capture's (docs/CAPTURE.md) and the transports' (docs/UDP.md,
-	 * docs/RXE.md) */
-	static const char *const vars[] = {"GDAK_DEVICE", "GDAK_NIC_THREADS", "GDAK_STRICT",
-					   "GDAK_POLL", "GDAK_TRACE", "GDAK_FAULTS",
-					   "GDAK_RNR_TIMEOUT_MS", "GDAK_LOG",
-					   "GDAK_TRACE_WRITER", "GDAK_TRACE_FULL",
-					   "GDAK_CAPTURE_TRACE", "GDAK_CAPTURE_POLL_US",
-					   "GDAK_UDP_LOCAL", "GDAK_VERBS_BOUNCE", "GDAK_VERBS_DMABUF",
-					   "GDAK_IBV_DEVICES", "GDAK_IBV_ADDR"};
 	struct gdak_ctx *ctx = NULL;
 	int ret;
 
@@ -537,20 +522,42 @@ static void show_nic(void)
 	}
 	if (ctx)
 		gdak_close(ctx);
+	section_end();
+}
 
-	if (json) {
-		sep();
-		json_str("environment");
-		printf(":{");
-		json_first = 1;
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-			kv_str(vars[i], getenv(vars[i]));
-		putchar('}');
-		json_first = 0;
-	} else {
-		printf("  environment:\n");
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-			printf("    %-20s %s\n", vars[i], env_or_unset(vars[i]));
+/* Every variable of the configuration table (gdak/env.h): its value here,
+ * its default, what it allows and whether the value is allowed (gdak_open
+ * refuses to open anything under a bad one). */
+static void show_env(void)
+{
+	size_t n;
+	const struct gdak_env_var *t = gdak_env_table(&n);
+	char allowed[96];
+
+	section("environment", "environment (every variable gdak reads; * = set here)");
+	for (size_t i = 0; i < n; i++) {
+		const char *v = gdak_env_raw(t[i].name);
+		int ok = !gdak_env_check_value(&t[i], v);
+
+		gdak_env_allowed(&t[i], allowed, sizeof(allowed));
+		if (json) {
+			sep();
+			json_str(t[i].name);
+			printf(":{");
+			json_first = 1;
+			kv_str("value", v);
+			kv_str("default", *t[i].def ? t[i].def : NULL);
+			kv_str("allowed", allowed);
+			kv_str("area", t[i].area);
+			kv_bool("ok", ok);
+			kv_str("doc", t[i].doc);
+			putchar('}');
+			json_first = 0;
+		} else {
+			printf("  %c %-24s %-16s default %-10s [%s] %s%s\n", v ? '*' : ' ', t[i].name,
+			       v ? v : "(unset)", *t[i].def ? t[i].def : "-", allowed, t[i].doc,
+			       ok ? "" : "   <-- NOT ALLOWED: gdak_open fails");
+		}
 	}
 	section_end();
 }
@@ -563,8 +570,9 @@ static void usage(FILE *f)
 		"Shows what gdak can do here: the backends compiled in, the build\n"
 		"configuration, the CUDA driver and GPUs (found at run time), the verbs\n"
 		"devices, the emulated devices an unmodified program sees under gdak-run\n"
-		"(GDAK_IBV_DEVICES, GDAK_IBV_ADDR apply), and the NIC model's configuration\n"
-		"(GDAK_NIC_THREADS, GDAK_STRICT, GDAK_POLL, GDAK_TRACE, GDAK_FAULTS, ...).\n"
+		"(GDAK_IBV_DEVICES, GDAK_IBV_ADDR apply), the NIC model's configuration,\n"
+		"and every environment variable gdak reads, with its value here, its\n"
+		"default and what it allows.\n"
 		"\n"
 		"  --json   one JSON object instead of text\n"
 		"  --help   this text\n");
@@ -595,6 +603,7 @@ int main(int argc, char **argv)
 	show_verbs();
 	show_emulated();
 	show_nic();
+	show_env();
 	if (json)
 		printf("}\n");
 	return 0;

@@ -58,6 +58,15 @@ def main():
     ap.add_argument("-o", "--output", default="bench.png", help="PNG to write (bench.png)")
     ap.add_argument("--title", default=None, help="figure title")
     args = ap.parse_args()
+    # `plot_bench.py bw.json bw.png`: a last argument naming a PNG is the
+    # output, not an input that fails to parse as JSON
+    if len(args.json) > 1 and args.json[-1].endswith(".png") and "-o" not in sys.argv[1:] \
+            and not any(a.startswith("--output") for a in sys.argv[1:]):
+        args.output = args.json.pop()
+    for p in args.json:
+        if p.endswith(".png"):
+            sys.exit(f"plot_bench: {p} is an image, not gdak-perf --json output "
+                     "(the output is -o FILE)")
 
     docs = [load(p) for p in args.json]
     try:

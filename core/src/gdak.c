@@ -4,30 +4,33 @@
  * machine, and dispatch to the backend chosen in gdak_open().
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture_int.h"
+#include <gdak/env.h>
+
 #include "gdak_backend.h"
 #include "gdak_log.h"
 
-static const struct gdak_backend_ops *const backends[] = {
-	&gdak_nm_backend_ops,
-#ifdef GDAK_HAVE_HW_MLX5
-	&gdak_hw_backend_ops,
-#endif
-};
-#define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
+#define backends gdak_backend_table
+#define MAX_BACKENDS 8
 
-static const char *const backend_names[] = {
-	"emu",
-#ifdef GDAK_HAVE_HW_MLX5
-	"mlx5",
-#endif
-	NULL,
-};
+static const char *backend_names[MAX_BACKENDS + 1];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
-const char *const *gdak_backends(void) { return backend_names; }
+static void names_init(void)
+{
+	for (size_t i = 0; i < MAX_BACKENDS && backends[i]; i++)
+		backend_names[i] = backends[i]->name;
+}
+
+const char *const *gdak_backends(void)
+{
+	pthread_once(&names_once, names_init);
+	return backend_names;
+}
 
 uint32_t gdak_next_obj_id(void)
 {
@@ -52,15 +55,24 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 
 	CHECK_ARG(ctx, "ctx out-pointer is NULL");
 	*ctx = NULL;
+	/* every set variable, whichever backend would read it: a typo in one
+	 * the chosen backend ignores is still a mistake the user wants to see */
+	ret = gdak_env_validate();
+	if (ret) {
+		GDAK_ERR(NULL, 0, "cannot open %s%s%s: bad environment (see above; gdak-info "
+			 "lists every variable)", dev && *dev ? "'" : "",
+			 dev && *dev ? dev : "the default device", dev && *dev ? "'" : "");
+		return ret;
+	}
 	if (!dev || !*dev)
-		dev = getenv("GDAK_DEVICE");
+		dev = gdak_env_raw("GDAK_DEVICE");
 	if (!dev || !*dev)
 		dev = "emu";
 	if (strlen(dev) >= sizeof((*ctx)->device)) {
 		GDAK_ERR(NULL, 0, "device name '%.32s...' too long", dev);
 		return -ENAMETOOLONG;
 	}
-	for (size_t i = 0; i < N_BACKENDS; i++) {
+	for (size_t i = 0; backends[i]; i++) {
 		if (!backends[i]->match(dev))
 			continue;
 		ret = backends[i]->open(dev, ctx);
@@ -76,21 +88,47 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 		GDAK_INFO("ctx", (*ctx)->id, "opened '%s' on backend %s", dev, backends[i]->name);
 		return 0;
 	}
-#ifdef GDAK_HAVE_HW_MLX5
-	GDAK_ERR(NULL, 0, "no backend serves device '%s' (try emu, emu:udp, emu:verbs:DEV, mlx5_N)", dev);
-#else
-	GDAK_ERR(NULL, 0, "no backend serves device '%s' (try emu, emu:udp, emu:verbs:DEV; "
-		 "hardware needs a build with -DGDAK_HW_MLX5=ON)", dev);
-#endif
+	{
+		char names[96] = "";
+		int hw = 0;
+
+		for (size_t i = 0; backends[i]; i++) {
+			size_t l = strlen(names);
+			snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "",
+				 backends[i]->name);
+			hw |= !strcmp(backends[i]->name, "mlx5");
+		}
+		GDAK_ERR(NULL, 0, "no backend serves device '%s' (this build has %s: try emu, "
+			 "emu:udp, emu:verbs:DEV%s)", dev, names,
+			 hw ? ", mlx5_N" : "; hardware needs a build with -DGDAK_HW_MLX5=ON");
+	}
 	return -ENODEV;
+}
+
+static _Atomic(const struct gdak_obj_observer *) observers[GDAK_MAX_OBSERVERS];
+
+int gdak_observer_add(const struct gdak_obj_observer *o)
+{
+	for (int i = 0; i < GDAK_MAX_OBSERVERS; i++) {
+		const struct gdak_obj_observer *cur = NULL;
+
+		if (atomic_compare_exchange_strong(&observers[i], &cur, o) || cur == o)
+			return 0;
+	}
+	GDAK_ERR(NULL, 0, "more than %d object observers", GDAK_MAX_OBSERVERS);
+	return -ENOSPC;
 }
 
 void gdak_close(struct gdak_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	/* ring captures following its QPs make a last pass first */
-	gdak_capture_forget_ctx(ctx);
+	/* e.g. ring captures following its QPs make a last pass first */
+	for (int i = 0; i < GDAK_MAX_OBSERVERS; i++) {
+		const struct gdak_obj_observer *o = atomic_load(&observers[i]);
+		if (o && o->ctx_close)
+			o->ctx_close(ctx);
+	}
 	ctx->ops->close(ctx);
 }
 
@@ -224,6 +262,15 @@ static int normalise_attr(const struct gdak_qp_attr *in, struct gdak_qp_attr *ou
 		GDAK_ERR(NULL, 0, "unknown sharing mode %d", (int)out->sharing);
 		return -EINVAL;
 	}
+	if (out->flags & ~GDAK_QP_F_ALL) {
+		GDAK_ERR(NULL, 0, "unknown QP flags 0x%x", out->flags & ~GDAK_QP_F_ALL);
+		return -EINVAL;
+	}
+	if (!out->rq_depth && (out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED))) {
+		GDAK_ERR(NULL, 0, "receive CQ flags 0x%x on a QP without a receive queue",
+			 out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED));
+		return -EINVAL;
+	}
 	if (!out->mtu)
 		out->mtu = defaults.mtu;
 	if (out->mtu != 256 && out->mtu != 512 && out->mtu != 1024 && out->mtu != 2048 &&
@@ -266,7 +313,11 @@ int gdak_qp_destroy(struct gdak_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
-	gdak_capture_forget_qp(qp); /* a capture's last pass over its rings */
+	for (int i = 0; i < GDAK_MAX_OBSERVERS; i++) {
+		const struct gdak_obj_observer *o = atomic_load(&observers[i]);
+		if (o && o->qp_destroy)
+			o->qp_destroy(qp); /* e.g. a capture's last pass over its rings */
+	}
 	return qp->ctx->ops->qp_destroy(qp);
 }
 

@@ -58,11 +58,27 @@ struct gdak_backend_ops {
 	int (*qp_query_error)(struct gdak_qp *qp, struct gdak_qp_error *err);
 };
 
-/* The backends compiled in (core/src/gdak.c lists them). */
+/* The backends compiled in, NULL-terminated, in matching order: generated
+ * at configure time from the components' gdak_register_backend() calls
+ * (cmake/GdakBackends.cmake). */
+extern const struct gdak_backend_ops *const gdak_backend_table[];
+/* The NIC model's table (its gdak_nic_* API checks a QP is one of its own). */
 extern const struct gdak_backend_ops gdak_nm_backend_ops;
-#ifdef GDAK_HAVE_HW_MLX5
-extern const struct gdak_backend_ops gdak_hw_backend_ops;
-#endif
+
+/*
+ * Observers of objects going away: core calls them before the backend
+ * destroys a QP or closes a context, whatever the backend.  The ring capture
+ * (core/trace) registers one when its first capture opens, so that it makes
+ * its last pass over a QP's rings before they are freed; core names no
+ * observer itself.  Registering the same observer again does nothing; at
+ * most GDAK_MAX_OBSERVERS, never removed.  0 or -ENOSPC.
+ */
+struct gdak_obj_observer {
+	void (*qp_destroy)(struct gdak_qp *qp);
+	void (*ctx_close)(struct gdak_ctx *ctx);
+};
+#define GDAK_MAX_OBSERVERS 4
+int gdak_observer_add(const struct gdak_obj_observer *o);
 
 /* A fresh process-unique id for logs. */
 uint32_t gdak_next_obj_id(void);

@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <gdak/env.h>
+
 #include "gdak_log.h"
 
 _Atomic int gdak_log_level_cur = GDAK_LOG_WARN;
@@ -21,18 +23,12 @@ static const char level_char[] = {'E', 'W', 'I', 'D'};
 /* Read $GDAK_LOG once, before main(): logging works from the first call. */
 __attribute__((constructor)) static void log_init_from_env(void)
 {
-	const char *s = getenv("GDAK_LOG");
-	static const char *const names[] = {"error", "warn", "info", "debug"};
+	int i;
 
-	if (!s || !*s)
-		return;
-	for (int i = 0; i < 4; i++) {
-		if (!strcasecmp(s, names[i]) || (s[0] - '0' == i && !s[1])) {
-			atomic_store(&gdak_log_level_cur, i);
-			return;
-		}
-	}
-	fprintf(stderr, "gdak W log: GDAK_LOG='%s' is not one of error|warn|info|debug; using warn\n", s);
+	/* the choices are the four names, then their digits 0..3; a bad value
+	 * is reported by the table and leaves the level at warn */
+	if (gdak_env_choice("GDAK_LOG", &i) == 0)
+		atomic_store(&gdak_log_level_cur, i & 3);
 }
 
 void gdak_set_log_level(enum gdak_log_level lvl)

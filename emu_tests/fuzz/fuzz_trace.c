@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_trace.c - the trace reader (core/src/trace_read.c) and gdak-trace's
+ * fuzz_trace.c - the trace reader (core/trace/trace_read.c) and gdak-trace's
  * decoder, filter and summary (tools/trace_*.c) on arbitrary bytes.
  *
  * The input is a would-be pcapng file.  It is read twice, the way gdak-trace

@@ -56,7 +56,7 @@ endforeach()
 # 3. every header again
 set(n_ok 0)
 foreach(h IN LISTS HDR_NAMES)
-  string(REGEX REPLACE "^(core|device)/include/" "" inc ${h})
+  string(REGEX REPLACE "^(core|device|nic_model)/include/" "" inc ${h})
   foreach(lang c cxx)
     try_compile_hdr(rc ${lang} ${inc})
     if(rc EQUAL 0)

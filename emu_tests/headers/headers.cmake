@@ -12,7 +12,8 @@
 
 file(GLOB _hdr_core CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/core/include/gdak/*.h)
 file(GLOB _hdr_dev CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/device/include/gdak/dev/*.h)
-set(_hdr_all ${_hdr_core} ${_hdr_dev})
+file(GLOB _hdr_nic CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/nic_model/include/gdak/*.h)
+set(_hdr_all ${_hdr_core} ${_hdr_nic} ${_hdr_dev})
 set(_hdr_cuda ${_hdr_dev} ${PROJECT_SOURCE_DIR}/core/include/gdak/mlx5.h)
 
 set(_hdr_gen ${CMAKE_CURRENT_BINARY_DIR}/headers)
@@ -23,7 +24,7 @@ set(_hdr_names)
 
 function(_gdak_hdr_tu out_var header ext)
   file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${header})
-  string(REGEX REPLACE "^(core|device)/include/" "" inc ${rel})  # gdak/mlx5.h
+  string(REGEX REPLACE "^(core|device|nic_model)/include/" "" inc ${rel})  # gdak/mlx5.h
   string(MAKE_C_IDENTIFIER ${inc} id)
   set(f ${_hdr_gen}/${id}.${ext})
   # Included twice: the include guard must work too.  The symbol keeps the
@@ -48,6 +49,7 @@ foreach(h IN LISTS _hdr_all)
 endforeach()
 
 set(_hdr_incs ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_SOURCE_DIR}/device/include
+    ${PROJECT_SOURCE_DIR}/nic_model/include
     ${PROJECT_BINARY_DIR}/core/include)
 
 # Only the include paths: nothing else (no gdak_deps compile definitions)
@@ -89,7 +91,7 @@ if(GDAK_HAVE_CUDA)
 endif()
 
 # What the test needs, resolved at generate time.
-set(_hdr_flags "-I${PROJECT_SOURCE_DIR}/core/include;-I${PROJECT_SOURCE_DIR}/device/include;-I${PROJECT_BINARY_DIR}/core/include")
+set(_hdr_flags "-I${PROJECT_SOURCE_DIR}/core/include;-I${PROJECT_SOURCE_DIR}/device/include;-I${PROJECT_SOURCE_DIR}/nic_model/include;-I${PROJECT_BINARY_DIR}/core/include")
 foreach(d IN LISTS IBVERBS_INCLUDE_DIRS)
   list(APPEND _hdr_flags "-I${d}")
 endforeach()

@@ -44,7 +44,9 @@
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uint32_t qpn; struct udp_inbox *ib; } *dir;
 static unsigned ndir, capdir;
-static uint64_t rx_unknown;	/* packets for no QP of ours (dir_lock) */
+/* counters (dir_lock): packets for no QP of ours, waits for a full inbox,
+ * packets dropped after waiting; GDAK_LOG=info prints them as a QP goes */
+static uint64_t rx_unknown, rx_full_waits, rx_dropped;
 
 int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port)
 {
@@ -84,36 +86,49 @@ void gv_dir_del(uint32_t qpn)
 			break;
 		}
 	}
+	if (ib)
+		GDAK_INFO("qp", qpn, "device 4791 reader so far: %llu packets for unknown QPs, %llu "
+			  "waits for a full inbox, %llu dropped", (unsigned long long)rx_unknown,
+			  (unsigned long long)rx_full_waits, (unsigned long long)rx_dropped);
 	pthread_mutex_unlock(&dir_lock);
 	if (ib)
 		udp_inbox_put(ib);
 }
 
-/* Hand one packet to the QP its BTH names (dir_lock held: the inbox
- * reference cannot go meanwhile).  A full inbox is waited on briefly - the
- * owner drains it at its next pass - then the packet is dropped, which RC
- * recovers from as from any loss on a wire. */
-static void deliver(const struct mmsghdr *m, const struct sockaddr_in *from)
+static uint32_t bth_dqpn(const struct mmsghdr *m)
 {
 	const uint8_t *pkt = m->msg_hdr.msg_iov->iov_base;
-	struct iovec v = {.iov_base = m->msg_hdr.msg_iov->iov_base, .iov_len = m->msg_len};
-	uint32_t qpn;
-	unsigned i;
 
 	if (m->msg_len < ROCE_BTH_LEN)
-		return;
-	qpn = ((uint32_t)pkt[5] << 16) | ((uint32_t)pkt[6] << 8) | pkt[7];
+		return UINT32_MAX;
+	return ((uint32_t)pkt[5] << 16) | ((uint32_t)pkt[6] << 8) | pkt[7];
+}
+
+/* Hand n packets from one sender to the QP qpn (dir_lock held: the inbox
+ * reference cannot go meanwhile), in one push - one lock and one wakeup of
+ * its NIC thread for the run.  A full inbox is waited on briefly (the owner
+ * drains it at its next pass), then the rest is dropped, which RC recovers
+ * from as from any loss on a wire. */
+static void deliver(uint32_t qpn, const struct sockaddr_in *from, struct iovec *v, unsigned n)
+{
+	unsigned i;
+
 	for (i = 0; i < ndir && dir[i].qpn != qpn; i++)
 		;
 	if (i == ndir) {
-		rx_unknown++;
+		rx_unknown += n;
 		return;
 	}
-	for (int tries = 0; tries < 1000; tries++) {
-		int n = udp_inbox_push(dir[i].ib, from->sin_addr.s_addr, ntohs(from->sin_port), &v, 1);
+	for (int tries = 0; n && tries < 1000; tries++) {
+		int k = udp_inbox_push(dir[i].ib, from->sin_addr.s_addr, ntohs(from->sin_port), v, n);
 
-		if (n != 0)
-			return;	/* taken, or the QP is going away */
+		if (k < 0)
+			return;	/* the QP is going away */
+		v += k;
+		n -= (unsigned)k;
+		if (!n)
+			return;
+		rx_full_waits++;
 		pthread_mutex_unlock(&dir_lock);
 		sched_yield();
 		pthread_mutex_lock(&dir_lock);
@@ -122,6 +137,7 @@ static void deliver(const struct mmsghdr *m, const struct sockaddr_in *from)
 		if (i == ndir)
 			return;
 	}
+	rx_dropped += n;
 }
 
 static void *rx_main(void *arg)
@@ -152,9 +168,23 @@ static void *rx_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;
-		pthread_mutex_lock(&dir_lock);
 		for (int i = 0; i < n; i++)
-			deliver(&m[i], &from[i]);
+			iov[i].iov_len = m[i].msg_len;
+		pthread_mutex_lock(&dir_lock);
+		/* runs of packets for one QP from one sender go in one push */
+		for (int i = 0, j; i < n; i = j) {
+			uint32_t q = bth_dqpn(&m[i]);
+
+			for (j = i + 1; j < n && bth_dqpn(&m[j]) == q &&
+					from[j].sin_addr.s_addr == from[i].sin_addr.s_addr &&
+					from[j].sin_port == from[i].sin_port;
+			     j++)
+				;
+			if (q != UINT32_MAX)
+				deliver(q, &from[i], &iov[i], (unsigned)(j - i));
+		}
+		for (int i = 0; i < n; i++)
+			iov[i].iov_len = ROCE_MAX_PKT;
 		pthread_mutex_unlock(&dir_lock);
 	}
 	free(buf);

@@ -443,8 +443,7 @@ GV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 	return (int)n;
 }
 
-GV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+GV_EXPORT const char *ibv_get_sysfs_path(void)
 {
-	snprintf(buf, size, "/sys");
-	return 0;
+	return "/sys";
 }

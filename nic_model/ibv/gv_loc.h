@@ -56,7 +56,7 @@ enum gv_gid_type_sysfs { GV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0, GV_GID_TYPE_SYSFS_ROC
 int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 		       enum gv_gid_type_sysfs *type);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
-int ibv_get_sysfs_path(char *buf, size_t size);
+const char *ibv_get_sysfs_path(void);
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 void ibv_register_driver(const char *name, void *init_func);

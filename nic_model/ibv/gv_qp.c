@@ -108,7 +108,7 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ga.rq_depth = rq;
 	ga.rcq_depth = rq;
 	ga.rq_max_sge = rq ? rsge : 1;
-	ga.handler = GDAK_DEV_DB_DB;
+	ga.handler = GDAK_DEV_DB_BF;
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
 	ga.mtu = 4096;		/* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
@@ -278,6 +278,20 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		pthread_mutex_unlock(&s->lock);
 	}
 	gv_dir_del(qp->qp_num);
+	if (gdak_get_log_level() >= GDAK_LOG_INFO) {
+		struct roce_stats st;
+
+		if (!nm_tr_udp_qp_stats(q->g, &st))
+			GDAK_INFO("qp", qp->qp_num, "wire: tx %llu rx %llu packets, %llu resent, "
+				  "%llu timeouts (%llu early), %llu dup requests, %llu out of "
+				  "sequence, %llu RNR NAKs in, %llu ICRC errors",
+				  (unsigned long long)st.tx_pkts, (unsigned long long)st.rx_pkts,
+				  (unsigned long long)st.retransmits, (unsigned long long)st.timeouts,
+				  (unsigned long long)st.early_timeouts,
+				  (unsigned long long)st.dup_reqs, (unsigned long long)st.ooo_drops,
+				  (unsigned long long)st.rnr_naks_rcvd,
+				  (unsigned long long)st.icrc_errors);
+	}
 	ret = gdak_qp_destroy(q->g);
 	if (ret)
 		GDAK_WARN("qp", qp->qp_num, "destroy: %s", gdak_strerror(ret));
@@ -425,6 +439,14 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC && attr->max_rd_atomic > GV_MAX_RD_ATOM)
 		return EINVAL;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC && attr->max_dest_rd_atomic > GV_MAX_RD_ATOM)
+		return EINVAL;
+	/* field widths of the QP context (IBA 11.2.5): 3-bit retry counts, a
+	 * 5-bit RNR timer, 24-bit QPNs; timeout 0..31 */
+	if ((mask & IBV_QP_RETRY_CNT && attr->retry_cnt > 7) ||
+	    (mask & IBV_QP_RNR_RETRY && attr->rnr_retry > 7) ||
+	    (mask & IBV_QP_MIN_RNR_TIMER && attr->min_rnr_timer > 31) ||
+	    (mask & IBV_QP_TIMEOUT && attr->timeout > 31) ||
+	    (mask & IBV_QP_DEST_QPN && attr->dest_qp_num > 0xffffff))
 		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		const struct ibv_ah_attr *ah = &attr->ah_attr;

@@ -309,6 +309,8 @@ struct roce_stats {
 	uint64_t xmit_busy;	/* the wire said "later" (socket full) */
 	uint64_t tx_local;	/* of tx_pkts, handed to a peer QP in this process (the
 				 * owner's count: tr_udp's inbox, no kernel in between) */
+	uint64_t foreign_pkts;	/* dropped: not from the connected peer's address/port */
+	uint64_t unsolicited;	/* dropped: ACK/NAK/response with nothing outstanding */
 	uint64_t f_drop, f_dup, f_reorder, f_corrupt, f_delay; /* injected */
 };
 
@@ -396,6 +398,14 @@ struct roce_ops {
 			   uint64_t swap_add, uint64_t cmp, uint64_t *orig);
 	/* responder hit a fatal error (IBA class B/C/D: the QP goes to ERR). */
 	void (*resp_fatal)(struct roce_qp *qp, uint8_t syndrome, const char *why);
+	/* Optional: the requester moved the QP to ERR with no WR to carry the
+	 * syndrome (req_complete saw none), so the owner learns of it here:
+	 * a QP is never dead inside while its owner thinks it healthy. */
+	void (*req_fatal)(struct roce_qp *qp, uint8_t syndrome, const char *why);
+	/* Optional: a packet for this QP came from somebody else than the
+	 * connected peer (rx: where from) and was dropped. */
+	void (*rx_foreign)(struct roce_qp *qp, const struct roce_path *rx, const uint8_t *pkt,
+			   uint32_t len);
 
 	/* Optional: where to build the next packet (ROCE_MAX_PKT bytes), so that
 	 * it needs no copy when xmit gets the same pointer back (the
@@ -455,8 +465,15 @@ struct roce_qp {
 	void *priv;		/* the owner's */
 	uint32_t qpn, dqpn;
 	struct roce_path path;	/* our packets' IPv4/UDP headers */
+	/* Peer binding (rxe's check_addr): in RTS only packets from path.dip
+	 * are taken, and from UDP port peer_sport when it is not 0 (a peer
+	 * that sends from the port it advertised; a kernel or hardware RoCE
+	 * stack picks its source port per flow, so 0 checks the address only). */
+	uint16_t peer_sport;
 	struct roce_cfg cfg;
 	int state;		/* enum roce_qp_state */
+	uint8_t err_syn;	/* why the QP went to ERR (0: the owner moved it) */
+	const char *err_why;
 
 	/* requester (roce_req.c) */
 	struct roce_wr *sq;	/* ring of cfg.sq_size */
@@ -522,7 +539,8 @@ void roce_qp_error(struct roce_qp *qp);
 
 /* One received packet (the UDP payload) seen on path (sip = the sender).
  * Checks the ICRC and the headers, then hands it to the QP's requester
- * or responder.  Returns 0, or -EPROTO/-EBADMSG/-ENOENT when dropped. */
+ * or responder.  Returns 0, or -EPROTO/-EBADMSG/-ENOENT when dropped,
+ * -EPERM when it did not come from the connected peer. */
 int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *pkt,
 	    uint32_t len, uint64_t now_ns);
 /* Send what may be sent now: requester packets within the window, read

@@ -201,10 +201,20 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 		return -ENOENT;
 	}
 	qp->now_ns = now_ns;
-	qp->stats.rx_pkts++;
-	qp->stats.rx_bytes += len;
 	if (qp->ctx->ops->trace_pkt)
 		qp->ctx->ops->trace_pkt(qp, 1, pkt, len, path, ip_id);
+	/* IBA 9.6.1.5 / rxe check_addr: a connected QP takes packets from its
+	 * peer only.  Before any PSN or key check: a stranger learns nothing
+	 * from how its packet is treated, and cannot move the PSN. */
+	if (qp->state == ROCE_QPS_RTS &&
+	    (path->sip != qp->path.dip || (qp->peer_sport && path->sport != qp->peer_sport))) {
+		qp->stats.foreign_pkts++;
+		if (qp->ctx->ops->rx_foreign)
+			qp->ctx->ops->rx_foreign(qp, path, pkt, len);
+		return -EPERM;
+	}
+	qp->stats.rx_pkts++;
+	qp->stats.rx_bytes += len;
 	/* P_Key: the low 15 bits name the partition (IBA 10.9.3) */
 	if (qp->state != ROCE_QPS_RTS || ((bth_pkey(pkt) ^ qp->cfg.pkey) & 0x7fff)) {
 		qp->stats.bad_pkts++;

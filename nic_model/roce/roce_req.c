@@ -112,11 +112,38 @@ void roce_req_flush(struct roce_qp *qp, uint8_t status)
  * rest is flushed (IBA 10.8.3: a requester error moves the QP to ERR). */
 static void fail_head(struct roce_qp *qp, uint8_t status, const char *why)
 {
+	int carried = qp->sq_una != qp->sq_head;
+
 	GDAK_WARN_RL("qp", qp->qpn, "WR at PSN 0x%06x failed: %s (syndrome 0x%02x)",
 		     qp->una_psn, why, status);
-	if (qp->sq_una != qp->sq_head)
+	if (!qp->err_syn) {
+		qp->err_syn = status;
+		qp->err_why = why;
+	}
+	if (carried)
 		complete_head(qp, status);
 	roce_qp_error(qp);
+	if (!carried && qp->ctx->ops->req_fatal)
+		qp->ctx->ops->req_fatal(qp, status, why);
+}
+
+/* An ACK, NAK or response while no WR waits for one: the responder's late
+ * answer to something already completed, or a forgery.  Dropped, as rxe's
+ * completer drops a packet when no WQE is in flight (get_wqe): it must not
+ * move the QP (an error NAK would otherwise kill an idle requester with
+ * nothing to report the error on). */
+static int idle(struct roce_qp *qp, const char *what, uint32_t psn)
+{
+	const struct roce_wr *wr;
+
+	if (qp->sq_una != qp->sq_head) {
+		wr = wr_at(qp, qp->sq_una);
+		if (wr->sent)
+			return 0;
+	}
+	qp->stats.unsolicited++;
+	GDAK_WARN_RL("qp", qp->qpn, "dropped %s PSN 0x%06x: nothing outstanding", what, psn);
+	return 1;
 }
 
 /* una_psn moved: reset the retry counters (IBA 9.7.5.1.4: the count is per
@@ -253,6 +280,9 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		return;
 	case AETH_RNR_NAK:
 		qp->stats.rnr_naks_rcvd++;
+		/* a NAK names a PSN that was sent (IBA 9.7.5.1.1) */
+		if (psn_diff(psn, qp->max_psn) >= 0)
+			goto bad;
 		r = ack_upto(qp, psn);
 		if (r < 0)
 			goto bad;
@@ -260,6 +290,8 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 			qp->stats.dup_resps++;
 			return;
 		}
+		if (idle(qp, "RNR NAK", psn))
+			return;
 		if (!qp->rnr_left) {
 			fail_head(qp, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, "RNR retries exhausted");
 			return;
@@ -271,6 +303,8 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		rewind_to(qp, psn);
 		return;
 	case AETH_NAK:
+		if (psn_diff(psn, qp->max_psn) >= 0)
+			goto bad;
 		r = ack_upto(qp, psn);
 		if (r < 0)
 			goto bad;
@@ -291,6 +325,8 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 			qp->stats.dup_resps++;
 			return;
 		}
+		if (idle(qp, "NAK", psn))
+			return;
 		fail_head(qp, nak_status(syn & 0x1f), "NAK from the responder");
 		return;
 	default:
@@ -332,10 +368,8 @@ static void rx_data_resp(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 			go_back(qp, "gap in READ responses / missing atomic ACK");
 		return;
 	}
-	if (qp->sq_una == qp->sq_head) {
-		qp->stats.bad_pkts++;
+	if (idle(qp, oi->name, psn))
 		return;
-	}
 	wr = wr_at(qp, qp->sq_una);
 	if (!wr->sent || !is_rd(wr) || (wr->op == ROCE_WR_READ) != !!(oi->mask & ROCE_M_READ)) {
 		fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR, "response does not match the request");

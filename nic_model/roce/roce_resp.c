@@ -63,6 +63,10 @@ static void fatal(struct roce_qp *qp, int st, const char *why)
 	qp->ack.syn = AETH_NAK | code;
 	qp->ack.psn = qp->epsn;
 	qp->resp_err = 1;
+	if (!qp->err_syn) {
+		qp->err_syn = (uint8_t)st;
+		qp->err_why = why;
+	}
 	qp->stats.err_naks_sent++;
 	if (qp->rmsg.active) {
 		qp->rmsg.active = 0;

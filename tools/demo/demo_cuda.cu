@@ -20,6 +20,7 @@
  * be in GPU memory.
  */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
@@ -443,6 +444,18 @@ int demo_cuda_available(const char **why)
 	 * load it up front (the user's setting wins). */
 	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	e = cudaGetDeviceCount(&n);
+	if (e == cudaErrorInsufficientDriver) {
+		/* the runtime says this both for an old driver and for none at
+		 * all; tell them apart, "insufficient" misleads on a machine
+		 * without an NVIDIA driver */
+		void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+		if (!lib) {
+			*why = "no usable GPU (no NVIDIA driver: libcuda.so.1 cannot be loaded)";
+			return 0;
+		}
+		dlclose(lib);
+	}
 	if (e != cudaSuccess || n == 0) {
 		snprintf(msg, sizeof(msg), "no usable GPU (%s)",
 			 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");

@@ -193,8 +193,10 @@ int main(int argc, char **argv)
 	}
 	rc = setup(&st, device, &a);
 	if (rc) {
-		fprintf(stderr, "gdak-demo: cannot set up two connected QPs on '%s': %s\n",
-			device ? device : "(default)", gdak_strerror(rc));
+		fprintf(stderr, "gdak-demo: cannot set up two connected QPs on '%s'%s: %s\n",
+			device ? device : getenv("GDAK_DEVICE") ? getenv("GDAK_DEVICE") : "emu",
+			device ? "" : getenv("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
+			gdak_strerror(rc));
 		teardown(&st);
 		return 1;
 	}

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gdak/nic.h>
+
 #include "demo.h"
 
 static void rule(void)
@@ -25,6 +27,13 @@ void demo_print_table(const struct demo_args *a, const char *device, const char 
 	rule();
 	printf(" gdak-demo: device code on %s, device %s, two loopback QPs\n", runner, device);
 	printf(" trace: %s\n", trace ? trace : "(off)");
+	/* the numbers below depend on it: say which, and how to get the other */
+	if (!strncmp(device, "emu", 3))
+		printf(" NIC polling: %s\n", gdak_nic_get_poll() == GDAK_NIC_POLL_SPIN ?
+		       "spin (a whole core per NIC thread; GDAK_POLL=adaptive lets idle "
+		       "NIC threads sleep)" :
+		       "adaptive (idle NIC threads back off and sleep; GDAK_POLL=spin for "
+		       "the lowest latency)");
 	rule();
 	printf(" %-16s %7s %7s %10s %10s %10s  %s\n", "op", "#bytes", "#iters", "t_avg[us]",
 	       "t_min[us]", "t_max[us]", "verified");
@@ -141,7 +150,7 @@ int demo_show_trace(const char *argv0, const char *trace, unsigned lines)
 	if (rc)
 		return rc;
 	if (total > lines)
-		printf("... %u more lines: gdak-trace %s\n", total - lines, trace);
+		printf("... %u more lines: %s %s\n", total - lines, tool, trace);
 	printf("\n$ gdak-trace --summary %s\n", trace);
 	return run_trace_tool(tool, "--summary", trace, 64, &total);
 }

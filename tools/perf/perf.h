@@ -81,6 +81,11 @@ struct perf_opts {
 	const char *json_file;		/* --json-file: JSON there, the table on stdout */
 	int quiet;			/* no progress on stderr */
 	const char *trace;		/* --trace PATH (sets GDAK_TRACE) */
+	unsigned idle_ms;		/* --idle-ms: after the test, measure the idle NIC's CPU */
+	unsigned duration_ms;		/* -D: iterations calibrated to this long per size */
+	int report_gbits;		/* --report_gbits: bandwidth in Gb/s */
+	int mpi;			/* launched by mpirun: rank 0 serves, rank 1 measures */
+	int port_given;			/* -p on the command line */
 	char cmdline[512];		/* the arguments, for the JSON record */
 	/* what the NIC model runs with, read back after set-up (emu only) */
 	int nic_threads_eff;		/* 0: unknown */
@@ -259,6 +264,18 @@ int perf_cuda_available(const char **why);
 /* Same contract as perf_emu_test, with the kernel posting. */
 int perf_cuda_test(void *env, const struct perf_opts *o, size_t size, uint64_t iters,
 		   struct perf_result *round, double *lat_ns);
+
+/* ---- perf_mpi.c: started by mpirun (rank 0 serves, rank 1 measures) -------- */
+/* Whether the environment says mpirun started this process. */
+int perf_mpi_launched(void);
+/* MPI_Init and the roles; 0, or an exit code after saying why. */
+int perf_mpi_init(int *argc, char ***argv, struct perf_opts *o);
+/* rank 0, listening (ok) or failed to: tell rank 1 where. */
+int perf_mpi_publish(uint16_t port, int ok);
+/* rank 0 failed before it could publish: let rank 1 stop waiting. */
+void perf_mpi_unblock(const struct perf_opts *o);
+/* rank 1: where rank 0 listens. */
+int perf_mpi_peer(char *host, size_t len, uint16_t *port);
 
 /* ---- perf_output.c ------------------------------------------------------- */
 void perf_print(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n);

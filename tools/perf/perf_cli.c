@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <gdak/config.h>
+
 #include "perf.h"
 
 static const struct perf_test_desc tests[] = {
@@ -57,14 +59,18 @@ void perf_usage(FILE *f)
 	      "  -a, --all                powers of two from 1 to 8M (or to -m)\n"
 	      "  -m, --max-size SIZE      upper bound for -a\n"
 	      "run:\n"
-	      "  -n, --iters N            operations per QP per round (default: by size)\n"
+	      "  -n, --iters N            operations per QP per round, in every test (default:\n"
+	      "                           by size); #iters in the output is this number\n"
+	      "  -D, --duration S         instead of -n: about S seconds per message size (the\n"
+	      "                           rounds share it; iterations calibrated by a short run)\n"
 	      "  -r, --rounds N           test/baseline alternations; medians reported (5)\n"
 	      "  -q, --qps N              QPs driven (default: one per posting thread)\n"
 	      "      --idle-qps N         extra QPs opened and left idle (polling cost)\n"
-	      "  -t, --threads N          posting threads (1); latency tests use one\n"
-	      "      --wqes-per-db N      WQEs per doorbell in rate tests (16)\n"
-	      "      --signal-every N     a CQE every N WQEs in rate tests (default: per doorbell)\n"
-	      "      --sq-depth N         send queue WQEBBs (256)\n"
+	      "      --threads N          posting threads (1); latency tests use one\n"
+	      "  -l, --post_list N        WQEs per doorbell in rate tests (16; --wqes-per-db)\n"
+	      "  -Q, --cq-mod N           a CQE every N WQEs in rate tests (default: per doorbell;\n"
+	      "                           --signal-every)\n"
+	      "  -t, --tx-depth N         send queue WQEBBs (256; --sq-depth)\n"
 	      "      --handler H          doorbell handler: db, bf, cpu_proxy (db)\n"
 	      "      --nic-threads N      NIC model threads (default: the model's)\n"
 	      "      --poll MODE          NIC polling: spin, adaptive (default: $GDAK_POLL, else\n"
@@ -74,24 +80,39 @@ void perf_usage(FILE *f)
 	      "                           the same TEST with SERVER_ADDR (e.g. -d emu:udp)\n"
 	      "  -p, --port N             bootstrap TCP port (18515; --server -p 0: any free one,\n"
 	      "                           printed on stderr)\n"
-	      "      --cuda               a CUDA kernel posts (needs a GPU)\n"
-	      "      --ctas N             --cuda: CTAs, one thread and one QP each (1)\n"
-	      "      --mem KIND           data buffers: host, mapped (GPU-visible host), gpu (host)\n"
+	      "      --cuda               a CUDA kernel posts: write_lat and write_bw run by\n"
+	      "                           gdak-perf-cuda (next to gdak-perf); -n, -s, --ctas,\n"
+	      "                           --nic-threads and --json-file are passed on\n"
+	      "      --ctas N             --cuda write_bw: CTAs, one thread and one QP each (1)\n"
+	      "      --mem KIND           data buffers: host, mapped (GPU-visible host) (host)\n"
 	      "      --no-baseline        skip the baselines\n"
 	      "      --trace PATH         write a WQE/CQE trace (same as GDAK_TRACE=PATH)\n"
+	      "      --idle-ms MS         after the test, keep the QPs open and idle for MS and\n"
+	      "                           print the CPU the process (its NIC threads) used\n"
 	      "output:\n"
 	      "      --json               one JSON document on stdout\n"
 	      "      --json-file PATH     also write the JSON document to PATH\n"
-	      "      --csv                CSV on stdout\n"
+	      "      --csv                CSV on stdout (not measured: an empty field)\n"
+	      "      --report_gbits       bandwidth in Gb/s (10^9 bits) instead of MiB/s\n"
 	      "      --quiet              no progress lines on stderr\n"
+	      "  -F, --CPU-freq           accepted (gdak-perf never warns about CPU frequency)\n"
+	      "      --version            print the version\n"
 	      "  -h, --help               this text\n"
+	      "\n"
+	      "perftest spellings: -D -Q -l -t -F --report_gbits --version mean what they mean\n"
+	      "there; perftest flags with no meaning here (-x -i -R -z -e -I -c -b -S -T -u\n"
+	      "--run_infinitely) are refused by name, with the reason.\n"
+	      "\n"
+	      "under mpirun (a build with MPI): mpirun -np 2 gdak-perf -d emu:udp TEST: rank 0\n"
+	      "serves (as --server), rank 1 measures and prints; no SERVER_ADDR needed.\n"
 	      "\n"
 	      "examples:\n"
 	      "  gdak-perf -a write_bw\n"
-	      "  gdak-perf -s 8 -n 1000000 --wqes-per-db 16 write_bw\n"
+	      "  gdak-perf -s 8 -n 1000000 -l 16 write_bw\n"
 	      "  gdak-perf -s 8 --poll spin write_lat\n"
 	      "  gdak-perf -d emu:udp --server write_bw   and   gdak-perf -d emu:udp write_bw HOST\n"
-	      "  gdak-perf --json -a write_bw > bw.json && tools/plot_bench.py bw.json bw.png\n",
+	      "  mpirun -np 2 gdak-perf -d emu:udp write_bw\n"
+	      "  gdak-perf --json -a write_bw > bw.json && tools/plot_bench.py bw.json -o bw.png\n",
 	      f);
 }
 
@@ -152,8 +173,30 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 enum {
 	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
 	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
-	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET,
+	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET, OPT_IDLE_MS, OPT_THREADS,
+	OPT_GBITS, OPT_VERSION, OPT_NO_MEANING,
 };
+
+/* perftest's flags that have no meaning for gdak-perf: refused by name, with
+ * the reason, instead of "unknown option" (or worse, another meaning). */
+static const struct {
+	char sopt;
+	const char *lopt, *why;
+} no_meaning[] = {
+	{'x', "gid-index", "the UDP address comes from the device string (-d emu:udp:ADDR)"},
+	{'i', "ib-port", "a gdak device has one port"},
+	{'R', "rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)"},
+	{'z', "comm_rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)"},
+	{'e', "events", "device code polls its CQs; there are no completion events"},
+	{'I', "inline_size", "device code chooses inline per call (gdak_dev_put_inline)"},
+	{'c', "connection", "gdak's QPs are RC only"},
+	{'b', "bidirectional", "one direction per run here (run two gdak-perf for both)"},
+	{'S', "sl", "the NIC model has no service levels"},
+	{'T', "tos", "the NIC model has no traffic classes"},
+	{'u', "qp-timeout", "the NIC model's retransmission timer is not set per run"},
+	{0, "run_infinitely", "every run ends and verifies its data (use -D S for long runs)"},
+};
+#define NO_MEANING_N (sizeof(no_meaning) / sizeof(no_meaning[0]))
 
 static const struct option long_opts[] = {
 	{"size", required_argument, NULL, 's'},
@@ -161,10 +204,17 @@ static const struct option long_opts[] = {
 	{"all", no_argument, NULL, 'a'},
 	{"max-size", required_argument, NULL, 'm'},
 	{"iters", required_argument, NULL, 'n'},
+	{"duration", required_argument, NULL, 'D'},
+	{"post_list", required_argument, NULL, 'l'},
+	{"cq-mod", required_argument, NULL, 'Q'},
+	{"tx-depth", required_argument, NULL, OPT_SQ},
+	{"report_gbits", no_argument, NULL, OPT_GBITS},
+	{"CPU-freq", no_argument, NULL, 'F'},
+	{"version", no_argument, NULL, OPT_VERSION},
 	{"rounds", required_argument, NULL, 'r'},
 	{"qps", required_argument, NULL, 'q'},
 	{"idle-qps", required_argument, NULL, OPT_IDLE_QPS},
-	{"threads", required_argument, NULL, 't'},
+	{"threads", required_argument, NULL, OPT_THREADS},
 	{"wqes-per-db", required_argument, NULL, OPT_WPD},
 	{"signal-every", required_argument, NULL, OPT_SIGNAL},
 	{"sq-depth", required_argument, NULL, OPT_SQ},
@@ -183,9 +233,40 @@ static const struct option long_opts[] = {
 	{"json-file", required_argument, NULL, OPT_JSON_FILE},
 	{"csv", no_argument, NULL, OPT_CSV},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"idle-ms", required_argument, NULL, OPT_IDLE_MS},
 	{"help", no_argument, NULL, 'h'},
+	/* no_meaning[]: their long names (has_arg: whatever perftest's take) */
+	{"gid-index", required_argument, NULL, OPT_NO_MEANING},
+	{"ib-port", required_argument, NULL, OPT_NO_MEANING},
+	{"rdma_cm", no_argument, NULL, OPT_NO_MEANING},
+	{"comm_rdma_cm", no_argument, NULL, OPT_NO_MEANING},
+	{"events", no_argument, NULL, OPT_NO_MEANING},
+	{"inline_size", required_argument, NULL, OPT_NO_MEANING},
+	{"connection", required_argument, NULL, OPT_NO_MEANING},
+	{"bidirectional", no_argument, NULL, OPT_NO_MEANING},
+	{"sl", required_argument, NULL, OPT_NO_MEANING},
+	{"tos", required_argument, NULL, OPT_NO_MEANING},
+	{"qp-timeout", required_argument, NULL, OPT_NO_MEANING},
+	{"run_infinitely", no_argument, NULL, OPT_NO_MEANING},
 	{NULL, 0, NULL, 0},
 };
+
+/* c: the short option, or 0 with lname the long one. */
+static int refuse_no_meaning(int c, const char *lname)
+{
+	size_t i;
+
+	for (i = 0; i < NO_MEANING_N; i++)
+		if (c ? no_meaning[i].sopt == c : !strcmp(no_meaning[i].lopt, lname))
+			break;
+	if (i == NO_MEANING_N)
+		return usage_err("unknown option '%s'", lname ? lname : "?");
+	if (no_meaning[i].sopt)
+		return usage_err("perftest's -%c (--%s) has no meaning here: %s", no_meaning[i].sopt,
+				 no_meaning[i].lopt, no_meaning[i].why);
+	return usage_err("perftest's --%s has no meaning here: %s", no_meaning[i].lopt,
+			 no_meaning[i].why);
+}
 
 static int is_pow2(size_t v) { return v && !(v & (v - 1)); }
 
@@ -214,7 +295,8 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 	if (o->size_min != o->size_max && (!is_pow2(o->size_min) || !is_pow2(o->size_max)))
 		return usage_err("%s", "size range: MIN and MAX must be powers of two");
 	if (!is_pow2(o->sq_depth) || o->sq_depth < 2 || o->sq_depth > 32768)
-		return usage_err("%s", "--sq-depth must be a power of two in 2..32768");
+		return usage_err("%s", "the send queue depth (-t / --tx-depth / --sq-depth) must be "
+				 "a power of two in 2..32768");
 	if (!o->wqes_per_db || o->wqes_per_db > o->sq_depth / 2)
 		return usage_err("%s", "--wqes-per-db must be 1..sq-depth/2");
 	if (!o->signal_every)
@@ -224,7 +306,7 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 	if (!qps_given)
 		o->qps = o->threads;
 	if (o->qps < o->threads)
-		return usage_err("%s", "-q must be at least -t: every posting thread needs a QP");
+		return usage_err("%s", "-q must be at least --threads: every posting thread needs a QP");
 	if (o->server && o->peer_addr)
 		return usage_err("%s", "--server and SERVER_ADDR exclude each other");
 	if (!o->port && !o->server)
@@ -236,12 +318,17 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 	/* host threads prepare and verify the buffers with loads and stores */
 	if (o->mem == GDAK_MEM_GPU && !o->cuda)
 		return usage_err("%s", "--mem gpu needs --cuda (host threads cannot touch GPU memory)");
+	if (o->duration_ms && o->iters)
+		return usage_err("%s", "-D (duration) and -n (iterations) exclude each other");
+	if (o->report_gbits && (o->json || o->csv))
+		return usage_err("%s", "--report_gbits is for the table; --json and --csv carry "
+				 "bytes per second");
 	return 0;
 }
 
 int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 {
-	int c, have_size = 0, have_range = 0, qps_given = 0;
+	int c, li = -1, have_size = 0, have_range = 0, qps_given = 0;
 	size_t max_size = 0;
 	unsigned long long v;
 	char *colon;
@@ -263,7 +350,8 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	o->handler = GDAK_DEV_DB_DB;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:am:n:r:q:t:d:p:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:am:n:r:q:t:d:p:hD:l:Q:Fx:i:RzeI:c:bS:T:u:",
+				long_opts, &li)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_size(optarg, &o->size_min))
@@ -312,24 +400,50 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_err("bad idle QP count '%s' (0..65536)", optarg);
 			o->idle_qps = (unsigned)v;
 			break;
-		case 't':
+		case OPT_THREADS:
 			if (parse_uint(optarg, 256, &v) || !v)
 				return usage_err("bad thread count '%s' (1..256)", optarg);
 			o->threads = (unsigned)v;
 			break;
+		case 'D':
+			if (parse_uint(optarg, 3600, &v) || !v)
+				return usage_err("bad duration '%s' (1..3600 seconds)", optarg);
+			o->duration_ms = (unsigned)v * 1000;
+			break;
+		case 'F':
+			break;
+		case OPT_GBITS:
+			o->report_gbits = 1;
+			break;
+		case OPT_VERSION:
+			printf("gdak-perf %s\n", GDAK_VERSION_STRING);
+			return 1;
+		case OPT_NO_MEANING:
+			return refuse_no_meaning(0, li >= 0 ? long_opts[li].name : NULL);
+		case 'c':
+			if (!strcasecmp(optarg, "RC"))
+				break;	/* what every gdak QP is */
+			return refuse_no_meaning(c, NULL);
+		case 'x': case 'i': case 'R': case 'z': case 'e': case 'I': case 'b':
+		case 'S': case 'T': case 'u':
+			return refuse_no_meaning(c, NULL);
+		case 'l':
 		case OPT_WPD:
 			if (parse_uint(optarg, 32768, &v) || !v)
 				return usage_err("bad --wqes-per-db '%s'", optarg);
 			o->wqes_per_db = (unsigned)v;
 			break;
+		case 'Q':
 		case OPT_SIGNAL:
 			if (parse_uint(optarg, 32768, &v) || !v)
 				return usage_err("bad --signal-every '%s'", optarg);
 			o->signal_every = (unsigned)v;
 			break;
+		case 't':
 		case OPT_SQ:
 			if (parse_uint(optarg, 32768, &v))
-				return usage_err("bad --sq-depth '%s'", optarg);
+				return usage_err("bad send queue depth '%s' (-t / --tx-depth / "
+						 "--sq-depth: a power of two, 2..32768)", optarg);
 			o->sq_depth = (unsigned)v;
 			break;
 		case OPT_HANDLER:
@@ -365,6 +479,7 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			if (parse_uint(optarg, 65535, &v))
 				return usage_err("bad port '%s'", optarg);
 			o->port = (uint16_t)v;
+			o->port_given = 1;
 			break;
 		case OPT_CUDA:
 			o->cuda = 1;
@@ -401,6 +516,11 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_QUIET:
 			o->quiet = 1;
+			break;
+		case OPT_IDLE_MS:
+			if (parse_uint(optarg, 600000, &v) || !v)
+				return usage_err("bad --idle-ms '%s' (1..600000)", optarg);
+			o->idle_ms = (unsigned)v;
 			break;
 		case 'h':
 			perf_usage(stdout);

@@ -163,11 +163,21 @@ int perf_net_setup(struct perf_env *env, const struct perf_opts *o)
 	env->server = o->server;
 	if (o->server) {
 		ret = gdak_bootstrap_listen(NULL, o->port, &env->bs);
+		/* under mpirun: tell rank 1 where (or that there is nothing) */
+		if (o->mpi && perf_mpi_publish(ret ? 0 : gdak_bootstrap_port(env->bs), !ret) && !ret)
+			ret = -EIO;
 		if (ret)
 			return ret;
 		fprintf(stderr, "gdak-perf: server: %s, waiting for a client on port %u\n",
 			o->test->name, gdak_bootstrap_port(env->bs));
 		ret = gdak_bootstrap_accept(env->bs, NET_ACCEPT_MS);
+	} else if (o->mpi) {
+		char host[256];
+		uint16_t port;
+
+		ret = perf_mpi_peer(host, sizeof(host), &port);
+		if (!ret)
+			ret = gdak_bootstrap_connect(host, port, 30000, &env->bs);
 	} else {
 		ret = gdak_bootstrap_connect(o->peer_addr, o->port, 30000, &env->bs);
 	}

@@ -105,32 +105,39 @@ static void header(FILE *f, const struct perf_opts *o)
 		sysconf(_SC_NPROCESSORS_ONLN));
 	if (o->test->kind == PERF_KIND_BASE)
 		fprintf(f, " minimal executor ring: %u WQEBBs (--sq-depth)\n", o->sq_depth);
+	else if (o->test->kind == PERF_KIND_LAT)
+		/* one operation per doorbell, each signalled: batching does not apply */
+		fprintf(f, " QPs %u (%u open in all)   one operation at a time   handler %s"
+			"   NIC threads %d   poll %s   memory %s\n", o->qps, perf_qps_open(),
+			handler_name(o->handler), nic_threads(o), poll_name(o), mem_name(o->mem));
 	else
 		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u"
 			"   CQE every %u   handler %s   NIC threads %d   poll %s   memory %s\n",
 			o->qps, perf_qps_open(),
 			o->threads, o->wqes_per_db, o->signal_every, handler_name(o->handler),
 			nic_threads(o), poll_name(o), mem_name(o->mem));
-	fprintf(f, " %u rounds, medians; baselines measured between rounds%s\n", o->rounds,
-		o->no_baseline ? " (off: --no-baseline)" : "");
+	fprintf(f, " %u rounds, medians; #iters: operations per QP per round; baselines "
+		"measured between rounds%s\n", o->rounds, o->no_baseline ? " (off: --no-baseline)" : "");
 	rule(f);
 }
 
 static void print_bw(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n)
 {
+	/* --report_gbits: perftest's Gb/s, 10^9 bits per second */
+	double unit = o->report_gbits ? 1e9 / 8 : MIB;
 	size_t i;
 
 	fprintf(f, " %8s %9s %13s %13s %13s %12s %6s %13s %6s\n", "#bytes", "#iters",
-		"BW avg[MiB/s]", "MsgRate[Mpps]", "peak[Mpps]", "exec[Mpps]", "ratio",
-		"memcpy[MiB/s]", "ratio");
+		o->report_gbits ? "BW avg[Gb/s]" : "BW avg[MiB/s]", "MsgRate[Mpps]", "peak[Mpps]",
+		"exec[Mpps]", "ratio", o->report_gbits ? "memcpy[Gb/s]" : "memcpy[MiB/s]", "ratio");
 	for (i = 0; i < n; i++) {
 		fprintf(f, " %8zu %9llu", r[i].bytes, (unsigned long long)r[i].iters);
-		col(f, 13, 2, r[i].bw / MIB);
+		col(f, 13, 2, r[i].bw / unit);
 		col(f, 13, 3, r[i].msg_rate / 1e6);
 		col(f, 13, 3, r[i].peak_msg_rate / 1e6);
 		col(f, 12, 3, r[i].exec_rate / 1e6);
 		col(f, 6, 3, r[i].exec_ratio);
-		col(f, 13, 1, r[i].memcpy_bw / MIB);
+		col(f, 13, o->report_gbits ? 2 : 1, r[i].memcpy_bw / unit);
 		col(f, 6, 3, r[i].memcpy_ratio);
 		fputc('\n', f);
 	}
@@ -147,8 +154,7 @@ static void print_lat(FILE *f, const struct perf_opts *o, const struct perf_resu
 		"t_min[us]", "t_max[us]", "t_typical[us]", "t_avg[us]", "t_stdev[us]", "99%[us]",
 		"99.9%[us]", "pingpong[us]", "ratio");
 	for (i = 0; i < n; i++) {
-		fprintf(f, " %8zu %9llu", r[i].bytes,
-			(unsigned long long)(r[i].iters * r[i].rounds));
+		fprintf(f, " %8zu %9llu", r[i].bytes, (unsigned long long)r[i].iters);
 		col(f, 9, 2, r[i].lat_min / 1e3);
 		col(f, 9, 2, r[i].lat_max / 1e3);
 		col(f, 13, 2, r[i].lat_p50 / 1e3);
@@ -199,13 +205,26 @@ void perf_print(FILE *f, const struct perf_opts *o, const struct perf_result *r,
 	rule(f);
 }
 
+/* A measured number as plain decimal (no exponent: 27953300, not
+ * 2.79533e+07), with 6 significant digits' worth of fraction below 1000;
+ * "" for not measured (JSON: null, CSV: an empty field). */
+static const char *num(char *buf, size_t len, double v)
+{
+	if (!(v > 0))
+		buf[0] = '\0';
+	else if (v >= 100000)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.*f", v >= 1000 ? 1 : v >= 1 ? 4 : 6, v);
+	return buf;
+}
+
 /* JSON number, or null for "not measured". */
 static void jnum(FILE *f, const char *key, double v, int last)
 {
-	if (v > 0)
-		fprintf(f, "\"%s\": %.6g%s", key, v, last ? "" : ", ");
-	else
-		fprintf(f, "\"%s\": null%s", key, last ? "" : ", ");
+	char b[64];
+
+	fprintf(f, "\"%s\": %s%s", key, *num(b, sizeof(b), v) ? b : "null", last ? "" : ", ");
 }
 
 static void jstr(FILE *f, const char *s)
@@ -295,13 +314,19 @@ void perf_print_csv(FILE *f, const struct perf_opts *o, const struct perf_result
 	for (i = 0; i < n; i++) {
 		const struct perf_result *x = &r[i];
 
-		fprintf(f, "%s,%s,%zu,%llu,%u,%u,%u,%u,%u,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-			"%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%ld,%d\n",
-			o->test->name, dev_name(o), x->bytes, (unsigned long long)x->iters,
-			x->rounds, o->qps, o->threads, o->wqes_per_db, o->signal_every, x->msg_rate,
-			x->peak_msg_rate, x->bw, x->exec_rate, x->exec_ratio, x->memcpy_bw,
-			x->memcpy_ratio, x->lat_min, x->lat_p50, x->lat_avg, x->lat_p99, x->lat_p999,
-			x->lat_max, x->pingpong_p50, x->pingpong_ratio, x->exec_rate_1,
-			x->exec_rate_16, x->rss_kib, x->verified);
+		const double v[] = {x->msg_rate, x->peak_msg_rate, x->bw, x->exec_rate,
+				    x->exec_ratio, x->memcpy_bw, x->memcpy_ratio, x->lat_min,
+				    x->lat_p50, x->lat_avg, x->lat_p99, x->lat_p999, x->lat_max,
+				    x->pingpong_p50, x->pingpong_ratio, x->exec_rate_1,
+				    x->exec_rate_16};
+		char b[64];
+
+		fprintf(f, "%s,%s,%zu,%llu,%u,%u,%u,%u,%u", o->test->name, dev_name(o), x->bytes,
+			(unsigned long long)x->iters, x->rounds, o->qps, o->threads, o->wqes_per_db,
+			o->signal_every);
+		/* as in JSON: an empty field where JSON has null */
+		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+			fprintf(f, ",%s", num(b, sizeof(b), v[k]));
+		fprintf(f, ",%ld,%d\n", x->rss_kib, x->verified);
 	}
 }

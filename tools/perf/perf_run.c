@@ -31,6 +31,34 @@ uint64_t perf_default_iters(const struct perf_opts *o, size_t size)
 
 static double safe_ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+/* -D: iterations per round that make the R rounds of this size last about
+ * o->duration_ms, from one short run of the test itself (its data is
+ * verified like any round's). */
+static int calibrate(const struct perf_opts *o, void *env, perf_test_fn fn, size_t size,
+		     uint64_t *iters)
+{
+	uint64_t n = o->test->kind == PERF_KIND_LAT ? 1000 : 2000, t0, dt, want;
+	struct perf_result one = {0};
+	double *lat = o->test->kind == PERF_KIND_LAT ? malloc(n * sizeof(double)) : NULL;
+	int ret;
+
+	if (o->test->kind == PERF_KIND_LAT && !lat)
+		return -ENOMEM;
+	t0 = perf_now_ns();
+	ret = fn(env, o, size, n, &one, lat);
+	dt = perf_now_ns() - t0;
+	free(lat);
+	if (ret)
+		return ret;
+	want = (uint64_t)o->duration_ms * 1000000ull / o->rounds;
+	*iters = dt ? (uint64_t)((double)n * (double)want / (double)dt) : n;
+	if (*iters < 1)
+		*iters = 1;
+	if (o->test->kind == PERF_KIND_LAT && *iters > (64u << 20) / o->rounds)
+		*iters = (64u << 20) / o->rounds;
+	return 0;
+}
+
 /* The baselines that go with one round of a bandwidth test. */
 static int base_bw_round(const struct perf_opts *o, size_t size, uint64_t iters, double *exec,
 			 double *memc)
@@ -66,6 +94,11 @@ static int run_one_size(const struct perf_opts *o, void *env, perf_test_fn fn, s
 	int lat_kind = o->test->kind == PERF_KIND_LAT;
 	int ret = 0;
 
+	if (o->duration_ms && o->test->kind != PERF_KIND_BASE) {
+		ret = calibrate(o, env, fn, size, &iters);
+		if (ret)
+			goto out;
+	}
 	if (lat_kind && iters > (64u << 20) / R) {
 		fprintf(stderr, "gdak-perf: %llu latency samples per round is too many\n",
 			(unsigned long long)iters);

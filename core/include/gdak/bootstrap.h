@@ -51,8 +51,8 @@ void gdak_bootstrap_set_timeout(struct gdak_bootstrap *bs, int timeout_ms);
 void gdak_bootstrap_close(struct gdak_bootstrap *bs);
 
 /*
- * MPI bootstrap: in library gdak_mpi (CMake target gdak::mpi), built when
- * MPI is found.  The caller has called MPI_Init; comm points to an MPI_Comm
+ * MPI bootstrap: in library gdak_mpi (CMake target gdak::mpi, pkg-config
+ * gdak-mpi; link it, not only gdak), built and installed when MPI is found.  The caller has called MPI_Init; comm points to an MPI_Comm
  * (NULL: MPI_COMM_WORLD).  Collective: every rank of comm calls them.
  * Returns 0 or a negative errno (-EINVAL, -ENOMEM, -EIO for an MPI error,
  * -EPROTO for a record that is not a gdak QP info), with the reason logged.

@@ -99,9 +99,38 @@ struct gdak_qp_attr {
 	int nic_thread;		/* NIC model: which NIC thread serves it; -1 = spread */
 	unsigned flags;		/* GDAK_QP_F_* */
 };
+/*
+ * QP flags: how the device stack describes its queues.  gdak_qp_create
+ * refuses a flag it does not know (-EINVAL) and one the backend cannot
+ * honour (-ENOTSUP, with a log line): a flag is never silently ignored.
+ *
+ * GDAK_QP_F_QUEUES_GPU  rings and records in GPU memory (hw_mlx5's DEVX
+ *     path).  The emulated NIC keeps its rings in host memory mapped into
+ *     the GPU, so "emu" refuses it.
+ * GDAK_QP_F_SCQ_OVERRUN_IGNORE / GDAK_QP_F_RCQ_OVERRUN_IGNORE  the send /
+ *     receive CQ is created with overrun-ignore (PRM CQ context `oi`): the
+ *     consumer never writes the CQ doorbell record (DOCA GPUNetIO and
+ *     NVSHMEM IBGDA create their CQs so) and the NIC writes CQEs whether or
+ *     not they were consumed.  Without it, a CQE that finds the CQ full is a
+ *     CQ error (strict mode: rule cq_overrun, QP to ERR).
+ * GDAK_QP_F_SCQ_COLLAPSED / GDAK_QP_F_RCQ_COLLAPSED  collapsed CQ (PRM `cc`):
+ *     every CQE is written to entry 0, with the owner bit and wqe_counter it
+ *     would carry at its own index; the consumer polls entry 0 only.  A
+ *     collapsed CQ never overruns (each CQE replaces the previous one).
+ * GDAK_QP_F_SQ_NO_DBREC  the send queue is rung without a doorbell record
+ *     (GPUNetIO's GPU_SM_NO_DBR, HCA cap send_dbr_mode_no_dbr_ext): the NIC
+ *     works to the producer index the doorbell register carries and never
+ *     reads the send doorbell record.
+ */
 enum {
-	GDAK_QP_F_QUEUES_GPU = 1u << 0, /* hw_mlx5: rings in GPU memory (DEVX path) */
+	GDAK_QP_F_QUEUES_GPU = 1u << 0,
+	GDAK_QP_F_SCQ_OVERRUN_IGNORE = 1u << 1,
+	GDAK_QP_F_SCQ_COLLAPSED = 1u << 2,
+	GDAK_QP_F_RCQ_OVERRUN_IGNORE = 1u << 3,
+	GDAK_QP_F_RCQ_COLLAPSED = 1u << 4,
+	GDAK_QP_F_SQ_NO_DBREC = 1u << 5,
 };
+#define GDAK_QP_F_ALL 0x3fu
 
 /* Plain, fixed-layout data a peer needs to connect; safe to send over a socket
  * with gdak_qp_info_pack/unpack (big-endian, GDAK_QP_INFO_WIRE_SIZE bytes). */

@@ -5,7 +5,8 @@
  * Builds on rdma-core's <infiniband/mlx5dv.h> (structs mlx5_wqe_ctrl_seg,
  * mlx5_wqe_raddr_seg, mlx5_wqe_data_seg, mlx5_wqe_atomic_seg, mlx5_cqe64,
  * MLX5_OPCODE_*, MLX5_CQE_*, syndromes) and adds only what it lacks: the WAIT
- * and DUMP opcodes, the masked-atomic segment, the full error-CQE layout,
+ * and DUMP opcodes and the WAIT segment, the masked and extended (4-byte)
+ * atomic segments, the full error-CQE layout,
  * fence modes, and name/property tables shared by the WQE builders' tests,
  * the NIC model's parser and checks, and the trace decoder.
  *
@@ -100,6 +101,52 @@ struct gdak_mlx5_masked_atomic_seg {
 	uint64_t compare_mask;	/* be64 */
 };
 
+/*
+ * WAIT (cross-channel wait on a CQ, opcode 0x0f, opmod 0): ctrl + this
+ * segment, DS 2.  The QP executes nothing after the WAIT until CQ cqn has
+ * produced the CQE with index max_index (CQEs counted from 0 since the CQ
+ * was created), then goes on.  Other opmods (wait on data, wait time) are
+ * Ethernet-SQ features gdak does not model.
+ */
+struct gdak_mlx5_wait_seg {
+	uint8_t rsvd0[8];
+	uint32_t max_index;	/* be32 */
+	uint32_t qpn_cqn;	/* be32: the CQ number in bits 23:0 */
+};
+enum {
+	GDAK_MLX5_WAIT_OPMOD_CQ = 0,
+	GDAK_MLX5_WAIT_DS = 2,
+};
+
+/*
+ * Extended atomics (PRM "Atomic operations", ctrl opmod of ATOMIC_MASKED_CS
+ * / ATOMIC_MASKED_FA): opmod = 0x08 | log2(operand bytes) - 2.  The 4-byte
+ * form carries one 16-byte segment (below) and a 4-byte local data segment,
+ * DS 4; the fetched value comes back big-endian in those 4 bytes.  The
+ * 8-byte extended form: FA a 16-byte segment (be64 add, be64 field
+ * boundary), DS 4; CS the 32-byte gdak_mlx5_masked_atomic_seg, DS 5.
+ * opmod 0 is the plain 8-byte masked form (32-byte segment, DS 5).
+ */
+enum {
+	GDAK_MLX5_OPMOD_EXT_ATOMIC_4B = 0x08,
+	GDAK_MLX5_OPMOD_EXT_ATOMIC_8B = 0x09,
+};
+struct gdak_mlx5_atomic32_fa_seg {
+	uint32_t add;		/* be32 */
+	uint32_t field_boundary; /* be32: bit set = MSB of a field */
+	uint64_t rsvd;
+};
+struct gdak_mlx5_atomic32_cs_seg {
+	uint32_t swap;		/* be32 */
+	uint32_t compare;	/* be32 */
+	uint32_t swap_mask;	/* be32 (all ones: a plain 4-byte CS) */
+	uint32_t compare_mask;	/* be32 */
+};
+struct gdak_mlx5_atomic64_fa_seg {
+	uint64_t add;		/* be64 */
+	uint64_t field_boundary; /* be64 */
+};
+
 /* Error CQE with every field named (mlx5dv.h leaves hw syndromes reserved). */
 struct gdak_mlx5_err_cqe {
 	uint8_t rsvd0[32];
@@ -120,6 +167,12 @@ GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_raddr_seg) == 16, "raddr seg");
 GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_data_seg) == 16, "data seg");
 GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_atomic_seg) == 16, "atomic seg");
 GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_masked_atomic_seg) == 32, "masked atomic seg");
+GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_wait_seg) == 16, "wait seg");
+GDAK_STATIC_ASSERT(offsetof(struct gdak_mlx5_wait_seg, max_index) == 8, "wait max_index");
+GDAK_STATIC_ASSERT(offsetof(struct gdak_mlx5_wait_seg, qpn_cqn) == 12, "wait qpn_cqn");
+GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_atomic32_fa_seg) == 16, "4-byte FA seg");
+GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_atomic32_cs_seg) == 16, "4-byte CS seg");
+GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_atomic64_fa_seg) == 16, "8-byte ext FA seg");
 GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_inl_data_seg) == 4, "inline seg header");
 GDAK_STATIC_ASSERT(sizeof(struct mlx5_cqe64) == 64, "cqe64");
 GDAK_STATIC_ASSERT(sizeof(struct gdak_mlx5_err_cqe) == 64, "err cqe");

@@ -134,8 +134,13 @@ GDAK_DEV void gdak_dev_cqe_dump(const struct gdak_dev_cq *cq, uint64_t n, const 
  * Poll one CQE.  Returns 1 (consumed a good CQE), 0 (none ready) or -EIO
  * (consumed an error CQE, recorded as the sticky error); *out is filled for
  * 1 and -EIO.  wq_base: the oldest unretired index of the work queue the
- * CQE belongs to, for the 64-bit mapping.  Does not write the CQ doorbell
- * record (gdak_dev_cq_update_dbrec, once per batch).  One poller at a time.
+ * CQE belongs to, for the 64-bit mapping - qp->sq_done for the send CQ,
+ * qp->rq_done for the receive CQ (the CQE carries 16 bits of the index;
+ * wq_base supplies the rest).  Retiring is the caller's: set sq_done with
+ * gdak_dev_sq_retire_end(qp, out->wqe_index, sq_done).  Does not write the
+ * CQ doorbell record (gdak_dev_cq_update_dbrec, once per batch; required,
+ * see there).  One poller at a time.  gdak_dev_sq_drain / gdak_dev_wait do
+ * all of this (tools/examples/ex_write.c spells it out).
  *
  * The owner byte is polled with an acquire load; on the GPU the bytes the
  * decoder reads (32..63: immediate, byte count, syndromes, QPN, counter)
@@ -232,7 +237,12 @@ GDAK_DEV int gdak_dev_cq_poll_req(struct gdak_dev_cq *cq, uint64_t wq_base,
 }
 
 /* CQ doorbell record: dbrec[0] = be32(cons_idx & 0xffffff), telling the
- * NIC which entries it may overwrite. */
+ * NIC which entries it may overwrite.  Required after gdak_dev_cq_poll_one /
+ * _poll_req: a NIC that sees the record ncqe behind reports a CQ overrun (a
+ * ConnectX moves the CQ to error; the NIC model's strict rule cq_overrun),
+ * so a program that never updates it fails after ncqe completions.  Once
+ * per batch of polled CQEs is enough; the drain, wait and receive calls
+ * update it themselves. */
 GDAK_DEV void gdak_dev_cq_update_dbrec(struct gdak_dev_cq *cq)
 {
 	gdak_dev_store_release_u32(&cq->dbrec[0], gdak_mlx5_cq_dbrec_value((uint32_t)cq->cons_idx));

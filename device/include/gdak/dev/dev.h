@@ -13,6 +13,13 @@
  *   rma.h       high level: put, put+signal, get, atomics, wait, quiet,
  *               signal waits, send; exclusive or shared QPs
  *   coop.h      warp and block scopes (CUDA only)
+ *
+ * Memory the device code touches (buffers in SGEs, signal words, results)
+ * must be addressable by whoever runs it: host threads may use any kind,
+ * GDAK_MEM_HOST included; a CUDA kernel needs GDAK_MEM_HOST_MAPPED (pinned,
+ * mapped into the GPU) or GDAK_MEM_GPU.  The descriptor from
+ * gdak_qp_export() is already device-visible.  Worked examples:
+ * tools/examples/ (ex_write.c, ex_write_cuda.cu, ex_put_signal.c, ...).
  */
 #ifndef GDAK_DEV_DEV_H
 #define GDAK_DEV_DEV_H

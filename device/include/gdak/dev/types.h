@@ -56,7 +56,14 @@ struct gdak_dev_cq {
 	uint16_t err_pad;
 	uint32_t err_qpn;
 	uint64_t err_wqe_index;	/* that WQE's 64-bit index in its work queue */
-	uint64_t reserved[1];
+	uint32_t flags;		/* host-filled, GDAK_DEV_CQ_F_* (how the CQ was created) */
+	uint32_t reserved;
+};
+
+/* struct gdak_dev_cq flags (gdak.h's GDAK_QP_F_*CQ_* attributes) */
+enum {
+	GDAK_DEV_CQ_F_OVERRUN_IGNORE = 1u << 0, /* the NIC never reads dbrec */
+	GDAK_DEV_CQ_F_COLLAPSED = 1u << 1,	/* every CQE lands in entry 0 */
 };
 
 /* A queue pair as device code sees it. */

@@ -100,7 +100,10 @@ GDAK_DEV uint32_t gdak_dev_own_load_u32(const struct gdak_dev_qp *qp, const uint
 /* ---- reservation and addressing ------------------------------------------------ */
 
 /* Exclusive owner: take nbb WQEBBs, returning the first index.  Does not
- * check for room: see gdak_dev_sq_free_bbs (or use rma.h, which waits). */
+ * check for room: reserving past sq_done + sq_wqebb_cnt overwrites WQEs the
+ * NIC may not have fetched yet (a ConnectX executes the overwritten bytes;
+ * the NIC model flags producer_overrun).  Check gdak_dev_sq_free_bbs first,
+ * or use rma.h's calls, which wait for room. */
 GDAK_DEV uint64_t gdak_dev_sq_reserve(struct gdak_dev_qp *qp, uint32_t nbb)
 {
 	uint64_t idx = qp->sq_resv;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace_int.h - internal to the trace writer/reader (core/src/trace_*.c).
+ * trace_int.h - internal to the trace writer/reader (core/trace/trace_*.c).
  */
 #ifndef GDAK_TRACE_INT_H
 #define GDAK_TRACE_INT_H

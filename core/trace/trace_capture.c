@@ -41,6 +41,8 @@
 #include <gdak/trace.h>
 #include <gdak/trace_format.h>
 
+#include <gdak/env.h>
+
 #include "capture_int.h"
 #include "gdak_backend.h"
 #include "gdak_log.h"
@@ -51,15 +53,11 @@
 #define FLUSH_NS 100000000ull		/* records reach the file within this while busy */
 
 /*
- * A LOST record with a chosen count needs a writer entry point that
- * trace_write.c does not have yet (its LOST records are the writer's own).
- * When it provides gdak_trace_lost(), losses become LOST records (+ a NOTE
- * with the details); until then they are FAULT records of kind
- * "capture_lost" carrying the same text.  Either way gdak-trace --errors
- * shows them.
+ * Losses are FAULT records of kind "capture_lost" naming the ring, the count
+ * and the first index: LOST records are the writer's own count of records
+ * that did not reach the file, a different thing.  gdak-trace --errors shows
+ * them.
  */
-extern void gdak_trace_lost(struct gdak_trace_buf *b, uint32_t qpn, uint64_t records,
-			    uint64_t bytes) __attribute__((weak));
 
 struct cap_cq {
 	const char *name;	/* "scq" / "rcq" */
@@ -333,12 +331,7 @@ static void emit_loss(struct gdak_capture *c, uint32_t qpn, const char *ring, ui
 	snprintf(text, sizeof(text),
 		 "%s lost=%" PRIu64 " %s first=%" PRIu64 " (ring of %u): overwritten before "
 		 "the capture could copy them", ring, n, unit, first, ring_len);
-	if (gdak_trace_lost) {
-		gdak_trace_lost(c->buf, qpn, n, n * 64);
-		gdak_trace_note(c->buf, text);
-	} else {
-		gdak_trace_fault(c->buf, qpn, (uint16_t)first, "capture_lost", text);
-	}
+	gdak_trace_fault(c->buf, qpn, (uint16_t)first, "capture_lost", text);
 	c->st.loss_records++;
 	GDAK_WARN_RL("capture", qpn, "%s", text);
 }
@@ -858,13 +851,20 @@ static void shutdown_capture(struct gdak_capture *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* core calls these before a QP or context of any backend goes (its object
+ * observers): the captures following it make their last pass first */
+static const struct gdak_obj_observer capture_observer = {
+	.qp_destroy = gdak_capture_forget_qp,
+	.ctx_close = gdak_capture_forget_ctx,
+};
+
 int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 		      struct gdak_capture **out)
 {
 	struct gdak_trace_opts topts = {0};
 	pthread_condattr_t ca;
 	struct gdak_capture *c;
-	const char *env = getenv("GDAK_CAPTURE_POLL_US");
+	unsigned long long us;
 	int ret;
 
 	if (!out) {
@@ -876,6 +876,9 @@ int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 		GDAK_ERR("capture", 0, "unknown capture flags 0x%x", flags);
 		return -EINVAL;
 	}
+	ret = gdak_observer_add(&capture_observer);
+	if (ret)
+		return ret;
 	pthread_once(&fork_once, fork_init);
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -884,16 +887,8 @@ int gdak_capture_open(struct gdak_ctx *ctx, const char *path, unsigned flags,
 	c->ctx = ctx;
 	c->flags = flags;
 	c->max_sleep_ns = DEF_MAX_SLEEP_NS;
-	if (env && *env) {
-		char *end;
-		unsigned long us = strtoul(env, &end, 10);
-
-		if (*end || us < 10 || us > 1000000)
-			GDAK_WARN("capture", 0, "GDAK_CAPTURE_POLL_US='%s' is not 10..1000000; "
-				  "using %llu", env, DEF_MAX_SLEEP_NS / 1000);
-		else
-			c->max_sleep_ns = us * 1000ull;
-	}
+	if (gdak_env_uint("GDAK_CAPTURE_POLL_US", &us) == 0)
+		c->max_sleep_ns = us * 1000ull;
 	topts.fake_clock = !!(flags & GDAK_CAPTURE_F_FAKE_CLOCK);
 	ret = gdak_trace_open_opts(path, &topts, &c->trace);
 	if (ret) {
@@ -1173,10 +1168,10 @@ void gdak_capture_env_add_qp(struct gdak_qp *qp)
 {
 	/* GDAK_CAPTURE_TRACE: another file than the NIC model's GDAK_TRACE, for
 	 * a process that drives both backends */
-	const char *path = getenv("GDAK_CAPTURE_TRACE");
+	const char *path = gdak_env_raw("GDAK_CAPTURE_TRACE");
 
-	if (!path || !*path)
-		path = getenv("GDAK_TRACE");
+	if (!path)
+		path = gdak_env_raw("GDAK_TRACE");
 	struct gdak_capture *c;
 	int ret;
 

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/env.h>
+
 #include "capture_int.h"
 #include "gdak_log.h"
 
@@ -82,10 +84,10 @@ static const char *cu_err(cap_cu_result r)
 
 static void load(void)
 {
-	const char *env = getenv("GDAK_CUDA_DEVICE");
+	unsigned long long dev_env = 0;
 	cap_cu_device dev;
 	cap_cu_result r;
-	int n = 0, ordinal = env ? atoi(env) : 0;
+	int n = 0, ordinal = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env;
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 
 	if (!lib) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * capture_int.h - the ring capture (core/src/trace_capture.c, capture_*.c),
+ * capture_int.h - the ring capture (core/trace/trace_capture.c, capture_*.c),
  * internal to gdak: the hooks backends call, and the capture's own loader of
  * the CUDA driver API.  Grouped by the file that defines them.
  */

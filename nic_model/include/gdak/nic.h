@@ -29,6 +29,15 @@
  * (carries never cross into the next field; mask 0 is a plain add);
  * ATOMIC_MASKED_CS succeeds when the bits under compare_mask equal those of
  * compare, and then replaces the bits under swap_add_mask with swap's.
+ * Extended atomics (capability: 4- and 8-byte operands, what a ConnectX
+ * reports as atomic_size_qp 0xc): ATOMIC_MASKED_FA / _CS with ctrl opmod
+ * 0x08 operate on a native uint32_t (one 16-byte segment, 4-byte local
+ * segment, DS 4) and return it big-endian in 4 bytes; opmod 0x09 is the
+ * 8-byte extended form (FA: 16-byte add/boundary segment, DS 4; CS: the
+ * 32-byte segment, DS 5).  Layouts in <gdak/mlx5.h>.  The 4-byte form runs
+ * on the in-process transport; the packet transports fail it
+ * (LOCAL_QP_OP_ERR, rule atomic_transport): the RoCE wire has 8-byte
+ * atomics only.
  * Every atomic is atomic with respect to all QPs and NIC threads.
  */
 #ifndef GDAK_NIC_H
@@ -73,6 +82,7 @@ struct gdak_nic_stats {
 	uint64_t doorbells;	/* doorbells (record or register changes) seen */
 	uint64_t recvs;		/* receive WQEs consumed */
 	uint64_t rnr;		/* requests that found no receive WQE (retried) */
+	uint64_t foreign;	/* packets dropped: not from the connected peer (emu:udp) */
 };
 
 /* Counters of one QP (emu backend only; -ENOTSUP otherwise). */

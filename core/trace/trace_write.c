@@ -36,6 +36,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
+#include <gdak/env.h>
+
 #include "gdak_log.h"
 #include "trace_int.h"
 
@@ -1506,6 +1508,7 @@ static int write_headers(struct gdak_trace *t)
 {
 	uint8_t blk[256];
 	size_t n;
+	int rc;
 	static const char appl[] = "gdak " GDAK_VERSION_STRING;
 	static const char ifname[] = "gdak-roce";
 	uint8_t tsresol = 9;
@@ -1522,8 +1525,8 @@ static int write_headers(struct gdak_trace *t)
 	n += 4 + 4;
 	trace_put32(blk + 4, (uint32_t)n);
 	trace_put32(blk + n - 4, (uint32_t)n);
-	if (file_write(t, blk, n))
-		return -EIO;
+	if ((rc = file_write(t, blk, n)))
+		return rc; /* the file's own error: ENOSPC, EBADF, ... */
 
 	/* IDB 0: Ethernet, no snaplen limit, nanosecond timestamps */
 	trace_put32(blk, GDAK_PCAPNG_IDB);
@@ -1537,16 +1540,16 @@ static int write_headers(struct gdak_trace *t)
 	n += 4 + 4;
 	trace_put32(blk + 4, (uint32_t)n);
 	trace_put32(blk + n - 4, (uint32_t)n);
-	return file_write(t, blk, n) ? -EIO : 0;
+	return file_write(t, blk, n);
 }
 
 int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			 struct gdak_trace **tp)
 {
 	struct gdak_trace *t;
-	const char *clk = getenv("GDAK_TRACE_CLOCK");
-	const char *wr = getenv("GDAK_TRACE_WRITER");
-	const char *full = getenv("GDAK_TRACE_FULL");
+	/* choices: real|fake, thread|inline, wait|drop (a bad value was
+	 * reported by the table; the first choice stands) */
+	int fake_clk = 0, inline_wr = 0, drop_full = 0;
 	struct stat st;
 	int rc;
 
@@ -1566,25 +1569,17 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 		t->buf_size = MIN_BUF;
 	if (t->buf_size > UINT32_MAX / 2)
 		t->buf_size = UINT32_MAX / 2; /* the byte count is packed in 32 bits */
-	t->fake_clock = (opts && opts->fake_clock) || (clk && !strcmp(clk, "fake"));
-	if (clk && *clk && strcmp(clk, "fake") && strcmp(clk, "real"))
-		GDAK_WARN("trace", 0, "GDAK_TRACE_CLOCK='%s' is not fake|real; using real", clk);
+	if (gdak_env_choice("GDAK_TRACE_CLOCK", &fake_clk) < 0)
+		fake_clk = 0;
+	if (gdak_env_choice("GDAK_TRACE_WRITER", &inline_wr) < 0)
+		inline_wr = 0;
+	if (gdak_env_choice("GDAK_TRACE_FULL", &drop_full) < 0)
+		drop_full = 0;
+	t->fake_clock = (opts && opts->fake_clock) || fake_clk;
 	t->nchunks = opts && opts->chunks ? opts->chunks : DEFAULT_CHUNKS;
-	if (!(opts && opts->chunks) && wr && *wr) {
-		if (!strcmp(wr, "inline"))
-			t->nchunks = 1;
-		else if (strcmp(wr, "thread"))
-			GDAK_WARN("trace", 0, "GDAK_TRACE_WRITER='%s' is not thread|inline; using "
-				  "thread", wr);
-	}
-	t->lossy = opts && opts->lossy;
-	if (!(opts && opts->lossy) && full && *full) {
-		if (!strcmp(full, "drop"))
-			t->lossy = true;
-		else if (strcmp(full, "wait"))
-			GDAK_WARN("trace", 0, "GDAK_TRACE_FULL='%s' is not wait|drop; using wait",
-				  full);
-	}
+	if (!(opts && opts->chunks) && inline_wr)
+		t->nchunks = 1;
+	t->lossy = (opts && opts->lossy) || drop_full;
 	if (t->nchunks > MAX_CHUNKS)
 		t->nchunks = MAX_CHUNKS;
 	pthread_mutex_init(&t->lock, NULL);
@@ -1601,7 +1596,7 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	t->generation = atomic_fetch_add(&generations, 1) + 1;
 	rc = write_headers(t);
 	if (rc) {
-		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s", path);
+		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s: %s", path, strerror(-rc));
 		goto fail_fd;
 	}
 	if (t->nchunks > 1) {
@@ -1633,12 +1628,12 @@ int gdak_trace_open(const char *path, struct gdak_trace **t)
 
 int gdak_trace_open_env(struct gdak_trace **t)
 {
-	const char *p = getenv("GDAK_TRACE");
+	const char *p = gdak_env_raw("GDAK_TRACE");
 
 	if (!t)
 		return -EINVAL;
 	*t = NULL;
-	if (!p || !*p)
+	if (!p)
 		return 0;
 	return gdak_trace_open(p, t);
 }

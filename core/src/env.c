@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * env.c - the table of gdak's environment variables (gdak/env.h) and the
+ * tree's only getenv().
+ *
+ * Rows are sorted by area, then name.  A reader that needs more than the
+ * table can say (GDAK_FAULTS' grammar, GDAK_UDP_RTO_MIN_US at most the
+ * timeout) checks that itself, at the same point: gdak_open().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <gdak/env.h>
+
+#include "gdak_log.h"
+
+#define U(n, lo, hi, d, a, doc) {n, GDAK_ENV_UINT, d, lo, hi, NULL, a, doc}
+#define B(n, d, a, doc) {n, GDAK_ENV_BOOL, d, 0, 1, NULL, a, doc}
+#define C(n, ch, d, a, doc) {n, GDAK_ENV_CHOICE, d, 0, 0, ch, a, doc}
+#define T(n, d, a, doc) {n, GDAK_ENV_TEXT, d, 0, 0, NULL, a, doc}
+
+static const struct gdak_env_var table[] = {
+	T("GDAK_DEVICE", "emu", "core", "device gdak_open(NULL) opens: emu, emu:udp[:ADDR[:PORT]], "
+	  "emu:verbs:DEV, mlx5_N"),
+	T("GDAK_BOOTSTRAP_SECRET", "", "core", "TCP bootstrap: a shared secret both sides must "
+	  "present in their hello"),
+	C("GDAK_LOG", "error|warn|info|debug|0|1|2|3", "warn", "core",
+	  "log level (read once, at program start)"),
+
+	U("GDAK_NIC_THREADS", 1, 64, "1", "nic", "NIC-model threads the QPs are spread over"),
+	B("GDAK_STRICT", "1", "nic", "strict checks (the NIC model as a sanitizer); 0 relaxes them"),
+	C("GDAK_POLL", "adaptive|spin", "adaptive", "nic",
+	  "doorbell polling: adaptive back-off (spin, yield, sleep) or pure spin"),
+	U("GDAK_RNR_TIMEOUT_MS", 0, 3600000, "1000", "nic",
+	  "loop transport: how long a SEND waits for a receive WQE before RNR_RETRY_EXC"),
+	T("GDAK_FAULTS", "", "nic", "fault injection spec (docs/RELIABILITY.md): err:..., "
+	  "delay:..., pkt_drop:p=N%,... separated by ';'"),
+
+	U("GDAK_UDP_RTO_US", 10, 60000000, "10000", "udp", "retransmission timeout, microseconds"),
+	U("GDAK_UDP_RTO_MIN_US", 10, 60000000, "", "udp",
+	  "floor of the RTT-adaptive timeout, microseconds, at most GDAK_UDP_RTO_US "
+	  "(default a tenth of it)"),
+	U("GDAK_UDP_WINDOW", 1, 65536, "32", "udp", "packets in flight per QP"),
+	C("GDAK_UDP_RETRY", "0|1|2|3|4|5|6|7|forever", "7", "udp",
+	  "transport retry count (forever: an emulator extension for lossy tests)"),
+	B("GDAK_UDP_LOCAL", "1", "udp",
+	  "peers in this process get packets through an in-process inbox; 0: the socket"),
+
+	C("GDAK_VERBS_STAGE", "0|off|all", "0", "verbs",
+	  "test hook: all stages every local buffer through bounce rings"),
+	U("GDAK_VERBS_BOUNCE", 64, 1ull << 30, "262144", "verbs", "bytes per bounce ring"),
+	B("GDAK_VERBS_DMABUF", "1", "verbs", "register GPU memory by dma-buf where possible; "
+	  "0 stages it"),
+
+	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv", "gdak's libibverbs: how many emulated mlx5_N devices "
+	  "it lists"),
+	T("GDAK_IBV_ADDR", "", "ibv", "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
+	  "the first 127.0.0.N, N >= 2, whose UDP port 4791 is free)"),
+
+	U("GDAK_CUDA_DEVICE", 0, 1023, "0", "cuda", "CUDA device ordinal the NIC model and "
+	  "hw_mlx5 use"),
+	B("GDAK_CUDA_DMA", "1", "cuda", "move GPU memory with the CUDA driver; 0: host memory "
+	  "engine only"),
+	U("GDAK_CUDA_COPY_STREAMS", 1, 8, "1", "cuda", "streams a large GPU copy is split over"),
+	U("GDAK_CUDA_ASYNC_STREAMS", 1, 8, "4", "cuda", "streams for asynchronous GPU copies"),
+	U("GDAK_CUDA_COPY_SPLIT", 4096, 1ull << 40, "4194304", "cuda",
+	  "bytes from which a GPU copy is split over the copy streams"),
+
+	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
+	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace", "timestamps: real, or fake "
+	  "(reproducible files)"),
+	C("GDAK_TRACE_WRITER", "thread|inline", "thread", "trace",
+	  "trace encoding on an I/O thread, or inline in the recording thread"),
+	C("GDAK_TRACE_FULL", "wait|drop", "wait", "trace",
+	  "when every trace buffer is full: the recording thread waits, or records are dropped "
+	  "(counted)"),
+
+	T("GDAK_CAPTURE_TRACE", "", "capture", "ring-capture trace file (default: GDAK_TRACE)"),
+	U("GDAK_CAPTURE_POLL_US", 10, 1000000, "1000", "capture",
+	  "ring capture: longest sleep between ring scans, microseconds"),
+
+	U("GDAK_HW_PORT", 1, 255, "1", "hw", "ConnectX port"),
+	U("GDAK_HW_GID_INDEX", 0, 255, "", "hw", "ConnectX GID index (default: the first RoCEv2 "
+	  "IPv4 GID)"),
+	B("GDAK_HW_NO_GPU_MAP", "0", "hw", "1: do not map the rings into the GPU (host memory "
+	  "device code)"),
+
+	B("GDAK_PERF_TEST_CORRUPT", "0", "tools", "test hook: gdak-perf corrupts one byte so "
+	  "that its verification must fail"),
+};
+
+#undef U
+#undef B
+#undef C
+#undef T
+
+const struct gdak_env_var *gdak_env_table(size_t *n)
+{
+	if (n)
+		*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+const struct gdak_env_var *gdak_env_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].name, name))
+			return &table[i];
+	return NULL;
+}
+
+const char *gdak_env_raw(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* Index of word s in the '|'-separated list, or -1. */
+static int choice_index(const char *list, const char *s)
+{
+	size_t n = strlen(s);
+	int i = 0;
+
+	for (const char *p = list; *p; i++) {
+		const char *bar = strchr(p, '|');
+		size_t l = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (l == n && !strncasecmp(p, s, n))
+			return i;
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	return -1;
+}
+
+static int parse_bool(const char *s)
+{
+	int i = choice_index("0|1|off|on|no|yes|false|true", s);
+
+	return i < 0 ? -1 : i & 1;
+}
+
+static int parse_uint(const struct gdak_env_var *v, const char *s, unsigned long long *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || x < v->min || x > v->max)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+const char *gdak_env_allowed(const struct gdak_env_var *v, char *buf, size_t len)
+{
+	if (!len)
+		return buf;
+	switch (v->type) {
+	case GDAK_ENV_UINT:
+		snprintf(buf, len, "%llu..%llu", v->min, v->max);
+		break;
+	case GDAK_ENV_BOOL:
+		snprintf(buf, len, "0|1");
+		break;
+	case GDAK_ENV_CHOICE:
+		snprintf(buf, len, "%s", v->choices);
+		break;
+	default:
+		snprintf(buf, len, "text");
+		break;
+	}
+	return buf;
+}
+
+int gdak_env_check_value(const struct gdak_env_var *v, const char *value)
+{
+	unsigned long long x;
+
+	if (!value || !*value || v->type == GDAK_ENV_TEXT)
+		return 0;
+	switch (v->type) {
+	case GDAK_ENV_UINT:
+		return parse_uint(v, value, &x);
+	case GDAK_ENV_BOOL:
+		return parse_bool(value) < 0 ? -EINVAL : 0;
+	case GDAK_ENV_CHOICE:
+		return choice_index(v->choices, value) < 0 ? -EINVAL : 0;
+	default:
+		return 0;
+	}
+}
+
+static void report_bad(const struct gdak_env_var *v, const char *value)
+{
+	char allowed[96];
+
+	GDAK_ERR(NULL, 0, "%s='%s' is not allowed: want %s (%s)", v->name, value,
+		 gdak_env_allowed(v, allowed, sizeof(allowed)), v->doc);
+}
+
+/* The row of name, the value to parse (environment or default) in *s; 1 when
+ * that is the default, 2 when there is none. */
+static int lookup(const char *name, enum gdak_env_type type, const struct gdak_env_var **vp,
+		  const char **s)
+{
+	const struct gdak_env_var *v = gdak_env_find(name);
+
+	if (!v || v->type != type) {
+		GDAK_ERR(NULL, 0, "internal: %s is not a%s variable of the configuration table",
+			 name ? name : "(null)", v ? " variable of that type, or not a" : "");
+		return -ENOENT;
+	}
+	*vp = v;
+	*s = gdak_env_raw(name);
+	if (*s)
+		return 0;
+	*s = v->def;
+	return *v->def ? 1 : 2;
+}
+
+int gdak_env_uint(const char *name, unsigned long long *out)
+{
+	const struct gdak_env_var *v;
+	const char *s;
+	int from = lookup(name, GDAK_ENV_UINT, &v, &s);
+
+	if (from < 0)
+		return from;
+	if (from == 2) {
+		*out = 0;
+		return 1;
+	}
+	if (parse_uint(v, s, out)) {
+		report_bad(v, s);
+		return -EINVAL;
+	}
+	return from;
+}
+
+int gdak_env_bool(const char *name, int *out)
+{
+	const struct gdak_env_var *v;
+	const char *s;
+	int from = lookup(name, GDAK_ENV_BOOL, &v, &s), b;
+
+	if (from < 0)
+		return from;
+	b = from == 2 ? 0 : parse_bool(s);
+	if (b < 0) {
+		report_bad(v, s);
+		return -EINVAL;
+	}
+	*out = b;
+	return from ? 1 : 0;
+}
+
+int gdak_env_choice(const char *name, int *out)
+{
+	const struct gdak_env_var *v;
+	const char *s;
+	int from = lookup(name, GDAK_ENV_CHOICE, &v, &s), i;
+
+	if (from < 0)
+		return from;
+	i = from == 2 ? 0 : choice_index(v->choices, s);
+	if (i < 0) {
+		report_bad(v, s);
+		return -EINVAL;
+	}
+	*out = i;
+	return from ? 1 : 0;
+}
+
+const char *gdak_env_text(const char *name)
+{
+	const struct gdak_env_var *v = gdak_env_find(name);
+	const char *s = gdak_env_raw(name);
+
+	if (!v) {
+		GDAK_ERR(NULL, 0, "internal: %s is not in the configuration table",
+			 name ? name : "(null)");
+		return s;
+	}
+	if (s)
+		return s;
+	return *v->def ? v->def : NULL;
+}
+
+int gdak_env_validate(void)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		const char *s = gdak_env_raw(table[i].name);
+
+		if (s && gdak_env_check_value(&table[i], s)) {
+			report_bad(&table[i], s);
+			ret = -EINVAL;
+		}
+	}
+	return ret;
+}

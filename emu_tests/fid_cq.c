@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fid_cq.c - CQ attributes as GPUNetIO and NVSHMEM create their CQs:
+ *   overrun-ignore (PRM `oi`): the consumer never writes the CQ doorbell
+ *     record; five rings' worth of CQEs must all arrive, strict on, no
+ *     violation, the QP stays in RTS.  The same traffic on a CQ created
+ *     without it: cq_overrun, QP in ERR (what ConnectX does).
+ *   collapsed (PRM `cc`): every CQE at entry 0; NVSHMEM's ibgda_poll_cq
+ *     watches its wqe_counter, GPUNetIO's write_lat its owner bit - both
+ *     must see what hardware writes (owner = CQE count / ncqe parity).
+ *   receive CQ with overrun-ignore: SENDs into an RQ whose CQ record stays 0.
+ */
+#include "fid_util.h"
+
+#define CQ 16
+
+static struct gdak_ctx *ctx;
+static uint8_t src[4096], dst[4096];
+static struct gdak_mr *ms, *md;
+
+static void post_batch(struct nu_qp *a, unsigned n, uint64_t base)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = (base + i) * 8 % sizeof(dst);
+
+		fid_write(a, src + off, 8, gdak_mr_lkey(ms), (uintptr_t)(dst + off), gdak_mr_rkey(md),
+			  FID_CQ_UPDATE);
+	}
+	fid_submit_doca(a);
+}
+
+static void case_overrun_ignore(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ,
+				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct nu_qp a, b;
+	uint64_t n = 0;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	CHECK_EQ(a.d->scq.flags, GDAK_DEV_CQ_F_OVERRUN_IGNORE);
+	memset(dst, 0, sizeof(dst));
+	for (int r = 0; r < 5 * CQ / 4; r++) {
+		post_batch(&a, 4, n);
+		/* wait for the batch's last CQE (as DOCA's poll_cq_at); the
+		 * record is never written */
+		for (unsigned i = 0; i < 4; i++, n++) {
+			const uint8_t *c = fid_cqe_at(&a.d->scq, n, 5000);
+
+			REQUIRE(c != NULL);
+			CHECK_EQ(c[63] >> 4, MLX5_CQE_REQ);
+			CHECK_EQ(fid_get_be16(c + 60), (uint16_t)n);
+		}
+	}
+	CHECK_EQ(*a.d->scq.dbrec, 0);
+	CHECK_MEM(dst, src, n * 8);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	CHECK_EQ(fid_violations(&a), 0);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+/* the negative twin: the same consumer on a CQ without overrun-ignore */
+static void case_overrun_checked(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ};
+	struct nu_qp a, b;
+	uint64_t n = 0;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	for (int r = 0; r < CQ / 4; r++) {
+		post_batch(&a, 4, n);
+		for (unsigned i = 0; i < 4; i++, n++)
+			REQUIRE(fid_cqe_at(&a.d->scq, n, 5000) != NULL);
+	}
+	/* the ring is full of unconsumed CQEs: the next one overruns */
+	post_batch(&a, 1, n);
+	FID_EXPECT_ERROR(&a, "cq_overrun", 0);
+	CHECK(fid_violations(&a) >= 1);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+static void case_collapsed(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ,
+				    .flags = GDAK_QP_F_SCQ_COLLAPSED};
+	struct nu_qp a, b;
+	const uint8_t *c0;
+	uint64_t n = 0;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	CHECK_EQ(a.d->scq.flags, GDAK_DEV_CQ_F_COLLAPSED);
+	c0 = (const uint8_t *)a.d->scq.cqes;
+	for (int r = 0; r < 3 * CQ; r++, n++) {
+		uint64_t want = n;
+
+		post_batch(&a, 1, n);
+		/* NVSHMEM: wait until entry 0's wqe_counter names our WQE */
+		CHECK(FID_UNTIL(fid_get_be16(c0 + 60) == (uint16_t)want &&
+					(gdak_dev_load_acquire_u8(c0 + 63) >> 4) == MLX5_CQE_REQ,
+				5000));
+		/* GPUNetIO write_lat: the owner bit of CQE n, in entry 0 */
+		CHECK_EQ(gdak_dev_load_acquire_u8(c0 + 63) & 1, (n / CQ) & 1);
+		/* nothing lands anywhere else */
+		for (unsigned e = 1; e < CQ; e++)
+			CHECK_EQ(((const uint8_t *)a.d->scq.cqes)[64 * e + 63],
+				 GDAK_MLX5_CQE_INVALID_OP_OWN);
+	}
+	CHECK_MEM(dst, src, n * 8);
+	CHECK_EQ(*a.d->scq.dbrec, 0);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	CHECK_EQ(fid_violations(&a), 0);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+/* receive CQ with overrun-ignore: SENDs, the receive CQ record never moves */
+static void case_recv_oi(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .rq_depth = 8, .rcq_depth = 4,
+				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE |
+					     GDAK_QP_F_RCQ_OVERRUN_IGNORE};
+	struct nu_qp a, b;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	for (uint64_t i = 0; i < 12; i++) {
+		uint8_t w[64];
+		const uint8_t *c;
+
+		nu_post_recv(&b, dst + 64 * (i % 8), 64, gdak_mr_lkey(md));
+		fid_ctrl(w, 0, (uint16_t)a.pi, MLX5_OPCODE_SEND, a.qpn, 2, FID_CQ_UPDATE, 0);
+		fid_data(w + 16, 64, gdak_mr_lkey(ms), src + 64 * i);
+		fid_put(&a, w, 2);
+		fid_submit_nvshmem(&a);
+		REQUIRE(fid_cqe_at(&a.d->scq, i, 5000) != NULL);
+		c = fid_cqe_at(&b.d->rcq, i, 5000);
+		REQUIRE(c != NULL);
+		CHECK_EQ(c[63] >> 4, MLX5_CQE_RESP_SEND);
+		CHECK_EQ(fid_get_be32(c + 44), 64);
+		CHECK_MEM(dst + 64 * (i % 8), src + 64 * i, 64);
+	}
+	CHECK_EQ(*b.d->rcq.dbrec, 0);
+	CHECK_EQ(gdak_qp_state(b.qp), GDAK_QPS_RTS);
+	CHECK_EQ(fid_violations(&a) + fid_violations(&b), 0);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+int main(void)
+{
+	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
+	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
+	gdak_test_fill(src, sizeof(src), 5);
+	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	case_overrun_ignore();
+	case_overrun_checked();
+	case_collapsed();
+	case_recv_oi();
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_close(ctx);
+	return gdak_test_end();
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fid_nodbr.c - doorbells without a doorbell record (GPUNetIO's
+ * GPU_SM_NO_DBR, HCA cap send_dbr_mode_no_dbr_ext): a QP created with
+ * GDAK_QP_F_SQ_NO_DBREC is rung through the register alone (next producer
+ * index, DS 0) and the NIC executes up to that index, strict on, no
+ * violation; the record stays 0.  Its negative twins:
+ *   - the same register-only doorbell on a QP WITH a record: nothing runs
+ *     (hardware reads the record) and strict mode reports
+ *     ring_without_record once the QP has idled;
+ *   - a register index more than the ring ahead of the consumer:
+ *     producer_overrun, LOCAL_QP_OP_ERR, QP in ERR, posted WQEs flushed.
+ */
+#include "fid_util.h"
+
+static struct gdak_ctx *ctx;
+static uint8_t src[4096], dst[4096];
+static struct gdak_mr *ms, *md;
+
+static void case_no_dbrec(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32,
+				    .flags = GDAK_QP_F_SQ_NO_DBREC | GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct nu_qp a, b;
+	uint64_t n = 0;
+
+	memset(dst, 0, sizeof(dst));
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	for (int r = 0; r < 40; r++) {
+		unsigned k = 1 + (unsigned)r % 5;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint64_t off = (n + i) * 16 % sizeof(dst);
+			fid_write(&a, src + off, 16, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
+				  gdak_mr_rkey(md), FID_CQ_UPDATE);
+		}
+		fid_ring(&a, a.pi); /* doca_gpu_dev_verbs_submit_db_no_dbr */
+		for (unsigned i = 0; i < k; i++, n++)
+			REQUIRE(fid_cqe_at(&a.d->scq, n, 5000) != NULL);
+	}
+	CHECK_MEM(dst, src, n * 16 < sizeof(dst) ? n * 16 : sizeof(dst));
+	CHECK_EQ(a.d->dbrec[MLX5_SND_DBR], 0);
+	CHECK(!FID_UNTIL(fid_violations(&a) != 0, 400)); /* past the idle check's settle time */
+	CHECK_EQ(fid_violations(&a), 0);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+static void case_ring_without_record(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct nu_qp a, b;
+	struct gdak_nic_stats st;
+
+	memset(dst, 0, sizeof(dst));
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	fid_write(&a, src, 16, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
+	fid_ring(&a, a.pi);
+	CHECK(FID_UNTIL(fid_violations(&a) == 1, 5000));
+	REQUIRE_EQ(gdak_nic_qp_stats(a.qp, &st), 0);
+	CHECK_EQ(st.wqes, 0);
+	CHECK(!nu_cqe_ready(&a, 0));
+	CHECK_EQ(dst[0], 0);
+	/* the record catches up: the WQE runs, no more violations */
+	fid_dbrec(&a, a.pi);
+	REQUIRE(fid_cqe_at(&a.d->scq, 0, 5000) != NULL);
+	CHECK_MEM(dst, src, 16);
+	CHECK_EQ(fid_violations(&a), 1);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+static void case_register_overrun(void)
+{
+	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32, .flags = GDAK_QP_F_SQ_NO_DBREC};
+	struct nu_qp a, b;
+
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	fid_write(&a, src, 16, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
+	fid_ring(&a, 40); /* 40 WQEBBs announced on a ring of 32 */
+	FID_EXPECT_ERROR(&a, "producer_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+	CHECK(fid_violations(&a) >= 1);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+int main(void)
+{
+	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
+	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
+	gdak_test_fill(src, sizeof(src), 9);
+	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	case_no_dbrec();
+	case_ring_without_record();
+	case_register_overrun();
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_close(ctx);
+	return gdak_test_end();
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fid_util.h - the fidelity tests' "device": host threads that drive the
+ * emulated NIC's queues the way DOCA GPUNetIO, NVSHMEM IBGDA and NCCL GIN's
+ * GDAKI backend drive a ConnectX, byte by byte, through the C11 device
+ * headers (<gdak/dev/ordering.h> stores, <gdak/dev/wqe.h> ring addressing).
+ *
+ * Every WQE and doorbell value is spelled out here instead of coming from
+ * gdak's own builders: the point is that the NIC model accepts what those
+ * stacks write, not what gdak writes.  Header only; one test file each.
+ */
+#ifndef GDAK_FID_UTIL_H
+#define GDAK_FID_UTIL_H
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <gdak/gdak.h>
+#include <gdak/mlx5.h>
+#include <gdak/nic.h>
+#include <gdak/dev/ordering.h>
+#include <gdak/dev/wqe.h>
+
+#include "gdak_test.h"
+#include "nic_util.h"
+
+/* ---- bytes ------------------------------------------------------------------ */
+
+static inline void fid_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void fid_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void fid_be64(uint8_t *p, uint64_t v)
+{
+	fid_be32(p, (uint32_t)(v >> 32));
+	fid_be32(p + 4, (uint32_t)v);
+}
+static inline uint32_t fid_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint16_t fid_get_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+/* ctrl segment: [0] opmod, [1..2] wqe index, [3] opcode, [4..6] QPN,
+ * [7] DS, [8] signature, [9..10] reserved, [11] fm_ce_se, [12..15] imm */
+static inline void fid_ctrl(uint8_t *w, uint8_t opmod, uint16_t idx, uint8_t opcode, uint32_t qpn,
+			    uint8_t ds, uint8_t fm_ce_se, uint32_t imm_be)
+{
+	w[0] = opmod;
+	fid_be16(w + 1, idx);
+	w[3] = opcode;
+	fid_be32(w + 4, qpn << 8 | ds);
+	w[8] = w[9] = w[10] = 0;
+	w[11] = fm_ce_se;
+	memcpy(w + 12, &imm_be, 4);
+}
+/* remote address segment: be64 raddr, be32 rkey, 4 reserved */
+static inline void fid_raddr(uint8_t *p, uint64_t raddr, uint32_t rkey)
+{
+	fid_be64(p, raddr);
+	fid_be32(p + 8, rkey);
+	fid_be32(p + 12, 0);
+}
+/* data segment: be32 byte_count, be32 lkey, be64 addr */
+static inline void fid_data(uint8_t *p, uint32_t len, uint32_t lkey, const void *addr)
+{
+	fid_be32(p, len);
+	fid_be32(p + 4, lkey);
+	fid_be64(p + 8, (uint64_t)(uintptr_t)addr);
+}
+
+enum { FID_CQ_UPDATE = 2 << 2, FID_FENCE_SMALL = 1 << 5, FID_FENCE = 2 << 5 };
+
+/* Copy a WQE of ds DS (built in w) into the ring at q->pi, DS by DS (it
+ * continues at slot 0 past the ring's end, as the HCA fetches it), with
+ * relaxed stores: the doorbell record / register store orders them.
+ * Returns the index it was written at; q->pi moves past it. */
+static inline uint64_t fid_put(struct nu_qp *q, const uint8_t *w, unsigned ds)
+{
+	uint64_t at = q->pi;
+
+	for (unsigned k = 0; k < ds; k++) {
+		uint64_t lo, hi;
+
+		memcpy(&lo, w + 16 * k, 8);
+		memcpy(&hi, w + 16 * k + 8, 8);
+		gdak_dev_store_16(gdak_dev_wqe_ds(q->d, at, k), lo, hi);
+	}
+	q->last = at;
+	q->pi += gdak_mlx5_wqebbs(ds);
+	return at;
+}
+
+/* RDMA_WRITE (ctrl + raddr + data, DS 3) as NVSHMEM's ibgda_write_rdma_write_wqe. */
+static inline uint64_t fid_write(struct nu_qp *q, const void *laddr, uint32_t len, uint32_t lkey,
+				 uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+{
+	uint8_t w[64];
+
+	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_WRITE, q->qpn, 3, fm_ce_se, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_data(w + 32, len, lkey, laddr);
+	return fid_put(q, w, 3);
+}
+static inline uint64_t fid_read(struct nu_qp *q, void *laddr, uint32_t len, uint32_t lkey,
+				uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+{
+	uint8_t w[64];
+
+	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_READ, q->qpn, 3, fm_ce_se, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_data(w + 32, len, lkey, laddr);
+	return fid_put(q, w, 3);
+}
+/* 8-byte ATOMIC_FA (ctrl + raddr + atomic + data, DS 4). */
+static inline uint64_t fid_fadd(struct nu_qp *q, void *laddr, uint32_t lkey, uint64_t raddr,
+				uint32_t rkey, uint64_t add, uint8_t fm_ce_se)
+{
+	uint8_t w[64];
+
+	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_ATOMIC_FA, q->qpn, 4, fm_ce_se, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_be64(w + 32, add);
+	fid_be64(w + 40, 0);
+	fid_data(w + 48, 8, lkey, laddr);
+	return fid_put(q, w, 4);
+}
+
+/* ---- doorbells ------------------------------------------------------------- */
+
+/* send doorbell record: be32(pi & 0xffff), a release store */
+static inline void fid_dbrec(struct nu_qp *q, uint64_t pi)
+{
+	uint8_t b[4];
+	uint32_t v;
+
+	fid_be32(b, (uint32_t)pi & 0xffff);
+	memcpy(&v, b, 4);
+	gdak_dev_store_release_u32(&q->d->dbrec[MLX5_SND_DBR], v);
+}
+/* The register value GPUNetIO and NVSHMEM ring: ctrl word 0 carries the
+ * NEXT producer index (opcode 0, opmod 0), word 1 be32(qpn << 8) (DS 0). */
+static inline uint64_t fid_db_value(uint32_t qpn, uint64_t pi)
+{
+	uint8_t b[8];
+	uint64_t v;
+
+	b[0] = 0;
+	fid_be16(b + 1, (uint16_t)pi);
+	b[3] = 0;
+	fid_be32(b + 4, qpn << 8);
+	memcpy(&v, b, 8);
+	return v;
+}
+static inline void fid_ring(struct nu_qp *q, uint64_t pi)
+{
+	gdak_dev_mmio_store_u64(q->d->db_reg, fid_db_value(q->qpn, pi));
+}
+/* DOCA GPUNetIO's doca_gpu_dev_verbs_submit_db: ring early, record, ring again */
+static inline void fid_submit_doca(struct nu_qp *q)
+{
+	fid_ring(q, q->pi);
+	fid_dbrec(q, q->pi);
+	fid_ring(q, q->pi);
+}
+/* NVSHMEM IBGDA: record, then ring with the next producer index */
+static inline void fid_submit_nvshmem(struct nu_qp *q)
+{
+	fid_dbrec(q, q->pi);
+	fid_ring(q, q->pi);
+}
+/* rdma-core mlx5_post_send: record, then the last WQE's first 8 ctrl bytes */
+static inline void fid_submit_rdmacore(struct nu_qp *q)
+{
+	uint64_t v;
+
+	fid_dbrec(q, q->pi);
+	memcpy(&v, gdak_dev_wqe_ptr(q->d, q->last), 8);
+	gdak_dev_mmio_store_u64(q->d->db_reg, v);
+}
+
+/* ---- completions ------------------------------------------------------------- */
+
+static inline uint64_t fid_ms(void) { return gdak_test_now_ns() / 1000000u; }
+
+/* DOCA's poll_cq_at: the CQE with index idx of a normal CQ, owner bit =
+ * idx / ncqe parity.  Returns it, or NULL after timeout_ms. */
+static inline const uint8_t *fid_cqe_at(const struct gdak_dev_cq *cq, uint64_t idx,
+					unsigned timeout_ms)
+{
+	const uint8_t *c = (const uint8_t *)cq->cqes + 64 * (idx & (cq->ncqe - 1));
+	uint64_t end = fid_ms() + timeout_ms;
+
+	for (;;) {
+		uint8_t own = gdak_dev_load_acquire_u8(c + 63);
+
+		if ((own >> 4) != MLX5_CQE_INVALID && (own & 1) == ((idx >> cq->log_ncqe) & 1))
+			return c;
+		if (fid_ms() > end)
+			return NULL;
+		sched_yield();
+	}
+}
+/* consumer counter to the CQ doorbell record (CQs without overrun-ignore) */
+static inline void fid_cq_consumed(const struct gdak_dev_cq *cq, uint64_t n)
+{
+	uint8_t b[4];
+	uint32_t v;
+
+	fid_be32(b, (uint32_t)n & 0xffffff);
+	memcpy(&v, b, 4);
+	gdak_dev_store_release_u32(cq->dbrec, v);
+}
+
+/* Bounded wait for a condition (ms); 1 when it held. */
+#define FID_UNTIL(cond, ms)                                                   \
+	({                                                                    \
+		uint64_t end_ = fid_ms() + (ms);                              \
+		int ok_;                                                      \
+		while (!(ok_ = !!(cond)) && fid_ms() <= end_)                 \
+			sched_yield();                                        \
+		ok_;                                                          \
+	})
+
+static inline uint64_t fid_violations(struct nu_qp *q)
+{
+	struct gdak_nic_stats st;
+
+	if (gdak_nic_qp_stats(q->qp, &st))
+		return ~0ull;
+	return st.violations;
+}
+static inline uint64_t fid_doorbells(struct nu_qp *q)
+{
+	struct gdak_nic_stats st;
+
+	if (gdak_nic_qp_stats(q->qp, &st))
+		return 0;
+	return st.doorbells;
+}
+
+/* The QP's error, checked: state ERR, rule and syndrome. */
+static inline void fid_expect_error(struct nu_qp *q, const char *rule, uint8_t synd, int line)
+{
+	struct gdak_qp_error e;
+
+	if (nu_wait_state(q, GDAK_QPS_ERR, 5000)) {
+		gdak_test_fail(__FILE__, line, "QP 0x%x never went to ERR (rule %s)", q->qpn, rule);
+		return;
+	}
+	if (gdak_qp_query_error(q->qp, &e)) {
+		gdak_test_fail(__FILE__, line, "gdak_qp_query_error failed");
+		return;
+	}
+	if (strcmp(e.rule, rule) || e.syndrome != synd)
+		gdak_test_fail(__FILE__, line, "rule '%s' syndrome 0x%x (%s), want '%s' 0x%x", e.rule,
+			       e.syndrome, e.text, rule, synd);
+	else
+		gdak_test_passed++;
+}
+#define FID_EXPECT_ERROR(q, rule, synd) fid_expect_error(q, rule, synd, __LINE__)
+
+#endif /* GDAK_FID_UTIL_H */
