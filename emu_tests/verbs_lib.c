@@ -315,6 +315,18 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 	CHECK_MEM(lbuf + 12288, "inline-bytes-0123456789", 24);
 	CHECK_EQ(ibv_poll_cq(cq, 8, wc), 0);
 
+	/* zero-length WRITE and READ: valid RC operations (IBA 9.4.3 / 9.4.4) */
+	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 0, lmr->lkey};
+	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 14, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	CHECK_EQ(post(a, IBV_WR_RDMA_READ, 15, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
+		      rmr->rkey), 0);
+	REQUIRE_EQ(poll_n(cq, wc, 2), 2);
+	CHECK_EQ(wc[0].wr_id, 14);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[1].wr_id, 15);
+	CHECK_EQ(wc[1].status, IBV_WC_SUCCESS);
+
 	/* SEND and SEND_IMM into b's receive WQEs (three SGEs scattered) */
 	for (int i = 0; i < 2; i++) {
 		sg[0] = (struct ibv_sge){(uintptr_t)rbuf + 16384 + 4096 * (uint64_t)i, 100, rmr->lkey};
@@ -631,6 +643,45 @@ static void test_srq(void)
 	CHECK_EQ(ibv_destroy_cq(c), 0);
 }
 
+/* A SEND to a QP with a receive queue but no WR posted: with RNR retry 0
+ * the first RNR NAK ends it, RNR_RETRY_EXC_ERR (IBA 9.7.5.2.8). */
+static void test_rnr(void)
+{
+	struct ibv_cq *c = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *s, *r;
+	struct ibv_qp_attr at;
+	struct ibv_sge sg = {(uintptr_t)lbuf, 64, 0};
+	struct ibv_wc wc;
+
+	REQUIRE(c != NULL);
+	s = make_qp(c, c, NULL, 0);
+	r = make_qp(c, c, NULL, 0);
+	REQUIRE(s && r);
+	sg.lkey = lmr->lkey;
+	REQUIRE_EQ(to_init(s), 0);
+	REQUIRE_EQ(to_init(r), 0);
+	REQUIRE_EQ(to_rtr(s, r->qp_num, 0x77, 0), 0);
+	REQUIRE_EQ(to_rtr(r, s->qp_num, 0x66, 0), 0);
+	REQUIRE_EQ(to_rts(r, 0x77, 0), 0);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 0;
+	at.sq_psn = 0x66;
+	at.max_rd_atomic = 1;
+	REQUIRE_EQ(ibv_modify_qp(s, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						 IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	CHECK_EQ(post(s, IBV_WR_SEND, 111, IBV_SEND_SIGNALED, &sg, 1, 0, 0), 0);
+	REQUIRE_EQ(poll_n(c, &wc, 1), 1);
+	CHECK_EQ(wc.wr_id, 111);
+	CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	CHECK_EQ(ibv_destroy_qp(s), 0);
+	CHECK_EQ(ibv_destroy_qp(r), 0);
+	CHECK_EQ(ibv_destroy_cq(c), 0);
+}
+
 static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 {
 	struct ibv_async_event ev;
@@ -749,6 +800,7 @@ int main(void)
 	test_wr_api(a);
 	test_channel();
 	test_srq();
+	test_rnr();
 	test_errors(a, b);
 	CHECK_EQ(ibv_destroy_qp(a), 0);
 	CHECK_EQ(ibv_destroy_qp(b), 0);

@@ -1173,3 +1173,41 @@ int nm_tr_udp_set_rx_port(struct gdak_qp *bqp, uint16_t port)
 	u->rx_dport = port;
 	return 0;
 }
+
+/* The IBA retry counts of a connected QP (modify to RTS carries them,
+ * after RTR connected it): transport retries 0..7, RNR retries 0..7 (7:
+ * forever, IBA 9.7.5.2.8).  GDAK_UDP_RETRY=forever keeps its way.  On the
+ * QP's NIC thread.  0, or -EINVAL. */
+struct set_retry {
+	struct udp_qp *u;
+	uint8_t retry_cnt, rnr_retry;
+};
+
+static void set_retry_on_thread(void *arg)
+{
+	struct set_retry *a = arg;
+	struct roce_qp *r = &a->u->rqp;
+
+	if (!r->cfg.retry_forever) {
+		r->cfg.retry_cnt = a->retry_cnt;
+		r->retry_left = a->retry_cnt;
+	}
+	r->cfg.rnr_retry = a->rnr_retry;
+	r->rnr_left = a->rnr_retry;
+}
+
+int nm_tr_udp_set_retry(struct gdak_qp *bqp, uint8_t retry_cnt, uint8_t rnr_retry)
+{
+	struct set_retry a;
+	struct nm_qp *qp;
+	struct udp_qp *u;
+
+	if (!bqp || retry_cnt > 7 || rnr_retry > 7 || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return -EINVAL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || !u->watching)
+		return -EINVAL;
+	a = (struct set_retry){.u = u, .retry_cnt = retry_cnt, .rnr_retry = rnr_retry};
+	nm_thread_call(qp->thr, set_retry_on_thread, &a);
+	return 0;
+}

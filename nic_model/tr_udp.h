@@ -20,6 +20,8 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *qp, uint32_t psn);
 /* The UDP port the packets handed to the QP's inbox were sent to (default:
  * its own), for a shared port demultiplexed by its owner; before connect. */
 int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
+/* A connected QP's transport and RNR retry counts (0..7; RNR 7: forever). */
+int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 

@@ -231,11 +231,8 @@ static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 				return EINVAL;
 			bbs = 1;
 			len = 8;
-		} else if (w->opcode == IBV_WR_RDMA_READ && nsge == 0) {
-			/* a zero-length READ still needs one (empty) segment on mlx5 */
-			sge[0] = (struct gdak_dev_sge){w->nsge ? w->sg[0].addr : 0, 0,
-						       w->nsge ? w->sg[0].lkey : 0};
-			bbs = gdak_dev_wqe_bbs_sge(1, 0);
+		} else if (w->opcode == IBV_WR_RDMA_READ && !nsge) {
+			bbs = gdak_dev_wqe_bbs_sge(1, 1);
 		} else {
 			bbs = gdak_dev_wqe_bbs_sge(raddr, nsge);
 		}
@@ -263,6 +260,12 @@ static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 			      : gdak_dev_wqe_send_imm(d, idx, flags, sge, nsge, w->imm);
 		break;
 	case IBV_WR_RDMA_READ:
+		/* A zero-length READ: libmlx5 builds ctrl + raddr alone (DS 2), which
+		 * the NIC model's opcode table refuses (RDMA_READ min DS 3, rule
+		 * bad_ds); one data segment of byte count 0 it executes as 0 bytes. */
+		if (!nsge)
+			sge[0] = (struct gdak_dev_sge){w->nsge ? w->sg[0].addr : 0, 0,
+						       w->nsge ? w->sg[0].lkey : 0};
 		bbs = gdak_dev_wqe_sge_op(d, idx, MLX5_OPCODE_RDMA_READ, flags, 0, 1, w->raddr,
 					  w->rkey, sge, nsge ? nsge : 1);
 		break;

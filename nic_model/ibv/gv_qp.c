@@ -405,6 +405,10 @@ static int start_nic(struct gv_qp *q)
 {
 	int ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
 
+	/* the program's retry counts: an RNR retry of 0 fails at the first RNR
+	 * NAK, 7 waits forever (IBA 9.7.5.2.8) */
+	if (!ret)
+		ret = nm_tr_udp_set_retry(q->g, q->attr.retry_cnt, q->attr.rnr_retry);
 	if (!ret)
 		ret = gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
 	return ret;
