@@ -15,9 +15,10 @@ if(TARGET gdak_mlx5 AND TARGET gdak_efa)
   set_tests_properties(gdak.verbs_bin.efa PROPERTIES LABELS unit TIMEOUT 30 SKIP_RETURN_CODE 77)
 endif()
 
-# Debian's binaries through gdak-run.  Each test has its own slot: its own
-# two loopback addresses 127.0.0.(100+2*slot), (101+2*slot) and TCP ports
-# 19000+20*slot.. (verbs_bin_lib.sh), so ctest -j runs them side by side.
+# Debian's binaries through gdak-run.  Each test has its own slot, and each
+# build tree its own net: the test's devices live on 127.NET.SLOT.1 and .2
+# (verbs_bin_lib.sh), so ctest -j runs them side by side, and two build
+# trees on one machine run them at once.
 if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
   set(_vb_env "GDAK_RUN=$<TARGET_FILE:gdak-run>" "GDAK_TRACE_TOOL=$<TARGET_FILE:gdak-trace>"
     "GDAK_INFO_TOOL=$<TARGET_FILE:gdak-info>")
@@ -32,6 +33,10 @@ if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
   if(GDAK_SANITIZED)
     list(APPEND _vb_env VB_SANITIZED=1)
   endif()
+  string(MD5 _vb_h "${PROJECT_BINARY_DIR}")
+  string(SUBSTRING "${_vb_h}" 0 4 _vb_h)
+  math(EXPR _vb_net "0x${_vb_h} % 254 + 1")
+  list(APPEND _vb_env VB_NET=${_vb_net})
   set(_vb_slot 0)
   # gdak_vb_test(NAME SCRIPT [ARGS...]): one script run, the next slot
   function(gdak_vb_test name script)
@@ -61,4 +66,5 @@ if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_efa)
   gdak_vb_test(pyverbs verbs_bin_pyverbs.sh)
   gdak_vb_test(rdmacm verbs_bin_rdmacm.sh)
   gdak_vb_test(not_emulated verbs_bin_noemu.sh)
+  gdak_vb_test(install verbs_bin_install.sh ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR})
 endif()

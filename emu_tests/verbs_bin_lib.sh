@@ -3,11 +3,14 @@
 # through gdak-run on the emulated NIC.
 #
 # The test's environment (emu_tests/verbs_bin.cmake): GDAK_RUN (gdak-run),
-# GDAK_TRACE_TOOL (gdak-trace), VB_SLOT (this test's number: its own
-# addresses 127.0.0.(100+2*slot) and (101+2*slot), and its own TCP ports
-# 19000+20*slot.. for the programs' out-of-band exchange, so that tests run
-# by ctest -j never share an address or a port), VB_SANITIZED (1: gdak was
-# built with sanitizers, which unmodified programs cannot load: skip).
+# GDAK_TRACE_TOOL (gdak-trace), VB_NET (1..254, from the build directory's
+# path) and VB_SLOT (this test's number): the test's two devices live on
+# 127.NET.SLOT.1 and 127.NET.SLOT.2, so tests run by ctest -j never share
+# an address, nor do the same tests of two build trees run at once on one
+# machine.  The programs' own TCP exchange (-p) takes a port nobody listens
+# on, and a pair whose server could not listen is started again on another
+# one.  VB_SANITIZED=1: gdak was built with sanitizers, which unmodified
+# programs cannot load: skip.
 #
 # Every program runs under timeout(1); a pair (server + client) is torn
 # down as soon as either side fails, so no test outlives its budget.
@@ -33,11 +36,11 @@ vb_need() {
 vb_init() {
 	[[ ${VB_SANITIZED:-0} == 1 ]] && vb_skip "gdak built with sanitizers: unmodified programs cannot load its libraries"
 	[[ -x ${GDAK_RUN:-} ]] || { echo "GDAK_RUN='${GDAK_RUN:-}' is not gdak-run" >&2; exit 1; }
-	local slot=${VB_SLOT:?VB_SLOT not set}
-	VB_SRV_ADDR=127.0.0.$((100 + 2 * slot))
-	VB_CLI_ADDR=127.0.0.$((101 + 2 * slot))
-	VB_PORT_BASE=$((19000 + 20 * slot))
-	VB_PORT_NEXT=$VB_PORT_BASE
+	local slot=${VB_SLOT:?VB_SLOT not set} net=${VB_NET:-1}
+	((net >= 1 && net <= 254 && slot >= 0 && slot <= 255)) ||
+		{ echo "VB_NET=$net / VB_SLOT=$slot out of range" >&2; exit 1; }
+	VB_SRV_ADDR=127.$net.$slot.1
+	VB_CLI_ADDR=127.$net.$slot.2
 	VB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/gdak-vb.XXXXXX")
 	trap vb_cleanup EXIT
 }
@@ -83,11 +86,13 @@ vb_check() {
 	if [[ $1 == 0 ]]; then vb_ok "$2"; else vb_fail "$2"; fi
 }
 
-# A fresh TCP port of this test's range.
+# A TCP port nobody listens on now, below the kernel's ephemeral range.
 vb_port() {
-	VB_PORT=$VB_PORT_NEXT
-	VB_PORT_NEXT=$((VB_PORT_NEXT + 1))
-	((VB_PORT < VB_PORT_BASE + 20)) || { echo "test uses more than 20 ports" >&2; exit 1; }
+	local i
+	for ((i = 0; i < 100; i++)); do
+		VB_PORT=$((20000 + (RANDOM % 12000)))
+		ss -Hltn "sport = :$VB_PORT" 2>/dev/null | grep -q . || return 0
+	done
 }
 
 # vb_run ADDR OUTFILE "GDAK-RUN OPTIONS" -- CMD...: CMD through gdak-run on
@@ -125,26 +130,34 @@ vb_wait_listen() {
 	return 1
 }
 
-# vb_pair NAME PORT "SERVER ARGS" "CLIENT ARGS": the program's server on
-# VB_SRV_ADDR and its client on VB_CLI_ADDR, each its own gdak device.  The
-# client is started once the server listens on PORT; whichever fails first
-# ends the other.  Outputs: $VB_DIR/NAME.srv, $VB_DIR/NAME.cli; sets
-# VB_SRV_RC and VB_CLI_RC.  VB_SRV_OPTS / VB_CLI_OPTS: gdak-run options of
-# one side.
+# vb_pair NAME "SERVER ARGS" "CLIENT ARGS": the program's server on
+# VB_SRV_ADDR and its client on VB_CLI_ADDR, each its own gdak device; @PORT@
+# in the arguments is the TCP port of their exchange (VB_PORT).  The client
+# is started once the server listens; whichever fails first ends the other.
+# A server that ends without listening because the port was taken is
+# started again on another port (3 tries).  Outputs: $VB_DIR/NAME.srv,
+# $VB_DIR/NAME.cli; sets VB_SRV_RC and VB_CLI_RC.  VB_SRV_OPTS /
+# VB_CLI_OPTS: gdak-run options of one side.
 vb_pair() {
-	local name=$1 port=$2 srv=$3 cli=$4 spid
-	# shellcheck disable=SC2086
-	vb_run "$VB_SRV_ADDR" "$VB_DIR/$name.srv" "${VB_SRV_OPTS:-}" -- $srv &
-	spid=$!
-	VB_PIDS="${VB_PIDS:-} $spid"
-	if ! vb_wait_listen "$port" "$spid"; then
+	local name=$1 srv cli spid try
+	for ((try = 1; try <= 3; try++)); do
+		vb_port
+		srv=${2//@PORT@/$VB_PORT}
+		cli=${3//@PORT@/$VB_PORT}
+		# shellcheck disable=SC2086
+		vb_run "$VB_SRV_ADDR" "$VB_DIR/$name.srv" "${VB_SRV_OPTS:-}" -- $srv &
+		spid=$!
+		VB_PIDS="${VB_PIDS:-} $spid"
+		vb_wait_listen "$VB_PORT" "$spid" && break
 		VB_CLI_RC=255
-		echo "(server '$srv' never listened on port $port)" >"$VB_DIR/$name.cli"
+		echo "(server '$srv' never listened on port $VB_PORT)" >"$VB_DIR/$name.cli"
 		vb_kill "$spid"
 		wait "$spid"
 		VB_SRV_RC=$?
-		return
-	fi
+		grep -Eqi 'listen|bind|address already in use' "$VB_DIR/$name.srv" || return
+		((try < 3)) || return
+		echo "($name: port $VB_PORT was taken, again on another)"
+	done
 	# shellcheck disable=SC2086
 	vb_run "$VB_CLI_ADDR" "$VB_DIR/$name.cli" "${VB_CLI_OPTS:-}" -- $cli
 	VB_CLI_RC=$?

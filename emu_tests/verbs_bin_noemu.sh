@@ -16,8 +16,7 @@ VB_TMO=60
 # ends NAME "SERVER CMD" "CLIENT CMD": both sides end by themselves
 ends() {
 	local name=$1 srv=$2 cli=$3 f rc
-	vb_port
-	vb_pair "$name" "$VB_PORT" "${srv//PORT/$VB_PORT}" "${cli//PORT/$VB_PORT}"
+	vb_pair "$name" "$srv" "$cli"
 	for f in srv cli; do
 		[[ $f == srv ]] && rc=$VB_SRV_RC || rc=$VB_CLI_RC
 		if ((rc == 255)) && [[ $f == cli ]] && grep -q 'never listened' "$VB_DIR/$name.cli"; then
@@ -36,15 +35,15 @@ ends() {
 	done
 }
 
-ends ud_pingpong "ibv_ud_pingpong -g 0 -p PORT" "ibv_ud_pingpong -g 0 -p PORT $VB_SRV_ADDR"
-ends uc_pingpong "ibv_uc_pingpong -g 0 -p PORT" "ibv_uc_pingpong -g 0 -p PORT $VB_SRV_ADDR"
+ends ud_pingpong "ibv_ud_pingpong -g 0 -p @PORT@" "ibv_ud_pingpong -g 0 -p @PORT@ $VB_SRV_ADDR"
+ends uc_pingpong "ibv_uc_pingpong -g 0 -p @PORT@" "ibv_uc_pingpong -g 0 -p @PORT@ $VB_SRV_ADDR"
 if command -v ibv_xsrq_pingpong >/dev/null; then
-	ends xsrq_pingpong "ibv_xsrq_pingpong -g 0 -p PORT" "ibv_xsrq_pingpong -g 0 -p PORT $VB_SRV_ADDR"
+	ends xsrq_pingpong "ibv_xsrq_pingpong -g 0 -p @PORT@" "ibv_xsrq_pingpong -g 0 -p @PORT@ $VB_SRV_ADDR"
 fi
 if command -v ib_send_bw >/dev/null; then
-	ends send_bw_ud "ib_send_bw -d mlx5_0 -x 0 -F -c UD -s 1024 -n 20 -p PORT" \
-		"ib_send_bw -d mlx5_0 -x 0 -F -c UD -s 1024 -n 20 -p PORT $VB_SRV_ADDR"
-	ends write_bw_uc "ib_write_bw -d mlx5_0 -x 0 -F -c UC -n 20 -p PORT" \
-		"ib_write_bw -d mlx5_0 -x 0 -F -c UC -n 20 -p PORT $VB_SRV_ADDR"
+	ends send_bw_ud "ib_send_bw -d mlx5_0 -x 0 -F -c UD -s 1024 -n 20 -p @PORT@" \
+		"ib_send_bw -d mlx5_0 -x 0 -F -c UD -s 1024 -n 20 -p @PORT@ $VB_SRV_ADDR"
+	ends write_bw_uc "ib_write_bw -d mlx5_0 -x 0 -F -c UC -n 20 -p @PORT@" \
+		"ib_write_bw -d mlx5_0 -x 0 -F -c UC -n 20 -p @PORT@ $VB_SRV_ADDR"
 fi
 vb_end

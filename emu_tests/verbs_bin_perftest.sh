@@ -67,9 +67,7 @@ run() {
 	local name=$1 iters=$2 want=$3
 	shift 3
 	local opts="-d mlx5_0 -F -n $iters $*" rc=0 f rows
-	vb_port
-	vb_pair "$name" "$VB_PORT" "$prog -p $VB_PORT -x $sgid $opts" \
-		"$prog -p $VB_PORT -x $cgid $opts $VB_SRV_ADDR"
+	vb_pair "$name" "$prog -p @PORT@ -x $sgid $opts" "$prog -p @PORT@ -x $cgid $opts $VB_SRV_ADDR"
 	for f in srv cli; do
 		local frc
 		[[ $f == srv ]] && frc=$VB_SRV_RC || frc=$VB_CLI_RC
@@ -216,9 +214,8 @@ wqe_err)
 	# verbs status the syndrome maps to, its QP in ERR, and stops
 	ctrc=$VB_DIR/cli.pcapng
 	VB_CLI_OPTS="--trace $ctrc --faults err:qp=*,wqe=3,syndrome=REMOTE_ACCESS"
-	vb_port
-	vb_pair err "$VB_PORT" "$prog -p $VB_PORT -x $sgid -d mlx5_0 -F -n $iters" \
-		"$prog -p $VB_PORT -x $cgid -d mlx5_0 -F -n $iters $VB_SRV_ADDR"
+	vb_pair err "$prog -p @PORT@ -x $sgid -d mlx5_0 -F -n $iters" \
+		"$prog -p @PORT@ -x $cgid -d mlx5_0 -F -n $iters $VB_SRV_ADDR"
 	((VB_CLI_RC != 0 && VB_CLI_RC < 124))
 	vb_check $? "client ends with an error status ($VB_CLI_RC), not a timeout or signal"
 	((VB_SRV_RC < 124))

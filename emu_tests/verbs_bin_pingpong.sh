@@ -35,9 +35,7 @@ run() {
 	local name=$1 size=$2 iters=$3
 	shift 3
 	local opts="-d mlx5_0 -s $size -n $iters $*" bytes rc=0 f
-	vb_port
-	vb_pair "$name" "$VB_PORT" "$prog -p $VB_PORT -g $sgid $opts" \
-		"$prog -p $VB_PORT -g $cgid $opts $VB_SRV_ADDR"
+	vb_pair "$name" "$prog -p @PORT@ -g $sgid $opts" "$prog -p @PORT@ -g $cgid $opts $VB_SRV_ADDR"
 	# both directions: each side sends and receives SIZE bytes per iteration
 	bytes=$((size * iters * 2))
 	for f in srv cli; do

@@ -12,7 +12,8 @@
 #   * the ICRC tshark reports for each frame is the one this test computes
 #     over the frame's real headers (IBA annex A17.3.3 masking; the
 #     dissector itself only shows it), and gdak-trace agrees (icrc=ok);
-#   * the capture holds every packet the server's gdak trace recorded.
+#   * the capture holds every packet the server's gdak trace recorded (less
+#     what the kernel dropped before dumpcap read it, which it reports).
 # Needs root (or capture rights) for dumpcap: 77 otherwise.
 here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
@@ -41,7 +42,9 @@ captured() { # dumpcap's latest "Packets: N" (0 before its first report)
 	echo "${n:-0}"
 }
 
-dumpcap -i lo -f "udp and host $A and host $B" -w "$pcap" >"$caplog" 2>&1 &
+# a large kernel buffer (-B MiB): on a loaded machine dumpcap is not always
+# scheduled in time, and the kernel drops what its buffer cannot hold
+dumpcap -i lo -B 128 -f "udp and host $A and host $B" -w "$pcap" >"$caplog" 2>&1 &
 dpid=$!
 VB_PIDS="${VB_PIDS:-} $dpid"
 # dumpcap reports "Capturing on" before its socket is attached: probe until
@@ -74,10 +77,8 @@ n=0
 for t in "ib_write_lat -s 65536 -n 10" "ib_send_lat -s 5000 -n 10" "ib_read_lat -s 8192 -n 10" \
 	"ib_atomic_bw -n 10"; do
 	n=$((n + 1))
-	vb_port
 	VB_SRV_OPTS="--trace $VB_DIR/srv$n.pcapng" \
-		vb_pair "p$n" "$VB_PORT" "$t -d mlx5_0 -F -p $VB_PORT -x $sgid" \
-		"$t -d mlx5_0 -F -p $VB_PORT -x $cgid $A"
+		vb_pair "p$n" "$t -d mlx5_0 -F -p @PORT@ -x $sgid" "$t -d mlx5_0 -F -p @PORT@ -x $cgid $A"
 	((VB_SRV_RC == 0 && VB_CLI_RC == 0))
 	vb_check $? "${t%% *}: server exited $VB_SRV_RC, client $VB_CLI_RC"
 	((VB_SRV_RC || VB_CLI_RC)) && vb_show "$VB_DIR/p$n.srv" "$VB_DIR/p$n.cli"
@@ -97,13 +98,19 @@ vb_check $? "the server traces recorded $session packets"
 # the kernel ring hands packets to dumpcap a block at a time, in arrival
 # order: once the count covers every probe sent so far plus the session,
 # everything is in the file
-for ((i = 0; i < 400; i++)); do
+for ((i = 0; i < 100; i++)); do
 	probe
 	(($(captured) >= session + probes)) && break
 	sleep 0.05
 done
 kill -INT "$dpid" 2>/dev/null
 wait "$dpid"
+# what the kernel dropped before dumpcap read it ("received/dropped ... N/M"):
+# those frames are missing from the file, which is the capture's loss, not
+# the wire's
+kdrop=$(tr '\r' '\n' <"$caplog" | sed -n 's|.*received/dropped on interface.*: [0-9]*/\([0-9]*\) .*|\1|p' | tail -n 1)
+kdrop=${kdrop:-0}
+((kdrop == 0)) || echo "(the kernel dropped $kdrop frames before dumpcap read them)"
 
 # tshark's view: frame number, BTH opcode, the ICRC it shows
 tshark -r "$pcap" --disable-protocol rpcordma -Y 'udp.port == 4791' \
@@ -119,10 +126,10 @@ vb_check $((nflag != 0)) "no frame malformed or flagged by tshark's expert syste
 # the frames' bytes for the ICRC check, as a libpcap file (pcapng: gdak-trace's)
 tshark -r "$pcap" -F pcap -w "$VB_DIR/lo.pcap" 2>/dev/null
 vb_check $? "tshark converts the capture to libpcap for the ICRC check"
-python3 - "$VB_DIR/lo.pcap" "$VB_DIR/fields" "$session" <<'EOF'
+python3 - "$VB_DIR/lo.pcap" "$VB_DIR/fields" "$session" "$kdrop" <<'EOF'
 import struct, sys, zlib
 
-pcap, fields, session = sys.argv[1], sys.argv[2], int(sys.argv[3])
+pcap, fields, session, kdrop = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 fails = 0
 
 def check(cond, what):
@@ -198,8 +205,14 @@ check(bad_icrc == 0, f"the ICRC tshark reports is correct in every frame ({bad_i
 print("opcodes: " + ", ".join(f"{names.get(o, hex(o))}={n}" for o, n in sorted(count.items())))
 for op in (0x06, 0x07, 0x08, 0x00, 0x02, 0x0C, 0x0D, 0x0F, 0x11, 0x12, 0x14):
     check(count.get(op, 0) > 0, f"opcode {names[op]} on the wire ({count.get(op, 0)})")
-check(nframes == session, f"the capture's {nframes} RoCE frames are the {session} packets the "
-      "server traces recorded")
+if kdrop == 0:
+    check(nframes == session, f"the capture's {nframes} RoCE frames are the {session} packets "
+          "the server traces recorded")
+else:
+    # the capture lost frames of its own: only fewer can be there, never more
+    check(session - kdrop <= nframes <= session, f"the capture's {nframes} RoCE frames: the "
+          f"{session} packets the server traces recorded less at most the {kdrop} the kernel "
+          "dropped before dumpcap read them")
 sys.exit(1 if fails else 0)
 EOF
 vb_check $? "the capture decodes as RoCEv2 with correct ICRCs (lines above)"
