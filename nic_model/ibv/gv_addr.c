@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <endian.h>
 
+#include <gdak/env.h>
 #include <gdak/nic.h>
 
 #include "gv_loc.h"
@@ -215,7 +216,7 @@ static int bind_port(struct in_addr a, uint16_t port)
  * when there is one, 0 when not, -EINVAL when it is not an address. */
 static int env_addr(int idx, struct in_addr *a)
 {
-	const char *env = getenv("GDAK_IBV_ADDR"), *p;
+	const char *env = gdak_env_raw("GDAK_IBV_ADDR"), *p;
 	char buf[64];
 	size_t n;
 

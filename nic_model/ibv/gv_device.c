@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <endian.h>
 
+#include <gdak/env.h>
+
 #include "gv_loc.h"
 
 static struct gv_device devs[GV_MAX_DEVICES];
@@ -33,21 +35,15 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void devs_init(void)
 {
-	const char *env = getenv("GDAK_IBV_DEVICES");
 	char host[256] = "";
 	uint32_t h = 2166136261u;
+	unsigned long long v;
 	int n = 1;
 
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-
-		if (*end || v < 0 || v > GV_MAX_DEVICES)
-			GDAK_ERR(NULL, 0, "GDAK_IBV_DEVICES='%s': want 0..%d; showing 1 device", env,
-				 GV_MAX_DEVICES);
-		else
-			n = (int)v;
-	}
+	/* the table's range is 0..GV_MAX_DEVICES; a bad value has been named
+	 * by it, and one device is shown */
+	if (gdak_env_uint("GDAK_IBV_DEVICES", &v) == 0 && v <= GV_MAX_DEVICES)
+		n = (int)v;
 	/* GUIDs: Mellanox's OUI, 03:00 as ConnectX port GUIDs carry, then a
 	 * hash of the host name and the index */
 	gethostname(host, sizeof(host) - 1);

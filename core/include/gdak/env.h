@@ -8,9 +8,10 @@
  * every variable that is set before it opens anything: a bad value fails it
  * with -EINVAL and a message naming the variable, the value and what is
  * allowed, whatever backend or transport would have read it.  `gdak-info`
- * prints the table with the current values and the defaults.  (Programs
- * that do not link gdak - the gdak-run launcher, gdak-rxe-peer, the
- * examples' own settings - read their variables themselves.)
+ * prints the table with the current values and the defaults.  (Code that
+ * does not link gdak - the gdak-run launcher, gdak-rxe-peer, the part-1
+ * libmlx5/libefa answers of nic_model/ibv, the examples' own settings -
+ * reads its variables itself.)
  */
 #ifndef GDAK_ENV_H
 #define GDAK_ENV_H
