@@ -41,8 +41,9 @@ static void table_rows(void)
 		CHECK(t[i].def != NULL);
 		/* a default the rule refuses would make every unset read fail */
 		if (*t[i].def && gdak_env_check_value(&t[i], t[i].def))
-			gdak_test_fail(__FILE__, __LINE__, "%s: default '%s' not allowed by its row",
-				       t[i].name, t[i].def);
+			gdak_test_fail(__FILE__, __LINE__,
+				       "%s: default '%s' not allowed by its row", t[i].name,
+				       t[i].def);
 		if (t[i].type == GDAK_ENV_UINT)
 			CHECK(t[i].min <= t[i].max);
 		if (t[i].type == GDAK_ENV_CHOICE)
@@ -102,16 +103,16 @@ static void bad_values(void)
 	static const struct {
 		const char *name, *value, *allowed;
 	} bad[] = {
-		{"GDAK_NIC_THREADS", "0", "1..64"},
-		{"GDAK_NIC_THREADS", "65", "1..64"},
-		{"GDAK_NIC_THREADS", "-1", "1..64"},
-		{"GDAK_NIC_THREADS", "3x", "1..64"},
-		{"GDAK_NIC_THREADS", "99999999999999999999", "1..64"},
-		{"GDAK_UDP_WINDOW", "0", "1..65536"},
-		{"GDAK_STRICT", "maybe", "0|1"},
-		{"GDAK_POLL", "fast", "adaptive|spin"},
-		{"GDAK_TRACE_FULL", "block", "wait|drop"},
-		{"GDAK_UDP_RETRY", "8", "0|1|2|3|4|5|6|7|forever"},
+		{ "GDAK_NIC_THREADS", "0", "1..64" },
+		{ "GDAK_NIC_THREADS", "65", "1..64" },
+		{ "GDAK_NIC_THREADS", "-1", "1..64" },
+		{ "GDAK_NIC_THREADS", "3x", "1..64" },
+		{ "GDAK_NIC_THREADS", "99999999999999999999", "1..64" },
+		{ "GDAK_UDP_WINDOW", "0", "1..65536" },
+		{ "GDAK_STRICT", "maybe", "0|1" },
+		{ "GDAK_POLL", "fast", "adaptive|spin" },
+		{ "GDAK_TRACE_FULL", "block", "wait|drop" },
+		{ "GDAK_UDP_RETRY", "8", "0|1|2|3|4|5|6|7|forever" },
 	};
 	unsigned long long u;
 	int v;

@@ -31,10 +31,10 @@ static uint64_t amo32(uint8_t opcode, void *target, uint32_t v0, uint32_t v1, ui
 	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, (uint16_t)a.pi, opcode, a.qpn, 4, FID_CQ_UPDATE,
 		 0);
 	fid_raddr(w + 16, (uintptr_t)target, gdak_mr_rkey(mt));
-	fid_be32(w + 32, v0);	/* FA: add        CS: swap */
-	fid_be32(w + 36, v1);	/* FA: boundary   CS: compare */
-	fid_be32(w + 40, m0);	/* FA: reserved   CS: swap mask */
-	fid_be32(w + 44, m1);	/* FA: reserved   CS: compare mask */
+	fid_be32(w + 32, v0); /* FA: add        CS: swap */
+	fid_be32(w + 36, v1); /* FA: boundary   CS: compare */
+	fid_be32(w + 40, m0); /* FA: reserved   CS: swap mask */
+	fid_be32(w + 44, m1); /* FA: reserved   CS: compare mask */
 	fid_data(w + 48, local_len, gdak_mr_lkey(mr), local);
 	return fid_put(&a, w, 4);
 }
@@ -94,9 +94,9 @@ static void ok(uint64_t idx)
 static void case_ok(void)
 {
 	uint64_t t64 __attribute__((aligned(8)));
-	const uint8_t be_ffffffff[4] = {0xff, 0xff, 0xff, 0xff};
-	const uint8_t be_1[4] = {0, 0, 0, 1};
-	const uint8_t be_12345678[4] = {0x12, 0x34, 0x56, 0x78};
+	const uint8_t be_ffffffff[4] = { 0xff, 0xff, 0xff, 0xff };
+	const uint8_t be_1[4] = { 0, 0, 0, 1 };
+	const uint8_t be_12345678[4] = { 0x12, 0x34, 0x56, 0x78 };
 
 	tgt[0] = 0xffffffffu;
 	tgt[1] = 0x11111111u;
@@ -118,7 +118,7 @@ static void case_ok(void)
 	/* compare-swap (all masks): succeeds, then fails */
 	ok(amo32(MLX5_OPCODE_ATOMIC_MASKED_CS, &tgt[2], 9, 5, ~0u, ~0u, ret + 16, 4));
 	CHECK_EQ(tgt[2], 9);
-	CHECK_MEM(ret + 16, ((const uint8_t[4]){0, 0, 0, 5}), 4);
+	CHECK_MEM(ret + 16, ((const uint8_t[4]){ 0, 0, 0, 5 }), 4);
 	ok(amo32(MLX5_OPCODE_ATOMIC_MASKED_CS, &tgt[2], 1, 5, ~0u, ~0u, ret + 16, 4));
 	CHECK_EQ(tgt[2], 9);
 	/* NVSHMEM's AMO_SET: compare mask 0 (always), swap mask all */
@@ -127,9 +127,10 @@ static void case_ok(void)
 	CHECK_MEM(ret + 24, be_12345678, 4);
 	/* field boundaries: two 16-bit counters in one word */
 	tgt[2] = 0x0001ffffu;
-	ok(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, &tgt[2], 0x00010001u, 0x00008000u, 0, 0, ret + 32, 4));
+	ok(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, &tgt[2], 0x00010001u, 0x00008000u, 0, 0, ret + 32,
+		 4));
 	CHECK_EQ(tgt[2], 0x00020000u);
-	CHECK_MEM(ret + 32, ((const uint8_t[4]){0x00, 0x01, 0xff, 0xff}), 4);
+	CHECK_MEM(ret + 32, ((const uint8_t[4]){ 0x00, 0x01, 0xff, 0xff }), 4);
 	(void)be_1;
 
 	/* 8-byte extended forms */
@@ -138,7 +139,7 @@ static void case_ok(void)
 	ok(amo64_ext_fa(&tgt[0], 1, 0, ret + 40));
 	memcpy(&t64, &tgt[0], 8);
 	CHECK_EQ(t64, 0x0000000100000000ull);
-	CHECK_MEM(ret + 40, ((const uint8_t[8]){0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}), 8);
+	CHECK_MEM(ret + 40, ((const uint8_t[8]){ 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff }), 8);
 	ok(amo64_ext_cs(&tgt[0], 0xabcdull, 0x0000000100000000ull, ~0ull, ~0ull, ret + 48));
 	memcpy(&t64, &tgt[0], 8);
 	CHECK_EQ(t64, 0xabcdull);
@@ -159,7 +160,7 @@ static void fails(uint64_t idx, uint8_t synd, const char *rule)
 
 static void fresh(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct gdak_qp_attr attr = { .sq_depth = 32, .cq_depth = 32 };
 
 	nu_destroy(&a);
 	nu_destroy(&b);

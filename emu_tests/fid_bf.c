@@ -20,8 +20,10 @@ static struct gdak_mr *ms, *md;
 
 static void case_alternating(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_BF,
-				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct gdak_qp_attr attr = { .sq_depth = 16,
+				     .cq_depth = 16,
+				     .handler = GDAK_DEV_DB_BF,
+				     .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 	const uint8_t *h0, *h1;
 	uint64_t ncqe = 0;
@@ -32,7 +34,7 @@ static void case_alternating(void)
 	h0 = (const uint8_t *)a.d->db_reg;
 	h1 = h0 + 256;
 	for (unsigned i = 0; i < 40; i++) {
-		struct gdak_dev_sge s = {(uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms)};
+		struct gdak_dev_sge s = { (uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms) };
 		unsigned n = i % 3 == 2 ? 3 : 1; /* every third doorbell a batch */
 		uint64_t first = a.d->sq_resv, idx = first;
 		unsigned half = a.d->bf_half;
@@ -60,7 +62,7 @@ static void case_alternating(void)
 
 		gdak_dev_qp_load(&l, a.d);
 		for (unsigned i = 40; i < 43; i++) {
-			struct gdak_dev_sge s = {(uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms)};
+			struct gdak_dev_sge s = { (uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms) };
 			uint64_t idx = gdak_dev_sq_reserve(&l, 1);
 
 			gdak_dev_wqe_write(&l, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * i),
@@ -72,11 +74,12 @@ static void case_alternating(void)
 		gdak_dev_qp_store(a.d, &l);
 		CHECK_EQ(a.d->bf_half, half ^ 1);
 		{
-			struct gdak_dev_sge s = {(uintptr_t)(src + 64 * 43), 64, gdak_mr_lkey(ms)};
+			struct gdak_dev_sge s = { (uintptr_t)(src + 64 * 43), 64,
+						  gdak_mr_lkey(ms) };
 			uint64_t idx = gdak_dev_sq_reserve(a.d, 1);
 
-			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * 43),
-					   gdak_mr_rkey(md), &s, 1);
+			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL,
+					   (uintptr_t)(dst + 64 * 43), gdak_mr_rkey(md), &s, 1);
 			gdak_dev_sq_submit(a.d, idx, idx + 1);
 			REQUIRE(fid_cqe_at(&a.d->scq, ncqe++, 5000) != NULL);
 		}
@@ -92,14 +95,15 @@ static void case_alternating(void)
 /* every BlueFlame copy to UAR + 0x800: executed, flagged */
 static void case_same_half(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_BF};
+	struct gdak_qp_attr attr = { .sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_BF };
 	struct nu_qp a, b;
 
 	memset(dst, 0, sizeof(dst));
 	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t idx = fid_write(&a, src + 64 * i, 64, gdak_mr_lkey(ms),
-					 (uintptr_t)(dst + 64 * i), gdak_mr_rkey(md), FID_CQ_UPDATE);
+					 (uintptr_t)(dst + 64 * i), gdak_mr_rkey(md),
+					 FID_CQ_UPDATE);
 		const uint64_t *w = gdak_dev_wqe_ptr(a.d, idx);
 
 		fid_dbrec(&a, a.pi);

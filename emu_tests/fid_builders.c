@@ -19,7 +19,7 @@ static struct gdak_mr *mw, *mb;
 static void bytes(void)
 {
 	struct nu_qp a, b;
-	struct gdak_qp_attr attr = {.sq_depth = 8, .cq_depth = 8};
+	struct gdak_qp_attr attr = { .sq_depth = 8, .cq_depth = 8 };
 	uint8_t want[64], *got;
 	uint64_t v;
 
@@ -35,14 +35,16 @@ static void bytes(void)
 
 	gdak_dev_wqe_dump(a.d, 3, GDAK_DEV_WQE_SIGNAL | GDAK_DEV_WQE_FENCE, 0x1122334455667788ull,
 			  1, 0x4242);
-	fid_ctrl(want, 0, 3, GDAK_MLX5_OPCODE_DUMP, a.qpn, 2, FID_CQ_UPDATE | MLX5_WQE_CTRL_FENCE, 0);
+	fid_ctrl(want, 0, 3, GDAK_MLX5_OPCODE_DUMP, a.qpn, 2, FID_CQ_UPDATE | MLX5_WQE_CTRL_FENCE,
+		 0);
 	fid_be32(want + 16, 1);
 	fid_be32(want + 20, 0x4242);
 	fid_be64(want + 24, 0x1122334455667788ull);
 	CHECK_MEM(got, want, 32);
 
 	gdak_dev_wqe_fetch_add32(a.d, 3, 0, 0x1000, 0x77, 5, 0x8000, 0x2000, 0x88);
-	fid_ctrl(want, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, 3, MLX5_OPCODE_ATOMIC_MASKED_FA, a.qpn, 4, 0, 0);
+	fid_ctrl(want, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, 3, MLX5_OPCODE_ATOMIC_MASKED_FA, a.qpn, 4, 0,
+		 0);
 	fid_raddr(want + 16, 0x1000, 0x77);
 	fid_be32(want + 32, 5);
 	fid_be32(want + 36, 0x8000);
@@ -51,7 +53,8 @@ static void bytes(void)
 	CHECK_MEM(got, want, 64);
 
 	gdak_dev_wqe_cas32(a.d, 3, 0, 0x1000, 0x77, 9, 10, 0x2000, 0x88);
-	fid_ctrl(want, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, 3, MLX5_OPCODE_ATOMIC_MASKED_CS, a.qpn, 4, 0, 0);
+	fid_ctrl(want, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, 3, MLX5_OPCODE_ATOMIC_MASKED_CS, a.qpn, 4, 0,
+		 0);
 	fid_be32(want + 32, 10);
 	fid_be32(want + 36, 9);
 	fid_be32(want + 40, ~0u);
@@ -66,7 +69,7 @@ static void bytes(void)
 
 static void run(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16};
+	struct gdak_qp_attr attr = { .sq_depth = 16, .cq_depth = 16 };
 	struct nu_qp a, b, c, d;
 	const uint8_t *e;
 	uint64_t i;
@@ -92,7 +95,7 @@ static void run(void)
 	CHECK_EQ(e[63] >> 4, MLX5_CQE_REQ);
 	CHECK_EQ(fid_get_be16(e + 60), 1);
 	CHECK_EQ(word, 42);
-	CHECK_MEM(buf, ((const uint8_t[4]){0, 0, 0, 41}), 4);
+	CHECK_MEM(buf, ((const uint8_t[4]){ 0, 0, 0, 41 }), 4);
 	CHECK_EQ(fid_violations(&a) + fid_violations(&c), 0);
 	nu_destroy(&a);
 	nu_destroy(&b);

@@ -23,16 +23,17 @@ static void post_batch(struct nu_qp *a, unsigned n, uint64_t base)
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t off = (base + i) * 8 % sizeof(dst);
 
-		fid_write(a, src + off, 8, gdak_mr_lkey(ms), (uintptr_t)(dst + off), gdak_mr_rkey(md),
-			  FID_CQ_UPDATE);
+		fid_write(a, src + off, 8, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
+			  gdak_mr_rkey(md), FID_CQ_UPDATE);
 	}
 	fid_submit_doca(a);
 }
 
 static void case_overrun_ignore(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ,
-				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct gdak_qp_attr attr = { .sq_depth = CQ,
+				     .cq_depth = CQ,
+				     .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 	uint64_t n = 0;
 
@@ -62,7 +63,7 @@ static void case_overrun_ignore(void)
 /* the negative twin: the same consumer on a CQ without overrun-ignore */
 static void case_overrun_checked(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ};
+	struct gdak_qp_attr attr = { .sq_depth = CQ, .cq_depth = CQ };
 	struct nu_qp a, b;
 	uint64_t n = 0;
 
@@ -82,8 +83,9 @@ static void case_overrun_checked(void)
 
 static void case_collapsed(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = CQ, .cq_depth = CQ,
-				    .flags = GDAK_QP_F_SCQ_COLLAPSED};
+	struct gdak_qp_attr attr = { .sq_depth = CQ,
+				     .cq_depth = CQ,
+				     .flags = GDAK_QP_F_SCQ_COLLAPSED };
 	struct nu_qp a, b;
 	const uint8_t *c0;
 	uint64_t n = 0;
@@ -97,7 +99,7 @@ static void case_collapsed(void)
 		post_batch(&a, 1, n);
 		/* NVSHMEM: wait until entry 0's wqe_counter names our WQE */
 		CHECK(FID_UNTIL(gdak_be16toh(gdak_dev_load_acquire_u16(
-						(const uint16_t *)(const void *)(c0 + 60))) ==
+					(const uint16_t *)(const void *)(c0 + 60))) ==
 						(uint16_t)want &&
 					(gdak_dev_load_acquire_u8(c0 + 63) >> 4) == MLX5_CQE_REQ,
 				5000));
@@ -119,9 +121,12 @@ static void case_collapsed(void)
 /* receive CQ with overrun-ignore: SENDs, the receive CQ record never moves */
 static void case_recv_oi(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .rq_depth = 8, .rcq_depth = 4,
-				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE |
-					     GDAK_QP_F_RCQ_OVERRUN_IGNORE};
+	struct gdak_qp_attr attr = { .sq_depth = 16,
+				     .cq_depth = 16,
+				     .rq_depth = 8,
+				     .rcq_depth = 4,
+				     .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE |
+					      GDAK_QP_F_RCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 
 	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);

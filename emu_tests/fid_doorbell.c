@@ -19,12 +19,18 @@
 #define LEN 64
 #define ROUNDS 60
 
-enum style { DOCA, NVSHMEM, RDMACORE, PROXY, NSTYLES };
-static const char *const style_names[] = {"doca", "nvshmem", "rdmacore", "proxy"};
+enum style {
+	DOCA,
+	NVSHMEM,
+	RDMACORE,
+	PROXY,
+	NSTYLES
+};
+static const char *const style_names[] = { "doca", "nvshmem", "rdmacore", "proxy" };
 
 struct proxy {
 	struct nu_qp *q;
-	uint64_t word;		/* the device's published producer index */
+	uint64_t word; /* the device's published producer index */
 	int stop;
 };
 
@@ -50,11 +56,11 @@ static void *proxy_main(void *arg)
 
 static void run(struct gdak_ctx *ctx, const char *dev, enum style s)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 64, .cq_depth = 64};
+	struct gdak_qp_attr attr = { .sq_depth = 64, .cq_depth = 64 };
 	static uint8_t src[LEN * 7 * ROUNDS], dst[LEN * 7 * ROUNDS];
 	struct gdak_mr *ms, *md;
 	struct nu_qp a, b;
-	struct proxy px = {0};
+	struct proxy px = { 0 };
 	pthread_t th;
 	uint64_t cqn = 0, off = 0;
 
@@ -74,17 +80,25 @@ static void run(struct gdak_ctx *ctx, const char *dev, enum style s)
 			fid_write(&a, src + off, LEN, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
 				  gdak_mr_rkey(md), FID_CQ_UPDATE);
 		switch (s) {
-		case DOCA: fid_submit_doca(&a); break;
-		case NVSHMEM: fid_submit_nvshmem(&a); break;
-		case RDMACORE: fid_submit_rdmacore(&a); break;
-		default: __atomic_store_n(&px.word, a.pi, __ATOMIC_RELEASE); break;
+		case DOCA:
+			fid_submit_doca(&a);
+			break;
+		case NVSHMEM:
+			fid_submit_nvshmem(&a);
+			break;
+		case RDMACORE:
+			fid_submit_rdmacore(&a);
+			break;
+		default:
+			__atomic_store_n(&px.word, a.pi, __ATOMIC_RELEASE);
+			break;
 		}
 		for (unsigned i = 0; i < n; i++, cqn++) {
 			const uint8_t *c = fid_cqe_at(&a.d->scq, cqn, 5000);
 
 			if (!c) {
-				gdak_test_fail(__FILE__, __LINE__, "%s/%s: no CQE %llu (round %d)", dev,
-					       style_names[s], (unsigned long long)cqn, r);
+				gdak_test_fail(__FILE__, __LINE__, "%s/%s: no CQE %llu (round %d)",
+					       dev, style_names[s], (unsigned long long)cqn, r);
 				goto out;
 			}
 			CHECK_EQ(c[63] >> 4, MLX5_CQE_REQ);
@@ -112,7 +126,7 @@ out:
 
 int main(void)
 {
-	static const char *const devs[] = {"emu", "emu:udp:127.0.0.1"};
+	static const char *const devs[] = { "emu", "emu:udp:127.0.0.1" };
 
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	for (unsigned d = 0; d < 2; d++) {
@@ -120,7 +134,8 @@ int main(void)
 		int r = gdak_open(devs[d], &ctx);
 
 		if (r && d) {
-			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[d], gdak_strerror(r));
+			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[d],
+				gdak_strerror(r));
 			continue;
 		}
 		REQUIRE_EQ(r, 0);

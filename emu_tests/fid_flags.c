@@ -11,7 +11,7 @@
 
 static int create(struct gdak_ctx *ctx, unsigned flags, uint32_t rq, struct gdak_qp **qp)
 {
-	struct gdak_qp_attr a = {.sq_depth = 16, .rq_depth = rq, .flags = flags};
+	struct gdak_qp_attr a = { .sq_depth = 16, .rq_depth = rq, .flags = flags };
 
 	return gdak_qp_create(ctx, &a, qp);
 }

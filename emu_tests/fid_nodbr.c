@@ -19,8 +19,10 @@ static struct gdak_mr *ms, *md;
 
 static void case_no_dbrec(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32,
-				    .flags = GDAK_QP_F_SQ_NO_DBREC | GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SQ_NO_DBREC |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 	uint64_t n = 0;
 
@@ -49,7 +51,7 @@ static void case_no_dbrec(void)
 
 static void case_ring_without_record(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct gdak_qp_attr attr = { .sq_depth = 32, .cq_depth = 32 };
 	struct nu_qp a, b;
 	struct gdak_nic_stats st;
 
@@ -81,7 +83,9 @@ static void case_ring_without_record(void)
 
 static void case_register_overrun(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32, .flags = GDAK_QP_F_SQ_NO_DBREC};
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SQ_NO_DBREC };
 	struct nu_qp a, b;
 
 	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);

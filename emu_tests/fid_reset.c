@@ -22,8 +22,9 @@ static void traffic(struct nu_qp *a, unsigned n, uint64_t *cqn, unsigned seed)
 	memset(dst, 0, sizeof(dst));
 	gdak_test_fill(src, sizeof(src), seed);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t idx = fid_write(a, src + 64 * i, 64, gdak_mr_lkey(ms), (uintptr_t)(dst + 64 * i),
-					 gdak_mr_rkey(md), FID_CQ_UPDATE);
+		uint64_t idx = fid_write(a, src + 64 * i, 64, gdak_mr_lkey(ms),
+					 (uintptr_t)(dst + 64 * i), gdak_mr_rkey(md),
+					 FID_CQ_UPDATE);
 		const uint8_t *c;
 
 		fid_submit_doca(a);
@@ -109,7 +110,7 @@ static void reconnect(struct nu_qp *a, struct nu_qp *b, int both)
 
 static void run(const char *dev, int both)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16};
+	struct gdak_qp_attr attr = { .sq_depth = 16, .cq_depth = 16 };
 	struct nu_qp a, b;
 	uint64_t cqn = 0;
 	const uint8_t *c;
@@ -152,14 +153,15 @@ static void run(const char *dev, int both)
 
 int main(void)
 {
-	static const char *const devs[] = {"emu", "emu:udp:127.0.0.1"};
+	static const char *const devs[] = { "emu", "emu:udp:127.0.0.1" };
 
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	for (unsigned i = 0; i < 2; i++) {
 		int r = gdak_open(devs[i], &ctx);
 
 		if (r && i) {
-			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i], gdak_strerror(r));
+			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i],
+				gdak_strerror(r));
 			break;
 		}
 		REQUIRE_EQ(r, 0);

@@ -23,7 +23,7 @@ static struct gdak_mr *mb;
 
 static void pair(struct nu_qp *a, struct nu_qp *b, uint32_t rq)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 16, .cq_depth = 16, .rq_depth = rq};
+	struct gdak_qp_attr attr = { .sq_depth = 16, .cq_depth = 16, .rq_depth = rq };
 
 	REQUIRE_EQ(nu_pair(ctx, &attr, a, b), 0);
 }
@@ -62,7 +62,8 @@ static void case_inline_not_allowed(void)
 	memset(w + 36, 0x5a, 12);
 	i = fid_put(&a, w, 3);
 	fid_submit_doca(&a);
-	EXPECT(&a, i, MLX5_OPCODE_RDMA_READ, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "inline_not_allowed", 1);
+	EXPECT(&a, i, MLX5_OPCODE_RDMA_READ, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+	       "inline_not_allowed", 1);
 	nu_destroy(&a);
 	nu_destroy(&b);
 }
@@ -81,7 +82,8 @@ static void case_atomic_length(void)
 	fid_data(w + 48, 4, gdak_mr_lkey(mb), buf + 64);
 	i = fid_put(&a, w, 4);
 	fid_submit_nvshmem(&a);
-	EXPECT(&a, i, MLX5_OPCODE_ATOMIC_FA, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1);
+	EXPECT(&a, i, MLX5_OPCODE_ATOMIC_FA, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length",
+	       1);
 	nu_destroy(&a);
 	nu_destroy(&b);
 }
@@ -102,7 +104,8 @@ static void case_wqe_past_producer(void)
 	/* ... but the doorbell announces one WQEBB */
 	fid_dbrec(&a, 1);
 	fid_ring(&a, 1);
-	EXPECT(&a, i, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1);
+	EXPECT(&a, i, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+	       "wqe_past_producer", 1);
 	nu_destroy(&a);
 	nu_destroy(&b);
 }

@@ -13,8 +13,10 @@
 
 int main(int argc, char **argv)
 {
-	struct gdak_qp_attr px = {.sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_CPU_PROXY};
-	struct gdak_qp_attr db = {.sq_depth = 16, .cq_depth = 16};
+	struct gdak_qp_attr px = { .sq_depth = 16,
+				   .cq_depth = 16,
+				   .handler = GDAK_DEV_DB_CPU_PROXY };
+	struct gdak_qp_attr db = { .sq_depth = 16, .cq_depth = 16 };
 	static uint8_t src[256], dst[256];
 	struct gdak_ctx *ctx;
 	struct gdak_mr *ms, *md;

@@ -49,7 +49,10 @@ static inline uint32_t fid_get_be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static inline uint16_t fid_get_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint16_t fid_get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
 
 /* ctrl segment: [0] opmod, [1..2] wqe index, [3] opcode, [4..6] QPN,
  * [7] DS, [8] signature, [9..10] reserved, [11] fm_ce_se, [12..15] imm */
@@ -79,7 +82,11 @@ static inline void fid_data(uint8_t *p, uint32_t len, uint32_t lkey, const void 
 	fid_be64(p + 8, (uint64_t)(uintptr_t)addr);
 }
 
-enum { FID_CQ_UPDATE = 2 << 2, FID_FENCE_SMALL = 1 << 5, FID_FENCE = 2 << 5 };
+enum {
+	FID_CQ_UPDATE = 2 << 2,
+	FID_FENCE_SMALL = 1 << 5,
+	FID_FENCE = 2 << 5
+};
 
 /* Copy a WQE of ds DS (built in w) into the ring at q->pi, DS by DS (it
  * continues at slot 0 past the ring's end, as the HCA fetches it), with
@@ -191,7 +198,10 @@ static inline void fid_submit_rdmacore(struct nu_qp *q)
 
 /* ---- completions ------------------------------------------------------------- */
 
-static inline uint64_t fid_ms(void) { return gdak_test_now_ns() / 1000000u; }
+static inline uint64_t fid_ms(void)
+{
+	return gdak_test_now_ns() / 1000000u;
+}
 
 /* DOCA's poll_cq_at: the CQE with index idx of a normal CQ, owner bit =
  * idx / ncqe parity.  Returns it, or NULL after timeout_ms. */
@@ -223,13 +233,13 @@ static inline void fid_cq_consumed(const struct gdak_dev_cq *cq, uint64_t n)
 }
 
 /* Bounded wait for a condition (ms); 1 when it held. */
-#define FID_UNTIL(cond, ms)                                                   \
-	({                                                                    \
-		uint64_t end_ = fid_ms() + (ms);                              \
-		int ok_;                                                      \
-		while (!(ok_ = !!(cond)) && fid_ms() <= end_)                 \
-			sched_yield();                                        \
-		ok_;                                                          \
+#define FID_UNTIL(cond, ms)                                   \
+	({                                                    \
+		uint64_t end_ = fid_ms() + (ms);              \
+		int ok_;                                      \
+		while (!(ok_ = !!(cond)) && fid_ms() <= end_) \
+			sched_yield();                        \
+		ok_;                                          \
 	})
 
 static inline uint64_t fid_violations(struct nu_qp *q)
@@ -263,8 +273,8 @@ static inline void fid_expect_error(struct nu_qp *q, const char *rule, uint8_t s
 		return;
 	}
 	if (strcmp(e.rule, rule) || e.syndrome != synd)
-		gdak_test_fail(__FILE__, line, "rule '%s' syndrome 0x%x (%s), want '%s' 0x%x", e.rule,
-			       e.syndrome, e.text, rule, synd);
+		gdak_test_fail(__FILE__, line, "rule '%s' syndrome 0x%x (%s), want '%s' 0x%x",
+			       e.rule, e.syndrome, e.text, rule, synd);
 	else
 		gdak_test_passed++;
 }

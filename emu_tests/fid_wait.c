@@ -88,8 +88,9 @@ static void trace_count(const char *path, uint32_t qpn, unsigned *per_idx, unsig
 
 static void case_wait(const char *trace)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32,
-				    .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE};
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b, c, d;
 	struct gdak_nic_stats st;
 	uint64_t wait_idx, fa_idx, sig_idx;
@@ -117,8 +118,8 @@ static void case_wait(const char *trace)
 
 	/* main: data, then the signal (both signalled: CQE 0 and CQE 1) */
 	fid_write(&a, src, 256, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
-	sig_idx = fid_fadd(&a, &fetched[1], gdak_mr_lkey(mf), (uintptr_t)&dst[512], gdak_mr_rkey(md),
-			   7, FID_CQ_UPDATE);
+	sig_idx = fid_fadd(&a, &fetched[1], gdak_mr_lkey(mf), (uintptr_t)&dst[512],
+			   gdak_mr_rkey(md), 7, FID_CQ_UPDATE);
 	fid_submit_doca(&a);
 	REQUIRE(fid_cqe_at(&a.d->scq, 1, 5000) != NULL);
 	e = fid_cqe_at(&c.d->scq, 0, 5000);
@@ -143,7 +144,7 @@ static void case_wait(const char *trace)
 	CHECK_EQ(gdak_qp_state(c.qp), GDAK_QPS_RTS);
 
 	if (trace) {
-		unsigned pc[4] = {0}, pa[2] = {0};
+		unsigned pc[4] = { 0 }, pa[2] = { 0 };
 
 		REQUIRE_EQ(gdak_nic_set_trace(NULL), 0);
 		trace_count(trace, c.qpn, pc, 4);
@@ -175,7 +176,7 @@ static void case_wait(const char *trace)
  * once; a WAIT mode the model does not know: LOCAL_QP_OP_ERR, wait_opmod */
 static void case_wait_odd(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct gdak_qp_attr attr = { .sq_depth = 32, .cq_depth = 32 };
 	struct nu_qp a, b, c, d;
 	struct gdak_nic_stats st;
 	const uint8_t *e;
@@ -214,7 +215,7 @@ static void case_wait_odd(void)
 
 static void case_dump(void)
 {
-	struct gdak_qp_attr attr = {.sq_depth = 32, .cq_depth = 32};
+	struct gdak_qp_attr attr = { .sq_depth = 32, .cq_depth = 32 };
 	struct nu_qp a, b;
 	uint64_t rd, dp;
 	const uint8_t *e;
@@ -260,7 +261,7 @@ static void case_dump(void)
 
 int main(void)
 {
-	static const char *const devs[] = {"emu", "emu:udp:127.0.0.1"};
+	static const char *const devs[] = { "emu", "emu:udp:127.0.0.1" };
 	char path[64];
 
 	snprintf(path, sizeof(path), "/tmp/gdak_fid_wait_%d.pcapng", (int)getpid());
@@ -269,7 +270,8 @@ int main(void)
 		int r = gdak_open(devs[i], &ctx);
 
 		if (r && i) {
-			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i], gdak_strerror(r));
+			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i],
+				gdak_strerror(r));
 			break;
 		}
 		REQUIRE_EQ(r, 0);

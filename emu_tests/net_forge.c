@@ -14,7 +14,7 @@
 
 int forge_open(struct forge *f, const char *addr)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 
 	f->raw = -1;
@@ -44,12 +44,18 @@ void forge_close(struct forge *f)
 		close(f->raw);
 }
 
-void forge_reth(uint8_t *h, uint64_t va, uint32_t rkey, uint32_t len) { reth_set(h, va, rkey, len); }
+void forge_reth(uint8_t *h, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	reth_set(h, va, rkey, len);
+}
 void forge_atmeth(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t swap_add, uint64_t cmp)
 {
 	atmeth_set(h, va, rkey, swap_add, cmp);
 }
-void forge_aeth(uint8_t *h, uint8_t syn, uint32_t msn) { aeth_set(h, syn, msn); }
+void forge_aeth(uint8_t *h, uint8_t syn, uint32_t msn)
+{
+	aeth_set(h, syn, msn);
+}
 
 uint32_t forge_build(uint8_t *pkt, const struct roce_path *path, uint8_t opcode, uint32_t dqpn,
 		     uint32_t psn, const void *ext, uint32_t ext_len, const void *payload,
@@ -70,18 +76,20 @@ uint32_t forge_build(uint8_t *pkt, const struct roce_path *path, uint8_t opcode,
 
 int forge_send_raw(struct forge *f, uint32_t dip, uint16_t dport, const void *pkt, uint32_t len)
 {
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(dport),
-				 .sin_addr = {.s_addr = dip}};
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_port = htons(dport),
+				  .sin_addr = { .s_addr = dip } };
 
-	return sendto(f->fd, pkt, len, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)len ? 0
-												  : -errno;
+	return sendto(f->fd, pkt, len, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)len
+		       ? 0
+		       : -errno;
 }
 
 int forge_send(struct forge *f, uint32_t dip, uint16_t dport, uint8_t opcode, uint32_t dqpn,
 	       uint32_t psn, const void *ext, uint32_t ext_len, const void *payload, uint32_t plen)
 {
 	uint8_t pkt[ROCE_MAX_PKT];
-	struct roce_path p = {.sip = f->sip, .dip = dip, .sport = f->sport, .dport = dport};
+	struct roce_path p = { .sip = f->sip, .dip = dip, .sport = f->sport, .dport = dport };
 	uint32_t len = forge_build(pkt, &p, opcode, dqpn, psn, ext, ext_len, payload, plen);
 
 	return forge_send_raw(f, dip, dport, pkt, len);
@@ -90,21 +98,21 @@ int forge_send(struct forge *f, uint32_t dip, uint16_t dport, uint8_t opcode, ui
 int forge_spoof(struct forge *f, const struct roce_path *path, const void *pkt, uint32_t len)
 {
 	uint8_t d[20 + 8 + ROCE_MAX_PKT];
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr = {.s_addr = path->dip}};
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = { .s_addr = path->dip } };
 	uint32_t tot = 20 + 8 + len;
 
 	if (len > ROCE_MAX_PKT)
 		return -EINVAL;
 	if (f->raw < 0) {
 		struct udp_inbox *ib = udp_inbox_attach(path->dip, path->dport);
-		struct iovec v = {.iov_base = (void *)(uintptr_t)pkt, .iov_len = len};
+		struct iovec v = { .iov_base = (void *)(uintptr_t)pkt, .iov_len = len };
 		int r = 0;
 
 		if (!ib)
 			return -ENOTSUP;
 		/* a full inbox takes nothing: wait for its owner (bounded) */
-		for (int i = 0; i < 30000 && !(r = udp_inbox_push(ib, path->sip, path->sport, &v, 1));
-		     i++)
+		for (int i = 0;
+		     i < 30000 && !(r = udp_inbox_push(ib, path->sip, path->sport, &v, 1)); i++)
 			usleep(1000);
 		udp_inbox_put(ib);
 		return r == 1 ? 0 : r < 0 ? r : -ETIMEDOUT;
@@ -123,6 +131,7 @@ int forge_spoof(struct forge *f, const struct roce_path *path, const void *pkt, 
 	roce_put16(d + 22, path->dport);
 	roce_put16(d + 24, (uint16_t)(8 + len));
 	memcpy(d + 28, pkt, len);
-	return sendto(f->raw, d, tot, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)tot ? 0
-												   : -errno;
+	return sendto(f->raw, d, tot, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)tot
+		       ? 0
+		       : -errno;
 }

@@ -17,10 +17,10 @@
 #include "roce.h"
 
 struct forge {
-	int fd;			/* UDP socket bound to sip:sport */
-	int raw;		/* raw IPv4 socket, or -1 */
-	uint32_t sip;		/* network order */
-	uint16_t sport;		/* host order */
+	int fd;		/* UDP socket bound to sip:sport */
+	int raw;	/* raw IPv4 socket, or -1 */
+	uint32_t sip;	/* network order */
+	uint16_t sport; /* host order */
 };
 
 /* Bind a UDP socket to addr ("127.0.0.N"), any port; open a raw socket if
@@ -36,8 +36,7 @@ uint32_t forge_build(uint8_t *pkt, const struct roce_path *path, uint8_t opcode,
 /* Build and send from the forger's own address (its ICRC computed for it).
  * 0 or -errno. */
 int forge_send(struct forge *f, uint32_t dip, uint16_t dport, uint8_t opcode, uint32_t dqpn,
-	       uint32_t psn, const void *ext, uint32_t ext_len, const void *payload,
-	       uint32_t plen);
+	       uint32_t psn, const void *ext, uint32_t ext_len, const void *payload, uint32_t plen);
 /* Send raw bytes (UDP payload) from the forger's own address. */
 int forge_send_raw(struct forge *f, uint32_t dip, uint16_t dport, const void *pkt, uint32_t len);
 /* Send pkt as if from path's sip:sport: 0, or -ENOTSUP when neither a raw

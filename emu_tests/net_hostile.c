@@ -47,10 +47,10 @@
 #include "tr_udp.h"
 
 #define GUARD 4096
-#define TSZ (64u << 10)		/* target region (A) and bystander region (D) */
-#define LSZ (64u << 10)		/* B's and C's local buffers, A's receive buffer */
-#define CNT (TSZ - 8)		/* the atomic counter in the target */
-#define RECV_OFF (32u << 10)	/* A's receive buffer inside the local region */
+#define TSZ (64u << 10)	     /* target region (A) and bystander region (D) */
+#define LSZ (64u << 10)	     /* B's and C's local buffers, A's receive buffer */
+#define CNT (TSZ - 8)	     /* the atomic counter in the target */
+#define RECV_OFF (32u << 10) /* A's receive buffer inside the local region */
 #define POLL_MS 30000
 #define GUARD_BYTE 0xa5
 
@@ -128,8 +128,9 @@ static void settle(struct nu_qp *q, uint64_t before, uint64_t n)
 
 static void pair(struct nu_qp *x, struct nu_qp *y)
 {
-	struct gdak_qp_attr at = {.sq_depth = 64, .rq_depth = 16, .rq_max_sge = 1,
-				  .rcq_depth = 16, .mtu = 1024};
+	struct gdak_qp_attr at = {
+		.sq_depth = 64, .rq_depth = 16, .rq_max_sge = 1, .rcq_depth = 16, .mtu = 1024
+	};
 
 	REQUIRE_EQ(nu_pair(W.ctx, &at, x, y), 0);
 }
@@ -170,7 +171,7 @@ static void world_open(void)
 
 static int guards_ok(void)
 {
-	const uint8_t *g[4] = {W.mem, W.tgt + TSZ, W.loc + LSZ, W.byst + TSZ};
+	const uint8_t *g[4] = { W.mem, W.tgt + TSZ, W.loc + LSZ, W.byst + TSZ };
 
 	for (int i = 0; i < 4; i++)
 		for (unsigned k = 0; k < GUARD; k++)
@@ -196,7 +197,7 @@ static void qp_healthy(struct nu_qp *q, const char *name)
 
 static void expect_ok(struct nu_qp *q, uint16_t idx)
 {
-	struct gdak_mlx5_cqe_fields f = {0};
+	struct gdak_mlx5_cqe_fields f = { 0 };
 
 	nu_ring(q);
 	REQUIRE_EQ(nu_poll(q, 0, &f, POLL_MS), 0);
@@ -244,12 +245,14 @@ static void legit_round(void)
 	CHECK_MEM(W.loc + RECV_OFF, W.loc + 12288, 100);
 	/* the bystanders */
 	gdak_test_fill(W.loc + 16384, 256, 300 + W.round);
-	expect_ok(&W.c, nu_post_rdma(&W.c, MLX5_OPCODE_RDMA_WRITE, W.loc + 16384, 256, lk,
-				     (uintptr_t)(W.byst + off), gdak_mr_rkey(W.mr_byst), 0, NU_SIG));
+	expect_ok(&W.c,
+		  nu_post_rdma(&W.c, MLX5_OPCODE_RDMA_WRITE, W.loc + 16384, 256, lk,
+			       (uintptr_t)(W.byst + off), gdak_mr_rkey(W.mr_byst), 0, NU_SIG));
 	memcpy(W.byst_shadow + off, W.loc + 16384, 256);
 	memset(W.loc + 20480, 0, 256);
-	expect_ok(&W.c, nu_post_rdma(&W.c, MLX5_OPCODE_RDMA_READ, W.loc + 20480, 256, lk,
-				     (uintptr_t)(W.byst + off), gdak_mr_rkey(W.mr_byst), 0, NU_SIG));
+	expect_ok(&W.c,
+		  nu_post_rdma(&W.c, MLX5_OPCODE_RDMA_READ, W.loc + 20480, 256, lk,
+			       (uintptr_t)(W.byst + off), gdak_mr_rkey(W.mr_byst), 0, NU_SIG));
 	CHECK_MEM(W.loc + 20480, W.byst_shadow + off, 256);
 }
 
@@ -293,14 +296,18 @@ static void world_close(void)
 /* The path of packets B sends to A (for spoofing B), and A to B. */
 static struct roce_path path_b_to_a(void)
 {
-	return (struct roce_path){.sip = addr_of(&W.ib), .dip = addr_of(&W.ia),
-				  .sport = W.ib.udp_port, .dport = W.ia.udp_port};
+	return (struct roce_path){ .sip = addr_of(&W.ib),
+				   .dip = addr_of(&W.ia),
+				   .sport = W.ib.udp_port,
+				   .dport = W.ia.udp_port };
 }
 
 static struct roce_path path_a_to_b(void)
 {
-	return (struct roce_path){.sip = addr_of(&W.ia), .dip = addr_of(&W.ib),
-				  .sport = W.ia.udp_port, .dport = W.ib.udp_port};
+	return (struct roce_path){ .sip = addr_of(&W.ia),
+				   .dip = addr_of(&W.ib),
+				   .sport = W.ia.udp_port,
+				   .dport = W.ib.udp_port };
 }
 
 /* Spoofing works always here: a raw socket, else the target's inbox. */
@@ -319,7 +326,7 @@ struct before {
 
 static struct before snap(void)
 {
-	struct before s = {.a = accounted(&W.a), .b = accounted(&W.b), .c = accounted(&W.c)};
+	struct before s = { .a = accounted(&W.a), .b = accounted(&W.b), .c = accounted(&W.c) };
 	struct gdak_nic_stats st;
 
 	s.pa = peek(&W.a);
@@ -379,7 +386,7 @@ static void case_random(void)
  * short of the whole, with an ICRC valid for the cut packet. */
 static void case_trunc(void)
 {
-	static const uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	static const uint8_t data[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint8_t full[ROCE_MAX_PKT], pkt[ROCE_MAX_PKT], ext[64];
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
 	struct before s = snap();
@@ -391,8 +398,10 @@ static void case_trunc(void)
 		const struct roce_opinfo *oi = roce_op((uint8_t)op);
 		int to_req = (oi->mask & ROCE_M_VALID) && !(oi->mask & ROCE_M_REQ);
 		const struct gdak_qp_info *to = to_req ? &W.ib : &W.ia;
-		struct roce_path mine = {.sip = W.f.sip, .dip = addr_of(to), .sport = W.f.sport,
-					 .dport = to->udp_port};
+		struct roce_path mine = { .sip = W.f.sip,
+					  .dip = addr_of(to),
+					  .sport = W.f.sport,
+					  .dport = to->udp_port };
 		uint32_t exl = oi->hdr_len > ROCE_BTH_LEN ? oi->hdr_len - ROCE_BTH_LEN : 0;
 		uint32_t plen = (oi->mask & ROCE_M_PAYLOAD) ? sizeof(data) : 0;
 		struct nm_tr_udp_peek p = peek(to_req ? &W.b : &W.a);
@@ -417,7 +426,8 @@ static void case_trunc(void)
 		if (spoof) {
 			const struct roce_path *pp = to_req ? &sp_b : &sp;
 
-			len = forge_build(full, pp, (uint8_t)op, to->qpn, psn, ext, exl, data, plen);
+			len = forge_build(full, pp, (uint8_t)op, to->qpn, psn, ext, exl, data,
+					  plen);
 			for (uint32_t t = ROCE_BTH_LEN + ROCE_ICRC_LEN; t < len; t++) {
 				memcpy(pkt, full, t);
 				roce_icrc_set(pp, pkt, t);
@@ -439,11 +449,12 @@ static void case_trunc(void)
 /* Request opcodes with valid ICRC and random fields (the right QPN). */
 static void case_fields(void)
 {
-	static const uint8_t ops[] = {ROCE_SEND_FIRST, ROCE_SEND_MIDDLE, ROCE_SEND_LAST,
-				      ROCE_SEND_ONLY, ROCE_SEND_ONLY_IMM, ROCE_WRITE_FIRST,
-				      ROCE_WRITE_MIDDLE, ROCE_WRITE_LAST, ROCE_WRITE_ONLY,
-				      ROCE_WRITE_ONLY_IMM, ROCE_READ_REQ, ROCE_CMP_SWAP,
-				      ROCE_FETCH_ADD, ROCE_ACK, ROCE_READ_RESP_ONLY, ROCE_ATOMIC_ACK};
+	static const uint8_t ops[] = { ROCE_SEND_FIRST,	    ROCE_SEND_MIDDLE,	ROCE_SEND_LAST,
+				       ROCE_SEND_ONLY,	    ROCE_SEND_ONLY_IMM, ROCE_WRITE_FIRST,
+				       ROCE_WRITE_MIDDLE,   ROCE_WRITE_LAST,	ROCE_WRITE_ONLY,
+				       ROCE_WRITE_ONLY_IMM, ROCE_READ_REQ,	ROCE_CMP_SWAP,
+				       ROCE_FETCH_ADD,	    ROCE_ACK,		ROCE_READ_RESP_ONLY,
+				       ROCE_ATOMIC_ACK };
 	uint8_t pkt[ROCE_MAX_PKT], ext[64], pay[1024];
 	uint64_t rs = 11, na = 0, nb = 0;
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
@@ -454,7 +465,8 @@ static void case_fields(void)
 		uint8_t op = ops[gdak_test_rand(&rs) % sizeof(ops)];
 		const struct roce_opinfo *oi = roce_op(op);
 		int to_req = !(oi->mask & ROCE_M_REQ);
-		uint32_t plen = (oi->mask & ROCE_M_PAYLOAD) ? (uint32_t)(gdak_test_rand(&rs) % 1025) : 0;
+		uint32_t plen = (oi->mask & ROCE_M_PAYLOAD) ? (uint32_t)(gdak_test_rand(&rs) % 1025)
+							    : 0;
 		uint32_t psn = (uint32_t)gdak_test_rand(&rs) & ROCE_PSN_MASK;
 		uint32_t exl = oi->hdr_len - ROCE_BTH_LEN;
 		const struct gdak_qp_info *to = to_req ? &W.ib : &W.ia;
@@ -463,11 +475,12 @@ static void case_fields(void)
 		/* half of them aim inside the target region with its key */
 		if (oi->off_reth && (i & 1))
 			forge_reth(ext + oi->off_reth - ROCE_BTH_LEN,
-				   (uintptr_t)W.tgt + gdak_test_rand(&rs) % TSZ, gdak_mr_rkey(W.mr_tgt),
-				   (uint32_t)gdak_test_rand(&rs));
+				   (uintptr_t)W.tgt + gdak_test_rand(&rs) % TSZ,
+				   gdak_mr_rkey(W.mr_tgt), (uint32_t)gdak_test_rand(&rs));
 		gdak_test_fill(pay, plen, (uint64_t)i);
 		REQUIRE_EQ(forge_send(&W.f, addr_of(to), to->udp_port, op, to->qpn, psn, ext, exl,
-				      pay, plen), 0);
+				      pay, plen),
+			   0);
 		if (to_req)
 			nb++;
 		else
@@ -517,12 +530,13 @@ static void case_wrongqpn(void)
 		if (qpn == W.ia.qpn || qpn == W.ib.qpn || qpn == W.ic.qpn || qpn == W.d.qpn)
 			continue;
 		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_ONLY, qpn,
-				      pa.epsn, ext, 16, pay, sizeof(pay)), 0);
+				      pa.epsn, ext, 16, pay, sizeof(pay)),
+			   0);
 		n++;
 		{
 			uint8_t pkt[256];
-			uint32_t len = forge_build(pkt, &sp, ROCE_WRITE_ONLY, qpn, pa.epsn, ext, 16, pay,
-						   sizeof(pay));
+			uint32_t len = forge_build(pkt, &sp, ROCE_WRITE_ONLY, qpn, pa.epsn, ext, 16,
+						   pay, sizeof(pay));
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
 			n++;
 		}
@@ -552,35 +566,45 @@ static void case_stranger(void)
 	/* WRITE at the PSN the responder expects, into the region, right rkey */
 	forge_reth(ext, (uintptr_t)(W.tgt + 128), rk, sizeof(pay));
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_ONLY, W.ia.qpn,
-			      pa.epsn, ext, 16, pay, sizeof(pay)), 0);
+			      pa.epsn, ext, 16, pay, sizeof(pay)),
+		   0);
 	forge_reth(ext, (uintptr_t)W.tgt, rk, 4096);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_READ_REQ, W.ia.qpn, pa.epsn,
-			      ext, 16, NULL, 0), 0);
+			      ext, 16, NULL, 0),
+		   0);
 	forge_atmeth(ext, (uintptr_t)(W.tgt + CNT), rk, 0xdead, 0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_FETCH_ADD, W.ia.qpn,
-			      pa.epsn, ext, 28, NULL, 0), 0);
+			      pa.epsn, ext, 28, NULL, 0),
+		   0);
 	memcpy(&v, W.shadow + CNT, 8);
 	forge_atmeth(ext, (uintptr_t)(W.tgt + CNT), rk, 0xbad, v);
-	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_CMP_SWAP, W.ia.qpn,
-			      pa.epsn, ext, 28, NULL, 0), 0);
+	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_CMP_SWAP, W.ia.qpn, pa.epsn,
+			      ext, 28, NULL, 0),
+		   0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_SEND_ONLY, W.ia.qpn,
-			      pa.epsn, NULL, 0, pay, 100), 0);
+			      pa.epsn, NULL, 0, pay, 100),
+		   0);
 	/* the requests that put the responder in ERR when they were taken: a
 	 * READ past the region, a 2 GiB READ, an unaligned atomic, a wrong pad
 	 * count, MIDDLE without FIRST */
 	forge_reth(ext, (uintptr_t)(W.tgt + TSZ - 16), rk, 64);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_READ_REQ, W.ia.qpn, pa.epsn,
-			      ext, 16, NULL, 0), 0);
+			      ext, 16, NULL, 0),
+		   0);
 	forge_reth(ext, (uintptr_t)W.tgt, rk, 1u << 31);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_READ_REQ, W.ia.qpn, pa.epsn,
-			      ext, 16, NULL, 0), 0);
+			      ext, 16, NULL, 0),
+		   0);
 	forge_atmeth(ext, (uintptr_t)(W.tgt + 3), rk, 1, 0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_FETCH_ADD, W.ia.qpn,
-			      pa.epsn, ext, 28, NULL, 0), 0);
+			      pa.epsn, ext, 28, NULL, 0),
+		   0);
 	{
 		uint8_t pkt[512];
-		struct roce_path mine = {.sip = W.f.sip, .dip = addr_of(&W.ia), .sport = W.f.sport,
-					 .dport = W.ia.udp_port};
+		struct roce_path mine = { .sip = W.f.sip,
+					  .dip = addr_of(&W.ia),
+					  .sport = W.f.sport,
+					  .dport = W.ia.udp_port };
 		uint32_t len;
 
 		forge_reth(ext, (uintptr_t)W.tgt, rk, 64);
@@ -590,16 +614,19 @@ static void case_stranger(void)
 		REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, len), 0);
 	}
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_MIDDLE, W.ia.qpn,
-			      pa.epsn, NULL, 0, pay, 256), 0);
+			      pa.epsn, NULL, 0, pay, 256),
+		   0);
 	/* to the requester B: every NAK and an ACK, at the PSN it last sent */
 	for (unsigned code = 0; code <= 4; code++) {
 		forge_aeth(aeth, (uint8_t)(AETH_NAK | code), 0);
 		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ib), W.ib.udp_port, ROCE_ACK, W.ib.qpn,
-				      psn_add(pb.max_psn, -1), aeth, 4, NULL, 0), 0);
+				      psn_add(pb.max_psn, -1), aeth, 4, NULL, 0),
+			   0);
 	}
 	forge_aeth(aeth, AETH_ACK | 0x1f, 0);
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ib), W.ib.udp_port, ROCE_ACK, W.ib.qpn,
-			      psn_add(pb.max_psn, -1), aeth, 4, NULL, 0), 0);
+			      psn_add(pb.max_psn, -1), aeth, 4, NULL, 0),
+		   0);
 	settle(&W.a, s.a, 10);
 	settle(&W.b, s.b, 6);
 	CHECK_EQ(foreign_of(&W.a) - s.fa, 10);
@@ -637,8 +664,9 @@ static void case_sweep(void)
 	memset(pay, 0xee, sizeof(pay));
 	forge_reth(ext, (uintptr_t)(W.tgt + 64), rk, sizeof(pay));
 	for (int32_t d = -2048; d < 2048; d++) {
-		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_ONLY, W.ia.qpn,
-				      psn_add(e, d), ext, 16, pay, sizeof(pay)), 0);
+		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_ONLY,
+				      W.ia.qpn, psn_add(e, d), ext, 16, pay, sizeof(pay)),
+			   0);
 		if ((d & 255) == 255)
 			settle(&W.a, s.a, (uint64_t)(d + 2049));
 	}
@@ -655,8 +683,8 @@ static void case_sweep(void)
 
 			if (!d)
 				continue;
-			len = forge_build(pkt, &sp, ROCE_WRITE_ONLY, W.ia.qpn, psn_add(e, d), ext, 16,
-					  pay, sizeof(pay));
+			len = forge_build(pkt, &sp, ROCE_WRITE_ONLY, W.ia.qpn, psn_add(e, d), ext,
+					  16, pay, sizeof(pay));
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
 			n++;
 			if ((n & 255) == 0)
@@ -681,9 +709,11 @@ static void case_idle_nak(void)
 	for (unsigned code = 1; code <= 4; code++) {
 		forge_aeth(aeth, (uint8_t)(AETH_NAK | code), 0);
 		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ib), W.ib.udp_port, ROCE_ACK, W.ib.qpn,
-				      s.pb.una_psn, aeth, 4, NULL, 0), 0);
+				      s.pb.una_psn, aeth, 4, NULL, 0),
+			   0);
 		REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ib), W.ib.udp_port, ROCE_ACK, W.ib.qpn,
-				      psn_add(s.pb.una_psn, -1), aeth, 4, NULL, 0), 0);
+				      psn_add(s.pb.una_psn, -1), aeth, 4, NULL, 0),
+			   0);
 	}
 	settle(&W.b, s.b, 8);
 	CHECK_EQ(foreign_of(&W.b) - s.fb, 8);
@@ -696,13 +726,15 @@ static void case_idle_nak(void)
 			uint32_t len;
 
 			forge_aeth(aeth, (uint8_t)(AETH_NAK | code), 0);
-			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, s.pb.una_psn, aeth, 4, NULL, 0);
+			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, s.pb.una_psn, aeth, 4, NULL,
+					  0);
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
-			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, psn_add(s.pb.una_psn, -1), aeth,
-					  4, NULL, 0);
+			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, psn_add(s.pb.una_psn, -1),
+					  aeth, 4, NULL, 0);
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
 			forge_aeth(aeth, AETH_RNR_NAK | 1, 0);
-			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, s.pb.una_psn, aeth, 4, NULL, 0);
+			len = forge_build(pkt, &sp, ROCE_ACK, W.ib.qpn, s.pb.una_psn, aeth, 4, NULL,
+					  0);
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
 			n += 3;
 		}
@@ -839,7 +871,8 @@ static void case_reset(void)
 		forge_reth(ext, (uintptr_t)W.tgt, rk, sizeof(pay));
 		for (int32_t d = -4; d <= 4; d++) {
 			uint32_t len = forge_build(pkt, &sp, ROCE_WRITE_ONLY, W.ia.qpn,
-						   psn_add(stale_psn, d), ext, 16, pay, sizeof(pay));
+						   psn_add(stale_psn, d), ext, 16, pay,
+						   sizeof(pay));
 			REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
 		}
 		settle(&W.a, s.a, 9);
@@ -858,10 +891,14 @@ static int cmp32(const void *a, const void *b)
  * a reserved value. */
 static void case_ids(void)
 {
-	enum { NMR = 100000, NSLOT = 1000, NQP = 300 };
+	enum {
+		NMR = 100000,
+		NSLOT = 1000,
+		NQP = 300
+	};
 	struct gdak_ctx *ctx;
 	struct gdak_mr **mr = calloc(NMR, sizeof(*mr));
-	uint32_t *keys = calloc(NMR, sizeof(*keys)), cnt[256] = {0}, qpn[NQP];
+	uint32_t *keys = calloc(NMR, sizeof(*keys)), cnt[256] = { 0 }, qpn[NQP];
 	uint8_t *bits = calloc(1u << 21, 1);
 	uint8_t *buf;
 	unsigned distinct = 0, plus1 = 0, rep = 0;
@@ -964,7 +1001,9 @@ static struct {
 
 static int e_xmit(struct roce_qp *qp, const uint8_t *pkt, uint32_t len)
 {
-	(void)qp; (void)pkt; (void)len;
+	(void)qp;
+	(void)pkt;
+	(void)len;
 	return 0; /* the responder is not there: nothing comes back */
 }
 static struct roce_qp *e_qp;
@@ -975,77 +1014,119 @@ static struct roce_qp *e_lookup(struct roce_ctx *c, uint32_t qpn)
 }
 static int e_gather(struct roce_qp *qp, struct roce_wr *wr, uint32_t off, void *dst, uint32_t len)
 {
-	(void)qp; (void)wr; (void)off;
+	(void)qp;
+	(void)wr;
+	(void)off;
 	memset(dst, 0x5a, len);
 	return 0;
 }
 static int e_scatter(struct roce_qp *qp, struct roce_wr *wr, uint32_t off, const void *src,
 		     uint32_t len)
 {
-	(void)qp; (void)wr; (void)off; (void)src; (void)len;
+	(void)qp;
+	(void)wr;
+	(void)off;
+	(void)src;
+	(void)len;
 	return 0;
 }
 static void e_complete(struct roce_qp *qp, struct roce_wr *wr, uint8_t st)
 {
-	(void)qp; (void)wr;
+	(void)qp;
+	(void)wr;
 	E.ncomp++;
 	E.last_st = st;
 }
 static void e_req_fatal(struct roce_qp *qp, uint8_t st, const char *why)
 {
-	(void)qp; (void)st; (void)why;
+	(void)qp;
+	(void)st;
+	(void)why;
 	E.nfatal++;
 }
 static void e_foreign(struct roce_qp *qp, const struct roce_path *rx, const uint8_t *pkt,
 		      uint32_t len)
 {
-	(void)qp; (void)rx; (void)pkt; (void)len;
+	(void)qp;
+	(void)rx;
+	(void)pkt;
+	(void)len;
 	E.nforeign++;
 }
 static int e_resp_none(struct roce_qp *qp, struct roce_rmsg *m)
 {
-	(void)qp; (void)m;
+	(void)qp;
+	(void)m;
 	return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
 }
 static int e_resp_data(struct roce_qp *qp, struct roce_rmsg *m, uint32_t off, const void *src,
 		       uint32_t len)
 {
-	(void)qp; (void)m; (void)off; (void)src; (void)len;
+	(void)qp;
+	(void)m;
+	(void)off;
+	(void)src;
+	(void)len;
 	return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
 }
 static int e_resp_end(struct roce_qp *qp, struct roce_rmsg *m, int st)
 {
-	(void)qp; (void)m;
+	(void)qp;
+	(void)m;
 	return st;
 }
 static int e_rcheck(struct roce_qp *qp, uint32_t rkey, uint64_t va, uint32_t len)
 {
-	(void)qp; (void)rkey; (void)va; (void)len;
+	(void)qp;
+	(void)rkey;
+	(void)va;
+	(void)len;
 	return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
 }
 static int e_read(struct roce_qp *qp, uint32_t rkey, uint64_t va, void *dst, uint32_t len)
 {
-	(void)qp; (void)rkey; (void)va; (void)dst; (void)len;
+	(void)qp;
+	(void)rkey;
+	(void)va;
+	(void)dst;
+	(void)len;
 	return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
 }
 static int e_atomic(struct roce_qp *qp, uint8_t op, uint32_t rkey, uint64_t va, uint64_t sa,
 		    uint64_t cmp, uint64_t *orig)
 {
-	(void)qp; (void)op; (void)rkey; (void)va; (void)sa; (void)cmp; (void)orig;
+	(void)qp;
+	(void)op;
+	(void)rkey;
+	(void)va;
+	(void)sa;
+	(void)cmp;
+	(void)orig;
 	return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
 }
 static void e_resp_fatal(struct roce_qp *qp, uint8_t st, const char *why)
 {
-	(void)st; (void)why;
+	(void)st;
+	(void)why;
 	roce_qp_error(qp);
 }
 
 static const struct roce_ops e_ops = {
-	.xmit = e_xmit, .lookup = e_lookup, .req_gather = e_gather, .req_scatter = e_scatter,
-	.req_complete = e_complete, .resp_begin = e_resp_none, .resp_data = e_resp_data,
-	.resp_imm = e_resp_none, .resp_end = e_resp_end, .resp_read_check = e_rcheck,
-	.resp_read = e_read, .resp_atomic = e_atomic, .resp_fatal = e_resp_fatal,
-	.req_fatal = e_req_fatal, .rx_foreign = e_foreign,
+	.xmit = e_xmit,
+	.lookup = e_lookup,
+	.req_gather = e_gather,
+	.req_scatter = e_scatter,
+	.req_complete = e_complete,
+	.resp_begin = e_resp_none,
+	.resp_data = e_resp_data,
+	.resp_imm = e_resp_none,
+	.resp_end = e_resp_end,
+	.resp_read_check = e_rcheck,
+	.resp_read = e_read,
+	.resp_atomic = e_atomic,
+	.resp_fatal = e_resp_fatal,
+	.req_fatal = e_req_fatal,
+	.rx_foreign = e_foreign,
 };
 
 /* An ACK-class packet from path to the engine's QP. */
@@ -1053,7 +1134,7 @@ static int e_rx(struct roce_ctx *c, const struct roce_path *p, uint8_t op, uint8
 		uint32_t psn)
 {
 	const struct roce_opinfo *oi = roce_op(op);
-	uint8_t pkt[64], ext[32] = {0};
+	uint8_t pkt[64], ext[32] = { 0 };
 	uint32_t n = oi->hdr_len - ROCE_BTH_LEN, len;
 
 	if (oi->off_aeth)
@@ -1066,11 +1147,14 @@ static void case_engine(void)
 {
 	struct roce_ctx c;
 	struct roce_qp qp;
-	struct roce_path me = {.sip = htonl(0x0a000001), .dip = htonl(0x0a000002), .sport = 1111,
-			       .dport = 2222};
-	struct roce_path peer = {.sip = me.dip, .dip = me.sip, .sport = me.dport, .dport = me.sport};
+	struct roce_path me = {
+		.sip = htonl(0x0a000001), .dip = htonl(0x0a000002), .sport = 1111, .dport = 2222
+	};
+	struct roce_path peer = {
+		.sip = me.dip, .dip = me.sip, .sport = me.dport, .dport = me.sport
+	};
 	struct roce_path other = peer, port = peer;
-	struct roce_wr wr = {.op = ROCE_WR_WRITE, .len = 64, .raddr = 0x1000, .rkey = 7};
+	struct roce_wr wr = { .op = ROCE_WR_WRITE, .len = 64, .raddr = 0x1000, .rkey = 7 };
 	struct roce_stats s0;
 
 	other.sip = htonl(0x0a000003);
@@ -1136,9 +1220,11 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		void (*fn)(void);
-	} cases[] = {{"random", case_random},	  {"trunc", case_trunc},	{"fields", case_fields},
-		     {"wrongqpn", case_wrongqpn}, {"stranger", case_stranger}, {"sweep", case_sweep},
-		     {"idle_nak", case_idle_nak}, {"errors", case_errors},	{"reset", case_reset}};
+	} cases[] = { { "random", case_random },     { "trunc", case_trunc },
+		      { "fields", case_fields },     { "wrongqpn", case_wrongqpn },
+		      { "stranger", case_stranger }, { "sweep", case_sweep },
+		      { "idle_nak", case_idle_nak }, { "errors", case_errors },
+		      { "reset", case_reset } };
 
 	gdak_set_log_level(GDAK_LOG_ERROR);
 	unsetenv("GDAK_UDP_LOCAL");

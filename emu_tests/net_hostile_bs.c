@@ -72,7 +72,7 @@ static int child_status(pid_t pid)
 
 static int tcp(uint16_t port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
@@ -87,7 +87,7 @@ static size_t read_all(int fd, uint8_t *buf, size_t cap)
 	size_t n = 0;
 
 	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t k;
 
 		REQUIRE(poll(&p, 1, 30000) == 1);

@@ -47,7 +47,7 @@ static uint32_t addr_of(struct gdak_qp *qp, uint16_t *port)
 static void write_ok(struct nu_qp *from, struct gdak_mr *lmr, uint8_t *src, struct gdak_mr *rmr,
 		     uint8_t *dst, unsigned seed)
 {
-	struct gdak_mlx5_cqe_fields f = {0};
+	struct gdak_mlx5_cqe_fields f = { 0 };
 
 	gdak_test_fill(src, 3000, seed);
 	memset(dst, 0, 3000);
@@ -67,8 +67,10 @@ static void open_side(struct side *s, uint32_t *a)
 		uint16_t port;
 
 		REQUIRE_EQ(gdak_open("emu:udp", &s->ctx[c]), 0);
-		REQUIRE_EQ(gdak_mem_alloc(s->ctx[c], 1 << 16, GDAK_MEM_HOST, (void **)&s->buf[c]), 0);
-		REQUIRE_EQ(gdak_mr_reg(s->ctx[c], s->buf[c], 1 << 16, GDAK_ACCESS_ALL, &s->mr[c]), 0);
+		REQUIRE_EQ(gdak_mem_alloc(s->ctx[c], 1 << 16, GDAK_MEM_HOST, (void **)&s->buf[c]),
+			   0);
+		REQUIRE_EQ(gdak_mr_reg(s->ctx[c], s->buf[c], 1 << 16, GDAK_ACCESS_ALL, &s->mr[c]),
+			   0);
 		REQUIRE_EQ(nu_pair(s->ctx[c], NULL, &s->q[c][0], &s->q[c][1]), 0);
 		for (int k = 0; k < 2; k++) {
 			a[2 * c + k] = addr_of(s->q[c][k].qp, &port);
@@ -163,8 +165,10 @@ int main(void)
 	if (system("tshark -v >/dev/null 2>&1") != 0) {
 		printf("no tshark here: the decode check is skipped\n");
 	} else {
-		snprintf(cmd, sizeof(cmd), "tshark -r '%s' -Y udp -T fields -e udp.dstport "
-			 "-e infiniband.bth.opcode 2>/dev/null", trace);
+		snprintf(cmd, sizeof(cmd),
+			 "tshark -r '%s' -Y udp -T fields -e udp.dstport "
+			 "-e infiniband.bth.opcode 2>/dev/null",
+			 trace);
 		ts = popen(cmd, "r");
 		REQUIRE(ts != NULL);
 		while (fgets(line, sizeof(line), ts)) {

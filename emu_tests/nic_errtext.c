@@ -59,8 +59,10 @@ static void mixed_faults(void)
 	char spec[200];
 
 	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
-	snprintf(spec, sizeof(spec), "pkt_drop:p=0.5;err:qp=%u,wqe=1,syndrome=REMOTE_OP;"
-		 "pkt_dup:nth=2", a.qpn);
+	snprintf(spec, sizeof(spec),
+		 "pkt_drop:p=0.5;err:qp=%u,wqe=1,syndrome=REMOTE_OP;"
+		 "pkt_dup:nth=2",
+		 a.qpn);
 	CHECK_EQ(gdak_nic_set_faults(spec), 0);
 	/* a malformed WQE-level rule is still refused, and so is a malformed
 	 * packet rule (one parser for every transport) */

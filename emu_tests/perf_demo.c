@@ -75,8 +75,9 @@ int main(int argc, char **argv)
 			CHECK(access(tool, X_OK) == 0);
 		/* and so is the "$ ..." line above the trace: not a bare
 		 * gdak-trace where the tests run (it is not on PATH) */
-		CHECK(strstr(out, "\n$ gdak-trace demo.pcapng") == NULL || system("command -v "
-			"gdak-trace >/dev/null 2>&1") == 0);
+		CHECK(strstr(out, "\n$ gdak-trace demo.pcapng") == NULL ||
+		      system("command -v "
+			     "gdak-trace >/dev/null 2>&1") == 0);
 	}
 	CHECK(strstr(out, "gdak-trace demo.pcapng   (first 16 lines)") != NULL);
 	CHECK(strstr(out, " DOORBELL ") && strstr(out, " WQE idx=0 RDMA_WRITE") &&
@@ -102,9 +103,11 @@ int main(int argc, char **argv)
 	/* an error CQE (injected on WQE 3 of any QP - QPNs are random - and only A
 	 * posts that many; gdak/nic.h GDAK_FAULTS): exit 1,
 	 * the failed operation and its syndrome named, nothing hangs */
-	snprintf(cmd, sizeof(cmd), "cd '%s' && "
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && "
 		 "GDAK_FAULTS='err:qp=*,wqe=3,syndrome=REMOTE_ACCESS_ERR'"
-		 " '%s' -n 10 --lines 0 2>&1", dir, argv[1]);
+		 " '%s' -n 10 --lines 0 2>&1",
+		 dir, argv[1]);
 	CHECK_EQ(run(cmd), 1);
 	CHECK(strstr(out, "FAILED   put: error CQE: REQ_ERR, syndrome 0x13") != NULL);
 	CHECK(strstr(out, "verified put:") == NULL);

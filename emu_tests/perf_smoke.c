@@ -224,7 +224,7 @@ static void test_bad_command_lines(void)
 	CHECK(strstr(r.out, "plot_bench.py bw.json -o bw.png") != NULL);
 	CHECK(strstr(r.out, "-t, --tx-depth N") && strstr(r.out, "--threads N"));
 	{
-		const char *ver[] = {"--version", NULL};
+		const char *ver[] = { "--version", NULL };
 
 		run_perf(&r, NULL, ver);
 		CHECK_EQ(r.status, 0);
@@ -236,27 +236,29 @@ static void test_bad_command_lines(void)
 static void test_perftest_spellings(void)
 {
 	static struct run r;
-	const char *bw[] = {"--json", "--quiet", "-r", "1", "-s", "8", "-n", "400", "-t", "128",
-			    "-l", "8", "-Q", "4", "-F", "-c", "RC", "--no-baseline", "write_bw", NULL};
-	const char *gb[] = {"--quiet", "-r", "1", "-s", "64K", "-n", "50", "--report_gbits",
-			    "--no-baseline", "write_bw", NULL};
-	const char *lat[] = {"--quiet", "-r", "3", "-s", "8", "-n", "150", "--no-baseline",
-			     "write_lat", NULL};
-	const char *latj[] = {"--json", "--quiet", "-r", "3", "-s", "8", "-n", "150",
-			      "--no-baseline", "write_lat", NULL};
-	const char *dur[] = {"--json", "--quiet", "-r", "1", "-s", "8", "-D", "1",
-			     "--no-baseline", "write_lat", NULL};
-	const char *csv[] = {"--csv", "--quiet", "-r", "1", "-s", "8", "-n", "300",
-			     "--no-baseline", "write_lat", NULL};
-	const char *cuda[] = {"--cuda", "read_bw", NULL};
-	const char *cudal[] = {"--cuda", "-n", "10", "write_lat", NULL};
+	const char *bw[] = { "--json", "--quiet",	"-r",	    "1", "-s", "8", "-n", "400",
+			     "-t",     "128",		"-l",	    "8", "-Q", "4", "-F", "-c",
+			     "RC",     "--no-baseline", "write_bw", NULL };
+	const char *gb[] = { "--quiet",	      "-r",	  "1",	"-s",
+			     "64K",	      "-n",	  "50", "--report_gbits",
+			     "--no-baseline", "write_bw", NULL };
+	const char *lat[] = { "--quiet",       "-r",	    "3", "-s", "8", "-n", "150",
+			      "--no-baseline", "write_lat", NULL };
+	const char *latj[] = { "--json", "--quiet",	  "-r",	       "3", "-s", "8", "-n",
+			       "150",	 "--no-baseline", "write_lat", NULL };
+	const char *dur[] = { "--json", "--quiet",	 "-r",	      "1", "-s", "8", "-D",
+			      "1",	"--no-baseline", "write_lat", NULL };
+	const char *csv[] = { "--csv", "--quiet",	"-r",	     "1", "-s", "8", "-n",
+			      "300",   "--no-baseline", "write_lat", NULL };
+	const char *cuda[] = { "--cuda", "read_bw", NULL };
+	const char *cudal[] = { "--cuda", "-n", "10", "write_lat", NULL };
 
 	run_perf(&r, NULL, bw);
 	CHECK_EQ(r.status, 0);
-	CHECK(strstr(r.out, "\"sq_depth\": 128,") != NULL);	/* -t: perftest's tx-depth */
+	CHECK(strstr(r.out, "\"sq_depth\": 128,") != NULL); /* -t: perftest's tx-depth */
 	CHECK(strstr(r.out, "\"threads\": 1,") != NULL);
-	CHECK(strstr(r.out, "\"wqes_per_db\": 8,") != NULL);	/* -l: post list */
-	CHECK(strstr(r.out, "\"signal_every\": 4,") != NULL);	/* -Q: CQ moderation */
+	CHECK(strstr(r.out, "\"wqes_per_db\": 8,") != NULL);  /* -l: post list */
+	CHECK(strstr(r.out, "\"signal_every\": 4,") != NULL); /* -Q: CQ moderation */
 	run_perf(&r, NULL, gb);
 	CHECK_EQ(r.status, 0);
 	CHECK(strstr(r.out, "BW avg[Gb/s]") != NULL);
@@ -268,7 +270,7 @@ static void test_perftest_spellings(void)
 	run_perf(&r, NULL, latj);
 	CHECK_EQ(r.status, 0);
 	CHECK(json_num(r.out, "iters", 0) == 150);
-	CHECK(strstr(r.out, "e+0") == NULL);	/* plain decimals */
+	CHECK(strstr(r.out, "e+0") == NULL); /* plain decimals */
 	run_perf(&r, NULL, dur);
 	CHECK_EQ(r.status, 0);
 	CHECK(json_num(r.out, "iters", 0) >= 1);
@@ -284,22 +286,24 @@ static void test_perftest_spellings(void)
 	CHECK_EQ(r.status, 2);
 	CHECK(strstr(r.err, "gdak-perf-cuda does not take tests other than") != NULL);
 	run_perf(&r, NULL, cudal);
-	CHECK(r.status == 0 || r.status == 77 || (r.status == 1 && strstr(r.err, "gdak-perf-cuda")));
+	CHECK(r.status == 0 || r.status == 77 ||
+	      (r.status == 1 && strstr(r.err, "gdak-perf-cuda")));
 	CHECK(strstr(r.err, "not available") == NULL);
 	/* no driver at all is not an "insufficient" one */
 	if (r.status == 77 && !dlopen("libcuda.so.1", RTLD_NOW))
 		CHECK(strstr(r.err, "libcuda.so.1") && !strstr(r.err, "insufficient"));
 	/* more posting threads than CPUs: said, not measured in silence */
 	if (sysconf(_SC_NPROCESSORS_ONLN) <= 64) {
-		run_perf(&r, NULL, (const char *const[]){"--threads", "64", "-q", "64", "-s", "8", "-n",
-							 "20", "-r", "1", "--no-baseline",
-							 "write_bw", NULL});
+		run_perf(&r, NULL,
+			 (const char *const[]){ "--threads", "64", "-q", "64", "-s", "8", "-n",
+						"20", "-r", "1", "--no-baseline", "write_bw",
+						NULL });
 		CHECK_EQ(r.status, 0);
 		CHECK(strstr(r.err, "64 posting threads (--threads)") != NULL);
 	}
 	/* a device that fails is named as given, even through $GDAK_DEVICE */
-	run_perf(&r, "GDAK_DEVICE=no-such-dev", (const char *const[]){"-n", "10", "write_lat",
-								     NULL});
+	run_perf(&r, "GDAK_DEVICE=no-such-dev",
+		 (const char *const[]){ "-n", "10", "write_lat", NULL });
 	CHECK_EQ(r.status, 1);
 	CHECK(strstr(r.err, "device 'no-such-dev' ($GDAK_DEVICE)") != NULL);
 	CHECK(strstr(r.err, "(default)") == NULL);
@@ -332,9 +336,20 @@ static void test_nic_model(void)
 	static const char *const lat[] = {"-s", "64", "-n", "200", "--no-baseline", NULL};
 	static const char *const wpd1[] = {"-s", "8", "-n", "500", "--wqes-per-db", "1",
 					   "--signal-every", "1", "--no-baseline", NULL};
-	static const char *const multi[] = {"--size-range", "8:4K", "-n", "300", "-q", "4",
-					    "--threads", "2", "--idle-qps", "5", "--signal-every", "32",
-					    "--no-baseline", NULL};
+	static const char *const multi[] = { "--size-range",
+					     "8:4K",
+					     "-n",
+					     "300",
+					     "-q",
+					     "4",
+					     "--threads",
+					     "2",
+					     "--idle-qps",
+					     "5",
+					     "--signal-every",
+					     "32",
+					     "--no-baseline",
+					     NULL };
 	static const char *const big[] = {"-s", "1M", "-n", "4", NULL};
 	static const char *const proxy[] = {"-s", "8", "-n", "2000", "--handler", "cpu_proxy",
 					    "--no-baseline", NULL};

@@ -55,36 +55,39 @@ int main(int argc, char **argv)
 	unsetenv("GDAK_FAULTS");
 	unsetenv("GDAK_TRACE");
 
-	snprintf(cmd, sizeof(cmd), "'%s' -n 10 -s 8 --no-baseline --json-file /proc/nope/x write_bw",
-		 argv[1]);
-	expect(cmd, 1, (const char *const[]){"cannot write /proc/nope/x: No such file or directory",
-					     NULL});
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' -n 10 -s 8 --no-baseline --json-file /proc/nope/x write_bw", argv[1]);
+	expect(cmd, 1,
+	       (const char *const[]){ "cannot write /proc/nope/x: No such file or directory",
+				      NULL });
 	snprintf(cmd, sizeof(cmd), "'%s' -n 10 -s 8 --no-baseline --json-file /dev/full write_bw",
 		 argv[1]);
-	expect(cmd, 1, (const char *const[]){"cannot write /dev/full: No space left on device", NULL});
-	snprintf(cmd, sizeof(cmd), "'%s' -n 10 -s 8 --no-baseline --trace /dev/full write_bw", argv[1]);
-	expect(cmd, 1, (const char *const[]){"/dev/full", "No space left on device", NULL});
+	expect(cmd, 1,
+	       (const char *const[]){ "cannot write /dev/full: No space left on device", NULL });
+	snprintf(cmd, sizeof(cmd), "'%s' -n 10 -s 8 --no-baseline --trace /dev/full write_bw",
+		 argv[1]);
+	expect(cmd, 1, (const char *const[]){ "/dev/full", "No space left on device", NULL });
 
 	snprintf(cmd, sizeof(cmd), "'%s' -n 3 --lines 0 --trace /dev/full", argv[2]);
-	expect(cmd, 1, (const char *const[]){"/dev/full", "No space left on device", NULL});
+	expect(cmd, 1, (const char *const[]){ "/dev/full", "No space left on device", NULL });
 	snprintf(cmd, sizeof(cmd), "'%s' -n 3 --lines 0 --trace /proc/nope/t.pcapng", argv[2]);
-	expect(cmd, 1, (const char *const[]){"/proc/nope/t.pcapng", "No such file or directory",
-					     NULL});
+	expect(cmd, 1,
+	       (const char *const[]){ "/proc/nope/t.pcapng", "No such file or directory", NULL });
 
 	/* GDAK_FAULTS: one parser, one behaviour on every transport */
-	snprintf(cmd, sizeof(cmd), "GDAK_FAULTS='err:qp=*,wqe=1,syndrom=REMOTE_OP' '%s' -n 3 --no-trace",
-		 argv[2]);
-	expect(cmd, 1, (const char *const[]){"'err:qp=*,wqe=1,syndrom=REMOTE_OP'", NULL});
+	snprintf(cmd, sizeof(cmd),
+		 "GDAK_FAULTS='err:qp=*,wqe=1,syndrom=REMOTE_OP' '%s' -n 3 --no-trace", argv[2]);
+	expect(cmd, 1, (const char *const[]){ "'err:qp=*,wqe=1,syndrom=REMOTE_OP'", NULL });
 	snprintf(cmd, sizeof(cmd), "GDAK_FAULTS='pkt_drop:p=2' '%s' -n 3 --no-trace", argv[2]);
-	expect(cmd, 1, (const char *const[]){"pkt_drop", NULL});
+	expect(cmd, 1, (const char *const[]){ "pkt_drop", NULL });
 	snprintf(cmd, sizeof(cmd), "GDAK_FAULTS='pkt_drop:p=2' '%s' -d emu:udp -n 3 --no-trace",
 		 argv[2]);
-	expect(cmd, 1, (const char *const[]){"pkt_drop", NULL});
+	expect(cmd, 1, (const char *const[]){ "pkt_drop", NULL });
 	snprintf(cmd, sizeof(cmd), "GDAK_FAULTS='bogus' '%s' -n 3 --no-trace", argv[2]);
-	expect(cmd, 1, (const char *const[]){"'bogus'", NULL});
+	expect(cmd, 1, (const char *const[]){ "'bogus'", NULL });
 	/* well-formed: runs (packet entries do nothing on the loop transport) */
 	snprintf(cmd, sizeof(cmd), "GDAK_FAULTS='pkt_drop:p=1%%' '%s' -n 3 --no-trace --lines 0",
 		 argv[2]);
-	expect(cmd, 0, (const char *const[]){"ALL OK", NULL});
+	expect(cmd, 0, (const char *const[]){ "ALL OK", NULL });
 	return gdak_test_end();
 }

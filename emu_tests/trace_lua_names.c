@@ -57,8 +57,8 @@ static void compare(const char *text, const char *table, unsigned max,
 		int known = c >= first && strncmp(want, unknown_prefix, strlen(unknown_prefix));
 
 		if (known ? strcmp(names[c], want) : names[c][0] != 0) {
-			fprintf(stderr, "%s[0x%02x]: gdak-trace.lua has '%s', the C table '%s'\n", table,
-				c, names[c], known ? want : "(none)");
+			fprintf(stderr, "%s[0x%02x]: gdak-trace.lua has '%s', the C table '%s'\n",
+				table, c, names[c], known ? want : "(none)");
 			CHECK(0);
 		}
 	}

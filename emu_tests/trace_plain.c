@@ -26,7 +26,8 @@ static const char *tool;
 
 static size_t put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16),
+	p[3] = (uint8_t)(v >> 24);
 	return 4;
 }
 
@@ -34,18 +35,18 @@ static size_t put32(uint8_t *p, uint32_t v)
 static size_t make_capture(uint8_t *b, const char *appl)
 {
 	size_t n = 0, start, alen = strlen(appl);
-	uint8_t frame[60] = {0};
+	uint8_t frame[60] = { 0 };
 
 	/* SHB */
 	start = n;
 	n += put32(b + n, 0x0A0D0D0A);
 	n += 4;
 	n += put32(b + n, 0x1A2B3C4D);
-	b[n++] = 1, b[n++] = 0, b[n++] = 0, b[n++] = 0;	/* version 1.0 */
-	memset(b + n, 0xff, 8), n += 8;			/* section length unknown */
-	b[n++] = 4, b[n++] = 0, b[n++] = (uint8_t)alen, b[n++] = 0;	/* shb_userappl */
+	b[n++] = 1, b[n++] = 0, b[n++] = 0, b[n++] = 0;		    /* version 1.0 */
+	memset(b + n, 0xff, 8), n += 8;				    /* section length unknown */
+	b[n++] = 4, b[n++] = 0, b[n++] = (uint8_t)alen, b[n++] = 0; /* shb_userappl */
 	memcpy(b + n, appl, alen), n += (alen + 3) & ~3u;
-	n += put32(b + n, 0);				/* opt_endofopt */
+	n += put32(b + n, 0); /* opt_endofopt */
 	n += put32(b + n, (uint32_t)(n - start + 4));
 	put32(b + start + 4, (uint32_t)(n - start));
 	/* IDB: LINKTYPE_ETHERNET, if_tsresol 9 */
@@ -53,13 +54,14 @@ static size_t make_capture(uint8_t *b, const char *appl)
 	n += put32(b + n, 1);
 	n += 4;
 	b[n++] = 1, b[n++] = 0, b[n++] = 0, b[n++] = 0;
-	n += put32(b + n, 0);				/* snaplen */
-	b[n++] = 9, b[n++] = 0, b[n++] = 1, b[n++] = 0, b[n++] = 9, b[n++] = 0, b[n++] = 0, b[n++] = 0;
+	n += put32(b + n, 0); /* snaplen */
+	b[n++] = 9, b[n++] = 0, b[n++] = 1, b[n++] = 0, b[n++] = 9, b[n++] = 0, b[n++] = 0,
+	b[n++] = 0;
 	n += put32(b + n, 0);
 	n += put32(b + n, (uint32_t)(n - start + 4));
 	put32(b + start + 4, (uint32_t)(n - start));
 	/* EPB: an IPv4/UDP frame to port 4791 with a zeroed payload */
-	frame[12] = 0x08;				/* ethertype IPv4 */
+	frame[12] = 0x08; /* ethertype IPv4 */
 	frame[14] = 0x45, frame[17] = 46, frame[22] = 64, frame[23] = 17;
 	frame[26] = 127, frame[29] = 1, frame[30] = 127, frame[33] = 2;
 	frame[34] = 0xc0, frame[35] = 0x01, frame[36] = 0x12, frame[37] = 0xb7; /* -> 4791 */
@@ -67,9 +69,9 @@ static size_t make_capture(uint8_t *b, const char *appl)
 	start = n;
 	n += put32(b + n, 6);
 	n += 4;
-	n += put32(b + n, 0);				/* interface 0 */
+	n += put32(b + n, 0); /* interface 0 */
 	n += put32(b + n, 0);
-	n += put32(b + n, 1000);			/* timestamp */
+	n += put32(b + n, 1000); /* timestamp */
 	n += put32(b + n, sizeof(frame));
 	n += put32(b + n, sizeof(frame));
 	memcpy(b + n, frame, sizeof(frame)), n += sizeof(frame);
@@ -139,11 +141,11 @@ int main(int argc, char **argv)
 	gdak_close(ctx);
 	CHECK_EQ(run("--relative", t, out, sizeof(out)), 0);
 	CHECK(!strncmp(out, "0.000000000 ", 12));
-	CHECK(strstr(out, "\n17") == NULL);	/* no absolute epoch seconds left */
+	CHECK(strstr(out, "\n17") == NULL); /* no absolute epoch seconds left */
 	CHECK_EQ(run("--relative --json", t, out, sizeof(out)), 0);
 	CHECK(strstr(out, "\"rel_ns\":0,") != NULL);
 	CHECK_EQ(run("", t, out, sizeof(out)), 0);
-	CHECK(strncmp(out, "0.000000000 ", 12) != 0);	/* absolute without it */
+	CHECK(strncmp(out, "0.000000000 ", 12) != 0); /* absolute without it */
 	unlink(f);
 	unlink(t);
 	free(f);

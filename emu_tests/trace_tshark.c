@@ -209,8 +209,9 @@ int main(int argc, char **argv)
 		free(out);
 		out = NULL;
 		if (lua) {
-			snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -Y gdak -V 2>&1",
-				 argv[1], path);
+			snprintf(cmd, sizeof(cmd),
+				 "tshark -X 'lua_script:%s' -r '%s' -Y gdak -V 2>&1", argv[1],
+				 path);
 			CHECK_EQ(run(cmd, &out), 0);
 			CHECK(out && strstr(out, "WQE opcode: RDMA_WRITE (0x08)"));
 			CHECK(out && strstr(out, "PEN 32473: RFC 5612's documentation number"));

@@ -39,7 +39,7 @@ static void *sym(const char *name, const char *ver)
 
 #define GET(name, ver) ((__typeof__(&name))sym(#name, ver))
 
-static const char *prov;	/* "mlx5" or "efa" */
+static const char *prov; /* "mlx5" or "efa" */
 
 /* Every "name;" inside a "VER {" ... "}" node of the map resolves at VER. */
 static int check_map(const char *path)
@@ -60,8 +60,8 @@ static int check_map(const char *path)
 			snprintf(ver, sizeof(ver), "%s", node);
 			continue;
 		}
-		if (*ver && sscanf(line, " %127[A-Za-z0-9_];", name) == 1 && strcmp(name, "global") &&
-		    strcmp(name, "local")) {
+		if (*ver && sscanf(line, " %127[A-Za-z0-9_];", name) == 1 &&
+		    strcmp(name, "global") && strcmp(name, "local")) {
 			CHECK(sym(name, ver) != NULL);
 			n++;
 		}
@@ -73,8 +73,8 @@ static int check_map(const char *path)
 /* rdma-core's library as objdump -T lists it: "... DF .text ... VER name" */
 static void check_system_lib(void)
 {
-	static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-					   "/usr/lib64"};
+	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu",
+					    "/usr/lib/aarch64-linux-gnu", "/usr/lib64" };
 	char cmd[256], line[512], path[128];
 	int n = 0, found = 0;
 	FILE *p;
@@ -196,9 +196,10 @@ static void check_mlx5_answers(void)
 	/* device-less steering actions exist as in rdma-core, and are freed */
 	{
 		struct mlx5dv_dr_action *d = GET(mlx5dv_dr_action_create_drop, "MLX5_1.10")();
-		struct mlx5dv_dr_action *t = GET(mlx5dv_dr_action_create_tag, "MLX5_1.10")(0x123456);
-		__typeof__(&mlx5dv_dr_action_destroy) destroy =
-			GET(mlx5dv_dr_action_destroy, "MLX5_1.10");
+		struct mlx5dv_dr_action *t = GET(mlx5dv_dr_action_create_tag,
+						 "MLX5_1.10")(0x123456);
+		__typeof__(&mlx5dv_dr_action_destroy) destroy = GET(mlx5dv_dr_action_destroy,
+								    "MLX5_1.10");
 
 		CHECK(d != NULL);
 		CHECK(t != NULL);
@@ -211,7 +212,6 @@ static void check_mlx5_answers(void)
 		CHECK(GET(mlx5dv_dr_action_create_dest_ibv_qp, "MLX5_1.10")(NULL) == NULL);
 		CHECK_EQ(errno, EINVAL);
 	}
-
 }
 
 static void check_efa_answers(void)

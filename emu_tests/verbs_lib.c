@@ -72,12 +72,15 @@ static struct ibv_qp *make_qp(struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv
 
 static int to_init(struct ibv_qp *qp)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .pkey_index = 0,
+				 .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
 
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_ACCESS_FLAGS);
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
 static int to_rtr(struct ibv_qp *qp, uint32_t dqpn, uint32_t rq_psn, int mask_drop)
@@ -95,9 +98,10 @@ static int to_rtr(struct ibv_qp *qp, uint32_t dqpn, uint32_t rq_psn, int mask_dr
 	a.ah_attr.grh.dgid = gid;
 	a.ah_attr.grh.hop_limit = 1;
 	a.ah_attr.port_num = 1;
-	return ibv_modify_qp(qp, &a, (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER) & ~mask_drop);
+	return ibv_modify_qp(qp, &a,
+			     (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) &
+				     ~mask_drop);
 }
 
 static int to_rts(struct ibv_qp *qp, uint32_t sq_psn, int mask_drop)
@@ -111,9 +115,10 @@ static int to_rts(struct ibv_qp *qp, uint32_t sq_psn, int mask_drop)
 	a.rnr_retry = 7;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 16;
-	return ibv_modify_qp(qp, &a, (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) &
-					     ~mask_drop);
+	return ibv_modify_qp(qp, &a,
+			     (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) &
+				     ~mask_drop);
 }
 
 static void connect_pair(struct ibv_qp *a, struct ibv_qp *b, uint32_t psn_a, uint32_t psn_b)
@@ -198,8 +203,9 @@ static void test_mr(void)
 	REQUIRE(lbuf && rbuf);
 	memset(lbuf, 0, BUF);
 	memset(rbuf, 0, BUF);
-	lmr = ibv_reg_mr(pd, lbuf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	lmr = ibv_reg_mr(pd, lbuf, BUF,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
 	rmr = ibv_reg_mr_iova2(pd, rbuf, BUF, (uintptr_t)rbuf,
 			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
@@ -229,13 +235,14 @@ static void test_modify_rules(void)
 	struct ibv_qp *q = make_qp(cq, cq, NULL, 0), *bad;
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
-	struct ibv_sge sg = {(uintptr_t)lbuf, 8, 0};
+	struct ibv_sge sg = { (uintptr_t)lbuf, 8, 0 };
 
 	REQUIRE(q != NULL);
 	sg.lkey = lmr->lkey;
 	/* post to a QP in RESET */
 	CHECK_EQ(post(q, IBV_WR_RDMA_WRITE, 1, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey), EINVAL);
+		      rmr->rkey),
+		 EINVAL);
 	/* RESET -> INIT without access flags */
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -255,11 +262,12 @@ static void test_modify_rules(void)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
-	a.retry_cnt = 8;	/* a 3-bit field */
+	a.retry_cnt = 8; /* a 3-bit field */
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+	CHECK_EQ(ibv_modify_qp(q, &a,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
 		 EINVAL);
 	CHECK_EQ(to_rts(q, 7, 0), 0);
 	CHECK_EQ(ibv_query_qp(q, &a, IBV_QP_STATE, &ia), 0);
@@ -268,9 +276,13 @@ static void test_modify_rules(void)
 	CHECK_EQ(ia.cap.max_inline_data, 128);
 	/* UD: not emulated */
 	{
-		struct ibv_qp_init_attr u = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
-					     .cap = {.max_send_wr = 1, .max_recv_wr = 1,
-						     .max_send_sge = 1, .max_recv_sge = 1}};
+		struct ibv_qp_init_attr u = { .send_cq = cq,
+					      .recv_cq = cq,
+					      .qp_type = IBV_QPT_UD,
+					      .cap = { .max_send_wr = 1,
+						       .max_recv_wr = 1,
+						       .max_send_sge = 1,
+						       .max_recv_sge = 1 } };
 
 		errno = 0;
 		bad = ibv_create_qp(pd, &u);
@@ -289,10 +301,11 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 
 	/* WRITE, two SGEs */
 	gdak_test_fill(lbuf, 3000, 1);
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 1000, lmr->lkey};
-	sg[1] = (struct ibv_sge){(uintptr_t)lbuf + 1000, 2000, lmr->lkey};
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 1000, lmr->lkey };
+	sg[1] = (struct ibv_sge){ (uintptr_t)lbuf + 1000, 2000, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 11, IBV_SEND_SIGNALED, sg, 2, (uintptr_t)rbuf + 64,
-		      rmr->rkey), 0);
+		      rmr->rkey),
+		 0);
 	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc[0].wr_id, 11);
@@ -302,12 +315,14 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 
 	/* unsignalled inline WRITE, then a signalled READ: one CQE, RC order */
 	memcpy(lbuf + 4096, "inline-bytes-0123456789", 24);
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf + 4096, 24, 0};
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 4096, 24, 0 };
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 12, IBV_SEND_INLINE, sg, 1, (uintptr_t)rbuf + 8192,
-		      rmr->rkey), 0);
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf + 12288, 24, lmr->lkey};
+		      rmr->rkey),
+		 0);
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 12288, 24, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_RDMA_READ, 13, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf + 8192,
-		      rmr->rkey), 0);
+		      rmr->rkey),
+		 0);
 	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
 	CHECK_EQ(wc[0].wr_id, 13);
 	CHECK_EQ(wc[0].opcode, IBV_WC_RDMA_READ);
@@ -316,11 +331,13 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 	CHECK_EQ(ibv_poll_cq(cq, 8, wc), 0);
 
 	/* zero-length WRITE and READ: valid RC operations (IBA 9.4.3 / 9.4.4) */
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 0, lmr->lkey};
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 0, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 14, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey), 0);
-	CHECK_EQ(post(a, IBV_WR_RDMA_READ, 15, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey), 0);
+		      rmr->rkey),
+		 0);
+	CHECK_EQ(
+		post(a, IBV_WR_RDMA_READ, 15, IBV_SEND_SIGNALED, sg, 1, (uintptr_t)rbuf, rmr->rkey),
+		0);
 	REQUIRE_EQ(poll_n(cq, wc, 2), 2);
 	CHECK_EQ(wc[0].wr_id, 14);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
@@ -329,9 +346,12 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 
 	/* SEND and SEND_IMM into b's receive WQEs (three SGEs scattered) */
 	for (int i = 0; i < 2; i++) {
-		sg[0] = (struct ibv_sge){(uintptr_t)rbuf + 16384 + 4096 * (uint64_t)i, 100, rmr->lkey};
-		sg[1] = (struct ibv_sge){(uintptr_t)rbuf + 16484 + 4096 * (uint64_t)i, 100, rmr->lkey};
-		sg[2] = (struct ibv_sge){(uintptr_t)rbuf + 16584 + 4096 * (uint64_t)i, 3000, rmr->lkey};
+		sg[0] = (struct ibv_sge){ (uintptr_t)rbuf + 16384 + 4096 * (uint64_t)i, 100,
+					  rmr->lkey };
+		sg[1] = (struct ibv_sge){ (uintptr_t)rbuf + 16484 + 4096 * (uint64_t)i, 100,
+					  rmr->lkey };
+		sg[2] = (struct ibv_sge){ (uintptr_t)rbuf + 16584 + 4096 * (uint64_t)i, 3000,
+					  rmr->lkey };
 		memset(&rwr, 0, sizeof(rwr));
 		rwr.wr_id = 100 + (uint64_t)i;
 		rwr.sg_list = sg;
@@ -339,10 +359,11 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 		CHECK_EQ(ibv_post_recv(b, &rwr, &rbad), 0);
 	}
 	gdak_test_fill(lbuf, 1500, 2);
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 1500, lmr->lkey};
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 1500, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_SEND, 21, IBV_SEND_SIGNALED, sg, 1, 0, 0), 0);
-	CHECK_EQ(post(a, IBV_WR_SEND_WITH_IMM, 22, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, sg, 1,
-		      0, 0), 0);
+	CHECK_EQ(post(a, IBV_WR_SEND_WITH_IMM, 22, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, sg, 1, 0,
+		      0),
+		 0);
 	REQUIRE_EQ(poll_n(cq, wc, 4), 4);
 	{
 		int sends = 0, recvs = 0;
@@ -377,9 +398,10 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 	rwr.wr_id = 200;
 	CHECK_EQ(ibv_post_recv(b, &rwr, &rbad), 0);
 	gdak_test_fill(lbuf, 512, 3);
-	sg[0] = (struct ibv_sge){(uintptr_t)lbuf, 512, lmr->lkey};
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 512, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE_WITH_IMM, 31, IBV_SEND_SIGNALED, sg, 1,
-		      (uintptr_t)rbuf + 32768, rmr->rkey), 0);
+		      (uintptr_t)rbuf + 32768, rmr->rkey),
+		 0);
 	REQUIRE_EQ(poll_n(cq, wc, 2), 2);
 	for (int i = 0; i < 2; i++) {
 		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
@@ -401,7 +423,7 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 		struct ibv_send_wr wr, *bad;
 
 		memset(&wr, 0, sizeof(wr));
-		sg[0] = (struct ibv_sge){(uintptr_t)lbuf + 40960, 8, lmr->lkey};
+		sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 40960, 8, lmr->lkey };
 		wr.wr_id = 41;
 		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 		wr.send_flags = IBV_SEND_SIGNALED;
@@ -433,10 +455,12 @@ static void test_ops(struct ibv_qp *a, struct ibv_qp *b)
 		uint32_t v = (uint32_t)i;
 
 		memcpy(lbuf + 50000, &v, 4);
-		sg[0] = (struct ibv_sge){(uintptr_t)lbuf + 50000, 4, lmr->lkey};
-		CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 1000 + (uint64_t)i,
-			      (i % 16 == 15) ? IBV_SEND_SIGNALED | IBV_SEND_INLINE : IBV_SEND_INLINE,
-			      sg, 1, (uintptr_t)rbuf + 50000 + 4 * ((uint64_t)i % 64), rmr->rkey), 0);
+		sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 50000, 4, lmr->lkey };
+		CHECK_EQ(
+			post(a, IBV_WR_RDMA_WRITE, 1000 + (uint64_t)i,
+			     (i % 16 == 15) ? IBV_SEND_SIGNALED | IBV_SEND_INLINE : IBV_SEND_INLINE,
+			     sg, 1, (uintptr_t)rbuf + 50000 + 4 * ((uint64_t)i % 64), rmr->rkey),
+			0);
 		if (i % 16 == 15) {
 			REQUIRE_EQ(poll_n(cq, wc, 1), 1);
 			CHECK_EQ(wc[0].wr_id, 1000 + (uint64_t)i);
@@ -492,7 +516,7 @@ static void test_wr_api(struct ibv_qp *a)
 	{
 		struct ibv_qp *q = make_qp(ibv_cq_ex_to_cq(cqx), ibv_cq_ex_to_cq(cqx), NULL, 1);
 		struct ibv_qp_ex *qx;
-		struct ibv_poll_cq_attr pa = {0};
+		struct ibv_poll_cq_attr pa = { 0 };
 		int ret;
 
 		REQUIRE(q != NULL);
@@ -546,11 +570,12 @@ static void test_channel(void)
 	REQUIRE_EQ(to_rts(q, 5, 0), 0);
 	CHECK_EQ(ibv_req_notify_cq(c, 0), 0);
 	/* nothing happened: the channel's fd is not readable */
-	p = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
 	CHECK_EQ(poll(&p, 1, 0), 0);
-	sg = (struct ibv_sge){(uintptr_t)lbuf, 64, lmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)lbuf, 64, lmr->lkey };
 	CHECK_EQ(post(q, IBV_WR_RDMA_WRITE, 71, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey), 0);
+		      rmr->rkey),
+		 0);
 	/* blocks until the notifier writes the event (the test's timeout bounds it) */
 	CHECK_EQ(poll(&p, 1, -1), 1);
 	CHECK_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
@@ -567,7 +592,7 @@ static void test_channel(void)
 
 static void test_srq(void)
 {
-	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1, .srq_limit = 0}};
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1, .srq_limit = 0 } };
 	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
 	struct ibv_cq *c = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_qp *s1, *s2, *r1, *r2;
@@ -590,7 +615,7 @@ static void test_srq(void)
 	memset(&rwr, 0, sizeof(rwr));
 	CHECK_EQ(ibv_post_recv(r1, &rwr, &rbad), EINVAL);
 	for (int i = 0; i < 4; i++) {
-		sg = (struct ibv_sge){(uintptr_t)rbuf + 1024 * (uint64_t)i, 1024, rmr->lkey};
+		sg = (struct ibv_sge){ (uintptr_t)rbuf + 1024 * (uint64_t)i, 1024, rmr->lkey };
 		rwr.wr_id = 300 + (uint64_t)i;
 		rwr.sg_list = &sg;
 		rwr.num_sge = 1;
@@ -602,10 +627,10 @@ static void test_srq(void)
 	/* both QPs' messages take the SRQ's WRs in posting order */
 	memcpy(lbuf, "first", 6);
 	memcpy(lbuf + 64, "second", 7);
-	sg = (struct ibv_sge){(uintptr_t)lbuf + 64, 7, lmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)lbuf + 64, 7, lmr->lkey };
 	CHECK_EQ(post(s2, IBV_WR_SEND, 81, IBV_SEND_SIGNALED, &sg, 1, 0, 0), 0);
 	REQUIRE_EQ(poll_n(c, wc, 2), 2);
-	sg = (struct ibv_sge){(uintptr_t)lbuf, 6, lmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)lbuf, 6, lmr->lkey };
 	CHECK_EQ(post(s1, IBV_WR_SEND, 82, IBV_SEND_SIGNALED, &sg, 1, 0, 0), 0);
 	REQUIRE_EQ(poll_n(c, wc + 2, 2), 2);
 	for (int i = 0; i < 4; i++) {
@@ -619,7 +644,7 @@ static void test_srq(void)
 	CHECK_MEM(rbuf + 1024, "first", 6);
 	CHECK_EQ(ibv_query_srq(srq, &at), 0);
 	CHECK_EQ(at.max_wr, 8);
-	CHECK_EQ(at.srq_limit, 0);	/* the event disarmed it */
+	CHECK_EQ(at.srq_limit, 0); /* the event disarmed it */
 	/* the limit event (the port-active one came first, at open) */
 	flags = fcntl(ctx->async_fd, F_GETFL);
 	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
@@ -650,7 +675,7 @@ static void test_rnr(void)
 	struct ibv_cq *c = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp *s, *r;
 	struct ibv_qp_attr at;
-	struct ibv_sge sg = {(uintptr_t)lbuf, 64, 0};
+	struct ibv_sge sg = { (uintptr_t)lbuf, 64, 0 };
 	struct ibv_wc wc;
 
 	REQUIRE(c != NULL);
@@ -670,9 +695,11 @@ static void test_rnr(void)
 	at.rnr_retry = 0;
 	at.sq_psn = 0x66;
 	at.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(s, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-						 IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	REQUIRE_EQ(ibv_modify_qp(s, &at,
+				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC),
+		   0);
 	CHECK_EQ(post(s, IBV_WR_SEND, 111, IBV_SEND_SIGNALED, &sg, 1, 0, 0), 0);
 	REQUIRE_EQ(poll_n(c, &wc, 1), 1);
 	CHECK_EQ(wc.wr_id, 111);
@@ -687,12 +714,13 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	struct ibv_async_event ev;
 	struct ibv_qp_attr at;
 	struct ibv_qp_init_attr ia;
-	struct ibv_sge sg = {(uintptr_t)lbuf, 64, lmr->lkey};
+	struct ibv_sge sg = { (uintptr_t)lbuf, 64, lmr->lkey };
 	struct ibv_wc wc[2];
 	int flags, fatal = 0;
 
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 91, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey ^ 0x5500), 0);
+		      rmr->rkey ^ 0x5500),
+		 0);
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 92, 0, &sg, 1, (uintptr_t)rbuf, rmr->rkey), 0);
 	REQUIRE_EQ(poll_n(cq, wc, 2), 2);
 	CHECK_EQ(wc[0].wr_id, 91);
@@ -705,7 +733,8 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	flags = fcntl(ctx->async_fd, F_GETFL);
 	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
 	while (ibv_get_async_event(ctx, &ev) == 0) {
-		if ((ev.event_type == IBV_EVENT_QP_ACCESS_ERR || ev.event_type == IBV_EVENT_QP_FATAL) &&
+		if ((ev.event_type == IBV_EVENT_QP_ACCESS_ERR ||
+		     ev.event_type == IBV_EVENT_QP_FATAL) &&
 		    ev.element.qp == a)
 			fatal++;
 		ibv_ack_async_event(&ev);
@@ -722,15 +751,15 @@ static void test_errors(struct ibv_qp *a, struct ibv_qp *b)
 	CHECK_EQ(ibv_poll_cq(cq, 2, wc), 0);
 	connect_pair(a, b, 0x500, 0x600);
 	gdak_test_fill(lbuf, 8192, 11);
-	sg = (struct ibv_sge){(uintptr_t)lbuf, 8192, lmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)lbuf, 8192, lmr->lkey };
 	CHECK_EQ(post(a, IBV_WR_RDMA_WRITE, 93, IBV_SEND_SIGNALED, &sg, 1, (uintptr_t)rbuf,
-		      rmr->rkey), 0);
+		      rmr->rkey),
+		 0);
 	REQUIRE_EQ(poll_n(cq, wc, 1), 1);
 	CHECK_EQ(wc[0].wr_id, 93);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
 	CHECK_MEM(rbuf, lbuf, 8192);
 }
-
 
 /* int ibv_read_sysfs_file(...) is exported (ibv_devinfo imports it) but not
  * declared by the installed headers */
@@ -739,7 +768,7 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 static void test_misc(void)
 {
 	struct ibv_device_attr_ex x;
-	struct ibv_values_ex v = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
 	struct ibv_gid_entry tbl[4];
 	struct ibv_mr *m;
 	__be16 pkey;
@@ -759,7 +788,8 @@ static void test_misc(void)
 	if (m)
 		CHECK_EQ(ibv_dereg_mr(m), 0);
 	errno = 0;
-	CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == NULL);
+	CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) ==
+	      NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 	/* the GID table has exactly the one RoCE v2 entry */
 	CHECK_EQ(ibv_query_gid_table(ctx, tbl, 4, 0), 1);
@@ -778,7 +808,8 @@ static void test_misc(void)
 		 (int)strlen("28.39.1002"));
 	CHECK_STR(buf, "28.39.1002");
 	CHECK_EQ(ibv_read_sysfs_file(ctx->device->ibdev_path, "ports/1/gid_attrs/types/0", buf,
-				     sizeof(buf)), 7);
+				     sizeof(buf)),
+		 7);
 	CHECK_STR(buf, "RoCE v2");
 }
 

@@ -80,8 +80,9 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	s->buf = aligned_alloc(4096, BUF);
 	REQUIRE(s->pd && s->cq && s->buf);
 	gdak_test_fill(s->buf, BUF, seed);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	REQUIRE(s->mr != NULL);
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = qa.recv_cq = s->cq;
@@ -95,8 +96,10 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						     IBV_QP_ACCESS_FLAGS), 0);
+	REQUIRE_EQ(
+		ibv_modify_qp(s->qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
 	s->me.qpn = s->qp->qp_num;
 	s->me.psn = psn;
 	s->me.rkey = s->mr->rkey;
@@ -104,8 +107,8 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
 	/* the server posts its receive WQE before the client can send */
 	if (seed == 2) {
-		struct ibv_sge sg = {(uintptr_t)s->buf + 131072, 4096, s->mr->lkey};
-		struct ibv_recv_wr rw = {.wr_id = 77, .sg_list = &sg, .num_sge = 1}, *bad;
+		struct ibv_sge sg = { (uintptr_t)s->buf + 131072, 4096, s->mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &sg, .num_sge = 1 }, *bad;
 
 		REQUIRE_EQ(ibv_post_recv(s->qp, &rw, &bad), 0);
 	}
@@ -122,9 +125,11 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = s->peer.gid;
 	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-						     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-						     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
+				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER),
+		   0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -132,15 +137,17 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	a.rnr_retry = 7;
 	a.sq_psn = psn;
 	a.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-						     IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
+				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC),
+		   0);
 }
 
 static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff, uint32_t len,
 		 uint64_t roff, uint32_t rkey)
 {
-	struct ibv_sge sg = {(uintptr_t)s->buf + loff, len, s->mr->lkey};
+	struct ibv_sge sg = { (uintptr_t)s->buf + loff, len, s->mr->lkey };
 	struct ibv_send_wr w, *bad;
 
 	memset(&w, 0, sizeof(w));
@@ -171,7 +178,7 @@ static void client(int fd)
 	memset(&s, 0, sizeof(s));
 	setup(&s, fd, 0x111111, 1);
 	REQUIRE(expect != NULL);
-	gdak_test_fill(expect, BUF, 2);	/* the server's pattern */
+	gdak_test_fill(expect, BUF, 2); /* the server's pattern */
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 1, 0, 65536, 0, s.peer.rkey), 0);
 	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
@@ -232,12 +239,12 @@ static void server(int fd)
 	CHECK_EQ(be32toh(wc.imm_data), 0x1234abcd);
 	CHECK_EQ(xfer(fd, &done, &ack, 1), 0);
 	CHECK_EQ(done, 1);
-	CHECK_MEM(s.buf, cli, 65536);				/* the WRITE */
-	CHECK_MEM(s.buf + 131072, cli + 100000, 3000);	/* the SEND */
+	CHECK_MEM(s.buf, cli, 65536);		       /* the WRITE */
+	CHECK_MEM(s.buf + 131072, cli + 100000, 3000); /* the SEND */
 	memcpy(&orig, mine + 200000, 8);
 	memcpy(&v, s.buf + 200000, 8);
-	CHECK_EQ(v, orig + 5);					/* the FETCH_ADD */
-	CHECK_MEM(s.buf + 65536, mine + 65536, 65536);		/* READ source untouched */
+	CHECK_EQ(v, orig + 5);			       /* the FETCH_ADD */
+	CHECK_MEM(s.buf + 65536, mine + 65536, 65536); /* READ source untouched */
 	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
 	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
 	CHECK_EQ(ibv_destroy_cq(s.cq), 0);

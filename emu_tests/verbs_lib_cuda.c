@@ -95,8 +95,8 @@ int main(void)
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	REQUIRE(pd && cq);
 	hmr = ibv_reg_mr(pd, h, LEN, IBV_ACCESS_LOCAL_WRITE);
-	gmr = ibv_reg_mr(pd, (void *)(uintptr_t)dptr, LEN, IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	gmr = ibv_reg_mr(pd, (void *)(uintptr_t)dptr, LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	REQUIRE(hmr != NULL);
 	REQUIRE(gmr != NULL);
 	memset(&qa, 0, sizeof(qa));
@@ -111,8 +111,10 @@ int main(void)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS), 0);
+	REQUIRE_EQ(
+		ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_4096;
@@ -121,21 +123,25 @@ int main(void)
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = gid;
 	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-						 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-						 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	REQUIRE_EQ(ibv_modify_qp(qp, &a,
+				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER),
+		   0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-						 IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	REQUIRE_EQ(ibv_modify_qp(qp, &a,
+				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC),
+		   0);
 
 	/* host -> GPU */
-	sg = (struct ibv_sge){(uintptr_t)h, LEN, hmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)h, LEN, hmr->lkey };
 	memset(&w, 0, sizeof(w));
 	w.wr_id = 1;
 	w.opcode = IBV_WR_RDMA_WRITE;
@@ -151,7 +157,7 @@ int main(void)
 	CHECK_MEM(back, h, LEN);
 	/* GPU -> host (second half of the host buffer) */
 	memset(h + LEN / 2, 0, LEN / 2);
-	sg = (struct ibv_sge){(uintptr_t)h + LEN / 2, LEN / 2, hmr->lkey};
+	sg = (struct ibv_sge){ (uintptr_t)h + LEN / 2, LEN / 2, hmr->lkey };
 	w.wr_id = 2;
 	w.opcode = IBV_WR_RDMA_READ;
 	REQUIRE_EQ(ibv_post_send(qp, &w, &bad), 0);

@@ -90,7 +90,8 @@ static void cuda_load(void)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	unsigned long long dev_env = 0;
-	int n = 0, ord = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env, bad = 0;
+	int n = 0, ord = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env,
+	    bad = 0;
 	CUdevice dev;
 	CUresult r;
 

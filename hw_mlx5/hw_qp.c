@@ -146,7 +146,8 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	/* CQ attributes and the no-record doorbell need DEVX CQ/QP contexts
 	 * (cc, oi, dbr_mode) that this backend does not create yet */
 	if (attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) {
-		GDAK_ERR("ctx", ctx->id, "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
+		GDAK_ERR("ctx", ctx->id,
+			 "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
 			 "record) are not supported on ConnectX by this backend yet",
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;

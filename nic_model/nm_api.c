@@ -12,7 +12,7 @@ struct nm_config nm_cfg = {.strict = 1, .poll = GDAK_NIC_POLL_ADAPTIVE, .threads
 			   .rnr_timeout_ms = 1000};
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static int env_trace_ret;	/* GDAK_TRACE could not be opened: gdak_open fails */
+static int env_trace_ret; /* GDAK_TRACE could not be opened: gdak_open fails */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gdak_nic_stats retired;
 
@@ -44,8 +44,10 @@ int nm_config_env_check(void)
 	const char *s = gdak_env_raw("GDAK_TRACE");
 
 	if (env_trace_ret) {
-		GDAK_ERR("nic", 0, "GDAK_TRACE='%s' cannot be written (%s): not opening without the "
-			 "trace asked for", s ? s : "", strerror(-env_trace_ret));
+		GDAK_ERR("nic", 0,
+			 "GDAK_TRACE='%s' cannot be written (%s): not opening without the "
+			 "trace asked for",
+			 s ? s : "", strerror(-env_trace_ret));
 		return env_trace_ret;
 	}
 	return nm_fault_env_check();

@@ -535,5 +535,4 @@ const char nm_cuda_copy_ptx[] =
 	"	ret;\n"
 	"\n"
 	"}\n"
-	"\n"
-	;
+	"\n";

@@ -77,7 +77,8 @@ static uint64_t reg_producer(const struct nm_qp *qp, uint64_t reg, uint32_t *ds_
 	if (ds_out)
 		*ds_out = ds;
 	if (idx_out)
-		*idx_out = qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
+		*idx_out = qp->ci +
+			   (uint64_t)(int64_t)(int16_t)(uint16_t)(idx16 - (uint16_t)qp->ci);
 	return qp->ci + (uint64_t)(int64_t)(int16_t)(uint16_t)(end16 - (uint16_t)qp->ci);
 }
 
@@ -293,10 +294,11 @@ int nm_db_poll(struct nm_qp *qp)
 			 * write: the HCA may otherwise combine this BlueFlame
 			 * write with the previous one still in flight */
 			if (prev_half == half)
-				nm_violation(qp, (uint16_t)idx, "bf_not_alternated", 0,
-					     "BlueFlame write to register half %d (UAR + 0x%x) again: "
-					     "alternate halves (bf->offset ^= bf->buf_size)", half,
-					     GDAK_MLX5_DB_OFFSET + (half << NM_BF_LOG_HALF));
+				nm_violation(
+					qp, (uint16_t)idx, "bf_not_alternated", 0,
+					"BlueFlame write to register half %d (UAR + 0x%x) again: "
+					"alternate halves (bf->offset ^= bf->buf_size)",
+					half, GDAK_MLX5_DB_OFFSET + (half << NM_BF_LOG_HALF));
 		}
 	}
 	if (rec != qp->rec_last) {

@@ -148,8 +148,10 @@ static int check_pkt_rule(const char *r, size_t n)
 	roce_fault_free(f);
 	return ret;
 #else
-	GDAK_ERR("nic", 0, "GDAK_FAULTS: '%.*s': packet faults need the udp transport, which is "
-		 "not in this build", (int)n, r);
+	GDAK_ERR("nic", 0,
+		 "GDAK_FAULTS: '%.*s': packet faults need the udp transport, which is "
+		 "not in this build",
+		 (int)n, r);
 	return -EINVAL;
 #endif
 }
@@ -185,9 +187,11 @@ static int parse_spec(const char *spec, int install, char *bad, size_t badsz)
 		}
 		if (len) {
 			if (n == NM_MAX_FAULTS || parse_rule(spec, len, &tmp[n])) {
-				GDAK_ERR("nic", 0, "bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME, "
-					 "delay:qp=N,wqe=K,passes=P, stall:qp=N,ms=M or pkt_*:...; at most %d)",
-					 (int)len, spec, NM_MAX_FAULTS);
+				GDAK_ERR(
+					"nic", 0,
+					"bad fault rule '%.*s' (want err:qp=N,wqe=K,syndrome=NAME, "
+					"delay:qp=N,wqe=K,passes=P, stall:qp=N,ms=M or pkt_*:...; at most %d)",
+					(int)len, spec, NM_MAX_FAULTS);
 				if (bad)
 					snprintf(bad, badsz, "%.*s", (int)len, spec);
 				return -EINVAL;
@@ -216,7 +220,10 @@ static int parse_spec(const char *spec, int install, char *bad, size_t badsz)
 	return 0;
 }
 
-int nm_fault_parse(const char *spec) { return parse_spec(spec, 1, NULL, 0); }
+int nm_fault_parse(const char *spec)
+{
+	return parse_spec(spec, 1, NULL, 0);
+}
 
 static char env_seen[512];
 
@@ -237,8 +244,10 @@ int nm_fault_env_check(void)
 		return parse_spec(s, 0, NULL, 0);
 	r = atomic_load(&env_ret);
 	if (r)
-		GDAK_ERR("nic", 0, "GDAK_FAULTS is malformed at '%s' (see the message before): "
-			 "not opening without the faults asked for", env_bad);
+		GDAK_ERR("nic", 0,
+			 "GDAK_FAULTS is malformed at '%s' (see the message before): "
+			 "not opening without the faults asked for",
+			 env_bad);
 	return r;
 }
 

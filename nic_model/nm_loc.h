@@ -188,16 +188,19 @@ struct nm_key_cache {
 /* ---- queues --------------------------------------------------------------- */
 
 /* CQ context bits (PRM "CQ context"): oi = overrun ignore, cc = collapsed */
-enum nm_cq_flags { NM_CQ_OI = 1u << 0, NM_CQ_CC = 1u << 1 };
+enum nm_cq_flags {
+	NM_CQ_OI = 1u << 0,
+	NM_CQ_CC = 1u << 1
+};
 
 struct nm_cq {
 	struct mlx5_cqe64 *cqes;
 	uint32_t *dbrec;	/* be32 consumer counter written by the device */
 	uint32_t ncqe;		/* power of two */
 	uint32_t cqn;
-	uint64_t pi;		/* CQEs written; stored with release after each CQE
+	uint64_t pi;		 /* CQEs written; stored with release after each CQE
 				 * (a WAIT on another QP reads it: nm_cq_produced) */
-	uint32_t flags;		/* enum nm_cq_flags */
+	uint32_t flags;		 /* enum nm_cq_flags */
 	struct mlx5_cqe64 stage; /* collapsed CQ: the next CQE, built here */
 };
 
@@ -289,14 +292,14 @@ struct nm_qp {
 	uint64_t db_odd_reg;
 	uint16_t db_odd_rec;
 	bool db_odd_reported;
-	bool no_dbrec;		/* GDAK_QP_F_SQ_NO_DBREC: the register alone rings */
+	bool no_dbrec; /* GDAK_QP_F_SQ_NO_DBREC: the register alone rings */
 	/* the register has two halves (UAR + 0x800, + 0x900) that rdma-core
 	 * alternates between (bf->offset ^= bf->buf_size); the doorbell stage
 	 * watches both.  db_reg_last is the newest value, db_half_last[] each
 	 * half's; reg_half the half written last (-1: none yet) */
 	uint64_t db_half_last[2];
 	int8_t reg_half;
-	uint8_t bf_wait_half;	/* the half holding the BlueFlame copy to verify */
+	uint8_t bf_wait_half; /* the half holding the BlueFlame copy to verify */
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */
@@ -344,7 +347,7 @@ struct nm_qp {
 	pthread_mutex_t err_lock;
 	struct nm_qp_err err;
 	bool err_set;
-	char viol_rule[48];	/* the last violation, failing or not (err_lock) */
+	char viol_rule[48]; /* the last violation, failing or not (err_lock) */
 	char viol_text[160];
 
 	struct gdak_nic_stats st; /* single writer per field group; read relaxed */

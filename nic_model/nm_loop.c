@@ -376,8 +376,9 @@ static int do_atomic(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	if (op->asize == 4) {
 		uint32_t be32 = gdak_htobe32((uint32_t)orig);
 
-		return nm_dma_copy(a, mr->kind, &be32, GDAK_MEM_HOST, 4) ?
-			       MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0;
+		return nm_dma_copy(a, mr->kind, &be32, GDAK_MEM_HOST, 4)
+			       ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR
+			       : 0;
 	}
 	be = gdak_htobe64(orig);
 	return nm_dma_copy(a, mr->kind, &be, GDAK_MEM_HOST, 8) ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0;

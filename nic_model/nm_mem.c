@@ -105,7 +105,7 @@ enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *bctx, const void *addr)
  * below 2^24: the table has 2^20 slots) and, in its top byte, the key
  * variant the slot had last (FREE_KEY_SHIFT). */
 #define FREE_KEY_SHIFT 24
-_Static_assert(NM_MR_CHUNK * NM_MR_CHUNKS < (1u << FREE_KEY_SHIFT), "free-list links fit 24 bits");
+_Static_assert(NM_MR_CHUNK *NM_MR_CHUNKS < (1u << FREE_KEY_SHIFT), "free-list links fit 24 bits");
 
 static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx, uint8_t *prev_key)
 {
@@ -210,8 +210,8 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 	/* WQEs executing right now may still hold mr: let them finish. */
 	nm_engine_sync();
 	pthread_mutex_lock(&ctx->lock);
-	ctx->mr_free_next[mr->index] = ctx->mr_free_head |
-				       (uint32_t)(mr->base.lkey & 0xff) << FREE_KEY_SHIFT;
+	ctx->mr_free_next[mr->index] = ctx->mr_free_head | (uint32_t)(mr->base.lkey & 0xff)
+								   << FREE_KEY_SHIFT;
 	ctx->mr_free_head = mr->index + 1;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->tr->mr_dereg)

@@ -254,7 +254,8 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	if (a->flags & GDAK_QP_F_QUEUES_GPU) {
 		/* the rings stay host memory mapped into the GPU: accepting the
 		 * flag would break device code that relies on GPU-resident rings */
-		GDAK_ERR("ctx", bctx->id, "GDAK_QP_F_QUEUES_GPU: the emulated NIC keeps its rings "
+		GDAK_ERR("ctx", bctx->id,
+			 "GDAK_QP_F_QUEUES_GPU: the emulated NIC keeps its rings "
 			 "in host memory mapped into the GPU; not supported on emu");
 		return -ENOTSUP;
 	}
@@ -537,7 +538,11 @@ void nm_qp_stats_sum(struct gdak_nic_stats *st)
 		const struct gdak_nic_stats *s = &reg[i]->st;
 #define SUM(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
 		SUM(wqes); SUM(bytes); SUM(cqes); SUM(errors); SUM(flushed);
-		SUM(violations); SUM(doorbells); SUM(recvs); SUM(rnr); SUM(foreign);
+		SUM(violations);
+		SUM(doorbells);
+		SUM(recvs);
+		SUM(rnr);
+		SUM(foreign);
 #undef SUM
 	}
 	pthread_mutex_unlock(&reg_lock);

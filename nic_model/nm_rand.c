@@ -74,7 +74,8 @@ static void fill(void *buf, size_t len)
 			continue;
 		if (n <= 0) {
 			if (!atomic_exchange(&warned, 1))
-				GDAK_WARN("nic", 0, "getrandom: %s; identifiers from a weaker source",
+				GDAK_WARN("nic", 0,
+					  "getrandom: %s; identifiers from a weaker source",
 					  strerror(errno));
 			weak_fill(p, len);
 			return;

@@ -17,7 +17,11 @@ uint64_t nm_rand_u64(void);
 /* The sequences below are keyed permutations of a process-wide counter:
  * each value looks random to anybody without the key (drawn once per
  * process from getrandom), and no value comes twice before 2^24 draws. */
-enum nm_rand_seq { NM_RAND_QPN = 0, NM_RAND_PSN = 1, NM_RAND_NSEQ };
+enum nm_rand_seq {
+	NM_RAND_QPN = 0,
+	NM_RAND_PSN = 1,
+	NM_RAND_NSEQ
+};
 uint32_t nm_rand_seq24(enum nm_rand_seq seq);
 /* The permutation itself (for the test that checks it is one). */
 uint32_t nm_rand_perm24(enum nm_rand_seq seq, uint32_t x);

@@ -358,8 +358,8 @@ static int wait_pending(struct nm_qp *qp, struct nm_op *op)
 		qp->wait_warned = op->ci + 1;
 		nm_violation(qp, op->wqe_index, "wait_index_ahead", 0,
 			     "WAIT for CQE %u of CQ 0x%x, which has produced %u of %u entries: "
-			     "more than a ring ahead", (unsigned)op->compare, op->rkey, produced,
-			     cq->ncqe);
+			     "more than a ring ahead",
+			     (unsigned)op->compare, op->rkey, produced, cq->ncqe);
 	}
 	return 1;
 }

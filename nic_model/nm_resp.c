@@ -386,12 +386,13 @@ static int atomic32(struct nm_resp_msg *m, const struct nm_op *op, uint8_t opcod
 		int r;
 
 		if (fa)
-			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MFA, (uint64_t)add << sh, 0,
+			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MFA,
+						   (uint64_t)add << sh, 0,
 						   (uint64_t)(am | 0x80000000u) << sh, 0, &old);
 		else
-			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MCS, (uint64_t)add << sh,
-						   (uint64_t)cmp << sh, (uint64_t)am << sh,
-						   (uint64_t)cm << sh, &old);
+			r = nm_dma_get()->atomic64(word, GDAK_MEM_GPU, NM_ATOMIC_MCS,
+						   (uint64_t)add << sh, (uint64_t)cmp << sh,
+						   (uint64_t)am << sh, (uint64_t)cm << sh, &old);
 		*orig = (uint32_t)(old >> sh);
 		return r;
 	}
@@ -401,8 +402,10 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		   const struct nm_op *op, uint64_t *orig, const char **rule)
 {
 	uint32_t sz = op->asize == 4 ? 4 : 8;
-	struct nm_resp_msg m = {.qp = qp, .opcode = opcode, .len = sz,
-				.req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE};
+	struct nm_resp_msg m = { .qp = qp,
+				 .opcode = opcode,
+				 .len = sz,
+				 .req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE };
 	int st = nm_qp_state(qp);
 	enum nm_atomic_op aop;
 	int r;
@@ -423,8 +426,8 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 				 qp->peer_info.qpn);
 		nm_violation(qp, viol_index(&m), "atomic_unaligned",
 			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			     "%s target 0x%llx is not %u-byte aligned%s", gdak_mlx5_opcode_name(opcode),
-			     (unsigned long long)va, sz, who);
+			     "%s target 0x%llx is not %u-byte aligned%s",
+			     gdak_mlx5_opcode_name(opcode), (unsigned long long)va, sz, who);
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
 			   "atomic_unaligned", "target 0x%llx not %u-byte aligned",
 			   (unsigned long long)va, sz);

@@ -298,8 +298,8 @@ static int req_scatter(struct roce_qp *r, struct roce_wr *wr, uint32_t off, cons
 static const char *status_rule(uint8_t status)
 {
 	return status == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ? "udp_retry_exceeded"
-	     : status == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR	   ? "udp_rnr_retry_exceeded"
-	     : status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR		   ? NULL
+	       : status == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR	   ? "udp_rnr_retry_exceeded"
+	       : status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR	   ? NULL
 								   : "udp_remote_nak";
 }
 
@@ -428,11 +428,22 @@ static void resp_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
 }
 
 static const struct roce_ops udp_roce_ops = {
-	.xmit = xmit, .tx_buf = tx_buf, .lookup = lookup, .trace_pkt = trace_pkt,
-	.req_gather = req_gather, .req_scatter = req_scatter, .req_complete = req_complete,
-	.resp_begin = resp_begin, .resp_imm = resp_imm, .resp_data = resp_data,
-	.resp_end = resp_end, .resp_read_check = resp_read_check, .resp_read = resp_read,
-	.resp_atomic = resp_atomic, .resp_fatal = resp_fatal, .req_fatal = req_fatal,
+	.xmit = xmit,
+	.tx_buf = tx_buf,
+	.lookup = lookup,
+	.trace_pkt = trace_pkt,
+	.req_gather = req_gather,
+	.req_scatter = req_scatter,
+	.req_complete = req_complete,
+	.resp_begin = resp_begin,
+	.resp_imm = resp_imm,
+	.resp_data = resp_data,
+	.resp_end = resp_end,
+	.resp_read_check = resp_read_check,
+	.resp_read = resp_read,
+	.resp_atomic = resp_atomic,
+	.resp_fatal = resp_fatal,
+	.req_fatal = req_fatal,
 	.rx_foreign = rx_foreign,
 };
 
@@ -447,8 +458,9 @@ static int rx_local(struct udp_qp *u, uint64_t now)
 	int n = 0;
 
 	while (n < 4 * BATCH && (pkt = udp_inbox_peek(u->inbox, &len, &sip, &sport))) {
-		struct roce_path p = {.sip = sip, .dip = u->addr.s_addr, .sport = sport,
-				      .dport = u->rx_dport};
+		struct roce_path p = {
+			.sip = sip, .dip = u->addr.s_addr, .sport = sport, .dport = u->rx_dport
+		};
 
 		(void)roce_rx(&u->rctx, &p, pkt, len, now);
 		udp_inbox_pop(u->inbox);
@@ -680,7 +692,8 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 		 * names it again should nothing have): the QP goes to ERR and
 		 * this WQE, like every later one, is flushed */
 		op->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
-		nm_qp_set_error(qp, u->rqp.err_syn ? u->rqp.err_syn : MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+		nm_qp_set_error(qp,
+				u->rqp.err_syn ? u->rqp.err_syn : MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
 				op->opcode, op->wqe_index, "udp_engine_error",
 				"WQE %u: the RoCE engine is in ERR (%s)", op->wqe_index,
 				u->rqp.err_why ? u->rqp.err_why : "moved there by its owner");
@@ -726,7 +739,7 @@ static struct in_addr lo_addr(uint32_t k)
 {
 	uint32_t n = k / 254, h = k % 254 + 1;
 
-	return (struct in_addr){.s_addr = htonl(0x7f000000u | (n & 0xffff) << 8 | h)};
+	return (struct in_addr){ .s_addr = htonl(0x7f000000u | (n & 0xffff) << 8 | h) };
 }
 
 /* Bind a 127.0.0.N:4791 of our own.  bind() is the arbiter: an address
@@ -734,7 +747,7 @@ static struct in_addr lo_addr(uint32_t k)
  * is tried, so two endpoints never share one. */
 static int bind_loopback(struct udp_qp *u)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ROCE_UDP_PORT)};
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(ROCE_UDP_PORT) };
 
 	for (int tries = 0; tries < 65536; tries++) {
 		uint32_t k = atomic_fetch_add(&lo_next, 1) - 1;
@@ -755,8 +768,10 @@ static int bind_loopback(struct udp_qp *u)
 	{
 		int e = errno;
 
-		GDAK_ERR("qp", u->qp->id, "cannot bind a loopback address on UDP port %u: %s (try "
-			 "\"emu:udp:ephemeral\": 127.0.0.1, ephemeral ports)", ROCE_UDP_PORT, strerror(e));
+		GDAK_ERR("qp", u->qp->id,
+			 "cannot bind a loopback address on UDP port %u: %s (try "
+			 "\"emu:udp:ephemeral\": 127.0.0.1, ephemeral ports)",
+			 ROCE_UDP_PORT, strerror(e));
 		return -e;
 	}
 }
@@ -1043,8 +1058,10 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 	if (*args) {
 		size_t n = colon ? (size_t)(colon - args) : strlen(args);
 		if (n >= sizeof(host) || !n) {
-			GDAK_ERR(NULL, 0, "emu:udp: bad address in '%s' (emu:udp, emu:udp:ephemeral, "
-				 "emu:udp:ADDR[:PORT])", args);
+			GDAK_ERR(NULL, 0,
+				 "emu:udp: bad address in '%s' (emu:udp, emu:udp:ephemeral, "
+				 "emu:udp:ADDR[:PORT])",
+				 args);
 			ret = -EINVAL;
 			goto err;
 		}
@@ -1160,11 +1177,16 @@ static void peek_on_thread(void *arg)
 	struct peek_call *c = arg;
 	const struct roce_qp *r = &c->u->rqp;
 
-	*c->out = (struct nm_tr_udp_peek){.state = r->state, .psn0 = c->u->psn0, .epsn = r->epsn,
-					  .tx_psn = r->tx_psn, .una_psn = r->una_psn,
-					  .max_psn = r->max_psn, .dqpn = r->dqpn,
-					  .peer_sport = r->peer_sport, .st = r->stats,
-					  .ctx_st = c->u->rctx.stats};
+	*c->out = (struct nm_tr_udp_peek){ .state = r->state,
+					   .psn0 = c->u->psn0,
+					   .epsn = r->epsn,
+					   .tx_psn = r->tx_psn,
+					   .una_psn = r->una_psn,
+					   .max_psn = r->max_psn,
+					   .dqpn = r->dqpn,
+					   .peer_sport = r->peer_sport,
+					   .st = r->stats,
+					   .ctx_st = c->u->rctx.stats };
 }
 
 int nm_tr_udp_qp_peek(struct gdak_qp *bqp, struct nm_tr_udp_peek *out)
@@ -1177,7 +1199,7 @@ int nm_tr_udp_qp_peek(struct gdak_qp *bqp, struct nm_tr_udp_peek *out)
 	qp = nm_qp_of(bqp);
 	if (qp->ctx->tr != &nm_tr_udp_ops || !qp->tr_priv)
 		return -EINVAL;
-	c = (struct peek_call){.u = qp->tr_priv, .out = out};
+	c = (struct peek_call){ .u = qp->tr_priv, .out = out };
 	nm_thread_call(qp->thr, peek_on_thread, &c);
 	return 0;
 }
@@ -1237,7 +1259,7 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
 		u->psn0 = psn & ROCE_PSN_MASK;
 		return 0;
 	}
-	a = (struct set_psn){.u = u, .psn = psn & ROCE_PSN_MASK, .ret = -EINVAL};
+	a = (struct set_psn){ .u = u, .psn = psn & ROCE_PSN_MASK, .ret = -EINVAL };
 	nm_thread_call(qp->thr, set_psn_on_thread, &a);
 	return a.ret;
 }
@@ -1293,7 +1315,7 @@ int nm_tr_udp_set_retry(struct gdak_qp *bqp, uint8_t retry_cnt, uint8_t rnr_retr
 	qp = nm_qp_of(bqp);
 	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || !u->watching)
 		return -EINVAL;
-	a = (struct set_retry){.u = u, .retry_cnt = retry_cnt, .rnr_retry = rnr_retry};
+	a = (struct set_retry){ .u = u, .retry_cnt = retry_cnt, .rnr_retry = rnr_retry };
 	nm_thread_call(qp->thr, set_retry_on_thread, &a);
 	return 0;
 }

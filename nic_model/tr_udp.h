@@ -26,13 +26,13 @@ int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry
 /* A consistent snapshot of a udp QP's engine, taken on its NIC thread (for
  * tests that must name the PSN a responder expects).  0 or -EINVAL. */
 struct nm_tr_udp_peek {
-	int state;		/* enum roce_qp_state */
-	uint32_t psn0;		/* the first PSN gdak_qp_info reports */
-	uint32_t epsn;		/* responder: next PSN expected */
+	int state;			   /* enum roce_qp_state */
+	uint32_t psn0;			   /* the first PSN gdak_qp_info reports */
+	uint32_t epsn;			   /* responder: next PSN expected */
 	uint32_t tx_psn, una_psn, max_psn; /* requester */
 	uint32_t dqpn;
-	uint16_t peer_sport;	/* 0: any source port (address only) */
-	struct roce_stats st;	/* the QP's own (packets that reached it) */
+	uint16_t peer_sport;	  /* 0: any source port (address only) */
+	struct roce_stats st;	  /* the QP's own (packets that reached it) */
 	struct roce_stats ctx_st; /* packets dropped before reaching it (ICRC, malformed,
 				   * unknown QPN) */
 };

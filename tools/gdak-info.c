@@ -407,7 +407,8 @@ static void show_one_emulated(struct ibv_device *dev, void *h)
 			kv_str("node_guid", gu);
 			kv_fmt("why", "ibv_open_device: %s", strerror(e));
 		} else {
-			printf("    %s: node GUID %s; cannot open: %s\n", name(dev), gu, strerror(e));
+			printf("    %s: node GUID %s; cannot open: %s\n", name(dev), gu,
+			       strerror(e));
 		}
 		list_item_end();
 		return;
@@ -427,8 +428,10 @@ static void show_one_emulated(struct ibv_device *dev, void *h)
 			kv_num("max_qp", da.max_qp);
 		}
 		kv_str("port1_state", have_port ? ibv_port_state_str(pa.state) : NULL);
-		kv_str("link_layer", have_port ? (pa.link_layer == IBV_LINK_LAYER_ETHERNET
-						  ? "Ethernet" : "InfiniBand") : NULL);
+		kv_str("link_layer",
+		       have_port ? (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet"
+									     : "InfiniBand")
+				 : NULL);
 		kv_num("active_mtu", have_port ? 128 << pa.active_mtu : 0);
 		kv_str("gid0", have_gid ? gs : NULL);
 	} else {
@@ -442,7 +445,8 @@ static void show_one_emulated(struct ibv_device *dev, void *h)
 			       pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
 			       128 << pa.active_mtu);
 		if (have_gid)
-			printf("      GID[0] %s (RoCE v2; perftest -x 0, ibv_rc_pingpong -g 0)\n", gs);
+			printf("      GID[0] %s (RoCE v2; perftest -x 0, ibv_rc_pingpong -g 0)\n",
+			       gs);
 	}
 	list_item_end();
 	cl(ctx);
@@ -454,13 +458,13 @@ static int same_file(void *sym, const char *path)
 	char a[PATH_MAX], b[PATH_MAX];
 	Dl_info di;
 
-	return dladdr(sym, &di) && di.dli_fname && realpath(di.dli_fname, a) &&
-	       realpath(path, b) && !strcmp(a, b);
+	return dladdr(sym, &di) && di.dli_fname && realpath(di.dli_fname, a) && realpath(path, b) &&
+	       !strcmp(a, b);
 }
 
 static void show_emulated(void)
 {
-	static const char *const libs[] = {"libibverbs.so.1", "libmlx5.so.1", "libefa.so.1"};
+	static const char *const libs[] = { "libibverbs.so.1", "libmlx5.so.1", "libefa.so.1" };
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	const char *addr = gdak_env_raw("GDAK_IBV_ADDR");
 	get_list_fn get_list;
@@ -476,9 +480,11 @@ static void show_emulated(void)
 		kv_bool(libs[i], !access(path, R_OK));
 	}
 	kv_str("run_with", "gdak-run [--devices N] [--addr A,...] -- PROGRAM ARGS (docs/VERBS.md)");
-	kv_str("addresses", addr && *addr ? addr
-		: "per process, the first 127.0.0.N (N >= 2) whose UDP port 4791 is free "
-		  "(gdak-run --addr or GDAK_IBV_ADDR to choose)");
+	kv_str("addresses",
+	       addr && *addr
+		       ? addr
+		       : "per process, the first 127.0.0.N (N >= 2) whose UDP port 4791 is free "
+			 "(gdak-run --addr or GDAK_IBV_ADDR to choose)");
 	if (!found) {
 		kv_str("why", "gdak's libibverbs.so.1 is not built or installed");
 		section_end();
@@ -568,9 +574,9 @@ static void show_env(void)
 			putchar('}');
 			json_first = 0;
 		} else {
-			printf("  %c %-24s %-16s default %-10s [%s] %s%s\n", v ? '*' : ' ', t[i].name,
-			       v ? v : "(unset)", *t[i].def ? t[i].def : "-", allowed, t[i].doc,
-			       ok ? "" : "   <-- NOT ALLOWED: gdak_open fails");
+			printf("  %c %-24s %-16s default %-10s [%s] %s%s\n", v ? '*' : ' ',
+			       t[i].name, v ? v : "(unset)", *t[i].def ? t[i].def : "-", allowed,
+			       t[i].doc, ok ? "" : "   <-- NOT ALLOWED: gdak_open fails");
 		}
 	}
 	section_end();
@@ -578,18 +584,17 @@ static void show_env(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gdak-info [--json] [--help]\n"
-		"\n"
-		"Shows what gdak can do here: the backends compiled in, the build\n"
-		"configuration, the CUDA driver and GPUs (found at run time), the verbs\n"
-		"devices, the emulated devices an unmodified program sees under gdak-run\n"
-		"(GDAK_IBV_DEVICES, GDAK_IBV_ADDR apply), the NIC model's configuration,\n"
-		"and every environment variable gdak reads, with its value here, its\n"
-		"default and what it allows.\n"
-		"\n"
-		"  --json   one JSON object instead of text\n"
-		"  --help   this text\n");
+	fprintf(f, "usage: gdak-info [--json] [--help]\n"
+		   "\n"
+		   "Shows what gdak can do here: the backends compiled in, the build\n"
+		   "configuration, the CUDA driver and GPUs (found at run time), the verbs\n"
+		   "devices, the emulated devices an unmodified program sees under gdak-run\n"
+		   "(GDAK_IBV_DEVICES, GDAK_IBV_ADDR apply), the NIC model's configuration,\n"
+		   "and every environment variable gdak reads, with its value here, its\n"
+		   "default and what it allows.\n"
+		   "\n"
+		   "  --json   one JSON object instead of text\n"
+		   "  --help   this text\n");
 }
 
 int main(int argc, char **argv)

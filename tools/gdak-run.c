@@ -198,7 +198,7 @@ static int check_poll(const char *v)
 
 static int check_log(const char *v)
 {
-	static const char *const lv[] = {"error", "warn", "info", "debug"};
+	static const char *const lv[] = { "error", "warn", "info", "debug" };
 
 	for (size_t i = 0; i < sizeof(lv) / sizeof(lv[0]); i++)
 		if (!strcmp(v, lv[i]))
@@ -231,8 +231,8 @@ static int is_opt(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
-	static const char *const with_value[] = {"--trace", "--faults", "--devices", "--addr",
-						 "--log", "--nic-threads", "--poll"};
+	static const char *const with_value[] = { "--trace", "--faults",      "--devices", "--addr",
+						  "--log",   "--nic-threads", "--poll" };
 	const char *trace = NULL, *faults = NULL, *devices = NULL, *addr = NULL, *log = NULL;
 	const char *nic_threads = NULL, *poll = NULL;
 	char trace_abs[PATH_MAX * 2], libdir[PATH_MAX], ldpath[PATH_MAX * 4], nbuf[24];
@@ -318,7 +318,8 @@ int main(int argc, char **argv)
 	if (gdak_find_libdir(libdir, sizeof(libdir))) {
 		fprintf(stderr,
 			"gdak-run: gdak's libibverbs.so.1 is not in %s (build gdak, or install it);\n"
-			"  nothing was run\n", libdir);
+			"  nothing was run\n",
+			libdir);
 		return 1;
 	}
 	{
@@ -348,9 +349,11 @@ int main(int argc, char **argv)
 		setenv("GDAK_POLL", poll, 1);
 
 	if (print_env) {
-		static const char *const vars[] = {"LD_LIBRARY_PATH", "GDAK_TRACE", "GDAK_STRICT",
-						   "GDAK_FAULTS", "GDAK_IBV_DEVICES", "GDAK_IBV_ADDR",
-						   "GDAK_LOG", "GDAK_NIC_THREADS", "GDAK_POLL"};
+		static const char *const vars[] = { "LD_LIBRARY_PATH",	"GDAK_TRACE",
+						    "GDAK_STRICT",	"GDAK_FAULTS",
+						    "GDAK_IBV_DEVICES", "GDAK_IBV_ADDR",
+						    "GDAK_LOG",		"GDAK_NIC_THREADS",
+						    "GDAK_POLL" };
 
 		for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
 			if (getenv(vars[k]))

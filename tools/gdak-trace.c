@@ -237,13 +237,17 @@ static int run_file(struct run *rn)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},   {"summary", no_argument, NULL, 's'},
-		{"qp", required_argument, NULL, 'q'}, {"opcode", required_argument, NULL, 'o'},
-		{"errors", no_argument, NULL, 'e'}, {"follow", no_argument, NULL, 'f'},
-		{"relative", no_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},   {NULL, 0, NULL, 0},
+		{ "json", no_argument, NULL, 'j' },
+		{ "summary", no_argument, NULL, 's' },
+		{ "qp", required_argument, NULL, 'q' },
+		{ "opcode", required_argument, NULL, 'o' },
+		{ "errors", no_argument, NULL, 'e' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "relative", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct run rn = {.out = {.f = stdout}, .gdak_shb = -1};
+	struct run rn = { .out = { .f = stdout }, .gdak_shb = -1 };
 	int summary = 0, c, rc;
 	struct sigaction sa;
 

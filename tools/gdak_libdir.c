@@ -43,7 +43,7 @@ static int has_libs(const char *dir)
 
 int gdak_find_libdir(char *out, size_t len)
 {
-	static const char *const rel[] = {GDAK_RUN_REL_LIBDIR, "../lib/gdak"};
+	static const char *const rel[] = { GDAK_RUN_REL_LIBDIR, "../lib/gdak" };
 	char self[PATH_MAX], cand[PATH_MAX * 2], real[PATH_MAX];
 
 	if (self_dir(self, sizeof(self))) {

@@ -49,7 +49,11 @@
 
 #define BS_VERSION 2
 enum { K_QP_INFO = 1, K_BLOB = 2, K_BARRIER = 3 };
-enum { HELLO_LEN = 4 + 4 + 4 + 16 + 32, PROOF_LEN = 4 + 32, F_SECRET = 1 };
+enum {
+	HELLO_LEN = 4 + 4 + 4 + 16 + 32,
+	PROOF_LEN = 4 + 32,
+	F_SECRET = 1
+};
 /* a connection that says nothing is dropped after this long, so that a
  * silent stranger cannot keep the real client out */
 #define HELLO_WAIT_MS 5000
@@ -79,9 +83,13 @@ static const uint32_t sha_k[64] = {
 	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
 	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
 	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2};
+	0xc67178f2
+};
 
-static uint32_t ror(uint32_t x, unsigned n) { return x >> n | x << (32 - n); }
+static uint32_t ror(uint32_t x, unsigned n)
+{
+	return x >> n | x << (32 - n);
+}
 
 static void sha_block(struct sha256 *s, const uint8_t *p)
 {
@@ -113,8 +121,8 @@ static void sha_block(struct sha256 *s, const uint8_t *p)
 
 static void sha_init(struct sha256 *s)
 {
-	static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
 	memcpy(s->h, h0, sizeof(h0));
 	s->len = 0;
 }
@@ -155,10 +163,10 @@ static void sha_end(struct sha256 *s, uint8_t out[32])
 }
 
 /* HMAC-SHA256(key, label || a || b) */
-static void hmac(const char *key, const char *label, const uint8_t *a, size_t na,
-		 const uint8_t *b, size_t nb, uint8_t out[32])
+static void hmac(const char *key, const char *label, const uint8_t *a, size_t na, const uint8_t *b,
+		 size_t nb, uint8_t out[32])
 {
-	uint8_t k[64] = {0}, pad[64], inner[32];
+	uint8_t k[64] = { 0 }, pad[64], inner[32];
 	size_t kl = strlen(key);
 	struct sha256 s;
 
@@ -199,9 +207,10 @@ static int mac_eq(const uint8_t *a, const uint8_t *b)
 /* The implementation checked against FIPS 180-4's "abc" example once. */
 static int sha_selftest(void)
 {
-	static const uint8_t want[32] = {
-		0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
-		0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+	static const uint8_t want[32] = { 0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+					  0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
+					  0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c,
+					  0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad };
 	struct sha256 s;
 	uint8_t d[32];
 
@@ -322,7 +331,7 @@ static int io_all(struct gdak_bootstrap *bs, void *buf, size_t len, int out, uin
 	uint8_t *p = buf;
 
 	while (len) {
-		struct pollfd pf = {.fd = bs->fd, .events = out ? POLLOUT : POLLIN};
+		struct pollfd pf = { .fd = bs->fd, .events = out ? POLLOUT : POLLIN };
 		uint64_t now = now_ms();
 		ssize_t n;
 		int r;
@@ -351,7 +360,10 @@ static int io_all(struct gdak_bootstrap *bs, void *buf, size_t len, int out, uin
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
 static uint32_t get32(const uint8_t *p)
 {
@@ -400,8 +412,9 @@ static int server_hello(struct gdak_bootstrap *bs, const char *who, uint64_t end
 		return -EPROTO;
 	}
 	if (!!sec != !!(flags & F_SECRET)) {
-		refuse(bs, who, sec ? "this server needs GDAK_BOOTSTRAP_SECRET; the client has none"
-				    : "the client has GDAK_BOOTSTRAP_SECRET; this server has none");
+		refuse(bs, who,
+		       sec ? "this server needs GDAK_BOOTSTRAP_SECRET; the client has none"
+			   : "the client has GDAK_BOOTSTRAP_SECRET; this server has none");
 		return -EACCES;
 	}
 	memcpy(a, "GDBA", 4);
@@ -453,7 +466,7 @@ int gdak_bootstrap_accept(struct gdak_bootstrap *bs, int timeout_ms)
 	for (;;) {
 		struct sockaddr_in peer;
 		socklen_t pl = sizeof(peer);
-		struct pollfd p = {.fd = bs->lfd, .events = POLLIN};
+		struct pollfd p = { .fd = bs->lfd, .events = POLLIN };
 		uint64_t now = now_ms(), hend;
 		char who[INET_ADDRSTRLEN + 8], ip[INET_ADDRSTRLEN];
 
@@ -461,8 +474,8 @@ int gdak_bootstrap_accept(struct gdak_bootstrap *bs, int timeout_ms)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0) {
-			GDAK_ERR("bootstrap", 0, "no client connected to port %u within %d ms", bs->port,
-				 timeout_ms);
+			GDAK_ERR("bootstrap", 0, "no client connected to port %u within %d ms",
+				 bs->port, timeout_ms);
 			return -ETIMEDOUT;
 		}
 		if (r < 0)
@@ -520,8 +533,10 @@ static int client_hello(struct gdak_bootstrap *bs, const char *host, uint16_t po
 		return -EACCES;
 	}
 	if (memcmp(a, "GDBA", 4) || get32(a + 4) != BS_VERSION) {
-		GDAK_ERR("bootstrap", 0, "%s:%u is not a gdak bootstrap v%u server (got %02x %02x %02x "
-			 "%02x)", host, port, BS_VERSION, a[0], a[1], a[2], a[3]);
+		GDAK_ERR("bootstrap", 0,
+			 "%s:%u is not a gdak bootstrap v%u server (got %02x %02x %02x "
+			 "%02x)",
+			 host, port, BS_VERSION, a[0], a[1], a[2], a[3]);
 		return -EPROTO;
 	}
 	r = io_all(bs, a + 8, HELLO_LEN - 8, 0, end);
@@ -542,8 +557,9 @@ static int client_hello(struct gdak_bootstrap *bs, const char *host, uint16_t po
 		return 0;
 fail:
 	GDAK_ERR("bootstrap", 0, "handshake with %s:%u failed: %s", host, port,
-		 r == -ETIMEDOUT ? "timed out" : r == -ECONNRESET ? "the server closed the connection"
-					       : strerror(-r));
+		 r == -ETIMEDOUT    ? "timed out"
+		 : r == -ECONNRESET ? "the server closed the connection"
+				    : strerror(-r));
 	return r;
 }
 
@@ -575,12 +591,14 @@ int gdak_bootstrap_connect(const char *host, uint16_t port, int timeout_ms,
 			uint64_t now = now_ms();
 			/* the server may accept late (it sets up first): its
 			 * answer gets the exchange timeout, at least */
-			uint64_t hend = now + (uint64_t)bs->timeout_ms > end ? now + (uint64_t)bs->timeout_ms
-									     : end;
+			uint64_t hend = now + (uint64_t)bs->timeout_ms > end
+						? now + (uint64_t)bs->timeout_ms
+						: end;
 
 			tune(bs->fd);
 			if (told)
-				GDAK_WARN("bootstrap", 0, "the server at %s:%u is there", host, port);
+				GDAK_WARN("bootstrap", 0, "the server at %s:%u is there", host,
+					  port);
 			r = client_hello(bs, host, port, hend);
 			if (r) {
 				gdak_bootstrap_close(bs);
@@ -601,7 +619,8 @@ int gdak_bootstrap_connect(const char *host, uint16_t port, int timeout_ms,
 		if (!told || now_ms() - told >= 5000) {
 			GDAK_WARN("bootstrap", 0, "%s for the server at %s:%u (%s; %llu of %d s)",
 				  told ? "still waiting" : "waiting", host, port, strerror(last),
-				  (unsigned long long)((now_ms() - start) / 1000), timeout_ms / 1000);
+				  (unsigned long long)((now_ms() - start) / 1000),
+				  timeout_ms / 1000);
 			told = now_ms();
 		}
 		usleep(20000);

@@ -17,26 +17,32 @@
 
 #include "gdak_log.h"
 
+/* clang-format off: one row constructor per type */
 #define U(n, lo, hi, d, a, doc) {n, GDAK_ENV_UINT, d, lo, hi, NULL, a, doc}
 #define B(n, d, a, doc) {n, GDAK_ENV_BOOL, d, 0, 1, NULL, a, doc}
 #define C(n, ch, d, a, doc) {n, GDAK_ENV_CHOICE, d, 0, 0, ch, a, doc}
 #define T(n, d, a, doc) {n, GDAK_ENV_TEXT, d, 0, 0, NULL, a, doc}
+/* clang-format on */
 
 static const struct gdak_env_var table[] = {
-	T("GDAK_DEVICE", "emu", "core", "device gdak_open(NULL) opens: emu, emu:udp[:ADDR[:PORT]], "
+	T("GDAK_DEVICE", "emu", "core",
+	  "device gdak_open(NULL) opens: emu, emu:udp[:ADDR[:PORT]], "
 	  "emu:verbs:DEV, mlx5_N"),
-	T("GDAK_BOOTSTRAP_SECRET", "", "core", "TCP bootstrap: a shared secret both sides must "
+	T("GDAK_BOOTSTRAP_SECRET", "", "core",
+	  "TCP bootstrap: a shared secret both sides must "
 	  "present in their hello"),
 	C("GDAK_LOG", "error|warn|info|debug|0|1|2|3", "warn", "core",
 	  "log level (read once, at program start)"),
 
 	U("GDAK_NIC_THREADS", 1, 64, "1", "nic", "NIC-model threads the QPs are spread over"),
-	B("GDAK_STRICT", "1", "nic", "strict checks (the NIC model as a sanitizer); 0 relaxes them"),
+	B("GDAK_STRICT", "1", "nic",
+	  "strict checks (the NIC model as a sanitizer); 0 relaxes them"),
 	C("GDAK_POLL", "adaptive|spin", "adaptive", "nic",
 	  "doorbell polling: adaptive back-off (spin, yield, sleep) or pure spin"),
 	U("GDAK_RNR_TIMEOUT_MS", 0, 3600000, "1000", "nic",
 	  "loop transport: how long a SEND waits for a receive WQE before RNR_RETRY_EXC"),
-	T("GDAK_FAULTS", "", "nic", "fault injection spec (docs/RELIABILITY.md): err:..., "
+	T("GDAK_FAULTS", "", "nic",
+	  "fault injection spec (docs/RELIABILITY.md): err:..., "
 	  "delay:..., pkt_drop:p=N%,... separated by ';'"),
 
 	U("GDAK_UDP_RTO_US", 10, 60000000, "10000", "udp", "retransmission timeout, microseconds"),
@@ -52,23 +58,29 @@ static const struct gdak_env_var table[] = {
 	C("GDAK_VERBS_STAGE", "0|off|all", "0", "verbs",
 	  "test hook: all stages every local buffer through bounce rings"),
 	U("GDAK_VERBS_BOUNCE", 64, 1ull << 30, "262144", "verbs", "bytes per bounce ring"),
-	B("GDAK_VERBS_DMABUF", "1", "verbs", "register GPU memory by dma-buf where possible; "
+	B("GDAK_VERBS_DMABUF", "1", "verbs",
+	  "register GPU memory by dma-buf where possible; "
 	  "0 stages it"),
 
-	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv", "gdak's libibverbs: how many emulated mlx5_N devices "
+	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv",
+	  "gdak's libibverbs: how many emulated mlx5_N devices "
 	  "it lists"),
-	T("GDAK_IBV_ADDR", "", "ibv", "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
+	T("GDAK_IBV_ADDR", "", "ibv",
+	  "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
 	  "the first 127.0.0.N, N >= 2, whose UDP port 4791 is free)"),
 
-	U("GDAK_CUDA_DEVICE", 0, 1023, "0", "cuda", "CUDA device ordinal the NIC model and "
+	U("GDAK_CUDA_DEVICE", 0, 1023, "0", "cuda",
+	  "CUDA device ordinal the NIC model and "
 	  "hw_mlx5 use"),
-	B("GDAK_CUDA_DMA", "1", "cuda", "move GPU memory with the CUDA driver; 0: host memory "
+	B("GDAK_CUDA_DMA", "1", "cuda",
+	  "move GPU memory with the CUDA driver; 0: host memory "
 	  "engine only"),
 	U("GDAK_CUDA_COPY_STREAMS", 1, 8, "1", "cuda", "streams a large GPU copy is split over"),
 	U("GDAK_CUDA_ASYNC_STREAMS", 1, 8, "4", "cuda", "streams for asynchronous GPU copies"),
 	U("GDAK_CUDA_COPY_SPLIT", 4096, 1ull << 40, "4194304", "cuda",
 	  "bytes from which a GPU copy is split over the copy streams"),
-	C("GDAK_CUDA_BATCH", "off|kernel|memop", "off", "cuda", "GPU-memory WRITEs of a NIC "
+	C("GDAK_CUDA_BATCH", "off|kernel|memop", "off", "cuda",
+	  "GPU-memory WRITEs of a NIC "
 	  "pass: off: one cuMemcpyAsync each; kernel: one copy kernel launch per pass; memop: "
 	  "kernel, but a pass of a few aligned 4/8-byte inline WRITEs as stream memory "
 	  "operations (docs/CUDA.md)"),
@@ -76,7 +88,8 @@ static const struct gdak_env_var table[] = {
 	  "largest copy that goes into a batch; larger ones are a cuMemcpyAsync each"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
-	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace", "timestamps: real, or fake "
+	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace",
+	  "timestamps: real, or fake "
 	  "(reproducible files)"),
 	C("GDAK_TRACE_WRITER", "thread|inline", "thread", "trace",
 	  "trace encoding on an I/O thread, or inline in the recording thread"),
@@ -89,12 +102,15 @@ static const struct gdak_env_var table[] = {
 	  "ring capture: longest sleep between ring scans, microseconds"),
 
 	U("GDAK_HW_PORT", 1, 255, "1", "hw", "ConnectX port"),
-	U("GDAK_HW_GID_INDEX", 0, 255, "", "hw", "ConnectX GID index (default: the first RoCEv2 "
+	U("GDAK_HW_GID_INDEX", 0, 255, "", "hw",
+	  "ConnectX GID index (default: the first RoCEv2 "
 	  "IPv4 GID)"),
-	B("GDAK_HW_NO_GPU_MAP", "0", "hw", "1: do not map the rings into the GPU (host memory "
+	B("GDAK_HW_NO_GPU_MAP", "0", "hw",
+	  "1: do not map the rings into the GPU (host memory "
 	  "device code)"),
 
-	B("GDAK_PERF_TEST_CORRUPT", "0", "tools", "test hook: gdak-perf corrupts one byte so "
+	B("GDAK_PERF_TEST_CORRUPT", "0", "tools",
+	  "test hook: gdak-perf corrupts one byte so "
 	  "that its verification must fail"),
 };
 

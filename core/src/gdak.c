@@ -59,9 +59,11 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 	 * the chosen backend ignores is still a mistake the user wants to see */
 	ret = gdak_env_validate();
 	if (ret) {
-		GDAK_ERR(NULL, 0, "cannot open %s%s%s: bad environment (see above; gdak-info "
-			 "lists every variable)", dev && *dev ? "'" : "",
-			 dev && *dev ? dev : "the default device", dev && *dev ? "'" : "");
+		GDAK_ERR(NULL, 0,
+			 "cannot open %s%s%s: bad environment (see above; gdak-info "
+			 "lists every variable)",
+			 dev && *dev ? "'" : "", dev && *dev ? dev : "the default device",
+			 dev && *dev ? "'" : "");
 		return ret;
 	}
 	if (!dev || !*dev)
@@ -98,8 +100,10 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 				 backends[i]->name);
 			hw |= !strcmp(backends[i]->name, "mlx5");
 		}
-		GDAK_ERR(NULL, 0, "no backend serves device '%s' (this build has %s: try emu, "
-			 "emu:udp, emu:verbs:DEV%s)", dev, names,
+		GDAK_ERR(NULL, 0,
+			 "no backend serves device '%s' (this build has %s: try emu, "
+			 "emu:udp, emu:verbs:DEV%s)",
+			 dev, names,
 			 hw ? ", mlx5_N" : "; hardware needs a build with -DGDAK_HW_MLX5=ON");
 	}
 	return -ENODEV;
@@ -266,7 +270,8 @@ static int normalise_attr(const struct gdak_qp_attr *in, struct gdak_qp_attr *ou
 		GDAK_ERR(NULL, 0, "unknown QP flags 0x%x", out->flags & ~GDAK_QP_F_ALL);
 		return -EINVAL;
 	}
-	if (!out->rq_depth && (out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED))) {
+	if (!out->rq_depth &&
+	    (out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED))) {
 		GDAK_ERR(NULL, 0, "receive CQ flags 0x%x on a QP without a receive queue",
 			 out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED));
 		return -EINVAL;

@@ -1596,7 +1596,8 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	t->generation = atomic_fetch_add(&generations, 1) + 1;
 	rc = write_headers(t);
 	if (rc) {
-		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s: %s", path, strerror(-rc));
+		GDAK_ERR("trace", 0, "cannot write the pcapng headers to %s: %s", path,
+			 strerror(-rc));
 		goto fail_fd;
 	}
 	if (t->nchunks > 1) {

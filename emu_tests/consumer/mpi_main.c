@@ -18,7 +18,7 @@
 
 int main(int argc, char **argv)
 {
-	struct gdak_qp_info to[64] = {{0}}, from[64];
+	struct gdak_qp_info to[64] = { { 0 } }, from[64];
 	uint32_t qpns[64], mine;
 	struct gdak_ctx *ctx;
 	struct gdak_qp *qp;

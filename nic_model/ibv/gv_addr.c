@@ -43,7 +43,10 @@
 /* ---- this process's QPs: QPN -> the inbox of its NIC-model QP --------------------- */
 
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uint32_t qpn; struct udp_inbox *ib; } *dir;
+static struct {
+	uint32_t qpn;
+	struct udp_inbox *ib;
+} * dir;
 static unsigned ndir, capdir;
 /* counters (dir_lock): packets for no QP of ours, waits for a full inbox,
  * packets dropped after waiting; GDAK_LOG=info prints them as a QP goes */
@@ -88,9 +91,11 @@ void gv_dir_del(uint32_t qpn)
 		}
 	}
 	if (ib)
-		GDAK_INFO("qp", qpn, "device 4791 reader so far: %llu packets for unknown QPs, %llu "
-			  "waits for a full inbox, %llu dropped", (unsigned long long)rx_unknown,
-			  (unsigned long long)rx_full_waits, (unsigned long long)rx_dropped);
+		GDAK_INFO("qp", qpn,
+			  "device 4791 reader so far: %llu packets for unknown QPs, %llu "
+			  "waits for a full inbox, %llu dropped",
+			  (unsigned long long)rx_unknown, (unsigned long long)rx_full_waits,
+			  (unsigned long long)rx_dropped);
 	pthread_mutex_unlock(&dir_lock);
 	if (ib)
 		udp_inbox_put(ib);
@@ -121,10 +126,11 @@ static void deliver(uint32_t qpn, const struct sockaddr_in *from, struct iovec *
 		return;
 	}
 	for (int tries = 0; n && tries < 1000; tries++) {
-		int k = udp_inbox_push(dir[i].ib, from->sin_addr.s_addr, ntohs(from->sin_port), v, n);
+		int k = udp_inbox_push(dir[i].ib, from->sin_addr.s_addr, ntohs(from->sin_port), v,
+				       n);
 
 		if (k < 0)
-			return;	/* the QP is going away */
+			return; /* the QP is going away */
 		v += k;
 		n -= (unsigned)k;
 		if (!n)
@@ -155,9 +161,11 @@ static void *rx_main(void *arg)
 		return NULL;
 	}
 	for (unsigned i = 0; i < RX_BATCH; i++) {
-		iov[i] = (struct iovec){.iov_base = buf + (size_t)i * ROCE_MAX_PKT,
-					.iov_len = ROCE_MAX_PKT};
-		m[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
+		iov[i] = (struct iovec){ .iov_base = buf + (size_t)i * ROCE_MAX_PKT,
+					 .iov_len = ROCE_MAX_PKT };
+		m[i].msg_hdr = (struct msghdr){ .msg_name = &from[i],
+						.msg_iov = &iov[i],
+						.msg_iovlen = 1 };
 	}
 	for (;;) {
 		int n;
@@ -196,7 +204,7 @@ static void *rx_main(void *arg)
 
 static int bind_port(struct in_addr a, uint16_t port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a};
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), buf = 8 << 20;
 
 	if (fd < 0)
@@ -253,8 +261,8 @@ int gv_addr_claim(struct gv_device *d)
 		fd = bind_port(a, GV_ROCE_PORT);
 		if (fd < 0) {
 			inet_ntop(AF_INET, &a, txt, sizeof(txt));
-			GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d (GDAK_IBV_ADDR): %s", d->ibdev.name,
-				 txt, GV_ROCE_PORT, strerror(-fd));
+			GDAK_ERR(NULL, 0, "%s: cannot bind %s:%d (GDAK_IBV_ADDR): %s",
+				 d->ibdev.name, txt, GV_ROCE_PORT, strerror(-fd));
 			return fd;
 		}
 	} else {

@@ -194,7 +194,7 @@ static void fill_attr(const struct gv_device *d, struct ibv_device_attr *a)
 	a->max_sge_rd = GV_MAX_SGE;
 	a->max_cq = 16777216;
 	a->max_cqe = GV_MAX_CQE;
-	a->max_mr = 1048575;	/* the NIC model's MR table per context */
+	a->max_mr = 1048575; /* the NIC model's MR table per context */
 	a->max_pd = 16777216;
 	a->max_qp_rd_atom = GV_MAX_RD_ATOM;
 	a->max_ee_rd_atom = 0;
@@ -236,11 +236,12 @@ int gv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex
 	 * fault of the NIC thread instead of an error completion. */
 	a.odp_caps.general_caps = IBV_ODP_SUPPORT;
 	a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
-		IBV_ODP_SUPPORT_SRQ_RECV;
+						    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+						    IBV_ODP_SUPPORT_ATOMIC |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
 	/* completion timestamps: CLOCK_MONOTONIC in ns, a 1 GHz "core clock" */
 	a.completion_timestamp_mask = INT64_MAX;
-	a.hca_core_clock = 1000000;	/* kHz */
+	a.hca_core_clock = 1000000; /* kHz */
 	a.phys_port_cnt_ex = 1;
 	a.pci_atomic_caps.fetch_add = a.pci_atomic_caps.swap = a.pci_atomic_caps.compare_swap = 0;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
@@ -264,9 +265,9 @@ int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *p
 	a.lmc = 0;
 	a.max_vl_num = 4;
 	a.subnet_timeout = 0;
-	a.active_width = 2;	/* 4X */
-	a.active_speed = 128;	/* NDR: 400 Gb/s at 4X */
-	a.phys_state = 5;	/* LinkUp */
+	a.active_width = 2;   /* 4X */
+	a.active_speed = 128; /* NDR: 400 Gb/s at 4X */
+	a.phys_state = 5;     /* LinkUp */
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
 	a.port_cap_flags2 = 0;
 	memcpy(pa, &a, len < sizeof(a) ? len : sizeof(a));
@@ -286,7 +287,7 @@ int gv_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *v)
  * verbs_context.query_port) fills the compat struct, a prefix of ours. */
 #undef ibv_query_port
 GV_EXPORT int ibv_query_port(struct ibv_context *ctx, uint8_t port,
-			      struct _compat_ibv_port_attr *pa)
+			     struct _compat_ibv_port_attr *pa)
 {
 	return gv_query_port(ctx, port, (struct ibv_port_attr *)(void *)pa,
 			     offsetof(struct ibv_port_attr, flags));
@@ -335,7 +336,7 @@ GV_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t
 	e.gid_index = 0;
 	e.port_num = 1;
 	e.gid_type = IBV_GID_TYPE_ROCE_V2;
-	e.ndev_ifindex = 1;	/* lo */
+	e.ndev_ifindex = 1; /* lo */
 	memcpy(entry, &e, sizeof(e));
 	return 0;
 }

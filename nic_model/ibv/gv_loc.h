@@ -42,17 +42,19 @@
 #define GV_ROCE_PORT 4791
 #define GV_GID_TBL_LEN 255
 #define GV_MAX_QP_WR 32768
-#define GV_MAX_SGE 16		/* receive WQEs of the NIC model hold 16 */
+#define GV_MAX_SGE 16 /* receive WQEs of the NIC model hold 16 */
 #define GV_MAX_INLINE 512
 #define GV_MAX_RD_ATOM 16
 #define GV_MAX_CQE 4194303
 
-#define gv_container_of(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define gv_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Exported names rdma-core declares only in headers it does not install
  * (driver.h, sysfs.h) - the same signatures. */
-enum gv_gid_type_sysfs { GV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0, GV_GID_TYPE_SYSFS_ROCE_V2 = 1 };
+enum gv_gid_type_sysfs {
+	GV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
+	GV_GID_TYPE_SYSFS_ROCE_V2 = 1
+};
 int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 		       enum gv_gid_type_sysfs *type);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
@@ -68,20 +70,20 @@ void ibv_copy_path_rec_to_kern(void *dst, void *src);
 /* ---- gv_device.c / gv_addr.c ------------------------------------------------- */
 
 struct gv_device {
-	struct ibv_device ibdev;	/* what the program gets (must be first) */
+	struct ibv_device ibdev; /* what the program gets (must be first) */
 	int index;
-	uint64_t guid;			/* host order */
+	uint64_t guid; /* host order */
 	/* process-wide NIC-model side, set up at the first open */
 	pthread_mutex_t lock;
 	int refs;
 	struct gdak_ctx *g;
-	struct in_addr addr;		/* network order */
-	int claim_fd;			/* UDP socket on addr:4791: every packet for the device */
-	pthread_t rx_thr;		/* reads it until the process exits (gv_addr.c) */
+	struct in_addr addr; /* network order */
+	int claim_fd;	     /* UDP socket on addr:4791: every packet for the device */
+	pthread_t rx_thr;    /* reads it until the process exits (gv_addr.c) */
 };
 
 struct gv_context {
-	struct verbs_context vctx;	/* ibv_context is its last member */
+	struct verbs_context vctx; /* ibv_context is its last member */
 	struct gv_device *dev;
 	/* async events: a pipe whose read end is ibv_context.async_fd */
 	int async_wr;
@@ -94,7 +96,7 @@ static inline struct gv_context *gv_ctx(struct ibv_context *c)
 	return gv_container_of(c, struct gv_context, vctx.context);
 }
 
-int gv_dev_get(struct gv_device *d);	/* the NIC-model context, address, directory */
+int gv_dev_get(struct gv_device *d); /* the NIC-model context, address, directory */
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
 void gv_dev_gid(const struct gv_device *d, union ibv_gid *gid);
@@ -116,15 +118,15 @@ void gv_async_post(struct gv_context *c, enum ibv_event_type type, void *obj);
 struct gv_wq;
 
 struct gv_cq {
-	struct ibv_cq_ex cqx;		/* ibv_cq is its prefix */
-	pthread_mutex_t lock;		/* pollers; attach/detach */
-	struct gv_wq **wq;		/* rings polled */
+	struct ibv_cq_ex cqx; /* ibv_cq is its prefix */
+	pthread_mutex_t lock; /* pollers; attach/detach */
+	struct gv_wq **wq;    /* rings polled */
 	unsigned nwq, cap, next;
-	_Atomic int armed;		/* 0, 1 (all), 2 (solicited only) */
+	_Atomic int armed; /* 0, 1 (all), 2 (solicited only) */
 	uint32_t cqe;
 	/* ibv_cq_ex polling: the entry start_poll/next_poll stand on */
 	struct ibv_wc cur;
-	_Atomic uint32_t empty_polls;	/* in a row */
+	_Atomic uint32_t empty_polls; /* in a row */
 };
 
 static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)
@@ -140,10 +142,10 @@ struct gv_srq {
 	pthread_mutex_t lock;
 	uint32_t max_wr, max_sge, limit;
 	/* WRs posted, not yet handed to a QP: a ring */
-	struct ibv_recv_wr *wr;		/* copies (sg_list points into sge) */
+	struct ibv_recv_wr *wr; /* copies (sg_list points into sge) */
 	struct ibv_sge *sge;
 	uint32_t head, count;
-	struct gv_qp **qps;		/* attached QPs (destroy_srq refuses while any) */
+	struct gv_qp **qps; /* attached QPs (destroy_srq refuses while any) */
 	unsigned nqps, qcap;
 };
 
@@ -154,51 +156,54 @@ static inline struct gv_srq *gv_srq_of(struct ibv_srq *s)
 
 /* ---- gv_qp.c / gv_post.c --------------------------------------------------------------- */
 
-enum gv_wq_kind { GV_WQ_SEND = 0, GV_WQ_RECV = 1 };
+enum gv_wq_kind {
+	GV_WQ_SEND = 0,
+	GV_WQ_RECV = 1
+};
 
 /* One ring of a QP as a CQ sees it. */
 struct gv_wq {
 	struct gv_qp *qp;
 	enum gv_wq_kind kind;
-	struct gdak_dev_cq *ring;	/* in the NIC-model QP's descriptor */
+	struct gdak_dev_cq *ring; /* in the NIC-model QP's descriptor */
 };
 
 struct gv_slot {
 	uint64_t wr_id;
-	uint8_t bbs;			/* WQEBBs of the WQE starting here */
-	uint8_t opcode;			/* enum ibv_wc_opcode */
+	uint8_t bbs;	/* WQEBBs of the WQE starting here */
+	uint8_t opcode; /* enum ibv_wc_opcode */
 	uint8_t signaled;
 	uint8_t pad;
-	uint32_t len;			/* bytes, for byte_len of READ / atomics */
+	uint32_t len; /* bytes, for byte_len of READ / atomics */
 };
 
 struct gv_qp {
-	struct ibv_qp_ex qpx;		/* ibv_qp is its prefix (must be first) */
+	struct ibv_qp_ex qpx; /* ibv_qp is its prefix (must be first) */
 	struct gv_context *ctx;
 	struct gdak_qp *g;
 	struct gdak_dev_qp *d;
-	bool ex;			/* created with send_ops_flags: ibv_qp_to_qp_ex answers */
+	bool ex; /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
 	bool sig_all;
-	enum ibv_qp_state state;	/* as last modified (the NIC may have moved it to ERR) */
-	struct ibv_qp_attr attr;	/* what modify_qp set, for query_qp */
+	enum ibv_qp_state state; /* as last modified (the NIC may have moved it to ERR) */
+	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
 	struct ibv_qp_cap cap;
 	bool connected;
-	uint16_t peer_port;		/* the peer QP's UDP port (resolved at RTR) */
+	uint16_t peer_port; /* the peer QP's UDP port (resolved at RTR) */
 
 	/* send queue: poster under sq_lock; sq_done advanced by the send CQ's poller */
 	pthread_spinlock_t sq_lock;
 	uint64_t sq_pi;
 	_Atomic uint64_t sq_done;
-	uint32_t sq_wrs;		/* WRs posted (poster) */
-	_Atomic uint32_t sq_wrs_done;	/* WRs retired (poller) */
-	struct gv_slot *slots;		/* per WQEBB slot */
+	uint32_t sq_wrs;	      /* WRs posted (poster) */
+	_Atomic uint32_t sq_wrs_done; /* WRs retired (poller) */
+	struct gv_slot *slots;	      /* per WQEBB slot */
 	/* ibv_wr_* batch */
 	uint64_t wr_start_pi;
 	uint32_t wr_start_wrs;
 	int wr_err;
-	uint64_t wr_last;		/* start index of the last WQE built */
+	uint64_t wr_last; /* start index of the last WQE built */
 	struct {
-		int opcode;		/* enum ibv_wr_opcode, -1: none */
+		int opcode; /* enum ibv_wr_opcode, -1: none */
 		uint64_t raddr, cmp_add, swap;
 		uint32_t rkey, imm;
 	} wr_pend;
@@ -211,8 +216,8 @@ struct gv_qp {
 	uint32_t rq_cnt;
 	struct gv_srq *srq;
 
-	uint64_t sq_pi_seen;		/* sq_pi as last rung (the poller's bound) */
-	int err_event;			/* the QP's error was reported as an async event */
+	uint64_t sq_pi_seen; /* sq_pi as last rung (the poller's bound) */
+	int err_event;	     /* the QP's error was reported as an async event */
 
 	struct gv_wq swq, rwq;
 	struct gv_cq *scq, *rcq;

@@ -112,18 +112,21 @@ GV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status s)
 
 /* ---- rates (IBA 9.8 / the ibv_rate enum's own order) --------------------------------- */
 
-static const struct { enum ibv_rate r; int mult, mbps; } rates[] = {
-	{IBV_RATE_2_5_GBPS, 1, 2500},	  {IBV_RATE_5_GBPS, 2, 5000},
-	{IBV_RATE_10_GBPS, 4, 10000},	  {IBV_RATE_20_GBPS, 8, 20000},
-	{IBV_RATE_30_GBPS, 12, 30000},	  {IBV_RATE_40_GBPS, 16, 40000},
-	{IBV_RATE_60_GBPS, 24, 60000},	  {IBV_RATE_80_GBPS, 32, 80000},
-	{IBV_RATE_120_GBPS, 48, 120000},  {IBV_RATE_14_GBPS, 5, 14062},
-	{IBV_RATE_56_GBPS, 22, 56250},	  {IBV_RATE_112_GBPS, 45, 112500},
-	{IBV_RATE_168_GBPS, 67, 168750},  {IBV_RATE_25_GBPS, 10, 25781},
-	{IBV_RATE_100_GBPS, 40, 103125},  {IBV_RATE_200_GBPS, 80, 206250},
-	{IBV_RATE_300_GBPS, 120, 309375}, {IBV_RATE_28_GBPS, 11, 28125},
-	{IBV_RATE_50_GBPS, 20, 53125},	  {IBV_RATE_400_GBPS, 160, 425000},
-	{IBV_RATE_600_GBPS, 240, 637500},
+static const struct {
+	enum ibv_rate r;
+	int mult, mbps;
+} rates[] = {
+	{ IBV_RATE_2_5_GBPS, 1, 2500 },	    { IBV_RATE_5_GBPS, 2, 5000 },
+	{ IBV_RATE_10_GBPS, 4, 10000 },	    { IBV_RATE_20_GBPS, 8, 20000 },
+	{ IBV_RATE_30_GBPS, 12, 30000 },    { IBV_RATE_40_GBPS, 16, 40000 },
+	{ IBV_RATE_60_GBPS, 24, 60000 },    { IBV_RATE_80_GBPS, 32, 80000 },
+	{ IBV_RATE_120_GBPS, 48, 120000 },  { IBV_RATE_14_GBPS, 5, 14062 },
+	{ IBV_RATE_56_GBPS, 22, 56250 },    { IBV_RATE_112_GBPS, 45, 112500 },
+	{ IBV_RATE_168_GBPS, 67, 168750 },  { IBV_RATE_25_GBPS, 10, 25781 },
+	{ IBV_RATE_100_GBPS, 40, 103125 },  { IBV_RATE_200_GBPS, 80, 206250 },
+	{ IBV_RATE_300_GBPS, 120, 309375 }, { IBV_RATE_28_GBPS, 11, 28125 },
+	{ IBV_RATE_50_GBPS, 20, 53125 },    { IBV_RATE_400_GBPS, 160, 425000 },
+	{ IBV_RATE_600_GBPS, 240, 637500 },
 };
 
 GV_EXPORT int ibv_rate_to_mult(enum ibv_rate r)
@@ -213,9 +216,7 @@ GV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_
 	return NULL;
 }
 
-GV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
+GV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd) {}
 
 GV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
@@ -223,9 +224,7 @@ GV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	return NULL;
 }
 
-GV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
+GV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr) {}
 
 GV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {
@@ -233,9 +232,7 @@ GV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_
 	return NULL;
 }
 
-GV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-}
+GV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm) {}
 
 /* RC on the NIC model places data in order (one responder, segment by
  * segment in PSN order). */
@@ -272,10 +269,6 @@ GV_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, void *src)
 	memset(dst, 0, sizeof(*dst));
 }
 
-GV_EXPORT void ibv_copy_path_rec_from_kern(void *dst, void *src)
-{
-}
+GV_EXPORT void ibv_copy_path_rec_from_kern(void *dst, void *src) {}
 
-GV_EXPORT void ibv_copy_path_rec_to_kern(void *dst, void *src)
-{
-}
+GV_EXPORT void ibv_copy_path_rec_to_kern(void *dst, void *src) {}

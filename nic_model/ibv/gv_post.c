@@ -37,20 +37,34 @@
 static enum ibv_wc_status wc_status(uint8_t synd)
 {
 	switch (synd) {
-	case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR: return IBV_WC_LOC_LEN_ERR;
-	case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
-	case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
-	case MLX5_CQE_SYNDROME_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
-	case MLX5_CQE_SYNDROME_MW_BIND_ERR: return IBV_WC_MW_BIND_ERR;
-	case MLX5_CQE_SYNDROME_BAD_RESP_ERR: return IBV_WC_BAD_RESP_ERR;
-	case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR: return IBV_WC_LOC_ACCESS_ERR;
-	case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
-	case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
-	case MLX5_CQE_SYNDROME_REMOTE_OP_ERR: return IBV_WC_REM_OP_ERR;
-	case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
-	case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
-	case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR: return IBV_WC_REM_ABORT_ERR;
-	default: return IBV_WC_GENERAL_ERR;
+	case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:
+		return IBV_WC_LOC_LEN_ERR;
+	case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:
+		return IBV_WC_LOC_QP_OP_ERR;
+	case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:
+		return IBV_WC_LOC_PROT_ERR;
+	case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:
+		return IBV_WC_WR_FLUSH_ERR;
+	case MLX5_CQE_SYNDROME_MW_BIND_ERR:
+		return IBV_WC_MW_BIND_ERR;
+	case MLX5_CQE_SYNDROME_BAD_RESP_ERR:
+		return IBV_WC_BAD_RESP_ERR;
+	case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:
+		return IBV_WC_LOC_ACCESS_ERR;
+	case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+		return IBV_WC_REM_ACCESS_ERR;
+	case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+		return IBV_WC_REM_OP_ERR;
+	case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+		return IBV_WC_RETRY_EXC_ERR;
+	case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+	case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+		return IBV_WC_REM_ABORT_ERR;
+	default:
+		return IBV_WC_GENERAL_ERR;
 	}
 }
 
@@ -72,10 +86,11 @@ static void qp_error_seen(struct gv_qp *q, enum ibv_wc_status st)
 {
 	if (st == IBV_WC_WR_FLUSH_ERR || __atomic_exchange_n(&q->err_event, 1, __ATOMIC_ACQ_REL))
 		return;
-	gv_async_post(q->ctx, st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_LOC_ACCESS_ERR ||
-				      st == IBV_WC_LOC_PROT_ERR ?
-				      IBV_EVENT_QP_ACCESS_ERR :
-				      IBV_EVENT_QP_FATAL,
+	gv_async_post(q->ctx,
+		      st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_LOC_ACCESS_ERR ||
+				      st == IBV_WC_LOC_PROT_ERR
+			      ? IBV_EVENT_QP_ACCESS_ERR
+			      : IBV_EVENT_QP_FATAL,
 		      &q->qpx.qp_base);
 }
 
@@ -149,14 +164,14 @@ int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
 struct gv_wr {
 	uint64_t wr_id;
 	enum ibv_wr_opcode opcode;
-	unsigned flags;			/* IBV_SEND_* */
-	uint32_t imm;			/* host order */
+	unsigned flags; /* IBV_SEND_* */
+	uint32_t imm;	/* host order */
 	uint64_t raddr;
 	uint32_t rkey;
 	uint64_t cmp_add, swap;
 	const struct ibv_sge *sg;
 	uint32_t nsge;
-	const struct ibv_data_buf *inl;	/* ibv_wr_set_inline_data_list */
+	const struct ibv_data_buf *inl; /* ibv_wr_set_inline_data_list */
 	uint32_t ninl;
 };
 
@@ -183,19 +198,36 @@ static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 	if (w->flags & IBV_SEND_SOLICITED)
 		flags |= GDAK_DEV_WQE_SOLICITED;
 	switch (w->opcode) {
-	case IBV_WR_RDMA_WRITE: wc_op = IBV_WC_RDMA_WRITE; break;
-	case IBV_WR_RDMA_WRITE_WITH_IMM: wc_op = IBV_WC_RDMA_WRITE; break;
-	case IBV_WR_SEND: wc_op = IBV_WC_SEND; raddr = false; break;
-	case IBV_WR_SEND_WITH_IMM: wc_op = IBV_WC_SEND; raddr = false; break;
-	case IBV_WR_RDMA_READ: wc_op = IBV_WC_RDMA_READ; break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP: wc_op = IBV_WC_COMP_SWAP; break;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD: wc_op = IBV_WC_FETCH_ADD; break;
+	case IBV_WR_RDMA_WRITE:
+		wc_op = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wc_op = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_SEND:
+		wc_op = IBV_WC_SEND;
+		raddr = false;
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		wc_op = IBV_WC_SEND;
+		raddr = false;
+		break;
+	case IBV_WR_RDMA_READ:
+		wc_op = IBV_WC_RDMA_READ;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		wc_op = IBV_WC_COMP_SWAP;
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wc_op = IBV_WC_FETCH_ADD;
+		break;
 	default:
 		/* memory windows, invalidation, TSO, atomic write, flush: not emulated */
 		return EINVAL;
 	}
 	inline_ = (w->flags & IBV_SEND_INLINE) && w->opcode != IBV_WR_RDMA_READ &&
-		  w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+		  w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		  w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
 	if (inline_) {
 		if (w->inl) {
 			for (uint32_t i = 0; i < w->ninl; i++) {
@@ -240,7 +272,8 @@ static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 
 	switch (w->opcode) {
 	case IBV_WR_RDMA_WRITE:
-		bbs = inline_ ? gdak_dev_wqe_write_inline(d, idx, flags, w->raddr, w->rkey, inl, total)
+		bbs = inline_ ? gdak_dev_wqe_write_inline(d, idx, flags, w->raddr, w->rkey, inl,
+							  total)
 			      : gdak_dev_wqe_write(d, idx, flags, w->raddr, w->rkey, sge, nsge);
 		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -323,12 +356,16 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 	first = q->sq_pi;
 	for (; wr; wr = wr->next) {
 		struct gv_wr w = {
-			.wr_id = wr->wr_id, .opcode = wr->opcode, .flags = wr->send_flags,
-			.imm = be32toh(wr->imm_data), .sg = wr->sg_list,
+			.wr_id = wr->wr_id,
+			.opcode = wr->opcode,
+			.flags = wr->send_flags,
+			.imm = be32toh(wr->imm_data),
+			.sg = wr->sg_list,
 			.nsge = wr->num_sge > 0 ? (uint32_t)wr->num_sge : 0,
 		};
 
-		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			w.raddr = wr->wr.atomic.remote_addr;
 			w.rkey = wr->wr.atomic.rkey;
 			w.cmp_add = wr->wr.atomic.compare_add;
@@ -437,7 +474,7 @@ static void srq_take(void *arg)
 			s->head = (s->head + 1) % s->max_wr;
 			s->count--;
 			if (s->limit && s->count < s->limit) {
-				s->limit = 0;	/* one event per arming */
+				s->limit = 0; /* one event per arming */
 				limit = true;
 			}
 		}
@@ -477,7 +514,8 @@ int gv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 		s->wr[slot] = *wr;
 		s->wr[slot].next = NULL;
 		s->wr[slot].sg_list = &s->sge[(size_t)slot * s->max_sge];
-		memcpy(s->wr[slot].sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(*wr->sg_list));
+		memcpy(s->wr[slot].sg_list, wr->sg_list,
+		       (size_t)wr->num_sge * sizeof(*wr->sg_list));
 		s->count++;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -534,7 +572,7 @@ GV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int
 		return EINVAL;
 	pthread_mutex_lock(&s->lock);
 	if ((mask & IBV_SRQ_MAX_WR) && attr->max_wr != s->max_wr)
-		ret = EINVAL;	/* resizing: not emulated (the device does not claim SRQ_RESIZE use) */
+		ret = EINVAL; /* resizing: not emulated (the device does not claim SRQ_RESIZE use) */
 	else if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > s->max_wr)
 		ret = EINVAL;
 	else if (mask & IBV_SRQ_LIMIT)
@@ -632,9 +670,17 @@ static void wr_finish(struct ibv_qp_ex *x, const struct ibv_sge *sg, uint32_t ns
 {
 	struct gv_qp *q = qx(x);
 	struct gv_wr w = {
-		.wr_id = x->wr_id, .flags = x->wr_flags, .imm = q->wr_pend.imm,
-		.raddr = q->wr_pend.raddr, .rkey = q->wr_pend.rkey, .cmp_add = q->wr_pend.cmp_add,
-		.swap = q->wr_pend.swap, .sg = sg, .nsge = nsge, .inl = inl, .ninl = ninl,
+		.wr_id = x->wr_id,
+		.flags = x->wr_flags,
+		.imm = q->wr_pend.imm,
+		.raddr = q->wr_pend.raddr,
+		.rkey = q->wr_pend.rkey,
+		.cmp_add = q->wr_pend.cmp_add,
+		.swap = q->wr_pend.swap,
+		.sg = sg,
+		.nsge = nsge,
+		.inl = inl,
+		.ninl = ninl,
 	};
 	int ret;
 
@@ -694,8 +740,14 @@ static void wr_unsupported(struct ibv_qp_ex *x)
 	qx(x)->wr_err = EOPNOTSUPP;
 }
 
-static void wr_local_inv(struct ibv_qp_ex *x, uint32_t k) { wr_unsupported(x); }
-static void wr_send_inv(struct ibv_qp_ex *x, uint32_t k) { wr_unsupported(x); }
+static void wr_local_inv(struct ibv_qp_ex *x, uint32_t k)
+{
+	wr_unsupported(x);
+}
+static void wr_send_inv(struct ibv_qp_ex *x, uint32_t k)
+{
+	wr_unsupported(x);
+}
 static void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *i)
 {
@@ -709,7 +761,10 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 {
 	wr_unsupported(x);
 }
-static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t n) { wr_unsupported(x); }
+static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t n)
+{
+	wr_unsupported(x);
+}
 static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, const void *v)
 {
 	wr_unsupported(x);
@@ -717,7 +772,7 @@ static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, 
 
 static void wr_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
 {
-	struct ibv_sge s = {addr, length, lkey};
+	struct ibv_sge s = { addr, length, lkey };
 
 	wr_finish(x, &s, 1, NULL, 0);
 }
@@ -729,7 +784,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge 
 
 static void wr_set_inline(struct ibv_qp_ex *x, void *addr, size_t length)
 {
-	struct ibv_data_buf b = {addr, length};
+	struct ibv_data_buf b = { addr, length };
 
 	wr_finish(x, NULL, 0, &b, 1);
 }

@@ -38,7 +38,7 @@ static uint32_t roundup_pow2(uint32_t v)
 static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
 	struct gv_context *c = gv_ctx(ctx);
-	struct gdak_qp_attr ga = {0};
+	struct gdak_qp_attr ga = { 0 };
 	struct gdak_qp_info info;
 	struct gv_qp *q;
 	uint32_t bbs, sq, rq = 0, rsge = 1, max_wr;
@@ -62,12 +62,11 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		return NULL;
 	}
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    (a->send_ops_flags & ~(uint64_t)(IBV_QP_EX_WITH_RDMA_WRITE |
-					     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-					     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-					     IBV_QP_EX_WITH_RDMA_READ |
-					     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-					     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))) {
+	    (a->send_ops_flags &
+	     ~(uint64_t)(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -104,13 +103,13 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	}
 	memset(q, 0, sizeof(*q));
 	ga.sq_depth = sq;
-	ga.cq_depth = sq;	/* a CQE per WQE at most: the ring cannot overrun */
+	ga.cq_depth = sq; /* a CQE per WQE at most: the ring cannot overrun */
 	ga.rq_depth = rq;
 	ga.rcq_depth = rq;
 	ga.rq_max_sge = rq ? rsge : 1;
 	ga.handler = GDAK_DEV_DB_BF;
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
-	ga.mtu = 4096;		/* the path MTU is the smaller of this and the peer's (RTR) */
+	ga.mtu = 4096; /* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
 	ret = gdak_qp_create(c->dev->g, &ga, &q->g);
 	if (ret)
@@ -151,8 +150,8 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&q->qpx.qp_base.cond, NULL);
 	gv_qp_init_wr_ops(q);
-	q->swq = (struct gv_wq){.qp = q, .kind = GV_WQ_SEND, .ring = &q->d->scq};
-	q->rwq = (struct gv_wq){.qp = q, .kind = GV_WQ_RECV, .ring = &q->d->rcq};
+	q->swq = (struct gv_wq){ .qp = q, .kind = GV_WQ_SEND, .ring = &q->d->scq };
+	q->rwq = (struct gv_wq){ .qp = q, .kind = GV_WQ_RECV, .ring = &q->d->rcq };
 	q->scq = gv_cq_of(a->send_cq);
 	ret = -gv_cq_attach(q->scq, &q->swq);
 	if (ret)
@@ -194,8 +193,9 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	a->cap = q->cap;
 	if (a->srq)
 		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
-	GDAK_DBG("qp", q->qpx.qp_base.qp_num, "verbs RC QP: sq %u WQEBBs (%u WRs), rq %u x %u sge%s",
-		 sq, q->cap.max_send_wr, rq, rsge, a->srq ? " (SRQ)" : "");
+	GDAK_DBG("qp", q->qpx.qp_base.qp_num,
+		 "verbs RC QP: sq %u WQEBBs (%u WRs), rq %u x %u sge%s", sq, q->cap.max_send_wr, rq,
+		 rsge, a->srq ? " (SRQ)" : "");
 	return &q->qpx.qp_base;
 
 err_srq:
@@ -282,11 +282,13 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		struct roce_stats st;
 
 		if (!nm_tr_udp_qp_stats(q->g, &st))
-			GDAK_INFO("qp", qp->qp_num, "wire: tx %llu rx %llu packets, %llu resent, "
+			GDAK_INFO("qp", qp->qp_num,
+				  "wire: tx %llu rx %llu packets, %llu resent, "
 				  "%llu timeouts (%llu early), %llu dup requests, %llu out of "
 				  "sequence, %llu RNR NAKs in, %llu ICRC errors",
 				  (unsigned long long)st.tx_pkts, (unsigned long long)st.rx_pkts,
-				  (unsigned long long)st.retransmits, (unsigned long long)st.timeouts,
+				  (unsigned long long)st.retransmits,
+				  (unsigned long long)st.timeouts,
 				  (unsigned long long)st.early_timeouts,
 				  (unsigned long long)st.dup_reqs, (unsigned long long)st.ooo_drops,
 				  (unsigned long long)st.rnr_naks_rcvd,
@@ -416,7 +418,7 @@ static int start_nic(struct gv_qp *q)
 
 GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask_in)
 {
-	static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct gv_qp *q = gv_qp_of(qp);
 	uint32_t mask = (uint32_t)mask_in, req, opt;
 	enum ibv_qp_state from, to;
@@ -430,8 +432,9 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
 	rc_masks(from, to, &req, &opt);
 	if (req == UINT32_MAX || (mask & req) != req || (mask & ~(req | opt))) {
-		GDAK_DBG("qp", qp->qp_num, "modify %d -> %d: mask 0x%x, required 0x%x, optional 0x%x",
-			 from, to, mask, req == UINT32_MAX ? 0 : req, opt);
+		GDAK_DBG("qp", qp->qp_num,
+			 "modify %d -> %d: mask 0x%x, required 0x%x, optional 0x%x", from, to, mask,
+			 req == UINT32_MAX ? 0 : req, opt);
 		return EINVAL;
 	}
 	if (mask & IBV_QP_PORT && attr->port_num != 1)
@@ -457,8 +460,10 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 
 		/* RoCE: the address is the GRH's destination GID, IPv4-mapped here */
 		if (!ah->is_global || memcmp(ah->grh.dgid.raw, v4map, 12) || ah->port_num > 1) {
-			GDAK_ERR("qp", qp->qp_num, "modify to RTR: the address vector needs a GRH "
-				 "with an IPv4-mapped destination GID (is_global %u)", ah->is_global);
+			GDAK_ERR("qp", qp->qp_num,
+				 "modify to RTR: the address vector needs a GRH "
+				 "with an IPv4-mapped destination GID (is_global %u)",
+				 ah->is_global);
 			return EINVAL;
 		}
 	}

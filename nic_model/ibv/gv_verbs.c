@@ -158,8 +158,10 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 	if (access & ~(known | IBV_ACCESS_OPTIONAL_RANGE) ||
 	    ((access & IBV_ACCESS_ON_DEMAND) && !addr && len == SIZE_MAX)) {
 		/* zero-based, implicit on-demand paging: not emulated */
-		GDAK_ERR("mr", 0, "reg_mr: access 0x%x at %p+%zu not supported (zero-based, "
-			 "implicit ODP)", access, addr, len);
+		GDAK_ERR("mr", 0,
+			 "reg_mr: access 0x%x at %p+%zu not supported (zero-based, "
+			 "implicit ODP)",
+			 access, addr, len);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -205,8 +207,8 @@ GV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
 	return mr_reg(pd, addr, len, iova, (unsigned)access);
 }
 
-GV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len,
-					  uint64_t iova, unsigned int access)
+GV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+					  unsigned int access)
 {
 	return mr_reg(pd, addr, len, iova, access);
 }
@@ -271,7 +273,8 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 static int advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		     struct ibv_sge *sg, uint32_t n)
 {
-	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
 		return EOPNOTSUPP;
 	return 0;
@@ -332,14 +335,14 @@ GV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc 
 
 struct gv_channel {
 	struct ibv_comp_channel ch;
-	int wr;			/* pipe's write end; ch.fd is the read end */
+	int wr; /* pipe's write end; ch.fd is the read end */
 };
 
 static pthread_mutex_t nt_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nt_cond = PTHREAD_COND_INITIALIZER;
-static struct gv_cq **nt_cqs;	/* CQs that have a channel */
+static struct gv_cq **nt_cqs; /* CQs that have a channel */
 static unsigned nt_n, nt_cap;
-static int nt_armed;		/* CQs armed now */
+static int nt_armed; /* CQs armed now */
 static bool nt_running;
 static pthread_t nt_thr;
 
@@ -384,7 +387,7 @@ static void *notifier(void *arg)
 		}
 		pthread_mutex_unlock(&nt_lock);
 		{
-			struct timespec ts = {0, (long)pause_us * 1000};
+			struct timespec ts = { 0, (long)pause_us * 1000 };
 
 			nanosleep(&ts, NULL);
 		}
@@ -496,7 +499,7 @@ static int req_notify_cq(struct ibv_cq *bcq, int solicited_only)
 	struct gv_cq *cq = gv_cq_of(bcq);
 
 	if (!bcq->channel)
-		return 0;	/* armed, with nowhere to deliver: as libmlx5 */
+		return 0; /* armed, with nowhere to deliver: as libmlx5 */
 	pthread_mutex_lock(&nt_lock);
 	if (!atomic_exchange(&cq->armed, solicited_only ? 2 : 1))
 		nt_armed++;
@@ -626,16 +629,46 @@ static void cqx_end(struct ibv_cq_ex *x)
 }
 
 #define CUR(x) (&gv_container_of(x, struct gv_cq, cqx)->cur)
-static enum ibv_wc_opcode cqx_opcode(struct ibv_cq_ex *x) { return CUR(x)->opcode; }
-static uint32_t cqx_vendor_err(struct ibv_cq_ex *x) { return CUR(x)->vendor_err; }
-static uint32_t cqx_byte_len(struct ibv_cq_ex *x) { return CUR(x)->byte_len; }
-static __be32 cqx_imm(struct ibv_cq_ex *x) { return CUR(x)->imm_data; }
-static uint32_t cqx_qp_num(struct ibv_cq_ex *x) { return CUR(x)->qp_num; }
-static uint32_t cqx_src_qp(struct ibv_cq_ex *x) { return CUR(x)->src_qp; }
-static unsigned int cqx_wc_flags(struct ibv_cq_ex *x) { return CUR(x)->wc_flags; }
-static uint32_t cqx_slid(struct ibv_cq_ex *x) { return CUR(x)->slid; }
-static uint8_t cqx_sl(struct ibv_cq_ex *x) { return CUR(x)->sl; }
-static uint8_t cqx_dlid_path_bits(struct ibv_cq_ex *x) { return CUR(x)->dlid_path_bits; }
+static enum ibv_wc_opcode cqx_opcode(struct ibv_cq_ex *x)
+{
+	return CUR(x)->opcode;
+}
+static uint32_t cqx_vendor_err(struct ibv_cq_ex *x)
+{
+	return CUR(x)->vendor_err;
+}
+static uint32_t cqx_byte_len(struct ibv_cq_ex *x)
+{
+	return CUR(x)->byte_len;
+}
+static __be32 cqx_imm(struct ibv_cq_ex *x)
+{
+	return CUR(x)->imm_data;
+}
+static uint32_t cqx_qp_num(struct ibv_cq_ex *x)
+{
+	return CUR(x)->qp_num;
+}
+static uint32_t cqx_src_qp(struct ibv_cq_ex *x)
+{
+	return CUR(x)->src_qp;
+}
+static unsigned int cqx_wc_flags(struct ibv_cq_ex *x)
+{
+	return CUR(x)->wc_flags;
+}
+static uint32_t cqx_slid(struct ibv_cq_ex *x)
+{
+	return CUR(x)->slid;
+}
+static uint8_t cqx_sl(struct ibv_cq_ex *x)
+{
+	return CUR(x)->sl;
+}
+static uint8_t cqx_dlid_path_bits(struct ibv_cq_ex *x)
+{
+	return CUR(x)->dlid_path_bits;
+}
 /* The NIC model does not stamp its CQEs: the time the entry is read, on
  * the clock query_rt_values reports, is the closest there is. */
 static uint64_t cqx_ts(struct ibv_cq_ex *x)
@@ -724,11 +757,13 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx, struct ibv_cq_ini
 	const uint64_t wc_known = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
 				  IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
 				  IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-				  IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+				  IBV_WC_EX_WITH_DLID_PATH_BITS |
+				  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
 				  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 	struct gv_cq *cq;
 
-	if (!a || (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))) {
+	if (!a ||
+	    (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -183,7 +183,8 @@ int main(int argc, char **argv)
 		unsetenv("GDAK_TRACE");
 	} else {
 		if (!trace)
-			trace = gdak_env_raw("GDAK_TRACE") ? gdak_env_raw("GDAK_TRACE") : "demo.pcapng";
+			trace = gdak_env_raw("GDAK_TRACE") ? gdak_env_raw("GDAK_TRACE")
+							   : "demo.pcapng";
 		/* the NIC model opens it at gdak_open (gdak/nic.h) */
 		setenv("GDAK_TRACE", trace, 1);
 	}
@@ -196,7 +197,9 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "gdak-demo: cannot set up two connected QPs on '%s'%s: %s\n",
 			device ? device : gdak_env_text("GDAK_DEVICE"),
-			device ? "" : gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
+			device			      ? ""
+			: gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)"
+						      : " (the default)",
 			gdak_strerror(rc));
 		teardown(&st);
 		return 1;

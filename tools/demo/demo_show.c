@@ -31,11 +31,12 @@ void demo_print_table(const struct demo_args *a, const char *device, const char 
 	printf(" trace: %s\n", trace ? trace : "(off)");
 	/* the numbers below depend on it: say which, and how to get the other */
 	if (!strncmp(device, "emu", 3))
-		printf(" NIC polling: %s\n", gdak_nic_get_poll() == GDAK_NIC_POLL_SPIN ?
-		       "spin (a whole core per NIC thread; GDAK_POLL=adaptive lets idle "
-		       "NIC threads sleep)" :
-		       "adaptive (idle NIC threads back off and sleep; GDAK_POLL=spin for "
-		       "the lowest latency)");
+		printf(" NIC polling: %s\n",
+		       gdak_nic_get_poll() == GDAK_NIC_POLL_SPIN
+			       ? "spin (a whole core per NIC thread; GDAK_POLL=adaptive lets idle "
+				 "NIC threads sleep)"
+			       : "adaptive (idle NIC threads back off and sleep; GDAK_POLL=spin for "
+				 "the lowest latency)");
 	rule();
 	printf(" %-16s %7s %7s %10s %10s %10s  %s\n", "op", "#bytes", "#iters", "t_avg[us]",
 	       "t_min[us]", "t_max[us]", "verified");

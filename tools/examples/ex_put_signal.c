@@ -26,7 +26,7 @@
 #include <gdak/dev/dev.h>
 
 #define LEN 4096
-#define SIG_OFF LEN		/* the signal word follows the data */
+#define SIG_OFF LEN /* the signal word follows the data */
 #define TIMEOUT_MS 30000
 
 /* What the initiator needs to address the target's buffer; big-endian on
@@ -47,7 +47,7 @@ static int run(int target, struct gdak_bootstrap *bs)
 {
 	const char *dev = getenv("EX_DEVICE") ? getenv("EX_DEVICE") : "emu:udp";
 	struct gdak_qp_info mine, theirs;
-	struct keys k = {0}, peer;
+	struct keys k = { 0 }, peer;
 	struct gdak_ctx *ctx;
 	struct gdak_qp *qp;
 	struct gdak_mr *mr;
@@ -93,22 +93,24 @@ static int run(int target, struct gdak_bootstrap *bs)
 			}
 		printf("target: signal %llu, %d bytes checked\n", (unsigned long long)v, LEN);
 	} else {
-		struct gdak_dev_sge sge = {.addr = (uintptr_t)buf, .len = LEN,
-					   .lkey = gdak_mr_lkey(mr)};
+		struct gdak_dev_sge sge = { .addr = (uintptr_t)buf,
+					    .len = LEN,
+					    .lkey = gdak_mr_lkey(mr) };
 		uint64_t raddr = be64toh(peer.addr), ticket;
 		uint32_t rkey = be32toh(peer.rkey);
-		struct gdak_dev_cqe err = {0};
+		struct gdak_dev_cqe err = { 0 };
 
 		for (int i = 0; i < LEN; i++)
 			buf[i] = (uint8_t)(i ^ 0x5a);
 		/* RDMA_WRITE of the data, then ATOMIC_FA +1 on the signal word,
 		 * one doorbell; ticket: the index just past both WQEs */
-		ret = gdak_dev_put_signal(q, &sge, raddr, rkey, raddr + SIG_OFF, rkey, 1, 0, &ticket);
+		ret = gdak_dev_put_signal(q, &sge, raddr, rkey, raddr + SIG_OFF, rkey, 1, 0,
+					  &ticket);
 		if (!ret)
 			ret = gdak_dev_wait(q, ticket, &err);
 		if (ret) {
-			fprintf(stderr, "initiator: put+signal: %s (syndrome %s)\n", gdak_strerror(ret),
-				gdak_mlx5_syndrome_name(err.syndrome));
+			fprintf(stderr, "initiator: put+signal: %s (syndrome %s)\n",
+				gdak_strerror(ret), gdak_mlx5_syndrome_name(err.syndrome));
 			return 1;
 		}
 		printf("initiator: put %d bytes + signal, completed\n", LEN);

@@ -39,8 +39,8 @@ static int run(int rank, int size)
 {
 	struct gdak_qp_info *to = calloc((size_t)size, sizeof(*to));
 	struct gdak_qp_info *from = calloc((size_t)size, sizeof(*from));
-	struct keys k = {0}, *all = calloc((size_t)size, sizeof(*all));
-	int peer = rank ^ 1;	/* ranks pair up: 0-1, 2-3, ... */
+	struct keys k = { 0 }, *all = calloc((size_t)size, sizeof(*all));
+	int peer = rank ^ 1; /* ranks pair up: 0-1, 2-3, ... */
 	struct gdak_ctx *ctx;
 	struct gdak_qp *qp;
 	struct gdak_mr *mr;
@@ -83,15 +83,17 @@ static int run(int rank, int size)
 		printf("rank %d: signal %llu, %d bytes from rank %d checked\n", rank,
 		       (unsigned long long)v, LEN, peer);
 	} else {
-		struct gdak_dev_sge sge = {.addr = (uintptr_t)buf, .len = LEN,
-					   .lkey = gdak_mr_lkey(mr)};
+		struct gdak_dev_sge sge = { .addr = (uintptr_t)buf,
+					    .len = LEN,
+					    .lkey = gdak_mr_lkey(mr) };
 		uint64_t raddr = be64toh(all[peer].addr), ticket;
 		uint32_t rkey = be32toh(all[peer].rkey);
-		struct gdak_dev_cqe err = {0};
+		struct gdak_dev_cqe err = { 0 };
 
 		for (int i = 0; i < LEN; i++)
 			buf[i] = (uint8_t)(i ^ peer);
-		ret = gdak_dev_put_signal(q, &sge, raddr, rkey, raddr + SIG_OFF, rkey, 1, 0, &ticket);
+		ret = gdak_dev_put_signal(q, &sge, raddr, rkey, raddr + SIG_OFF, rkey, 1, 0,
+					  &ticket);
 		if (!ret)
 			ret = gdak_dev_wait(q, ticket, &err);
 		if (ret)

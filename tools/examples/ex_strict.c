@@ -39,10 +39,9 @@ int main(int argc, char **argv)
 	int ret, n;
 
 	if (gdak_open("emu", &ctx) || gdak_mem_alloc(ctx, 128, GDAK_MEM_HOST, (void **)&buf) ||
-	    gdak_mr_reg(ctx, buf, 128, GDAK_ACCESS_ALL, &mr) ||
-	    gdak_qp_create(ctx, NULL, &qa) || gdak_qp_create(ctx, NULL, &qb) ||
-	    gdak_qp_info(qa, &ia) || gdak_qp_info(qb, &ib) || gdak_qp_connect(qa, &ib) ||
-	    gdak_qp_connect(qb, &ia) || gdak_qp_export(qa, &q))
+	    gdak_mr_reg(ctx, buf, 128, GDAK_ACCESS_ALL, &mr) || gdak_qp_create(ctx, NULL, &qa) ||
+	    gdak_qp_create(ctx, NULL, &qb) || gdak_qp_info(qa, &ia) || gdak_qp_info(qb, &ib) ||
+	    gdak_qp_connect(qa, &ib) || gdak_qp_connect(qb, &ia) || gdak_qp_export(qa, &q))
 		return 1;
 	/* the trace starts here (GDAK_TRACE=path would start it at gdak_open) */
 	if ((ret = gdak_nic_set_trace(trace))) {
@@ -50,11 +49,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct gdak_dev_sge sge = {.addr = (uintptr_t)buf, .len = 64, .lkey = gdak_mr_lkey(mr)};
+	struct gdak_dev_sge sge = { .addr = (uintptr_t)buf, .len = 64, .lkey = gdak_mr_lkey(mr) };
 	uint64_t idx = gdak_dev_sq_reserve(q, 1);
 	/* THE BUG: same ring slot (idx & (ring - 1)), wrong ctrl wqe_index */
-	gdak_dev_wqe_write(q, idx + q->sq_wqebb_cnt, GDAK_DEV_WQE_SIGNAL,
-			   (uintptr_t)buf + 64, gdak_mr_rkey(mr), &sge, 1);
+	gdak_dev_wqe_write(q, idx + q->sq_wqebb_cnt, GDAK_DEV_WQE_SIGNAL, (uintptr_t)buf + 64,
+			   gdak_mr_rkey(mr), &sge, 1);
 	gdak_dev_sq_submit(q, idx, q->sq_resv);
 
 	while ((n = gdak_dev_cq_poll_one(&q->scq, q->sq_done, &cqe)) == 0)
@@ -68,12 +67,14 @@ int main(int argc, char **argv)
 		return 1;
 	printf("QP 0x%06x: state %s, rule %s: %s\n", gdak_qp_num(qa), gdak_qp_state_name(qe.state),
 	       qe.rule, qe.text);
-	gdak_nic_set_trace(NULL);	/* close the trace: gdak-trace reads a complete file */
+	gdak_nic_set_trace(NULL); /* close the trace: gdak-trace reads a complete file */
 	printf("trace: %s (gdak-trace --errors %s)\n", trace, trace);
 
 	ret = n == -EIO && cqe.opcode == MLX5_CQE_REQ_ERR &&
-	      cqe.syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR && qe.state == GDAK_QPS_ERR &&
-	      !strcmp(qe.rule, "wqe_index_mismatch") ? 0 : 1;
+			      cqe.syndrome == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR &&
+			      qe.state == GDAK_QPS_ERR && !strcmp(qe.rule, "wqe_index_mismatch")
+		      ? 0
+		      : 1;
 	if (ret)
 		fprintf(stderr, "ex_strict: the violation was not reported as expected\n");
 	gdak_qp_destroy(qa);

@@ -67,7 +67,9 @@ int main(int argc, char **argv)
 	 *    a fresh queue has all of it; later, gdak_dev_sq_free_bbs says how
 	 *    much is free (rma.h's calls wait for it). */
 	uint64_t idx = gdak_dev_sq_reserve(q, 1);
-	struct gdak_dev_sge sge = {.addr = (uintptr_t)src, .len = LEN, .lkey = gdak_mr_lkey(msrc)};
+	struct gdak_dev_sge sge = { .addr = (uintptr_t)src,
+				    .len = LEN,
+				    .lkey = gdak_mr_lkey(msrc) };
 
 	/* 2. Build an RDMA_WRITE WQE there: ctrl + remote address + one data
 	 *    segment.  SIGNAL asks for a CQE on success (without it the NIC

@@ -173,8 +173,16 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 enum {
 	OPT_SIZE_RANGE = 256, OPT_IDLE_QPS, OPT_WPD, OPT_SIGNAL, OPT_SQ, OPT_HANDLER,
 	OPT_NIC_THREADS, OPT_POLL, OPT_SERVER, OPT_CUDA, OPT_CTAS, OPT_NO_BASE, OPT_TRACE,
-	OPT_MEM, OPT_JSON, OPT_JSON_FILE, OPT_CSV, OPT_QUIET, OPT_IDLE_MS, OPT_THREADS,
-	OPT_GBITS, OPT_VERSION, OPT_NO_MEANING,
+	OPT_MEM,
+	OPT_JSON,
+	OPT_JSON_FILE,
+	OPT_CSV,
+	OPT_QUIET,
+	OPT_IDLE_MS,
+	OPT_THREADS,
+	OPT_GBITS,
+	OPT_VERSION,
+	OPT_NO_MEANING,
 };
 
 /* perftest's flags that have no meaning for gdak-perf: refused by name, with
@@ -183,72 +191,72 @@ static const struct {
 	char sopt;
 	const char *lopt, *why;
 } no_meaning[] = {
-	{'x', "gid-index", "the UDP address comes from the device string (-d emu:udp:ADDR)"},
-	{'i', "ib-port", "a gdak device has one port"},
-	{'R', "rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)"},
-	{'z', "comm_rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)"},
-	{'e', "events", "device code polls its CQs; there are no completion events"},
-	{'I', "inline_size", "device code chooses inline per call (gdak_dev_put_inline)"},
-	{'c', "connection", "gdak's QPs are RC only"},
-	{'b', "bidirectional", "one direction per run here (run two gdak-perf for both)"},
-	{'S', "sl", "the NIC model has no service levels"},
-	{'T', "tos", "the NIC model has no traffic classes"},
-	{'u', "qp-timeout", "the NIC model's retransmission timer is not set per run"},
-	{0, "run_infinitely", "every run ends and verifies its data (use -D S for long runs)"},
+	{ 'x', "gid-index", "the UDP address comes from the device string (-d emu:udp:ADDR)" },
+	{ 'i', "ib-port", "a gdak device has one port" },
+	{ 'R', "rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)" },
+	{ 'z', "comm_rdma_cm", "connections are set up by gdak's TCP bootstrap (or MPI)" },
+	{ 'e', "events", "device code polls its CQs; there are no completion events" },
+	{ 'I', "inline_size", "device code chooses inline per call (gdak_dev_put_inline)" },
+	{ 'c', "connection", "gdak's QPs are RC only" },
+	{ 'b', "bidirectional", "one direction per run here (run two gdak-perf for both)" },
+	{ 'S', "sl", "the NIC model has no service levels" },
+	{ 'T', "tos", "the NIC model has no traffic classes" },
+	{ 'u', "qp-timeout", "the NIC model's retransmission timer is not set per run" },
+	{ 0, "run_infinitely", "every run ends and verifies its data (use -D S for long runs)" },
 };
 #define NO_MEANING_N (sizeof(no_meaning) / sizeof(no_meaning[0]))
 
 static const struct option long_opts[] = {
-	{"size", required_argument, NULL, 's'},
-	{"size-range", required_argument, NULL, OPT_SIZE_RANGE},
-	{"all", no_argument, NULL, 'a'},
-	{"max-size", required_argument, NULL, 'm'},
-	{"iters", required_argument, NULL, 'n'},
-	{"duration", required_argument, NULL, 'D'},
-	{"post_list", required_argument, NULL, 'l'},
-	{"cq-mod", required_argument, NULL, 'Q'},
-	{"tx-depth", required_argument, NULL, OPT_SQ},
-	{"report_gbits", no_argument, NULL, OPT_GBITS},
-	{"CPU-freq", no_argument, NULL, 'F'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{"rounds", required_argument, NULL, 'r'},
-	{"qps", required_argument, NULL, 'q'},
-	{"idle-qps", required_argument, NULL, OPT_IDLE_QPS},
-	{"threads", required_argument, NULL, OPT_THREADS},
-	{"wqes-per-db", required_argument, NULL, OPT_WPD},
-	{"signal-every", required_argument, NULL, OPT_SIGNAL},
-	{"sq-depth", required_argument, NULL, OPT_SQ},
-	{"handler", required_argument, NULL, OPT_HANDLER},
-	{"nic-threads", required_argument, NULL, OPT_NIC_THREADS},
-	{"poll", required_argument, NULL, OPT_POLL},
-	{"device", required_argument, NULL, 'd'},
-	{"server", no_argument, NULL, OPT_SERVER},
-	{"port", required_argument, NULL, 'p'},
-	{"cuda", no_argument, NULL, OPT_CUDA},
-	{"mem", required_argument, NULL, OPT_MEM},
-	{"ctas", required_argument, NULL, OPT_CTAS},
-	{"no-baseline", no_argument, NULL, OPT_NO_BASE},
-	{"trace", required_argument, NULL, OPT_TRACE},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"json-file", required_argument, NULL, OPT_JSON_FILE},
-	{"csv", no_argument, NULL, OPT_CSV},
-	{"quiet", no_argument, NULL, OPT_QUIET},
-	{"idle-ms", required_argument, NULL, OPT_IDLE_MS},
-	{"help", no_argument, NULL, 'h'},
+	{ "size", required_argument, NULL, 's' },
+	{ "size-range", required_argument, NULL, OPT_SIZE_RANGE },
+	{ "all", no_argument, NULL, 'a' },
+	{ "max-size", required_argument, NULL, 'm' },
+	{ "iters", required_argument, NULL, 'n' },
+	{ "duration", required_argument, NULL, 'D' },
+	{ "post_list", required_argument, NULL, 'l' },
+	{ "cq-mod", required_argument, NULL, 'Q' },
+	{ "tx-depth", required_argument, NULL, OPT_SQ },
+	{ "report_gbits", no_argument, NULL, OPT_GBITS },
+	{ "CPU-freq", no_argument, NULL, 'F' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "rounds", required_argument, NULL, 'r' },
+	{ "qps", required_argument, NULL, 'q' },
+	{ "idle-qps", required_argument, NULL, OPT_IDLE_QPS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "wqes-per-db", required_argument, NULL, OPT_WPD },
+	{ "signal-every", required_argument, NULL, OPT_SIGNAL },
+	{ "sq-depth", required_argument, NULL, OPT_SQ },
+	{ "handler", required_argument, NULL, OPT_HANDLER },
+	{ "nic-threads", required_argument, NULL, OPT_NIC_THREADS },
+	{ "poll", required_argument, NULL, OPT_POLL },
+	{ "device", required_argument, NULL, 'd' },
+	{ "server", no_argument, NULL, OPT_SERVER },
+	{ "port", required_argument, NULL, 'p' },
+	{ "cuda", no_argument, NULL, OPT_CUDA },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "ctas", required_argument, NULL, OPT_CTAS },
+	{ "no-baseline", no_argument, NULL, OPT_NO_BASE },
+	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "json-file", required_argument, NULL, OPT_JSON_FILE },
+	{ "csv", no_argument, NULL, OPT_CSV },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "idle-ms", required_argument, NULL, OPT_IDLE_MS },
+	{ "help", no_argument, NULL, 'h' },
 	/* no_meaning[]: their long names (has_arg: whatever perftest's take) */
-	{"gid-index", required_argument, NULL, OPT_NO_MEANING},
-	{"ib-port", required_argument, NULL, OPT_NO_MEANING},
-	{"rdma_cm", no_argument, NULL, OPT_NO_MEANING},
-	{"comm_rdma_cm", no_argument, NULL, OPT_NO_MEANING},
-	{"events", no_argument, NULL, OPT_NO_MEANING},
-	{"inline_size", required_argument, NULL, OPT_NO_MEANING},
-	{"connection", required_argument, NULL, OPT_NO_MEANING},
-	{"bidirectional", no_argument, NULL, OPT_NO_MEANING},
-	{"sl", required_argument, NULL, OPT_NO_MEANING},
-	{"tos", required_argument, NULL, OPT_NO_MEANING},
-	{"qp-timeout", required_argument, NULL, OPT_NO_MEANING},
-	{"run_infinitely", no_argument, NULL, OPT_NO_MEANING},
-	{NULL, 0, NULL, 0},
+	{ "gid-index", required_argument, NULL, OPT_NO_MEANING },
+	{ "ib-port", required_argument, NULL, OPT_NO_MEANING },
+	{ "rdma_cm", no_argument, NULL, OPT_NO_MEANING },
+	{ "comm_rdma_cm", no_argument, NULL, OPT_NO_MEANING },
+	{ "events", no_argument, NULL, OPT_NO_MEANING },
+	{ "inline_size", required_argument, NULL, OPT_NO_MEANING },
+	{ "connection", required_argument, NULL, OPT_NO_MEANING },
+	{ "bidirectional", no_argument, NULL, OPT_NO_MEANING },
+	{ "sl", required_argument, NULL, OPT_NO_MEANING },
+	{ "tos", required_argument, NULL, OPT_NO_MEANING },
+	{ "qp-timeout", required_argument, NULL, OPT_NO_MEANING },
+	{ "run_infinitely", no_argument, NULL, OPT_NO_MEANING },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* c: the short option, or 0 with lname the long one. */
@@ -262,8 +270,8 @@ static int refuse_no_meaning(int c, const char *lname)
 	if (i == NO_MEANING_N)
 		return usage_err("unknown option '%s'", lname ? lname : "?");
 	if (no_meaning[i].sopt)
-		return usage_err("perftest's -%c (--%s) has no meaning here: %s", no_meaning[i].sopt,
-				 no_meaning[i].lopt, no_meaning[i].why);
+		return usage_err("perftest's -%c (--%s) has no meaning here: %s",
+				 no_meaning[i].sopt, no_meaning[i].lopt, no_meaning[i].why);
 	return usage_err("perftest's --%s has no meaning here: %s", no_meaning[i].lopt,
 			 no_meaning[i].why);
 }
@@ -295,7 +303,8 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 	if (o->size_min != o->size_max && (!is_pow2(o->size_min) || !is_pow2(o->size_max)))
 		return usage_err("%s", "size range: MIN and MAX must be powers of two");
 	if (!is_pow2(o->sq_depth) || o->sq_depth < 2 || o->sq_depth > 32768)
-		return usage_err("%s", "the send queue depth (-t / --tx-depth / --sq-depth) must be "
+		return usage_err("%s",
+				 "the send queue depth (-t / --tx-depth / --sq-depth) must be "
 				 "a power of two in 2..32768");
 	if (!o->wqes_per_db || o->wqes_per_db > o->sq_depth / 2)
 		return usage_err("%s", "--wqes-per-db must be 1..sq-depth/2");
@@ -306,7 +315,8 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 	if (!qps_given)
 		o->qps = o->threads;
 	if (o->qps < o->threads)
-		return usage_err("%s", "-q must be at least --threads: every posting thread needs a QP");
+		return usage_err("%s",
+				 "-q must be at least --threads: every posting thread needs a QP");
 	if (o->server && o->peer_addr)
 		return usage_err("%s", "--server and SERVER_ADDR exclude each other");
 	if (!o->port && !o->server)
@@ -317,13 +327,15 @@ static int check_combination(struct perf_opts *o, int have_size, int have_range,
 		return usage_err("%s", "--ctas needs --cuda");
 	/* host threads prepare and verify the buffers with loads and stores */
 	if (o->mem == GDAK_MEM_GPU && !o->cuda)
-		return usage_err("%s", "--mem gpu needs a kernel (host threads cannot touch GPU "
-				 "memory): gdak-perf --cuda runs gdak-perf-cuda, whose data is in GPU memory");
+		return usage_err(
+			"%s",
+			"--mem gpu needs a kernel (host threads cannot touch GPU "
+			"memory): gdak-perf --cuda runs gdak-perf-cuda, whose data is in GPU memory");
 	if (o->duration_ms && o->iters)
 		return usage_err("%s", "-D (duration) and -n (iterations) exclude each other");
 	if (o->report_gbits && (o->json || o->csv))
 		return usage_err("%s", "--report_gbits is for the table; --json and --csv carry "
-				 "bytes per second");
+				       "bytes per second");
 	return 0;
 }
 
@@ -423,10 +435,18 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			return refuse_no_meaning(0, li >= 0 ? long_opts[li].name : NULL);
 		case 'c':
 			if (!strcasecmp(optarg, "RC"))
-				break;	/* what every gdak QP is */
+				break; /* what every gdak QP is */
 			return refuse_no_meaning(c, NULL);
-		case 'x': case 'i': case 'R': case 'z': case 'e': case 'I': case 'b':
-		case 'S': case 'T': case 'u':
+		case 'x':
+		case 'i':
+		case 'R':
+		case 'z':
+		case 'e':
+		case 'I':
+		case 'b':
+		case 'S':
+		case 'T':
+		case 'u':
 			return refuse_no_meaning(c, NULL);
 		case 'l':
 		case OPT_WPD:
@@ -444,7 +464,8 @@ int perf_parse_args(int argc, char **argv, struct perf_opts *o)
 		case OPT_SQ:
 			if (parse_uint(optarg, 32768, &v))
 				return usage_err("bad send queue depth '%s' (-t / --tx-depth / "
-						 "--sq-depth: a power of two, 2..32768)", optarg);
+						 "--sq-depth: a power of two, 2..32768)",
+						 optarg);
 			o->sq_depth = (unsigned)v;
 			break;
 		case OPT_HANDLER:

@@ -31,7 +31,7 @@ static uint64_t cpu_ns(void)
  * so the process's CPU time is what the NIC threads spend on idle QPs. */
 static void measure_idle(const struct perf_opts *o)
 {
-	struct timespec ts = {(time_t)(o->idle_ms / 1000), (long)(o->idle_ms % 1000) * 1000000L};
+	struct timespec ts = { (time_t)(o->idle_ms / 1000), (long)(o->idle_ms % 1000) * 1000000L };
 	uint64_t c0 = cpu_ns(), t0 = perf_now_ns(), c1, t1;
 
 	while (nanosleep(&ts, &ts))
@@ -58,7 +58,8 @@ static int run_cuda(const struct perf_opts *o)
 	if (o->test->id != PERF_WRITE_LAT && o->test->id != PERF_WRITE_BW)
 		bad = "tests other than write_lat and write_bw";
 	else if (o->size_min != o->size_max || (o->test->id == PERF_WRITE_LAT && o->size_min != 8))
-		bad = o->test->id == PERF_WRITE_LAT ? "-s other than 8 for write_lat" : "-a / --size-range";
+		bad = o->test->id == PERF_WRITE_LAT ? "-s other than 8 for write_lat"
+						    : "-a / --size-range";
 	else if (o->json || o->csv || o->report_gbits)
 		bad = "--json / --csv / --report_gbits (--json-file PATH is passed on)";
 	else if (o->server || o->peer_addr || o->mpi)
@@ -110,8 +111,10 @@ static int run_cuda(const struct perf_opts *o)
 	if (len > 0 && !access(self, X_OK))
 		execv(self, (char *const *)argv);
 	execvp("gdak-perf-cuda", (char *const *)argv);
-	fprintf(stderr, "gdak-perf: --cuda runs gdak-perf-cuda, which is not next to gdak-perf "
-		"nor on PATH (a build without CUDA has none): %s\n", strerror(errno));
+	fprintf(stderr,
+		"gdak-perf: --cuda runs gdak-perf-cuda, which is not next to gdak-perf "
+		"nor on PATH (a build without CUDA has none): %s\n",
+		strerror(errno));
 	return PERF_EXIT_FAIL;
 }
 
@@ -140,9 +143,10 @@ int main(int argc, char **argv)
 		return run_cuda(&o);
 	/* say it rather than measure the scheduler in silence */
 	if (o.threads > 1 && o.threads >= (unsigned)sysconf(_SC_NPROCESSORS_ONLN) && !o.quiet)
-		fprintf(stderr, "gdak-perf: note: %u posting threads (--threads) and the NIC threads "
-			"on %ld CPUs: they take turns, and the numbers measure that\n", o.threads,
-			sysconf(_SC_NPROCESSORS_ONLN));
+		fprintf(stderr,
+			"gdak-perf: note: %u posting threads (--threads) and the NIC threads "
+			"on %ld CPUs: they take turns, and the numbers measure that\n",
+			o.threads, sysconf(_SC_NPROCESSORS_ONLN));
 	if (o.test->kind == PERF_KIND_BASE && (o.server || o.peer_addr)) {
 		fprintf(stderr, "gdak-perf: baseline runs in one process "
 				"(no --server / SERVER_ADDR)\n");
@@ -154,9 +158,10 @@ int main(int argc, char **argv)
 			perf_mpi_unblock(&o);
 			/* the name the user gave, or where the default came from */
 			fprintf(stderr, "gdak-perf: cannot set up %s on device '%s'%s: %s\n",
-				o.test->name, o.device ? o.device :
-				gdak_env_text("GDAK_DEVICE"),
-				o.device ? "" : gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)" : " (the default)",
+				o.test->name, o.device ? o.device : gdak_env_text("GDAK_DEVICE"),
+				o.device		      ? ""
+				: gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)"
+							      : " (the default)",
 				gdak_strerror(ret));
 			return PERF_EXIT_FAIL;
 		}
@@ -194,7 +199,8 @@ int main(int argc, char **argv)
 		}
 		if (e) {
 			/* the file's own error, not a completion's */
-			fprintf(stderr, "gdak-perf: cannot write %s: %s\n", o.json_file, strerror(e));
+			fprintf(stderr, "gdak-perf: cannot write %s: %s\n", o.json_file,
+				strerror(e));
 			out_failed = 1;
 		}
 	}

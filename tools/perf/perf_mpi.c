@@ -59,23 +59,26 @@ int perf_mpi_init(int *argc, char ***argv, struct perf_opts *o)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (size == 1)
-		return 0;	/* mpirun -np 1: an ordinary run */
+		return 0; /* mpirun -np 1: an ordinary run */
 	if (size != 2) {
 		if (!rank)
-			fprintf(stderr, "gdak-perf: under mpirun, run 2 ranks (-np 2): rank 0 serves, "
-				"rank 1 measures; this job has %d\n", size);
+			fprintf(stderr,
+				"gdak-perf: under mpirun, run 2 ranks (-np 2): rank 0 serves, "
+				"rank 1 measures; this job has %d\n",
+				size);
 		return PERF_EXIT_USAGE;
 	}
 	if (o->server || o->peer_addr) {
 		if (!rank)
-			fprintf(stderr, "gdak-perf: under mpirun the ranks pick their roles (rank 0 "
+			fprintf(stderr,
+				"gdak-perf: under mpirun the ranks pick their roles (rank 0 "
 				"serves): drop --server / SERVER_ADDR\n");
 		return PERF_EXIT_USAGE;
 	}
 	if (o->test->kind == PERF_KIND_BASE) {
 		if (!rank)
 			fprintf(stderr, "gdak-perf: baseline runs in one process (not under "
-				"mpirun -np 2)\n");
+					"mpirun -np 2)\n");
 		return PERF_EXIT_USAGE;
 	}
 	{
@@ -86,18 +89,20 @@ int perf_mpi_init(int *argc, char ***argv, struct perf_opts *o)
 
 		if (!sched_getaffinity(0, sizeof(cs), &cs) && CPU_COUNT(&cs) < 2 &&
 		    sysconf(_SC_NPROCESSORS_ONLN) > 1)
-			fprintf(stderr, "gdak-perf: rank %d: mpirun bound this rank to one CPU, "
+			fprintf(stderr,
+				"gdak-perf: rank %d: mpirun bound this rank to one CPU, "
 				"which its NIC threads share with the posting thread; "
-				"mpirun --bind-to none lets them spread\n", rank);
+				"mpirun --bind-to none lets them spread\n",
+				rank);
 	}
 	o->mpi = 1;
 	o->server = rank == 0;
 	if (!o->server)
-		o->peer_addr = "(rank 0)";	/* perf_mpi_peer() gives the real one */
+		o->peer_addr = "(rank 0)"; /* perf_mpi_peer() gives the real one */
 	else if (!o->port_given)
 		o->port = 0;
 	if (o->server)
-		o->quiet = 1;	/* the client reports progress */
+		o->quiet = 1; /* the client reports progress */
 	return 0;
 }
 
@@ -112,7 +117,7 @@ static int published;
 
 int perf_mpi_publish(uint16_t port, int ok)
 {
-	struct where w = {.port = port, .ok = ok};
+	struct where w = { .port = port, .ok = ok };
 
 	published = 1;
 	if (gethostname(w.host, sizeof(w.host) - 1))
@@ -149,7 +154,8 @@ int perf_mpi_peer(char *host, size_t len, uint16_t *port)
 
 int perf_mpi_init(int *argc, char ***argv, struct perf_opts *o)
 {
-	fprintf(stderr, "gdak-perf: started by mpirun, but this gdak-perf was built without MPI: "
+	fprintf(stderr,
+		"gdak-perf: started by mpirun, but this gdak-perf was built without MPI: "
 		"run 'gdak-perf -d emu:udp --server TEST' and 'gdak-perf -d emu:udp TEST HOST' by "
 		"hand, or rebuild with MPI (libopenmpi-dev)\n");
 	return PERF_EXIT_USAGE;
@@ -160,9 +166,7 @@ int perf_mpi_publish(uint16_t port, int ok)
 	return -ENOTSUP;
 }
 
-void perf_mpi_unblock(const struct perf_opts *o)
-{
-}
+void perf_mpi_unblock(const struct perf_opts *o) {}
 
 int perf_mpi_peer(char *host, size_t len, uint16_t *port)
 {

@@ -164,7 +164,8 @@ int perf_net_setup(struct perf_env *env, const struct perf_opts *o)
 	if (o->server) {
 		ret = gdak_bootstrap_listen(NULL, o->port, &env->bs);
 		/* under mpirun: tell rank 1 where (or that there is nothing) */
-		if (o->mpi && perf_mpi_publish(ret ? 0 : gdak_bootstrap_port(env->bs), !ret) && !ret)
+		if (o->mpi && perf_mpi_publish(ret ? 0 : gdak_bootstrap_port(env->bs), !ret) &&
+		    !ret)
 			ret = -EIO;
 		if (ret)
 			return ret;

@@ -109,17 +109,21 @@ static void header(FILE *f, const struct perf_opts *o)
 		fprintf(f, " minimal executor ring: %u WQEBBs (--sq-depth)\n", o->sq_depth);
 	else if (o->test->kind == PERF_KIND_LAT)
 		/* one operation per doorbell, each signalled: batching does not apply */
-		fprintf(f, " QPs %u (%u open in all)   one operation at a time   handler %s"
-			"   NIC threads %d   poll %s   memory %s\n", o->qps, perf_qps_open(),
-			handler_name(o->handler), nic_threads(o), poll_name(o), mem_name(o->mem));
+		fprintf(f,
+			" QPs %u (%u open in all)   one operation at a time   handler %s"
+			"   NIC threads %d   poll %s   memory %s\n",
+			o->qps, perf_qps_open(), handler_name(o->handler), nic_threads(o),
+			poll_name(o), mem_name(o->mem));
 	else
 		fprintf(f, " QPs %u (%u open in all)   posting threads %u   WQEs/doorbell %u"
 			"   CQE every %u   handler %s   NIC threads %d   poll %s   memory %s\n",
 			o->qps, perf_qps_open(),
 			o->threads, o->wqes_per_db, o->signal_every, handler_name(o->handler),
 			nic_threads(o), poll_name(o), mem_name(o->mem));
-	fprintf(f, " %u rounds, medians; #iters: operations per QP per round; baselines "
-		"measured between rounds%s\n", o->rounds, o->no_baseline ? " (off: --no-baseline)" : "");
+	fprintf(f,
+		" %u rounds, medians; #iters: operations per QP per round; baselines "
+		"measured between rounds%s\n",
+		o->rounds, o->no_baseline ? " (off: --no-baseline)" : "");
 	rule(f);
 }
 
@@ -316,11 +320,12 @@ void perf_print_csv(FILE *f, const struct perf_opts *o, const struct perf_result
 	for (i = 0; i < n; i++) {
 		const struct perf_result *x = &r[i];
 
-		const double v[] = {x->msg_rate, x->peak_msg_rate, x->bw, x->exec_rate,
-				    x->exec_ratio, x->memcpy_bw, x->memcpy_ratio, x->lat_min,
-				    x->lat_p50, x->lat_avg, x->lat_p99, x->lat_p999, x->lat_max,
-				    x->pingpong_p50, x->pingpong_ratio, x->exec_rate_1,
-				    x->exec_rate_16};
+		const double v[] = { x->msg_rate,     x->peak_msg_rate, x->bw,
+				     x->exec_rate,    x->exec_ratio,	x->memcpy_bw,
+				     x->memcpy_ratio, x->lat_min,	x->lat_p50,
+				     x->lat_avg,      x->lat_p99,	x->lat_p999,
+				     x->lat_max,      x->pingpong_p50,	x->pingpong_ratio,
+				     x->exec_rate_1,  x->exec_rate_16 };
 		char b[64];
 
 		fprintf(f, "%s,%s,%zu,%llu,%u,%u,%u,%u,%u", o->test->name, dev_name(o), x->bytes,

@@ -38,7 +38,7 @@ static int calibrate(const struct perf_opts *o, void *env, perf_test_fn fn, size
 		     uint64_t *iters)
 {
 	uint64_t n = o->test->kind == PERF_KIND_LAT ? 1000 : 2000, t0, dt, want;
-	struct perf_result one = {0};
+	struct perf_result one = { 0 };
 	double *lat = o->test->kind == PERF_KIND_LAT ? malloc(n * sizeof(double)) : NULL;
 	int ret;
 

@@ -32,10 +32,10 @@ enum gdak_env_type {
 struct gdak_env_var {
 	const char *name;
 	enum gdak_env_type type;
-	const char *def;	   /* the default as text; "" when the default is "not set" */
+	const char *def;	     /* the default as text; "" when the default is "not set" */
 	unsigned long long min, max; /* GDAK_ENV_UINT */
-	const char *choices;	   /* GDAK_ENV_CHOICE */
-	const char *area;	   /* who reads it: core, nic, udp, verbs, cuda, trace, capture, hw, tools */
+	const char *choices;	     /* GDAK_ENV_CHOICE */
+	const char *area; /* who reads it: core, nic, udp, verbs, cuda, trace, capture, hw, tools */
 	const char *doc;
 };
 

@@ -110,8 +110,8 @@ struct gdak_mlx5_masked_atomic_seg {
  */
 struct gdak_mlx5_wait_seg {
 	uint8_t rsvd0[8];
-	uint32_t max_index;	/* be32 */
-	uint32_t qpn_cqn;	/* be32: the CQ number in bits 23:0 */
+	uint32_t max_index; /* be32 */
+	uint32_t qpn_cqn;   /* be32: the CQ number in bits 23:0 */
 };
 enum {
 	GDAK_MLX5_WAIT_OPMOD_CQ = 0,
@@ -132,18 +132,18 @@ enum {
 	GDAK_MLX5_OPMOD_EXT_ATOMIC_8B = 0x09,
 };
 struct gdak_mlx5_atomic32_fa_seg {
-	uint32_t add;		/* be32 */
+	uint32_t add;		 /* be32 */
 	uint32_t field_boundary; /* be32: bit set = MSB of a field */
 	uint64_t rsvd;
 };
 struct gdak_mlx5_atomic32_cs_seg {
-	uint32_t swap;		/* be32 */
-	uint32_t compare;	/* be32 */
-	uint32_t swap_mask;	/* be32 (all ones: a plain 4-byte CS) */
-	uint32_t compare_mask;	/* be32 */
+	uint32_t swap;	       /* be32 */
+	uint32_t compare;      /* be32 */
+	uint32_t swap_mask;    /* be32 (all ones: a plain 4-byte CS) */
+	uint32_t compare_mask; /* be32 */
 };
 struct gdak_mlx5_atomic64_fa_seg {
-	uint64_t add;		/* be64 */
+	uint64_t add;		 /* be64 */
 	uint64_t field_boundary; /* be64 */
 };
 

@@ -42,8 +42,10 @@ static void note(const char *func)
 		log_level = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
 	}
 	if (log_level > 0)
-		fprintf(stderr, "gdak I %s: not supported: gdak's libmlx5 (part 1) has no mlx5 "
-			"device\n", func);
+		fprintf(stderr,
+			"gdak I %s: not supported: gdak's libmlx5 (part 1) has no mlx5 "
+			"device\n",
+			func);
 }
 
 static int not_supported(const char *func)
@@ -68,7 +70,12 @@ static ssize_t not_supported_neg1(const char *func)
 
 /* Steering actions that rdma-core builds without touching a device.  The
  * struct is opaque to programs, so ours is only a tag. */
-enum ga_type { GA_DROP = 1, GA_DEFAULT_MISS, GA_POP_VLAN, GA_TAG };
+enum ga_type {
+	GA_DROP = 1,
+	GA_DEFAULT_MISS,
+	GA_POP_VLAN,
+	GA_TAG
+};
 #define GA_MAGIC 0x67646b61u
 
 struct generic_action {
@@ -104,8 +111,7 @@ int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs
 
 /* ---- MLX5_1.1 ---- */
 
-struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context,
-				   struct ibv_cq_init_attr_ex *cq_attr,
+struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,
 				   struct mlx5dv_cq_init_attr *mlx5_cq_attr)
 {
 	return no_object(__func__);
@@ -146,15 +152,13 @@ int mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_att
 
 /* ---- MLX5_1.3 ---- */
 
-struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
-				struct ibv_qp_init_attr_ex *qp_attr,
+struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
 				struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 {
 	return no_object(__func__);
 }
 
-struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context,
-				struct ibv_wq_init_attr *wq_init_attr,
+struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *wq_init_attr,
 				struct mlx5dv_wq_init_attr *mlx5_wq_attr)
 {
 	return no_object(__func__);
@@ -186,8 +190,8 @@ struct ibv_flow *mlx5dv_create_flow(struct mlx5dv_flow_matcher *matcher,
 	return no_object(__func__);
 }
 
-struct mlx5dv_flow_matcher *mlx5dv_create_flow_matcher(struct ibv_context *context,
-						       struct mlx5dv_flow_matcher_attr *matcher_attr)
+struct mlx5dv_flow_matcher *mlx5dv_create_flow_matcher(
+	struct ibv_context *context, struct mlx5dv_flow_matcher_attr *matcher_attr)
 {
 	return no_object(__func__);
 }
@@ -207,10 +211,10 @@ struct ibv_flow_action *mlx5dv_create_flow_action_modify_header(struct ibv_conte
 	return no_object(__func__);
 }
 
-struct ibv_flow_action *mlx5dv_create_flow_action_packet_reformat(struct ibv_context *ctx,
-								  size_t data_sz, void *data,
-								  enum mlx5dv_flow_action_packet_reformat_type reformat_type,
-								  enum mlx5dv_flow_table_type ft_type)
+struct ibv_flow_action *mlx5dv_create_flow_action_packet_reformat(
+	struct ibv_context *ctx, size_t data_sz, void *data,
+	enum mlx5dv_flow_action_packet_reformat_type reformat_type,
+	enum mlx5dv_flow_table_type ft_type)
 {
 	return no_object(__func__);
 }
@@ -225,8 +229,8 @@ void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar)
 	note(__func__);
 }
 
-int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen,
-			    void *out, size_t outlen)
+int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
+			    size_t outlen)
 {
 	return not_supported(__func__);
 }
@@ -242,8 +246,8 @@ int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
-			   void *out, size_t outlen)
+int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+			   size_t outlen)
 {
 	return not_supported(__func__);
 }
@@ -270,22 +274,19 @@ struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *add
 	return no_object(__func__);
 }
 
-struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
-				       struct mlx5dv_context_attr *attr)
+struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 {
 	return no_object(__func__);
 }
 
 /* ---- MLX5_1.8 ---- */
 
-int mlx5dv_devx_cq_modify(struct ibv_cq *cq, const void *in, size_t inlen, void *out,
-			  size_t outlen)
+int mlx5dv_devx_cq_modify(struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out,
-			 size_t outlen)
+int mlx5dv_devx_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
@@ -302,14 +303,12 @@ int mlx5dv_devx_ind_tbl_query(struct ibv_rwq_ind_table *ind_tbl, const void *in,
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
-			  size_t outlen)
+int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
-			 size_t outlen)
+int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
@@ -326,14 +325,12 @@ int mlx5dv_devx_srq_query(struct ibv_srq *srq, const void *in, size_t inlen, voi
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_wq_modify(struct ibv_wq *wq, const void *in, size_t inlen, void *out,
-			  size_t outlen)
+int mlx5dv_devx_wq_modify(struct ibv_wq *wq, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_wq_query(struct ibv_wq *wq, const void *in, size_t inlen, void *out,
-			 size_t outlen)
+int mlx5dv_devx_wq_query(struct ibv_wq *wq, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	return not_supported(__func__);
 }
@@ -357,8 +354,7 @@ void mlx5dv_devx_destroy_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp)
 }
 
 int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp,
-				   struct mlx5dv_devx_async_cmd_hdr *cmd_resp,
-				   size_t cmd_resp_len)
+				   struct mlx5dv_devx_async_cmd_hdr *cmd_resp, size_t cmd_resp_len)
 {
 	return not_supported(__func__);
 }
@@ -420,17 +416,15 @@ struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_counter(struct mlx5dv_devx
 }
 
 struct mlx5dv_dr_action *mlx5dv_dr_action_create_modify_header(struct mlx5dv_dr_domain *domain,
-							       uint32_t flags,
-							       size_t actions_sz,
+							       uint32_t flags, size_t actions_sz,
 							       __be64 actions[])
 {
 	return no_object(__func__);
 }
 
-struct mlx5dv_dr_action *mlx5dv_dr_action_create_packet_reformat(struct mlx5dv_dr_domain *domain,
-								 uint32_t flags,
-								 enum mlx5dv_flow_action_packet_reformat_type reformat_type,
-								 size_t data_sz, void *data)
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_packet_reformat(
+	struct mlx5dv_dr_domain *domain, uint32_t flags,
+	enum mlx5dv_flow_action_packet_reformat_type reformat_type, size_t data_sz, void *data)
 {
 	return no_object(__func__);
 }
@@ -471,8 +465,7 @@ int mlx5dv_dr_domain_sync(struct mlx5dv_dr_domain *domain, uint32_t flags)
 	return errno = not_supported(__func__);
 }
 
-struct mlx5dv_dr_matcher *mlx5dv_dr_matcher_create(struct mlx5dv_dr_table *table,
-						   uint16_t priority,
+struct mlx5dv_dr_matcher *mlx5dv_dr_matcher_create(struct mlx5dv_dr_table *table, uint16_t priority,
 						   uint8_t match_criteria_enable,
 						   struct mlx5dv_flow_match_parameters *mask)
 {
@@ -486,8 +479,7 @@ int mlx5dv_dr_matcher_destroy(struct mlx5dv_dr_matcher *matcher)
 
 struct mlx5dv_dr_rule *mlx5dv_dr_rule_create(struct mlx5dv_dr_matcher *matcher,
 					     struct mlx5dv_flow_match_parameters *value,
-					     size_t num_actions,
-					     struct mlx5dv_dr_action *actions[])
+					     size_t num_actions, struct mlx5dv_dr_action *actions[])
 {
 	return no_object(__func__);
 }
@@ -514,8 +506,8 @@ struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 
 /* ---- MLX5_1.11 ---- */
 
-struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(struct ibv_context *context,
-								   enum mlx5dv_devx_create_event_channel_flags flags)
+struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(
+	struct ibv_context *context, enum mlx5dv_devx_create_event_channel_flags flags)
 {
 	return no_object(__func__);
 }
@@ -526,8 +518,7 @@ void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *event_c
 }
 
 ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *event_channel,
-			      struct mlx5dv_devx_async_event_hdr *event_data,
-			      size_t event_resp_len)
+			      struct mlx5dv_devx_async_event_hdr *event_data, size_t event_resp_len)
 {
 	return not_supported_neg1(__func__);
 }
@@ -539,9 +530,8 @@ int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *event_cha
 	return not_supported(__func__);
 }
 
-int mlx5dv_devx_subscribe_devx_event_fd(struct mlx5dv_devx_event_channel *event_channel,
-					int fd, struct mlx5dv_devx_obj *obj,
-					uint16_t event_num)
+int mlx5dv_devx_subscribe_devx_event_fd(struct mlx5dv_devx_event_channel *event_channel, int fd,
+					struct mlx5dv_devx_obj *obj, uint16_t event_num)
 {
 	return not_supported(__func__);
 }
@@ -637,14 +627,15 @@ struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_devx_tir(struct mlx5dv_dev
 
 /* ---- MLX5_1.16 ---- */
 
-struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_array(struct mlx5dv_dr_domain *domain,
-							    size_t num_dest,
-							    struct mlx5dv_dr_action_dest_attr *dests[])
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_dest_array(
+	struct mlx5dv_dr_domain *domain, size_t num_dest,
+	struct mlx5dv_dr_action_dest_attr *dests[])
 {
 	return no_object(__func__);
 }
 
-struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_sampler(struct mlx5dv_dr_flow_sampler_attr *attr)
+struct mlx5dv_dr_action *mlx5dv_dr_action_create_flow_sampler(
+	struct mlx5dv_dr_flow_sampler_attr *attr)
 {
 	return no_object(__func__);
 }
@@ -670,8 +661,8 @@ struct mlx5dv_dr_action *mlx5dv_dr_action_create_push_vlan(struct mlx5dv_dr_doma
 	return no_object(__func__);
 }
 
-int mlx5dv_dr_action_modify_aso(struct mlx5dv_dr_action *action, uint32_t offset,
-				uint32_t flags, uint8_t return_reg_c)
+int mlx5dv_dr_action_modify_aso(struct mlx5dv_dr_action *action, uint32_t offset, uint32_t flags,
+				uint8_t return_reg_c)
 {
 	return not_supported(__func__);
 }
@@ -746,8 +737,8 @@ void *mlx5dv_dm_map_op_addr(struct ibv_dm *dm, uint8_t op)
 	return no_object(__func__);
 }
 
-int _mlx5dv_query_port(struct ibv_context *context, uint32_t port_num,
-		       struct mlx5dv_port *info, size_t info_len)
+int _mlx5dv_query_port(struct ibv_context *context, uint32_t port_num, struct mlx5dv_port *info,
+		       size_t info_len)
 {
 	return not_supported(__func__);
 }
@@ -778,8 +769,7 @@ int _mlx5dv_mkey_check(struct mlx5dv_mkey *mkey, struct mlx5dv_mkey_err *err_inf
 
 /* ---- MLX5_1.21 ---- */
 
-int mlx5dv_crypto_login(struct ibv_context *context,
-			struct mlx5dv_crypto_login_attr *login_attr)
+int mlx5dv_crypto_login(struct ibv_context *context, struct mlx5dv_crypto_login_attr *login_attr)
 {
 	return not_supported(__func__);
 }
@@ -828,7 +818,7 @@ int mlx5dv_dr_matcher_set_layout(struct mlx5dv_dr_matcher *matcher,
 	return errno = not_supported(__func__);
 }
 
-struct ibv_device * *mlx5dv_get_vfio_device_list(struct mlx5dv_vfio_context_attr *attr)
+struct ibv_device **mlx5dv_get_vfio_device_list(struct mlx5dv_vfio_context_attr *attr)
 {
 	return no_object(__func__);
 }
@@ -846,9 +836,8 @@ int mlx5dv_vfio_process_events(struct ibv_context *context)
 /* ---- MLX5_1.22 ---- */
 
 int mlx5dv_dr_aso_other_domain_link(struct mlx5dv_devx_obj *devx_obj,
-				    struct mlx5dv_dr_domain *peer_dmn,
-				    struct mlx5dv_dr_domain *dmn, uint32_t flags,
-				    uint8_t return_reg_c)
+				    struct mlx5dv_dr_domain *peer_dmn, struct mlx5dv_dr_domain *dmn,
+				    uint32_t flags, uint8_t return_reg_c)
 {
 	return errno = not_supported(__func__);
 }
@@ -884,14 +873,14 @@ int mlx5dv_devx_free_msi_vector(struct mlx5dv_devx_msi_vector *msi)
 
 /* ---- MLX5_1.24 ---- */
 
-struct mlx5dv_steering_anchor *mlx5dv_create_steering_anchor(struct ibv_context *context,
-							     struct mlx5dv_steering_anchor_attr *attr)
+struct mlx5dv_steering_anchor *mlx5dv_create_steering_anchor(
+	struct ibv_context *context, struct mlx5dv_steering_anchor_attr *attr)
 {
 	return no_object(__func__);
 }
 
-struct mlx5dv_crypto_login_obj *mlx5dv_crypto_login_create(struct ibv_context *context,
-							   struct mlx5dv_crypto_login_attr_ex *login_attr)
+struct mlx5dv_crypto_login_obj *mlx5dv_crypto_login_create(
+	struct ibv_context *context, struct mlx5dv_crypto_login_attr_ex *login_attr)
 {
 	return no_object(__func__);
 }

@@ -96,15 +96,15 @@ int gdak_nic_stats(struct gdak_nic_stats *st);
  * index is 0 again, as on a ConnectX.
  */
 struct gdak_nic_qp_view {
-	int state;		/* enum gdak_qp_state as the NIC holds it */
-	uint64_t sq_consumer;	/* WQEBBs fetched (64-bit; the ring index is & (sq - 1)) */
-	uint64_t sq_producer;	/* WQEBBs the NIC may execute up to */
-	uint64_t sq_rung;	/* producer the doorbell register announced last */
-	uint32_t sq_record;	/* send doorbell record seen last (16 bits) */
-	uint32_t flags;		/* the QP's GDAK_QP_F_* */
-	uint64_t scq_produced;	/* CQEs written to the send CQ */
-	uint64_t rcq_produced;	/* CQEs written to the receive CQ */
-	uint64_t rq_consumed;	/* receive WQEs consumed */
+	int state;	       /* enum gdak_qp_state as the NIC holds it */
+	uint64_t sq_consumer;  /* WQEBBs fetched (64-bit; the ring index is & (sq - 1)) */
+	uint64_t sq_producer;  /* WQEBBs the NIC may execute up to */
+	uint64_t sq_rung;      /* producer the doorbell register announced last */
+	uint32_t sq_record;    /* send doorbell record seen last (16 bits) */
+	uint32_t flags;	       /* the QP's GDAK_QP_F_* */
+	uint64_t scq_produced; /* CQEs written to the send CQ */
+	uint64_t rcq_produced; /* CQEs written to the receive CQ */
+	uint64_t rq_consumed;  /* receive WQEs consumed */
 };
 int gdak_nic_qp_query(struct gdak_qp *qp, struct gdak_nic_qp_view *v);
 

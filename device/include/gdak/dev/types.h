@@ -73,7 +73,7 @@ struct gdak_dev_qp {
 	uint32_t qpn_ds_be;	/* be32(qpn << 8): OR in be32(ds) for ctrl.qpn_ds */
 	uint32_t sq_wqebb_cnt;	/* SQ size in WQEBBs, a power of two */
 	uint32_t sq_log_cnt;
-	uint16_t handler;	/* enum gdak_dev_db_handler */
+	uint16_t handler; /* enum gdak_dev_db_handler */
 	/* Host-filled: log2 bytes of one half of the BlueFlame register (the
 	 * register at db_reg and the one 1 << bf_log_half bytes after it);
 	 * 0 = a single register.  rdma-core alternates between the halves

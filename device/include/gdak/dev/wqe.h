@@ -418,7 +418,7 @@ GDAK_DEV uint32_t gdak_dev_wqe_atomic32(const struct gdak_dev_qp *qp, uint64_t i
 					uint32_t v1, uint32_t m0, uint32_t m1, uint64_t laddr,
 					uint32_t lkey)
 {
-	struct gdak_dev_sge sge = {laddr, 4, lkey};
+	struct gdak_dev_sge sge = { laddr, 4, lkey };
 	gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, 1), raddr, rkey);
 	gdak_dev_store_16(gdak_dev_wqe_ds(qp, idx, 2),
 			  gdak_dev_pack32(gdak_htobe32(v0), gdak_htobe32(v1)),
@@ -442,8 +442,8 @@ GDAK_DEV uint32_t gdak_dev_wqe_cas32(const struct gdak_dev_qp *qp, uint64_t idx,
 				     uint64_t raddr, uint32_t rkey, uint32_t compare, uint32_t swap,
 				     uint64_t laddr, uint32_t lkey)
 {
-	return gdak_dev_wqe_atomic32(qp, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, flags, raddr, rkey, swap,
-				     compare, 0xffffffffu, 0xffffffffu, laddr, lkey);
+	return gdak_dev_wqe_atomic32(qp, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, flags, raddr, rkey,
+				     swap, compare, 0xffffffffu, 0xffffffffu, laddr, lkey);
 }
 
 /*
@@ -455,9 +455,10 @@ GDAK_DEV uint32_t gdak_dev_wqe_cas32(const struct gdak_dev_qp *qp, uint64_t idx,
 GDAK_DEV uint32_t gdak_dev_wqe_dump(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t flags,
 				    uint64_t laddr, uint32_t len, uint32_t lkey)
 {
-	struct gdak_dev_sge sge = {laddr, len, lkey};
+	struct gdak_dev_sge sge = { laddr, len, lkey };
 	gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, 1), &sge);
-	gdak_dev_wqe_set_ctrl(qp, idx, GDAK_MLX5_OPCODE_DUMP, 0, 2, gdak_dev_wqe_fm_ce_se(flags), 0);
+	gdak_dev_wqe_set_ctrl(qp, idx, GDAK_MLX5_OPCODE_DUMP, 0, 2, gdak_dev_wqe_fm_ce_se(flags),
+			      0);
 	return 1;
 }
 
