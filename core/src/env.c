@@ -17,7 +17,8 @@
 
 #include "gdak_log.h"
 
-/* clang-format off: one row constructor per type */
+/* one row constructor per type */
+/* clang-format off */
 #define U(n, lo, hi, d, a, doc) {n, GDAK_ENV_UINT, d, lo, hi, NULL, a, doc}
 #define B(n, d, a, doc) {n, GDAK_ENV_BOOL, d, 0, 1, NULL, a, doc}
 #define C(n, ch, d, a, doc) {n, GDAK_ENV_CHOICE, d, 0, 0, ch, a, doc}
