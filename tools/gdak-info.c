@@ -490,6 +490,15 @@ static void show_emulated(void)
 		section_end();
 		return;
 	}
+	if (*GDAK_INFO_SANITIZE) {
+		/* the library of a sanitizer build carries the sanitizer's
+		 * runtime, which refuses to load a second time in another
+		 * link-map namespace */
+		kv_str("why", "not asked in a sanitizer build (" GDAK_INFO_SANITIZE "): run "
+			      "gdak-run ibv_devices");
+		section_end();
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/libibverbs.so.1", dir);
 	/* Under gdak-run this program already runs on gdak's libibverbs: a
 	 * second copy in another namespace would find the addresses taken */

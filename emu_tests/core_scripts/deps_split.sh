@@ -34,6 +34,9 @@ printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/debconf-set-selections"
 printf '#!/bin/sh\nexec "$@"\n' >"$tmp/bin/sudo"	# as a non-root CI user
 chmod +x "$tmp/bin/"*
 export GDAK_FAKE_INSTALLED=$tmp/installed GDAK_FAKE_LOG=$tmp/apt.log PATH=$tmp/bin:$PATH
+# the scripts must run their dependency step whatever the caller set (CI runs
+# the sanitizer workflows with GDAK_SKIP_DEPS=1)
+unset GDAK_SKIP_DEPS
 # a copy of the scripts, so they find the fake cmake and nothing is built
 mkdir -p "$tmp/tree/tools"
 cp "$src/tools/install-deps.sh" "$src/tools/run-demo.sh" "$src/tools/run-tests.sh" "$tmp/tree/tools/"
