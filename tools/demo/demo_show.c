@@ -28,7 +28,14 @@ void demo_print_table(const struct demo_args *a, const char *device, const char 
 
 	rule();
 	printf(" gdak-demo: device code on %s, device %s, two loopback QPs\n", runner, device);
-	printf(" trace: %s\n", trace ? trace : "(off)");
+	/* the trace writer's thread competes with the device and NIC threads
+	 * where cores are few, and the times below include that */
+	if (trace)
+		printf(" trace: %s (its writer thread shares the CPUs: --no-trace for untraced "
+		       "times)\n",
+		       trace);
+	else
+		printf(" trace: (off)\n");
 	/* the numbers below depend on it: say which, and how to get the other */
 	if (!strncmp(device, "emu", 3))
 		printf(" NIC polling: %s\n",
@@ -36,7 +43,7 @@ void demo_print_table(const struct demo_args *a, const char *device, const char 
 			       ? "spin (a whole core per NIC thread; GDAK_POLL=adaptive lets idle "
 				 "NIC threads sleep)"
 			       : "adaptive (idle NIC threads back off and sleep; GDAK_POLL=spin for "
-				 "the lowest latency)");
+				 "the lowest latency where a core is free for each NIC thread)");
 	rule();
 	printf(" %-16s %7s %7s %10s %10s %10s  %s\n", "op", "#bytes", "#iters", "t_avg[us]",
 	       "t_min[us]", "t_max[us]", "verified");
