@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# verbs_bin_perftest.sh PROG [plain|trace|faults] - Debian's perftest
+# verbs_bin_perftest.sh PROG [plain|trace|wqe_err|faults] - Debian's perftest
 # (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, ib_write_lat,
 # ib_read_lat, ib_send_lat; unmodified) server and client through gdak-run,
 # each its own device and RoCEv2 endpoint.
@@ -28,7 +28,7 @@ here=$(dirname "$0")
 # shellcheck source=verbs_bin_lib.sh
 . "$here/verbs_bin_lib.sh"
 
-prog=${1:?usage: verbs_bin_perftest.sh PROG [plain|trace|faults]}
+prog=${1:?usage: verbs_bin_perftest.sh PROG [plain|trace|wqe_err|faults]}
 mode=${2:-plain}
 case $prog in
 ib_write_bw | ib_read_bw | ib_send_bw | ib_atomic_bw) kind=bw ;;

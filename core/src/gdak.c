@@ -14,7 +14,6 @@
 #include "gdak_backend.h"
 #include "gdak_log.h"
 
-#define backends gdak_backend_table
 #define MAX_BACKENDS 8
 
 static const char *backend_names[MAX_BACKENDS + 1];
@@ -22,8 +21,8 @@ static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void names_init(void)
 {
-	for (size_t i = 0; i < MAX_BACKENDS && backends[i]; i++)
-		backend_names[i] = backends[i]->name;
+	for (size_t i = 0; i < MAX_BACKENDS && gdak_backend_table[i]; i++)
+		backend_names[i] = gdak_backend_table[i]->name;
 }
 
 const char *const *gdak_backends(void)
@@ -74,31 +73,33 @@ int gdak_open(const char *device, struct gdak_ctx **ctx)
 		GDAK_ERR(NULL, 0, "device name '%.32s...' too long", dev);
 		return -ENAMETOOLONG;
 	}
-	for (size_t i = 0; backends[i]; i++) {
-		if (!backends[i]->match(dev))
+	for (size_t i = 0; gdak_backend_table[i]; i++) {
+		const struct gdak_backend_ops *b = gdak_backend_table[i];
+
+		if (!b->match(dev))
 			continue;
-		ret = backends[i]->open(dev, ctx);
+		ret = b->open(dev, ctx);
 		if (ret) {
-			GDAK_ERR(NULL, 0, "backend %s could not open '%s': %s", backends[i]->name, dev,
+			GDAK_ERR(NULL, 0, "backend %s could not open '%s': %s", b->name, dev,
 				 gdak_strerror(ret));
 			*ctx = NULL;
 			return ret;
 		}
-		(*ctx)->ops = backends[i];
+		(*ctx)->ops = b;
 		(*ctx)->id = gdak_next_obj_id();
 		strcpy((*ctx)->device, dev);
-		GDAK_INFO("ctx", (*ctx)->id, "opened '%s' on backend %s", dev, backends[i]->name);
+		GDAK_INFO("ctx", (*ctx)->id, "opened '%s' on backend %s", dev, b->name);
 		return 0;
 	}
 	{
+		const char *const *have = gdak_backends();
 		char names[96] = "";
 		int hw = 0;
 
-		for (size_t i = 0; backends[i]; i++) {
+		for (size_t i = 0; have[i]; i++) {
 			size_t l = strlen(names);
-			snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "",
-				 backends[i]->name);
-			hw |= !strcmp(backends[i]->name, "mlx5");
+			snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", have[i]);
+			hw |= !strcmp(have[i], "mlx5");
 		}
 		GDAK_ERR(NULL, 0,
 			 "no backend serves device '%s' (this build has %s: try emu, "
