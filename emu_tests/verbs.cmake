@@ -31,3 +31,11 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   set_tests_properties(gdak.verbs.lib.memcheck PROPERTIES TIMEOUT 1200
     SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
 endif()
+
+# DEVX (nic_model/ibv/dx_*.c): the PRM field table pinned against the PRM's
+# own offsets (a table of its own, independent of the parser's and of
+# hw_mlx5/hw_devx.c's)
+gdak_add_test(NAME gdak.verbs.devx_fields
+  SOURCES verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
+  LABELS unit TIMEOUT 30 MEMCHECK)
+target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)

@@ -96,6 +96,8 @@ static inline struct gv_context *gv_ctx(struct ibv_context *c)
 	return gv_container_of(c, struct gv_context, vctx.context);
 }
 
+/* 1 when dev is one of this library's devices (compares the pointer only) */
+int gv_device_is_ours(const struct ibv_device *dev);
 int gv_dev_get(struct gv_device *d); /* the NIC-model context, address, directory */
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
