@@ -39,3 +39,7 @@ gdak_add_test(NAME gdak.verbs.devx_fields
   SOURCES verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
   LABELS unit TIMEOUT 30 MEMCHECK)
 target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+# DEVX end to end through gdak's libmlx5.so.1: queues created and connected by
+# raw PRM commands over umem, WQEs and CQEs checked byte for byte
+gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
+target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)

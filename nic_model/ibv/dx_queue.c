@@ -245,11 +245,6 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	/* the QP buffer: the receive queue first, the send queue after it (PRM) */
 	ring = dx_umem_at(c, dx_get(in, inlen, DXF_QP_WQ_UMEM_ID), woff, rq_bytes + sq_bytes, &wq);
 	a.dbrec = dx_umem_at(c, dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), doff, 8, &dbr);
-	if (uar && uar->u.uar.qps++)
-		GDAK_WARN("devx", uar->id,
-			  "UAR page shared by %u QPs: gdak's NIC model watches one doorbell "
-			  "register per QP; give each QP its own UAR page",
-			  uar->u.uar.qps);
 	pthread_mutex_unlock(&c->lock);
 	if (!uar)
 		return FAIL(DX_ST_BAD_RES, "qpc.uar_page", "0x%x is no UAR of this context",
@@ -270,7 +265,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 			   "umem 0x%x does not hold the record at 0x%llx",
 			   dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), (unsigned long long)doff);
 	if (ret)
-		goto err_uar;
+		return ret;
 	a.rq = a.rq_wqe_cnt ? ring : NULL;
 	a.sq = (char *)ring + rq_bytes;
 	a.uar = uar->u.uar.page;
@@ -306,6 +301,11 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	memcpy(o->u.qp.mb, in, DX_QP_IN_LEN);
 	o->u.qp.state = QPS_RST;
 	pthread_mutex_lock(&c->lock);
+	if (uar->u.uar.qps++)
+		GDAK_WARN("devx", uar->id,
+			  "UAR page shared by %u QPs: gdak's NIC model watches one doorbell "
+			  "register per QP; give each QP its own UAR page",
+			  uar->u.uar.qps);
 	dx_obj_hold(o, uar);
 	dx_obj_hold(o, pd);
 	dx_obj_hold(o, scq);
@@ -324,11 +324,6 @@ err_obj:
 	if (o)
 		free(o->u.qp.mb);
 	free(o);
-err_uar:
-	pthread_mutex_lock(&c->lock);
-	if (uar)
-		uar->u.uar.qps--;
-	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
 
