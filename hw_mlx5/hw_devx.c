@@ -262,7 +262,8 @@ int hw_devx_layout_check(char *why, size_t len)
 
 struct hw_devx_qp {
 	struct mlx5dv_devx_uar *uar;
-	void *gpu;			/* rings */
+	int host;  /* 1: rings in host memory (no GPU-resident queues) */
+	void *gpu; /* rings (host memory when host is set) */
 	size_t gpu_len;
 	size_t rq_off, sq_off, scq_off, rcq_off;
 	struct mlx5dv_devx_umem *ring_umem;
@@ -322,18 +323,33 @@ static struct mlx5dv_devx_umem *umem_reg(struct hw_ctx *hc, void *addr, size_t l
 }
 
 /* A fresh CQ ring: every op_own INVALID with owner 1, so pass 0 finds nothing. */
-static int init_cq_ring(void *gpu_ring, uint32_t n)
+static int init_cq_ring(void *ring, uint32_t n, int host)
 {
-	uint8_t *img = calloc(n, 64);
+	uint8_t *img;
 	int ret;
 
+	if (host) {
+		for (uint32_t i = 0; i < n; i++)
+			((uint8_t *)ring)[i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
+		return 0;
+	}
+	img = calloc(n, 64);
 	if (!img)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
 		img[i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
-	ret = hw_cuda_memcpy_htod(gpu_ring, img, (size_t)n * 64);
+	ret = hw_cuda_memcpy_htod(ring, img, (size_t)n * 64);
 	free(img);
 	return ret;
+}
+
+/* Page-aligned, zeroed host memory for rings and records (host mode). */
+static int host_alloc(size_t len, void **p)
+{
+	if (posix_memalign(p, HW_DX_PAGE, len))
+		return -ENOMEM;
+	memset(*p, 0, len);
+	return 0;
 }
 
 static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ring_off,
@@ -430,19 +446,31 @@ static int alloc_memory(struct hw_qp *hq, struct gdak_dev_qp *t)
 	dx->rcq_off = page_up(dx->scq_off + (size_t)dx->scq_n * 64);
 	dx->gpu_len = page_up(dx->rcq_off + (size_t)dx->rcq_n * 64);
 
-	ret = hw_cuda_dev_alloc(dx->gpu_len, &dx->gpu);
+	if (dx->host) {
+		ret = host_alloc(dx->gpu_len, &dx->gpu);
+	} else {
+		ret = hw_cuda_dev_alloc(dx->gpu_len, &dx->gpu);
+		if (!ret)
+			ret = hw_cuda_memset(dx->gpu, 0, dx->gpu_len);
+	}
 	if (!ret)
-		ret = hw_cuda_memset(dx->gpu, 0, dx->gpu_len);
-	if (!ret)
-		ret = init_cq_ring((char *)dx->gpu + dx->scq_off, dx->scq_n);
+		ret = init_cq_ring((char *)dx->gpu + dx->scq_off, dx->scq_n, dx->host);
 	if (!ret && dx->rcq_n)
-		ret = init_cq_ring((char *)dx->gpu + dx->rcq_off, dx->rcq_n);
+		ret = init_cq_ring((char *)dx->gpu + dx->rcq_off, dx->rcq_n, dx->host);
 	if (ret)
 		return ret;
-	dx->ring_umem = umem_reg(hc, dx->gpu, dx->gpu_len, 1);
+	dx->ring_umem = umem_reg(hc, dx->gpu, dx->gpu_len, !dx->host);
 	if (!dx->ring_umem)
 		return -EIO;
 
+	if (dx->host) {
+		dx->dbr_host = 1;
+		ret = host_alloc(DBR_LEN, &dx->dbr);
+		if (ret)
+			return ret;
+		dx->dbr_umem = umem_reg(hc, dx->dbr, DBR_LEN, 0);
+		return dx->dbr_umem ? 0 : -EIO;
+	}
 	/* the CPU proxy writes the send record: keep the records where it can */
 	dx->dbr_host = t->handler == GDAK_DEV_DB_CPU_PROXY;
 	ret = dx->dbr_host ? hw_cuda_host_alloc(DBR_LEN, &dx->dbr)
@@ -470,8 +498,13 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	if (!dx)
 		return -ENOMEM;
 	hq->dx = dx;
-	GDAK_WARN("ctx", hc->base.id, "GDAK_QP_F_QUEUES_GPU: the DEVX path has not yet run on "
-		  "hardware (docs/HARDWARE.md)");
+	/* GPU-resident queues when asked for (and a GPU is there); else the
+	 * same DEVX objects over host memory (GDAK_HW_PATH=devx) */
+	dx->host = !(hq->base.attr.flags & GDAK_QP_F_QUEUES_GPU) || !hc->cuda;
+	if (!dx->host)
+		GDAK_WARN("ctx", hc->base.id,
+			  "GDAK_QP_F_QUEUES_GPU: the DEVX path with GPU-memory rings has not "
+			  "yet run on hardware (docs/HARDWARE.md)");
 	ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD);
 	if (ret) {
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_init_obj(PD): %s", strerror(ret));
@@ -483,8 +516,12 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_query_eqn: %s", strerror(ret));
 		return -ret;
 	}
-	/* non-cached UAR: GPU stores reach it one by one, nothing to combine */
-	dx->uar = mlx5dv_devx_alloc_uar(hc->ibctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	/* non-cached UAR: GPU stores reach it one by one, nothing to combine;
+	 * host threads ringing BlueFlame need a write-combining (BF) page */
+	dx->uar = mlx5dv_devx_alloc_uar(hc->ibctx,
+					dx->host && hq->base.attr.handler == GDAK_DEV_DB_BF
+						? MLX5DV_UAR_ALLOC_TYPE_BF
+						: MLX5DV_UAR_ALLOC_TYPE_NC);
 	if (!dx->uar) {
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_alloc_uar: %s", strerror(errno));
 		return errno ? -errno : -EIO;
@@ -536,6 +573,18 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
 	if (t->handler != GDAK_DEV_DB_CPU_PROXY) {
 		ret = hw_qp_map(hq, dx->uar->reg_addr, 64, 1, &dev);
+		if (ret && dx->dbr_host) {
+			/* cudaHostRegisterIoMemory refused the page (ordinary memory,
+			 * no I/O mapping): the records are host memory, so the CPU
+			 * proxy rings for the device, as the verbs path does */
+			GDAK_WARN("qp", t->qpn,
+				  "the UAR page cannot be mapped into the GPU (%s): "
+				  "doorbells go through the CPU proxy",
+				  gdak_strerror(ret));
+			hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
+			t->handler = GDAK_DEV_DB_CPU_PROXY;
+			return 0;
+		}
 		if (ret) {
 			/* records are in GPU memory, out of the proxy's reach */
 			GDAK_ERR("qp", t->qpn, "the UAR page cannot be mapped into the GPU (%s); "
@@ -543,7 +592,10 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 			return ret;
 		}
 		t->db_reg = dev;
-		if (t->handler == GDAK_DEV_DB_BF) {
+		if (t->handler == GDAK_DEV_DB_BF && dx->host) {
+			/* a BF page: the two 256-byte halves alternate, as libmlx5 does */
+			t->bf_log_half = 8;
+		} else if (t->handler == GDAK_DEV_DB_BF) {
 			/* a non-cached UAR has no BlueFlame buffer worth the name */
 			GDAK_INFO("qp", t->qpn, "DEVX QP: BF handler rings as DB (NC UAR)");
 			t->handler = GDAK_DEV_DB_DB;
@@ -569,8 +621,10 @@ void hw_dqp_destroy(struct hw_qp *hq)
 	if (dx->dbr_umem)
 		mlx5dv_devx_umem_dereg(dx->dbr_umem);
 	if (dx->gpu)
-		hw_cuda_dev_free(dx->gpu);
-	if (dx->dbr)
+		dx->host ? free(dx->gpu) : hw_cuda_dev_free(dx->gpu);
+	if (dx->dbr && dx->host)
+		free(dx->dbr);
+	else if (dx->dbr)
 		dx->dbr_host ? hw_cuda_host_free(dx->dbr) : hw_cuda_dev_free(dx->dbr);
 	if (dx->uar)
 		mlx5dv_devx_free_uar(dx->uar);
@@ -723,5 +777,9 @@ int hw_dqp_read_cqe(struct hw_qp *hq, int recv, uint32_t idx, void *out64)
 	struct hw_devx_qp *dx = hq->dx;
 	size_t off = (recv ? dx->rcq_off : dx->scq_off) + (size_t)idx * 64;
 
+	if (dx->host) {
+		memcpy(out64, (char *)dx->gpu + off, 64);
+		return 0;
+	}
 	return hw_cuda_memcpy_dtoh(out64, (char *)dx->gpu + off, 64);
 }

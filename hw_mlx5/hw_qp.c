@@ -131,9 +131,21 @@ int hw_qp_publish(struct hw_qp *hq, const struct gdak_dev_qp *tmpl)
 			return ret;
 	}
 	GDAK_INFO("qp", hq->base.qpn, "%s path: SQ %u WQEBBs, CQ %u, RQ %u, handler %s, inline %u",
-		  hq->devx ? "DEVX (queues in GPU memory)" : "verbs", d->sq_wqebb_cnt, d->scq.ncqe,
-		  d->rq_wqe_cnt, handler_names[d->handler], d->max_inline);
+		  !hq->devx				       ? "verbs"
+		  : hq->base.attr.flags & GDAK_QP_F_QUEUES_GPU ? "DEVX (queues in GPU memory)"
+							       : "DEVX (queues in host memory)",
+		  d->sq_wqebb_cnt, d->scq.ncqe, d->rq_wqe_cnt, handler_names[d->handler],
+		  d->max_inline);
 	return 0;
+}
+
+/* GDAK_HW_PATH=devx: every QP through DEVX (host-memory rings unless the
+ * QP asks for GPU-resident ones), so that path runs without a GPU. */
+static int force_devx(void)
+{
+	int path = 0;
+
+	return gdak_env_choice("GDAK_HW_PATH", &path) == 0 && path == 2;
 }
 
 int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **out)
@@ -158,14 +170,16 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	hq->ctx = hc;
 	hq->base.ctx = ctx;
 	hq->base.attr = *attr;	/* before any thread can see the QP (core checks) */
-	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU);
+	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU) || force_devx();
 	hq->psn = random_psn();
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.handler = attr->handler;
 	tmpl.sharing = attr->sharing;
 
-	if (hq->devx && (!hc->devx || !hc->cuda)) {
-		GDAK_ERR("ctx", ctx->id, "GDAK_QP_F_QUEUES_GPU needs %s",
+	if (hq->devx && (!hc->devx || ((attr->flags & GDAK_QP_F_QUEUES_GPU) && !hc->cuda))) {
+		GDAK_ERR("ctx", ctx->id, "%s needs %s",
+			 attr->flags & GDAK_QP_F_QUEUES_GPU ? "GDAK_QP_F_QUEUES_GPU"
+							    : "GDAK_HW_PATH=devx",
 			 !hc->devx ? "a DEVX-capable mlx5 context (kernel and firmware)"
 				   : "a CUDA GPU");
 		free(hq);

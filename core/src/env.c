@@ -109,6 +109,10 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_HW_NO_GPU_MAP", "0", "hw",
 	  "1: do not map the rings into the GPU (host memory "
 	  "device code)"),
+	C("GDAK_HW_PATH", "auto|verbs|devx", "auto", "hw",
+	  "how QPs are created: auto (DEVX for GDAK_QP_F_QUEUES_GPU, verbs + mlx5dv "
+	  "otherwise), verbs, devx (DEVX over umem for every QP, host-memory rings "
+	  "unless GDAK_QP_F_QUEUES_GPU)"),
 
 	B("GDAK_PERF_TEST_CORRUPT", "0", "tools",
 	  "test hook: gdak-perf corrupts one byte so "
