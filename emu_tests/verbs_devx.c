@@ -102,10 +102,10 @@ static void check_queries(void)
 	CHECK_EQ(get(out, CAP(0x200, 1)), 1);	  /* compact_address_vector */
 	CHECK_EQ(get(out, CAP(0x16a, 1)), 1);	  /* rts2rts_qp_dscp */
 	query_cap(0x3, out, sizeof(out));
-	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf);	 /* CAS, FA, masked CAS, masked FA */
-	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc);	 /* 4 and 8 bytes on RC */
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0);	 /* no DC */
-	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	 /* 8-byte atomics in host endianness */
+	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
+	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
+	CHECK_EQ(get(out, CAP(0xd0, 16)), 0);	/* no DC */
+	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	/* 8-byte atomics in host endianness */
 	query_cap(0x4, out, sizeof(out));
 	CHECK_EQ(get(out, CAP(0xf0, 16)), 255);	   /* roce_address_table_size */
 	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc000); /* r_roce_min_src_udp_port */
@@ -155,8 +155,7 @@ static void check_refusals(void)
 		static uint8_t big[16 + 4096];
 
 		set(in, OP_MOD, 0x7 << 1);
-		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), big, sizeof(big)),
-			 EREMOTEIO);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), big, sizeof(big)), EREMOTEIO);
 		CHECK_EQ(get(big, STATUS), ST_BAD_PARAM);
 	}
 	/* obj_create: not a create command; a create command gdak does not run */
@@ -209,8 +208,8 @@ static void check_refusals(void)
 
 struct dqp {
 	struct mlx5dv_devx_uar *uar;
-	uint8_t *wq;  /* RQ then SQ */
-	uint8_t *cqb; /* CQEs (send and receive share this CQ) */
+	uint8_t *wq;   /* RQ then SQ */
+	uint8_t *cqb;  /* CQEs (send and receive share this CQ) */
 	uint32_t *dbr; /* [0..1] QP record, [16..17] CQ record */
 	struct mlx5dv_devx_umem *wq_um, *cq_um, *dbr_um;
 	struct mlx5dv_devx_obj *cq, *qp;

@@ -59,7 +59,10 @@ static void put32(uint8_t *mb, unsigned bit, unsigned w, uint32_t v)
 	p[3] = (uint8_t)cur;
 }
 
-static unsigned status_of(const uint8_t *out) { return out[0]; }
+static unsigned status_of(const uint8_t *out)
+{
+	return out[0];
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -167,7 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (o) {
 				objs[n].o = o;
 				objs[n].op = (uint16_t)(in[0] << 8 | in[1]);
-				objs[n].id = (uint32_t)out[9] << 16 | (uint32_t)out[10] << 8 | out[11];
+				objs[n].id = (uint32_t)out[9] << 16 | (uint32_t)out[10] << 8 |
+					     out[11];
 				n++;
 			}
 			break;
@@ -188,15 +192,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				objs[k] = objs[--n];
 			continue;
 		case 5: {
-			struct mlx5dv_devx_umem *u =
-				mlx5dv_devx_umem_reg(ctx, umem_buf, (size_t)(outlen % UMEM), k);
+			struct mlx5dv_devx_umem *u = mlx5dv_devx_umem_reg(
+				ctx, umem_buf, (size_t)(outlen % UMEM), k);
 
 			if (u)
 				FUZZ_ASSERT(mlx5dv_devx_umem_dereg(u) == 0, "umem dereg");
 			continue;
 		}
 		default: {
-			struct mlx5dv_devx_uar *u = mlx5dv_devx_alloc_uar(ctx, (uint32_t)fix << 24 | k);
+			struct mlx5dv_devx_uar *u = mlx5dv_devx_alloc_uar(ctx,
+									  (uint32_t)fix << 24 | k);
 
 			if (u)
 				mlx5dv_devx_free_uar(u);
@@ -210,7 +215,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == EREMOTEIO)
 			FUZZ_ASSERT(outlen >= 16 && status_of(out) != 0, "EREMOTEIO, status 0");
 		if (r == 0 && outlen >= 16)
-			FUZZ_ASSERT(status_of(out) == 0, "success with status 0x%x", status_of(out));
+			FUZZ_ASSERT(status_of(out) == 0, "success with status 0x%x",
+				    status_of(out));
 	}
 	/* everything goes, in an order that works (users first) */
 	for (unsigned round = 0; n && round < MAXOBJ; round++)

@@ -73,7 +73,11 @@ static int answer(int ret)
 
 /* ---- what this library handed out --------------------------------------------------- */
 
-enum gm_kind { GM_OBJ = 1, GM_UMEM, GM_UAR };
+enum gm_kind {
+	GM_OBJ = 1,
+	GM_UMEM,
+	GM_UAR
+};
 
 struct gm_handle {
 	union {
