@@ -24,8 +24,10 @@
 #include <unistd.h>
 
 #include <gdak/gdak.h>
+#include <gdak/mlx5.h>
 
 #include "gv_loc.h"
+#include "nm_ext.h"
 
 /* ---- async events -------------------------------------------------------------- */
 
@@ -368,8 +370,7 @@ static void *notifier(void *arg)
 				continue;
 			if (pthread_mutex_trylock(&cq->lock))
 				continue; /* being polled: look again next round */
-			for (unsigned k = 0; k < cq->nwq && !hit; k++)
-				hit = gv_wq_peek(cq->wq[k]);
+			hit = gv_cq_peek(cq);
 			pthread_mutex_unlock(&cq->lock);
 			if (hit && atomic_exchange(&cq->armed, 0)) {
 				struct gv_channel *ch = (struct gv_channel *)(void *)cq->cqx.channel;
@@ -555,18 +556,8 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 	if (n <= 0)
 		return 0;
 	pthread_mutex_lock(&cq->lock);
-	/* round robin over the rings: no QP starves the others */
-	for (unsigned idle = 0; got < n && cq->nwq && idle < cq->nwq;) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		if (gv_wq_poll(wq, &wc[got]) > 0) {
-			got++;
-			idle = 0;
-		} else {
-			idle++;
-			cq->next = (cq->next + 1) % cq->nwq;
-		}
-	}
+	while (got < n && gv_cq_poll1(cq, &wc[got]) > 0)
+		got++;
 	pthread_mutex_unlock(&cq->lock);
 	/* A program spinning on an empty CQ competes for the CPU with the NIC
 	 * thread that would fill it (a ConnectX needs no CPU): after a run of
@@ -585,13 +576,7 @@ static int cqx_start(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	int got = 0;
 
 	pthread_mutex_lock(&cq->lock);
-	for (unsigned i = 0; i < cq->nwq && !got; i++) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		got = gv_wq_poll(wq, &cq->cur) > 0;
-		if (!got)
-			cq->next = (cq->next + 1) % cq->nwq;
-	}
+	got = gv_cq_poll1(cq, &cq->cur) > 0;
 	if (!got) {
 		pthread_mutex_unlock(&cq->lock);
 		if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
@@ -608,15 +593,10 @@ static int cqx_next(struct ibv_cq_ex *x)
 {
 	struct gv_cq *cq = gv_container_of(x, struct gv_cq, cqx);
 
-	for (unsigned i = 0; i < cq->nwq; i++) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		if (gv_wq_poll(wq, &cq->cur) > 0) {
-			x->status = cq->cur.status;
-			x->wr_id = cq->cur.wr_id;
-			return 0;
-		}
-		cq->next = (cq->next + 1) % cq->nwq;
+	if (gv_cq_poll1(cq, &cq->cur) > 0) {
+		x->status = cq->cur.status;
+		x->wr_id = cq->cur.wr_id;
+		return 0;
 	}
 	return ENOENT;
 }
@@ -680,6 +660,61 @@ static uint64_t cqx_ts(struct ibv_cq_ex *x)
 }
 #undef CUR
 
+/* The CQ's ring: n CQEs, initialised as libmlx5 does (opcode INVALID, owner
+ * 0), the record pair on a line of its own, and the NIC-model CQ on it. */
+static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n)
+{
+	struct nm_ext_cq_attr a;
+	struct mlx5_cqe64 *e;
+	int ret;
+
+	cq->buf = aligned_alloc(4096, ((size_t)n * 64 + 4095) & ~(size_t)4095);
+	cq->dbrec = aligned_alloc(64, 64);
+	if (!cq->buf || !cq->dbrec) {
+		free(cq->buf);
+		free(cq->dbrec);
+		return ENOMEM;
+	}
+	e = cq->buf;
+	memset(e, 0, (size_t)n * 64);
+	for (uint32_t i = 0; i < n; i++)
+		e[i].op_own = GDAK_MLX5_CQE_INVALID_OP_OWN;
+	memset(cq->dbrec, 0, 64);
+	memset(&a, 0, sizeof(a));
+	a.buf = cq->buf;
+	a.ncqe = n;
+	a.cqe_size = 64;
+	a.dbrec = cq->dbrec;
+	ret = nm_ext_cq_create(g, &a, &cq->ncq);
+	if (ret) {
+		free(cq->buf);
+		free(cq->dbrec);
+		return -ret;
+	}
+	memset(&cq->ring, 0, sizeof(cq->ring));
+	cq->ring.version = GDAK_DEV_ABI_VERSION;
+	cq->ring.cqn = nm_ext_cq_num(cq->ncq);
+	cq->ring.ncqe = n;
+	cq->ring.log_ncqe = (uint32_t)__builtin_ctz(n);
+	cq->ring.cqes = cq->buf;
+	cq->ring.dbrec = cq->dbrec;
+	return 0;
+}
+
+static void ring_free(struct gv_cq *cq)
+{
+	int ret = nm_ext_cq_destroy(cq->ncq);
+
+	if (ret) {
+		/* a QP of it is still alive in the NIC model: its memory must stay */
+		GDAK_WARN("cq", cq->ring.cqn, "destroy: %s; its ring is left allocated",
+			  gdak_strerror(ret));
+		return;
+	}
+	free(cq->buf);
+	free(cq->dbrec);
+}
+
 static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 			    struct ibv_comp_channel *channel)
 {
@@ -704,10 +739,17 @@ static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 	/* libmlx5 rounds up to a power of two, less one */
 	{
 		uint32_t n = 1;
+		int ret;
 
 		while (n < (uint32_t)cqe + 1)
 			n <<= 1;
 		b->cqe = (int)(n - 1);
+		ret = ring_new(cq, gv_ctx(ctx)->dev->g, n);
+		if (ret) {
+			free(cq);
+			errno = ret;
+			return NULL;
+		}
 	}
 	pthread_mutex_init(&b->mutex, NULL);
 	pthread_cond_init(&b->cond, NULL);
@@ -730,6 +772,7 @@ static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 		int ret = nt_add(cq);
 
 		if (ret) {
+			ring_free(cq);
 			free(cq);
 			errno = ret;
 			return NULL;
@@ -793,18 +836,28 @@ GV_EXPORT int ibv_destroy_cq(struct ibv_cq *bcq)
 		nt_del(cq);
 		bcq->channel->refcnt--;
 	}
+	ring_free(cq);
 	free(cq->wq);
 	free(cq);
 	return 0;
 }
 
-GV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+GV_EXPORT int ibv_resize_cq(struct ibv_cq *bcq, int cqe)
 {
-	/* the rings are per work queue and cannot overrun: a new size changes
-	 * only what is reported */
+	struct gv_cq *cq = gv_cq_of(bcq);
+
 	if (cqe < 1 || cqe > GV_MAX_CQE)
 		return EINVAL;
-	cq->cqe = cqe;
+	/* the ring stays: a size it holds is reported; a larger one would
+	 * need a ring swap with CQEs in flight, which gdak does not do */
+	if ((uint32_t)cqe >= cq->ring.ncqe) {
+		GDAK_ERR("cq", cq->ring.cqn,
+			 "resize_cq to %d entries: the ring holds %u; "
+			 "create the CQ with the size needed",
+			 cqe, cq->ring.ncqe - 1);
+		return EOPNOTSUPP;
+	}
+	bcq->cqe = cqe;
 	return 0;
 }
 
