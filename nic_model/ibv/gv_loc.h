@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
 #include <gdak/gdak.h>
@@ -99,6 +100,8 @@ static inline struct gv_context *gv_ctx(struct ibv_context *c)
 	return gv_container_of(c, struct gv_context, vctx.context);
 }
 
+/* The index of one of this library's devices, -1 for any other pointer. */
+int gv_device_index(const struct ibv_device *dev);
 int gv_dev_get(struct gv_device *d); /* the NIC-model context, address, directory */
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
@@ -147,6 +150,12 @@ static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)
 
 int gv_cq_attach(struct gv_cq *cq, struct gv_wq *wq);
 void gv_cq_detach(struct gv_cq *cq, struct gv_wq *wq);
+
+/* An AH and the mlx5 address vector mlx5dv_init_obj(AH) returns. */
+struct gv_ah {
+	struct ibv_ah ah; /* must be first */
+	struct mlx5_wqe_av av;
+};
 
 struct gv_srq {
 	struct ibv_srq srq;

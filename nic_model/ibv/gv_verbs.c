@@ -286,6 +286,7 @@ static int advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32
 
 GV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	struct gv_ah *g;
 	struct ibv_ah *ah;
 
 	if (!pd || !attr || !attr->is_global) {
@@ -293,20 +294,32 @@ GV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *at
 		errno = EINVAL;
 		return NULL;
 	}
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
+	g = calloc(1, sizeof(*g));
+	if (!g) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	ah = &g->ah;
 	ah->context = pd->context;
 	ah->pd = pd;
 	ah->handle = __atomic_fetch_add(&handles, 1, __ATOMIC_RELAXED);
+	/* the mlx5 address vector mlx5dv_init_obj(AH) hands out, laid out as
+	 * the PRM's (and libmlx5's create_ah) for RoCE: GRH present, the
+	 * source GID index and flow label in grh_gid_fl, rate and SL, the
+	 * destination GID; no MAC (the emulated wire is UDP on IPv4) */
+	g->av.stat_rate_sl = (uint8_t)((attr->static_rate << 4) | ((attr->sl & 0x7) << 1));
+	g->av.fl_mlid = (uint8_t)(attr->src_path_bits & 0x7f);
+	g->av.grh_gid_fl = htobe32((1u << 30) | ((uint32_t)attr->grh.sgid_index << 20) |
+				   (attr->grh.flow_label & 0xfffff));
+	g->av.hop_limit = attr->grh.hop_limit;
+	g->av.tclass = attr->grh.traffic_class;
+	memcpy(g->av.rgid, attr->grh.dgid.raw, 16);
 	return ah;
 }
 
 GV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	free(ah);
+	free(gv_container_of(ah, struct gv_ah, ah));
 	return 0;
 }
 
@@ -662,7 +675,7 @@ static uint64_t cqx_ts(struct ibv_cq_ex *x)
 
 /* The CQ's ring: n CQEs, initialised as libmlx5 does (opcode INVALID, owner
  * 0), the record pair on a line of its own, and the NIC-model CQ on it. */
-static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n)
+static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n, unsigned nm_flags)
 {
 	struct nm_ext_cq_attr a;
 	struct mlx5_cqe64 *e;
@@ -685,6 +698,7 @@ static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n)
 	a.ncqe = n;
 	a.cqe_size = 64;
 	a.dbrec = cq->dbrec;
+	a.flags = nm_flags;
 	ret = nm_ext_cq_create(g, &a, &cq->ncq);
 	if (ret) {
 		free(cq->buf);
@@ -698,6 +712,7 @@ static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n)
 	cq->ring.log_ncqe = (uint32_t)__builtin_ctz(n);
 	cq->ring.cqes = cq->buf;
 	cq->ring.dbrec = cq->dbrec;
+	cq->ring.flags = nm_flags & NM_EXT_CQ_OI ? GDAK_DEV_CQ_F_OVERRUN_IGNORE : 0;
 	return 0;
 }
 
@@ -716,7 +731,7 @@ static void ring_free(struct gv_cq *cq)
 }
 
 static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
-			    struct ibv_comp_channel *channel)
+			    struct ibv_comp_channel *channel, unsigned nm_flags)
 {
 	struct gv_cq *cq;
 	struct ibv_cq *b;
@@ -744,7 +759,7 @@ static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 		while (n < (uint32_t)cqe + 1)
 			n <<= 1;
 		b->cqe = (int)(n - 1);
-		ret = ring_new(cq, gv_ctx(ctx)->dev->g, n);
+		ret = ring_new(cq, gv_ctx(ctx)->dev->g, n, nm_flags);
 		if (ret) {
 			free(cq);
 			errno = ret;
@@ -791,7 +806,7 @@ GV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *c
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_new(ctx, cqe, cq_context, channel);
+	cq = cq_new(ctx, cqe, cq_context, channel, 0);
 	return cq ? (struct ibv_cq *)(void *)&cq->cqx : NULL;
 }
 
@@ -818,7 +833,18 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx, struct ibv_cq_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_new(ctx, (int)a->cqe, a->cq_context, a->channel);
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (a->flags &
+	     ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* ignore-overrun is the PRM's oi: the NIC never reads the record */
+	cq = cq_new(ctx, (int)a->cqe, a->cq_context, a->channel,
+		    (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+				    (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+			    ? NM_EXT_CQ_OI
+			    : 0);
 	return cq ? &cq->cqx : NULL;
 }
 
@@ -861,6 +887,61 @@ GV_EXPORT int ibv_resize_cq(struct ibv_cq *bcq, int cqe)
 	return 0;
 }
 
+/* ---- thread and parent domains ------------------------------------------------------------ */
+
+/* A thread domain promises that one thread posts to the QPs created in it;
+ * libmlx5 then gives them a BlueFlame register of their own.  Every QP of
+ * this library has its own register page already, so a TD is a token and a
+ * parent domain a PD that names its TD. */
+static struct ibv_td *alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *a)
+{
+	struct ibv_td *td;
+
+	if (!a || a->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	td->context = ctx;
+	return td;
+}
+
+static int dealloc_td(struct ibv_td *td)
+{
+	free(td);
+	return 0;
+}
+
+static struct ibv_pd *alloc_parent_domain(struct ibv_context *ctx,
+					  struct ibv_parent_domain_init_attr *a)
+{
+	struct ibv_pd *pd;
+
+	if (!a || !a->pd ||
+	    (a->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+					IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		/* the rings come from this library's allocator, not the program's */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->context = ctx;
+	pd->handle = a->pd->handle; /* the same protection domain (same pdn) */
+	return pd;
+}
+
 /* ---- the ops tables --------------------------------------------------------------------------- */
 
 void gv_ops_init(struct gv_context *c)
@@ -879,4 +960,7 @@ void gv_ops_init(struct gv_context *c)
 	v->advise_mr = advise_mr;
 	v->create_cq_ex = create_cq_ex;
 	v->create_qp_ex = gv_create_qp_ex;
+	v->alloc_td = alloc_td;
+	v->dealloc_td = dealloc_td;
+	v->alloc_parent_domain = alloc_parent_domain;
 }
