@@ -11,7 +11,7 @@
 
 GV_EXPORT int gdak_dx_is_ours(struct ibv_context *ctx)
 {
-	return ctx && gv_device_is_ours(ctx->device);
+	return ctx && gv_device_index(ctx->device) >= 0;
 }
 
 static struct dx_ctx *ctx_of(struct ibv_context *ctx)

@@ -27,20 +27,19 @@ static struct gv_device devs[GV_MAX_DEVICES];
 static int ndevs = -1;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int gv_device_is_ours(const struct ibv_device *dev)
-{
-	const char *p = (const char *)dev;
-
-	/* pointer comparison only: dev may be any program's pointer */
-	return p >= (const char *)devs && p < (const char *)(devs + GV_MAX_DEVICES) &&
-	       (size_t)(p - (const char *)devs) % sizeof(devs[0]) == 0;
-}
-
 /* ConnectX-7 (PCI device 0x1021 = 4129), firmware of its 28.x line */
 #define GV_VENDOR_ID 0x02c9
 #define GV_PART_ID 4129
 #define GV_FW_VER "28.39.1002"
 #define GV_BOARD_ID "MT_0000000838"
+
+int gv_device_index(const struct ibv_device *dev)
+{
+	for (int i = 0; i < GV_MAX_DEVICES; i++)
+		if (dev == &devs[i].ibdev)
+			return i;
+	return -1;
+}
 
 static void devs_init(void)
 {
