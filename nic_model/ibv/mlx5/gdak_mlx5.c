@@ -495,11 +495,6 @@ struct ibv_flow_action *mlx5dv_create_flow_action_packet_reformat(
 	return no_object(__func__);
 }
 
-struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
-{
-	return no_object(__func__);
-}
-
 /* ---- MLX5_1.8 ---- */
 
 bool mlx5dv_is_supported(struct ibv_device *device)

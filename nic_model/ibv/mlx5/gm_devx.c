@@ -28,6 +28,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "dx_api.h"
+#include "gv_private.h"
 
 #ifndef MLX5DV_UAR_ALLOC_TYPE_NC_DEDICATED
 #define MLX5DV_UAR_ALLOC_TYPE_NC_DEDICATED (1u << 31) /* rdma-core 45 */
@@ -291,6 +292,21 @@ void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar)
 		return;
 	gdak_dx_uar_free(h->dx);
 	handle_free(h);
+}
+
+/* A context DEVX commands can be sent on (MLX5DV_CONTEXT_FLAGS_DEVX): on
+ * gdak's devices every context can, so this is ibv_open_device; flags and
+ * comp_mask are checked as mlx5_alloc_context checks them. */
+struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
+{
+	if (gdak_ibv_is_device(device) != 1)
+		return no_object(__func__);
+	if (attr && (attr->comp_mask || (attr->flags & ~(uint32_t)MLX5DV_CONTEXT_FLAGS_DEVX))) {
+		note(__func__, "unknown flags or comp_mask: EINVAL");
+		errno = EINVAL;
+		return NULL;
+	}
+	return ibv_open_device(device);
 }
 
 /* ---- MLX5_1.8: DEVX views of verbs objects ------------------------------------------- */
