@@ -491,6 +491,7 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	struct hw_devx_qp *dx;
 	struct mlx5dv_pd dvpd;
 	struct mlx5dv_obj obj = {.pd = {.in = hc->pd, .out = &dvpd}};
+	char *rings, *recs;
 	void *dev;
 	int ret;
 
@@ -541,30 +542,45 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	ret = create_qp(hq);
 	if (ret)
 		return ret;
+	/* host-memory rings: what the device sees of them (the host address
+	 * for host threads, a mapping when a GPU plays the device) */
+	if (dx->host) {
+		ret = hw_qp_map(hq, dx->gpu, dx->gpu_len, 0, &dev);
+		if (ret)
+			return ret;
+		rings = dev;
+		ret = hw_qp_map(hq, dx->dbr, DBR_LEN, 0, &dev);
+		if (ret)
+			return ret;
+		recs = dev;
+	} else {
+		rings = dx->gpu;
+		recs = dx->dbr;
+	}
 
 	t->qpn = hq->base.qpn;
 	t->qpn_ds_be = gdak_htobe32(t->qpn << 8);
 	t->sq_wqebb_cnt = dx->sq_cnt;
 	t->sq_log_cnt = ilog2(dx->sq_cnt);
 	t->max_inline = HW_DX_MAX_INLINE;
-	t->sq_buf = (char *)dx->gpu + dx->sq_off;
+	t->sq_buf = rings + dx->sq_off;
 	if (dx->rq_cnt) {
-		t->rq_buf = (char *)dx->gpu + dx->rq_off;
+		t->rq_buf = rings + dx->rq_off;
 		t->rq_wqe_cnt = dx->rq_cnt;
 		t->rq_log_stride = ilog2(dx->rq_stride);
 	}
-	t->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
+	t->dbrec = (uint32_t *)(void *)(recs + DBR_QP);
 	t->scq.cqn = dx->scqn;
 	t->scq.ncqe = dx->scq_n;
 	t->scq.log_ncqe = ilog2(dx->scq_n);
-	t->scq.cqes = (char *)dx->gpu + dx->scq_off;
-	t->scq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_SCQ);
+	t->scq.cqes = rings + dx->scq_off;
+	t->scq.dbrec = (uint32_t *)(void *)(recs + DBR_SCQ);
 	if (dx->rcq_n) {
 		t->rcq.cqn = dx->rcqn;
 		t->rcq.ncqe = dx->rcq_n;
 		t->rcq.log_ncqe = ilog2(dx->rcq_n);
-		t->rcq.cqes = (char *)dx->gpu + dx->rcq_off;
-		t->rcq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_RCQ);
+		t->rcq.cqes = rings + dx->rcq_off;
+		t->rcq.dbrec = (uint32_t *)(void *)(recs + DBR_RCQ);
 	}
 	hq->scq_n = dx->scq_n;
 	hq->rcq_n = dx->rcq_n;

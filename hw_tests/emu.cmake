@@ -30,3 +30,15 @@ foreach(path devx)
   gdak_hw_emu_test(scenarios ${path} CMD $<TARGET_FILE:gdak_hw_scenarios> mlx5_0
                    PASS "[1-9][0-9]* passed, 0 failed")
 endforeach()
+
+# The twin with a CUDA kernel as the device (label cuda; 77 without a GPU):
+# rings in host memory mapped into the GPU; the UAR page is ordinary memory,
+# cudaHostRegisterIoMemory refuses it, and the QPs fall back to the CPU
+# proxy - the fallback every GPU stack takes here (docs/VERBS.md "DEVX").
+if(GDAK_HAVE_CUDA)
+  add_test(NAME gdak.hw_emu.devx.scenarios_cuda
+           COMMAND ${_hwe_run} $<TARGET_FILE:gdak_hw_scenarios_cuda> --hw)
+  set_tests_properties(gdak.hw_emu.devx.scenarios_cuda PROPERTIES
+    LABELS "cuda;hw-emu" TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_PATH=devx;GDAK_LOG=warn")
+endif()
