@@ -456,6 +456,75 @@ static void check_create_refusals(struct dqp *q)
 	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
 }
 
+/* DEVX commands on verbs-created objects (mlx5dv_devx_qp/cq_query/modify). */
+static void check_verbs_objects(struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+	struct mlx5dv_cq dvcq;
+	struct mlx5dv_obj obj;
+	uint8_t in[0x800 / 8], out[0x880 / 8];
+
+	REQUIRE(cq != NULL);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	REQUIRE(qp != NULL);
+	memset(&obj, 0, sizeof(obj));
+	obj.cq.in = cq;
+	obj.cq.out = &dvcq;
+	CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ), 0);
+
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x50b);
+	set(in, OBJ, qp->qp_num);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(get(out, QPC(0x0, 4)), 0);	      /* RESET */
+	CHECK_EQ(get(out, QPC(0x3e8, 24)), dvcq.cqn); /* cqn_snd */
+	CHECK_EQ(get(out, QPC(0x4e8, 24)), dvcq.cqn); /* cqn_rcv */
+	CHECK(get(out, QPC(0x51, 4)) >= 4);	      /* 16 WRs: 16 WQEBBs at least */
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(
+		ibv_modify_qp(qp, &qa,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(get(out, QPC(0x0, 4)), 1);   /* INIT */
+	CHECK_EQ(get(out, QPC(0x491, 1)), 1); /* rwe */
+	CHECK_EQ(get(out, QPC(0x490, 1)), 0); /* rre */
+	/* another QP's number: the kernel's EINVAL */
+	set(in, OBJ, qp->qp_num ^ 1);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), EINVAL);
+	/* a transition with attributes: not translated, BAD_OP */
+	set(in, OPCODE, 0x503);
+	set(in, OBJ, qp->qp_num);
+	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, sizeof(in), out, 16), EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	/* 2ERR through DEVX: verbs see ERR */
+	set(in, OPCODE, 0x507);
+	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, 16, out, 16), 0);
+	memset(&qa, 0, sizeof(qa));
+	CHECK_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
+	/* QUERY_CQ of the verbs CQ */
+	memset(in, 0, 16);
+	set(in, OPCODE, 0x402);
+	set(in, OBJ, dvcq.cqn);
+	CHECK_EQ(mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(1u << get(out, CQC(0x63, 5)), dvcq.cqe_cnt);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+}
+
 int main(void)
 {
 	struct ibv_device **l;
@@ -483,6 +552,7 @@ int main(void)
 
 	check_queries();
 	check_refusals();
+	check_verbs_objects(pd);
 
 	memset(in, 0, 16);
 	set(in, OPCODE, 0x800);

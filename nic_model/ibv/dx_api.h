@@ -39,4 +39,15 @@ int gdak_dx_uar_alloc(struct ibv_context *ctx, unsigned type, struct gdak_dx_obj
 void gdak_dx_uar_free(struct gdak_dx_obj *uar);
 int gdak_dx_query_eqn(struct ibv_context *ctx, uint32_t vector, uint32_t *eqn);
 
+/* dx_verbs.c: DEVX commands on verbs-created objects (QUERY_QP, 2ERR, 2RST,
+ * QUERY_CQ); -EOPNOTSUPP for objects of another library */
+struct ibv_qp;
+struct ibv_cq;
+int gdak_dx_verbs_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+			   size_t outlen);
+int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+			    size_t outlen);
+int gdak_dx_verbs_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out,
+			   size_t outlen);
+
 #endif /* DX_API_H */

@@ -15,8 +15,9 @@
  * library did not hand out answers without dereferencing it.
  *
  * Not provided (rdma-core's "not supported" answer, so callers fall back):
- * asynchronous commands and event channels, EQs and MSI vectors, and the
- * DEVX views of verbs-created CQs, SRQs, WQs and indirection tables.
+ * asynchronous commands and event channels, EQs and MSI vectors, the DEVX
+ * views of verbs-created SRQs, WQs and indirection tables, MODIFY_CQ of a
+ * verbs CQ.  Verbs QPs: QUERY_QP, 2ERR, 2RST (dx_verbs.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -318,7 +319,9 @@ int mlx5dv_devx_cq_modify(struct ibv_cq *cq, const void *in, size_t inlen, void 
 
 int mlx5dv_devx_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return not_supported(__func__);
+	int ret = gdak_dx_verbs_cq_query(cq, in, inlen, out, outlen);
+
+	return ret == -EOPNOTSUPP ? not_supported(__func__) : answer(ret);
 }
 
 int mlx5dv_devx_ind_tbl_modify(struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen,
@@ -335,12 +338,16 @@ int mlx5dv_devx_ind_tbl_query(struct ibv_rwq_ind_table *ind_tbl, const void *in,
 
 int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return not_supported(__func__);
+	int ret = gdak_dx_verbs_qp_modify(qp, in, inlen, out, outlen);
+
+	return ret == -EOPNOTSUPP ? not_supported(__func__) : answer(ret);
 }
 
 int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
 {
-	return not_supported(__func__);
+	int ret = gdak_dx_verbs_qp_query(qp, in, inlen, out, outlen);
+
+	return ret == -EOPNOTSUPP ? not_supported(__func__) : answer(ret);
 }
 
 int mlx5dv_devx_srq_modify(struct ibv_srq *srq, const void *in, size_t inlen, void *out,
