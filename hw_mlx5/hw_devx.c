@@ -53,6 +53,7 @@ enum {
 #define CQC 0x080		/* cq_context base */
 #define CQC_DBR_UMEM_VALID 0x006, 1
 #define CQC_CQE_SZ 0x008, 3	/* 0 = 64-byte CQEs */
+#define CQC_CC 0x00b, 1		/* collapsed: every CQE to entry 0 */
 #define CQC_OI 0x00e, 1		/* overrun ignore */
 #define CQC_DBR_UMEM_ID 0x020, 32
 #define CQC_LOG_CQ_SIZE 0x063, 5
@@ -80,6 +81,7 @@ enum {
 #define QPC_LOG_RQ_STRIDE 0x04d, 3	/* log2(stride) - 4 */
 #define QPC_LOG_SQ_SIZE 0x051, 4
 #define QPC_UAR_PAGE 0x068, 24
+#define QPC_SEND_DBR_MODE 0x080, 2 /* 1 = NO_DBR_EXT: the register alone rings */
 #define QPC_LOG_PAGE_SIZE 0x0a3, 5
 #define QPC_REMOTE_QPN 0x0a8, 24
 #define ADS 0x0c0		/* primary_address_path within the qpc */
@@ -173,18 +175,21 @@ static void fset64(void *buf, unsigned bit, uint64_t v)
  * no two of them overlap and all fit in their command: a mistyped offset
  * shows up as a lost bit.  (base, field) pairs; 64-bit fields separately.
  */
-#define CREATE_CQ_FIELDS(X)                                                              \
-	X(0, CMD_OPCODE) X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_OI)      \
-	X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE) X(CQC, CQC_UAR_PAGE)             \
-	X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE) X(0, CREATE_CQ_UMEM_ID)              \
-	X(0, CREATE_CQ_UMEM_VALID)
+#define CREATE_CQ_FIELDS(X)                                                                 \
+	X(0, CMD_OPCODE)                                                                    \
+	X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_CC) X(CQC, CQC_OI)         \
+		X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE) X(CQC, CQC_UAR_PAGE)        \
+			X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE) X(0, CREATE_CQ_UMEM_ID) \
+				X(0, CREATE_CQ_UMEM_VALID)
 #define CREATE_CQ_FIELDS64(X) X(CQC + CQC_DBR_ADDR) X(CREATE_CQ_UMEM_OFFSET)
-#define CREATE_QP_FIELDS(X)                                                              \
-	X(0, CMD_OPCODE) X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD)                \
-	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_LOG_PAGE_SIZE) X(QPC, QPC_LOG_SQ_SIZE)            \
-	X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE) X(QPC, QPC_LOG_RQ_STRIDE)             \
-	X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV) X(QPC, QPC_DBR_UMEM_VALID)                \
-	X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_VALID)
+#define CREATE_QP_FIELDS(X)                                                                        \
+	X(0, CMD_OPCODE)                                                                           \
+	X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD) X(QPC, QPC_UAR_PAGE)                    \
+		X(QPC, QPC_SEND_DBR_MODE) X(QPC, QPC_LOG_PAGE_SIZE) X(QPC, QPC_LOG_SQ_SIZE)        \
+			X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE) X(QPC, QPC_LOG_RQ_STRIDE)      \
+				X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV) X(QPC, QPC_DBR_UMEM_VALID) \
+					X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID)         \
+						X(0, CREATE_QP_WQ_UMEM_VALID)
 #define CREATE_QP_FIELDS64(X) X(QPC + QPC_DBR_ADDR)
 #define RST2INIT_FIELDS(X)                                                               \
 	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_PM_STATE) X(QPC + ADS, ADS_VHCA_PORT_NUM) \
@@ -353,7 +358,7 @@ static int host_alloc(size_t len, void **p)
 }
 
 static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ring_off,
-					 uint32_t dbr_off, uint32_t *cqn)
+					 uint32_t dbr_off, int collapsed, uint32_t *cqn)
 {
 	struct hw_devx_qp *dx = hq->dx;
 	uint8_t in[CREATE_CQ_IN_BYTES], out[QP_OUT_BYTES];
@@ -366,6 +371,7 @@ static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ri
 	fset(in, CQC, CQC_CQE_SZ, 0);
 	/* device code updates the CQ doorbell record per batch, not per CQE */
 	fset(in, CQC, CQC_OI, 1);
+	fset(in, CQC, CQC_CC, !!collapsed);
 	fset(in, CQC, CQC_LOG_CQ_SIZE, ilog2(n));
 	fset(in, CQC, CQC_UAR_PAGE, dx->uar->page_id);
 	fset(in, CQC, CQC_C_EQN, dx->eqn);
@@ -399,6 +405,8 @@ static int create_qp(struct hw_qp *hq)
 	fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
 	fset(in, QPC, QPC_PD, dx->pdn);
 	fset(in, QPC, QPC_UAR_PAGE, dx->uar->page_id);
+	/* GDAK_QP_F_SQ_NO_DBREC: HCA cap send_dbr_mode_no_dbr_ext */
+	fset(in, QPC, QPC_SEND_DBR_MODE, hq->base.attr.flags & GDAK_QP_F_SQ_NO_DBREC ? 1 : 0);
 	fset(in, QPC, QPC_LOG_PAGE_SIZE, 0);
 	fset(in, QPC, QPC_LOG_SQ_SIZE, ilog2(dx->sq_cnt));
 	if (dx->rq_cnt) {
@@ -531,11 +539,13 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	ret = alloc_memory(hq, t);
 	if (ret)
 		return ret;
-	dx->scq = create_cq(hq, dx->scq_n, dx->scq_off, DBR_SCQ, &dx->scqn);
+	dx->scq = create_cq(hq, dx->scq_n, dx->scq_off, DBR_SCQ,
+			    !!(hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED), &dx->scqn);
 	if (!dx->scq)
 		return -EIO;
 	if (dx->rcq_n) {
-		dx->rcq = create_cq(hq, dx->rcq_n, dx->rcq_off, DBR_RCQ, &dx->rcqn);
+		dx->rcq = create_cq(hq, dx->rcq_n, dx->rcq_off, DBR_RCQ,
+				    !!(hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED), &dx->rcqn);
 		if (!dx->rcq)
 			return -EIO;
 	}
@@ -575,12 +585,20 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	t->scq.log_ncqe = ilog2(dx->scq_n);
 	t->scq.cqes = rings + dx->scq_off;
 	t->scq.dbrec = (uint32_t *)(void *)(recs + DBR_SCQ);
+	/* every DEVX CQ ignores overrun (oi); collapsed where the QP asked */
+	t->scq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
+		       (hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED ? GDAK_DEV_CQ_F_COLLAPSED
+								      : 0);
 	if (dx->rcq_n) {
 		t->rcq.cqn = dx->rcqn;
 		t->rcq.ncqe = dx->rcq_n;
 		t->rcq.log_ncqe = ilog2(dx->rcq_n);
 		t->rcq.cqes = rings + dx->rcq_off;
 		t->rcq.dbrec = (uint32_t *)(void *)(recs + DBR_RCQ);
+		t->rcq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
+			       (hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED
+					? GDAK_DEV_CQ_F_COLLAPSED
+					: 0);
 	}
 	hq->scq_n = dx->scq_n;
 	hq->rcq_n = dx->rcq_n;

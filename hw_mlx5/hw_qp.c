@@ -155,12 +155,15 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	struct hw_qp *hq;
 	int ret;
 
-	/* CQ attributes and the no-record doorbell need DEVX CQ/QP contexts
-	 * (cc, oi, dbr_mode) that this backend does not create yet */
-	if (attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) {
+	/* CQ attributes and the no-record doorbell are DEVX CQ/QP context
+	 * fields (cc, oi, send_dbr_mode): the DEVX path sets them, verbs
+	 * cannot */
+	if ((attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) &&
+	    !(attr->flags & GDAK_QP_F_QUEUES_GPU) && !force_devx()) {
 		GDAK_ERR("ctx", ctx->id,
 			 "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
-			 "record) are not supported on ConnectX by this backend yet",
+			 "record) need the DEVX path (GDAK_HW_PATH=devx, or "
+			 "GDAK_QP_F_QUEUES_GPU)",
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
 	}

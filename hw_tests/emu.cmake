@@ -31,6 +31,13 @@ foreach(path devx)
                    PASS "[1-9][0-9]* passed, 0 failed")
 endforeach()
 
+# The DEVX context flags hw_mlx5 sets (no-record doorbell, collapsed CQ)
+add_executable(gdak_hw_emu_flags hw_emu_flags.c)
+target_link_libraries(gdak_hw_emu_flags PRIVATE gdak gdak_testlib gdak_nic_util)
+target_include_directories(gdak_hw_emu_flags PRIVATE ${PROJECT_SOURCE_DIR}/emu_tests)
+gdak_set_warnings(gdak_hw_emu_flags)
+gdak_hw_emu_test(flags devx CMD $<TARGET_FILE:gdak_hw_emu_flags> PASS "[1-9][0-9]* passed, 0 failed")
+
 # The twin with a CUDA kernel as the device (label cuda; 77 without a GPU):
 # rings in host memory mapped into the GPU; the UAR page is ordinary memory,
 # cudaHostRegisterIoMemory refuses it, and the QPs fall back to the CPU
