@@ -175,21 +175,22 @@ static void fset64(void *buf, unsigned bit, uint64_t v)
  * no two of them overlap and all fit in their command: a mistyped offset
  * shows up as a lost bit.  (base, field) pairs; 64-bit fields separately.
  */
-#define CREATE_CQ_FIELDS(X)                                                                 \
-	X(0, CMD_OPCODE)                                                                    \
-	X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_CC) X(CQC, CQC_OI)         \
-		X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE) X(CQC, CQC_UAR_PAGE)        \
-			X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE) X(0, CREATE_CQ_UMEM_ID) \
-				X(0, CREATE_CQ_UMEM_VALID)
+/* one field list per command, as the PRM lists them */
+/* clang-format off */
+#define CREATE_CQ_FIELDS(X)                                                              \
+	X(0, CMD_OPCODE) X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_CC)      \
+	X(CQC, CQC_OI) X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE)                     \
+	X(CQC, CQC_UAR_PAGE) X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE)                   \
+	X(0, CREATE_CQ_UMEM_ID) X(0, CREATE_CQ_UMEM_VALID)
 #define CREATE_CQ_FIELDS64(X) X(CQC + CQC_DBR_ADDR) X(CREATE_CQ_UMEM_OFFSET)
-#define CREATE_QP_FIELDS(X)                                                                        \
-	X(0, CMD_OPCODE)                                                                           \
-	X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD) X(QPC, QPC_UAR_PAGE)                    \
-		X(QPC, QPC_SEND_DBR_MODE) X(QPC, QPC_LOG_PAGE_SIZE) X(QPC, QPC_LOG_SQ_SIZE)        \
-			X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE) X(QPC, QPC_LOG_RQ_STRIDE)      \
-				X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV) X(QPC, QPC_DBR_UMEM_VALID) \
-					X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID)         \
-						X(0, CREATE_QP_WQ_UMEM_VALID)
+#define CREATE_QP_FIELDS(X)                                                              \
+	X(0, CMD_OPCODE) X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD)                \
+	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_SEND_DBR_MODE) X(QPC, QPC_LOG_PAGE_SIZE)          \
+	X(QPC, QPC_LOG_SQ_SIZE) X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE)               \
+	X(QPC, QPC_LOG_RQ_STRIDE) X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV)                 \
+	X(QPC, QPC_DBR_UMEM_VALID) X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID)     \
+	X(0, CREATE_QP_WQ_UMEM_VALID)
+/* clang-format on */
 #define CREATE_QP_FIELDS64(X) X(QPC + QPC_DBR_ADDR)
 #define RST2INIT_FIELDS(X)                                                               \
 	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_PM_STATE) X(QPC + ADS, ADS_VHCA_PORT_NUM) \

@@ -52,7 +52,8 @@ static void case_collapsed(void)
 {
 	struct gdak_qp_attr attr = { .sq_depth = 32,
 				     .cq_depth = 32,
-				     .flags = GDAK_QP_F_SCQ_COLLAPSED | GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+				     .flags = GDAK_QP_F_SCQ_COLLAPSED |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 
 	memset(dst, 0, sizeof(dst));

@@ -22,13 +22,20 @@
 static unsigned prm_state(enum ibv_qp_state s)
 {
 	switch (s) {
-	case IBV_QPS_RESET: return 0;
-	case IBV_QPS_INIT: return 1;
-	case IBV_QPS_RTR: return 2;
-	case IBV_QPS_RTS: return 3;
-	case IBV_QPS_SQE: return 4;
-	case IBV_QPS_SQD: return 5;
-	default: return 6;
+	case IBV_QPS_RESET:
+		return 0;
+	case IBV_QPS_INIT:
+		return 1;
+	case IBV_QPS_RTR:
+		return 2;
+	case IBV_QPS_RTS:
+		return 3;
+	case IBV_QPS_SQE:
+		return 4;
+	case IBV_QPS_SQD:
+		return 5;
+	default:
+		return 6;
 	}
 }
 
