@@ -5,6 +5,7 @@
 # cuda: skips without a GPU; tools/cuda/gpumem-check.sh runs it on the H200).
 gdak_add_test(NAME gdak.cuda.gpu_batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch.c
   LIBS gdak_nic_util ${CMAKE_DL_LIBS} LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel)
+target_include_directories(gdak_cuda_gpu_batch PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 set_tests_properties(gdak.cuda.gpu_batch PROPERTIES RESOURCE_LOCK gdak_gpu)
 add_library(gdak_gpumem_fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c)
 set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
@@ -12,7 +13,7 @@ set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "li
 target_include_directories(gdak_gpumem_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 gdak_set_warnings(gdak_gpumem_fake_cuda)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda)
-foreach(_m kernel off memop)
+foreach(_m kernel off memop copy)
   set(_n gdak.nic.gpu_batch)
   if(NOT _m STREQUAL "kernel")
     set(_n gdak.nic.gpu_batch_${_m})
