@@ -36,6 +36,8 @@
  *             a WRITE reading its own destination is not
  *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
  *             copy a few cuStreamBatchMemOp calls, no kernel
+ *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
+ *   host copies then CPU stores through its mapping)
  *   hold      (stand-in driver, batching) no CQE while the copies cannot
  *             land; all of them, and the bytes, once they can; then small
  *             and overlap again with the kernel's completion word off
@@ -599,8 +601,9 @@ int main(void)
 	struct gdak_qp_attr at = { .sq_depth = 1024, .mtu = 1024, .nic_thread = 0 };
 	struct nu_qp a, b;
 	void *lib, *g = NULL;
+	struct nm_cuda_stats st0, st1;
 	const char *mode;
-	int r;
+	int r, gdr;
 
 	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
@@ -627,8 +630,14 @@ int main(void)
 	batching = mode && (!strcmp(mode, "kernel") || memop || copymode);
 	if (lib)
 		*(void **)(&fake_batch_calls) = dlsym(lib, "gdak_fake_gpu_batch_calls");
-	printf("driver: %s, GDAK_CUDA_BATCH=%s\n", fake ? "stand-in" : "real",
-	       mode ? mode : "(default)");
+	/* with the stand-in GDRCopy (gdak.nic.gpu_batch_gdr) the small host
+	 * copies bypass the batches: only the bytes are checked, as on a GPU */
+	gdr = getenv("GPU_BATCH_EXPECT_GDR") != NULL;
+	if (gdr)
+		fake = batching = memop = copymode = 0;
+	printf("driver: %s, GDAK_CUDA_BATCH=%s%s\n", fake ? "stand-in" : "real",
+	       mode ? mode : "(default)", gdr ? ", GDRCopy stand-in" : "");
+	nm_cuda_stats_get(&st0);
 
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_dst), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_src), 0);
@@ -672,6 +681,12 @@ int main(void)
 		}
 	}
 
+	nm_cuda_stats_get(&st1);
+	printf("GDRCopy copies: %llu\n", (unsigned long long)(st1.copies_gdr - st0.copies_gdr));
+	if (gdr)
+		CHECK(st1.copies_gdr - st0.copies_gdr > 0);
+	else if (fake)
+		CHECK_EQ(st1.copies_gdr - st0.copies_gdr, 0);
 	nu_destroy(&a);
 	nu_destroy(&b);
 	gdak_mr_dereg(m_dst);

@@ -13,6 +13,18 @@ set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "li
 target_include_directories(gdak_gpumem_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 gdak_set_warnings(gdak_gpumem_fake_cuda)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda)
+# A stand-in libgdrapi.so.2 (gdr_fake.c) in a folder of its own: the same
+# test with GDRCopy mappings (gdak.nic.gpu_batch_gdr).
+add_library(gdak_gdr_fake SHARED ${CMAKE_CURRENT_LIST_DIR}/gdr_fake.c)
+set_target_properties(gdak_gdr_fake PROPERTIES PREFIX "" OUTPUT_NAME "libgdrapi"
+  SUFFIX ".so.2" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gdrfake)
+target_link_libraries(gdak_gdr_fake PRIVATE ${CMAKE_DL_LIBS})
+gdak_set_warnings(gdak_gdr_fake)
+add_dependencies(gdak_cuda_gpu_batch gdak_gdr_fake)
+add_test(NAME gdak.nic.gpu_batch_gdr COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.nic.gpu_batch_gdr PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake:${CMAKE_CURRENT_BINARY_DIR}/gdrfake;GDAK_CUDA_BATCH=kernel;GPU_BATCH_EXPECT_GDR=1")
 foreach(_m kernel off memop copy)
   set(_n gdak.nic.gpu_batch)
   if(NOT _m STREQUAL "kernel")

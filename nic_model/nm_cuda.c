@@ -158,6 +158,188 @@ static int thread_stream(unsigned k, nm_cu_stream *out)
 	return 0;
 }
 
+/* ---- GDRCopy (libgdrapi, when present) -----------------------------------
+ *
+ * With libgdrapi.so.2 and its driver (gdrdrv), GPU memory the engine
+ * allocates (up to GDAK_CUDA_GDR_MAX bytes an allocation) is pinned and
+ * mapped into the CPU through the GPU's BAR: copies of at most
+ * NM_GDR_COPY bytes between it and host memory are then CPU loads and
+ * stores - no driver call, no stream, done when they return (the stores
+ * are write-combined; gdr_copy_to_mapping fences them, so a CQE written
+ * after reaches the GPU after the data, PCIe keeping posted writes in
+ * order).  Loaded at run time, never required; GDAK_CUDA_GDR=0 turns it
+ * off.  A copy takes this path only when nothing in flight meets it (the
+ * ticket names no stream): it would overtake the streams.
+ */
+#define NM_GDR_PAGE ((size_t)64 << 10)
+#define NM_GDR_COPY 65536
+#define NM_GDR_MAPS 1024
+
+struct nm_gdr_mh {
+	unsigned long h; /* gdr_mh_t */
+};
+
+static struct {
+	void *g; /* gdr_t */
+	void *(*open)(void);
+	int (*pin)(void *g, unsigned long addr, size_t size, uint64_t token, uint32_t vas,
+		   struct nm_gdr_mh *mh);
+	int (*unpin)(void *g, struct nm_gdr_mh mh);
+	int (*map)(void *g, struct nm_gdr_mh mh, void **va, size_t size);
+	int (*unmap)(void *g, struct nm_gdr_mh mh, void *va, size_t size);
+	int (*to)(struct nm_gdr_mh mh, void *map, const void *h, size_t size);
+	int (*from)(struct nm_gdr_mh mh, void *h, const void *map, size_t size);
+	size_t max;
+	const char *why; /* why not in use */
+} gdr = { .why = "libgdrapi.so.2 not found" };
+
+struct gdr_map {
+	uint64_t dev; /* aligned start, what the allocation returned */
+	size_t len;   /* pinned and mapped */
+	nm_cu_ptr base;
+	uint8_t *host;
+	struct nm_gdr_mh mh;
+};
+static struct gdr_map gdr_maps[NM_GDR_MAPS];
+static unsigned gdr_nmaps;
+static pthread_rwlock_t gdr_lk = PTHREAD_RWLOCK_INITIALIZER;
+
+static void gdr_setup(void)
+{
+	int on = 1;
+	unsigned long long m;
+	void *lib;
+
+	if (gdak_env_bool("GDAK_CUDA_GDR", &on) == 0 && !on) {
+		gdr.why = "GDAK_CUDA_GDR=0";
+		return;
+	}
+	lib = dlopen("libgdrapi.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return;
+	*(void **)(&gdr.open) = dlsym(lib, "gdr_open");
+	*(void **)(&gdr.pin) = dlsym(lib, "gdr_pin_buffer");
+	*(void **)(&gdr.unpin) = dlsym(lib, "gdr_unpin_buffer");
+	*(void **)(&gdr.map) = dlsym(lib, "gdr_map");
+	*(void **)(&gdr.unmap) = dlsym(lib, "gdr_unmap");
+	*(void **)(&gdr.to) = dlsym(lib, "gdr_copy_to_mapping");
+	*(void **)(&gdr.from) = dlsym(lib, "gdr_copy_from_mapping");
+	if (!gdr.open || !gdr.pin || !gdr.unpin || !gdr.map || !gdr.unmap || !gdr.to || !gdr.from) {
+		gdr.why = "libgdrapi.so.2 lacks the gdr_* entry points";
+		dlclose(lib);
+		return;
+	}
+	gdr.g = gdr.open();
+	if (!gdr.g) {
+		gdr.why = "libgdrapi.so.2 found, but gdr_open fails (no gdrdrv driver?)";
+		dlclose(lib);
+		return;
+	}
+	gdr.max = (size_t)64 << 20;
+	if (gdak_env_uint("GDAK_CUDA_GDR_MAX", &m) == 0)
+		gdr.max = (size_t)m;
+	gdr.why = NULL;
+}
+
+/* A GPU allocation of len bytes, pinned and mapped for the CPU: 0, or
+ * -errno (the caller then allocates the plain way). */
+static int gdr_alloc(size_t len, void **addr)
+{
+	size_t plen = (len + NM_GDR_PAGE - 1) & ~(NM_GDR_PAGE - 1);
+	struct gdr_map m = { 0 };
+	void *va = NULL;
+	nm_cu_result r;
+	int ret = -ENOSPC;
+
+	if (!gdr.g || len > gdr.max)
+		return -ENOTSUP;
+	r = cu.MemAlloc(&m.base, plen + NM_GDR_PAGE);
+	if (r)
+		return cu_errno(r);
+	m.dev = (m.base + NM_GDR_PAGE - 1) & ~(uint64_t)(NM_GDR_PAGE - 1);
+	m.len = plen;
+	if (gdr.pin(gdr.g, (unsigned long)m.dev, plen, 0, 0, &m.mh)) {
+		ret = -EIO;
+		goto fail;
+	}
+	if (gdr.map(gdr.g, m.mh, &va, plen)) {
+		gdr.unpin(gdr.g, m.mh);
+		ret = -EIO;
+		goto fail;
+	}
+	m.host = (uint8_t *)va;
+	pthread_rwlock_wrlock(&gdr_lk);
+	if (gdr_nmaps < NM_GDR_MAPS) {
+		gdr_maps[gdr_nmaps++] = m;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (!ret) {
+		*addr = (void *)(uintptr_t)m.dev;
+		return 0;
+	}
+	gdr.unmap(gdr.g, m.mh, va, plen);
+	gdr.unpin(gdr.g, m.mh);
+fail:
+	GDAK_DBG("cuda", cu_ordinal, "GDRCopy mapping of %zu bytes: %s; not mapped", len,
+		 gdak_strerror(ret));
+	cu.MemFree(m.base);
+	return ret;
+}
+
+/* 1 when addr was a mapped allocation (now freed). */
+static int gdr_free(void *addr)
+{
+	struct gdr_map m;
+	int found = 0;
+
+	if (!gdr.g)
+		return 0;
+	pthread_rwlock_wrlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++)
+		if (gdr_maps[i].dev == (uint64_t)(uintptr_t)addr) {
+			m = gdr_maps[i];
+			gdr_maps[i] = gdr_maps[--gdr_nmaps];
+			found = 1;
+			break;
+		}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (!found)
+		return 0;
+	gdr.unmap(gdr.g, m.mh, m.host, m.len);
+	gdr.unpin(gdr.g, m.mh);
+	cu.MemFree(m.base);
+	return 1;
+}
+
+/* dst <- src through a mapping when one side is a mapped GPU range and the
+ * copy is small: 1 done, 0 not this path. */
+static int gdr_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
+		    size_t len)
+{
+	uint64_t a = dk == GDAK_MEM_GPU ? (uint64_t)(uintptr_t)dst : (uint64_t)(uintptr_t)src;
+	int done = 0;
+
+	if (!gdr.g || !len || len > NM_GDR_COPY || (dk == GDAK_MEM_GPU) == (sk == GDAK_MEM_GPU))
+		return 0;
+	pthread_rwlock_rdlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++) {
+		const struct gdr_map *m = &gdr_maps[i];
+
+		if (a < m->dev || a + len > m->dev + m->len)
+			continue;
+		if (dk == GDAK_MEM_GPU)
+			done = !gdr.to(m->mh, m->host + (a - m->dev), src, len);
+		else
+			done = !gdr.from(m->mh, dst, m->host + (a - m->dev), len);
+		break;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (done)
+		CS_ADD(copies_gdr, 1);
+	return done;
+}
+
 /* ---- the engine ---------------------------------------------------------- */
 
 static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
@@ -175,6 +357,8 @@ static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
 	if (len == 0)
 		len = 1;
 	if (kind == GDAK_MEM_GPU) {
+		if (gdr_alloc(len, addr) == 0)
+			return 0;
 		r = cu.MemAlloc(&d, len);
 		if (r) {
 			GDAK_ERR("cuda", cu_ordinal, "cuMemAlloc(%zu): %s", len, cu_err(r));
@@ -213,6 +397,8 @@ static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
 	}
 	if (!addr || thread_ctx())
 		return;
+	if (kind == GDAK_MEM_GPU && gdr_free(addr))
+		return;
 	if (kind == GDAK_MEM_GPU)
 		r = cu.MemFree((nm_cu_ptr)(uintptr_t)addr);
 	else
@@ -241,7 +427,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 		memcpy(dst, src, len);
 		return 0;
 	}
-	if (len == 0)
+	if (len == 0 || gdr_copy(dst, dk, src, sk, len))
 		return 0;
 	if (copy_streams > 1 && len >= copy_split)
 		parts = copy_streams;
@@ -1007,6 +1193,13 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
+	/* nothing in flight meets it (no stream asked for): it may overtake */
+	if (t->stream < 0 && !t->src_busy &&
+	    gdr_copy(dst, (enum gdak_mem_kind)dst_kind, src, (enum gdak_mem_kind)src_kind, len)) {
+		t->batch = NULL;
+		t->done = 1;
+		return 0;
+	}
 	ret = cb_start(dst, dst_kind, src, src_kind, len, t);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -1214,11 +1407,11 @@ void nm_cuda_stats_report(const char *when)
 	cs.max_batch = 0;
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
-	if (!batches && !d.copies_single && !d.copies_sync)
+	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr)
 		return;
 	fprintf(stderr,
 		"gdak cuda stats (%s, %s): batched %llu (replaced %llu, submitted %llu), "
-		"single %llu, sync %llu; batches %llu (kernel %llu, memop %llu, copy %llu), "
+		"single %llu, sync %llu, gdr %llu; batches %llu (kernel %llu, memop %llu, copy %llu), "
 		"copies/batch %.1f, max %llu, chains/kernel %.1f; closed by poll %llu, full "
 		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
@@ -1226,8 +1419,9 @@ void nm_cuda_stats_report(const char *when)
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
-		(unsigned long long)batches, (unsigned long long)d.batches_kernel,
-		(unsigned long long)d.batches_memop, (unsigned long long)d.batches_copy,
+		(unsigned long long)d.copies_gdr, (unsigned long long)batches,
+		(unsigned long long)d.batches_kernel, (unsigned long long)d.batches_memop,
+		(unsigned long long)d.batches_copy,
 		batches ? (double)d.copies_submitted / (double)batches : 0.0,
 		(unsigned long long)d.max_batch,
 		d.batches_kernel ? (double)d.chains / (double)d.batches_kernel : 0.0,
@@ -1246,6 +1440,13 @@ void nm_cuda_stats_report(const char *when)
 static void stats_atexit(void)
 {
 	nm_cuda_stats_report("exit");
+}
+
+const char *nm_cuda_gdr(void)
+{
+	if (!probe_result)
+		return "no CUDA engine";
+	return gdr.why ? gdr.why : "in use: GPU memory the NIC allocates is mapped for the CPU";
 }
 
 const char *nm_cuda_path(void)
@@ -1457,6 +1658,7 @@ static void probe_once(void)
 	if (async_streams > NM_CUDA_MAX_STREAMS)
 		async_streams = NM_CUDA_MAX_STREAMS;
 	cb_setup(lib);
+	gdr_setup();
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
 	GDAK_INFO("cuda", cu_ordinal,

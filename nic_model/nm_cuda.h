@@ -161,6 +161,7 @@ struct nm_cuda_stats {
 	uint64_t copies_submitted; /* ... live copies of the batches submitted */
 	uint64_t copies_single;	   /* asynchronous copies outside the batches */
 	uint64_t copies_sync;	   /* synchronous copies (cuMemcpyAsync + synchronize) */
+	uint64_t copies_gdr;	   /* CPU loads/stores through a GDRCopy mapping */
 	uint64_t batches_kernel, batches_memop, batches_copy; /* by how submitted */
 	uint64_t chains;				      /* kernel batches: blocks launched */
 	uint64_t max_batch;				      /* most live copies in one batch */
@@ -183,5 +184,7 @@ void nm_cuda_stats_get(struct nm_cuda_stats *s);
 void nm_cuda_stats_report(const char *when);
 /* The path GPU-memory WRITEs take, in words (gdak-info). */
 const char *nm_cuda_path(void);
+/* GDRCopy: in use, or why not. */
+const char *nm_cuda_gdr(void);
 
 #endif /* NM_CUDA_H */
