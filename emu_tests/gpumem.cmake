@@ -42,9 +42,13 @@ if(GDAK_HAVE_CUDA)
   target_compile_options(gdak_cuda_gpumem PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   add_test(NAME gdak.cuda.gpumem_off COMMAND gdak_cuda_gpumem)
-  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off PROPERTIES RESOURCE_LOCK gdak_gpu)
+  add_test(NAME gdak.cuda.gpumem_copy COMMAND gdak_cuda_gpumem)
+  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off gdak.cuda.gpumem_copy PROPERTIES
+    RESOURCE_LOCK gdak_gpu)
   set_tests_properties(gdak.cuda.gpumem_off PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=off")
+  set_tests_properties(gdak.cuda.gpumem_copy PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=copy")
 endif()
 # The copy kernel's PTX (nic_model/nm_cuda_copy_ptx.c) is generated from
 # nm_cuda_copy.cu and committed: where nvcc is, check it is current.

@@ -19,7 +19,8 @@
 # Runs (about 6-8 minutes on an H200; --runs 3 or --no-tests to stay
 # inside a 10-minute device call):
 #   tests  gdak_cuda_gpu_batch (kernel, memop, copy), gdak_cuda_gpumem
-#          (kernel, memop, copy, off), gdak_cuda_dma / _ops / _ctas with
+#          (kernel, memop, copy, off; with copy and off also its fullgpu
+#          case: every SM held by the application while the NIC copies), gdak_cuda_dma / _ops / _ctas with
 #          GDAK_CUDA_BATCH=kernel and copy (the rest of the suite on the new
 #          paths); each bounded by GDAK_TEST_TIMEOUT (120 s)
 #   perf   N (5) x { off, kernel, memop, copy } alternating (--modes), each one
