@@ -8,7 +8,7 @@
 # counters (GDAK_CUDA_STATS=1) of each mode's first run.
 #
 #   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop copy"]
-#                              [--no-tests]
+#                              [--no-tests] [--no-bench]
 #
 # DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
 # gdak-perf-cuda).  Built elsewhere like this:
@@ -33,7 +33,7 @@
 # test passed and every benchmark row verified its data.
 set -u
 
-bin="" out="gpumem-logs" runs=5 tests=1 modes="off kernel memop copy"
+bin="" out="gpumem-logs" runs=5 tests=1 bench=1 modes="off kernel memop copy"
 die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -42,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--runs) [ $# -ge 2 ] || die "--runs needs a number"; runs=$2; shift 2 ;;
 	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
 	--no-tests) tests=0; shift ;;
+	--no-bench) bench=0; shift ;;
 	-h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
@@ -94,6 +95,11 @@ if [ $tests = 1 ]; then
 fi
 
 # ---- benchmarks ----
+if [ $bench = 0 ]; then
+	say "exit status $status"
+	cat "$summary"
+	exit $status
+fi
 perf="$bin/gdak-perf-cuda"
 [ -x "$perf" ] || { say "gdak-perf-cuda missing in $bin"; cat "$summary"; exit 1; }
 
