@@ -561,6 +561,7 @@ enum {
 	CB_COPY
 };
 static int cb_mode;
+static int memop_refused;	/* cuStreamBatchMemOp failed once */
 static uint32_t cb_max = 16384; /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
@@ -718,7 +719,7 @@ static int cb_memops(struct cb_ctx *c)
 	uint32_t k = 0;
 	nm_cu_result r;
 
-	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp ||
+	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp || memop_refused ||
 	    c->live > NM_CB_MEMOPS)
 		return 0;
 	for (uint32_t i = 0; i < c->n; i++) {
@@ -758,9 +759,12 @@ static int cb_memops(struct cb_ctx *c)
 	r = cu.StreamBatchMemOp(c->s, k + 1, c->mop, 0);
 	CS_ADD(calls_memop, 1);
 	if (r) {
-		GDAK_WARN_RL("cuda", cu_ordinal,
-			     "cuStreamBatchMemOp (%u values): %s: this batch takes the %s", k,
-			     cu_err(r), cb_mode == CB_COPY ? "copy engines" : "copy kernel");
+		/* once: the driver will not take them later either */
+		GDAK_WARN("cuda", cu_ordinal,
+			  "cuStreamBatchMemOp (%u values): %s: value batches take the %s from "
+			  "now on",
+			  k, cu_err(r), cb_mode == CB_COPY ? "copy engines" : "copy kernel");
+		memop_refused = 1;
 		return 0;
 	}
 	CS_ADD(batches_memop, 1);

@@ -36,6 +36,7 @@ typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 #define NM_CU_MEMOP_WRITE_VALUE_32 2 /* CUstreamBatchMemOpType */
 #define NM_CU_MEMOP_WRITE_VALUE_64 5
 #define NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
+#define NM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE 1
 
 /* CUstreamBatchMemOpParams (its writeValue member; the union is 48 bytes) */
 struct nm_cu_memop {
