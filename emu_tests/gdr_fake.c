@@ -41,15 +41,17 @@ API void *gdr_open(void)
 	return rw ? &token : NULL;
 }
 
-API int gdr_close(void *g) { return g == &token ? 0 : -1; }
+API int gdr_close(void *g)
+{
+	return g == &token ? 0 : -1;
+}
 
 API int gdr_pin_buffer(void *g, unsigned long addr, size_t size, uint64_t p2p, uint32_t vas,
 		       gdr_mh_t *mh)
 {
 	(void)p2p;
 	(void)vas;
-	if (g != &token || (addr & (PAGE - 1)) || !size || (size & (PAGE - 1)) ||
-	    !rw(addr, size))
+	if (g != &token || (addr & (PAGE - 1)) || !size || (size & (PAGE - 1)) || !rw(addr, size))
 		return -1;
 	for (unsigned i = 1; i <= MAXH; i++)
 		if (!pins[i].live) {
@@ -63,7 +65,10 @@ API int gdr_pin_buffer(void *g, unsigned long addr, size_t size, uint64_t p2p, u
 	return -1;
 }
 
-static int valid(gdr_mh_t mh) { return mh.h >= 1 && mh.h <= MAXH && pins[mh.h].live; }
+static int valid(gdr_mh_t mh)
+{
+	return mh.h >= 1 && mh.h <= MAXH && pins[mh.h].live;
+}
 
 API int gdr_unpin_buffer(void *g, gdr_mh_t mh)
 {
