@@ -25,6 +25,19 @@ add_test(NAME gdak.nic.gpu_batch_gdr COMMAND gdak_cuda_gpu_batch)
 set_tests_properties(gdak.nic.gpu_batch_gdr PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
   LABELS unit ENVIRONMENT
   "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake:${CMAKE_CURRENT_BINARY_DIR}/gdrfake;GDAK_CUDA_BATCH=kernel;GPU_BATCH_EXPECT_GDR=1")
+# The stand-in driver without cuMemcpyBatchAsync (a driver before CUDA
+# 12.8): copy mode then submits a cuMemcpyAsync per copy, still no kernel.
+add_library(gdak_gpumem_fake_cuda_old SHARED ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c)
+set_target_properties(gdak_gpumem_fake_cuda_old PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
+  SUFFIX ".so.1" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old)
+target_include_directories(gdak_gpumem_fake_cuda_old PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+target_compile_definitions(gdak_gpumem_fake_cuda_old PRIVATE FAKE_NO_MEMCPY_BATCH=1)
+gdak_set_warnings(gdak_gpumem_fake_cuda_old)
+add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda_old)
+add_test(NAME gdak.nic.gpu_batch_copy_old COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.nic.gpu_batch_copy_old PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old;GDAK_CUDA_BATCH=copy")
 foreach(_m kernel off memop copy)
   set(_n gdak.nic.gpu_batch)
   if(NOT _m STREQUAL "kernel")

@@ -682,6 +682,7 @@ struct fcpattr {
 	uint32_t flags;
 };
 
+#ifndef FAKE_NO_MEMCPY_BATCH /* the driver before CUDA 12.8 (a second build) */
 /* CUDA 13's cuMemcpyBatchAsync.  The copies of a batch land in no
  * particular order: here the last one first, so an engine that put two
  * copies with meeting ranges into one batch gets them wrong.  Strict about
@@ -717,6 +718,7 @@ API int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t 
 	}
 	return OK;
 }
+#endif
 
 API int cuStreamQuery(struct fstream *s)
 {
