@@ -817,7 +817,7 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 static void cb_flush(struct cb_ctx *c, uint64_t *why)
 {
 	struct cb_slot *sl = &c->slot[c->open_seq % NM_CB_SLOTS];
-	uint32_t n = c->n, nc = c->nchain, nd = 0;
+	uint32_t n = c->n, nc = c->nchain;
 	nm_cu_ptr dp, cp, hp;
 	unsigned long long seq = c->open_seq;
 	nm_cu_result r;
@@ -850,8 +850,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	}
 	for (uint32_t i = 0; i < n; i++)
 		if (!(c->ent[i].flags & NM_CK_F_DEAD))
-			sl->desc[c->cursor[c->ent_chain[i]]++] = c->ent[i], nd++;
-	(void)nd;
+			sl->desc[c->cursor[c->ent_chain[i]]++] = c->ent[i];
 	dp = (nm_cu_ptr)(uintptr_t)sl->desc;
 	cp = (nm_cu_ptr)(uintptr_t)sl->chain;
 	hp = (nm_cu_ptr)(uintptr_t)c->done;
