@@ -375,6 +375,59 @@ static void test_reset(struct ext_qp *A, struct ext_qp *B)
 	CHECK_MEM(lb, la, 100);
 }
 
+/* One signalled WRITE on A rung by hand: mode 0 an 8-byte doorbell, 1 a
+ * BlueFlame copy; to the register half given.  Returns its CQE's opcode. */
+static int ring_write(struct ext_qp *A, int bf, unsigned half)
+{
+	struct mlx5_cqe64 got;
+	uint64_t *reg = (uint64_t *)(void *)(A->uar + 0x800 + half * 256);
+	const uint64_t *w;
+	uint16_t idx;
+
+	/* a new length each time: a BlueFlame copy identical to the half's
+	 * previous one past the ctrl word cannot be told from an 8-byte ring
+	 * (nor does it matter: the same WQE executes) */
+	static uint32_t len = 64;
+
+	len += 8;
+	gdak_test_fill(la, len, len);
+	idx = nu_post_rdma(&A->q, MLX5_OPCODE_RDMA_WRITE, la, len, gdak_mr_lkey(ma), (uintptr_t)lb,
+			   gdak_mr_rkey(mb), 0, NU_SIG);
+	w = (const uint64_t *)(const void *)(A->sq + (idx & (SQ - 1)) * 64);
+	__atomic_store_n(&A->db[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)A->q.pi),
+			 __ATOMIC_RELEASE);
+	if (bf)
+		for (int i = 7; i >= 1; i--)
+			__atomic_store_n(reg + i, w[i], __ATOMIC_RELAXED);
+	__atomic_store_n(reg, w[0], __ATOMIC_RELEASE);
+	REQUIRE_EQ(cq_take(&got), 0);
+	CHECK_MEM(lb, la, len);
+	return got.op_own >> 4;
+}
+
+/* nm_ext_qp_doorbell_any: the device picks DB or BlueFlame per doorbell
+ * (a ConnectX tells them by the write's size).  8-byte doorbells and
+ * BlueFlame copies both execute; only a BlueFlame copy to the half used
+ * last is a violation (rdma-core alternates). */
+static void test_db_any(struct ext_qp *A)
+{
+	struct gdak_nic_stats st;
+
+	REQUIRE_EQ(nm_ext_qp_doorbell_any(A->q.qp), 0);
+	CHECK_EQ(nm_ext_qp_doorbell_any(NULL), -EINVAL);
+	CHECK_EQ(ring_write(A, 0, 0), MLX5_CQE_REQ);
+	CHECK_EQ(ring_write(A, 1, 1), MLX5_CQE_REQ);
+	CHECK_EQ(ring_write(A, 0, 0), MLX5_CQE_REQ);
+	CHECK_EQ(ring_write(A, 0, 0), MLX5_CQE_REQ); /* DB to one half twice: fine */
+	CHECK_EQ(ring_write(A, 1, 1), MLX5_CQE_REQ);
+	REQUIRE_EQ(gdak_nic_qp_stats(A->q.qp, &st), 0);
+	CHECK_EQ(st.violations, 0);
+	CHECK_EQ(ring_write(A, 1, 1), MLX5_CQE_REQ); /* BlueFlame to the same half again */
+	REQUIRE_EQ(gdak_nic_qp_stats(A->q.qp, &st), 0);
+	CHECK_EQ(st.violations, 1);
+	CHECK_EQ(gdak_qp_state(A->q.qp), GDAK_QPS_RTS);
+}
+
 int main(void)
 {
 	struct nm_ext_cq_attr ca;
@@ -427,6 +480,7 @@ int main(void)
 	CHECK_EQ(st.errors, 0);
 	CHECK_EQ(st.violations, 0);
 	CHECK_EQ(st.recvs, 2 * RQ + 3);
+	test_db_any(&A);
 
 	/* destroy order: the kernel refuses a CQ with QPs (EBUSY) */
 	CHECK_EQ(nm_ext_cq_destroy(cq), -EBUSY);

@@ -509,7 +509,7 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		return -ENOMEM;
 	hq->dx = dx;
 	/* GPU-resident queues when asked for (and a GPU is there); else the
-	 * same DEVX objects over host memory (GDAK_HW_PATH=devx) */
+	 * same DEVX objects over host memory (GDAK_HW_QP_PATH=devx) */
 	dx->host = !(hq->base.attr.flags & GDAK_QP_F_QUEUES_GPU) || !hc->cuda;
 	if (!dx->host)
 		GDAK_WARN("ctx", hc->base.id,

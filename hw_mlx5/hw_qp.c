@@ -139,13 +139,16 @@ int hw_qp_publish(struct hw_qp *hq, const struct gdak_dev_qp *tmpl)
 	return 0;
 }
 
-/* GDAK_HW_PATH=devx: every QP through DEVX (host-memory rings unless the
- * QP asks for GPU-resident ones), so that path runs without a GPU. */
-static int force_devx(void)
+/* The path a QP with these flags takes: 1 DEVX, 0 verbs, -EINVAL for a
+ * bad GDAK_HW_QP_PATH (logged).  DEVX over host memory when the QP does
+ * not ask for GPU-resident queues (hw_devx.c). */
+static int wants_devx(unsigned flags)
 {
 	int path = 0;
 
-	return gdak_env_choice("GDAK_HW_PATH", &path) == 0 && path == 2;
+	if (gdak_env_choice("GDAK_HW_QP_PATH", &path) < 0)
+		return -EINVAL;
+	return path ? path == 2 : !!(flags & GDAK_QP_F_QUEUES_GPU);
 }
 
 int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **out)
@@ -159,10 +162,10 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	 * fields (cc, oi, send_dbr_mode): the DEVX path sets them, verbs
 	 * cannot */
 	if ((attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) &&
-	    !(attr->flags & GDAK_QP_F_QUEUES_GPU) && !force_devx()) {
+	    wants_devx(attr->flags) == 0) {
 		GDAK_ERR("ctx", ctx->id,
 			 "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
-			 "record) need the DEVX path (GDAK_HW_PATH=devx, or "
+			 "record) need the DEVX path (GDAK_HW_QP_PATH=devx, or "
 			 "GDAK_QP_F_QUEUES_GPU)",
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
@@ -173,18 +176,36 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	hq->ctx = hc;
 	hq->base.ctx = ctx;
 	hq->base.attr = *attr;	/* before any thread can see the QP (core checks) */
-	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU) || force_devx();
+	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU);
+	/* GDAK_HW_QP_PATH: auto (above), or one path for every QP, so that
+	 * tests can run each against the same device */
+	{
+		int path = 0;
+
+		if (gdak_env_choice("GDAK_HW_QP_PATH", &path) < 0) {
+			free(hq);
+			return -EINVAL;
+		}
+		if (path == 1 && hq->devx) {
+			GDAK_ERR("ctx", ctx->id,
+				 "GDAK_HW_QP_PATH=verbs: the verbs path keeps its "
+				 "rings in host memory, GDAK_QP_F_QUEUES_GPU needs DEVX");
+			free(hq);
+			return -ENOTSUP;
+		}
+		if (path)
+			hq->devx = path == 2;
+	}
 	hq->psn = random_psn();
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.handler = attr->handler;
 	tmpl.sharing = attr->sharing;
 
 	if (hq->devx && (!hc->devx || ((attr->flags & GDAK_QP_F_QUEUES_GPU) && !hc->cuda))) {
-		GDAK_ERR("ctx", ctx->id, "%s needs %s",
-			 attr->flags & GDAK_QP_F_QUEUES_GPU ? "GDAK_QP_F_QUEUES_GPU"
-							    : "GDAK_HW_PATH=devx",
+		GDAK_ERR("ctx", ctx->id,
+			 "the DEVX path (GDAK_QP_F_QUEUES_GPU or GDAK_HW_QP_PATH=devx) needs %s",
 			 !hc->devx ? "a DEVX-capable mlx5 context (kernel and firmware)"
-				   : "a CUDA GPU");
+				   : "a CUDA GPU (GDAK_QP_F_QUEUES_GPU: its rings are GPU memory)");
 		free(hq);
 		return -ENOTSUP;
 	}

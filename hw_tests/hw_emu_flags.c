@@ -5,7 +5,7 @@
  * register alone, DOCA's GPU_SM_NO_DBR way, must execute with the record
  * left at 0; one with GDAK_QP_F_SCQ_COLLAPSED (cq context cc) gets every
  * send CQE in entry 0.  Run on the emulated mlx5 device under gdak-run
- * with GDAK_HW_PATH=devx (hw_tests/emu.cmake); on a ConnectX as well.
+ * with GDAK_HW_QP_PATH=devx (hw_tests/hwemu_devx.cmake); on a ConnectX too.
  * The device is $GDAK_HW_DEVICE; exits 77 when it cannot be opened.
  */
 #include <stdlib.h>

@@ -255,3 +255,11 @@ int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struc
 			    (a->rcq->flags & NM_CQ_CC ? GDAK_QP_F_RCQ_COLLAPSED : 0);
 	return nm_qp_create_ext(ctx, &qa, a, out);
 }
+
+int nm_ext_qp_doorbell_any(struct gdak_qp *bqp)
+{
+	if (!bqp || !is_emu(bqp->ctx))
+		return -EINVAL;
+	atomic_store(&nm_qp_of(bqp)->db_any, true);
+	return 0;
+}

@@ -126,6 +126,14 @@ struct nm_ext_qp_attr {
  * destroyed (gdak_qp_destroy). */
 int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struct gdak_qp **out);
 
+/* The device rings qp with 8-byte doorbells or 64-byte BlueFlame writes as
+ * it chooses per doorbell (ConnectX tells them apart by the write's size;
+ * the model by whether the register half past its first 8 bytes changed):
+ * what a QP handed to a program by mlx5dv_init_obj or DEVX needs.  A
+ * BlueFlame copy is still compared with the ring.  0, -EINVAL (not an emu
+ * QP).  Any thread; takes effect at the QP's next doorbell. */
+int nm_ext_qp_doorbell_any(struct gdak_qp *qp);
+
 /* ---- memory kind -------------------------------------------------------- */
 
 /* The one place that decides whether a ring / record at [addr, addr+len)

@@ -336,6 +336,14 @@ struct nm_qp {
 	uint64_t db_half_last[2];
 	int8_t reg_half;
 	uint8_t bf_wait_half; /* the half holding the BlueFlame copy to verify */
+	/* the device picks DB (8-byte) or BlueFlame (64-byte) per doorbell, as a
+	 * ConnectX tells them apart by the write's size (nm_ext_qp_doorbell_any:
+	 * a verbs QP handed out by mlx5dv_init_obj).  A single-WQE ring is then
+	 * a BlueFlame copy only if the half's bytes past the first 8 moved:
+	 * half_shadow holds each half as last resolved */
+	_Atomic bool db_any;
+	bool bf_same_half; /* the copy being verified went to the half used last */
+	uint8_t half_shadow[2][64];
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */

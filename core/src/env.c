@@ -114,13 +114,13 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_HW_GID_INDEX", 0, 255, "", "hw",
 	  "ConnectX GID index (default: the first RoCEv2 "
 	  "IPv4 GID)"),
+	C("GDAK_HW_QP_PATH", "auto|verbs|devx", "auto", "hw",
+	  "ConnectX QP path: auto (DEVX with umem for "
+	  "GDAK_QP_F_QUEUES_GPU, else mlx5dv_create_qp + "
+	  "init_obj), verbs or devx for every QP"),
 	B("GDAK_HW_NO_GPU_MAP", "0", "hw",
 	  "1: do not map the rings into the GPU (host memory "
 	  "device code)"),
-	C("GDAK_HW_PATH", "auto|verbs|devx", "auto", "hw",
-	  "how QPs are created: auto (DEVX for GDAK_QP_F_QUEUES_GPU, verbs + mlx5dv "
-	  "otherwise), verbs, devx (DEVX over umem for every QP, host-memory rings "
-	  "unless GDAK_QP_F_QUEUES_GPU)"),
 
 	B("GDAK_PERF_TEST_CORRUPT", "0", "tools",
 	  "test hook: gdak-perf corrupts one byte so "

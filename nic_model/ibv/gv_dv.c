@@ -41,6 +41,9 @@ GV_EXPORT int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out
 	out->uar = (uint8_t *)(void *)q->d->db_reg - 0x800;
 	out->bf_size = 1u << q->d->bf_log_half;
 	out->max_inline = q->cap.max_inline_data;
+	/* from here on the program may ring it itself, with 8-byte doorbells
+	 * or BlueFlame writes as libmlx5 or its own code chooses */
+	nm_ext_qp_doorbell_any(q->g);
 	return 0;
 }
 

@@ -25,23 +25,23 @@ struct nm_cq;
 /* A verbs QP's rings as libmlx5 lays them out. */
 struct gdak_ibv_qp_rings {
 	uint32_t qpn;
-	uint32_t *dbrec;    /* be32 [0] receive, [1] send */
-	void *sq;	    /* sq_cnt * 64 */
-	uint32_t sq_cnt;    /* WQEBBs, power of two */
-	void *rq;	    /* rq_cnt * rq_stride, at the buffer's start; NULL: none */
+	uint32_t *dbrec; /* be32 [0] receive, [1] send */
+	void *sq;	 /* sq_cnt * 64 */
+	uint32_t sq_cnt; /* WQEBBs, power of two */
+	void *rq;	 /* rq_cnt * rq_stride, at the buffer's start; NULL: none */
 	uint32_t rq_cnt, rq_stride;
-	void *uar;	    /* 4 KiB register page; BlueFlame halves at +0x800 / +0x900 */
-	uint32_t bf_size;   /* bytes of one half */
+	void *uar;	     /* 4 KiB register page; BlueFlame halves at +0x800 / +0x900 */
+	uint32_t bf_size;    /* bytes of one half */
 	uint32_t max_inline; /* what create granted */
 };
 
 /* A verbs CQ's ring. */
 struct gdak_ibv_cq_ring {
 	uint32_t cqn;
-	void *buf;	 /* cqe_cnt * cqe_size */
+	void *buf; /* cqe_cnt * cqe_size */
 	uint32_t cqe_cnt, cqe_size;
-	uint32_t *dbrec; /* be32 [0] consumer counter, [1] arm word */
-	void *uar;	 /* the page whose +0x20 word arms it (writes are ignored:
+	uint32_t *dbrec;   /* be32 [0] consumer counter, [1] arm word */
+	void *uar;	   /* the page whose +0x20 word arms it (writes are ignored:
 			  * completion channels are served from the ring itself) */
 	struct nm_cq *ncq; /* the NIC-model CQ (nic_model/nm_ext.h) */
 };
