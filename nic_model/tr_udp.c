@@ -1011,8 +1011,8 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	udp_inbox_put(u->peer_inbox);
 	u->peer_inbox = NULL;
 	if (((struct udp_ctx *)qp->ctx->tr_priv)->local) {
-		struct udp_inbox *(*dir)(uint32_t, uint16_t, uint32_t) =
-			atomic_load_explicit(&udp_directory, memory_order_acquire);
+		struct udp_inbox *(*dir)(uint32_t, uint16_t, uint32_t) = atomic_load_explicit(
+			&udp_directory, memory_order_acquire);
 
 		u->peer_inbox = udp_inbox_attach(u->peer.sin_addr.s_addr, peer->udp_port);
 		/* a QP behind a shared port (gdak's libibverbs' 4791) of this
@@ -1279,8 +1279,7 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
  * address (their ICRC covers it): a shared port - RoCEv2's 4791 - whose
  * owner (gdak's libibverbs) reads it and hands each packet to the QP its
  * BTH names.  Before the QP connects.  0, or -EINVAL. */
-void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port,
-							  uint32_t qpn))
+void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn))
 {
 	atomic_store_explicit(&udp_directory, fn, memory_order_release);
 }

@@ -28,8 +28,7 @@ int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
  * a connect to such a QP skips the kernel as one to a QP's own port does;
  * NULL unsets it. */
 struct udp_inbox;
-void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port,
-							  uint32_t qpn));
+void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn));
 /* A connected QP's transport and RNR retry counts (0..7; RNR 7: forever). */
 int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry);
 

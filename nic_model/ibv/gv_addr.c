@@ -45,8 +45,8 @@
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uint32_t qpn;
-	uint32_t addr;	/* the device's, network order */
-	uint16_t port;	/* the QP's own UDP port, where its inbox is registered */
+	uint32_t addr; /* the device's, network order */
+	uint16_t port; /* the QP's own UDP port, where its inbox is registered */
 	struct udp_inbox *ib;
 } * dir;
 static unsigned ndir, capdir;
