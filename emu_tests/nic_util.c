@@ -49,7 +49,7 @@ void nu_destroy(struct nu_qp *q)
 
 void nu_put_raw(struct nu_qp *q, const void *wqe, unsigned ds)
 {
-	unsigned bbs = gdak_mlx5_wqebbs(ds ? ds : 1);
+	unsigned bbs = gdak_mlx5_wqe_bbs(ds);
 	const uint8_t *s = wqe;
 	uint8_t *ring = q->d->sq_buf;
 
