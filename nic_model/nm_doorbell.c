@@ -72,8 +72,8 @@ static uint64_t reg_producer(const struct nm_qp *qp, uint64_t reg, uint32_t *ds_
 	uint16_t idx16, end16;
 	uint32_t ds;
 
-	gdak_mlx5_ctrl_decode_words(gdak_be32toh((uint32_t)reg), gdak_be32toh((uint32_t)(reg >> 32)),
-				    &c);
+	gdak_mlx5_ctrl_decode_words(gdak_be32toh((uint32_t)reg),
+				    gdak_be32toh((uint32_t)(reg >> 32)), &c);
 	idx16 = c.wqe_index;
 	ds = c.ds;
 	/* DS 0 in the register: "the producer is at idx" (GPUNetIO, NVSHMEM) */

@@ -215,7 +215,10 @@ GDAK_HD uint32_t gdak_mlx5_ctrl_w1(uint32_t qpn, uint32_t ds)
 {
 	return (qpn << 8) | (ds & GDAK_MLX5_MAX_DS);
 }
-GDAK_HD uint32_t gdak_mlx5_ctrl_w1_ds(uint32_t w1) { return w1 & GDAK_MLX5_MAX_DS; }
+GDAK_HD uint32_t gdak_mlx5_ctrl_w1_ds(uint32_t w1)
+{
+	return w1 & GDAK_MLX5_MAX_DS;
+}
 /* Opcode, opmod, WQE index, QPN and DS from the two words (host order). */
 GDAK_HD void gdak_mlx5_ctrl_decode_words(uint32_t w0, uint32_t w1, struct gdak_mlx5_ctrl *c)
 {
@@ -297,7 +300,10 @@ GDAK_HD uint32_t gdak_mlx5_wqebbs(uint32_t ds) { return (ds + GDAK_MLX5_WQEBB_DS
 /* WQEBBs the WQE whose ctrl says ds occupies in the ring: a ctrl with DS 0
  * (a malformed WQE, or a DUMP/NOP stub) still takes its one WQEBB, and the
  * NIC, the device API and the ring capture all step over it so. */
-GDAK_HD uint32_t gdak_mlx5_wqe_bbs(uint32_t ds) { return ds ? gdak_mlx5_wqebbs(ds) : 1; }
+GDAK_HD uint32_t gdak_mlx5_wqe_bbs(uint32_t ds)
+{
+	return ds ? gdak_mlx5_wqebbs(ds) : 1;
+}
 
 /* ---- doorbell records ----------------------------------------------------- */
 

@@ -155,9 +155,8 @@ GDAK_DEV uint64_t gdak_dev_pack32(uint32_t first, uint32_t second)
 GDAK_DEV uint64_t gdak_dev_wqe_ctrl_db(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
 				       uint8_t opmod, uint32_t ds)
 {
-	return gdak_dev_pack32(
-		gdak_htobe32(gdak_mlx5_ctrl_w0(opcode, opmod, (uint16_t)idx)),
-		qp->qpn_ds_be | gdak_htobe32(gdak_mlx5_ctrl_w1(0, ds)));
+	return gdak_dev_pack32(gdak_htobe32(gdak_mlx5_ctrl_w0(opcode, opmod, (uint16_t)idx)),
+			       qp->qpn_ds_be | gdak_htobe32(gdak_mlx5_ctrl_w1(0, ds)));
 }
 
 /*
