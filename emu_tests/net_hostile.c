@@ -416,7 +416,7 @@ static void case_trunc(void)
 		for (uint32_t t = 0; t < len; t++) {
 			memcpy(pkt, full, t);
 			if (t >= ROCE_BTH_LEN + ROCE_ICRC_LEN)
-				roce_icrc_set(&mine, pkt, t);
+				gdak_roce_icrc_set(&mine, pkt, t);
 			REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, t), 0);
 			if (to_req)
 				nb++;
@@ -430,7 +430,7 @@ static void case_trunc(void)
 					  plen);
 			for (uint32_t t = ROCE_BTH_LEN + ROCE_ICRC_LEN; t < len; t++) {
 				memcpy(pkt, full, t);
-				roce_icrc_set(pp, pkt, t);
+				gdak_roce_icrc_set(pp, pkt, t);
 				REQUIRE_EQ(forge_spoof(&W.f, pp, pkt, t), 0);
 				if (to_req)
 					nb++;
@@ -610,7 +610,7 @@ static void case_stranger(void)
 		forge_reth(ext, (uintptr_t)W.tgt, rk, 64);
 		len = forge_build(pkt, &mine, ROCE_WRITE_ONLY, W.ia.qpn, pa.epsn, ext, 16, pay, 64);
 		pkt[1] |= 3 << 4; /* pad 3 on a 64-byte payload */
-		roce_icrc_set(&mine, pkt, len);
+		gdak_roce_icrc_set(&mine, pkt, len);
 		REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, len), 0);
 	}
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_MIDDLE, W.ia.qpn,

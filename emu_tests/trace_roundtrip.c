@@ -442,7 +442,7 @@ static void test_packet_ip_id(void)
 	packet_roundtrip(pkt, sizeof(pkt), 0xbeef, &d, &fid, ip);
 	CHECK_EQ(fid, 0xbeef);
 	memcpy(ip + 28, pkt, sizeof(pkt));
-	icrc = trace_roce_icrc(ip, sizeof(ip));
+	icrc = gdak_roce_icrc_ip(ip, sizeof(ip));
 	for (int i = 0; i < 4; i++)
 		pkt[sizeof(pkt) - 4 + i] = (uint8_t)(icrc >> 8 * i);
 

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 #include <time.h>
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 unsigned gdak_test_passed, gdak_test_failed;
@@ -10,7 +11,10 @@ void gdak_test_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 	gdak_test_failed++;
-	fprintf(stderr, "%s:%d: ", file, line);
+	if (gdak_test_case)
+		fprintf(stderr, "%s:%d: [case %s] ", file, line, gdak_test_case);
+	else
+		fprintf(stderr, "%s:%d: ", file, line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
