@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +26,27 @@
 
 #include "gdak_test.h"
 #include "nic_util.h"
+
+/* The devices the fidelity tests run on: the in-process transport, and
+ * RoCEv2 over UDP where this host lets it open (else skipped). */
+#define FID_DEVS                           \
+	{                                  \
+		"emu", "emu:udp:127.0.0.1" \
+	}
+
+/* Open dev: 0.  An optional one (the udp transport) that cannot open here
+ * is skipped with a line saying so: 1. */
+static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
+{
+	int r = gdak_open(dev, ctx);
+
+	if (r && optional) {
+		fprintf(stderr, "%s cannot open here (%s): skipped\n", dev, gdak_strerror(r));
+		return 1;
+	}
+	REQUIRE_EQ(r, 0);
+	return 0;
+}
 
 /* ---- bytes ------------------------------------------------------------------ */
 

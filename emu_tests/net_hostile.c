@@ -70,21 +70,6 @@ struct world {
 
 static struct world W;
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 static uint32_t addr_of(const struct gdak_qp_info *i)
 {
 	uint32_t a;
@@ -140,7 +125,7 @@ static void world_open(void)
 	int r;
 
 	memset(&W, 0, sizeof(W));
-	W.rss0 = rss_kib();
+	W.rss0 = gdak_test_rss_kib();
 	r = gdak_open("emu:udp:127.0.0.1", &W.ctx);
 	if (r) {
 		fprintf(stderr, "emu:udp cannot open here (%s): skipped\n", gdak_strerror(r));
@@ -274,7 +259,7 @@ static void check_world(const char *what)
 	CHECK(!nu_cqe_ready(&W.b, 0));
 	CHECK(!nu_cqe_ready(&W.c, 0));
 	CHECK(!nu_cqe_ready(&W.a, 1));
-	rss = rss_kib();
+	rss = gdak_test_rss_kib();
 	CHECK(rss < 0 || W.rss0 < 0 || rss - W.rss0 < 256 * 1024);
 	printf("%s: checked (RSS %ld -> %ld KiB)\n", what, W.rss0, rss);
 }

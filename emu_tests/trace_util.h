@@ -20,22 +20,7 @@ static inline char *tt_tmpname(const char *tag) { return gdak_test_tmpname("trac
 /* Whole file into memory; NULL on error. */
 static inline uint8_t *tt_slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *b = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		b = malloc((size_t)n + 1);
-		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-			free(b);
-			b = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return b;
+	return gdak_test_slurp(path, len);
 }
 
 static inline int tt_write(const char *path, const void *p, size_t n)
