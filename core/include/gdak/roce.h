@@ -103,12 +103,11 @@ static inline const struct roce_opinfo *roce_op(uint8_t opcode)
 /* The entry's name, "UNKNOWN" where there is none. */
 const char *gdak_roce_op_name(uint8_t opcode);
 
+/* The accessors keep the engine's compact one-line layout. */
+/* clang-format off */
 /* ---- byte order: only here ------------------------------------------------ */
 
-static inline uint16_t roce_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
+static inline uint16_t roce_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static inline uint32_t roce_get24(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
@@ -121,23 +120,14 @@ static inline uint64_t roce_get64(const uint8_t *p)
 {
 	return (uint64_t)roce_get32(p) << 32 | roce_get32(p + 4);
 }
-static inline void roce_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
+static inline void roce_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static inline void roce_put24(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v;
 }
 static inline void roce_put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
 }
 static inline void roce_put64(uint8_t *p, uint64_t v)
 {
@@ -148,42 +138,15 @@ static inline void roce_put64(uint8_t *p, uint64_t v)
 /* ---- BTH (IBA 9.2): opcode | SE M Pad TVer | P_Key | F B resv6 | DestQP |
  *      A resv7 | PSN ---------------------------------------------------------- */
 
-static inline uint8_t bth_opcode(const uint8_t *b)
-{
-	return b[0];
-}
-static inline int bth_se(const uint8_t *b)
-{
-	return b[1] >> 7;
-}
-static inline int bth_mig(const uint8_t *b)
-{
-	return (b[1] >> 6) & 1;
-}
-static inline unsigned bth_pad(const uint8_t *b)
-{
-	return (b[1] >> 4) & 3;
-}
-static inline unsigned bth_tver(const uint8_t *b)
-{
-	return b[1] & 0xf;
-}
-static inline uint16_t bth_pkey(const uint8_t *b)
-{
-	return roce_get16(b + 2);
-}
-static inline uint32_t bth_qpn(const uint8_t *b)
-{
-	return roce_get24(b + 5);
-}
-static inline int bth_ackreq(const uint8_t *b)
-{
-	return b[8] >> 7;
-}
-static inline uint32_t bth_psn(const uint8_t *b)
-{
-	return roce_get24(b + 9);
-}
+static inline uint8_t bth_opcode(const uint8_t *b) { return b[0]; }
+static inline int bth_se(const uint8_t *b) { return b[1] >> 7; }
+static inline int bth_mig(const uint8_t *b) { return (b[1] >> 6) & 1; }
+static inline unsigned bth_pad(const uint8_t *b) { return (b[1] >> 4) & 3; }
+static inline unsigned bth_tver(const uint8_t *b) { return b[1] & 0xf; }
+static inline uint16_t bth_pkey(const uint8_t *b) { return roce_get16(b + 2); }
+static inline uint32_t bth_qpn(const uint8_t *b) { return roce_get24(b + 5); }
+static inline int bth_ackreq(const uint8_t *b) { return b[8] >> 7; }
+static inline uint32_t bth_psn(const uint8_t *b) { return roce_get24(b + 9); }
 static inline void bth_set(uint8_t *b, uint8_t opcode, int se, unsigned pad, uint16_t pkey,
 			   uint32_t qpn, int ackreq, uint32_t psn)
 {
@@ -198,23 +161,12 @@ static inline void bth_set(uint8_t *b, uint8_t opcode, int se, unsigned pad, uin
 }
 
 /* RETH (9.3.3): VA | R_Key | DMA length */
-static inline uint64_t reth_va(const uint8_t *h)
-{
-	return roce_get64(h);
-}
-static inline uint32_t reth_rkey(const uint8_t *h)
-{
-	return roce_get32(h + 8);
-}
-static inline uint32_t reth_len(const uint8_t *h)
-{
-	return roce_get32(h + 12);
-}
+static inline uint64_t reth_va(const uint8_t *h) { return roce_get64(h); }
+static inline uint32_t reth_rkey(const uint8_t *h) { return roce_get32(h + 8); }
+static inline uint32_t reth_len(const uint8_t *h) { return roce_get32(h + 12); }
 static inline void reth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint32_t len)
 {
-	roce_put64(h, va);
-	roce_put32(h + 8, rkey);
-	roce_put32(h + 12, len);
+	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put32(h + 12, len);
 }
 
 /* AETH (9.3.5): syndrome | MSN.  Syndrome bits 6:5 = 00 ACK (4:0 credits),
@@ -231,14 +183,8 @@ enum {
 	AETH_NAK_REM_OP = 3,
 	AETH_NAK_INVALID_RD_REQ = 4,
 };
-static inline uint8_t aeth_syn(const uint8_t *h)
-{
-	return h[0];
-}
-static inline uint32_t aeth_msn(const uint8_t *h)
-{
-	return roce_get24(h + 1);
-}
+static inline uint8_t aeth_syn(const uint8_t *h) { return h[0]; }
+static inline uint32_t aeth_msn(const uint8_t *h) { return roce_get24(h + 1); }
 static inline void aeth_set(uint8_t *h, uint8_t syn, uint32_t msn)
 {
 	h[0] = syn;
@@ -246,51 +192,27 @@ static inline void aeth_set(uint8_t *h, uint8_t syn, uint32_t msn)
 }
 
 /* AtomicETH (9.3.4): VA | R_Key | Swap (or Add) data | Compare data */
-static inline uint64_t atmeth_va(const uint8_t *h)
+static inline uint64_t atmeth_va(const uint8_t *h) { return roce_get64(h); }
+static inline uint32_t atmeth_rkey(const uint8_t *h) { return roce_get32(h + 8); }
+static inline uint64_t atmeth_swap_add(const uint8_t *h) { return roce_get64(h + 12); }
+static inline uint64_t atmeth_cmp(const uint8_t *h) { return roce_get64(h + 20); }
+static inline void atmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t swap_add, uint64_t cmp)
 {
-	return roce_get64(h);
-}
-static inline uint32_t atmeth_rkey(const uint8_t *h)
-{
-	return roce_get32(h + 8);
-}
-static inline uint64_t atmeth_swap_add(const uint8_t *h)
-{
-	return roce_get64(h + 12);
-}
-static inline uint64_t atmeth_cmp(const uint8_t *h)
-{
-	return roce_get64(h + 20);
-}
-static inline void atmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t swap_add,
-			      uint64_t cmp)
-{
-	roce_put64(h, va);
-	roce_put32(h + 8, rkey);
-	roce_put64(h + 12, swap_add);
-	roce_put64(h + 20, cmp);
+	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put64(h + 12, swap_add); roce_put64(h + 20, cmp);
 }
 
 /* AtomicAckETH (9.3.6): original remote data; ImmDt (9.3.7): 4 bytes, kept
  * in network order end to end (mlx5 WQEs and CQEs store it big-endian). */
-static inline uint64_t atmack_orig(const uint8_t *h)
-{
-	return roce_get64(h);
-}
-static inline void atmack_set(uint8_t *h, uint64_t orig)
-{
-	roce_put64(h, orig);
-}
+static inline uint64_t atmack_orig(const uint8_t *h) { return roce_get64(h); }
+static inline void atmack_set(uint8_t *h, uint64_t orig) { roce_put64(h, orig); }
 
 /* 24-bit PSN arithmetic (IBA 9.7.1): a - b as a signed distance. */
 static inline int32_t psn_diff(uint32_t a, uint32_t b)
 {
 	return (int32_t)((a - b) << 8) >> 8;
 }
-static inline uint32_t psn_add(uint32_t a, int32_t n)
-{
-	return (a + (uint32_t)n) & ROCE_PSN_MASK;
-}
+static inline uint32_t psn_add(uint32_t a, int32_t n) { return (a + (uint32_t)n) & ROCE_PSN_MASK; }
+/* clang-format on */
 
 /* RNR NAK timer codes (IBA table 45), in nanoseconds. */
 uint64_t gdak_roce_rnr_timer_ns(unsigned code);
