@@ -116,11 +116,8 @@ static void opcode_table(void)
 	CHECK_STR(gdak_roce_op_name(0x64), "UNKNOWN"); /* UD: not in the table */
 }
 
-static const struct gdak_case cases[] = {
-	GDAK_CASE(frame_headers),
-	GDAK_CASE(icrc_values),
-	GDAK_CASE(opcode_table),
-};
+static const struct gdak_case cases[] = { GDAK_CASE(frame_headers), GDAK_CASE(icrc_values),
+					  GDAK_CASE(opcode_table) };
 
 int main(int argc, char **argv)
 {

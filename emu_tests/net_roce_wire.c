@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "roce.h"
 
@@ -465,11 +466,10 @@ static void test_tshark(void)
 		unlink(path);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_formats), GDAK_CASE(test_icrc),
+					  GDAK_CASE(test_icrc_ip_id), GDAK_CASE(test_tshark) };
+
+int main(int argc, char **argv)
 {
-	test_formats();
-	test_icrc();
-	test_icrc_ip_id();
-	test_tshark();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

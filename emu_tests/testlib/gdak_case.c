@@ -26,7 +26,9 @@ static void run(const struct gdak_case *c, const char **failed, size_t *nfailed)
 		failed[(*nfailed)++] = c->name;
 }
 
-int gdak_test_cases(int argc, char **argv, const struct gdak_case *cases, size_t n)
+int gdak_test_all_cases;
+
+int gdak_test_cases_run(int argc, char **argv, const struct gdak_case *cases, size_t n)
 {
 	const char *failed[256];
 	size_t nfailed = 0, picked = 0;
@@ -42,6 +44,8 @@ int gdak_test_cases(int argc, char **argv, const struct gdak_case *cases, size_t
 				printf("%s\n", cases[k].name);
 			return 0;
 		}
+		if (strncmp(argv[i], "--", 2))
+			continue; /* the test's own arguments */
 		if (strcmp(argv[i], "--case") || i + 1 >= argc) {
 			fprintf(stderr, "usage: %s [--list] [--case NAME]...\n", argv[0]);
 			return 2;
@@ -52,19 +56,28 @@ int gdak_test_cases(int argc, char **argv, const struct gdak_case *cases, size_t
 		}
 	}
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--case")) {
+		if (!strcmp(argv[i], "--case") && i + 1 < argc) {
 			run(find(cases, n, argv[++i]), failed, &nfailed);
 			picked++;
 		}
 	}
-	if (!picked)
+	if (!picked) {
 		for (size_t k = 0; k < n; k++)
 			run(&cases[k], failed, &nfailed);
+		gdak_test_all_cases = 1;
+	}
 	if (nfailed) {
 		fprintf(stderr, "failed cases:");
 		for (size_t k = 0; k < nfailed; k++)
 			fprintf(stderr, " %s", failed[k]);
 		fputc('\n', stderr);
 	}
-	return gdak_test_end();
+	return -1;
+}
+
+int gdak_test_cases(int argc, char **argv, const struct gdak_case *cases, size_t n)
+{
+	int r = gdak_test_cases_run(argc, argv, cases, n);
+
+	return r >= 0 ? r : gdak_test_end();
 }

@@ -11,7 +11,16 @@
  *	gdak_core_codec --case NAME  that case only (repeatable)
  *
  * Each failed check's line carries "[case NAME]"; the summary lists the
- * cases that failed.  An unknown case or option is an error (exit 2).
+ * cases that failed.  An unknown case or option is an error (exit 2);
+ * arguments not starting with "--" are the test's own and left to it.
+ *
+ * A main with set-up and tear-down around its cases:
+ *
+ *	open things;
+ *	GDAK_TEST_RUN_CASES(argc, argv, cases);  (returns from main after --list)
+ *	if (gdak_test_all_cases) checks that need every case to have run;
+ *	close things;
+ *	return gdak_test_end();
  */
 #ifndef GDAK_CASE_H
 #define GDAK_CASE_H
@@ -30,9 +39,22 @@ struct gdak_case {
 #define GDAK_TEST_CASES(argc, argv, table) \
 	gdak_test_cases((argc), (argv), (table), sizeof(table) / sizeof((table)[0]))
 
+#define GDAK_TEST_RUN_CASES(argc, argv, table)                                    \
+	do {                                                                      \
+		int r_ = gdak_test_cases_run((argc), (argv), (table),             \
+					     sizeof(table) / sizeof((table)[0])); \
+		if (r_ >= 0)                                                      \
+			return r_;                                                \
+	} while (0)
+
 /* Runs the cases argv asks for (all when none) and returns gdak_test_end()'s
- * status; 2 for a bad command line. */
+ * status; 0 after --list, 2 for a bad command line. */
 int gdak_test_cases(int argc, char **argv, const struct gdak_case *cases, size_t n);
+/* The same without gdak_test_end(): -1 when the cases ran (main goes on),
+ * else the exit status (0 after --list, 2 for a bad command line). */
+int gdak_test_cases_run(int argc, char **argv, const struct gdak_case *cases, size_t n);
+/* 1 once every case of the table has run (no --case given). */
+extern int gdak_test_all_cases;
 /* The case running now, NULL outside one. */
 extern const char *gdak_test_case;
 
