@@ -160,14 +160,8 @@ static const struct gdak_case cases[] = { GDAK_CASE(case_overrun_ignore),
 
 int main(int argc, char **argv)
 {
-	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_test_fill(src, sizeof(src), 5);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	fid_env_open(&ctx, src, dst, sizeof(src), 5, &ms, &md);
 	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_close(ctx);
+	fid_env_close(ctx, ms, md);
 	return gdak_test_end();
 }

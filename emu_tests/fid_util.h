@@ -48,6 +48,25 @@ static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
 	return 0;
 }
 
+/* The set-up most fidelity tests share: strict mode, an "emu" context, src
+ * filled from seed, src and dst (len bytes each) registered for all access. */
+static inline void fid_env_open(struct gdak_ctx **ctx, void *src, void *dst, size_t len,
+				uint64_t seed, struct gdak_mr **ms, struct gdak_mr **md)
+{
+	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
+	REQUIRE_EQ(gdak_open("emu", ctx), 0);
+	gdak_test_fill(src, len, seed);
+	REQUIRE_EQ(gdak_mr_reg(*ctx, src, len, GDAK_ACCESS_ALL, ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(*ctx, dst, len, GDAK_ACCESS_ALL, md), 0);
+}
+
+static inline void fid_env_close(struct gdak_ctx *ctx, struct gdak_mr *ms, struct gdak_mr *md)
+{
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_close(ctx);
+}
+
 /* ---- bytes ------------------------------------------------------------------ */
 
 static inline void fid_be16(uint8_t *p, uint16_t v)
@@ -130,26 +149,27 @@ static inline uint64_t fid_put(struct nu_qp *q, const uint8_t *w, unsigned ds)
 	return at;
 }
 
-/* RDMA_WRITE (ctrl + raddr + data, DS 3) as NVSHMEM's ibgda_write_rdma_write_wqe. */
-static inline uint64_t fid_write(struct nu_qp *q, const void *laddr, uint32_t len, uint32_t lkey,
-				 uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+/* RDMA_WRITE or RDMA_READ (ctrl + raddr + data, DS 3) as NVSHMEM's
+ * ibgda_write_rdma_write_wqe / ibgda_write_rdma_read_wqe. */
+static inline uint64_t fid_rdma(struct nu_qp *q, uint8_t opcode, const void *laddr, uint32_t len,
+				uint32_t lkey, uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
 {
 	uint8_t w[64];
 
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_WRITE, q->qpn, 3, fm_ce_se, 0);
+	fid_ctrl(w, 0, (uint16_t)q->pi, opcode, q->qpn, 3, fm_ce_se, 0);
 	fid_raddr(w + 16, raddr, rkey);
 	fid_data(w + 32, len, lkey, laddr);
 	return fid_put(q, w, 3);
 }
+static inline uint64_t fid_write(struct nu_qp *q, const void *laddr, uint32_t len, uint32_t lkey,
+				 uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+{
+	return fid_rdma(q, MLX5_OPCODE_RDMA_WRITE, laddr, len, lkey, raddr, rkey, fm_ce_se);
+}
 static inline uint64_t fid_read(struct nu_qp *q, void *laddr, uint32_t len, uint32_t lkey,
 				uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
 {
-	uint8_t w[64];
-
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_READ, q->qpn, 3, fm_ce_se, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_data(w + 32, len, lkey, laddr);
-	return fid_put(q, w, 3);
+	return fid_rdma(q, MLX5_OPCODE_RDMA_READ, laddr, len, lkey, raddr, rkey, fm_ce_se);
 }
 /* 8-byte ATOMIC_FA (ctrl + raddr + atomic + data, DS 4). */
 static inline uint64_t fid_fadd(struct nu_qp *q, void *laddr, uint32_t lkey, uint64_t raddr,

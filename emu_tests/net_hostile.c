@@ -182,13 +182,7 @@ static void qp_healthy(struct nu_qp *q, const char *name)
 
 static void expect_ok(struct nu_qp *q, uint16_t idx)
 {
-	struct gdak_mlx5_cqe_fields f = { 0 };
-
-	nu_ring(q);
-	REQUIRE_EQ(nu_poll(q, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
-	CHECK_EQ(f.syndrome, 0);
-	CHECK_EQ(f.wqe_counter, idx);
+	nu_ring_expect_ok(q, idx, POLL_MS);
 }
 
 /* The legitimate traffic: B -> A WRITE, READ back, FETCH_ADD, SEND; C -> D

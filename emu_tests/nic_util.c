@@ -6,6 +6,7 @@
 
 #include <gdak/dev/db.h>
 
+#include "gdak_test.h"
 #include "nic_util.h"
 
 static uint64_t now_ms(void)
@@ -181,6 +182,17 @@ void nu_ring(struct nu_qp *q)
 		__atomic_store_n(reg + i, w[i], __ATOMIC_RELAXED);
 	__atomic_store_n(reg, w[0], __ATOMIC_RELEASE);
 	d->sq_db = q->pi;
+}
+
+void nu_ring_expect_ok(struct nu_qp *q, uint16_t idx, unsigned timeout_ms)
+{
+	struct gdak_mlx5_cqe_fields f = { 0 };
+
+	nu_ring(q);
+	REQUIRE_EQ(nu_poll(q, 0, &f, timeout_ms), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(f.wqe_counter, idx);
 }
 
 void nu_post_recv(struct nu_qp *q, void *addr, uint32_t len, uint32_t lkey)
