@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <gdak/gdak.h>
 #include "gdak_log.h"
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static char last_line[512];
@@ -163,11 +164,12 @@ static void corrupt_rejected(void)
 	CHECK_EQ(out.psn, 9);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(round_trips), GDAK_CASE(exact_bytes),
+					  GDAK_CASE(corrupt_rejected) };
+
+int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	round_trips();
-	exact_bytes();
-	corrupt_rejected();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

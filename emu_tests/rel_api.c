@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "rel_util.h"
+#include "gdak_case.h"
 
 static struct rel_env E;
 
@@ -210,13 +211,14 @@ static void case_nic_settings(void)
 	rel_bystanders_ok(&E);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(case_null), GDAK_CASE(case_attrs),
+					  GDAK_CASE(case_transitions),
+					  GDAK_CASE(case_nic_settings) };
+
+int main(int argc, char **argv)
 {
 	rel_env_open(&E, 2);
-	case_null();
-	case_attrs();
-	case_transitions();
-	case_nic_settings();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	rel_env_close(&E);
 	return gdak_test_end();
 }

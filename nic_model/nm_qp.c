@@ -208,7 +208,7 @@ static void dev_qp_fill(struct nm_qp *qp)
 	memset(d, 0, sizeof(*d));
 	d->version = GDAK_DEV_ABI_VERSION;
 	d->qpn = qp->base.qpn;
-	d->qpn_ds_be = gdak_htobe32(qp->base.qpn << 8);
+	d->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(qp->base.qpn, 0));
 	d->sq_wqebb_cnt = qp->sq_cnt;
 	d->sq_log_cnt = log2u(qp->sq_cnt);
 	d->handler = qp->handler;

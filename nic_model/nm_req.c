@@ -172,7 +172,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->opcode = c.opcode;
 	op->fm_ce_se = c.fm_ce_se;
 	op->ds = c.ds;
-	op->bbs = (uint8_t)gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+	op->bbs = (uint8_t)gdak_mlx5_wqe_bbs(c.ds);
 	op->status = 0;
 	op->nseg = 0;
 	op->flags = NM_OPF_WQE;
@@ -528,7 +528,7 @@ static int flush(struct nm_qp *qp)
 		if (!nm_comp_cq_room(qp, qp->scq))
 			break;
 		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
-		bbs = gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+		bbs = gdak_mlx5_wqe_bbs(c.ds);
 		if (bbs > p - qp->ci)
 			bbs = (uint32_t)(p - qp->ci);
 		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);

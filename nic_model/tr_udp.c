@@ -15,7 +15,7 @@
  * and the MTU; the path MTU is the smaller of both ends.
  *
  * Sockets are unconnected, with DF set (IP_PMTUDISC_DO): the kernel then
- * sends IP ID 0, which is what the ICRC is computed over (roce_icrc.c).
+ * sends IP ID 0, which is what the ICRC is computed over (core/wire/roce_icrc.c).
  * Packets go out in sendmmsg batches: the WQEs that one polling pass
  * executes for a QP leave in one system call (post_send builds the packets
  * and sends only when no further WQE is waiting; qp_poll sends what is left
@@ -342,7 +342,7 @@ static void rx_foreign(struct roce_qp *r, const struct roce_path *rx, const uint
 	inet_ntop(AF_INET, &rx->sip, from, sizeof(from));
 	inet_ntop(AF_INET, &r->path.dip, want, sizeof(want));
 	snprintf(text, sizeof(text), "%s PSN 0x%06x (%u bytes) from %s:%u, not the peer %s:%u",
-		 roce_op_name(bth_opcode(pkt)), bth_psn(pkt), len, from, rx->sport, want,
+		 gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), len, from, rx->sport, want,
 		 r->peer_sport ? r->peer_sport : r->path.dport);
 	GDAK_WARN_RL("qp", u->qp->id, "dropped %s", text);
 	NM_TRACE(u->qp, gdak_trace_violation, u->qp->base.qpn, (uint16_t)u->qp->ci,
