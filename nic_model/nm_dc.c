@@ -50,16 +50,23 @@ struct nm_dc_stream {
 	uint16_t lid;
 	uint8_t gid[16];
 	uint8_t av_ds;
-	/* the DCT it reaches, valid while gen == dct_gen (loop transport) */
+};
+
+/* DCTs a DCI reached lately, by number (NIC thread; valid while gen ==
+ * dct_gen): a DCI that sprays puts over many peers turns its stream at
+ * every WQE and would otherwise search the registry each time */
+#define NM_DC_CACHE 16
+struct nm_dc_cache {
+	uint32_t dctn, gen;
 	struct nm_qp *dct;
-	uint32_t gen;
 };
 
 struct nm_dc {
-	uint8_t type;		/* GDAK_QPT_DCI / GDAK_QPT_DCT */
-	uint64_t key;		/* DCT: its access key */
-	uint32_t nstreams;	/* DCI */
+	uint8_t type;	   /* GDAK_QPT_DCI / GDAK_QPT_DCT */
+	uint64_t key;	   /* DCT: its access key */
+	uint32_t nstreams; /* DCI */
 	struct nm_dc_stream st[GDAK_DCI_MAX_STREAMS];
+	struct nm_dc_cache cache[NM_DC_CACHE];
 	struct gdak_nic_dc_stats stats; /* one writer per field (nm_stat_add) */
 };
 
@@ -214,8 +221,8 @@ static void gid_text(char *t, size_t n, const uint8_t *g)
 		 g[13], g[14], g[15]);
 }
 
-static void stream_rec(struct nm_qp *qp, unsigned i, const struct nm_dc_stream *s,
-		       const char *what, uint64_t key)
+static void stream_rec(struct nm_qp *qp, unsigned i, const struct nm_dc_stream *s, const char *what,
+		       uint64_t key)
 {
 #ifdef NM_HAVE_TRACE
 	char t[160], g[48];
@@ -224,11 +231,13 @@ static void stream_rec(struct nm_qp *qp, unsigned i, const struct nm_dc_stream *
 		return;
 	if (s->av_ds == 3) {
 		gid_text(g, sizeof(g), s->gid);
-		snprintf(t, sizeof(t), "DC stream %u %s DCT 0x%x: full AV, key 0x%" PRIx64
-			 ", lid 0x%x, gid %s", i, what, s->dctn, key, s->lid, g);
+		snprintf(t, sizeof(t),
+			 "DC stream %u %s DCT 0x%x: full AV, key 0x%" PRIx64 ", lid 0x%x, gid %s",
+			 i, what, s->dctn, key, s->lid, g);
 	} else {
-		snprintf(t, sizeof(t), "DC stream %u %s DCT 0x%x: compact AV, key 0x%" PRIx64
-			 ", lid 0x%x", i, what, s->dctn, key, s->lid);
+		snprintf(t, sizeof(t),
+			 "DC stream %u %s DCT 0x%x: compact AV, key 0x%" PRIx64 ", lid 0x%x", i,
+			 what, s->dctn, key, s->lid);
 	}
 	NM_TRACE(qp, gdak_trace_qp, qp->base.qpn, s->dctn, qp->ctx->tr->name, t);
 #else
@@ -326,8 +335,6 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
 	s->lid = lid;
 	memcpy(s->gid, gid, 16);
 	s->av_ds = op->av_ds;
-	s->dct = NULL;
-	s->gen = 0;
 	__atomic_store_n(&s->open, true, __ATOMIC_RELAXED);
 	nm_stat_add(&qp->dc->stats.connects, 1);
 	stream_rec(qp, op->dc_stream, s, "opened to", op->dc_key);
@@ -344,6 +351,7 @@ static struct nm_qp *no_answer(struct nm_op *op, const char *rule)
 struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
 {
 	struct nm_dc_stream *s;
+	struct nm_dc_cache *ce;
 	struct nm_qp *dct;
 	uint32_t gen = atomic_load_explicit(&dct_gen, memory_order_acquire);
 	int st;
@@ -351,49 +359,56 @@ struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
 	if (!op->av_ds)
 		return no_answer(op, "dc_no_av");
 	s = &qp->dc->st[op->dc_stream];
-	if (s->dct && s->gen == gen) {
-		dct = s->dct;
+	ce = &qp->dc->cache[op->dc_dctn % NM_DC_CACHE];
+	if (ce->dct && ce->gen == gen && ce->dctn == op->dc_dctn) {
+		dct = ce->dct;
 	} else {
 		dct = dct_find(op->dc_dctn);
 		if (!dct) {
-			GDAK_WARN_RL("qp", qp->id, "WQE %u (%s): AV names DCT 0x%x, which does not "
-				     "exist: the DC connect goes unanswered", op->wqe_index,
-				     gdak_mlx5_opcode_name(op->opcode), op->dc_dctn);
+			GDAK_WARN_RL("qp", qp->id,
+				     "WQE %u (%s): AV names DCT 0x%x, which does not "
+				     "exist: the DC connect goes unanswered",
+				     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn);
 			return no_answer(op, "dc_no_dct");
 		}
-		if (s->lid != nm_dc_loop_lid(dct->ctx)) {
-			nm_violation(qp, op->wqe_index, "dc_av_target",
-				     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-				     "AV names DCT 0x%x at LID 0x%x, that DCT is at LID 0x%x", op->dc_dctn,
-				     s->lid, nm_dc_loop_lid(dct->ctx));
-			op->flags |= NM_OPF_VIOLATION;
-			return no_answer(op, "dc_av_target");
-		}
-		if (s->av_ds == 3 && memcmp(s->gid, zero_gid, 16)) {
-			/* the loop transport's QPs have no GID: a full AV naming one
-			 * routes to another node */
-			nm_violation(qp, op->wqe_index, "dc_av_target",
-				     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-				     "AV names DCT 0x%x at a GID; in-process DCTs have none (all zero)",
-				     op->dc_dctn);
-			op->flags |= NM_OPF_VIOLATION;
-			return no_answer(op, "dc_av_target");
-		}
-		s->dct = dct;
-		s->gen = gen;
+		ce->dct = dct;
+		ce->dctn = op->dc_dctn;
+		ce->gen = gen;
+	}
+	if (s->lid != nm_dc_loop_lid(dct->ctx)) {
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at LID 0x%x, that DCT is at LID 0x%x", op->dc_dctn,
+			     s->lid, nm_dc_loop_lid(dct->ctx));
+		op->flags |= NM_OPF_VIOLATION;
+		return no_answer(op, "dc_av_target");
+	}
+	if (s->av_ds == 3 && memcmp(s->gid, zero_gid, 16)) {
+		/* the loop transport's QPs have no GID: a full AV naming one
+		 * routes to another node */
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at a GID; in-process DCTs have none (all zero)",
+			     op->dc_dctn);
+		op->flags |= NM_OPF_VIOLATION;
+		return no_answer(op, "dc_av_target");
 	}
 	st = nm_qp_state(dct);
 	if (st != GDAK_QPS_RTR) {
-		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes "
-			     "unanswered", op->wqe_index, gdak_mlx5_opcode_name(op->opcode),
-			     op->dc_dctn, gdak_qp_state_name((enum gdak_qp_state)st));
+		GDAK_WARN_RL("qp", qp->id,
+			     "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes "
+			     "unanswered",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn,
+			     gdak_qp_state_name((enum gdak_qp_state)st));
 		return no_answer(op, "dc_dct_state");
 	}
 	if (op->dc_key != dct->dc->key) {
 		/* counted by the DCT (several DCIs may hit it at once) */
 		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
-		GDAK_WARN_RL("qp", dct->id, "DCT access key violation: DCI 0x%x WQE %u presents key "
-			     "0x%" PRIx64, qp->base.qpn, op->wqe_index, op->dc_key);
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x WQE %u presents key "
+			     "0x%" PRIx64,
+			     qp->base.qpn, op->wqe_index, op->dc_key);
 		return no_answer(op, "dc_key_violation");
 	}
 	return dct;
