@@ -50,6 +50,7 @@ struct nm_dc_stream {
 	uint16_t lid;
 	uint8_t gid[16];
 	uint8_t av_ds;
+	uint64_t key; /* the access key it was opened with */
 };
 
 /* DCTs a DCI reached lately, by number (NIC thread; valid while gen ==
@@ -254,7 +255,7 @@ void nm_dc_streams_close(struct nm_qp *qp, const char *why)
 
 		if (!s->open)
 			continue;
-		stream_rec(qp, i, s, why, 0);
+		stream_rec(qp, i, s, why, s->key);
 		__atomic_store_n(&s->open, false, __ATOMIC_RELAXED);
 		nm_stat_add(&qp->dc->stats.disconnects, 1);
 	}
@@ -328,13 +329,14 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
 		 * out waits here; the loop transport completes in post_send) */
 		if (qp->reads_outstanding)
 			return 1;
-		stream_rec(qp, op->dc_stream, s, "closed to", 0);
+		stream_rec(qp, op->dc_stream, s, "closed to", s->key);
 		nm_stat_add(&qp->dc->stats.disconnects, 1);
 	}
 	s->dctn = op->dc_dctn;
 	s->lid = lid;
 	memcpy(s->gid, gid, 16);
 	s->av_ds = op->av_ds;
+	s->key = op->dc_key;
 	__atomic_store_n(&s->open, true, __ATOMIC_RELAXED);
 	nm_stat_add(&qp->dc->stats.connects, 1);
 	stream_rec(qp, op->dc_stream, s, "opened to", op->dc_key);
