@@ -28,18 +28,18 @@ struct target {
 	struct gdak_dev_qp *ddct;
 	struct gdak_qp_info info;
 	struct gdak_dev_av full, compact;
-	uint8_t *mem;		/* [0, LEN) data, [256, 264) atomic word, [512, 512 + LEN) receive */
+	uint8_t *mem; /* [0, LEN) data, [256, 264) atomic word, [512, 512 + LEN) receive */
 	struct gdak_mr *mr;
 };
 
 static struct gdak_ctx *ctx_a, *ctx_b;
 static struct target tg[NDCT];
-static uint8_t *lmem;		/* DCI side: source, READ landing, atomic results */
+static uint8_t *lmem; /* DCI side: source, READ landing, atomic results */
 static struct gdak_mr *lmr;
 
 static void target_new(struct target *t, struct gdak_ctx *ctx, uint64_t key, int rq)
 {
-	struct gdak_qp_attr a = {.type = GDAK_QPT_DCT, .dc_key = key, .rq_depth = rq ? 16 : 0};
+	struct gdak_qp_attr a = { .type = GDAK_QPT_DCT, .dc_key = key, .rq_depth = rq ? 16 : 0 };
 
 	t->ctx = ctx;
 	CHECK_EQ(gdak_qp_create(ctx, &a, &t->dct), 0);
@@ -79,7 +79,7 @@ static void target_free(struct target *t)
 
 static struct gdak_qp *dci_new(struct gdak_dev_qp **d, uint32_t streams)
 {
-	struct gdak_qp_attr a = {.type = GDAK_QPT_DCI, .sq_depth = 64, .dci_streams = streams};
+	struct gdak_qp_attr a = { .type = GDAK_QPT_DCI, .sq_depth = 64, .dci_streams = streams };
 	struct gdak_qp *q;
 
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), 0);
@@ -90,7 +90,10 @@ static struct gdak_qp *dci_new(struct gdak_dev_qp **d, uint32_t streams)
 	return q;
 }
 
-static uint64_t va(const void *p) { return (uint64_t)(uintptr_t)p; }
+static uint64_t va(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
 
 /* Every operation to every DCT, full and compact AVs alternating, targets
  * interleaved so that the DCI's stream turns at every call. */
@@ -105,8 +108,8 @@ static void ops(void)
 		for (int i = 0; i < NDCT; i++) {
 			struct target *x = &tg[i];
 			const struct gdak_dev_av *av = (round + i) & 1 ? &x->compact : &x->full;
-			struct gdak_dev_sge src = {va(lmem), LEN, gdak_mr_lkey(lmr)};
-			struct gdak_dev_sge dst = {va(lmem + 2048), LEN, gdak_mr_lkey(lmr)};
+			struct gdak_dev_sge src = { va(lmem), LEN, gdak_mr_lkey(lmr) };
+			struct gdak_dev_sge dst = { va(lmem + 2048), LEN, gdak_mr_lkey(lmr) };
 			uint64_t *word = (uint64_t *)(void *)(x->mem + 256);
 			uint64_t *res = (uint64_t *)(void *)(lmem + 4096);
 
@@ -119,7 +122,8 @@ static void ops(void)
 
 			/* READ back what the WRITE put there */
 			memset(lmem + 2048, 0, LEN);
-			CHECK_EQ(gdak_dev_dc_get(d, av, &dst, va(x->mem), gdak_mr_rkey(x->mr), 0, &t),
+			CHECK_EQ(gdak_dev_dc_get(d, av, &dst, va(x->mem), gdak_mr_rkey(x->mr), 0,
+						 &t),
 				 0);
 			CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, NULL), 0);
 			CHECK_MEM(lmem + 2048, lmem, LEN);
@@ -130,10 +134,11 @@ static void ops(void)
 						       gdak_mr_lkey(lmr), &old),
 				 0);
 			CHECK_EQ(old, 1000u * (unsigned)i);
-			CHECK_EQ(*res, gdak_htobe64(1000u * (unsigned)i)); /* big-endian, as ConnectX */
+			CHECK_EQ(*res,
+				 gdak_htobe64(1000u * (unsigned)i)); /* big-endian, as ConnectX */
 			CHECK_EQ(*word, 1000u * (unsigned)i + 5);
-			CHECK_EQ(gdak_dev_dc_compare_swap(d, av, va(word), gdak_mr_rkey(x->mr), 1, 77,
-							  res, gdak_mr_lkey(lmr), &old),
+			CHECK_EQ(gdak_dev_dc_compare_swap(d, av, va(word), gdak_mr_rkey(x->mr), 1,
+							  77, res, gdak_mr_lkey(lmr), &old),
 				 0);
 			CHECK_EQ(old, 1000u * (unsigned)i + 5);
 			CHECK_EQ(*word, 1000u * (unsigned)i + 5);
@@ -154,9 +159,9 @@ static void ops(void)
 	/* SEND: the DCT with a receive queue consumes a receive WQE */
 	{
 		struct target *x = &tg[2];
-		struct gdak_dev_sge rs = {va(x->mem + 512), LEN, gdak_mr_lkey(x->mr)};
-		struct gdak_dev_sge src = {va(lmem), 150, gdak_mr_lkey(lmr)};
-		struct gdak_dev_cqe c = {0};
+		struct gdak_dev_sge rs = { va(x->mem + 512), LEN, gdak_mr_lkey(x->mr) };
+		struct gdak_dev_sge src = { va(lmem), 150, gdak_mr_lkey(lmr) };
+		struct gdak_dev_cqe c = { 0 };
 		static const char msg[] = "inline hello to a DCT";
 
 		CHECK_EQ(gdak_dev_recv_post(x->ddct, &rs, 1), 0);
@@ -181,7 +186,7 @@ static void ops(void)
 	/* put+signal to the DCT in the other context: the signal follows the data */
 	{
 		struct target *x = &tg[1];
-		struct gdak_dev_sge src = {va(lmem), LEN, gdak_mr_lkey(lmr)};
+		struct gdak_dev_sge src = { va(lmem), LEN, gdak_mr_lkey(lmr) };
 		uint64_t *sig = (uint64_t *)(void *)(x->mem + 264);
 
 		*sig = 0;
@@ -193,8 +198,8 @@ static void ops(void)
 		CHECK_EQ(gdak_dev_signal_wait_timeout(sig, GDAK_DEV_CMP_GE, 3, T_NS, &old), 0);
 		CHECK_MEM(x->mem, lmem, LEN);
 		CHECK_EQ(gdak_dev_dc_put_signal(d, &x->compact, &src, va(x->mem + 300),
-						gdak_mr_rkey(x->mr), va(sig), gdak_mr_rkey(x->mr), 4,
-						0, &t),
+						gdak_mr_rkey(x->mr), va(sig), gdak_mr_rkey(x->mr),
+						4, 0, &t),
 			 0);
 		CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, NULL), 0);
 		CHECK_EQ(*sig, 7);
@@ -210,7 +215,8 @@ static void ops(void)
 		for (int i = 0; i < 100; i++) {
 			uint32_t v = (uint32_t)i * 3u;
 
-			CHECK_EQ(gdak_dev_dc_put_inline(d, &x->compact, &v, 4, va(x->mem + 4 * (i % 50)),
+			CHECK_EQ(gdak_dev_dc_put_inline(d, &x->compact, &v, 4,
+							va(x->mem + 4 * (i % 50)),
 							gdak_mr_rkey(x->mr), 0, &t),
 				 0);
 		}
@@ -235,12 +241,11 @@ static void ops(void)
 
 /* One WRITE on a fresh DCI with av; expects an error CQE with synd and the
  * rule. */
-static void expect_fail(const struct gdak_dev_av *av, uint32_t rkey, uint8_t synd,
-			const char *rule)
+static void expect_fail(const struct gdak_dev_av *av, uint32_t rkey, uint8_t synd, const char *rule)
 {
 	struct gdak_dev_qp *d;
 	struct gdak_qp *q = dci_new(&d, 1);
-	struct gdak_dev_sge src = {va(lmem), 64, gdak_mr_lkey(lmr)};
+	struct gdak_dev_sge src = { va(lmem), 64, gdak_mr_lkey(lmr) };
 	struct gdak_dev_cqe c;
 	struct gdak_qp_error e;
 	uint64_t t = 0;
@@ -319,12 +324,12 @@ static void errors(void)
 	{
 		struct gdak_dev_qp *d;
 		struct gdak_qp *q = dci_new(&d, 2);
-		struct gdak_dev_sge src = {va(lmem), 64, gdak_mr_lkey(lmr)};
+		struct gdak_dev_sge src = { va(lmem), 64, gdak_mr_lkey(lmr) };
 		uint64_t t = 0;
 
 		gdak_test_fill(lmem, 64, 4242);
-		CHECK_EQ(gdak_dev_dc_put(d, &tg[0].full, &src, va(tg[0].mem), gdak_mr_rkey(tg[0].mr),
-					 GDAK_DEV_WQE_SIGNAL, &t),
+		CHECK_EQ(gdak_dev_dc_put(d, &tg[0].full, &src, va(tg[0].mem),
+					 gdak_mr_rkey(tg[0].mr), GDAK_DEV_WQE_SIGNAL, &t),
 			 0);
 		CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, NULL), 0);
 		CHECK_MEM(tg[0].mem, lmem, 64);
@@ -339,15 +344,15 @@ static void refusals(void)
 	struct gdak_qp_info info;
 	struct gdak_dev_av av;
 
-	a = (struct gdak_qp_attr){.dc_key = 5};
+	a = (struct gdak_qp_attr){ .dc_key = 5 };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -EINVAL); /* a key on an RC QP */
-	a = (struct gdak_qp_attr){.type = GDAK_QPT_DCI, .dci_streams = 3};
+	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI, .dci_streams = 3 };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -EINVAL);
-	a = (struct gdak_qp_attr){.type = GDAK_QPT_DCI, .dci_streams = 32};
+	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI, .dci_streams = 32 };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -EINVAL);
-	a = (struct gdak_qp_attr){.type = GDAK_QPT_DCI, .rq_depth = 4};
+	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI, .rq_depth = 4 };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -EINVAL);
-	a = (struct gdak_qp_attr){.type = 7};
+	a = (struct gdak_qp_attr){ .type = 7 };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -EINVAL);
 	CHECK(q == NULL);
 
@@ -358,7 +363,7 @@ static void refusals(void)
 	CHECK_EQ(info.qp_type, GDAK_QPT_RC);
 	CHECK_EQ(gdak_dc_av(&info, 0, &av), -EINVAL); /* not a DCT */
 	CHECK_EQ(gdak_qp_connect(rc, NULL), -EINVAL);
-	a = (struct gdak_qp_attr){.type = GDAK_QPT_DCI};
+	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), 0);
 	CHECK_EQ(gdak_qp_connect(q, &info), -EINVAL);
 	CHECK_EQ(gdak_qp_destroy(q), 0);

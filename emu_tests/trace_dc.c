@@ -97,7 +97,7 @@ int main(void)
 	REQUIRE_EQ(gdak_qp_export(dci, &d), 0);
 	dci_qpn = gdak_qp_num(dci);
 	{
-		struct gdak_dev_sge s = {(uint64_t)(uintptr_t)mem, 64, gdak_mr_lkey(mr)};
+		struct gdak_dev_sge s = { (uint64_t)(uintptr_t)mem, 64, gdak_mr_lkey(mr) };
 
 		gdak_test_fill(mem, 64, 3);
 		CHECK_EQ(gdak_dev_dc_put(d, &compact, &s, (uint64_t)(uintptr_t)(mem + 4096),
@@ -141,11 +141,14 @@ int main(void)
 	CHECK(has(out, "DC stream 0 opened to DCT 0x%x: full AV, key 0xfeed0001, lid 0x%x, gid ",
 		  info[1].qpn, info[1].lid));
 	CHECK(has(out, "closed (QP in ERR) to DCT 0x%x", info[1].qpn));
-	CHECK(has(out, "RDMA_WRITE ctrl_idx=0 ctrl_qpn=0x%06x ds=4 ce=signalled fence=NONE "
-		  "av=compact dct=0x%x dc_key=0xfeed0000 lid=0x%x raddr=", dci_qpn,
-		  info[0].qpn, info[0].lid));
-	CHECK(has(out, "ds=6 ce=signalled fence=NONE av=full dct=0x%x dc_key=0xfeed0001 lid=0x%x "
-		  "gid=00000000000000000000000000000000 raddr=", info[1].qpn, info[1].lid));
+	CHECK(has(out,
+		  "RDMA_WRITE ctrl_idx=0 ctrl_qpn=0x%06x ds=4 ce=signalled fence=NONE "
+		  "av=compact dct=0x%x dc_key=0xfeed0000 lid=0x%x raddr=",
+		  dci_qpn, info[0].qpn, info[0].lid));
+	CHECK(has(out,
+		  "ds=6 ce=signalled fence=NONE av=full dct=0x%x dc_key=0xfeed0001 lid=0x%x "
+		  "gid=00000000000000000000000000000000 raddr=",
+		  info[1].qpn, info[1].lid));
 	CHECK(has(out, "av=compact dct=0x%x dc_key=0x5 ", info[1].qpn));
 	CHECK(has(out, "syndrome=TRANSPORT_RETRY_EXC_ERR"));
 	CHECK(has(out, "len=64"));

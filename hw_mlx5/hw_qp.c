@@ -155,8 +155,10 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	if (attr->type != GDAK_QPT_RC) {
 		/* a DCI or DCT created as an RC QP would post WQEs a ConnectX
 		 * misreads (the address vector as a remote address segment) */
-		GDAK_ERR("ctx", ctx->id, "DC QPs (type %u) are not created on ConnectX by this "
-			 "backend yet", attr->type);
+		GDAK_ERR("ctx", ctx->id,
+			 "DC QPs (type %u) are not created on ConnectX by this "
+			 "backend yet",
+			 attr->type);
 		return -ENOTSUP;
 	}
 	hq = calloc(1, sizeof(*hq));

@@ -24,7 +24,7 @@
 
 struct dc_state {
 	struct perf_env *env;
-	unsigned n;			/* DCIs (= connections) */
+	unsigned n; /* DCIs (= connections) */
 	struct gdak_qp **dci;
 	struct gdak_dev_qp **ddci;
 	struct gdak_qp *dct[DC_PEERS];
@@ -57,7 +57,7 @@ static int dc_open(struct perf_env *env, const struct perf_opts *o)
 		return 0;
 	if (env->bs) {
 		fprintf(stderr, "gdak-perf: dc_put_bw runs in one process (DC is modelled on the "
-			"in-process transport)\n");
+				"in-process transport)\n");
 		return -ENOTSUP;
 	}
 	memset(&dcs, 0, sizeof(dcs));
@@ -105,8 +105,8 @@ static int dc_open(struct perf_env *env, const struct perf_opts *o)
 
 static struct gdak_dev_sge src_sge(const struct perf_conn *c, size_t size, size_t slot)
 {
-	struct gdak_dev_sge s = {(uint64_t)(uintptr_t)(c->lbuf + slot * size), (uint32_t)size,
-				 gdak_mr_lkey(c->lmr)};
+	struct gdak_dev_sge s = { (uint64_t)(uintptr_t)(c->lbuf + slot * size), (uint32_t)size,
+				  gdak_mr_lkey(c->lmr) };
 	return s;
 }
 
@@ -116,7 +116,8 @@ static int quiet_all(struct gdak_dev_qp **q, unsigned n, const char *what)
 		int rc = gdak_dev_quiet_timeout(q[k], WAIT_NS, NULL);
 
 		if (rc) {
-			fprintf(stderr, "gdak-perf: dc_put_bw: %s QP %u: %s\n", what, k, gdak_strerror(rc));
+			fprintf(stderr, "gdak-perf: dc_put_bw: %s QP %u: %s\n", what, k,
+				gdak_strerror(rc));
 			return rc;
 		}
 	}
@@ -151,7 +152,8 @@ int perf_emu_dc(struct perf_env *env, const struct perf_opts *o, size_t size, ui
 			struct perf_conn *c = &env->conn[k];
 			struct gdak_dev_sge s = src_sge(c, size, j % slots);
 
-			ret = gdak_dev_put(c->dqp, &s, c->raddr + (j % slots) * size, c->rkey, 0, &t);
+			ret = gdak_dev_put(c->dqp, &s, c->raddr + (j % slots) * size, c->rkey, 0,
+					   &t);
 		}
 	if (!ret)
 		ret = quiet_all(rcq, env->nconn, "RC");
@@ -192,8 +194,10 @@ int perf_emu_dc(struct perf_env *env, const struct perf_opts *o, size_t size, ui
 			const struct perf_conn *tc = &env->conn[p % env->nconn];
 
 			if (memcmp(tc->rbuf + last * size, env->conn[k].lbuf + last * size, size)) {
-				perf_verify_fail("dc_put_bw", size, "DCT %u's region, slot %zu: "
-						 "bytes differ from DCI %u's source", p, last, k);
+				perf_verify_fail("dc_put_bw", size,
+						 "DCT %u's region, slot %zu: "
+						 "bytes differ from DCI %u's source",
+						 p, last, k);
 				ret = -EIO;
 				break;
 			}

@@ -111,8 +111,8 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_write(const struct gdak_dev_qp *qp, uint64_t i
 					uint64_t raddr, uint32_t rkey,
 					const struct gdak_dev_sge *sge, uint32_t nsge)
 {
-	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_RDMA_WRITE, flags, 0, 1, raddr,
-				      rkey, sge, nsge);
+	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_RDMA_WRITE, flags, 0, 1, raddr, rkey,
+				      sge, nsge);
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_write_imm(const struct gdak_dev_qp *qp, uint64_t idx,
@@ -135,22 +135,20 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_write_inline(const struct gdak_dev_qp *qp, uin
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_read(const struct gdak_dev_qp *qp, uint64_t idx,
-				       const struct gdak_dev_av *av, uint32_t flags,
-				       uint64_t raddr, uint32_t rkey,
-				       const struct gdak_dev_sge *sge, uint32_t nsge)
+				       const struct gdak_dev_av *av, uint32_t flags, uint64_t raddr,
+				       uint32_t rkey, const struct gdak_dev_sge *sge, uint32_t nsge)
 {
 	if (gdak_dev_unlikely(nsge == 0))
 		return 0;
-	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_RDMA_READ, flags, 0, 1, raddr,
-				      rkey, sge, nsge);
+	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_RDMA_READ, flags, 0, 1, raddr, rkey,
+				      sge, nsge);
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_send(const struct gdak_dev_qp *qp, uint64_t idx,
 				       const struct gdak_dev_av *av, uint32_t flags,
 				       const struct gdak_dev_sge *sge, uint32_t nsge)
 {
-	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_SEND, flags, 0, 0, 0, 0, sge,
-				      nsge);
+	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_SEND, flags, 0, 0, 0, 0, sge, nsge);
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_send_imm(const struct gdak_dev_qp *qp, uint64_t idx,
@@ -158,8 +156,8 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_send_imm(const struct gdak_dev_qp *qp, uint64_
 					   const struct gdak_dev_sge *sge, uint32_t nsge,
 					   uint32_t imm)
 {
-	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_SEND_IMM, flags,
-				      gdak_htobe32(imm), 0, 0, 0, sge, nsge);
+	return gdak_dev_dc_wqe_sge_op(qp, idx, av, MLX5_OPCODE_SEND_IMM, flags, gdak_htobe32(imm),
+				      0, 0, 0, sge, nsge);
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_send_inline(const struct gdak_dev_qp *qp, uint64_t idx,
@@ -179,7 +177,7 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_atomic(const struct gdak_dev_qp *qp, uint64_t 
 					 uint64_t swap_add, uint64_t compare, uint64_t laddr,
 					 uint32_t lkey)
 {
-	struct gdak_dev_sge sge = {laddr, 8, lkey};
+	struct gdak_dev_sge sge = { laddr, 8, lkey };
 	uint32_t k, ds = 4 + av->ds;
 	if (gdak_dev_unlikely(av->ds != 1 && av->ds != 3))
 		return 0;
@@ -202,9 +200,9 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_fetch_add(const struct gdak_dev_qp *qp, uint64
 }
 
 GDAK_DEV uint32_t gdak_dev_dc_wqe_cas(const struct gdak_dev_qp *qp, uint64_t idx,
-				      const struct gdak_dev_av *av, uint32_t flags,
-				      uint64_t raddr, uint32_t rkey, uint64_t compare,
-				      uint64_t swap, uint64_t laddr, uint32_t lkey)
+				      const struct gdak_dev_av *av, uint32_t flags, uint64_t raddr,
+				      uint32_t rkey, uint64_t compare, uint64_t swap,
+				      uint64_t laddr, uint32_t lkey)
 {
 	return gdak_dev_dc_wqe_atomic(qp, idx, av, MLX5_OPCODE_ATOMIC_CS, flags, raddr, rkey, swap,
 				      compare, laddr, lkey);
@@ -214,7 +212,7 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_cas(const struct gdak_dev_qp *qp, uint64_t idx
 
 /* Reserve, build with the caller's builder result, publish: the shape every
  * call below shares.  nbb is known before the builder runs. */
-#define GDAK_DEV_DC_POST(q_, av_, nbb_, flags_, ticket_, opcode_, nds_, build_)          \
+#define GDAK_DEV_DC_POST(q_, av_, nbb_, flags_, ticket_, opcode_, nds_, build_)            \
 	do {                                                                               \
 		uint64_t s_;                                                               \
 		uint32_t f_;                                                               \
@@ -306,9 +304,9 @@ GDAK_DEV int gdak_dev_dc_compare_swap_nbi(struct gdak_dev_qp *qp, const struct g
 					  uint64_t swap, uint64_t *result, uint32_t lkey,
 					  uint32_t flags, uint64_t *ticket)
 {
-#define B_(s, f)                                                                 \
-	gdak_dev_dc_wqe_cas(qp, s, av, f, raddr, rkey, compare, swap,           \
-			    (uint64_t)(uintptr_t)result, lkey)
+#define B_(s, f)                                                                                   \
+	gdak_dev_dc_wqe_cas(qp, s, av, f, raddr, rkey, compare, swap, (uint64_t)(uintptr_t)result, \
+			    lkey)
 	GDAK_DEV_DC_POST(qp, av, gdak_dev_dc_bbs_atomic(av), flags, ticket, MLX5_OPCODE_ATOMIC_CS,
 			 4 + av->ds, B_);
 #undef B_
@@ -331,8 +329,7 @@ GDAK_DEV int gdak_dev_dc_fetch_add(struct gdak_dev_qp *qp, const struct gdak_dev
 
 GDAK_DEV int gdak_dev_dc_compare_swap(struct gdak_dev_qp *qp, const struct gdak_dev_av *av,
 				      uint64_t raddr, uint32_t rkey, uint64_t compare,
-				      uint64_t swap, uint64_t *result, uint32_t lkey,
-				      uint64_t *old)
+				      uint64_t swap, uint64_t *result, uint32_t lkey, uint64_t *old)
 {
 	uint64_t t;
 	int rc = gdak_dev_dc_compare_swap_nbi(qp, av, raddr, rkey, compare, swap, result, lkey,
@@ -379,9 +376,9 @@ GDAK_DEV int gdak_dev_dc_put_signal(struct gdak_dev_qp *qp, const struct gdak_de
 				  sig_add, qp->scratch_addr, qp->scratch_lkey);
 	if (ticket)
 		*ticket = s + b1 + b2;
-	return gdak_dev_sq_publish_db(qp, s, s + b1 + b2, s + b1, (f2 & GDAK_DEV_WQE_SIGNAL) != 0,
-				      gdak_dev_wqe_ctrl_db(qp, s + b1, MLX5_OPCODE_ATOMIC_FA, 0,
-							   4 + av->ds));
+	return gdak_dev_sq_publish_db(
+		qp, s, s + b1 + b2, s + b1, (f2 & GDAK_DEV_WQE_SIGNAL) != 0,
+		gdak_dev_wqe_ctrl_db(qp, s + b1, MLX5_OPCODE_ATOMIC_FA, 0, 4 + av->ds));
 }
 
 #endif /* GDAK_DEV_DC_H */
