@@ -65,6 +65,21 @@ static void target_new(struct target *t, struct gdak_ctx *ctx, uint64_t key, int
 	CHECK_EQ(gdak_dc_av(&t->info, 1, &t->compact), 0);
 	CHECK_EQ(t->full.ds, 3);
 	CHECK_EQ(t->compact.ds, 1);
+	/* the bytes as rdma-core's struct mlx5_wqe_av names them */
+	{
+		struct mlx5_wqe_av f, c;
+
+		memcpy(&f, t->full.words, sizeof(f));
+		memcpy(&c, t->compact.words, 16);
+		CHECK_EQ(gdak_be64toh(f.key.dc_key), key);
+		CHECK_EQ(gdak_be32toh(f.dqp_dct), t->info.qpn | MLX5_EXTENDED_UD_AV);
+		CHECK_EQ(gdak_be16toh(f.rlid), t->info.lid);
+		CHECK_EQ(gdak_be32toh(f.grh_gid_fl), 1u << 30);
+		CHECK_MEM(f.rgid, t->info.gid, 16);
+		CHECK_EQ(gdak_be64toh(c.key.dc_key), key);
+		CHECK_EQ(gdak_be32toh(c.dqp_dct), t->info.qpn);
+		CHECK_EQ(gdak_be16toh(c.rlid), t->info.lid);
+	}
 	CHECK_EQ(gdak_mem_alloc(ctx, 1024, GDAK_MEM_HOST, (void **)&t->mem), 0);
 	memset(t->mem, 0, 1024);
 	CHECK_EQ(gdak_mr_reg(ctx, t->mem, 1024, GDAK_ACCESS_ALL, &t->mr), 0);

@@ -489,9 +489,11 @@ int gdak_dc_av(const struct gdak_qp_info *dct, int compact, struct gdak_dev_av *
 	b[14] = (uint8_t)(dct->lid >> 8);
 	b[15] = (uint8_t)dct->lid;
 	if (!compact) {
-		b[13] = 0x80;		/* fl_mlid: GRH present (RoCE, global route) */
-		b[27] = 64;		/* hop_limit */
-		b[28] = dct->gid_index; /* grh_gid_fl: the local GID index in bits 31..24 */
+		/* grh_gid_fl: GRH present (bit 30), source GID index 0 (bits 27..20:
+		 * the DCI's own table, which the DCT's info does not know), flow
+		 * label 0 */
+		b[27] = 64; /* hop_limit */
+		put32(b + 28, 1u << 30);
 		memcpy(b + 32, dct->gid, 16);
 	}
 	memset(av, 0, sizeof(*av));

@@ -138,7 +138,8 @@ struct gdak_dev_qp {
  *   bytes 8..11  be32 DCT number, bit 31 set in the full (48-byte) form
  *   bytes 12..15 stat_rate_sl, fl_mlid, be16 remote LID
  *   bytes 16..47 full form only: reserved, rmac, tclass, hop_limit,
- *                be32 grh_gid_fl, the remote GID
+ *                be32 grh_gid_fl (bit 30 GRH, source GID index << 20,
+ *                flow label), the remote GID
  * The compact form (ds 1: bytes 0..15, bit 31 clear) needs HCA cap
  * compact_address_vector and reaches LID-routed peers only.
  */
