@@ -17,6 +17,7 @@ if(GDAK_HAVE_CUDA)
   gdak_cuda_test(ctas cuda_ctas.cu TIMEOUT 180)
   gdak_cuda_test(errors cuda_errors.cu TIMEOUT 180)
   gdak_cuda_test(handlers cuda_handlers.cu TIMEOUT 180)
+  gdak_cuda_test(dc cuda_dc.cu TIMEOUT 180)
 endif()
 # The engine alone (host threads post, data in GPU memory): a C test, built
 # everywhere; it skips when the NIC model has no CUDA engine.

@@ -376,6 +376,8 @@ static void test_nic_model(void)
 	nic_test("send_bw", multi, "msg_rate");
 	nic_test("atomic_rate", (const char *const[]){"-n", "3000", "--no-baseline", NULL},
 		 "msg_rate");
+	nic_test("dc_put_bw", small, "rc_ratio");
+	nic_test("dc_put_bw", multi, "msg_rate");
 	nic_test("write_lat", lat, "lat_p50_ns");
 	nic_test("read_lat", lat, "lat_p99_ns");
 	nic_test("atomic_lat", (const char *const[]){"-n", "200", "--no-baseline", NULL},

@@ -169,7 +169,7 @@ static void case_transitions(void)
 	wire[0] ^= 1;
 	CHECK_EQ(gdak_qp_info_unpack(wire, &bad), -EPROTO);
 	gdak_qp_info_pack(&ib, wire);
-	wire[7] = 2; /* version */
+	wire[7] = GDAK_QP_INFO_VERSION + 1; /* a version this build does not speak */
 	CHECK_EQ(gdak_qp_info_unpack(wire, &bad), -EPROTO);
 	gdak_qp_info_pack(&ib, wire);
 	wire[8] = 0x7f; /* QPN over 24 bits */

@@ -69,6 +69,9 @@ struct trace_out {
 	int have_t0;
 	uint64_t t0;
 };
+/* Remember what later records need to be decoded (the DCIs: their WQEs
+ * carry an address vector); trace_print_item calls it itself. */
+void trace_learn_item(const struct gdak_trace_item *it);
 /* Print one decoded line (text or a JSON object), newline included. */
 void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *it);
 /* 1 when the item reports an error: error CQE, violation, fault, lost

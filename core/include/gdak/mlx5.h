@@ -383,6 +383,21 @@ enum gdak_mlx5_op_flags {
 	GDAK_OPF_SUPPORTED = 1u << 7,	/* executed by the NIC model */
 };
 
+/*
+ * DC address vector (the datagram segment after a DCI WQE's ctrl segment,
+ * rdma-core's struct mlx5_wqe_av): bit 31 of its be32 dqp_dct word says
+ * the full 48-byte form follows (MLX5_EXTENDED_UD_AV); clear, it is the
+ * 16-byte compact form (HCA cap compact_address_vector).
+ */
+#define GDAK_MLX5_AV_FULL 0x80000000u
+#define GDAK_MLX5_AV_FULL_BYTES 48
+#define GDAK_MLX5_AV_COMPACT_BYTES 16
+GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_av) == GDAK_MLX5_AV_FULL_BYTES,
+		   "mlx5_wqe_av is 48 bytes");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, dqp_dct) == 8, "AV: DCT number at byte 8");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, rlid) == 14, "AV: remote LID at byte 14");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, rgid) == 32, "AV: remote GID at byte 32");
+
 struct gdak_mlx5_op_info {
 	uint8_t opcode;
 	const char *name;	/* "RDMA_WRITE" */
