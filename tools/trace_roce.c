@@ -62,6 +62,10 @@ const char *trace_roce_opcode_name(uint8_t opcode)
 
 	if (opcode == 0x81)
 		return "CNP";
+	if (opcode == TRACE_ROCE_OP_XMASKED_CS)
+		return "GDAK_MASKED_COMPARE_SWAP";
+	if (opcode == TRACE_ROCE_OP_XMASKED_FA)
+		return "GDAK_MASKED_FETCH_ADD";
 	/* only RC is decoded in detail; other transports get a numeric name */
 	if ((opcode >> 5) == 0 && op)
 		snprintf(op_buf, sizeof(op_buf), "RC_%s", op);
@@ -184,6 +188,10 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 	p->psn = be24(bth + 9);
 
 	has = (p->opcode >> 5) == 0 ? rc_ops[p->opcode & 0x1f].has : 0;
+	if (p->opcode == TRACE_ROCE_OP_XMASKED_CS || p->opcode == TRACE_ROCE_OP_XMASKED_FA)
+		has = TRACE_ROCE_H_XATOMICETH;
+	if (has & TRACE_ROCE_H_XATOMICETH)
+		need += 48;
 	if (has & TRACE_ROCE_H_RETH)
 		need += 16;
 	if (has & TRACE_ROCE_H_ATOMICETH)
@@ -212,6 +220,16 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 		p->swap_add = be64(h + 12);
 		p->compare = be64(h + 20);
 		h += 28;
+	}
+	if (has & TRACE_ROCE_H_XATOMICETH) {
+		p->va = be64(h);
+		p->rkey = be32(h + 8);
+		p->xsize_log = h[12];
+		p->swap_add = be64(h + 16);
+		p->compare = be64(h + 24);
+		p->swap_mask = be64(h + 32);
+		p->compare_mask = be64(h + 40);
+		h += 48;
 	}
 	if (has & TRACE_ROCE_H_AETH) {
 		p->aeth_syndrome = h[0];

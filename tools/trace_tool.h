@@ -17,6 +17,10 @@ enum {
 	TRACE_ROCE_UDP_PORT = 4791,
 	TRACE_ROCE_BTH_LEN = 12,
 	TRACE_ROCE_ICRC_LEN = 4,
+	/* gdak's extended atomics (docs/UDP.md), BTH opcodes of IBA's
+	 * manufacturer-specific range */
+	TRACE_ROCE_OP_XMASKED_CS = 0xd3,
+	TRACE_ROCE_OP_XMASKED_FA = 0xd4,
 };
 
 /* A packet's headers, decoded (IBA 9.2 - 9.5; RoCEv2: IBA annex A17). */
@@ -34,7 +38,9 @@ struct trace_roce_pkt {
 	uint64_t va;			/* RETH / AtomicETH */
 	uint32_t rkey;
 	uint32_t dmalen;
-	uint64_t swap_add, compare;	/* AtomicETH */
+	uint64_t swap_add, compare;	  /* AtomicETH / ExtAtomicETH */
+	uint8_t xsize_log;		  /* ExtAtomicETH: log2 of the operand bytes */
+	uint64_t swap_mask, compare_mask; /* ExtAtomicETH */
 	uint8_t aeth_syndrome;
 	uint32_t msn;
 	uint64_t orig;			/* AtomicAckETH */
@@ -51,6 +57,7 @@ enum {
 	TRACE_ROCE_H_ATOMICACKETH = 1u << 3,
 	TRACE_ROCE_H_IMMDT = 1u << 4,
 	TRACE_ROCE_H_IETH = 1u << 5,
+	TRACE_ROCE_H_XATOMICETH = 1u << 6, /* gdak's extended atomics (docs/UDP.md) */
 };
 
 /* Decode an Ethernet/IPv4/UDP/RoCEv2 frame: 0, or -1 with *why set. */

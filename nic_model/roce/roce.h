@@ -45,6 +45,7 @@ enum {
 	ROCE_AETH_LEN = 4,
 	ROCE_ATMETH_LEN = 28,
 	ROCE_ATMACK_LEN = 8,
+	ROCE_XATMETH_LEN = 48,
 	ROCE_IMMDT_LEN = 4,
 	ROCE_ICRC_LEN = 4,
 };
@@ -72,6 +73,13 @@ enum roce_opcode {
 	ROCE_ATOMIC_ACK = 0x12,
 	ROCE_CMP_SWAP = 0x13,
 	ROCE_FETCH_ADD = 0x14,
+	/* gdak's extended atomics (docs/UDP.md "Extended atomics"): IBA's
+	 * AtomicETH has no masks and no operand size, and ConnectX's wire form
+	 * of its masked/4-byte atomics is not public, so they travel in
+	 * opcodes of the manufacturer-specific range (transport bits 110) with
+	 * an ExtAtomicETH; the answer is a plain ATOMIC_ACKNOWLEDGE. */
+	ROCE_XMASKED_CMP_SWAP = 0xd3,
+	ROCE_XMASKED_FETCH_ADD = 0xd4,
 };
 
 /* What an opcode's packet carries and means; one table read by the parser,
@@ -95,6 +103,7 @@ enum roce_op_mask {
 	ROCE_M_ATOMIC = 1u << 14, /* atomic request or atomic ACK */
 	ROCE_M_ACK = 1u << 15,
 	ROCE_M_VALID = 1u << 16,
+	ROCE_M_XATMETH = 1u << 17, /* an ExtAtomicETH (at off_atmeth) */
 };
 
 struct roce_opinfo {
@@ -204,6 +213,49 @@ static inline void atmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t s
 	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put64(h + 12, swap_add); roce_put64(h + 20, cmp);
 }
 
+/* ExtAtomicETH (gdak, docs/UDP.md): VA | R_Key | size (log2 of the operand
+ * bytes: 2 or 3) | 3 reserved bytes | Swap (or Add) | Compare | Swap mask
+ * (FETCH_ADD: field boundary) | Compare mask, each 8 bytes big-endian; a
+ * 4-byte operation carries its operands in the low 32 bits.  VA and R_Key
+ * sit where AtomicETH has them (atmeth_va / atmeth_rkey read both). */
+static inline uint8_t xatmeth_size_log(const uint8_t *h)
+{
+	return h[12];
+}
+static inline uint32_t xatmeth_resv(const uint8_t *h)
+{
+	return roce_get24(h + 13);
+}
+static inline uint64_t xatmeth_swap_add(const uint8_t *h)
+{
+	return roce_get64(h + 16);
+}
+static inline uint64_t xatmeth_cmp(const uint8_t *h)
+{
+	return roce_get64(h + 24);
+}
+static inline uint64_t xatmeth_swap_mask(const uint8_t *h)
+{
+	return roce_get64(h + 32);
+}
+static inline uint64_t xatmeth_cmp_mask(const uint8_t *h)
+{
+	return roce_get64(h + 40);
+}
+static inline void xatmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint8_t size_log,
+			       uint64_t swap_add, uint64_t cmp, uint64_t swap_mask,
+			       uint64_t cmp_mask)
+{
+	roce_put64(h, va);
+	roce_put32(h + 8, rkey);
+	h[12] = size_log;
+	roce_put24(h + 13, 0);
+	roce_put64(h + 16, swap_add);
+	roce_put64(h + 24, cmp);
+	roce_put64(h + 32, swap_mask);
+	roce_put64(h + 40, cmp_mask);
+}
+
 /* AtomicAckETH (9.3.6): original remote data; ImmDt (9.3.7): 4 bytes, kept
  * in network order end to end (mlx5 WQEs and CQEs store it big-endian). */
 static inline uint64_t atmack_orig(const uint8_t *h) { return roce_get64(h); }
@@ -261,8 +313,15 @@ enum roce_wr_op {
 	ROCE_WR_READ,
 	ROCE_WR_CMP_SWAP,
 	ROCE_WR_FETCH_ADD,
+	ROCE_WR_XMASKED_CS, /* extended: masks and asize (4 or 8) */
+	ROCE_WR_XMASKED_FA,
 	ROCE_WR_NOPS
 };
+static inline int roce_wr_is_atomic(unsigned op)
+{
+	return op == ROCE_WR_CMP_SWAP || op == ROCE_WR_FETCH_ADD || op == ROCE_WR_XMASKED_CS ||
+	       op == ROCE_WR_XMASKED_FA;
+}
 const char *roce_wr_op_name(unsigned op);
 
 enum {
@@ -280,6 +339,8 @@ struct roce_wr {
 	uint32_t rkey;
 	uint32_t imm;		/* network order */
 	uint64_t swap_add, cmp;	/* atomics, host order */
+	uint64_t swap_mask, cmp_mask; /* extended atomics (FA: field boundary in swap_mask) */
+	uint8_t asize;		      /* extended atomics: operand bytes, 4 or 8 */
 	/* engine-owned */
 	uint32_t first_psn;
 	uint32_t npkts;		/* PSNs it occupies */
@@ -301,6 +362,7 @@ struct roce_stats {
 	uint64_t err_naks_sent, err_naks_rcvd;
 	uint64_t acks_sent, acks_rcvd;
 	uint64_t dup_reqs;	/* duplicate requests seen by the responder */
+	uint64_t bad_xatomics;	/* malformed extended atomics refused (NAK invalid request) */
 	uint64_t dup_resps;	/* stale/duplicate responses dropped by the requester */
 	uint64_t ooo_drops;	/* out-of-sequence packets dropped */
 	uint64_t icrc_errors;	/* dropped: ICRC mismatch */
@@ -356,6 +418,7 @@ struct roce_rmsg {
 	void *priv;		/* the callbacks' state */
 };
 
+struct roce_xatomic;
 struct roce_ops {
 	/* Transmit one packet (UDP payload, ICRC included) on qp's path.
 	 * 0 = sent (or consumed), -EAGAIN = not now (try again after the
@@ -396,6 +459,11 @@ struct roce_ops {
 	 * = the value before (host order). */
 	int (*resp_atomic)(struct roce_qp *qp, uint8_t opcode, uint32_t rkey, uint64_t va,
 			   uint64_t swap_add, uint64_t cmp, uint64_t *orig);
+	/* Optional: responder, extended atomic (ExtAtomicETH checked, x->va
+	 * aligned to x->size): apply, *orig = the value before (host order,
+	 * the low x->size bytes).  NULL: the opcodes are refused (NAK invalid
+	 * request) as a responder without them refuses them. */
+	int (*resp_xatomic)(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig);
 	/* responder hit a fatal error (IBA class B/C/D: the QP goes to ERR). */
 	void (*resp_fatal)(struct roce_qp *qp, uint8_t syndrome, const char *why);
 	/* Optional: the requester moved the QP to ERR with no WR to carry the
@@ -428,6 +496,14 @@ struct roce_ctx {
 	uint32_t id;		/* for logs */
 	struct roce_fault *faults; /* NULL: none */
 	struct roce_stats stats;   /* packets that reached no QP */
+};
+
+/* An extended atomic as the responder received it (host order). */
+struct roce_xatomic {
+	uint8_t opcode; /* ROCE_XMASKED_CMP_SWAP / ROCE_XMASKED_FETCH_ADD */
+	uint8_t size;	/* 4 or 8 */
+	uint32_t rkey;
+	uint64_t va, swap_add, cmp, swap_mask, cmp_mask;
 };
 
 /* A read or atomic the responder executed: what a duplicate of it gets. */

@@ -12,6 +12,7 @@
 #define V ROCE_M_VALID
 #define B ROCE_BTH_LEN
 
+/* clang-format off */
 const struct roce_opinfo roce_optab[256] = {
 	[ROCE_SEND_FIRST] = {.name = "SEND_FIRST",
 			     .mask = V | REQ | PL | ROCE_M_SEND | ROCE_M_FIRST, .hdr_len = B},
@@ -74,18 +75,28 @@ const struct roce_opinfo roce_optab[256] = {
 	[ROCE_FETCH_ADD] = {.name = "FETCH_ADD",
 			    .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_ATMETH,
 			    .hdr_len = B + ROCE_ATMETH_LEN, .off_atmeth = B},
+	[ROCE_XMASKED_CMP_SWAP] = {.name = "GDAK_MASKED_COMPARE_SWAP",
+				   .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_XATMETH,
+				   .hdr_len = B + ROCE_XATMETH_LEN, .off_atmeth = B},
+	[ROCE_XMASKED_FETCH_ADD] = {.name = "GDAK_MASKED_FETCH_ADD",
+				    .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_XATMETH,
+				    .hdr_len = B + ROCE_XATMETH_LEN, .off_atmeth = B},
 };
+/* clang-format on */
 
 const char *roce_op_name(uint8_t opcode)
 {
 	return roce_optab[opcode].name ? roce_optab[opcode].name : "UNKNOWN";
 }
 
+/* clang-format off */
 static const char *const wr_op_names[ROCE_WR_NOPS] = {
 	[ROCE_WR_SEND] = "SEND", [ROCE_WR_SEND_IMM] = "SEND_IMM", [ROCE_WR_WRITE] = "WRITE",
 	[ROCE_WR_WRITE_IMM] = "WRITE_IMM", [ROCE_WR_READ] = "READ",
 	[ROCE_WR_CMP_SWAP] = "CMP_SWAP", [ROCE_WR_FETCH_ADD] = "FETCH_ADD",
+	[ROCE_WR_XMASKED_CS] = "MASKED_CMP_SWAP", [ROCE_WR_XMASKED_FA] = "MASKED_FETCH_ADD",
 };
+/* clang-format on */
 
 const char *roce_wr_op_name(unsigned op)
 {
