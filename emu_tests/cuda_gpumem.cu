@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * cuda_gpumem.cu - kernels whose data lives in GPU memory, the NIC model
- * moving it with the CUDA engine (run with GDAK_CUDA_BATCH=kernel and =off,
+ * moving it with the CUDA engine (run with GDAK_CUDA_BATCH=kernel, =off and =copy,
  * emu_tests/gpumem.cmake).  Every byte is checked.
  *
  *   ctas      64 CTAs x 300 puts of 8 bytes, each CTA its own QP, all on one
@@ -18,6 +18,10 @@
  *             of its own on another stream and calls cudaDeviceSynchronize()
  *             and cudaStreamSynchronize(0): both return (hang guard), and
  *             the puts' bytes are right
+ *   fullgpu   (GDAK_CUDA_BATCH=off and copy) one block per SM, each holding
+ *             its SM's shared memory until block 0's 200 puts from GPU
+ *             memory into GPU memory have completed: they complete (the
+ *             NIC's copies take no SM), the bytes are the last puts'
  */
 #include <pthread.h>
 
@@ -346,6 +350,82 @@ static void test_sync(struct gdak_ctx *ctx)
 	cudaStreamDestroy(s);
 }
 
+/* ---- every SM taken by the application while the NIC copies ---- */
+
+/* One block per SM, each holding (nearly) all of its SM's shared memory, so
+ * no other kernel can run until they end: block 0 puts from GPU memory
+ * into GPU memory and waits for the puts, the others wait for block 0.  A
+ * NIC whose copies need an SM of their own never gets one. */
+__global__ void k_full(struct gdak_dev_qp *qp, uint64_t src, uint32_t skey, uint64_t dst,
+		       uint32_t dkey, unsigned n, volatile int *flag, int *rc)
+{
+	extern __shared__ uint8_t hold[];
+
+	if (threadIdx.x)
+		return;
+	if (blockIdx.x == 0) {
+		int r = 0;
+		uint64_t t = 0;
+
+		for (unsigned i = 0; i < n && !r; i++) {
+			struct gdak_dev_sge s = {src + i * 8, 8, skey};
+			r = gdak_dev_put(qp, &s, dst + (i % 8) * 8, dkey, 0, &t);
+		}
+		if (!r)
+			r = gdak_dev_quiet_timeout(qp, CU_WAIT_NS, NULL);
+		*rc = r;
+		__threadfence_system();
+		*flag = 1;
+	} else {
+		while (!*flag)
+			;
+	}
+	hold[0] = 1;
+}
+
+static void test_fullgpu(struct gdak_ctx *ctx)
+{
+	enum { N = 200 };
+	struct gdak_qp_attr at = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 256, 0);
+	struct cu_pair p;
+	struct cu_buf src, dst;
+	uint8_t pat[N * 8], want[64] = {0}, got[64];
+	int *rc = cu_results<int>(ctx, 1), *flag = cu_results<int>(ctx, 1);
+	cudaStream_t s = cu_stream();
+	int dev = 0, sms = 0, smem = 0;
+
+	CU_REQUIRE(cudaGetDevice(&dev));
+	CU_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+	CU_REQUIRE(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+	CU_REQUIRE(cudaFuncSetAttribute(k_full, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					smem));
+	cu_pair_make(ctx, &at, &p);
+	cu_buf_make(ctx, sizeof(pat), GDAK_MEM_GPU, &src);
+	cu_buf_make(ctx, sizeof(want), GDAK_MEM_GPU, &dst);
+	gdak_test_fill(pat, sizeof(pat), 77);
+	cu_write(&src, 0, pat, sizeof(pat));
+	cu_write(&dst, 0, want, sizeof(want));
+	for (unsigned i = 0; i < N; i++)
+		memcpy(want + (i % 8) * 8, pat + i * 8, 8);
+	*rc = -1;
+	*flag = 0;
+	k_full<<<sms, 32, smem, s>>>(p.a, cu_addr(&src, 0), src.key, cu_addr(&dst, 0),
+				     gdak_mr_rkey(dst.mr), N, flag, rc);
+	CU_REQUIRE(cudaGetLastError());
+	cu_wait(s, "every SM held by the application");
+	CHECK_EQ(*rc, 0);
+	cu_read(got, &dst, 0, sizeof(got));
+	CHECK_MEM(got, want, sizeof(want));
+	printf("fullgpu: %d blocks of %d bytes of shared memory, %u puts landed\n", sms, smem,
+	       (unsigned)N);
+	cu_pair_destroy(&p);
+	cu_buf_free(ctx, &src);
+	cu_buf_free(ctx, &dst);
+	gdak_mem_free(ctx, rc);
+	gdak_mem_free(ctx, flag);
+	cudaStreamDestroy(s);
+}
+
 int main(void)
 {
 	struct gdak_ctx *ctx;
@@ -358,6 +438,14 @@ int main(void)
 	test_readdep(ctx);
 	test_wrap(ctx);
 	test_sync(ctx);
+	{
+		/* kernel / memop copy 8-byte GPU sources with a kernel: they
+		 * would wait for an SM forever here */
+		const char *m = getenv("GDAK_CUDA_BATCH");
+
+		if (!m || !strcmp(m, "off") || !strcmp(m, "copy"))
+			test_fullgpu(ctx);
+	}
 	gdak_close(ctx);
 	return gdak_test_end();
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpu_batch.c - WRITEs into GPU memory as the CUDA engine batches them
- * (GDAK_CUDA_BATCH=kernel: one copy kernel per NIC pass, docs/CUDA.md), host
- * threads posting.  The same binary runs three ways (emu_tests/gpumem.cmake):
+ * (GDAK_CUDA_BATCH=kernel|memop|copy, docs/CUDA.md), host threads posting.
+ * The same binary runs several ways (emu_tests/gpumem.cmake):
  *   gdak.nic.gpu_batch      against the stand-in driver (gpumem_fake.c,
  *                           asynchronous, chains run in adversarial order),
  *                           batching on: also checks that the copies went
  *                           through batch kernels and not one by one
- *   gdak.nic.gpu_batch_off  the same, GDAK_CUDA_BATCH=off (per-copy path)
+ *   gdak.nic.gpu_batch_off  the same, GDAK_CUDA_BATCH=off (per-copy path);
+ *                           _memop and _copy with those modes (copy: never a
+ *                           kernel)
  *   gdak.cuda.gpu_batch     the real driver on a GPU machine (skips without)
  *
  * GPU memory is set and read back through RDMA READs (the engine's
@@ -29,6 +31,13 @@
  *   values    4/8-byte aligned inline WRITEs one by one, and four to one
  *             word under one doorbell (GDAK_CUDA_BATCH=memop: as stream
  *             write-values, no kernel)
+ *   replace   256 8-byte puts to 16 addresses under one doorbell: the
+ *             last one's bytes, the earlier ones replaced in their batch;
+ *             a WRITE reading its own destination is not
+ *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
+ *             copy a few cuStreamBatchMemOp calls, no kernel
+ *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
+ *   host copies then CPU stores through its mapping)
  *   hold      (stand-in driver, batching) no CQE while the copies cannot
  *             land; all of them, and the bytes, once they can; then small
  *             and overlap again with the kernel's completion word off
@@ -44,12 +53,14 @@
 
 #include "gdak_test.h"
 #include "nic_util.h"
+#include "nm_cuda.h" /* the engine's counters */
 
 #define TMO 20000
 #define GLEN (2u << 20)
 
 static struct gdak_ctx *ctx;
-static int fake, batching, memop;
+static int fake, batching, memop, copymode;
+static void (*fake_batch_calls)(unsigned long long *, unsigned long long *);
 static void (*fake_hold)(int), (*fake_no_done)(int);
 static unsigned long long (*fake_memops)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
@@ -63,6 +74,14 @@ static struct gdak_mr *reg(void *p, size_t len)
 
 	REQUIRE_EQ(gdak_mr_reg(ctx, p, len, GDAK_ACCESS_ALL, &mr), 0);
 	return mr;
+}
+
+static unsigned long long replaced_since(const struct nm_cuda_stats *s0)
+{
+	struct nm_cuda_stats s1;
+
+	nm_cuda_stats_get(&s1);
+	return s1.copies_replaced - s0->copies_replaced;
 }
 
 static void stats(unsigned long long *l, unsigned long long *c, unsigned long long *d)
@@ -184,7 +203,11 @@ static void test_small(struct nu_qp *a)
 	reap(a, sig);
 	stats(&l1, &c1, &d1);
 	check_dst(a, model, LEN, "small writes");
-	if (fake && batching) {
+	if (fake && copymode) {
+		/* the copy engines only: no kernel, every WRITE one copy */
+		CHECK_EQ(l1 - l0, 0);
+		CHECK_EQ(c1 - c0, N);
+	} else if (fake && batching) {
 		/* every WRITE was a descriptor of a batch kernel, none a copy */
 		CHECK_EQ(d1 - d0, N);
 		CHECK_EQ(c1 - c0, 0);
@@ -334,11 +357,14 @@ static void test_qps(void)
 	uint8_t *model = calloc(1, NQ * SLICE);
 	unsigned long long l0, c0, d0, l1, c1, d1;
 
+	struct nm_cuda_stats r0;
+
 	REQUIRE(model != NULL);
 	for (unsigned q = 0; q < NQ; q++)
 		REQUIRE_EQ(nu_pair(ctx, &at, &a[q], &b[q]), 0);
 	reset_dst(&a[0], model, NQ * SLICE);
 	stats(&l0, &c0, &d0);
+	nm_cuda_stats_get(&r0);
 	for (unsigned q = 0; q < NQ; q++) {
 		for (unsigned i = 0; i < N; i++)
 			post_write(&a[q], (enum src_kind)((q + i) % 3), (q * 131 + i * 8) % 4000,
@@ -351,8 +377,11 @@ static void test_qps(void)
 		reap(&a[q], 1);
 	stats(&l1, &c1, &d1);
 	check_dst(&a[0], model, NQ * SLICE, "8 QPs, one destination range each");
-	if (fake && batching) {
-		CHECK_EQ(d1 - d0, NQ * N);
+	if (fake && copymode) {
+		CHECK_EQ(l1 - l0, 0);
+		CHECK_EQ(c1 - c0 + replaced_since(&r0), NQ * N);
+	} else if (fake && batching) {
+		CHECK_EQ(d1 - d0 + replaced_since(&r0), NQ * N);
 		CHECK_EQ(c1 - c0, 0);
 		printf("qps: %llu batch launches for %u WRITEs\n", l1 - l0, NQ * N);
 	}
@@ -395,7 +424,7 @@ static void test_values(struct nu_qp *a)
 	nu_ring(a);
 	reap(a, 1);
 	check_dst(a, model, LEN, "4/8-byte values");
-	if (fake && memop) {
+	if (fake && (memop || copymode)) {
 		/* one by one: stream write-values (and their completion words),
 		 * no kernel */
 		CHECK_EQ(l1 - l0, 0);
@@ -405,6 +434,96 @@ static void test_values(struct nu_qp *a)
 	}
 	if (fake && batching)
 		CHECK_EQ(c1 - c0, 0);
+	free(model);
+}
+
+/*
+ * One address put to over and over (a CTA's put_bw loop): 256 8-byte
+ * WRITEs from GPU memory to 4 destinations under one doorbell; each
+ * destination ends with its last WRITE's bytes, and the batches copy far
+ * fewer than 256 (a copy with the same destination replaces the earlier
+ * one of its batch).  Then a WRITE that reads its own destination after
+ * one into it, and one that writes half over it: both must run.
+ */
+static void test_replace(struct nu_qp *a)
+{
+	enum {
+		N = 256,
+		NDST = 4,
+		LEN = 1024
+	};
+	uint8_t *model = calloc(1, LEN);
+	struct nm_cuda_stats s0, s1;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	nm_cuda_stats_get(&s0);
+	for (unsigned i = 0; i < N; i++)
+		post_write(a, S_GPU, i * 8, (i % NDST) * 8, 8, i == N - 1 ? NU_SIG : 0, model,
+			   gsrc_model);
+	nu_ring(a);
+	reap(a, 1);
+	nm_cuda_stats_get(&s1);
+	check_dst(a, model, LEN, "repeated puts to 4 addresses");
+	if (batching) {
+		printf("replace: %llu of %u copies replaced, %llu batches\n",
+		       (unsigned long long)(s1.copies_replaced - s0.copies_replaced), N,
+		       (unsigned long long)(s1.batches_kernel + s1.batches_copy + s1.batches_memop -
+					    s0.batches_kernel - s0.batches_copy -
+					    s0.batches_memop));
+		CHECK_EQ(s1.copies_batched - s0.copies_batched, N);
+		CHECK(s1.copies_replaced - s0.copies_replaced > 0);
+		CHECK_EQ(s1.copies_submitted - s0.copies_submitted + s1.copies_replaced -
+				 s0.copies_replaced,
+			 N);
+	}
+	/* 64..71 <- src; 64..71 <- 64..71 (reads the WRITE before: kept, a
+	 * no-op); 64..71 <- 68..75 (reads half of it) */
+	post_write(a, S_GPU, 2000, 64, 8, 0, model, gsrc_model);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 64, 8, gdak_mr_lkey(m_dst),
+		     (uint64_t)(uintptr_t)(g_dst + 64), gdak_mr_rkey(m_dst), 0, 0);
+	post_write(a, S_GPU, 3000, 72, 8, 0, model, gsrc_model);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 68, 8, gdak_mr_lkey(m_dst),
+		     (uint64_t)(uintptr_t)(g_dst + 64), gdak_mr_rkey(m_dst), 0, NU_SIG);
+	memmove(model + 64, model + 68, 8);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "a WRITE reading its own destination is not replaced");
+	free(model);
+}
+
+/* 200 aligned 8-byte inline WRITEs to distinct words under one doorbell:
+ * with memop / copy, stream memory operations in a few cuStreamBatchMemOp
+ * calls (not one call per value) and no kernel. */
+static void test_values_many(struct nu_qp *a)
+{
+	enum {
+		N = 200,
+		LEN = 2048
+	};
+	uint8_t *model = calloc(1, LEN);
+	unsigned long long l0, c0, d0, l1, c1, d1, m0 = 0, m1 = 0, k0 = 0, k1 = 0;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	stats(&l0, &c0, &d0);
+	if (fake_batch_calls)
+		fake_batch_calls(&m0, &k0);
+	for (unsigned i = 0; i < N; i++)
+		post_write(a, S_INLINE, i * 8, i * 8, 8, i == N - 1 ? NU_SIG : 0, model,
+			   gsrc_model);
+	nu_ring(a);
+	reap(a, 1);
+	stats(&l1, &c1, &d1);
+	if (fake_batch_calls)
+		fake_batch_calls(&m1, &k1);
+	check_dst(a, model, LEN, "200 values under one doorbell");
+	if (fake && (memop || copymode) && fake_batch_calls) {
+		printf("values: %llu cuStreamBatchMemOp calls for %u values\n", m1 - m0, N);
+		CHECK_EQ(l1 - l0, 0);
+		CHECK_EQ(c1 - c0, 0);
+		CHECK(m1 - m0 >= 1 && m1 - m0 <= N / 4);
+	}
 	free(model);
 }
 
@@ -482,8 +601,9 @@ int main(void)
 	struct gdak_qp_attr at = { .sq_depth = 1024, .mtu = 1024, .nic_thread = 0 };
 	struct nu_qp a, b;
 	void *lib, *g = NULL;
+	struct nm_cuda_stats st0, st1;
 	const char *mode;
-	int r;
+	int r, gdr;
 
 	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
@@ -506,9 +626,18 @@ int main(void)
 	}
 	mode = gdak_env_raw("GDAK_CUDA_BATCH");
 	memop = mode && !strcmp(mode, "memop");
-	batching = mode && (!strcmp(mode, "kernel") || memop);
-	printf("driver: %s, GDAK_CUDA_BATCH=%s\n", fake ? "stand-in" : "real",
-	       mode ? mode : "(default)");
+	copymode = mode && !strcmp(mode, "copy");
+	batching = mode && (!strcmp(mode, "kernel") || memop || copymode);
+	if (lib)
+		*(void **)(&fake_batch_calls) = dlsym(lib, "gdak_fake_gpu_batch_calls");
+	/* with the stand-in GDRCopy (gdak.nic.gpu_batch_gdr) the small host
+	 * copies bypass the batches: only the bytes are checked, as on a GPU */
+	gdr = getenv("GPU_BATCH_EXPECT_GDR") != NULL;
+	if (gdr)
+		fake = batching = memop = copymode = 0;
+	printf("driver: %s, GDAK_CUDA_BATCH=%s%s\n", fake ? "stand-in" : "real",
+	       mode ? mode : "(default)", gdr ? ", GDRCopy stand-in" : "");
+	nm_cuda_stats_get(&st0);
 
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_dst), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_src), 0);
@@ -539,6 +668,8 @@ int main(void)
 	test_wrap();
 	test_qps();
 	test_values(&a);
+	test_replace(&a);
+	test_values_many(&a);
 	if (fake && batching) {
 		test_hold(&a);
 		/* completions through the events alone (no completion word) */
@@ -550,6 +681,12 @@ int main(void)
 		}
 	}
 
+	nm_cuda_stats_get(&st1);
+	printf("GDRCopy copies: %llu\n", (unsigned long long)(st1.copies_gdr - st0.copies_gdr));
+	if (gdr)
+		CHECK(st1.copies_gdr - st0.copies_gdr > 0);
+	else if (fake)
+		CHECK_EQ(st1.copies_gdr - st0.copies_gdr, 0);
 	nu_destroy(&a);
 	nu_destroy(&b);
 	gdak_mr_dereg(m_dst);

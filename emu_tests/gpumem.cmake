@@ -5,6 +5,7 @@
 # cuda: skips without a GPU; tools/cuda/gpumem-check.sh runs it on the H200).
 gdak_add_test(NAME gdak.cuda.gpu_batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch.c
   LIBS gdak_nic_util ${CMAKE_DL_LIBS} LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel)
+target_include_directories(gdak_cuda_gpu_batch PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 set_tests_properties(gdak.cuda.gpu_batch PROPERTIES RESOURCE_LOCK gdak_gpu)
 add_library(gdak_gpumem_fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c)
 set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
@@ -12,7 +13,32 @@ set_target_properties(gdak_gpumem_fake_cuda PROPERTIES PREFIX "" OUTPUT_NAME "li
 target_include_directories(gdak_gpumem_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 gdak_set_warnings(gdak_gpumem_fake_cuda)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda)
-foreach(_m kernel off memop)
+# A stand-in libgdrapi.so.2 (gdr_fake.c) in a folder of its own: the same
+# test with GDRCopy mappings (gdak.nic.gpu_batch_gdr).
+add_library(gdak_gdr_fake SHARED ${CMAKE_CURRENT_LIST_DIR}/gdr_fake.c)
+set_target_properties(gdak_gdr_fake PROPERTIES PREFIX "" OUTPUT_NAME "libgdrapi"
+  SUFFIX ".so.2" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gdrfake)
+target_link_libraries(gdak_gdr_fake PRIVATE ${CMAKE_DL_LIBS})
+gdak_set_warnings(gdak_gdr_fake)
+add_dependencies(gdak_cuda_gpu_batch gdak_gdr_fake)
+add_test(NAME gdak.nic.gpu_batch_gdr COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.nic.gpu_batch_gdr PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake:${CMAKE_CURRENT_BINARY_DIR}/gdrfake;GDAK_CUDA_BATCH=kernel;GPU_BATCH_EXPECT_GDR=1")
+# The stand-in driver without cuMemcpyBatchAsync (a driver before CUDA
+# 12.8): copy mode then submits a cuMemcpyAsync per copy, still no kernel.
+add_library(gdak_gpumem_fake_cuda_old SHARED ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c)
+set_target_properties(gdak_gpumem_fake_cuda_old PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
+  SUFFIX ".so.1" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old)
+target_include_directories(gdak_gpumem_fake_cuda_old PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+target_compile_definitions(gdak_gpumem_fake_cuda_old PRIVATE FAKE_NO_MEMCPY_BATCH=1)
+gdak_set_warnings(gdak_gpumem_fake_cuda_old)
+add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda_old)
+add_test(NAME gdak.nic.gpu_batch_copy_old COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.nic.gpu_batch_copy_old PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old;GDAK_CUDA_BATCH=copy")
+foreach(_m kernel off memop copy)
   set(_n gdak.nic.gpu_batch)
   if(NOT _m STREQUAL "kernel")
     set(_n gdak.nic.gpu_batch_${_m})
@@ -29,9 +55,13 @@ if(GDAK_HAVE_CUDA)
   target_compile_options(gdak_cuda_gpumem PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   add_test(NAME gdak.cuda.gpumem_off COMMAND gdak_cuda_gpumem)
-  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off PROPERTIES RESOURCE_LOCK gdak_gpu)
+  add_test(NAME gdak.cuda.gpumem_copy COMMAND gdak_cuda_gpumem)
+  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off gdak.cuda.gpumem_copy PROPERTIES
+    RESOURCE_LOCK gdak_gpu)
   set_tests_properties(gdak.cuda.gpumem_off PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=off")
+  set_tests_properties(gdak.cuda.gpumem_copy PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=copy")
 endif()
 # The copy kernel's PTX (nic_model/nm_cuda_copy_ptx.c) is generated from
 # nm_cuda_copy.cu and committed: where nvcc is, check it is current.

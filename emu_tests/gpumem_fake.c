@@ -103,7 +103,7 @@ static unsigned nhallocs;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
-static unsigned long long n_launch, n_copy, n_desc, n_memop;
+static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy;
 static int module_magic, func_magic;
 
 API void gdak_fake_gpu_hold(int on)
@@ -139,6 +139,15 @@ API void gdak_fake_gpu_stats(unsigned long long *launches, unsigned long long *c
 	*launches = n_launch;
 	*copies = n_copy;
 	*descs = n_desc;
+	pthread_mutex_unlock(&lock);
+}
+
+/* cuStreamBatchMemOp and cuMemcpyBatchAsync calls accepted. */
+API void gdak_fake_gpu_batch_calls(unsigned long long *memop, unsigned long long *copy)
+{
+	pthread_mutex_lock(&lock);
+	*memop = n_batch_memop;
+	*copy = n_batch_copy;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -632,6 +641,94 @@ API int cuStreamWriteValue32_v2(struct fstream *s, devptr addr, uint32_t v, unsi
 API int cuStreamWriteValue64_v2(struct fstream *s, devptr addr, uint64_t v, unsigned flags)
 {
 	return write_value(s, addr, v, 8, flags);
+}
+
+/* The writeValue member of CUstreamBatchMemOpParams (48 bytes). */
+struct fmemop {
+	uint32_t op, pad0;
+	uint64_t addr, value;
+	uint32_t flags, pad1;
+	uint64_t alias, pad2;
+};
+
+API int cuStreamBatchMemOp_v2(struct fstream *s, unsigned count, struct fmemop *ops, unsigned flags)
+{
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	if (!count || count >= 256 || flags || !ops)
+		return E_INVALID_VALUE;
+	for (unsigned i = 0; i < count; i++) /* write-value 32 (2) and 64 (5) only */
+		if ((ops[i].op != 2 && ops[i].op != 5) || ops[i].flags ||
+		    (ops[i].addr & (ops[i].op == 5 ? 7 : 3)))
+			return E_INVALID_VALUE;
+	for (unsigned i = 0; i < count; i++) {
+		r = write_value(s, ops[i].addr,
+				ops[i].op == 5 ? ops[i].value : (uint32_t)ops[i].value,
+				ops[i].op == 5 ? 8 : 4, 0);
+		if (r)
+			return r;
+	}
+	pthread_mutex_lock(&lock);
+	n_batch_memop++;
+	pthread_mutex_unlock(&lock);
+	return OK;
+}
+
+/* CUmemcpyAttributes */
+struct fcpattr {
+	int32_t order, src_loc[2], dst_loc[2];
+	uint32_t flags;
+};
+
+#ifndef FAKE_NO_MEMCPY_BATCH /* the driver before CUDA 12.8 (a second build) */
+/* CUDA 13's cuMemcpyBatchAsync.  The copies of a batch land in no
+ * particular order: here the last one first, so an engine that put two
+ * copies with meeting ranges into one batch gets them wrong.  Strict about
+ * what the engine promises: device-memory destinations, sources in device
+ * or pinned memory (its staging). */
+API int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
+			      struct fcpattr *attrs, size_t *idx, size_t nattrs, struct fstream *s)
+{
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	if (!count || !dsts || !srcs || !sizes || !attrs || !idx || !nattrs || nattrs > count ||
+	    idx[0] != 0)
+		return E_INVALID_VALUE;
+	for (size_t i = 0; i < nattrs; i++)
+		if (attrs[i].order < 1 || attrs[i].order > 3 || (i && idx[i] <= idx[i - 1]) ||
+		    idx[i] >= count)
+			return E_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < count; i++)
+		if (!dev_rw(dsts[i], sizes[i]) ||
+		    (!dev_rw(srcs[i], sizes[i]) && !pinned(srcs[i], sizes[i]))) {
+			pthread_mutex_unlock(&lock);
+			return E_INVALID_VALUE;
+		}
+	n_batch_copy++;
+	pthread_mutex_unlock(&lock);
+	for (size_t i = count; i-- > 0;) {
+		r = memcpy_async(dsts[i], srcs[i], sizes[i], s);
+		if (r)
+			return r;
+	}
+	return OK;
+}
+#endif
+
+API int cuStreamQuery(struct fstream *s)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	progress(0, NULL);
+	r = sticky ? sticky : s->head ? E_NOT_READY : OK;
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 API int cuEventCreate(struct fevent **e, unsigned flags)

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "nm_loc.h"
+#ifdef NM_HAVE_CUDA_DMA
+#include "nm_cuda.h"
+#endif
 
 static const struct nm_transport_ops *const transports[] = {
 	&nm_tr_loop_ops,
@@ -147,6 +150,9 @@ static void nm_close(struct gdak_ctx *bctx)
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
 	uint32_t n = atomic_load(&ctx->nqps);
 
+#ifdef NM_HAVE_CUDA_DMA
+	nm_cuda_stats_report("context close"); /* GDAK_CUDA_STATS */
+#endif
 	if (n)
 		GDAK_WARN("ctx", bctx->id, "closed with %u QPs still alive (destroy them first); "
 			  "they are left as they are, the context goes with the last QP and MR", n);

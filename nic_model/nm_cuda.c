@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +61,10 @@
 static struct nm_cu_api cu;
 static nm_cu_ctx cu_ctx;
 static int cu_ordinal;
+
+/* What the engine did (nm_cuda_stats, GDAK_CUDA_STATS). */
+static struct nm_cuda_stats cs;
+#define CS_ADD(f, v) __atomic_fetch_add(&cs.f, (uint64_t)(v), __ATOMIC_RELAXED)
 
 /* ---- per-thread state: current context and the thread's own streams ---- */
 
@@ -153,6 +158,188 @@ static int thread_stream(unsigned k, nm_cu_stream *out)
 	return 0;
 }
 
+/* ---- GDRCopy (libgdrapi, when present) -----------------------------------
+ *
+ * With libgdrapi.so.2 and its driver (gdrdrv), GPU memory the engine
+ * allocates (up to GDAK_CUDA_GDR_MAX bytes an allocation) is pinned and
+ * mapped into the CPU through the GPU's BAR: copies of at most
+ * NM_GDR_COPY bytes between it and host memory are then CPU loads and
+ * stores - no driver call, no stream, done when they return (the stores
+ * are write-combined; gdr_copy_to_mapping fences them, so a CQE written
+ * after reaches the GPU after the data, PCIe keeping posted writes in
+ * order).  Loaded at run time, never required; GDAK_CUDA_GDR=0 turns it
+ * off.  A copy takes this path only when nothing in flight meets it (the
+ * ticket names no stream): it would overtake the streams.
+ */
+#define NM_GDR_PAGE ((size_t)64 << 10)
+#define NM_GDR_COPY 65536
+#define NM_GDR_MAPS 1024
+
+struct nm_gdr_mh {
+	unsigned long h; /* gdr_mh_t */
+};
+
+static struct {
+	void *g; /* gdr_t */
+	void *(*open)(void);
+	int (*pin)(void *g, unsigned long addr, size_t size, uint64_t token, uint32_t vas,
+		   struct nm_gdr_mh *mh);
+	int (*unpin)(void *g, struct nm_gdr_mh mh);
+	int (*map)(void *g, struct nm_gdr_mh mh, void **va, size_t size);
+	int (*unmap)(void *g, struct nm_gdr_mh mh, void *va, size_t size);
+	int (*to)(struct nm_gdr_mh mh, void *map, const void *h, size_t size);
+	int (*from)(struct nm_gdr_mh mh, void *h, const void *map, size_t size);
+	size_t max;
+	const char *why; /* why not in use */
+} gdr = { .why = "libgdrapi.so.2 not found" };
+
+struct gdr_map {
+	uint64_t dev; /* aligned start, what the allocation returned */
+	size_t len;   /* pinned and mapped */
+	nm_cu_ptr base;
+	uint8_t *host;
+	struct nm_gdr_mh mh;
+};
+static struct gdr_map gdr_maps[NM_GDR_MAPS];
+static unsigned gdr_nmaps;
+static pthread_rwlock_t gdr_lk = PTHREAD_RWLOCK_INITIALIZER;
+
+static void gdr_setup(void)
+{
+	int on = 1;
+	unsigned long long m;
+	void *lib;
+
+	if (gdak_env_bool("GDAK_CUDA_GDR", &on) == 0 && !on) {
+		gdr.why = "GDAK_CUDA_GDR=0";
+		return;
+	}
+	lib = dlopen("libgdrapi.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return;
+	*(void **)(&gdr.open) = dlsym(lib, "gdr_open");
+	*(void **)(&gdr.pin) = dlsym(lib, "gdr_pin_buffer");
+	*(void **)(&gdr.unpin) = dlsym(lib, "gdr_unpin_buffer");
+	*(void **)(&gdr.map) = dlsym(lib, "gdr_map");
+	*(void **)(&gdr.unmap) = dlsym(lib, "gdr_unmap");
+	*(void **)(&gdr.to) = dlsym(lib, "gdr_copy_to_mapping");
+	*(void **)(&gdr.from) = dlsym(lib, "gdr_copy_from_mapping");
+	if (!gdr.open || !gdr.pin || !gdr.unpin || !gdr.map || !gdr.unmap || !gdr.to || !gdr.from) {
+		gdr.why = "libgdrapi.so.2 lacks the gdr_* entry points";
+		dlclose(lib);
+		return;
+	}
+	gdr.g = gdr.open();
+	if (!gdr.g) {
+		gdr.why = "libgdrapi.so.2 found, but gdr_open fails (no gdrdrv driver?)";
+		dlclose(lib);
+		return;
+	}
+	gdr.max = (size_t)64 << 20;
+	if (gdak_env_uint("GDAK_CUDA_GDR_MAX", &m) == 0)
+		gdr.max = (size_t)m;
+	gdr.why = NULL;
+}
+
+/* A GPU allocation of len bytes, pinned and mapped for the CPU: 0, or
+ * -errno (the caller then allocates the plain way). */
+static int gdr_alloc(size_t len, void **addr)
+{
+	size_t plen = (len + NM_GDR_PAGE - 1) & ~(NM_GDR_PAGE - 1);
+	struct gdr_map m = { 0 };
+	void *va = NULL;
+	nm_cu_result r;
+	int ret = -ENOSPC;
+
+	if (!gdr.g || len > gdr.max)
+		return -ENOTSUP;
+	r = cu.MemAlloc(&m.base, plen + NM_GDR_PAGE);
+	if (r)
+		return cu_errno(r);
+	m.dev = (m.base + NM_GDR_PAGE - 1) & ~(uint64_t)(NM_GDR_PAGE - 1);
+	m.len = plen;
+	if (gdr.pin(gdr.g, (unsigned long)m.dev, plen, 0, 0, &m.mh)) {
+		ret = -EIO;
+		goto fail;
+	}
+	if (gdr.map(gdr.g, m.mh, &va, plen)) {
+		gdr.unpin(gdr.g, m.mh);
+		ret = -EIO;
+		goto fail;
+	}
+	m.host = (uint8_t *)va;
+	pthread_rwlock_wrlock(&gdr_lk);
+	if (gdr_nmaps < NM_GDR_MAPS) {
+		gdr_maps[gdr_nmaps++] = m;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (!ret) {
+		*addr = (void *)(uintptr_t)m.dev;
+		return 0;
+	}
+	gdr.unmap(gdr.g, m.mh, va, plen);
+	gdr.unpin(gdr.g, m.mh);
+fail:
+	GDAK_DBG("cuda", cu_ordinal, "GDRCopy mapping of %zu bytes: %s; not mapped", len,
+		 gdak_strerror(ret));
+	cu.MemFree(m.base);
+	return ret;
+}
+
+/* 1 when addr was a mapped allocation (now freed). */
+static int gdr_free(void *addr)
+{
+	struct gdr_map m;
+	int found = 0;
+
+	if (!gdr.g)
+		return 0;
+	pthread_rwlock_wrlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++)
+		if (gdr_maps[i].dev == (uint64_t)(uintptr_t)addr) {
+			m = gdr_maps[i];
+			gdr_maps[i] = gdr_maps[--gdr_nmaps];
+			found = 1;
+			break;
+		}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (!found)
+		return 0;
+	gdr.unmap(gdr.g, m.mh, m.host, m.len);
+	gdr.unpin(gdr.g, m.mh);
+	cu.MemFree(m.base);
+	return 1;
+}
+
+/* dst <- src through a mapping when one side is a mapped GPU range and the
+ * copy is small: 1 done, 0 not this path. */
+static int gdr_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
+		    size_t len)
+{
+	uint64_t a = dk == GDAK_MEM_GPU ? (uint64_t)(uintptr_t)dst : (uint64_t)(uintptr_t)src;
+	int done = 0;
+
+	if (!gdr.g || !len || len > NM_GDR_COPY || (dk == GDAK_MEM_GPU) == (sk == GDAK_MEM_GPU))
+		return 0;
+	pthread_rwlock_rdlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++) {
+		const struct gdr_map *m = &gdr_maps[i];
+
+		if (a < m->dev || a + len > m->dev + m->len)
+			continue;
+		if (dk == GDAK_MEM_GPU)
+			done = !gdr.to(m->mh, m->host + (a - m->dev), src, len);
+		else
+			done = !gdr.from(m->mh, dst, m->host + (a - m->dev), len);
+		break;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (done)
+		CS_ADD(copies_gdr, 1);
+	return done;
+}
+
 /* ---- the engine ---------------------------------------------------------- */
 
 static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
@@ -170,6 +357,8 @@ static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
 	if (len == 0)
 		len = 1;
 	if (kind == GDAK_MEM_GPU) {
+		if (gdr_alloc(len, addr) == 0)
+			return 0;
 		r = cu.MemAlloc(&d, len);
 		if (r) {
 			GDAK_ERR("cuda", cu_ordinal, "cuMemAlloc(%zu): %s", len, cu_err(r));
@@ -208,6 +397,8 @@ static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
 	}
 	if (!addr || thread_ctx())
 		return;
+	if (kind == GDAK_MEM_GPU && gdr_free(addr))
+		return;
 	if (kind == GDAK_MEM_GPU)
 		r = cu.MemFree((nm_cu_ptr)(uintptr_t)addr);
 	else
@@ -236,7 +427,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 		memcpy(dst, src, len);
 		return 0;
 	}
-	if (len == 0)
+	if (len == 0 || gdr_copy(dst, dk, src, sk, len))
 		return 0;
 	if (copy_streams > 1 && len >= copy_split)
 		parts = copy_streams;
@@ -253,6 +444,9 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 		if (r)
 			break;
 	}
+	CS_ADD(copies_sync, 1);
+	CS_ADD(calls_memcpy, k);
+	CS_ADD(calls_sync, k);
 	/* wait for every part enqueued, even after a failed enqueue */
 	for (unsigned i = 0; i < k; i++) {
 		nm_cu_result w = cu.StreamSynchronize(s[i]);
@@ -268,24 +462,35 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 	return ret;
 }
 
-/* ---- batched copies (GDAK_CUDA_BATCH=kernel) ------------------------------
+/* ---- batched copies (GDAK_CUDA_BATCH=kernel|memop|copy) -------------------
  *
  * A NIC thread's copies into GPU memory join its open batch; the first poll
- * of one of its tickets (the next pass, nm_loop.c) launches the batch as one
- * copy kernel (nm_cuda_kern.h) on the thread's batch stream, followed by
- * one event: one launch and one event per pass instead of a cuMemcpyAsync
- * and an event per WQE.
+ * of one of its tickets (the next pass, nm_loop.c) submits the batch with
+ * one driver call on the thread's batch stream: one copy-kernel launch
+ * (nm_cuda_kern.h), one cuStreamBatchMemOp when every copy of it is a 4- or
+ * 8-byte value from host memory (memop, copy), or one cuMemcpyBatchAsync
+ * (copy: the copy engines, no SM).  The batch itself says when it has
+ * landed: its last operation writes its sequence number into a pinned word
+ * (the kernel after a system fence, a stream write-value after the copies),
+ * which a poll reads with one load; the stream is queried only every 16th
+ * poll that finds a batch still running (errors, a word that never came).
  *
  * Order.  Batches of a thread run one after the other (one stream).  Inside
  * a batch the kernel's blocks run in parallel, one per chain; a copy whose
- * destination or (GPU) source shares a 256-byte granule with the range of
- * an earlier copy of the batch joins that copy's chain and is copied after
- * it.  A copy that would join two chains closes the batch instead (it goes
- * into the next one, after the whole batch).  Granules are tracked in a
- * hash table; sharing one without overlapping only serialises, it is never
- * wrong.
+ * destination or (GPU) source meets a granule of an earlier copy of the
+ * batch joins that copy's chain and is copied after it (copy mode has no
+ * chains: such a copy closes the batch).  A copy that would join two chains
+ * closes the batch instead (it goes into the next one, after the whole
+ * batch).  Granules: 8 bytes for copies of at most NM_CB_SMALL bytes, 256
+ * for larger ones (a coarse granule remembers the chain of the small copies
+ * in it, or that there were several); sharing one without overlapping only
+ * serialises, it is never wrong.  A copy with the same destination range
+ * as the last copy of the chain it joins, and not reading that range,
+ * replaces it: the earlier bytes would be overwritten before anyone could
+ * tell (the batch's CQEs are all written after it has landed), and a CTA
+ * putting to one address over and over costs one copy per pass.
  *
- * Staging.  The kernel reads GPU memory and the batch's own pinned memory
+ * Staging.  The engine reads GPU memory and the batch's own pinned memory
  * only: a host source (an inline WQE's bytes, host buffers) is copied into
  * the descriptor (up to NM_CK_INL bytes) or the batch's staging area when
  * the copy is added.  That is only right when no copy in flight writes the
@@ -302,43 +507,61 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_DESC 1024
 #define NM_CB_PAY ((uint32_t)256 << 10)
 #define NM_CB_HT 8192 /* granules per batch, at most half used */
-#define NM_CB_GRAN 8  /* log2 of the granule */
+#define NM_CB_GRAN 8  /* log2 of the coarse granule */
+#define NM_CB_FINE 3  /* log2 of the fine granule */
+#define NM_CB_SMALL 64
+#define NM_CB_MEMOPS 254	 /* cuStreamBatchMemOp takes fewer than 256, and the done word */
+#define NM_CK_F_DEAD 0x80000000u /* replaced by a later copy: not submitted */
 
 struct cb_slot {
 	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
 	uint32_t *chain;	 /* NM_CB_DESC + 1 chain starts */
 	uint8_t *pay;		 /* staging, NM_CB_PAY bytes */
 	void *mem;		 /* the one cuMemHostAlloc holding the three */
-	nm_cu_event ev;
-	uint64_t seq; /* the batch in this slot (0: none yet) */
+	uint64_t seq;		 /* the batch in this slot (0: none yet) */
 	int failed;
 };
 
 struct cb_gran {
-	uint64_t key;
+	uint64_t key; /* granule << 1 | fine */
 	uint32_t gen;
-	uint32_t chain;
+	int32_t chain;	/* of the copies marking it (coarse: the large ones); -1 none */
+	int32_t schain; /* coarse: of the small copies in it, -1 none, -2 several */
 };
 
 struct cb_ctx {
 	pthread_mutex_t lk;
 	nm_cu_stream s;
-	uint64_t *done;	 /* pinned: the last batch whose kernel has finished */
+	uint64_t *done;	 /* pinned: the last batch that has landed */
 	nm_cu_ptr count; /* GPU word: blocks of the running launch done */
-	uint32_t qskip;	 /* polls since the last event query */
+	uint32_t qskip;	 /* polls since the last stream query */
 	struct cb_slot slot[NM_CB_SLOTS];
-	uint64_t open_seq; /* the batch being built; all before it are launched */
+	uint64_t open_seq; /* the batch being built; all before it are submitted */
 	uint64_t done_seq; /* every batch up to this one has finished */
+	uint64_t fail_seq; /* batches up to this one may have failed (0: none) */
 	/* the open batch, in the order copies joined */
-	uint32_t n, nchain, pay_used, ht_used, gen;
+	uint32_t n, live, nchain, pay_used, ht_used, gen;
 	struct nm_ck_desc ent[NM_CB_DESC];
 	uint32_t ent_chain[NM_CB_DESC];
 	uint32_t cursor[NM_CB_DESC];
+	uint32_t tail[NM_CB_DESC]; /* the last copy of each chain */
 	struct cb_gran ht[NM_CB_HT];
+	/* copy mode's arguments */
+	nm_cu_ptr cp_dst[NM_CB_DESC], cp_src[NM_CB_DESC];
+	size_t cp_len[NM_CB_DESC];
+	struct nm_cu_memop mop[NM_CB_MEMOPS + 1];
 	struct cb_ctx *next; /* the pool */
 };
 
-static int cb_mode;		/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop */
+/* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop, 3 copy */
+enum {
+	CB_OFF,
+	CB_KERNEL,
+	CB_MEMOP,
+	CB_COPY
+};
+static int cb_mode;
+static int memop_refused;	/* cuStreamBatchMemOp failed once */
 static uint32_t cb_max = 16384; /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
@@ -349,12 +572,9 @@ static __thread int tls_cb_failed;
 
 static void cb_destroy(struct cb_ctx *c)
 {
-	for (int i = 0; i < NM_CB_SLOTS; i++) {
-		if (c->slot[i].ev)
-			cu.EventDestroy(c->slot[i].ev);
+	for (int i = 0; i < NM_CB_SLOTS; i++)
 		if (c->slot[i].mem)
 			cu.MemFreeHost(c->slot[i].mem);
-	}
 	if (c->s)
 		cu.StreamDestroy(c->s);
 	if (c->count)
@@ -409,8 +629,6 @@ static struct cb_ctx *cb_create(void)
 		r = cu.MemHostGetDevicePointer(&d, sl->mem, 0);
 		if (!r && d != (nm_cu_ptr)(uintptr_t)sl->mem)
 			r = 1;
-		if (!r)
-			r = cu.EventCreate(&sl->ev, NM_CU_EVENT_DISABLE_TIMING);
 		sl->desc = (struct nm_ck_desc *)sl->mem;
 		sl->chain = (uint32_t *)((uint8_t *)sl->mem + dl);
 		sl->pay = (uint8_t *)sl->mem + dl + ((cl + 63) & ~(size_t)63);
@@ -452,89 +670,151 @@ static struct cb_ctx *cb_get(void)
 	return c;
 }
 
+/* Advance done_seq from the completion word (one load), and with force or
+ * every 16th time also from the stream: idle means every batch submitted
+ * has finished; an error fails them all.  Locked. */
+static void cb_progress(struct cb_ctx *c, int force)
+{
+	uint64_t d = __atomic_load_n(c->done, __ATOMIC_ACQUIRE);
+	nm_cu_result r;
+
+	if (d > c->done_seq && d < c->open_seq)
+		c->done_seq = d;
+	if (c->done_seq + 1 >= c->open_seq || (!force && ++c->qskip % 16))
+		return;
+	CS_ADD(queries, 1);
+	r = cu.StreamQuery(c->s);
+	if (r == NM_CU_ERROR_NOT_READY)
+		return;
+	if (r) {
+		GDAK_ERR_RL("cuda", cu_ordinal, "batches %llu..%llu: %s",
+			    (unsigned long long)c->done_seq + 1,
+			    (unsigned long long)c->open_seq - 1, cu_err(r));
+		c->fail_seq = c->open_seq - 1;
+	}
+	c->done_seq = c->open_seq - 1;
+}
+
 /* The slot of batch seq is free (its previous batch finished).  Locked. */
 static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
 {
 	struct cb_slot *sl = &c->slot[seq % NM_CB_SLOTS];
 
+	if (sl->seq && sl->seq > c->done_seq)
+		CS_ADD(slot_waits, 1);
 	while (sl->seq && sl->seq > c->done_seq) {
-		uint64_t d = __atomic_load_n(c->done, __ATOMIC_ACQUIRE);
-		nm_cu_result r;
-
-		if (d > c->done_seq && d < c->open_seq) {
-			c->done_seq = d;
-			continue;
-		}
-		r = cu.EventQuery(sl->ev);
-
-		if (r == NM_CU_ERROR_NOT_READY) {
+		cb_progress(c, 1);
+		if (sl->seq > c->done_seq)
 			sched_yield();
-			continue;
-		}
-		if (r) {
-			GDAK_ERR_RL("cuda", cu_ordinal, "batch %llu: %s",
-				    (unsigned long long)sl->seq, cu_err(r));
-			sl->failed = 1;
-		}
-		c->done_seq = sl->seq;
 	}
 }
 
-#define NM_CB_MEMOPS 4 /* at most this many WRITEs as stream memory operations */
-
-/*
- * GDAK_CUDA_BATCH=memop: a batch of a few aligned 4/8-byte inline WRITEs
- * (a signal, a flag, put_value) as stream write-value operations, which the
- * GPU's front end executes without a kernel launch, then the completion
- * word the same way.  Each is a stream operation of its own: they land in
- * the order written.  1 done, 0 not such a batch (or the driver refused
- * the first: the kernel does it), -1 failed half-way.  Locked.
- */
+/* The open batch as memory operations: every live copy a 4- or 8-byte
+ * value from host memory at an aligned address, then the completion word,
+ * in one cuStreamBatchMemOp (each operation after the ones before it).
+ * 1 done, 0 not such a batch (or the driver refused: the next path does
+ * it), -1 failed.  Locked. */
 static int cb_memops(struct cb_ctx *c)
 {
-	nm_cu_result r = 0;
+	uint32_t k = 0;
+	nm_cu_result r;
 
-	if (cb_mode != 2 || c->n > NM_CB_MEMOPS)
+	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp || memop_refused ||
+	    c->live > NM_CB_MEMOPS)
 		return 0;
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct nm_ck_desc *e = &c->ent[i];
 
+		if (e->flags & NM_CK_F_DEAD)
+			continue;
 		if (!(e->flags & NM_CK_F_INL) || (e->len != 4 && e->len != 8) ||
 		    (e->dst & (e->len - 1)))
 			return 0;
 	}
-	for (uint32_t i = 0; i < c->n && !r; i++) {
+	for (uint32_t i = 0; i < c->n; i++) {
 		const struct nm_ck_desc *e = &c->ent[i];
-		uint64_t v64 = 0;
-		uint32_t v32 = 0;
+		struct nm_cu_memop *o = &c->mop[k];
+		uint32_t v32;
 
+		if (e->flags & NM_CK_F_DEAD)
+			continue;
+		memset(o, 0, sizeof(*o));
+		o->addr = e->dst;
 		if (e->len == 8) {
-			memcpy(&v64, e->inl, 8);
-			r = cu.StreamWriteValue64(c->s, e->dst, v64, 0);
+			o->op = NM_CU_MEMOP_WRITE_VALUE_64;
+			memcpy(&o->value, e->inl, 8);
 		} else {
+			o->op = NM_CU_MEMOP_WRITE_VALUE_32;
 			memcpy(&v32, e->inl, 4);
-			r = cu.StreamWriteValue32(c->s, e->dst, v32, 0);
+			o->value = v32;
 		}
-		if (r && i == 0) {
-			GDAK_WARN("cuda", cu_ordinal,
-				  "cuStreamWriteValue: %s: GDAK_CUDA_BATCH=memop "
-				  "goes on as kernel",
-				  cu_err(r));
-			cb_mode = 1;
-			return 0;
-		}
+		k++;
 	}
-	if (!r) /* default flags: after the writes before it */
-		r = cu.StreamWriteValue64(c->s, (nm_cu_ptr)(uintptr_t)c->done, c->open_seq, 0);
+	/* default flags: a memory barrier before it, the values are visible
+	 * when the CPU sees the word */
+	memset(&c->mop[k], 0, sizeof(c->mop[k]));
+	c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
+	c->mop[k].addr = (uint64_t)(uintptr_t)c->done;
+	c->mop[k].value = c->open_seq;
+	r = cu.StreamBatchMemOp(c->s, k + 1, c->mop, 0);
+	CS_ADD(calls_memop, 1);
 	if (r) {
-		GDAK_ERR_RL("cuda", cu_ordinal, "cuStreamWriteValue: %s", cu_err(r));
-		return -1;
+		/* once: the driver will not take them later either */
+		GDAK_WARN("cuda", cu_ordinal,
+			  "cuStreamBatchMemOp (%u values): %s: value batches take the %s from "
+			  "now on",
+			  k, cu_err(r), cb_mode == CB_COPY ? "copy engines" : "copy kernel");
+		memop_refused = 1;
+		return 0;
 	}
+	CS_ADD(batches_memop, 1);
 	return 1;
 }
 
-/* Launch the open batch (if any copy is in it).  Locked. */
-static void cb_flush(struct cb_ctx *c)
+/* copy mode: the open batch as one cuMemcpyBatchAsync (its copies do not
+ * meet: cb_add closes a batch before a copy that would), then the
+ * completion word.  Without the batched copy, a cuMemcpyAsync each.  0 or
+ * a driver error.  Locked. */
+static nm_cu_result cb_copies(struct cb_ctx *c)
+{
+	struct nm_cu_cpattr at = { .src_order = NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+	size_t idx0 = 0, fail = 0, k = 0;
+	nm_cu_result r = 0;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct nm_ck_desc *e = &c->ent[i];
+
+		if (e->flags & NM_CK_F_DEAD)
+			continue;
+		c->cp_dst[k] = e->dst;
+		/* inline bytes: from the descriptor copy kept in the slot */
+		c->cp_src[k] = e->src;
+		c->cp_len[k] = e->len;
+		k++;
+	}
+	if (cu.MemcpyBatch) {
+		r = cu.MemcpyBatch(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, c->s);
+		CS_ADD(calls_memcpy_batch, 1);
+	} else if (cu.MemcpyBatch12) {
+		r = cu.MemcpyBatch12(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, &fail,
+				     c->s);
+		CS_ADD(calls_memcpy_batch, 1);
+	} else {
+		for (size_t i = 0; i < k && !r; i++)
+			r = cu.MemcpyAsync(c->cp_dst[i], c->cp_src[i], c->cp_len[i], c->s);
+		CS_ADD(calls_memcpy, k);
+	}
+	if (!r) {
+		r = cu.StreamWriteValue64(c->s, (nm_cu_ptr)(uintptr_t)c->done, c->open_seq, 0);
+		CS_ADD(calls_memop, 1);
+	}
+	if (!r)
+		CS_ADD(batches_copy, 1);
+	return r;
+}
+
+/* Submit the open batch (if any copy is in it).  why: the counter.  Locked. */
+static void cb_flush(struct cb_ctx *c, uint64_t *why)
 {
 	struct cb_slot *sl = &c->slot[c->open_seq % NM_CB_SLOTS];
 	uint32_t n = c->n, nc = c->nchain;
@@ -545,21 +825,32 @@ static void cb_flush(struct cb_ctx *c)
 
 	if (!n)
 		return;
+	__atomic_fetch_add(why, 1, __ATOMIC_RELAXED);
+	CS_ADD(copies_submitted, c->live);
+	if (c->live > cs.max_batch)
+		cs.max_batch = c->live;
 	r = (nm_cu_result)cb_memops(c);
 	if (r) {
 		r = r < 0;
 		goto launched;
 	}
-	/* counting sort by chain, stable: a chain keeps the join order */
+	if (cb_mode == CB_COPY) {
+		r = cb_copies(c);
+		goto launched;
+	}
+	/* counting sort by chain, stable: a chain keeps the join order; the
+	 * replaced copies stay out */
 	memset(sl->chain, 0, 4 * ((size_t)nc + 1));
 	for (uint32_t i = 0; i < n; i++)
-		sl->chain[c->ent_chain[i] + 1]++;
+		if (!(c->ent[i].flags & NM_CK_F_DEAD))
+			sl->chain[c->ent_chain[i] + 1]++;
 	for (uint32_t k = 0; k < nc; k++) {
 		sl->chain[k + 1] += sl->chain[k];
 		c->cursor[k] = sl->chain[k];
 	}
 	for (uint32_t i = 0; i < n; i++)
-		sl->desc[c->cursor[c->ent_chain[i]]++] = c->ent[i];
+		if (!(c->ent[i].flags & NM_CK_F_DEAD))
+			sl->desc[c->cursor[c->ent_chain[i]]++] = c->ent[i];
 	dp = (nm_cu_ptr)(uintptr_t)sl->desc;
 	cp = (nm_cu_ptr)(uintptr_t)sl->chain;
 	hp = (nm_cu_ptr)(uintptr_t)c->done;
@@ -570,20 +861,23 @@ static void cb_flush(struct cb_ctx *c)
 	args[4] = &hp;
 	args[5] = &seq;
 	r = cu.LaunchKernel(cb_fn, nc, 1, 1, NM_CK_THREADS, 1, 1, 0, c->s, args, NULL);
+	CS_ADD(calls_launch, 1);
+	if (!r) {
+		CS_ADD(batches_kernel, 1);
+		CS_ADD(chains, nc);
+	}
 launched:
-	if (!r)
-		r = cu.EventRecord(sl->ev, c->s);
 	sl->seq = c->open_seq;
 	sl->failed = r != 0;
 	if (r) {
-		GDAK_ERR_RL("cuda", cu_ordinal, "batch copy launch (%u copies, %u chains): %s", n,
-			    nc, cu_err(r));
+		GDAK_ERR_RL("cuda", cu_ordinal, "batch copy submission (%u copies, %u chains): %s",
+			    c->live, nc, cu_err(r));
 		/* what ran before has finished, this batch has failed */
 		cu.StreamSynchronize(c->s);
 		c->done_seq = sl->seq;
 	}
 	c->open_seq++;
-	c->n = c->nchain = c->pay_used = c->ht_used = 0;
+	c->n = c->live = c->nchain = c->pay_used = c->ht_used = 0;
 	if (++c->gen == 0) {
 		memset(c->ht, 0, sizeof(c->ht));
 		c->gen = 1;
@@ -595,57 +889,97 @@ static inline uint32_t cb_hash(uint64_t g)
 	return (uint32_t)((g * 0x9e3779b97f4a7c15ull) >> 40) & (NM_CB_HT - 1);
 }
 
-/* The chain holding granule g of the open batch, or -1.  *slot: where it is
+/* The entry of key k in the open batch's table, or NULL; *slot: where it is
  * or would go. */
-static int cb_find(struct cb_ctx *c, uint64_t g, uint32_t *slot)
+static struct cb_gran *cb_find(struct cb_ctx *c, uint64_t k, uint32_t *slot)
 {
-	uint32_t h = cb_hash(g);
+	uint32_t h = cb_hash(k);
 
 	while (c->ht[h].gen == c->gen) {
-		if (c->ht[h].key == g) {
+		if (c->ht[h].key == k) {
 			*slot = h;
-			return (int)c->ht[h].chain;
+			return &c->ht[h];
 		}
 		h = (h + 1) & (NM_CB_HT - 1);
 	}
 	*slot = h;
-	return -1;
+	return NULL;
+}
+
+static struct cb_gran *cb_entry(struct cb_ctx *c, uint64_t k)
+{
+	uint32_t h;
+	struct cb_gran *g = cb_find(c, k, &h);
+
+	if (g)
+		return g;
+	g = &c->ht[h];
+	g->key = k;
+	g->gen = c->gen;
+	g->chain = g->schain = -1;
+	c->ht_used++;
+	return g;
+}
+
+/* Fold chain k into *chain: 0, or -1 when it is a second chain. */
+static int cb_fold(int32_t k, int *chain)
+{
+	if (k == -1)
+		return 0;
+	if (k < 0 || (*chain >= 0 && *chain != k))
+		return -1;
+	*chain = k;
+	return 0;
 }
 
 /* Fold the chains meeting [a, a + len) into *chain: 0, or -1 when the range
  * meets a second chain. */
 static int cb_probe(struct cb_ctx *c, uint64_t a, uint32_t len, int *chain)
 {
-	for (uint64_t g = a >> NM_CB_GRAN; g <= (a + len - 1) >> NM_CB_GRAN; g++) {
-		uint32_t h;
-		int k = cb_find(c, g, &h);
+	uint32_t h;
 
-		if (k < 0)
+	if (len <= NM_CB_SMALL) {
+		for (uint64_t g = a >> NM_CB_FINE; g <= (a + len - 1) >> NM_CB_FINE; g++) {
+			struct cb_gran *e = cb_find(c, g << 1 | 1, &h);
+
+			if (e && cb_fold(e->chain, chain))
+				return -1;
+		}
+	}
+	for (uint64_t g = a >> NM_CB_GRAN; g <= (a + len - 1) >> NM_CB_GRAN; g++) {
+		struct cb_gran *e = cb_find(c, g << 1, &h);
+
+		if (!e)
 			continue;
-		if (*chain >= 0 && *chain != k)
+		if (cb_fold(e->chain, chain) || (len > NM_CB_SMALL && cb_fold(e->schain, chain)))
 			return -1;
-		*chain = k;
 	}
 	return 0;
 }
 
-static void cb_mark(struct cb_ctx *c, uint64_t a, uint32_t len, uint32_t chain)
+static void cb_mark(struct cb_ctx *c, uint64_t a, uint32_t len, int32_t chain)
 {
+	if (len <= NM_CB_SMALL)
+		for (uint64_t g = a >> NM_CB_FINE; g <= (a + len - 1) >> NM_CB_FINE; g++)
+			cb_entry(c, g << 1 | 1)->chain = chain;
 	for (uint64_t g = a >> NM_CB_GRAN; g <= (a + len - 1) >> NM_CB_GRAN; g++) {
-		uint32_t h;
+		struct cb_gran *e = cb_entry(c, g << 1);
 
-		if (cb_find(c, g, &h) < 0) {
-			c->ht[h].key = g;
-			c->ht[h].gen = c->gen;
-			c->ht_used++;
-		}
-		c->ht[h].chain = chain;
+		if (len > NM_CB_SMALL)
+			e->chain = chain;
+		else
+			e->schain = e->schain == -1 || e->schain == chain ? chain : -2;
 	}
 }
 
+/* Table entries a range may take (at most). */
 static uint32_t cb_grans(uint64_t a, uint32_t len)
 {
-	return (uint32_t)(((a + len - 1) >> NM_CB_GRAN) - (a >> NM_CB_GRAN) + 1);
+	uint32_t n = (uint32_t)(((a + len - 1) >> NM_CB_GRAN) - (a >> NM_CB_GRAN) + 1);
+
+	if (len <= NM_CB_SMALL)
+		n += (uint32_t)(((a + len - 1) >> NM_CB_FINE) - (a >> NM_CB_FINE) + 1);
+	return n;
 }
 
 /* Add dst <- src (len bytes, 0 < len <= cb_max, dst in GPU memory) to the
@@ -654,34 +988,54 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 		   struct nm_cuda_ticket *t)
 {
 	uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)src;
-	uint32_t pay = !src_gpu && len > NM_CK_INL ? (len + 15) & ~15u : 0;
+	/* copy mode stages inline bytes too: the copy engines need a source */
+	uint32_t pay = !src_gpu && (len > NM_CK_INL || cb_mode == CB_COPY) ? (len + 15) & ~15u : 0;
 	uint32_t grans = cb_grans(d, len) + (src_gpu ? cb_grans(s, len) : 0);
 	struct nm_ck_desc *e;
-	int chain;
+	int chain, replace;
 
 	for (;;) {
 		if (!c->n)
 			cb_slot_wait(c, c->open_seq);
 		chain = -1;
+		replace = 0;
 		if (c->n < NM_CB_DESC && c->pay_used + pay <= NM_CB_PAY &&
 		    c->ht_used + grans <= NM_CB_HT / 2 && !cb_probe(c, d, len, &chain) &&
-		    !(src_gpu && cb_probe(c, s, len, &chain)))
-			break;
+		    !(src_gpu && cb_probe(c, s, len, &chain))) {
+			if (chain >= 0) {
+				struct nm_ck_desc *p = &c->ent[c->tail[chain]];
+
+				/* the same destination, not read by this copy: replaced */
+				replace = p->dst == d && p->len == len &&
+					  !(src_gpu && s < d + len && d < s + len);
+			}
+			if (chain < 0 || replace || cb_mode != CB_COPY)
+				break;
+			/* copy mode: copies of one batch land in any order */
+			cb_flush(c, &cs.flush_conflict);
+			continue;
+		}
 		/* full, or it would join two chains: it goes into the next batch */
-		cb_flush(c);
+		cb_flush(c,
+			 chain == -1 || c->n >= NM_CB_DESC ? &cs.flush_full : &cs.flush_conflict);
+	}
+	if (replace) {
+		c->ent[c->tail[chain]].flags |= NM_CK_F_DEAD;
+		c->live--;
+		CS_ADD(copies_replaced, 1);
 	}
 	if (chain < 0)
 		chain = (int)c->nchain++;
-	cb_mark(c, d, len, (uint32_t)chain);
+	cb_mark(c, d, len, chain);
 	if (src_gpu)
-		cb_mark(c, s, len, (uint32_t)chain);
+		cb_mark(c, s, len, chain);
 	e = &c->ent[c->n];
 	e->dst = d;
 	e->len = len;
 	e->flags = 0;
 	if (src_gpu) {
 		e->src = s;
-	} else if (len <= NM_CK_INL) {
+	} else if (pay == 0) {
 		memcpy(e->inl, src, len);
 		e->src = 0;
 		e->flags = NM_CK_F_INL;
@@ -689,17 +1043,22 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 		uint8_t *p = c->slot[c->open_seq % NM_CB_SLOTS].pay + c->pay_used;
 
 		memcpy(p, src, len);
+		if (len <= NM_CK_INL) /* copy mode: the memop path reads inl[] */
+			memcpy(e->inl, src, len);
 		e->src = (uint64_t)(uintptr_t)p;
-		e->flags = NM_CK_F_SYS;
+		e->flags = len <= NM_CK_INL ? NM_CK_F_SYS | NM_CK_F_INL : NM_CK_F_SYS;
 		c->pay_used += pay;
 	}
+	c->tail[chain] = c->n;
 	c->ent_chain[c->n++] = (uint32_t)chain;
+	c->live++;
+	CS_ADD(copies_batched, 1);
 	t->batch = c;
 	t->seq = c->open_seq;
 	t->done = 0;
 	t->stream = NM_CUDA_BATCH_STREAM;
 	if (c->n == NM_CB_DESC)
-		cb_flush(c);
+		cb_flush(c, &cs.flush_full);
 }
 
 static int cb_poll(struct nm_cuda_ticket *t)
@@ -714,41 +1073,18 @@ static int cb_poll(struct nm_cuda_ticket *t)
 		return ret;
 	pthread_mutex_lock(&c->lk);
 	if (t->seq >= c->open_seq)
-		cb_flush(c);
-	if (t->seq > c->done_seq) {
-		/* the kernel's completion word first: one load, no driver call */
-		uint64_t d = __atomic_load_n(c->done, __ATOMIC_ACQUIRE);
-
-		if (d > c->done_seq && d < c->open_seq)
-			c->done_seq = d;
-	}
-	if (t->seq <= c->done_seq) {
-		ret = sl->seq == t->seq && sl->failed ? -EIO : 1;
-	} else if (++c->qskip % 16) {
-		/* the event (errors; a completion word that never came) only
-		 * now and then: many QPs poll copies of the same batch */
+		cb_flush(c, &cs.flush_poll);
+	if (t->seq > c->done_seq)
+		cb_progress(c, 0);
+	if (t->seq <= c->done_seq)
+		ret = (sl->seq == t->seq && sl->failed) || t->seq <= c->fail_seq ? -EIO : 1;
+	else
 		ret = 0;
-	} else {
-		nm_cu_result r = cu.EventQuery(sl->ev);
-
-		if (r == NM_CU_ERROR_NOT_READY) {
-			ret = 0;
-		} else {
-			if (r) {
-				GDAK_ERR_RL("cuda", cu_ordinal, "batch copy failed: %s", cu_err(r));
-				sl->failed = 1;
-			}
-			/* one stream: the batches before it have finished too */
-			c->done_seq = t->seq;
-			ret = r ? -EIO : 1;
-		}
-	}
 	pthread_mutex_unlock(&c->lk);
 	if (ret == 1)
 		t->done = 1;
 	return ret;
 }
-
 /* A thread goes away: its batches land, the engine goes back to the pool. */
 static void cb_release(void *p)
 {
@@ -757,7 +1093,7 @@ static void cb_release(void *p)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
-	cb_flush(c);
+	cb_flush(c, &cs.flush_other);
 	if (c->done_seq + 1 < c->open_seq && thread_ctx() == 0) {
 		cu.StreamSynchronize(c->s);
 		c->done_seq = c->open_seq - 1;
@@ -787,11 +1123,13 @@ static int cb_direct(struct cb_ctx *c, void *dst, const void *src, size_t len,
 		}
 	}
 	pthread_mutex_lock(&c->lk);
-	cb_flush(c);
+	cb_flush(c, &cs.flush_other);
 	if (len)
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
 	if (!r)
 		r = cu.EventRecord(t->ev, c->s);
+	CS_ADD(calls_memcpy, len != 0);
+	CS_ADD(calls_event, 1);
 	pthread_mutex_unlock(&c->lk);
 	t->batch = NULL;
 	t->stream = NM_CUDA_BATCH_STREAM;
@@ -858,6 +1196,13 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
+	/* nothing in flight meets it (no stream asked for): it may overtake */
+	if (t->stream < 0 && !t->src_busy &&
+	    gdr_copy(dst, (enum gdak_mem_kind)dst_kind, src, (enum gdak_mem_kind)src_kind, len)) {
+		t->batch = NULL;
+		t->done = 1;
+		return 0;
+	}
 	ret = cb_start(dst, dst_kind, src, src_kind, len, t);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -882,6 +1227,9 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	r = len ? cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, s) : 0;
 	if (!r)
 		r = cu.EventRecord(t->ev, s);
+	CS_ADD(copies_single, 1);
+	CS_ADD(calls_memcpy, len != 0);
+	CS_ADD(calls_event, 1);
 	if (r) {
 		GDAK_ERR_RL("cuda", cu_ordinal, "async copy %p <- %p (%zu bytes): %s", dst, src,
 			    len, cu_err(r));
@@ -900,6 +1248,7 @@ int nm_cuda_copy_poll(struct nm_cuda_ticket *t)
 		return cb_poll(t);
 	if (!t->ev)
 		return -EINVAL;
+	CS_ADD(queries, 1);
 	r = cu.EventQuery(t->ev);
 	if (r == NM_CU_ERROR_NOT_READY)
 		return 0;
@@ -1021,6 +1370,108 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.kind_of = cuda_kind_of,
 };
 
+/* ---- counters (nm_cuda.h) ------------------------------------------------ */
+
+void nm_cuda_stats_get(struct nm_cuda_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)&cs;
+	uint64_t *dst = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(cs) / 8; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+static int stats_on = -1;
+
+void nm_cuda_stats_report(const char *when)
+{
+	static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
+	static struct nm_cuda_stats last;
+	struct nm_cuda_stats now, d;
+	uint64_t *a, *b, *o;
+	uint64_t batches;
+
+	if (stats_on < 0) {
+		int on = 0;
+
+		stats_on = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
+	}
+	if (!stats_on || !probe_result)
+		return;
+	pthread_mutex_lock(&lk);
+	nm_cuda_stats_get(&now);
+	a = (uint64_t *)&now;
+	b = (uint64_t *)&last;
+	o = (uint64_t *)&d;
+	for (size_t i = 0; i < sizeof(d) / 8; i++)
+		o[i] = a[i] - b[i];
+	d.max_batch = now.max_batch;
+	last = now;
+	cs.max_batch = 0;
+	pthread_mutex_unlock(&lk);
+	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
+	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr)
+		return;
+	fprintf(stderr,
+		"gdak cuda stats (%s, %s): batched %llu (replaced %llu, submitted %llu), "
+		"single %llu, sync %llu, gdr %llu; batches %llu (kernel %llu, memop %llu, copy %llu), "
+		"copies/batch %.1f, max %llu, chains/kernel %.1f; closed by poll %llu, full "
+		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
+		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
+		"calls/batch %.2f\n",
+		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
+		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
+		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
+		(unsigned long long)d.copies_gdr, (unsigned long long)batches,
+		(unsigned long long)d.batches_kernel, (unsigned long long)d.batches_memop,
+		(unsigned long long)d.batches_copy,
+		batches ? (double)d.copies_submitted / (double)batches : 0.0,
+		(unsigned long long)d.max_batch,
+		d.batches_kernel ? (double)d.chains / (double)d.batches_kernel : 0.0,
+		(unsigned long long)d.flush_poll, (unsigned long long)d.flush_full,
+		(unsigned long long)d.flush_conflict, (unsigned long long)d.flush_other,
+		(unsigned long long)d.slot_waits, (unsigned long long)d.calls_launch,
+		(unsigned long long)d.calls_memop, (unsigned long long)d.calls_memcpy_batch,
+		(unsigned long long)d.calls_memcpy, (unsigned long long)d.calls_event,
+		(unsigned long long)d.calls_sync, (unsigned long long)d.queries,
+		batches ? (double)(d.calls_launch + d.calls_memop + d.calls_memcpy_batch +
+				   d.queries) /
+				  (double)batches
+			: 0.0);
+}
+
+static void stats_atexit(void)
+{
+	nm_cuda_stats_report("exit");
+}
+
+const char *nm_cuda_gdr(void)
+{
+	if (!probe_result)
+		return "no CUDA engine";
+	return gdr.why ? gdr.why : "in use: GPU memory the NIC allocates is mapped for the CPU";
+}
+
+const char *nm_cuda_path(void)
+{
+	if (!probe_result)
+		return "no CUDA engine";
+	switch (cb_mode) {
+	case CB_KERNEL:
+		return "batched: one copy kernel per NIC pass";
+	case CB_MEMOP:
+		return "batched: stream memops for 4/8-byte values, else one copy kernel per pass";
+	case CB_COPY:
+		return cu.MemcpyBatch || cu.MemcpyBatch12
+			       ? "batched: stream memops for 4/8-byte values, else one "
+				 "cuMemcpyBatchAsync per pass (no SM)"
+			       : "batched: stream memops for 4/8-byte values, else cuMemcpyAsync "
+				 "each (no SM; the driver has no cuMemcpyBatchAsync)";
+	default:
+		return "one cuMemcpyAsync per WQE";
+	}
+}
+
 /* ---- probe ------------------------------------------------------------------- */
 
 #define SYM(field, name)                                                      \
@@ -1070,25 +1521,45 @@ static void cb_setup(void *lib)
 	*(void **)(&cu.ModuleLoadData) = dlsym(lib, "cuModuleLoadData");
 	*(void **)(&cu.ModuleGetFunction) = dlsym(lib, "cuModuleGetFunction");
 	*(void **)(&cu.LaunchKernel) = dlsym(lib, "cuLaunchKernel");
-	if (cb_mode == 2) {
-		*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
-		*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
-		if (!cu.StreamWriteValue32 || !cu.StreamWriteValue64) {
-			GDAK_WARN("cuda", cu_ordinal,
-				  "libcuda.so.1 lacks cuStreamWriteValue*_v2: "
-				  "GDAK_CUDA_BATCH=memop goes on as kernel");
-			cb_mode = 1;
-		}
+	*(void **)(&cu.StreamQuery) = dlsym(lib, "cuStreamQuery");
+	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
+	*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
+	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");
+	*(void **)(&cu.MemcpyBatch) = dlsym(lib, "cuMemcpyBatchAsync_v2");
+	if (!cu.MemcpyBatch) /* CUDA 12.8/12.9: the form with failIdx */
+		*(void **)(&cu.MemcpyBatch12) = dlsym(lib, "cuMemcpyBatchAsync");
+	if (!cu.StreamQuery) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks cuStreamQuery: GDAK_CUDA_BATCH off");
+		cb_mode = CB_OFF;
+		return;
+	}
+	if (cb_mode == CB_MEMOP && !cu.StreamBatchMemOp) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks cuStreamBatchMemOp_v2: "
+			  "GDAK_CUDA_BATCH=memop goes on as kernel");
+		cb_mode = CB_KERNEL;
+	}
+	if (cb_mode == CB_COPY && !cu.StreamWriteValue64) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks cuStreamWriteValue64_v2: "
+			  "GDAK_CUDA_BATCH=copy goes on as kernel");
+		cb_mode = CB_KERNEL;
+	}
+	if (thread_ctx()) {
+		cb_mode = CB_OFF;
+		return;
+	}
+	if (cb_mode == CB_COPY) {
+		/* the copy engines and the front end only: no kernel to load */
+		pthread_key_create(&cb_key, cb_release);
+		return;
 	}
 	if (!cu.ModuleLoadData || !cu.ModuleGetFunction || !cu.LaunchKernel) {
 		GDAK_WARN("cuda", cu_ordinal,
 			  "libcuda.so.1 lacks the module API: "
 			  "GDAK_CUDA_BATCH=kernel off");
-		cb_mode = 0;
-		return;
-	}
-	if (thread_ctx()) {
-		cb_mode = 0;
+		cb_mode = CB_OFF;
 		return;
 	}
 	r = cu.ModuleLoadData(&mod, nm_cuda_copy_ptx);
@@ -1190,15 +1661,14 @@ static void probe_once(void)
 	if (async_streams > NM_CUDA_MAX_STREAMS)
 		async_streams = NM_CUDA_MAX_STREAMS;
 	cb_setup(lib);
-	GDAK_INFO("cuda", cu_ordinal,
-		  "CUDA memory engine on device %d (%s); copies of %zu+ "
-		  "bytes on %u stream(s); GPU-memory WRITEs %s",
-		  cu_ordinal, name, copy_split, copy_streams,
-		  cb_mode == 2 ? "batched (kernel; small values as stream memops)"
-		  : cb_mode    ? "batched, one copy kernel per pass"
-			       : "one by one");
+	gdr_setup();
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;
+	GDAK_INFO("cuda", cu_ordinal,
+		  "CUDA memory engine on device %d (%s); copies of %zu+ "
+		  "bytes on %u stream(s); GPU-memory WRITEs: %s",
+		  cu_ordinal, name, copy_split, copy_streams, nm_cuda_path());
+	atexit(stats_atexit);
 	return;
 
 fail:

@@ -33,6 +33,30 @@ typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 #define NM_CU_MEMORYTYPE_UNIFIED 4
 #define NM_CU_ERROR_NOT_READY 600
 #define NM_CU_EVENT_DISABLE_TIMING 0x2
+#define NM_CU_MEMOP_WRITE_VALUE_32 2 /* CUstreamBatchMemOpType */
+#define NM_CU_MEMOP_WRITE_VALUE_64 5
+#define NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
+#define NM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE 1
+
+/* CUstreamBatchMemOpParams (its writeValue member; the union is 48 bytes) */
+struct nm_cu_memop {
+	uint32_t op;
+	uint32_t pad0;
+	uint64_t addr;
+	uint64_t value;
+	uint32_t flags;
+	uint32_t pad1;
+	uint64_t alias; /* the driver's */
+	uint64_t pad2;
+};
+
+/* CUmemcpyAttributes: source order, two CUmemLocation hints, flags */
+struct nm_cu_cpattr {
+	int32_t src_order;
+	int32_t src_loc[2];
+	int32_t dst_loc[2];
+	uint32_t flags;
+};
 
 struct nm_cu_api {
 	nm_cu_result (*Init)(unsigned flags);
@@ -61,6 +85,17 @@ struct nm_cu_api {
 					   unsigned flags);
 	nm_cu_result (*StreamWriteValue64)(nm_cu_stream s, nm_cu_ptr addr, uint64_t v,
 					   unsigned flags);
+	/* GDAK_CUDA_BATCH: optional */
+	nm_cu_result (*StreamQuery)(nm_cu_stream s);
+	nm_cu_result (*StreamBatchMemOp)(nm_cu_stream s, unsigned count, struct nm_cu_memop *ops,
+					 unsigned flags);
+	/* cuMemcpyBatchAsync_v2 (CUDA 13); or the CUDA 12.8 form with failIdx */
+	nm_cu_result (*MemcpyBatch)(nm_cu_ptr *dsts, nm_cu_ptr *srcs, size_t *sizes, size_t count,
+				    struct nm_cu_cpattr *attrs, size_t *attr_idx, size_t nattrs,
+				    nm_cu_stream s);
+	nm_cu_result (*MemcpyBatch12)(nm_cu_ptr *dsts, nm_cu_ptr *srcs, size_t *sizes, size_t count,
+				      struct nm_cu_cpattr *attrs, size_t *attr_idx, size_t nattrs,
+				      size_t *fail_idx, nm_cu_stream s);
 	/* the batch copy kernel (GDAK_CUDA_BATCH=kernel); optional */
 	nm_cu_result (*ModuleLoadData)(nm_cu_module *m, const void *image);
 	nm_cu_result (*ModuleGetFunction)(nm_cu_function *f, nm_cu_module m, const char *name);
@@ -113,5 +148,44 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 		       struct nm_cuda_ticket *t);
 int nm_cuda_copy_poll(struct nm_cuda_ticket *t);
 void nm_cuda_copy_ticket_fini(struct nm_cuda_ticket *t);
+
+/*
+ * What the engine did since the process started: where the time of GPU-
+ * memory WRITEs goes (docs/CUDA.md "Counters").  GDAK_CUDA_STATS=1 prints
+ * the change since the last print to stderr at every emu context close and
+ * at exit (nm_cuda_stats_report); gdak-perf-cuda's logs then say, per
+ * configuration, how many driver calls each batch cost.
+ */
+struct nm_cuda_stats {
+	uint64_t copies_batched;   /* copies that joined a batch */
+	uint64_t copies_replaced;  /* ... and were replaced by a later one (same range) */
+	uint64_t copies_submitted; /* ... live copies of the batches submitted */
+	uint64_t copies_single;	   /* asynchronous copies outside the batches */
+	uint64_t copies_sync;	   /* synchronous copies (cuMemcpyAsync + synchronize) */
+	uint64_t copies_gdr;	   /* CPU loads/stores through a GDRCopy mapping */
+	uint64_t batches_kernel, batches_memop, batches_copy; /* by how submitted */
+	uint64_t chains;				      /* kernel batches: blocks launched */
+	uint64_t max_batch;				      /* most live copies in one batch */
+	uint64_t flush_poll;	     /* batches closed by a poll (once a NIC pass) */
+	uint64_t flush_full;	     /* ... because the batch was full */
+	uint64_t flush_conflict;     /* ... because a copy met two chains (copy: any) */
+	uint64_t flush_other;	     /* ... by an unbatched copy behind them, a thread exit */
+	uint64_t slot_waits;	     /* a new batch waited for a slot (8 in flight) */
+	uint64_t queries;	     /* cuStreamQuery / cuEventQuery */
+	uint64_t calls_launch;	     /* cuLaunchKernel */
+	uint64_t calls_memop;	     /* cuStreamBatchMemOp / cuStreamWriteValue64 */
+	uint64_t calls_memcpy_batch; /* cuMemcpyBatchAsync */
+	uint64_t calls_memcpy;	     /* cuMemcpyAsync */
+	uint64_t calls_event;	     /* cuEventRecord */
+	uint64_t calls_sync;	     /* cuStreamSynchronize */
+};
+void nm_cuda_stats_get(struct nm_cuda_stats *s);
+/* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the
+ * change since the last report, when anything changed. */
+void nm_cuda_stats_report(const char *when);
+/* The path GPU-memory WRITEs take, in words (gdak-info). */
+const char *nm_cuda_path(void);
+/* GDRCopy: in use, or why not. */
+const char *nm_cuda_gdr(void);
 
 #endif /* NM_CUDA_H */

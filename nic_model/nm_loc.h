@@ -59,7 +59,7 @@ struct nm_op;
 #define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
 #define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
 #define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
-#define NM_COPIES 8		/* loop transport: GPU copies in flight per QP */
+#define NM_COPIES 16		/* loop transport: GPU copies in flight per QP */
 #define NM_MR_CHUNK 1024	/* MR table: chunks of this many slots */
 #define NM_MR_CHUNKS 1024	/* ... and this many chunks (1M MRs per context) */
 

@@ -219,6 +219,32 @@ typedef int (*cu_dev_attr_fn)(int *, int, int);
 typedef int (*cu_err_fn)(int, const char **);
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
 
+/* GDRCopy as the NIC model's CUDA engine would find it (nm_cuda.c): the
+ * library, and a driver gdr_open can reach. */
+static const char *gdr_state(void)
+{
+	void *(*op)(void);
+	int (*cl)(void *);
+	int on = 1;
+	void *lib, *g;
+
+	if (gdak_env_bool("GDAK_CUDA_GDR", &on) == 0 && !on)
+		return "off (GDAK_CUDA_GDR=0): GPU memory through the driver";
+	lib = dlopen("libgdrapi.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return "not found (libgdrapi.so.2): GPU memory through the driver";
+	*(void **)(&op) = dlsym(lib, "gdr_open");
+	*(void **)(&cl) = dlsym(lib, "gdr_close");
+	g = op ? op() : NULL;
+	if (g && cl)
+		cl(g);
+	dlclose(lib);
+	return g ? "in use: GPU memory the NIC model allocates is mapped for the CPU; small "
+		   "copies are CPU loads and stores"
+		 : "libgdrapi.so.2 found, gdr_open fails (no gdrdrv): GPU memory through the "
+		   "driver";
+}
+
 static void show_cuda(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -300,14 +326,17 @@ static void show_cuda(void)
 		static const char *const how[] = {
 			"one cuMemcpyAsync per WQE (GDAK_CUDA_BATCH=off)",
 			"batched: one copy kernel per NIC pass (GDAK_CUDA_BATCH=kernel)",
-			"batched: copy kernel, small values as stream memops (GDAK_CUDA_BATCH=memop)",
+			"batched: 4/8-byte values as one cuStreamBatchMemOp, else a copy kernel "
+			"(GDAK_CUDA_BATCH=memop)",
+			"batched: 4/8-byte values as one cuStreamBatchMemOp, else one "
+			"cuMemcpyBatchAsync per pass, no SM (GDAK_CUDA_BATCH=copy)",
 		};
 		int b = 0;
 
-		if (gdak_env_choice("GDAK_CUDA_BATCH", &b) < 0 || b < 0 || b > 2)
+		if (gdak_env_choice("GDAK_CUDA_BATCH", &b) < 0 || b < 0 || b > 3)
 			b = 0;
 		kv_str("gpu_copies", n ? how[b] : "(no GPU)");
-		kv_str("gdrcopy", "not used: the NIC model reaches GPU memory through the driver");
+		kv_str("gdrcopy", n ? gdr_state() : "(no GPU)");
 	}
 	section_end();
 	dlclose(h);

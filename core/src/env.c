@@ -80,11 +80,19 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_CUDA_ASYNC_STREAMS", 1, 8, "4", "cuda", "streams for asynchronous GPU copies"),
 	U("GDAK_CUDA_COPY_SPLIT", 4096, 1ull << 40, "4194304", "cuda",
 	  "bytes from which a GPU copy is split over the copy streams"),
-	C("GDAK_CUDA_BATCH", "off|kernel|memop", "off", "cuda",
+	C("GDAK_CUDA_BATCH", "off|kernel|memop|copy", "off", "cuda",
 	  "GPU-memory WRITEs of a NIC "
 	  "pass: off: one cuMemcpyAsync each; kernel: one copy kernel launch per pass; memop: "
-	  "kernel, but a pass of a few aligned 4/8-byte inline WRITEs as stream memory "
-	  "operations (docs/CUDA.md)"),
+	  "kernel, but a pass of aligned 4/8-byte inline WRITEs as one cuStreamBatchMemOp; "
+	  "copy: memops, else one cuMemcpyBatchAsync per pass (no SM; docs/CUDA.md)"),
+	B("GDAK_CUDA_GDR", "1", "cuda",
+	  "map GPU memory the NIC model allocates for the CPU with GDRCopy (libgdrapi.so.2) "
+	  "where it and its driver exist; 0: never"),
+	U("GDAK_CUDA_GDR_MAX", 0, 1ull << 40, "67108864", "cuda",
+	  "largest GPU allocation mapped with GDRCopy"),
+	B("GDAK_CUDA_STATS", "0", "cuda",
+	  "print the CUDA engine's counters (batches, driver calls) to stderr at every emu "
+	  "context close and at exit"),
 	U("GDAK_CUDA_BATCH_MAX", 8, 262144, "16384", "cuda",
 	  "largest copy that goes into a batch; larger ones are a cuMemcpyAsync each"),
 

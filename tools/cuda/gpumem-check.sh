@@ -3,11 +3,12 @@
 #
 # gpumem-check.sh - issue 21 (data in GPU memory) on a GPU machine: the
 # GPU-memory tests with the batch engine on and off, then gdak-perf-cuda
-# alternating GDAK_CUDA_BATCH=off / kernel, and the medians of the target
-# rows next to their same-run baselines.
+# alternating GDAK_CUDA_BATCH=off / kernel / memop / copy, and the medians of
+# the target rows next to their same-run baselines, with the engine's
+# counters (GDAK_CUDA_STATS=1) of each mode's first run.
 #
-#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop"]
-#                              [--no-tests]
+#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop copy"]
+#                              [--no-tests] [--no-bench]
 #
 # DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
 # gdak-perf-cuda).  Built elsewhere like this:
@@ -15,20 +16,24 @@
 #   tools/cuda/run-gpu.sh --pack build/cuda .carry/cuda
 # then here: tools/cuda/gpumem-check.sh --bin .carry/cuda --out "$OUT"
 #
-# Runs (about 4-6 minutes on an H200):
-#   tests  gdak_cuda_gpu_batch (kernel, memop), gdak_cuda_gpumem (kernel,
-#          memop, off), gdak_cuda_dma / _ops / _ctas with GDAK_CUDA_BATCH=kernel
-#          (the rest of the suite on the new path); each bounded by
-#          GDAK_TEST_TIMEOUT (120 s)
-#   perf   N (5) x { off, kernel, memop } alternating (--modes), each one process of
-#          gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1 with its
-#          own baselines (ping-pong, host-mapped rate, cudaMemcpy D2D)
+# Runs (about 6-8 minutes on an H200; --runs 3 or --no-tests to stay
+# inside a 10-minute device call):
+#   tests  gdak_cuda_gpu_batch (kernel, memop, copy), gdak_cuda_gpumem
+#          (kernel, memop, copy, off; with copy and off also its fullgpu
+#          case: every SM held by the application while the NIC copies), gdak_cuda_dma / _ops / _ctas with
+#          GDAK_CUDA_BATCH=kernel and copy (the rest of the suite on the new
+#          paths); each bounded by GDAK_TEST_TIMEOUT (120 s)
+#   perf   N (5) x { off, kernel, memop, copy } alternating (--modes), each one
+#          process of gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1
+#          with its own baselines (ping-pong, host-mapped rate, cudaMemcpy
+#          D2D), GDAK_CUDA_STATS=1 (the "gdak cuda stats" lines of the perf
+#          logs: one per emu context, docs/CUDA.md "Counters")
 # Output in --out (default ./gpumem-logs): env.txt, tests.log,
 # perf-<mode>-<i>.{txt,json}, summary.txt (printed last).  Exit 0 when every
 # test passed and every benchmark row verified its data.
 set -u
 
-bin="" out="gpumem-logs" runs=5 tests=1 modes="off kernel memop"
+bin="" out="gpumem-logs" runs=5 tests=1 bench=1 modes="off kernel memop copy"
 die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -37,7 +42,8 @@ while [ $# -gt 0 ]; do
 	--runs) [ $# -ge 2 ] || die "--runs needs a number"; runs=$2; shift 2 ;;
 	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
 	--no-tests) tests=0; shift ;;
-	-h|--help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--no-bench) bench=0; shift ;;
+	-h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
 done
@@ -79,17 +85,21 @@ if [ $tests = 1 ]; then
 		*) say "test $name ($mode): FAILED rc=$rc ($line)"; status=1 ;;
 		esac
 	}
-	run_test kernel gdak_cuda_gpu_batch
-	run_test memop gdak_cuda_gpu_batch
-	run_test kernel gdak_cuda_gpumem
-	run_test memop gdak_cuda_gpumem
-	run_test off gdak_cuda_gpumem
-	run_test kernel gdak_cuda_dma
-	run_test kernel gdak_cuda_ops
-	run_test kernel gdak_cuda_ctas
+	for m in kernel memop copy; do run_test $m gdak_cuda_gpu_batch; done
+	for m in kernel memop copy off; do run_test $m gdak_cuda_gpumem; done
+	for m in kernel copy; do
+		run_test $m gdak_cuda_dma
+		run_test $m gdak_cuda_ops
+		run_test $m gdak_cuda_ctas
+	done
 fi
 
 # ---- benchmarks ----
+if [ $bench = 0 ]; then
+	say "exit status $status"
+	cat "$summary"
+	exit $status
+fi
 perf="$bin/gdak-perf-cuda"
 [ -x "$perf" ] || { say "gdak-perf-cuda missing in $bin"; cat "$summary"; exit 1; }
 
@@ -103,7 +113,8 @@ median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; 
 for i in $(seq 1 "$runs"); do
 	for mode in $modes; do
 		j="$out/perf-$mode-$i.json"
-		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode timeout "${GDAK_BENCH_TIMEOUT:-150}" \
+		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode GDAK_CUDA_STATS=1 \
+			timeout "${GDAK_BENCH_TIMEOUT:-150}" \
 			"$perf" -t lat,bw,big --ctas 64 --nic-threads 1 --lat-iters 3000 \
 			--bw-iters 2000 --big-iters 20 --json "$j" >"$out/perf-$mode-$i.txt" 2>&1
 		rc=$?
@@ -158,6 +169,13 @@ for mode in $modes; do
 	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
 done
 rm -f "$out"/.m-*
+say ""
+say "engine counters, run 1 of each mode (one line per emu context the run closed;"
+say "  the write_bw context is the one with the most batched copies):"
+for mode in $modes; do
+	grep -h '^gdak cuda stats' "$out/perf-$mode-1.txt" 2>/dev/null | sed "s/^/  $mode: /" |
+		tee -a "$summary" >/dev/null
+done
 say ""
 say "exit status $status"
 cat "$summary"
