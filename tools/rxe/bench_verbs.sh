@@ -26,15 +26,29 @@ mkdir -p "$OUT" || exit 1
 trap 'rm -rf "$OUT"' EXIT
 port=19800
 
+# gdak's devices bind ADDR:4791, which kernel rxe's socket (*:4791) holds
+# in the guest: gdak's rows run in a network namespace of their own (its
+# own loopback and ports), rxe's in the guest's.
+NS=""
+if [ "$(id -u)" = 0 ] && ip netns add gdakbench 2>/dev/null; then
+	ip -n gdakbench link set lo up
+	NS="ip netns exec gdakbench"
+	trap 'rm -rf "$OUT"; ip netns del gdakbench 2>/dev/null' EXIT
+	echo "# gdak-run and gdak-perf in network namespace gdakbench"
+else
+	echo "# no network namespace (not root, or no ip netns): gdak's rows in this one"
+fi
+
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# gdak build: $B"
 
-# wait (bounded) until TCP port $1 is listened on or pid $2 is gone
+# wait (bounded) until TCP port $1 is listened on (in namespace $3 when
+# given) or pid $2 is gone
 wait_port() {
 	i=0
 	while [ $i -lt 300 ]; do
 		if command -v ss >/dev/null 2>&1; then
-			ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+			${3:-} ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
 		elif [ $i -ge 10 ]; then
 			return 0
 		fi
@@ -60,11 +74,11 @@ pt() {
 	else
 		env=""
 		[ "$prog" = ib_write_lat ] && env=GDAK_POLL=spin
-		env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
+		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
 			-n "$iters" -p $port >"$OUT/srv" 2>&1 &
 		sp=$!
-		wait_port $port $sp
-		env $env timeout 120 "$RUN" --addr $CA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
+		wait_port $port $sp "$NS"
+		$NS env $env timeout 120 "$RUN" --addr $CA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
 			-n "$iters" -p $port $SA >"$OUT/cli" 2>&1
 		rc=$?
 	fi
@@ -84,7 +98,7 @@ gp() {
 	t=$1 size=$2 iters=$3 extra=""
 	port=$((port + 1))
 	[ "$t" = write_bw ] && extra="--wqes-per-db 1 --signal-every 1"
-	timeout 150 "$PERF" -d emu:udp:$SA --server -p $port -s "$size" -n "$iters" -r 1 \
+	$NS timeout 150 "$PERF" -d emu:udp:$SA --server -p $port -s "$size" -n "$iters" -r 1 \
 		--nic-threads 1 --no-baseline $extra "$t" >"$OUT/gsrv" 2>&1 &
 	sp=$!
 	i=0
@@ -92,7 +106,7 @@ gp() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	timeout 120 "$PERF" -d emu:udp:$CA -p $port -s "$size" -n "$iters" -r 1 --nic-threads 1 \
+	$NS timeout 120 "$PERF" -d emu:udp:$CA -p $port -s "$size" -n "$iters" -r 1 --nic-threads 1 \
 		--no-baseline $extra "$t" $SA >"$OUT/gcli" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] && kill $sp 2>/dev/null
