@@ -22,3 +22,7 @@ gdak_add_test(NAME gdak.nic.stall SOURCES nic_stall.c LIBS gdak_nic_util LABELS 
 # not timed).
 gdak_add_test(NAME gdak.nic.yield SOURCES nic_yield.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 target_include_directories(gdak_nic_yield PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+
+# queues on rings the device allocated, one CQ shared by two QPs (nic_model/nm_ext.h)
+gdak_add_test(NAME gdak.nic.ext SOURCES nic_ext.c LIBS gdak_nic_util LABELS emu TIMEOUT 120 MEMCHECK)
+target_include_directories(gdak_nic_ext PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

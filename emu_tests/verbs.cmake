@@ -18,6 +18,11 @@ endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
 gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
+# gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
+if(TARGET gdak_mlx5)
+  gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dv.c)
+  target_link_libraries(gdak_verbs_dv PRIVATE gdak_mlx5)
+endif()
 # cudaMalloc'd memory as an MR (the CUDA driver API loaded at run time: builds
 # everywhere, skips without a GPU)
 gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)
@@ -31,3 +36,18 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   set_tests_properties(gdak.verbs.lib.memcheck PROPERTIES TIMEOUT 1200
     SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
 endif()
+
+# DEVX (nic_model/ibv/dx_*.c): the PRM field table pinned against the PRM's
+# own offsets (a table of its own, independent of the parser's and of
+# hw_mlx5/hw_devx.c's)
+gdak_add_test(NAME gdak.verbs.devx_fields
+  SOURCES verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
+  LABELS unit TIMEOUT 30 MEMCHECK)
+target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+# DEVX end to end through gdak's libmlx5.so.1: queues created and connected by
+# raw PRM commands over umem, WQEs and CQEs checked byte for byte
+gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
+target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
+# DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
+gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx_cuda.c cuda)
+target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)
