@@ -99,6 +99,9 @@ static void opcode_table(void)
 		{ 0x14, "FETCH_ADD", 40, 1 },
 		{ 0x16, "SEND_LAST_WITH_INVALIDATE", 16, 0 },
 		{ 0x17, "SEND_ONLY_WITH_INVALIDATE", 16, 0 },
+		/* gdak's extended atomics: BTH + the 48-byte ExtAtomicETH */
+		{ 0xd3, "GDAK_MASKED_COMPARE_SWAP", 60, 1 },
+		{ 0xd4, "GDAK_MASKED_FETCH_ADD", 60, 1 },
 	};
 	unsigned named = 0;
 
@@ -111,7 +114,7 @@ static void opcode_table(void)
 	}
 	for (unsigned op = 0; op < 256; op++)
 		named += roce_op((uint8_t)op)->name != NULL;
-	CHECK_EQ(named, 23); /* RC 0x00..0x14, 0x16, 0x17 */
+	CHECK_EQ(named, 25); /* RC 0x00..0x14, 0x16, 0x17; gdak's 0xd3, 0xd4 */
 	CHECK_STR(gdak_roce_op_name(0x15), "UNKNOWN");
 	CHECK_STR(gdak_roce_op_name(0x64), "UNKNOWN"); /* UD: not in the table */
 }

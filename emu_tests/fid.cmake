@@ -8,6 +8,10 @@ gdak_add_test(NAME gdak.fid.nodbr SOURCES fid_nodbr.c LIBS gdak_nic_util LABELS 
 gdak_add_test(NAME gdak.fid.flags SOURCES fid_flags.c LIBS gdak_nic_util LABELS emu TIMEOUT 30 MEMCHECK)
 gdak_add_test(NAME gdak.fid.wait SOURCES fid_wait.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.fid.atomic SOURCES fid_atomic.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
+# The same executable in the rxe guest (label rxe, gdak.rxe.guest_suite runs it):
+# a 4-byte atomic on emu:verbs fails LOCAL_QP_OP_ERR, rule atomic_transport.
+add_test(NAME gdak.rxe.fid_atomic COMMAND gdak_fid_atomic verbs)
+set_tests_properties(gdak.rxe.fid_atomic PROPERTIES LABELS rxe TIMEOUT 60 SKIP_RETURN_CODE 77)
 gdak_add_test(NAME gdak.fid.reset SOURCES fid_reset.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
 gdak_add_test(NAME gdak.fid.rules SOURCES fid_rules.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)
 gdak_add_test(NAME gdak.fid.builders SOURCES fid_builders.c LIBS gdak_nic_util LABELS emu TIMEOUT 60 MEMCHECK)

@@ -9,7 +9,7 @@ gdak_add_test(NAME gdak.net.roce_engine SOURCES net_roce_engine.c LABELS unit ne
 target_include_directories(gdak_net_roce_engine PRIVATE ${_gdak_roce_inc})
 
 # Two processes on loopback through the udp transport and the TCP bootstrap.
-foreach(_m ops mtu retry env)
+foreach(_m ops xatomic mtu retry env)
   gdak_add_test(NAME gdak.net.udp_${_m} SOURCES net_udp_2proc.c LIBS gdak_nic_util
                 ARGS ${_m} LABELS net TIMEOUT 120)
   target_include_directories(gdak_net_udp_${_m} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
@@ -53,7 +53,7 @@ target_include_directories(gdak_net_udp_local PRIVATE ${PROJECT_SOURCE_DIR}/nic_
 # with raw sockets the peer's address): every case leaves guards, data, the
 # connected pair and a bystander pair intact (net_hostile.c says what each
 # one sends and asserts).
-foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset ids engine)
+foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset xatomic ids engine)
   gdak_add_test(NAME gdak.net.hostile_${_c} SOURCES net_hostile.c net_forge.c
                 LIBS gdak_nic_util ARGS ${_c} LABELS net TIMEOUT 180)
   target_include_directories(gdak_net_hostile_${_c} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
@@ -61,7 +61,7 @@ foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset ids
 endforeach()
 # The spoofing cases again without the raw socket (as where the tests do not
 # run as root): the peer's source through the target's in-process inbox.
-foreach(_c random trunc fields wrongqpn sweep idle_nak reset)
+foreach(_c random trunc fields wrongqpn sweep idle_nak reset xatomic)
   add_test(NAME gdak.net.hostile_${_c}_noraw COMMAND gdak_net_hostile_${_c} ${_c})
   set_tests_properties(gdak.net.hostile_${_c}_noraw PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
                        LABELS net ENVIRONMENT GDAK_FORGE_NO_RAW=1)
@@ -81,3 +81,11 @@ endif()
 # decodes it as RoCE as it is), across contexts and processes.
 gdak_add_test(NAME gdak.net.udp_4791 SOURCES net_udp4791.c LIBS gdak_nic_util LABELS net
               TIMEOUT 120)
+
+# gdak's extended atomics on the wire (docs/UDP.md "Extended atomics"): in a
+# trace, decoded by gdak-trace and (with tools/gdak-trace.lua) by tshark.
+if(TARGET gdak-trace)
+  add_test(NAME gdak.net.xatomic_trace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/net_xatomic_trace.sh
+    $<TARGET_FILE:gdak_fid_atomic> $<TARGET_FILE:gdak-trace> ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
+  set_tests_properties(gdak.net.xatomic_trace PROPERTIES LABELS net TIMEOUT 120)
+endif()

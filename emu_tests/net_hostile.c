@@ -23,6 +23,11 @@
  *   reset     the first PSN is drawn again at RESET; a stale packet of the
  *             old connection is not applied
  *   ids       QPNs, MR keys and PSNs: random, never repeated, never reserved
+ *   xatomic   gdak's extended atomics (docs/UDP.md) from the peer, malformed:
+ *             operand size not 4/8, reserved bytes, FETCH_ADD with compare
+ *             fields, a 4-byte operand over 32 bits, unaligned, a wrong
+ *             rkey: NAK (invalid request / remote access), A in ERR with
+ *             that syndrome, the target untouched; then RESET, reconnect
  *   engine    the RoCE engine alone: ACKs/NAKs/responses at an idle requester
  *             dropped (QP stays RTS), the peer check by address and port
  * After each: guards unchanged, the target holds exactly the shadow, both
@@ -809,6 +814,107 @@ static void case_errors(void)
 	check_world("errors");
 }
 
+/* RESET both QPs of the connected pair and connect them again. */
+static void reconnect_ab(void)
+{
+	struct gdak_qp_info ia, ib;
+
+	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
+	REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
+	nu_qp_from(&W.a, W.a.qp);
+	nu_qp_from(&W.b, W.b.qp);
+	W.ia = ia;
+	W.ib = ib;
+}
+
+/* An ExtAtomicETH with every field given (xatmeth_set writes the
+ * reserved bytes zero; resv puts them back). */
+static void xeth(uint8_t *h, uint64_t va, uint32_t rkey, uint8_t lg, uint32_t resv, uint64_t sa,
+		 uint64_t cmp, uint64_t sm, uint64_t cm)
+{
+	xatmeth_set(h, va, rkey, lg, sa, cmp, sm, cm);
+	roce_put24(h + 13, resv);
+}
+
+static void case_xatomic(void)
+{
+	uint32_t rk = gdak_mr_rkey(W.mr_tgt);
+	uint64_t cnt = (uintptr_t)(W.tgt + CNT);
+	static const struct {
+		const char *what;
+		uint8_t op, lg;
+		uint32_t resv;
+		int64_t va_off;
+		uint32_t rkey_xor;
+		uint64_t sa, cmp, sm, cm;
+		uint8_t syn;	 /* A's error syndrome */
+		const char *why; /* in A's error text */
+	} t[] = {
+		{ "size 2 bytes", ROCE_XMASKED_FETCH_ADD, 1, 0, 0, 0, 1, 0, 0, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "operand size" },
+		{ "size 16 bytes", ROCE_XMASKED_CMP_SWAP, 4, 0, 0, 0, 1, 0, ~0ull, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "operand size" },
+		{ "reserved bytes", ROCE_XMASKED_CMP_SWAP, 3, 0x000100, 0, 0, 1, 0, ~0ull, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "reserved" },
+		{ "FETCH_ADD with a compare mask", ROCE_XMASKED_FETCH_ADD, 3, 0, 0, 0, 1, 0, 0, 1,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "compare fields" },
+		{ "4-byte operand over 32 bits", ROCE_XMASKED_CMP_SWAP, 2, 0, 0, 0, 1ull << 32, 0,
+		  ~0u, 0, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "wider than 32" },
+		{ "4-byte mask over 32 bits", ROCE_XMASKED_FETCH_ADD, 2, 0, 0, 0, 1, 0, 1ull << 40,
+		  0, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "wider than 32" },
+		{ "8-byte unaligned", ROCE_XMASKED_FETCH_ADD, 3, 0, -4, 0, 1, 0, 0, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "not aligned" },
+		{ "4-byte unaligned", ROCE_XMASKED_CMP_SWAP, 2, 0, 2, 0, 1, 0, ~0u, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "not aligned" },
+		{ "wrong rkey", ROCE_XMASKED_FETCH_ADD, 2, 0, 0, 0x100, 1, 0, 0, 0,
+		  MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "rejected" },
+	};
+	struct roce_path sp = path_b_to_a();
+
+	(void)can_spoof("xatomic");
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct nm_tr_udp_peek pa;
+		struct gdak_qp_error e;
+		uint8_t ext[ROCE_XATMETH_LEN], pkt[256];
+		struct before s;
+		uint32_t len;
+
+		legit_round();
+		s = snap();
+		pa = s.pa;
+		xeth(ext, cnt + (uint64_t)t[i].va_off, rk ^ t[i].rkey_xor, t[i].lg, t[i].resv,
+		     t[i].sa, t[i].cmp, t[i].sm, t[i].cm);
+		len = forge_build(pkt, &sp, t[i].op, W.ia.qpn, pa.epsn, ext, sizeof(ext), NULL, 0);
+		REQUIRE_EQ(forge_spoof(&W.f, &sp, pkt, len), 0);
+		if (nu_wait_state(&W.a, GDAK_QPS_ERR, POLL_MS)) {
+			gdak_test_fail(__FILE__, __LINE__, "%s: A never went to ERR", t[i].what);
+			continue;
+		}
+		memset(&e, 0, sizeof(e));
+		CHECK_EQ(gdak_qp_query_error(W.a.qp, &e), 0);
+		CHECK_EQ(e.syndrome, t[i].syn);
+		CHECK_STR(e.rule, "udp_responder");
+		if (!strstr(e.text, t[i].why))
+			gdak_test_fail(__FILE__, __LINE__, "%s: error text '%s' lacks '%s'",
+				       t[i].what, e.text, t[i].why);
+		pa = peek(&W.a);
+		CHECK_EQ(pa.st.err_naks_sent - s.pa.st.err_naks_sent, 1);
+		CHECK_EQ(pa.st.bad_xatomics - s.pa.st.bad_xatomics,
+			 t[i].syn == MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR ? 1u : 0u);
+		/* nothing applied: the target holds what the peer wrote */
+		CHECK_EQ(gdak_test_memdiff(W.tgt, W.shadow, TSZ), (size_t)-1);
+		CHECK(guards_ok());
+		printf("xatomic: %s -> %s (%s)\n", t[i].what, gdak_mlx5_syndrome_name(e.syndrome),
+		       e.text);
+		reconnect_ab();
+	}
+	check_world("xatomic");
+}
+
 static void case_reset(void)
 {
 	uint8_t ext[16], pay[64], pkt[128];
@@ -1203,7 +1309,7 @@ int main(int argc, char **argv)
 		      { "fields", case_fields },     { "wrongqpn", case_wrongqpn },
 		      { "stranger", case_stranger }, { "sweep", case_sweep },
 		      { "idle_nak", case_idle_nak }, { "errors", case_errors },
-		      { "reset", case_reset } };
+		      { "reset", case_reset },	     { "xatomic", case_xatomic } };
 
 	gdak_set_log_level(GDAK_LOG_ERROR);
 	unsetenv("GDAK_UDP_LOCAL");

@@ -139,13 +139,36 @@ static int r_atomic(struct roce_qp *qp, uint8_t op, uint32_t rkey, uint64_t va, 
 	memcpy(mem_b + va, &v, 8);
 	return 0;
 }
+static int r_xatomic(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, mem_b + x->va, x->size);
+	*orig = v;
+	if (x->opcode == ROCE_XMASKED_FETCH_ADD)
+		v += x->swap_add;
+	else if (!((v ^ x->cmp) & x->cmp_mask))
+		v = (v & ~x->swap_mask) | (x->swap_add & x->swap_mask);
+	memcpy(mem_b + x->va, &v, x->size);
+	return 0;
+}
 static void r_fatal(struct roce_qp *qp, uint8_t st, const char *why) { CHECK(!"responder fatal"); }
 
 static const struct roce_ops ops = {
-	.xmit = xmit, .lookup = lookup, .req_gather = gather, .req_scatter = scatter,
-	.req_complete = complete, .resp_begin = r_begin, .resp_data = r_data, .resp_imm = r_imm,
-	.resp_end = r_end, .resp_read_check = r_rcheck, .resp_read = r_read,
-	.resp_atomic = r_atomic, .resp_fatal = r_fatal,
+	.xmit = xmit,
+	.lookup = lookup,
+	.req_gather = gather,
+	.req_scatter = scatter,
+	.req_complete = complete,
+	.resp_begin = r_begin,
+	.resp_data = r_data,
+	.resp_imm = r_imm,
+	.resp_end = r_end,
+	.resp_read_check = r_rcheck,
+	.resp_read = r_read,
+	.resp_atomic = r_atomic,
+	.resp_xatomic = r_xatomic,
+	.resp_fatal = r_fatal,
 };
 
 static void pump(void)
@@ -197,6 +220,32 @@ static void test_formats(void)
 	CHECK_EQ(atmeth_cmp(b), 0x5555666677778888ull);
 	CHECK_EQ(b[12], 0x11);
 	CHECK_EQ(b[27], 0x88);
+	/* ExtAtomicETH, byte by byte as docs/UDP.md spells it */
+	{
+		static const uint8_t want[48] = {
+			0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* VA */
+			0xa1, 0xb2, 0xc3, 0xd4,				/* R_Key */
+			0x02, 0x00, 0x00, 0x00,				/* size, reserved */
+			0x00, 0x00, 0x00, 0x00, 0x11, 0x22, 0x33, 0x44, /* swap/add */
+			0x00, 0x00, 0x00, 0x00, 0x55, 0x66, 0x77, 0x88, /* compare */
+			0x00, 0x00, 0x00, 0x00, 0xff, 0x00, 0xff, 0x00, /* swap mask */
+			0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, /* compare mask */
+		};
+		uint8_t x[48];
+
+		memset(x, 0xee, sizeof(x));
+		xatmeth_set(x, 0x0102030405060708ull, 0xa1b2c3d4, 2, 0x11223344, 0x55667788,
+			    0xff00ff00, 0xffff);
+		CHECK_MEM(x, want, 48);
+		CHECK_EQ(atmeth_va(x), 0x0102030405060708ull);
+		CHECK_EQ(atmeth_rkey(x), 0xa1b2c3d4);
+		CHECK_EQ(xatmeth_size_log(x), 2);
+		CHECK_EQ(xatmeth_resv(x), 0);
+		CHECK_EQ(xatmeth_swap_add(x), 0x11223344);
+		CHECK_EQ(xatmeth_cmp(x), 0x55667788);
+		CHECK_EQ(xatmeth_swap_mask(x), 0xff00ff00);
+		CHECK_EQ(xatmeth_cmp_mask(x), 0xffff);
+	}
 
 	/* the opcode table: header length = BTH + the extension headers it names */
 	unsigned nvalid = 0;
@@ -209,6 +258,7 @@ static void test_formats(void)
 		want += (oi->mask & ROCE_M_RETH) ? ROCE_RETH_LEN : 0;
 		want += (oi->mask & ROCE_M_AETH) ? ROCE_AETH_LEN : 0;
 		want += (oi->mask & ROCE_M_ATMETH) ? ROCE_ATMETH_LEN : 0;
+		want += (oi->mask & ROCE_M_XATMETH) ? ROCE_XATMETH_LEN : 0;
 		want += (oi->mask & ROCE_M_ATMACK) ? ROCE_ATMACK_LEN : 0;
 		want += (oi->mask & ROCE_M_IMMDT) ? ROCE_IMMDT_LEN : 0;
 		CHECK_EQ(oi->hdr_len, want);
@@ -216,7 +266,11 @@ static void test_formats(void)
 		CHECK(!!oi->off_immdt == !!(oi->mask & ROCE_M_IMMDT));
 		CHECK(!!oi->off_reth == !!(oi->mask & ROCE_M_RETH));
 	}
-	CHECK_EQ(nvalid, 21);
+	CHECK_EQ(nvalid, 23); /* IBA's 21 RC opcodes and gdak's two extended atomics */
+	CHECK(roce_op(ROCE_XMASKED_CMP_SWAP)->mask & ROCE_M_REQ);
+	CHECK_EQ(ROCE_XMASKED_CMP_SWAP >> 5, 6); /* IBA: manufacturer-specific transport */
+	CHECK_EQ(ROCE_XMASKED_FETCH_ADD >> 5, 6);
+	CHECK(ROCE_BTH_LEN + ROCE_XATMETH_LEN <= ROCE_MAX_HDR);
 	CHECK_STR(gdak_roce_op_name(ROCE_READ_RESP_MIDDLE), "RDMA_READ_RESPONSE_MIDDLE");
 	CHECK_STR(gdak_roce_op_name(0xff), "UNKNOWN");
 
@@ -404,15 +458,26 @@ static void test_tshark(void)
 	gdak_test_fill(mem_a, sizeof(mem_a), 1);
 	gdak_test_fill(mem_b, sizeof(mem_b), 2);
 	/* every request kind, single and multi packet (odd lengths: padding) */
-	static const struct { uint8_t op; uint32_t len; } w[] = {
-		{ROCE_WR_SEND, 7}, {ROCE_WR_SEND, 700}, {ROCE_WR_SEND_IMM, 9}, {ROCE_WR_SEND_IMM, 600},
-		{ROCE_WR_WRITE, 5}, {ROCE_WR_WRITE, 777}, {ROCE_WR_WRITE_IMM, 3},
-		{ROCE_WR_WRITE_IMM, 513}, {ROCE_WR_READ, 11}, {ROCE_WR_READ, 1000},
-		{ROCE_WR_CMP_SWAP, 8}, {ROCE_WR_FETCH_ADD, 8},
+	static const struct {
+		uint8_t op;
+		uint32_t len;
+	} w[] = {
+		{ ROCE_WR_SEND, 7 },	   { ROCE_WR_SEND, 700 },      { ROCE_WR_SEND_IMM, 9 },
+		{ ROCE_WR_SEND_IMM, 600 }, { ROCE_WR_WRITE, 5 },       { ROCE_WR_WRITE, 777 },
+		{ ROCE_WR_WRITE_IMM, 3 },  { ROCE_WR_WRITE_IMM, 513 }, { ROCE_WR_READ, 11 },
+		{ ROCE_WR_READ, 1000 },	   { ROCE_WR_CMP_SWAP, 8 },    { ROCE_WR_FETCH_ADD, 8 },
+		{ ROCE_WR_XMASKED_CS, 4 }, { ROCE_WR_XMASKED_FA, 8 },
 	};
 	for (unsigned i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		struct roce_wr wr = {.cookie = 1024 * i, .op = w[i].op, .len = w[i].len,
-				     .raddr = 2048 + 1024 * i, .rkey = 0x77, .imm = htonl(i)};
+		struct roce_wr wr = { .cookie = 1024 * i,
+				      .op = w[i].op,
+				      .len = w[i].len,
+				      .raddr = 2048 + 1024 * i,
+				      .rkey = 0x77,
+				      .imm = htonl(i),
+				      .asize = (uint8_t)w[i].len,
+				      .swap_mask = ~0u,
+				      .cmp_mask = 0 };
 		if (w[i].op >= ROCE_WR_CMP_SWAP)
 			wr.raddr = 8 * i;
 		CHECK_EQ(roce_post(&qa, &wr), 0);
@@ -421,7 +486,7 @@ static void test_tshark(void)
 	CHECK_EQ(ncomp, sizeof(w) / sizeof(w[0]));
 	CHECK_EQ(nrecv, 6);
 	fclose(pcap);
-	for (unsigned op = 0; op <= ROCE_FETCH_ADD; op++)
+	for (unsigned op = 0; op < 256; op++)
 		CHECK(opcodes_seen[op] || !(roce_op((uint8_t)op)->mask & ROCE_M_VALID));
 	roce_qp_fini(&qa);
 	roce_qp_fini(&qb);

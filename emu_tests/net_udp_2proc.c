@@ -6,6 +6,10 @@
  * sides verify the bytes, CQEs and receive completions.
  *
  *   net_udp_2proc ops            every operation once, multi-packet sizes
+ *   net_udp_2proc xatomic        every masked and 4-byte (extended) atomic
+ *                                form (gdak's ExtAtomicETH, docs/UDP.md):
+ *                                fetched values, target words, CQEs; an
+ *                                unaligned one fails REMOTE_INVAL_REQ
  *   net_udp_2proc loss P         GDAK_FAULTS drop/dup/reorder at P% on both
  *                                sides: many WRITE/READ/FETCH_ADD, each
  *                                completing exactly once, data intact
@@ -34,6 +38,7 @@
 #include <gdak/bootstrap.h>
 #include <gdak/gdak.h>
 
+#include "fid_util.h"
 #include "gdak_test.h"
 #include "nic_util.h"
 #include "tr_udp.h"
@@ -43,6 +48,9 @@
 #define RB_SZ (16u << 10)
 #define NRB 16
 #define CNT_OFF (BUF - 64) /* server: atomic counter */
+#define CNT32_OFF (BUF - 48) /* server: 4-byte counter (loss) */
+#define X_OFF (BUF - 4096)   /* server: the extended atomics' targets (64 bytes) */
+#define XR_OFF (BUF - 8192)  /* client: their fetched values */
 #define POLL_MS 30000
 
 struct remote { uint64_t addr; uint32_t rkey, pad; };
@@ -231,6 +239,191 @@ static int server_ops(struct ep *e)
 	return 0;
 }
 
+/* ---- "xatomic": the extended atomics ----------------------------------------------- */
+
+/* 4-byte ATOMIC_MASKED_FA / _CS (ctrl opmod 0x08, DS 4), as NVSHMEM posts
+ * them: FA: add, boundary; CS: swap, compare, swap mask, compare mask. */
+static uint64_t xatomic32(struct ep *e, uint8_t opcode, uint64_t raddr, uint32_t rkey, uint32_t v0,
+			  uint32_t v1, uint32_t m0, uint32_t m1, void *local, uint32_t local_len)
+{
+	uint8_t w[64];
+
+	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, (uint16_t)e->q.pi, opcode, e->q.qpn, 4,
+		 FID_CQ_UPDATE, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_be32(w + 32, v0);
+	fid_be32(w + 36, v1);
+	fid_be32(w + 40, m0);
+	fid_be32(w + 44, m1);
+	fid_data(w + 48, local_len, gdak_mr_lkey(e->mr), local);
+	return fid_put(&e->q, w, 4);
+}
+
+static uint64_t xfa32(struct ep *e, uint64_t raddr, uint32_t rkey, uint32_t add, uint32_t boundary,
+		      void *local, uint32_t local_len)
+{
+	return xatomic32(e, MLX5_OPCODE_ATOMIC_MASKED_FA, raddr, rkey, add, boundary, 0, 0, local,
+			 local_len);
+}
+
+static uint64_t xcs32(struct ep *e, uint64_t raddr, uint32_t rkey, uint32_t swap, uint32_t cmp,
+		      uint32_t sm, uint32_t cm, void *local)
+{
+	return xatomic32(e, MLX5_OPCODE_ATOMIC_MASKED_CS, raddr, rkey, swap, cmp, sm, cm, local, 4);
+}
+
+/* 8-byte extended forms (opmod 0x09): FA add/boundary (DS 4), CS the
+ * 32-byte segment (DS 5). */
+static uint64_t xfa64(struct ep *e, uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t boundary,
+		      void *local)
+{
+	uint8_t w[64];
+
+	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)e->q.pi, MLX5_OPCODE_ATOMIC_MASKED_FA,
+		 e->q.qpn, 4, FID_CQ_UPDATE, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_be64(w + 32, add);
+	fid_be64(w + 40, boundary);
+	fid_data(w + 48, 8, gdak_mr_lkey(e->mr), local);
+	return fid_put(&e->q, w, 4);
+}
+
+static uint64_t xcs64(struct ep *e, uint64_t raddr, uint32_t rkey, uint64_t swap, uint64_t cmp,
+		      uint64_t sm, uint64_t cm, void *local)
+{
+	uint8_t w[128];
+
+	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)e->q.pi, MLX5_OPCODE_ATOMIC_MASKED_CS,
+		 e->q.qpn, 5, FID_CQ_UPDATE, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	fid_be64(w + 32, swap);
+	fid_be64(w + 40, cmp);
+	fid_be64(w + 48, sm);
+	fid_be64(w + 56, cm);
+	fid_data(w + 64, 8, gdak_mr_lkey(e->mr), local);
+	return fid_put(&e->q, w, 5);
+}
+
+/* The CQE of the WQE at idx: a requester completion of that WQE, this QP. */
+static void xok(struct ep *e, uint64_t idx)
+{
+	struct gdak_mlx5_cqe_fields f = one(e, (uint16_t)idx);
+
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(f.qpn, e->q.qpn);
+}
+
+static uint32_t be32at(const uint8_t *p)
+{
+	return fid_get_be32(p);
+}
+static uint64_t be64at(const uint8_t *p)
+{
+	return (uint64_t)fid_get_be32(p) << 32 | fid_get_be32(p + 4);
+}
+
+/* The targets' final words, which the server checks too. */
+static const uint32_t x_final32[4] = { 0, 0, 0x00020000u, 1 };
+static const uint64_t x_final64[4] = { 0x0000000200000000ull, 0x1211342256337844ull,
+				       0x0000000100000000ull, 0xabcdull };
+
+static int client_xatomic(struct ep *e)
+{
+	static const uint32_t init32[4] = { 0xffffffffu, 0x11111111u, 5, 0x12345678u };
+	static const uint64_t init64[4] = { 0x00000001ffffffffull, 0x1111222233334444ull,
+					    0x00000000ffffffffull, 0x5555ull };
+	uint32_t lk = gdak_mr_lkey(e->mr), rk = e->peer.rkey;
+	uint64_t ra = e->peer.addr + X_OFF, t = ra + 16 /* 8-byte targets at +16.. */;
+	uint8_t *r = e->buf + XR_OFF;
+
+	/* known target words, written over the wire first */
+	memcpy(e->buf + X_OFF, init32, 16);
+	memcpy(e->buf + X_OFF + 16, init64, 32);
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_WRITE, e->buf + X_OFF, 48, lk, ra, rk, 0,
+				  NU_SIG));
+	memset(r, 0xee, 256);
+
+	/* 4-byte fetch-add: wraps to 0, no carry into the next word; the
+	 * fetched value big-endian in 4 bytes and not one byte more */
+	xok(e, xfa32(e, ra, rk, 1, 0, r, 4));
+	CHECK_EQ(be32at(r), 0xffffffffu);
+	CHECK_EQ(r[4], 0xee);
+	/* the high half of an 8-byte pair */
+	xok(e, xfa32(e, ra + 4, rk, 0xeeeeeeefu, 0, r + 8, 4));
+	CHECK_EQ(be32at(r + 8), 0x11111111u);
+	/* 4-byte compare-swap, all masks: succeeds, then fails (the word stays) */
+	xok(e, xcs32(e, ra + 8, rk, 9, 5, ~0u, ~0u, r + 16));
+	CHECK_EQ(be32at(r + 16), 5);
+	xok(e, xcs32(e, ra + 8, rk, 1, 5, ~0u, ~0u, r + 20));
+	CHECK_EQ(be32at(r + 20), 9);
+	/* NVSHMEM's AMO_SET: compare mask 0 (always), swap mask all */
+	xok(e, xcs32(e, ra + 12, rk, 1, 0, ~0u, 0, r + 24));
+	CHECK_EQ(be32at(r + 24), 0x12345678u);
+	/* masked swap: only the bits under the swap mask change */
+	xok(e, xcs32(e, ra + 8, rk, 0x0001ff00u, 0, 0xffffff00u, 0, r + 28));
+	CHECK_EQ(be32at(r + 28), 9);
+	xok(e, xcs32(e, ra + 8, rk, 0xff, 0x09, 0xffu, 0xffu, r + 32)); /* 0x0001ff09 -> ..ff */
+	CHECK_EQ(be32at(r + 32), 0x0001ff09u);
+	/* field boundaries: two 16-bit counters, the low one's carry dropped */
+	xok(e, xfa32(e, ra + 8, rk, 0x00010001u, 0x00008000u, r + 36, 4));
+	CHECK_EQ(be32at(r + 36), 0x0001ffffu);
+
+	/* 8-byte masked fetch-add (opmod 0): two 32-bit fields */
+	xok(e, nu_post_masked(&e->q, MLX5_OPCODE_ATOMIC_MASKED_FA, r + 64, lk, t, rk,
+			      0x0000000100000001ull, 0, 0x80000000ull, 0, NU_SIG));
+	CHECK_EQ(be64at(r + 64), 0x00000001ffffffffull);
+	/* 8-byte masked compare-swap (opmod 0): compare the high bytes only,
+	 * swap every other byte */
+	xok(e, nu_post_masked(&e->q, MLX5_OPCODE_ATOMIC_MASKED_CS, r + 72, lk, t + 8, rk,
+			      0x1200340056007800ull, 0x1111000000000000ull, 0xff00ff00ff00ff00ull,
+			      0xffff000000000000ull, NU_SIG));
+	CHECK_EQ(be64at(r + 72), 0x1111222233334444ull);
+	/* and a failing one: nothing changes */
+	xok(e, nu_post_masked(&e->q, MLX5_OPCODE_ATOMIC_MASKED_CS, r + 80, lk, t + 8, rk, 0, 0x1,
+			      ~0ull, 0x1ull, NU_SIG));
+	CHECK_EQ(be64at(r + 80), 0x1211342256337844ull);
+	/* 8-byte extended forms (opmod 0x09) */
+	xok(e, xfa64(e, t + 16, rk, 1, 0, r + 88));
+	CHECK_EQ(be64at(r + 88), 0x00000000ffffffffull);
+	xok(e, xcs64(e, t + 24, rk, 0xabcdull, 0x5555ull, ~0ull, ~0ull, r + 96));
+	CHECK_EQ(be64at(r + 96), 0x5555ull);
+
+	/* read the targets back over the wire */
+	expect_ok(e, nu_post_rdma(&e->q, MLX5_OPCODE_RDMA_READ, e->buf + XR_OFF + 128, 48, lk, ra,
+				  rk, 0, NU_SIG));
+	CHECK_MEM(e->buf + XR_OFF + 128, x_final32, 16);
+	CHECK_MEM(e->buf + XR_OFF + 144, x_final64, 32);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+
+	/* a 4-byte atomic on an address that is not 4-byte aligned: the
+	 * responder NAKs it (invalid request), the QP goes to ERR */
+	{
+		struct gdak_mlx5_cqe_fields f = one(e, xfa32(e, ra + 2, rk, 1, 0, r + 128, 4));
+
+		CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+		CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+		CHECK_EQ(nu_wait_state(&e->q, GDAK_QPS_ERR, POLL_MS), 0);
+	}
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	return 0;
+}
+
+static int server_xatomic(struct ep *e)
+{
+	struct gdak_qp_error err;
+
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	CHECK_MEM(e->buf + X_OFF, x_final32, 16);
+	CHECK_MEM(e->buf + X_OFF + 16, x_final64, 32);
+	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
+	/* the unaligned one moved the responder to ERR too, with the NAK's syndrome */
+	CHECK_EQ(nu_wait_state(&e->q, GDAK_QPS_ERR, POLL_MS), 0);
+	CHECK_EQ(gdak_qp_query_error(e->q.qp, &err), 0);
+	CHECK_EQ(err.syndrome, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	return 0;
+}
+
 /* ---- "loss": many operations through injected faults --------------------------------- */
 
 #define LOSS_N 150
@@ -241,8 +434,10 @@ static int client_loss(struct ep *e)
 	uint32_t lk = gdak_mr_lkey(e->mr), rk = e->peer.rkey;
 	uint64_t ra = e->peer.addr, rs = 5, sum = 0, base;
 	uint8_t *srv = pattern(2);
+	uint32_t base32;
 
 	memcpy(&base, srv + CNT_OFF, 8);
+	memcpy(&base32, srv + CNT32_OFF, 4);
 	for (unsigned i = 0; i < LOSS_N; i++) {
 		uint32_t len = 1 + (uint32_t)(gdak_test_rand(&rs) % (SLOT - 1));
 		uint32_t off = i * SLOT;
@@ -258,6 +453,11 @@ static int client_loss(struct ep *e)
 					    ra + CNT_OFF, rk, i + 1, 0, NU_SIG));
 		/* exactly once: the value before is the sum of the earlier adds */
 		CHECK_EQ(be64toh(*(uint64_t *)(void *)(e->buf + BUF - 8)), base + sum);
+		/* and a 4-byte extended one (the replay cache answers its duplicates) */
+		xfa32(e, ra + CNT32_OFF, rk, i + 1, 0, e->buf + BUF - 16, 4);
+		expect_ok(e, e->q.last);
+		CHECK_EQ(be32toh(*(uint32_t *)(void *)(e->buf + BUF - 16)),
+			 (uint32_t)(base32 + sum));
 		sum += i + 1;
 	}
 	free(srv);
@@ -269,6 +469,7 @@ static int server_loss(struct ep *e)
 {
 	uint8_t *cli = pattern(1), *srv = pattern(2);
 	uint64_t v, base, sum = 0, rs = 5;
+	uint32_t base32, v32;
 
 	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
 	memcpy(&base, srv + CNT_OFF, 8);
@@ -279,6 +480,9 @@ static int server_loss(struct ep *e)
 	}
 	memcpy(&v, e->buf + CNT_OFF, 8);
 	CHECK_EQ(v, base + sum);
+	memcpy(&base32, srv + CNT32_OFF, 4);
+	memcpy(&v32, e->buf + CNT32_OFF, 4);
+	CHECK_EQ(v32, (uint32_t)(base32 + sum));
 	free(cli);
 	free(srv);
 	return 0;
@@ -333,6 +537,8 @@ static int side(int server, struct gdak_bootstrap *bs)
 		r = server ? server_loss(&e) : client_loss(&e);
 	else if (!strcmp(mode, "retry"))
 		r = server ? server_retry(&e) : client_retry(&e);
+	else if (!strcmp(mode, "xatomic"))
+		r = server ? server_xatomic(&e) : client_xatomic(&e);
 	else
 		r = server ? server_ops(&e) : client_ops(&e);
 	ep_close(&e);

@@ -399,6 +399,17 @@ static void dump_local(struct nm_qp *qp, struct nm_op *op)
 	}
 }
 
+/* The UDP transport carries extended atomics (gdak's ExtAtomicETH). */
+static int xatomic_wire(const struct nm_qp *qp)
+{
+#ifdef NM_HAVE_TR_UDP
+	return qp->ctx->tr == &nm_tr_udp_ops;
+#else
+	(void)qp;
+	return 0;
+#endif
+}
+
 /* EXECUTE: the head of the unexecuted WQEs.  Returns WQEs consumed (0/1). */
 static int execute_one(struct nm_qp *qp)
 {
@@ -421,11 +432,11 @@ static int execute_one(struct nm_qp *qp)
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
 		dump_local(qp, op);
 	} else if (__builtin_expect(op->asize == 4, 0) && !op->status &&
-		   qp->ctx->tr != &nm_tr_loop_ops) {
-		/* the RoCE wire carries 8-byte atomics only: ConnectX's
-		 * extended forms are not modelled on the packet transports */
+		   qp->ctx->tr != &nm_tr_loop_ops && !xatomic_wire(qp)) {
+		/* plain verbs (rxe) have 8-byte atomics only; the in-process
+		 * and UDP transports carry the extended forms */
 		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
-		     "4-byte atomics are modelled on the in-process transport only");
+		     "4-byte atomics are not carried by the verbs transport");
 	} else if (!op->status && op->opcode != MLX5_OPCODE_NOP &&
 		   op->opcode != GDAK_MLX5_OPCODE_WAIT) {
 		r = qp->ctx->tr->post_send(qp, op);

@@ -35,6 +35,7 @@
 #include <gdak/dev/ordering.h>
 
 #include "nm_loc.h"
+#include "nm_thread_test.h"
 
 #define NM_IDLE_DEACT 512	/* empty passes before a QP leaves the active list */
 #define NM_SWEEP 8		/* inactive QPs looked at per pass */
@@ -71,6 +72,7 @@ struct nm_thread {
 	uint32_t empty;		/* consecutive empty passes */
 	uint64_t empty_since;	/* when the current run of empty passes began */
 	uint64_t last_yield;	/* adaptive: the spin phase's last sched_yield() */
+	bool worked;		/* the last non-empty pass has not been yielded after */
 	bool sleeping;
 	_Atomic int kicked;
 	_Atomic uint64_t qseq;	/* quiescent points passed */
@@ -88,6 +90,7 @@ static struct {
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
+static _Atomic uint64_t work_yields;	      /* nm_thread_test.h */
 __thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
 __thread struct nm_wqe_pend nm_pend;		/* nm_loc.h */
 
@@ -211,8 +214,29 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 
 		if (pass(t)) {
 			t->empty = 0;
+			t->worked = true;
 			continue;
 		}
+		/* the mode read again: a device that switched it before its
+		 * last doorbell finds the switch made after that work */
+		if (t->worked && atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) !=
+					 GDAK_NIC_POLL_SPIN) {
+			/* Adaptive mode (spin mode keeps its CPU for the lowest
+			 * latency where each NIC thread has a core): the pass
+			 * before this empty one did work - a CQE, a receive
+			 * completion - that a device thread is likely
+			 * waiting for, and that thread may share this CPU (more
+			 * runnable threads than CPUs: two cores, the trace
+			 * writer's thread, the demo's target thread): hand the
+			 * CPU over once now rather than after a whole spin-yield
+			 * interval, which would otherwise be the latency of every
+			 * one-at-a-time operation.  Where nothing else is
+			 * runnable sched_yield returns at once. */
+			sched_yield();
+			atomic_fetch_add_explicit(&work_yields, 1, memory_order_relaxed);
+			t->last_yield = nm_now_ns();
+		}
+		t->worked = false;
 		if (spin) {
 			/* even spinning, give the CPU away now and then: with more
 			 * runnable threads than CPUs (the device threads, a 2-vCPU
@@ -605,6 +629,11 @@ void nm_engine_put(void)
 		nm_trace_engine_stopped();
 	}
 	pthread_mutex_unlock(&eng.lock);
+}
+
+uint64_t nm_thread_work_yields(void)
+{
+	return atomic_load_explicit(&work_yields, memory_order_relaxed);
 }
 
 unsigned nm_engine_nthreads(void)

@@ -289,10 +289,19 @@ static int req_scatter(struct roce_qp *r, struct roce_wr *wr, uint32_t off, cons
 	struct udp_qp *u = uqp_of(r);
 	struct udp_op *o = uop_of(u, wr);
 
-	if (wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD) {
+	if (roce_wr_is_atomic(wr->op)) {
 		uint64_t v, be;
+		uint32_t be32;
+
 		memcpy(&v, src, 8);
-		be = gdak_htobe64(v); /* ConnectX returns the original value big-endian */
+		/* ConnectX returns the original value big-endian, in the
+		 * operand's size */
+		if (wr->asize == 4 &&
+		    (wr->op == ROCE_WR_XMASKED_CS || wr->op == ROCE_WR_XMASKED_FA)) {
+			be32 = gdak_htobe32((uint32_t)v);
+			return seg_copy(o, 0, &be32, 4, 1);
+		}
+		be = gdak_htobe64(v);
 		return seg_copy(o, 0, &be, 8, 1);
 	}
 	return seg_copy(o, off, (void *)(uintptr_t)src, len, 1);
@@ -422,6 +431,21 @@ static int resp_atomic(struct roce_qp *r, uint8_t opcode, uint32_t rkey, uint64_
 			      va, rkey, &fop, orig, &rule);
 }
 
+static int resp_xatomic(struct roce_qp *r, const struct roce_xatomic *x, uint64_t *orig)
+{
+	struct nm_op fop = { .swap_add = x->swap_add,
+			     .compare = x->cmp,
+			     .swap_mask = x->swap_mask,
+			     .compare_mask = x->cmp_mask,
+			     .asize = x->size };
+	const char *rule = NULL;
+
+	return nm_resp_atomic(uqp_of(r)->qp,
+			      x->opcode == ROCE_XMASKED_FETCH_ADD ? MLX5_OPCODE_ATOMIC_MASKED_FA
+								  : MLX5_OPCODE_ATOMIC_MASKED_CS,
+			      x->va, x->rkey, &fop, orig, &rule);
+}
+
 static void resp_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
 {
 	struct udp_qp *u = uqp_of(r);
@@ -445,6 +469,7 @@ static const struct roce_ops udp_roce_ops = {
 	.resp_read_check = resp_read_check,
 	.resp_read = resp_read,
 	.resp_atomic = resp_atomic,
+	.resp_xatomic = resp_xatomic,
 	.resp_fatal = resp_fatal,
 	.req_fatal = req_fatal,
 	.rx_foreign = rx_foreign,
@@ -645,8 +670,17 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	case MLX5_OPCODE_RDMA_READ: wr.op = ROCE_WR_READ; need = GDAK_ACCESS_LOCAL_WRITE; break;
 	case MLX5_OPCODE_ATOMIC_CS: wr.op = ROCE_WR_CMP_SWAP; need = GDAK_ACCESS_LOCAL_WRITE; break;
 	case MLX5_OPCODE_ATOMIC_FA: wr.op = ROCE_WR_FETCH_ADD; need = GDAK_ACCESS_LOCAL_WRITE; break;
+	case MLX5_OPCODE_ATOMIC_MASKED_CS:
+	case MLX5_OPCODE_ATOMIC_MASKED_FA:
+		/* masked and 4-byte atomics: gdak's ExtAtomicETH (docs/UDP.md) */
+		wr.op = op->opcode == MLX5_OPCODE_ATOMIC_MASKED_CS ? ROCE_WR_XMASKED_CS
+								   : ROCE_WR_XMASKED_FA;
+		wr.asize = op->asize;
+		wr.swap_mask = op->swap_mask;
+		wr.cmp_mask = op->compare_mask;
+		need = GDAK_ACCESS_LOCAL_WRITE;
+		break;
 	default:
-		/* masked atomics have no RoCE wire encoding in IBA (mlx5 uses a vendor one) */
 		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		op->rule = "udp_unsupported_opcode";
 		GDAK_WARN_RL("qp", qp->id, "WQE %u: %s is not supported over udp", op->wqe_index,

@@ -588,3 +588,63 @@ function gdak.dissector(tvb, pinfo, tree)
 end
 
 register_postdissector(gdak)
+
+-- gdak's extended atomics on the wire (docs/UDP.md "Extended atomics"):
+-- BTH opcodes 0xd3 / 0xd4 (IBA's manufacturer-specific range) followed by
+-- a 48-byte ExtAtomicETH, which Wireshark's InfiniBand dissector shows as
+-- "Vendor Specific or Unknown Header Sequence".  This decodes it, on any
+-- packet that dissector took (UDP 4791, or -d udp.port==N,infiniband).
+local xat = Proto("gdak_xatomic", "gdak ExtAtomicETH (extended atomic)")
+local xat_ops = { [0xd3] = "GDAK_MASKED_COMPARE_SWAP", [0xd4] = "GDAK_MASKED_FETCH_ADD" }
+local xat_sizes = { [2] = "4 bytes", [3] = "8 bytes" }
+local xf = {
+	opcode = ProtoField.uint8("gdak.xatomic.opcode", "Opcode", base.HEX, xat_ops),
+	va = ProtoField.uint64("gdak.xatomic.va", "Virtual address", base.HEX),
+	rkey = ProtoField.uint32("gdak.xatomic.rkey", "R_Key", base.HEX),
+	size = ProtoField.uint8("gdak.xatomic.size", "Operand size (log2 bytes)", base.DEC, xat_sizes),
+	resv = ProtoField.uint24("gdak.xatomic.reserved", "Reserved", base.HEX),
+	swap_add = ProtoField.uint64("gdak.xatomic.swap_add", "Swap (or Add) data", base.HEX),
+	compare = ProtoField.uint64("gdak.xatomic.compare", "Compare data", base.HEX),
+	swap_mask = ProtoField.uint64("gdak.xatomic.swap_mask",
+				      "Swap mask (FETCH_ADD: field boundary)", base.HEX),
+	compare_mask = ProtoField.uint64("gdak.xatomic.compare_mask", "Compare mask", base.HEX),
+}
+xat.fields = xf
+local ef_xat = ProtoExpert.new("gdak.xatomic.malformed", "ExtAtomicETH malformed",
+			       expert.group.MALFORMED, expert.severity.ERROR)
+xat.experts = { ef_xat }
+local f_ib_opcode = Field.new("infiniband.bth.opcode")
+
+function xat.dissector(tvb, pinfo, tree)
+	local fi = f_ib_opcode()
+	if not fi then
+		return
+	end
+	local op = fi.value
+	if not xat_ops[op] then
+		return
+	end
+	local off = fi.offset + 12
+	local t = tree:add(xat, tvb(fi.offset, 1), "gdak ExtAtomicETH: " .. xat_ops[op])
+	t:add(xf.opcode, tvb(fi.offset, 1))
+	if off + 48 > tvb:len() then
+		t:add_proto_expert_info(ef_xat, "shorter than the 48-byte ExtAtomicETH")
+		return
+	end
+	t:add(xf.va, tvb(off, 8))
+	t:add(xf.rkey, tvb(off + 8, 4))
+	t:add(xf.size, tvb(off + 12, 1))
+	t:add(xf.resv, tvb(off + 13, 3))
+	t:add(xf.swap_add, tvb(off + 16, 8))
+	t:add(xf.compare, tvb(off + 24, 8))
+	t:add(xf.swap_mask, tvb(off + 32, 8))
+	t:add(xf.compare_mask, tvb(off + 40, 8))
+	local lg = tvb(off + 12, 1):uint()
+	if (lg ~= 2 and lg ~= 3) or tvb(off + 13, 3):uint() ~= 0 then
+		t:add_proto_expert_info(ef_xat, "operand size not 4/8 bytes or reserved bytes set")
+	end
+	pinfo.cols.info = string.format("%s %s va 0x%x", xat_ops[op], xat_sizes[lg] or "?",
+					tvb(off, 8):uint64():tonumber())
+end
+
+register_postdissector(xat)

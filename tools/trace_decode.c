@@ -274,7 +274,28 @@ static uint32_t wqe_fields(const struct emit *e, const struct gdak_trace_item *i
 		}
 		seg += 16;
 	}
-	if (oi->flags & GDAK_OPF_MASKED) {
+	if ((oi->flags & GDAK_OPF_MASKED) && (c.opmod == GDAK_MLX5_OPMOD_EXT_ATOMIC_4B ||
+					      (c.opmod == GDAK_MLX5_OPMOD_EXT_ATOMIC_8B &&
+					       c.opcode == MLX5_OPCODE_ATOMIC_MASKED_FA))) {
+		/* the extended forms' 16-byte segments (<gdak/mlx5.h>) */
+		int fa = c.opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+
+		if (seg + 16 > end)
+			goto short_wqe;
+		if (c.opmod == GDAK_MLX5_OPMOD_EXT_ATOMIC_8B) {
+			e_x(e, "add", rd64(seg));
+			e_x(e, "field_boundary", rd64(seg + 8));
+		} else if (fa) {
+			e_x(e, "add", rd32(seg));
+			e_x(e, "field_boundary", rd32(seg + 4));
+		} else {
+			e_x(e, "swap", rd32(seg));
+			e_x(e, "compare", rd32(seg + 4));
+			e_x(e, "swap_mask", rd32(seg + 8));
+			e_x(e, "compare_mask", rd32(seg + 12));
+		}
+		seg += 16;
+	} else if (oi->flags & GDAK_OPF_MASKED) {
 		if (seg + 32 > end)
 			goto short_wqe;
 		e_x(e, "swap_add", rd64(seg));
@@ -395,7 +416,7 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 		e_u(e, "ackreq", 1);
 	if (p.fecn || p.becn)
 		e_u(e, "ecn", (unsigned)(p.fecn << 1 | p.becn));
-	if (p.has & (TRACE_ROCE_H_RETH | TRACE_ROCE_H_ATOMICETH)) {
+	if (p.has & (TRACE_ROCE_H_RETH | TRACE_ROCE_H_ATOMICETH | TRACE_ROCE_H_XATOMICETH)) {
 		e_x(e, "va", p.va);
 		e_x(e, "rkey", p.rkey);
 	}
@@ -404,6 +425,13 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 	if (p.has & TRACE_ROCE_H_ATOMICETH) {
 		e_x(e, "swap_add", p.swap_add);
 		e_x(e, "compare", p.compare);
+	}
+	if (p.has & TRACE_ROCE_H_XATOMICETH) {
+		e_u(e, "size", p.xsize_log == 2 ? 4u : p.xsize_log == 3 ? 8u : 0u);
+		e_x(e, "swap_add", p.swap_add);
+		e_x(e, "compare", p.compare);
+		e_x(e, "swap_mask", p.swap_mask);
+		e_x(e, "compare_mask", p.compare_mask);
 	}
 	if (p.has & TRACE_ROCE_H_AETH) {
 		e_s(e, "aeth", trace_roce_aeth_name(p.aeth_syndrome));

@@ -22,14 +22,19 @@
 /* The headers an RC opcode's packet carries, as TRACE_ROCE_H_* bits. */
 static unsigned rc_has(uint8_t opcode)
 {
-	uint32_t m = (opcode >> 5) == 0 ? roce_op(opcode)->mask : 0;
+	/* RC, and gdak's extended atomics in the manufacturer-specific range */
+	uint32_t m = (opcode >> 5) == 0 || opcode == ROCE_XMASKED_CMP_SWAP ||
+				     opcode == ROCE_XMASKED_FETCH_ADD
+			     ? roce_op(opcode)->mask
+			     : 0;
 
 	return (m & ROCE_M_RETH ? TRACE_ROCE_H_RETH : 0) |
 	       (m & ROCE_M_ATMETH ? TRACE_ROCE_H_ATOMICETH : 0) |
 	       (m & ROCE_M_AETH ? TRACE_ROCE_H_AETH : 0) |
 	       (m & ROCE_M_ATMACK ? TRACE_ROCE_H_ATOMICACKETH : 0) |
 	       (m & ROCE_M_IMMDT ? TRACE_ROCE_H_IMMDT : 0) |
-	       (m & ROCE_M_IETH ? TRACE_ROCE_H_IETH : 0);
+	       (m & ROCE_M_IETH ? TRACE_ROCE_H_IETH : 0) |
+	       (m & ROCE_M_XATMETH ? TRACE_ROCE_H_XATOMICETH : 0);
 }
 
 static __thread char op_buf[40];
@@ -42,6 +47,8 @@ const char *trace_roce_opcode_name(uint8_t opcode)
 
 	if (opcode == 0x81)
 		return "CNP";
+	if (opcode == ROCE_XMASKED_CMP_SWAP || opcode == ROCE_XMASKED_FETCH_ADD)
+		return op; /* gdak's names (docs/UDP.md) */
 	/* only RC is decoded in detail; other transports get a numeric name */
 	if ((opcode >> 5) == 0 && op)
 		snprintf(op_buf, sizeof(op_buf), "RC_%s", op);
@@ -123,6 +130,8 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 	p->psn = roce_get24(bth + 9);
 
 	has = rc_has(p->opcode);
+	if (has & TRACE_ROCE_H_XATOMICETH)
+		need += ROCE_XATMETH_LEN;
 	if (has & TRACE_ROCE_H_RETH)
 		need += 16;
 	if (has & TRACE_ROCE_H_ATOMICETH)
@@ -151,6 +160,16 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 		p->swap_add = roce_get64(h + 12);
 		p->compare = roce_get64(h + 20);
 		h += 28;
+	}
+	if (has & TRACE_ROCE_H_XATOMICETH) {
+		p->va = roce_get64(h);
+		p->rkey = roce_get32(h + 8);
+		p->xsize_log = xatmeth_size_log(h);
+		p->swap_add = xatmeth_swap_add(h);
+		p->compare = xatmeth_cmp(h);
+		p->swap_mask = xatmeth_swap_mask(h);
+		p->compare_mask = xatmeth_cmp_mask(h);
+		h += ROCE_XATMETH_LEN;
 	}
 	if (has & TRACE_ROCE_H_AETH) {
 		p->aeth_syndrome = h[0];

@@ -29,7 +29,9 @@ struct trace_roce_pkt {
 	uint64_t va;			/* RETH / AtomicETH */
 	uint32_t rkey;
 	uint32_t dmalen;
-	uint64_t swap_add, compare;	/* AtomicETH */
+	uint64_t swap_add, compare;	  /* AtomicETH / ExtAtomicETH */
+	uint8_t xsize_log;		  /* ExtAtomicETH: log2 of the operand bytes */
+	uint64_t swap_mask, compare_mask; /* ExtAtomicETH */
 	uint8_t aeth_syndrome;
 	uint32_t msn;
 	uint64_t orig;			/* AtomicAckETH */
@@ -46,6 +48,7 @@ enum {
 	TRACE_ROCE_H_ATOMICACKETH = 1u << 3,
 	TRACE_ROCE_H_IMMDT = 1u << 4,
 	TRACE_ROCE_H_IETH = 1u << 5,
+	TRACE_ROCE_H_XATOMICETH = 1u << 6, /* gdak's extended atomics (docs/UDP.md) */
 };
 
 /* Decode an Ethernet/IPv4/UDP/RoCEv2 frame: 0, or -1 with *why set. */

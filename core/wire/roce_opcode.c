@@ -94,6 +94,15 @@ const struct roce_opinfo gdak_roce_optab[256] = {
 			     .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_ATMETH,
 			     .hdr_len = B + ROCE_ATMETH_LEN,
 			     .off_atmeth = B },
+	/* gdak's extended atomics (docs/UDP.md "Extended atomics") */
+	[ROCE_XMASKED_CMP_SWAP] = { .name = "GDAK_MASKED_COMPARE_SWAP",
+				    .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_XATMETH,
+				    .hdr_len = B + ROCE_XATMETH_LEN,
+				    .off_atmeth = B },
+	[ROCE_XMASKED_FETCH_ADD] = { .name = "GDAK_MASKED_FETCH_ADD",
+				     .mask = V | REQ | ROCE_M_ATOMIC | ROCE_M_ONLY | ROCE_M_XATMETH,
+				     .hdr_len = B + ROCE_XATMETH_LEN,
+				     .off_atmeth = B },
 	/* decoded and named (gdak-trace), not executed: no ROCE_M_VALID */
 	[ROCE_SEND_LAST_INV] = { .name = "SEND_LAST_WITH_INVALIDATE",
 				 .mask = REQ | PL | ROCE_M_SEND | ROCE_M_LAST | ROCE_M_IETH,

@@ -106,7 +106,7 @@ static int scatter(struct roce_qp *qp, struct roce_wr *wr, uint32_t off, const v
 {
 	struct side *s = side_of(qp);
 
-	if (wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD)
+	if (roce_wr_is_atomic(wr->op))
 		FUZZ_ASSERT(off == 0 && len == 8, "atomic result %u+%u", off, len);
 	else
 		FUZZ_ASSERT(wr->op == ROCE_WR_READ, "scatter for a %s", roce_wr_op_name(wr->op));
@@ -230,13 +230,46 @@ static int resp_atomic(struct roce_qp *qp, uint8_t opcode, uint32_t rkey, uint64
 	return 0;
 }
 
+static int resp_xatomic(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig)
+{
+	uint64_t v = 0;
+	uint8_t *t;
+	int st;
+
+	FUZZ_ASSERT(x->size == 4 || x->size == 8, "extended atomic of %u bytes reached memory",
+		    x->size);
+	FUZZ_ASSERT(!(x->va & (x->size - 1u)), "extended atomic at unaligned 0x%llx reached memory",
+		    (unsigned long long)x->va);
+	if ((st = key_ok(x->rkey, x->va, x->size, 1)))
+		return st;
+	t = target(side_of(qp), x->rkey, x->va);
+	memcpy(&v, t, x->size);
+	*orig = v;
+	if (x->opcode == ROCE_XMASKED_FETCH_ADD)
+		v += x->swap_add;
+	else if (!((v ^ x->cmp) & x->cmp_mask))
+		v = (v & ~x->swap_mask) | (x->swap_add & x->swap_mask);
+	memcpy(t, &v, x->size);
+	return 0;
+}
+
 static void resp_fatal(struct roce_qp *qp, uint8_t syndrome, const char *why) {}
 
 static const struct roce_ops ops = {
-	.xmit = xmit, .lookup = lookup, .req_gather = gather, .req_scatter = scatter,
-	.req_complete = complete, .resp_begin = resp_begin, .resp_data = resp_data,
-	.resp_imm = resp_imm, .resp_end = resp_end, .resp_read_check = resp_read_check,
-	.resp_read = resp_read, .resp_atomic = resp_atomic, .resp_fatal = resp_fatal,
+	.xmit = xmit,
+	.lookup = lookup,
+	.req_gather = gather,
+	.req_scatter = scatter,
+	.req_complete = complete,
+	.resp_begin = resp_begin,
+	.resp_data = resp_data,
+	.resp_imm = resp_imm,
+	.resp_end = resp_end,
+	.resp_read_check = resp_read_check,
+	.resp_read = resp_read,
+	.resp_atomic = resp_atomic,
+	.resp_xatomic = resp_xatomic,
+	.resp_fatal = resp_fatal,
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -340,6 +373,13 @@ static void post(struct fuzz_in *in)
 		len = 8;
 		if (!(kf & 0x40))
 			wr.raddr &= ~7ull;
+	} else if (wr.op == ROCE_WR_XMASKED_CS || wr.op == ROCE_WR_XMASKED_FA) {
+		wr.asize = kf & 0x20 ? 4 : 8;
+		wr.swap_mask = fuzz_u8(in);
+		wr.cmp_mask = kf & 0x10 ? ~0ull : 0;
+		len = wr.asize;
+		if (!(kf & 0x40))
+			wr.raddr &= ~(uint64_t)(wr.asize - 1);
 	}
 	wr.len = len;
 	s->local_off[wr.cookie % WRS] = fuzz_u16(in) % (MEM - len);

@@ -36,6 +36,26 @@ static uint32_t roundup_pow2(uint32_t v)
 
 /* ---- create / destroy --------------------------------------------------------- */
 
+static const char *qpt_name(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_RAW_PACKET:
+		return "RAW_PACKET";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_RECV";
+	case IBV_QPT_DRIVER:
+		return "DRIVER";
+	default:
+		return "unknown";
+	}
+}
+
 static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
 	struct gv_context *c = gv_ctx(ctx);
@@ -47,8 +67,12 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	int ret;
 
 	if (a->qp_type != IBV_QPT_RC) {
-		/* UC, UD, XRC, raw packet: the NIC model speaks RC */
-		GDAK_ERR(NULL, 0, "create_qp: QP type %d not supported (RC only)", a->qp_type);
+		/* UC, UD, XRC, raw packet: the NIC model speaks RC.  EOPNOTSUPP,
+		 * as the kernel's mlx5 and rxe drivers answer a type they lack */
+		GDAK_ERR(NULL, 0,
+			 "create_qp: QP type %d (%s) is not supported: the emulated device runs RC "
+			 "QPs only (EOPNOTSUPP)",
+			 a->qp_type, qpt_name(a->qp_type));
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

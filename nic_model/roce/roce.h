@@ -44,8 +44,15 @@ enum roce_wr_op {
 	ROCE_WR_READ,
 	ROCE_WR_CMP_SWAP,
 	ROCE_WR_FETCH_ADD,
+	ROCE_WR_XMASKED_CS, /* extended: masks and asize (4 or 8) */
+	ROCE_WR_XMASKED_FA,
 	ROCE_WR_NOPS
 };
+static inline int roce_wr_is_atomic(unsigned op)
+{
+	return op == ROCE_WR_CMP_SWAP || op == ROCE_WR_FETCH_ADD || op == ROCE_WR_XMASKED_CS ||
+	       op == ROCE_WR_XMASKED_FA;
+}
 const char *roce_wr_op_name(unsigned op);
 
 enum {
@@ -63,6 +70,8 @@ struct roce_wr {
 	uint32_t rkey;
 	uint32_t imm;		/* network order */
 	uint64_t swap_add, cmp;	/* atomics, host order */
+	uint64_t swap_mask, cmp_mask; /* extended atomics (FA: field boundary in swap_mask) */
+	uint8_t asize;		      /* extended atomics: operand bytes, 4 or 8 */
 	/* engine-owned */
 	uint32_t first_psn;
 	uint32_t npkts;		/* PSNs it occupies */
@@ -84,6 +93,7 @@ struct roce_stats {
 	uint64_t err_naks_sent, err_naks_rcvd;
 	uint64_t acks_sent, acks_rcvd;
 	uint64_t dup_reqs;	/* duplicate requests seen by the responder */
+	uint64_t bad_xatomics;	/* malformed extended atomics refused (NAK invalid request) */
 	uint64_t dup_resps;	/* stale/duplicate responses dropped by the requester */
 	uint64_t ooo_drops;	/* out-of-sequence packets dropped */
 	uint64_t icrc_errors;	/* dropped: ICRC mismatch */
@@ -139,6 +149,7 @@ struct roce_rmsg {
 	void *priv;		/* the callbacks' state */
 };
 
+struct roce_xatomic;
 struct roce_ops {
 	/* Transmit one packet (UDP payload, ICRC included) on qp's path.
 	 * 0 = sent (or consumed), -EAGAIN = not now (try again after the
@@ -179,6 +190,11 @@ struct roce_ops {
 	 * = the value before (host order). */
 	int (*resp_atomic)(struct roce_qp *qp, uint8_t opcode, uint32_t rkey, uint64_t va,
 			   uint64_t swap_add, uint64_t cmp, uint64_t *orig);
+	/* Optional: responder, extended atomic (ExtAtomicETH checked, x->va
+	 * aligned to x->size): apply, *orig = the value before (host order,
+	 * the low x->size bytes).  NULL: the opcodes are refused (NAK invalid
+	 * request) as a responder without them refuses them. */
+	int (*resp_xatomic)(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig);
 	/* responder hit a fatal error (IBA class B/C/D: the QP goes to ERR). */
 	void (*resp_fatal)(struct roce_qp *qp, uint8_t syndrome, const char *why);
 	/* Optional: the requester moved the QP to ERR with no WR to carry the
@@ -211,6 +227,14 @@ struct roce_ctx {
 	uint32_t id;		/* for logs */
 	struct roce_fault *faults; /* NULL: none */
 	struct roce_stats stats;   /* packets that reached no QP */
+};
+
+/* An extended atomic as the responder received it (host order). */
+struct roce_xatomic {
+	uint8_t opcode; /* ROCE_XMASKED_CMP_SWAP / ROCE_XMASKED_FETCH_ADD */
+	uint8_t size;	/* 4 or 8 */
+	uint32_t rkey;
+	uint64_t va, swap_add, cmp, swap_mask, cmp_mask;
 };
 
 /* A read or atomic the responder executed: what a duplicate of it gets. */

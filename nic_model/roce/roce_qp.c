@@ -277,10 +277,15 @@ int roce_qp_busy(const struct roce_qp *qp)
 /* The engine's work-request kinds, for logs (the packet opcodes are the
  * wire table's, <gdak/roce.h>). */
 static const char *const wr_op_names[ROCE_WR_NOPS] = {
-	[ROCE_WR_SEND] = "SEND",	   [ROCE_WR_SEND_IMM] = "SEND_IMM",
-	[ROCE_WR_WRITE] = "WRITE",	   [ROCE_WR_WRITE_IMM] = "WRITE_IMM",
-	[ROCE_WR_READ] = "READ",	   [ROCE_WR_CMP_SWAP] = "CMP_SWAP",
+	[ROCE_WR_SEND] = "SEND",
+	[ROCE_WR_SEND_IMM] = "SEND_IMM",
+	[ROCE_WR_WRITE] = "WRITE",
+	[ROCE_WR_WRITE_IMM] = "WRITE_IMM",
+	[ROCE_WR_READ] = "READ",
+	[ROCE_WR_CMP_SWAP] = "CMP_SWAP",
 	[ROCE_WR_FETCH_ADD] = "FETCH_ADD",
+	[ROCE_WR_XMASKED_CS] = "MASKED_CMP_SWAP",
+	[ROCE_WR_XMASKED_FA] = "MASKED_FETCH_ADD",
 };
 
 const char *roce_wr_op_name(unsigned op)

@@ -40,7 +40,7 @@
 
 static int is_rd(const struct roce_wr *wr)
 {
-	return wr->op == ROCE_WR_READ || wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD;
+	return wr->op == ROCE_WR_READ || roce_wr_is_atomic(wr->op);
 }
 
 static struct roce_wr *wr_at(struct roce_qp *qp, uint32_t i)
@@ -50,7 +50,7 @@ static struct roce_wr *wr_at(struct roce_qp *qp, uint32_t i)
 
 uint32_t roce_wr_npkts(const struct roce_qp *qp, const struct roce_wr *wr)
 {
-	if (wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD || !wr->len)
+	if (roce_wr_is_atomic(wr->op) || !wr->len)
 		return 1;
 	return (wr->len + qp->cfg.mtu - 1) / qp->cfg.mtu;
 }
@@ -61,7 +61,9 @@ int roce_post(struct roce_qp *qp, const struct roce_wr *wr)
 
 	if (qp->state == ROCE_QPS_ERR)
 		return -EIO;
-	if (qp->state != ROCE_QPS_RTS || wr->op >= ROCE_WR_NOPS || wr->len > (1u << 31)) {
+	if (qp->state != ROCE_QPS_RTS || wr->op >= ROCE_WR_NOPS || wr->len > (1u << 31) ||
+	    ((wr->op == ROCE_WR_XMASKED_CS || wr->op == ROCE_WR_XMASKED_FA) && wr->asize != 4 &&
+	     wr->asize != 8)) {
 		GDAK_ERR_RL("qp", qp->qpn, "bad WR: op %u len %u in state %s", wr->op, wr->len,
 			    roce_qp_state_name(qp->state));
 		return -EINVAL;
@@ -72,6 +74,8 @@ int roce_post(struct roce_qp *qp, const struct roce_wr *wr)
 	*w = *wr;
 	if (w->op == ROCE_WR_CMP_SWAP || w->op == ROCE_WR_FETCH_ADD)
 		w->len = 8;
+	else if (w->op == ROCE_WR_XMASKED_CS || w->op == ROCE_WR_XMASKED_FA)
+		w->len = w->asize;
 	w->first_psn = 0;
 	w->npkts = 0;
 	w->rx_pkts = 0;
@@ -191,7 +195,7 @@ static void rewind_to(struct roce_qp *qp, uint32_t psn)
 			continue;
 		qp->sq_tx = i;
 		k = wr->sent ? psn_diff(psn, wr->first_psn) : 0;
-		if (k < 0 || wr->op == ROCE_WR_CMP_SWAP || wr->op == ROCE_WR_FETCH_ADD)
+		if (k < 0 || roce_wr_is_atomic(wr->op))
 			k = 0;
 		qp->tx_pkt = (uint32_t)k;
 		qp->tx_psn = wr->sent ? psn_add(wr->first_psn, k) : psn;
@@ -404,6 +408,13 @@ static void rx_data_resp(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 	} else {
 		uint64_t orig = atmack_orig(pkt + oi->off_atmack);
 
+		if (wr->op == ROCE_WR_XMASKED_CS || wr->op == ROCE_WR_XMASKED_FA) {
+			if (wr->asize == 4 && orig >> 32) {
+				fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR,
+					  "4-byte atomic answered with a value wider than 32 bits");
+				return;
+			}
+		}
 		st = qp->ctx->ops->req_scatter(qp, wr, 0, &orig, 8);
 		if (st) {
 			fail_head(qp, (uint8_t)st, "cannot store the atomic result");
@@ -499,6 +510,12 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 	case ROCE_WR_CMP_SWAP:
 		op = ROCE_CMP_SWAP;
 		break;
+	case ROCE_WR_XMASKED_CS:
+		op = ROCE_XMASKED_CMP_SWAP;
+		break;
+	case ROCE_WR_XMASKED_FA:
+		op = ROCE_XMASKED_FETCH_ADD;
+		break;
 	default:
 		op = ROCE_FETCH_ADD;
 		break;
@@ -511,9 +528,15 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 		else
 			reth_set(p + oi->off_reth, wr->raddr, wr->rkey, wr->len);
 	}
-	if (oi->off_atmeth)
+	if (oi->mask & ROCE_M_XATMETH) {
+		int cs = op == ROCE_XMASKED_CMP_SWAP;
+
+		xatmeth_set(p + oi->off_atmeth, wr->raddr, wr->rkey, wr->asize == 4 ? 2 : 3,
+			    wr->swap_add, cs ? wr->cmp : 0, wr->swap_mask, cs ? wr->cmp_mask : 0);
+	} else if (oi->off_atmeth) {
 		atmeth_set(p + oi->off_atmeth, wr->raddr, wr->rkey, wr->swap_add,
 			   op == ROCE_CMP_SWAP ? wr->cmp : 0);
+	}
 	if (oi->off_immdt)
 		memcpy(p + oi->off_immdt, &wr->imm, 4);
 	if (oi->mask & ROCE_M_PAYLOAD) {

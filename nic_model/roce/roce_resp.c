@@ -325,15 +325,94 @@ static void rx_read(struct roce_qp *qp, const uint8_t *pkt)
 	qp->ack.pending = 0; /* the response acknowledges everything before it */
 }
 
+/* The execution's record: a duplicate gets orig again, from the cache. */
+static void atomic_done(struct roce_qp *qp, const uint8_t *pkt, uint8_t op, uint64_t va,
+			uint32_t rkey, uint32_t len, uint64_t orig)
+{
+	struct roce_rd_res *r = res_new(qp);
+	struct roce_job *j;
+
+	r->opcode = op;
+	r->psn = bth_psn(pkt);
+	r->npkts = 1;
+	r->va = va;
+	r->rkey = rkey;
+	r->len = len;
+	r->orig = orig;
+	j = job_push(qp);
+	*j = (struct roce_job){ .opcode = op, .psn = r->psn, .orig = orig };
+	qp->epsn = psn_add(r->psn, 1);
+	qp->msn = psn_add(qp->msn, 1);
+	qp->last_op = op;
+	qp->ack.pending = 0;
+}
+
+/* Why an ExtAtomicETH is malformed, or NULL. */
+static const char *xatomic_bad(const struct roce_xatomic *x, const uint8_t *h)
+{
+	int fa = x->opcode == ROCE_XMASKED_FETCH_ADD;
+
+	if (x->size != 4 && x->size != 8)
+		return "extended atomic: operand size not 4 or 8 bytes";
+	if (xatmeth_resv(h))
+		return "extended atomic: reserved bytes not zero";
+	if (fa && (x->cmp || x->cmp_mask))
+		return "extended fetch-add: compare fields not zero";
+	if (x->size == 4 && ((x->swap_add | x->cmp | x->swap_mask | x->cmp_mask) >> 32))
+		return "4-byte atomic: operand wider than 32 bits";
+	if (x->va & (x->size - 1u))
+		return "extended atomic address not aligned to its size";
+	return NULL;
+}
+
+static void rx_xatomic(struct roce_qp *qp, const uint8_t *pkt)
+{
+	uint8_t op = bth_opcode(pkt);
+	const uint8_t *h = pkt + roce_op(op)->off_atmeth;
+	uint8_t lg = xatmeth_size_log(h);
+	struct roce_xatomic x = { .opcode = op,
+				  .size = (uint8_t)(lg == 2 || lg == 3 ? 1u << lg : 0),
+				  .rkey = atmeth_rkey(h),
+				  .va = atmeth_va(h),
+				  .swap_add = xatmeth_swap_add(h),
+				  .cmp = xatmeth_cmp(h),
+				  .swap_mask = xatmeth_swap_mask(h),
+				  .cmp_mask = xatmeth_cmp_mask(h) };
+	const char *bad = xatomic_bad(&x, h);
+	uint64_t orig = 0;
+	int st;
+
+	if (!qp->ctx->ops->resp_xatomic)
+		bad = "extended atomics are not supported by this responder";
+	if (bad) {
+		qp->stats.bad_xatomics++;
+		fatal(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, bad);
+		return;
+	}
+	if (qp->job_tail - qp->job_head >= job_cap(qp)) {
+		fatal(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+		      "too many outstanding READ/atomic");
+		return;
+	}
+	st = qp->ctx->ops->resp_xatomic(qp, &x, &orig);
+	if (st) {
+		fatal(qp, st, "atomic target rejected");
+		return;
+	}
+	atomic_done(qp, pkt, op, x.va, x.rkey, x.size, orig);
+}
+
 static void rx_atomic(struct roce_qp *qp, const uint8_t *pkt)
 {
 	uint8_t op = bth_opcode(pkt);
 	const uint8_t *h = pkt + roce_op(op)->off_atmeth;
 	uint64_t va = atmeth_va(h), orig = 0;
-	struct roce_rd_res *r;
-	struct roce_job *j;
 	int st;
 
+	if (roce_op(op)->mask & ROCE_M_XATMETH) {
+		rx_xatomic(qp, pkt);
+		return;
+	}
 	if (va & 7) {
 		/* IBA 9.4.5: atomics are naturally aligned 8-byte operations */
 		fatal(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "atomic address not 8-byte aligned");
@@ -349,20 +428,7 @@ static void rx_atomic(struct roce_qp *qp, const uint8_t *pkt)
 		fatal(qp, st, "atomic target rejected");
 		return;
 	}
-	r = res_new(qp);
-	r->opcode = op;
-	r->psn = bth_psn(pkt);
-	r->npkts = 1;
-	r->va = va;
-	r->rkey = atmeth_rkey(h);
-	r->len = 8;
-	r->orig = orig;
-	j = job_push(qp);
-	*j = (struct roce_job){.opcode = op, .psn = r->psn, .orig = orig};
-	qp->epsn = psn_add(r->psn, 1);
-	qp->msn = psn_add(qp->msn, 1);
-	qp->last_op = op;
-	qp->ack.pending = 0;
+	atomic_done(qp, pkt, op, va, atmeth_rkey(h), 8, orig);
 }
 
 void roce_resp_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)

@@ -28,12 +28,8 @@ void demo_print_table(const struct demo_args *a, const char *device, const char 
 
 	rule();
 	printf(" gdak-demo: device code on %s, device %s, two loopback QPs\n", runner, device);
-	/* the trace writer's thread competes with the device and NIC threads
-	 * where cores are few, and the times below include that */
 	if (trace)
-		printf(" trace: %s (its writer thread shares the CPUs: --no-trace for untraced "
-		       "times)\n",
-		       trace);
+		printf(" trace: %s (--no-trace: none)\n", trace);
 	else
 		printf(" trace: (off)\n");
 	/* the numbers below depend on it: say which, and how to get the other */

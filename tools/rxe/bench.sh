@@ -21,6 +21,36 @@
 # gdak-perf's -r), BENCH_REPS (1: the whole set again, rxe and gdak interleaved,
 # for a median over reps on a noisy host), BENCH_DEV (rxe0).  Works on the host too (perftest rows then fail with a
 # message, where no rxe device exists).
+#
+#   tools/rxe/gdak-rxe-vm --timeout 590 run sh tools/rxe/bench.sh --verbs BUILD_DIR
+#
+# --verbs (docs/BENCHMARKS.md "perftest through gdak-run, rxe in the guest"):
+# the same unmodified perftest commands three ways, alternating round by
+# round in one boot - ib_write_bw 8 B, ib_write_bw 64 KiB, ib_write_lat 8 B,
+# server and client as two processes:
+#   rxe       perftest on the guest's kernel rxe0 (Debian's libibverbs)
+#   gdak-run  the same command through BUILD_DIR/tools/gdak-run (gdak's
+#             libibverbs from BUILD_DIR/lib/gdak: the emulated mlx5_0 on
+#             127.0.0.230 / .231, RoCEv2 over UDP)
+#   gdak-perf gdak's native path over the same transport (gdak-perf -d
+#             emu:udp:ADDR, server + client, one WQE per doorbell and a CQE
+#             per WQE as perftest posts them)
+# and prints each round and the medians with the ratios gdak-run / gdak-perf
+# and gdak-run / rxe (bandwidth: higher is better; latency: t_typical,
+# lower is better).  As tools/verbs_bench.sh on the host, the latency runs
+# of gdak's device spin its NIC thread (GDAK_POLL=spin); gdak-perf's latency
+# test spins by default.  BENCH_ROUNDS rounds (3); BENCH_BW_ITERS 8-byte
+# write_bw iterations (2000), BENCH_BW64_ITERS at 64 KiB (500),
+# BENCH_LAT_ITERS (1000).  BUILD_DIR must be built without MPI (the guest
+# has no libmpi): cmake -B DIR -DGDAK_CUDA=OFF -DGDAK_TESTS=OFF
+# -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON; ninja -C DIR gdak-perf gdak-run
+# gdak_ibverbs gdak_mlx5 gdak_efa (perftest links libefa too).
+
+if [ "${1:-}" = "--verbs" ]; then
+	shift
+	B=${1:?usage: bench.sh --verbs BUILD_DIR}
+	exec sh "$(dirname "$0")/bench_verbs.sh" "$B"
+fi
 
 B=${1:?usage: bench.sh BUILD_DIR [SIZES]}
 SIZES=${2:-"8 4096 65536"}

@@ -31,6 +31,7 @@ enum {
 	ROCE_AETH_LEN = 4,
 	ROCE_ATMETH_LEN = 28,
 	ROCE_ATMACK_LEN = 8,
+	ROCE_XATMETH_LEN = 48, /* gdak's ExtAtomicETH (docs/UDP.md) */
 	ROCE_IMMDT_LEN = 4,
 	ROCE_IETH_LEN = 4,
 	ROCE_ICRC_LEN = 4,
@@ -61,6 +62,13 @@ enum roce_opcode {
 	ROCE_FETCH_ADD = 0x14,
 	ROCE_SEND_LAST_INV = 0x16,
 	ROCE_SEND_ONLY_INV = 0x17,
+	/* gdak's extended atomics (docs/UDP.md "Extended atomics"): IBA's
+	 * AtomicETH has no masks and no operand size, and ConnectX's wire form
+	 * of its masked/4-byte atomics is not public, so they travel in
+	 * opcodes of the manufacturer-specific range (transport bits 110) with
+	 * an ExtAtomicETH; the answer is a plain ATOMIC_ACKNOWLEDGE. */
+	ROCE_XMASKED_CMP_SWAP = 0xd3,
+	ROCE_XMASKED_FETCH_ADD = 0xd4,
 };
 
 /* What an opcode's packet carries and means; one table read by the
@@ -85,6 +93,7 @@ enum roce_op_mask {
 	ROCE_M_ACK = 1u << 15,
 	ROCE_M_VALID = 1u << 16, /* the engine executes it (else: named and decoded only) */
 	ROCE_M_IETH = 1u << 17,
+	ROCE_M_XATMETH = 1u << 18, /* an ExtAtomicETH (at off_atmeth) */
 };
 
 struct roce_opinfo {
@@ -94,7 +103,8 @@ struct roce_opinfo {
 	/* offsets from the BTH start; 0 = absent */
 	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth;
 };
-/* Indexed by the BTH opcode; only RC (transport 000) has entries. */
+/* Indexed by the BTH opcode; RC (transport 000) and gdak's two extended
+ * atomics (0xd3, 0xd4) have entries. */
 extern const struct roce_opinfo gdak_roce_optab[256];
 static inline const struct roce_opinfo *roce_op(uint8_t opcode)
 {
@@ -199,6 +209,31 @@ static inline uint64_t atmeth_cmp(const uint8_t *h) { return roce_get64(h + 20);
 static inline void atmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t swap_add, uint64_t cmp)
 {
 	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put64(h + 12, swap_add); roce_put64(h + 20, cmp);
+}
+
+/* ExtAtomicETH (gdak, docs/UDP.md): VA | R_Key | size (log2 of the operand
+ * bytes: 2 or 3) | 3 reserved bytes | Swap (or Add) | Compare | Swap mask
+ * (FETCH_ADD: field boundary) | Compare mask, each 8 bytes big-endian; a
+ * 4-byte operation carries its operands in the low 32 bits.  VA and R_Key
+ * sit where AtomicETH has them (atmeth_va / atmeth_rkey read both). */
+static inline uint8_t xatmeth_size_log(const uint8_t *h) { return h[12]; }
+static inline uint32_t xatmeth_resv(const uint8_t *h) { return roce_get24(h + 13); }
+static inline uint64_t xatmeth_swap_add(const uint8_t *h) { return roce_get64(h + 16); }
+static inline uint64_t xatmeth_cmp(const uint8_t *h) { return roce_get64(h + 24); }
+static inline uint64_t xatmeth_swap_mask(const uint8_t *h) { return roce_get64(h + 32); }
+static inline uint64_t xatmeth_cmp_mask(const uint8_t *h) { return roce_get64(h + 40); }
+static inline void xatmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint8_t size_log,
+			       uint64_t swap_add, uint64_t cmp, uint64_t swap_mask,
+			       uint64_t cmp_mask)
+{
+	roce_put64(h, va);
+	roce_put32(h + 8, rkey);
+	h[12] = size_log;
+	roce_put24(h + 13, 0);
+	roce_put64(h + 16, swap_add);
+	roce_put64(h + 24, cmp);
+	roce_put64(h + 32, swap_mask);
+	roce_put64(h + 40, cmp_mask);
 }
 
 /* AtomicAckETH (9.3.6): original remote data; ImmDt (9.3.7): 4 bytes, kept

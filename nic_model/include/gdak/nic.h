@@ -34,9 +34,10 @@
  * 0x08 operate on a native uint32_t (one 16-byte segment, 4-byte local
  * segment, DS 4) and return it big-endian in 4 bytes; opmod 0x09 is the
  * 8-byte extended form (FA: 16-byte add/boundary segment, DS 4; CS: the
- * 32-byte segment, DS 5).  Layouts in <gdak/mlx5.h>.  The 4-byte form runs
- * on the in-process transport; the packet transports fail it
- * (LOCAL_QP_OP_ERR, rule atomic_transport): the RoCE wire has 8-byte
+ * 32-byte segment, DS 5).  Layouts in <gdak/mlx5.h>.  The masked and
+ * 4-byte forms run on the in-process transport and on emu:udp (gdak's
+ * ExtAtomicETH, docs/UDP.md "Extended atomics"); emu:verbs fails the 4-byte
+ * form (LOCAL_QP_OP_ERR, rule atomic_transport): plain verbs have 8-byte
  * atomics only.
  * Every atomic is atomic with respect to all QPs and NIC threads.
  */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_thread_test.h - what the NIC threads let tests observe of their
+ * scheduling (nm_thread.c), for tests that check a mechanism rather than
+ * a time.
+ */
+#ifndef NM_THREAD_TEST_H
+#define NM_THREAD_TEST_H
+
+#include <stdint.h>
+
+/* How often a NIC thread gave its CPU away right after a pass that did
+ * work (the device thread waiting for that work may share the CPU), over
+ * all threads since the process started. */
+uint64_t nm_thread_work_yields(void);
+
+#endif

@@ -1,0 +1,169 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# bench_verbs.sh BUILD_DIR - bench.sh --verbs (see there): unmodified
+# perftest on kernel rxe0, the same perftest through gdak-run, and
+# gdak-perf's native path, alternating round by round in one guest boot.
+# POSIX sh (the guest's /bin/sh is dash); awk does the arithmetic (the guest
+# has no python).
+
+B=${1:?usage: bench_verbs.sh BUILD_DIR}
+ROUNDS=${BENCH_ROUNDS:-3}
+N8=${BENCH_BW_ITERS:-2000}
+N64=${BENCH_BW64_ITERS:-500}
+NLAT=${BENCH_LAT_ITERS:-1000}
+DEV=${BENCH_DEV:-rxe0}
+RUN=$B/tools/gdak-run
+PERF=$B/tools/gdak-perf
+SA=127.0.0.230
+CA=127.0.0.231
+OUT=${TMPDIR:-/tmp}/gdak-bench-verbs.$$
+for t in "$RUN" "$PERF"; do
+	[ -x "$t" ] || { echo "bench_verbs.sh: no $t" >&2; exit 2; }
+done
+command -v ib_write_bw >/dev/null 2>&1 || { echo "bench_verbs.sh: perftest is not installed" >&2; exit 2; }
+mkdir -p "$OUT" || exit 1
+trap 'rm -rf "$OUT"' EXIT
+port=19800
+
+# gdak's devices bind ADDR:4791, which kernel rxe's socket (*:4791) holds
+# in the guest: gdak's rows run in a network namespace of their own (its
+# own loopback and ports), rxe's in the guest's.
+NS=""
+if [ "$(id -u)" = 0 ] && ip netns add gdakbench 2>/dev/null; then
+	ip -n gdakbench link set lo up
+	NS="ip netns exec gdakbench"
+	trap 'rm -rf "$OUT"; ip netns del gdakbench 2>/dev/null' EXIT
+	echo "# gdak-run and gdak-perf in network namespace gdakbench"
+else
+	echo "# no network namespace (not root, or no ip netns): gdak's rows in this one"
+fi
+
+echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# gdak build: $B"
+
+# wait (bounded) until TCP port $1 is listened on (in namespace $3 when
+# given) or pid $2 is gone
+wait_port() {
+	i=0
+	while [ $i -lt 300 ]; do
+		if command -v ss >/dev/null 2>&1; then
+			${3:-} ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		elif [ $i -ge 10 ]; then
+			return 0
+		fi
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# pt WAY PROG SIZE ITERS: one perftest pair; WAY rxe or gdak; prints the
+# client's data row or "-"
+pt() {
+	way=$1 prog=$2 size=$3 iters=$4
+	port=$((port + 1))
+	if [ "$way" = rxe ]; then
+		$prog -d "$DEV" -x 1 -F -s "$size" -n "$iters" -p $port >"$OUT/srv" 2>&1 &
+		sp=$!
+		wait_port $port $sp
+		timeout 120 $prog -d "$DEV" -x 1 -F -s "$size" -n "$iters" -p $port 127.0.0.1 \
+			>"$OUT/cli" 2>&1
+		rc=$?
+	else
+		env=""
+		[ "$prog" = ib_write_lat ] && env=GDAK_POLL=spin
+		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
+			-n "$iters" -p $port >"$OUT/srv" 2>&1 &
+		sp=$!
+		wait_port $port $sp "$NS"
+		$NS env $env timeout 120 "$RUN" --addr $CA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
+			-n "$iters" -p $port $SA >"$OUT/cli" 2>&1
+		rc=$?
+	fi
+	[ $rc -ne 0 ] && kill $sp 2>/dev/null
+	wait $sp 2>/dev/null
+	row=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$OUT/cli")
+	if [ $rc -ne 0 ] || [ -z "$row" ]; then
+		echo "# $way $prog -s $size failed (rc $rc): $(tail -n 2 "$OUT/cli" | tr '\n' ' ')" >&2
+		echo "-"
+		return
+	fi
+	echo "$row"
+}
+
+# gp TEST SIZE ITERS: gdak-perf server + client; prints the client's row or "-"
+gp() {
+	t=$1 size=$2 iters=$3 extra=""
+	port=$((port + 1))
+	[ "$t" = write_bw ] && extra="--wqes-per-db 1 --signal-every 1"
+	$NS timeout 150 "$PERF" -d emu:udp:$SA --server -p $port -s "$size" -n "$iters" -r 1 \
+		--nic-threads 1 --no-baseline $extra "$t" >"$OUT/gsrv" 2>&1 &
+	sp=$!
+	i=0
+	while [ $i -lt 300 ] && ! grep -q 'waiting for a client' "$OUT/gsrv" && kill -0 $sp 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	$NS timeout 120 "$PERF" -d emu:udp:$CA -p $port -s "$size" -n "$iters" -r 1 --nic-threads 1 \
+		--no-baseline $extra "$t" $SA >"$OUT/gcli" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] && kill $sp 2>/dev/null
+	wait $sp 2>/dev/null
+	row=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$OUT/gcli")
+	if [ $rc -ne 0 ] || [ -z "$row" ]; then
+		echo "# gdak-perf $t -s $size failed (rc $rc): $(tail -n 3 "$OUT/gcli" | tr '\n' ' ')" >&2
+		echo "-"
+		return
+	fi
+	echo "$row"
+}
+
+f() { [ "$1" = "-" ] && echo "-" || echo "$1" | awk -v k="$2" '{ print $k }'; }
+
+# one line per round and case into $OUT/res: case rxe gdak-run gdak-perf
+# (bandwidth: MiB/s, perftest's BW average and gdak-perf's BW avg, both
+# 2^20 bytes; latency: t_typical us, perftest's, and gdak-perf's t_typical)
+r=1
+while [ $r -le "$ROUNDS" ]; do
+	for c in "write_bw 8 $N8" "write_bw 65536 $N64" "write_lat 8 $NLAT"; do
+		set -- $c
+		prog=ib_$1
+		a=$(pt rxe $prog "$2" "$3")
+		b=$(pt gdak $prog "$2" "$3")
+		g=$(gp "$1" "$2" "$3")
+		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g]"
+		if [ "$1" = write_bw ]; then
+			# perftest: #bytes #iters BW_peak BW_avg MsgRate; gdak-perf: #bytes #iters BW_avg ...
+			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)" >>"$OUT/res"
+		else
+			# perftest: #bytes #iters t_min t_max t_typical ...; gdak-perf: the same columns
+			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)" >>"$OUT/res"
+		fi
+	done
+	r=$((r + 1))
+done
+
+echo
+echo "# medians of $ROUNDS rounds; bandwidth MiB/s (higher is better), latency t_typical us (lower is better)"
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" "gdak-run/rxe"
+for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
+	awk -F'|' -v c="$c" '
+		function med(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++)
+				for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+			return n == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+		}
+		function q(x, y) { return (x == "-" || y == "-" || y + 0 == 0) ? "-" : sprintf("%.2f", x / y) }
+		$1 == c {
+			if ($2 != "-") ra[++nr] = $2 + 0
+			if ($3 != "-") ga[++ng] = $3 + 0
+			if ($4 != "-") pa[++np] = $4 + 0
+		}
+		END {
+			r = med(ra, nr); g = med(ga, ng); p = med(pa, np)
+			printf "%s B\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r)
+		}' "$OUT/res"
+done
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
