@@ -18,6 +18,11 @@ endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
 gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
+# gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
+if(TARGET gdak_mlx5)
+  gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dv.c)
+  target_link_libraries(gdak_verbs_dv PRIVATE gdak_mlx5)
+endif()
 # cudaMalloc'd memory as an MR (the CUDA driver API loaded at run time: builds
 # everywhere, skips without a GPU)
 gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)

@@ -162,11 +162,31 @@ static void check_mlx5_answers(void)
 		__typeof__(&mlx5dv_init_obj) io12 = GET(mlx5dv_init_obj, "MLX5_1.2");
 		__typeof__(&mlx5dv_init_obj) io10 = GET(mlx5dv_init_obj, "MLX5_1.0");
 		struct mlx5dv_obj obj;
+		/* objects of another provider: init_obj reads their context
+		 * (as rdma-core does) and finds a device that is not gdak's */
+		struct ibv_device fdev;
+		struct ibv_context fctx;
+		struct ibv_qp fqp;
+		struct ibv_cq fcq;
+		struct ibv_pd fpd;
 
+		memset(&fdev, 0xff, sizeof(fdev));
+		memset(&fctx, 0xff, sizeof(fctx));
+		memset(&fqp, 0xff, sizeof(fqp));
+		memset(&fcq, 0xff, sizeof(fcq));
+		memset(&fpd, 0xff, sizeof(fpd));
+		fctx.device = &fdev;
+		fqp.context = fcq.context = fpd.context = &fctx;
 		memset(&obj, 0xff, sizeof(obj));
 		CHECK_EQ(io12(&obj, 0), EINVAL);
+		obj.qp.in = &fqp;
+		obj.cq.in = &fcq;
+		obj.pd.in = &fpd;
 		CHECK_EQ(io12(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ), EOPNOTSUPP);
 		CHECK_EQ(io10(&obj, MLX5DV_OBJ_CQ), EOPNOTSUPP);
+		CHECK_EQ(io12(&obj, MLX5DV_OBJ_PD), EOPNOTSUPP);
+		obj.pd.in = NULL;
+		CHECK_EQ(io12(&obj, MLX5DV_OBJ_PD), EINVAL);
 		CHECK_EQ(io10(NULL, MLX5DV_OBJ_PD), EINVAL);
 	}
 

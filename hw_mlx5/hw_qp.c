@@ -159,15 +159,35 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	hq->base.ctx = ctx;
 	hq->base.attr = *attr;	/* before any thread can see the QP (core checks) */
 	hq->devx = !!(attr->flags & GDAK_QP_F_QUEUES_GPU);
+	/* GDAK_HW_QP_PATH: auto (above), or one path for every QP, so that
+	 * tests can run each against the same device */
+	{
+		int path = 0;
+
+		if (gdak_env_choice("GDAK_HW_QP_PATH", &path) < 0) {
+			free(hq);
+			return -EINVAL;
+		}
+		if (path == 1 && hq->devx) {
+			GDAK_ERR("ctx", ctx->id,
+				 "GDAK_HW_QP_PATH=verbs: the verbs path keeps its "
+				 "rings in host memory, GDAK_QP_F_QUEUES_GPU needs DEVX");
+			free(hq);
+			return -ENOTSUP;
+		}
+		if (path)
+			hq->devx = path == 2;
+	}
 	hq->psn = random_psn();
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.handler = attr->handler;
 	tmpl.sharing = attr->sharing;
 
 	if (hq->devx && (!hc->devx || !hc->cuda)) {
-		GDAK_ERR("ctx", ctx->id, "GDAK_QP_F_QUEUES_GPU needs %s",
+		GDAK_ERR("ctx", ctx->id,
+			 "the DEVX path (GDAK_QP_F_QUEUES_GPU or GDAK_HW_QP_PATH=devx) needs %s",
 			 !hc->devx ? "a DEVX-capable mlx5 context (kernel and firmware)"
-				   : "a CUDA GPU");
+				   : "a CUDA GPU (its rings are GPU memory)");
 		free(hq);
 		return -ENOTSUP;
 	}

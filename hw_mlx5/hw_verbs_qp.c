@@ -109,6 +109,13 @@ static int choose_handler(struct hw_qp *hq, const struct mlx5dv_qp *dv, struct g
 	int ret;
 
 	hq->db_reg = dv->bf.reg;
+	/* the register has two halves of bf.size bytes (mlx5dv(7)); rdma-core
+	 * alternates between them after every write (bf->offset ^=
+	 * bf->buf_size) so that two write-combined BlueFlame copies to one
+	 * half cannot reach the HCA merged or reordered: the device code
+	 * alternates when bf_log_half says how far apart they are */
+	if (dv->bf.size && !(dv->bf.size & (dv->bf.size - 1)))
+		t->bf_log_half = (uint8_t)__builtin_ctz(dv->bf.size);
 	if (t->handler == GDAK_DEV_DB_BF && (!hq->td || !dv->bf.size)) {
 		GDAK_WARN("qp", t->qpn, "no BlueFlame register of its own (%s): handler BF -> DB",
 			  !dv->bf.size ? "BlueFlame disabled" : "thread domains unsupported");
@@ -116,7 +123,8 @@ static int choose_handler(struct hw_qp *hq, const struct mlx5dv_qp *dv, struct g
 	}
 	if (t->handler == GDAK_DEV_DB_CPU_PROXY)
 		return 0;
-	ret = hw_qp_map(hq, dv->bf.reg, 64, 1, &dev);
+	/* both halves when the device code alternates */
+	ret = hw_qp_map(hq, dv->bf.reg, t->bf_log_half ? 2u << t->bf_log_half : 64, 1, &dev);
 	if (ret) {
 		GDAK_WARN("qp", t->qpn, "the UAR page cannot be mapped into the GPU (%s): "
 			  "doorbells go through the CPU proxy", gdak_strerror(ret));

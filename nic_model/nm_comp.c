@@ -26,6 +26,11 @@
  * (owner = n / ncqe parity), so a consumer that tracks the count sees the
  * owner flip as on a normal CQ; one that watches wqe_counter (NVSHMEM)
  * sees it advance.  A collapsed CQ cannot overrun.
+ *
+ * External CQs (nm_ext.h) may be shared by QPs served by different NIC
+ * threads and written by responders running on yet others: every CQE is
+ * built and published under the CQ's producer lock (nm_cq_lock), so slot
+ * choice, the overrun check, the collapsed stage and pi stay one sequence.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +44,9 @@ int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
 	if (cq->flags & (NM_CQ_OI | NM_CQ_CC))
 		return 1;
 	ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-	used = ((uint32_t)cq->pi - ci) & 0xffffff;
+	/* relaxed: another producer of a shared CQ may be storing it; the
+	 * slot is chosen again under the CQ's lock */
+	used = ((uint32_t)__atomic_load_n(&cq->pi, __ATOMIC_RELAXED) - ci) & 0xffffff;
 	return used < cq->ncqe;
 }
 
@@ -49,11 +56,15 @@ static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t w
 {
 	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_strict()) {
 		uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-		nm_violation(qp, wqe_index, "cq_overrun", 0,
-			     "CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
-			     "consumed up to %u of %u (is it updating the CQ doorbell record?)",
-			     cq->cqn, cq == &qp->rcq ? "receive" : "send", wqe_index,
-			     (unsigned long long)cq->pi, ci, cq->ncqe);
+		nm_violation(
+			qp, wqe_index, "cq_overrun", 0,
+			"CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
+			"consumed up to %u of %u (is it updating the CQ doorbell record?)",
+			cq->cqn,
+			cq == qp->rcq && cq != qp->scq	 ? "receive"
+			: cq == qp->scq && cq != qp->rcq ? "send"
+							 : "a",
+			wqe_index, (unsigned long long)cq->pi, ci, cq->ncqe);
 		nm_qp_set_error(qp, 0, 0, wqe_index, "cq_overrun",
 				"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
 				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
@@ -98,8 +109,9 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 	/* release: a WAIT on this CQ (another QP's thread) that sees the new
 	 * count also sees the CQE */
 	__atomic_store_n(&cq->pi, cq->pi + 1, __ATOMIC_RELEASE);
-	/* the receive CQ is written by the peer's thread: counters there are shared */
-	if (cq == &qp->rcq)
+	/* the receive CQ is written by the peer's thread, an external CQ by
+	 * any: counters there are shared */
+	if (cq == qp->rcq || cq->ext)
 		__atomic_fetch_add(&qp->st.cqes, 1, __ATOMIC_RELAXED);
 	else
 		nm_stat_add(&qp->st.cqes, 1);
@@ -108,11 +120,16 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 static void write_err(struct nm_qp *qp, struct nm_cq *cq, uint8_t cqe_op, uint8_t synd,
 		      uint8_t wqe_op, uint16_t wqe_index)
 {
-	struct mlx5_cqe64 *slot = cq_slot(qp, cq, wqe_index);
-	struct gdak_mlx5_err_cqe *e = (struct gdak_mlx5_err_cqe *)(void *)slot;
+	struct mlx5_cqe64 *slot;
+	struct gdak_mlx5_err_cqe *e;
 
-	if (!slot)
+	nm_cq_lock(cq);
+	slot = cq_slot(qp, cq, wqe_index);
+	e = (struct gdak_mlx5_err_cqe *)(void *)slot;
+	if (!slot) {
+		nm_cq_unlock(cq);
 		return;
+	}
 	memset(e, 0, 63);
 	e->syndrome = synd;
 	/* vendor syndrome: what ConnectX reports for flushes (0xf9), else 0 */
@@ -120,6 +137,7 @@ static void write_err(struct nm_qp *qp, struct nm_cq *cq, uint8_t cqe_op, uint8_
 	e->s_wqe_opcode_qpn = gdak_htobe32((uint32_t)wqe_op << 24 | (qp->base.qpn & 0xffffff));
 	e->wqe_counter = gdak_htobe16(wqe_index);
 	cq_publish(qp, cq, slot, cqe_op);
+	nm_cq_unlock(cq);
 	if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
 		__atomic_fetch_add(&qp->st.flushed, 1, __ATOMIC_RELAXED);
 	else
@@ -133,14 +151,18 @@ void nm_comp_send(struct nm_qp *qp, struct nm_op *op)
 	if (__builtin_expect(!op->status, 1)) {
 		if (!(op->flags & NM_OPF_SIGNALED))
 			return;
-		cqe = cq_slot(qp, &qp->scq, op->wqe_index);
-		if (!cqe)
-			return;
-		memset(cqe, 0, 63);
-		cqe->byte_cnt = gdak_htobe32(op->len);
-		cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
-		cqe->wqe_counter = gdak_htobe16(op->wqe_index);
-		cq_publish(qp, &qp->scq, cqe, MLX5_CQE_REQ);
+		struct nm_cq *cq = qp->scq;
+
+		nm_cq_lock(cq);
+		cqe = cq_slot(qp, cq, op->wqe_index);
+		if (cqe) {
+			memset(cqe, 0, 63);
+			cqe->byte_cnt = gdak_htobe32(op->len);
+			cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
+			cqe->wqe_counter = gdak_htobe16(op->wqe_index);
+			cq_publish(qp, cq, cqe, MLX5_CQE_REQ);
+		}
+		nm_cq_unlock(cq);
 		return;
 	}
 	if (op->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
@@ -157,12 +179,12 @@ void nm_comp_send(struct nm_qp *qp, struct nm_op *op)
 	if (op->rule && op->rule[0] && !(op->flags & NM_OPF_VIOLATION))
 		NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, op->wqe_index, op->rule, op->status,
 			 gdak_mlx5_syndrome_name(op->status));
-	write_err(qp, &qp->scq, MLX5_CQE_REQ_ERR, op->status, op->opcode, op->wqe_index);
+	write_err(qp, qp->scq, MLX5_CQE_REQ_ERR, op->status, op->opcode, op->wqe_index);
 }
 
 void nm_comp_flush(struct nm_qp *qp, uint16_t wqe_index, uint8_t opcode)
 {
-	write_err(qp, &qp->scq, MLX5_CQE_REQ_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, opcode, wqe_index);
+	write_err(qp, qp->scq, MLX5_CQE_REQ_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, opcode, wqe_index);
 }
 
 /* caller holds qp->resp_lock */
@@ -172,18 +194,20 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 	struct mlx5_cqe64 *cqe;
 
 	if (syndrome) {
-		write_err(qp, &qp->rcq, MLX5_CQE_RESP_ERR, syndrome, opcode, wqe_index);
+		write_err(qp, qp->rcq, MLX5_CQE_RESP_ERR, syndrome, opcode, wqe_index);
 		return;
 	}
-	cqe = cq_slot(qp, &qp->rcq, wqe_index);
-	if (!cqe)
-		return;
-	memset(cqe, 0, 63);
-	cqe->byte_cnt = gdak_htobe32(byte_cnt);
-	cqe->imm_inval_pkey = imm;
-	cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
-	cqe->wqe_counter = gdak_htobe16(wqe_index);
-	cq_publish(qp, &qp->rcq, cqe, cqe_opcode);
+	nm_cq_lock(qp->rcq);
+	cqe = cq_slot(qp, qp->rcq, wqe_index);
+	if (cqe) {
+		memset(cqe, 0, 63);
+		cqe->byte_cnt = gdak_htobe32(byte_cnt);
+		cqe->imm_inval_pkey = imm;
+		cqe->sop_drop_qpn = gdak_htobe32(qp->base.qpn & 0xffffff);
+		cqe->wqe_counter = gdak_htobe16(wqe_index);
+		cq_publish(qp, qp->rcq, cqe, cqe_opcode);
+	}
+	nm_cq_unlock(qp->rcq);
 }
 
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,

@@ -129,6 +129,9 @@ void nm_db_reset(struct nm_qp *qp)
 	qp->db_half_last[0] = qp->db_half_last[1] = 0;
 	qp->reg_half = -1;
 	qp->bf_wait_half = 0;
+	/* what the halves hold now (zero, or the device's own page as it is) */
+	reg_copy(qp, 0, qp->half_shadow[0]);
+	reg_copy(qp, 1, qp->half_shadow[1]);
 	qp->rung_pi = 0;
 	qp->pi = 0;
 	qp->rec_last = 0;
@@ -196,7 +199,24 @@ int nm_db_bf_verify(struct nm_qp *qp)
 		return 0;
 	}
 	reg_copy(qp, qp->bf_wait_half, copy);
+	if (atomic_load_explicit(&qp->db_any, memory_order_relaxed) &&
+	    !memcmp(copy + 8, qp->half_shadow[qp->bf_wait_half] + 8, 56)) {
+		/* an 8-byte doorbell: the rest of the half is what it was */
+		memcpy(qp->half_shadow[qp->bf_wait_half], copy, 64);
+		qp->bf_wait = UINT64_MAX;
+		qp->bf_since_ns = 0;
+		return 0;
+	}
 	if (!memcmp(copy, ring, 64)) {
+		/* a BlueFlame copy, and it matches.  Known to be one only now
+		 * when the device may write either: the half check is here */
+		if (atomic_load_explicit(&qp->db_any, memory_order_relaxed) && qp->bf_same_half)
+			nm_violation(qp, (uint16_t)idx, "bf_not_alternated", 0,
+				     "BlueFlame write to register half %u (UAR + 0x%x) again: "
+				     "alternate halves (bf->offset ^= bf->buf_size)",
+				     qp->bf_wait_half,
+				     GDAK_MLX5_DB_OFFSET + (qp->bf_wait_half << NM_BF_LOG_HALF));
+		memcpy(qp->half_shadow[qp->bf_wait_half], copy, 64);
 		qp->bf_wait = UINT64_MAX;
 		qp->bf_since_ns = 0;
 		return 0;
@@ -211,6 +231,7 @@ int nm_db_bf_verify(struct nm_qp *qp)
 		return 1;
 	qp->bf_wait = UINT64_MAX;
 	qp->bf_since_ns = 0;
+	memcpy(qp->half_shadow[qp->bf_wait_half], copy, 64);
 	for (int i = 0; i < 64; i++) {
 		if (copy[i] != ring[i]) {
 			nm_violation(qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
@@ -285,15 +306,19 @@ int nm_db_poll(struct nm_qp *qp)
 		qp->bf_since_ns = 0;
 		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
 		 * batches ring with the 8-byte form and leave stale bytes behind */
-		if (qp->handler == GDAK_DEV_DB_BF && nm_strict() && ds && ds <= 4 &&
-		    idx == prev_end && idx >= qp->ci && idx - qp->ci < qp->sq_cnt) {
+		if ((qp->handler == GDAK_DEV_DB_BF ||
+		     atomic_load_explicit(&qp->db_any, memory_order_relaxed)) &&
+		    nm_strict() && ds && ds <= 4 && idx == prev_end && idx >= qp->ci &&
+		    idx - qp->ci < qp->sq_cnt) {
 			qp->bf_wait = idx;
 			qp->bf_wait_half = (uint8_t)half;
 			qp->bf_since_ns = 0;
 			/* rdma-core alternates the halves after every register
 			 * write: the HCA may otherwise combine this BlueFlame
 			 * write with the previous one still in flight */
-			if (prev_half == half)
+			qp->bf_same_half = prev_half == half;
+			if (prev_half == half &&
+			    !atomic_load_explicit(&qp->db_any, memory_order_relaxed))
 				nm_violation(
 					qp, (uint16_t)idx, "bf_not_alternated", 0,
 					"BlueFlame write to register half %d (UAR + 0x%x) again: "

@@ -193,6 +193,15 @@ enum nm_cq_flags {
 	NM_CQ_CC = 1u << 1
 };
 
+/*
+ * A CQ.  Either embedded in its QP (nm_qp.own_scq / own_rcq: one producer
+ * per ring, the QP's thread for the send CQ and its responder under
+ * resp_lock for the receive CQ) or an object of its own (nm_ext.h: rings
+ * the device allocated, shared by any number of QPs).  An external CQ can
+ * get CQEs from several threads at once (a QP's NIC thread, the responders
+ * of its other QPs), so its producers serialise on cq->lock (ext set);
+ * the embedded ones never take it.
+ */
 struct nm_cq {
 	struct mlx5_cqe64 *cqes;
 	uint32_t *dbrec;	/* be32 consumer counter written by the device */
@@ -202,7 +211,27 @@ struct nm_cq {
 				 * (a WAIT on another QP reads it: nm_cq_produced) */
 	uint32_t flags;		 /* enum nm_cq_flags */
 	struct mlx5_cqe64 stage; /* collapsed CQ: the next CQE, built here */
+	/* external CQs only (nm_ext.c) */
+	bool ext;
+	pthread_spinlock_t lock; /* producers of an external CQ */
+	_Atomic uint32_t users;	 /* QPs attached (destroy refuses while any) */
+	struct nm_ctx *ctx;
+	uint32_t *arm_dbrec; /* dbrec + 1: the device's arm word (be32) */
+	uint64_t *arm_db;    /* optional UAR word the device rings to arm */
+	struct nm_cq *next;  /* nm_ext.c's registry */
 };
+
+/* Producers of cq (nm_comp.c) hold this around one CQE. */
+static inline void nm_cq_lock(struct nm_cq *cq)
+{
+	if (cq->ext)
+		pthread_spin_lock(&cq->lock);
+}
+static inline void nm_cq_unlock(struct nm_cq *cq)
+{
+	if (cq->ext)
+		pthread_spin_unlock(&cq->lock);
+}
 
 /* CQEs cq has produced, from any thread (a cross-channel WAIT's view). */
 static inline uint64_t nm_cq_produced(const struct nm_cq *cq)
@@ -276,7 +305,14 @@ struct nm_qp {
 	struct gdak_mr *scratch_mr; /* 8 bytes in dmem: put+signal's discarded fetch */
 	uint8_t *rq;		/* receive WQEs */
 	uint32_t rq_cnt, rq_stride, rq_max_sge;
-	struct nm_cq scq, rcq;
+	/* the send and receive CQ: &own_scq / &own_rcq, or external CQs
+	 * (nm_ext.h; both may be the same object) */
+	struct nm_cq *scq, *rcq;
+	struct nm_cq own_scq, own_rcq;
+	/* the rings are the device's (nm_ext_qp_create): the NIC never clears
+	 * them (RESET included) and frees only its own block */
+	bool ext;
+	bool ext_uar; /* the UAR page is the device's too */
 
 	/* doorbell stage (NIC thread) */
 	uint64_t db_reg_last;	/* register contents seen last */
@@ -300,6 +336,14 @@ struct nm_qp {
 	uint64_t db_half_last[2];
 	int8_t reg_half;
 	uint8_t bf_wait_half; /* the half holding the BlueFlame copy to verify */
+	/* the device picks DB (8-byte) or BlueFlame (64-byte) per doorbell, as a
+	 * ConnectX tells them apart by the write's size (nm_ext_qp_doorbell_any:
+	 * a verbs QP handed out by mlx5dv_init_obj).  A single-WQE ring is then
+	 * a BlueFlame copy only if the half's bytes past the first 8 moved:
+	 * half_shadow holds each half as last resolved */
+	_Atomic bool db_any;
+	bool bf_same_half; /* the copy being verified went to the half used last */
+	uint8_t half_shadow[2][64];
 
 	/* requester (NIC thread) */
 	uint64_t ci;		/* next WQEBB to fetch */
@@ -447,10 +491,20 @@ int nm_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err);
 /* The loop transport's registry: the live QP with this number, or NULL.
  * Takes the registry lock; control path only. */
 struct nm_qp *nm_qp_lookup(uint32_t qpn);
+/* QP with rings the device allocated (nm_ext.c checks ext and builds qa). */
+struct nm_ext_qp_attr;
+int nm_qp_create_ext(struct gdak_ctx *ctx, const struct gdak_qp_attr *qa,
+		     const struct nm_ext_qp_attr *ext, struct gdak_qp **qp);
 /* The CQ with this number (send or receive CQ of a live QP), or NULL.
  * Takes the registry lock.  NIC threads may call it: the CQ stays valid
  * until the caller's next quiescent point (destroy waits a grace period). */
 struct nm_cq *nm_cq_lookup(uint32_t cqn);
+/* The embedded CQ (of a QP with NIC-allocated rings) with this number. */
+struct nm_cq *nm_cq_lookup_own(uint32_t cqn);
+/* nm_ext.c: the external CQ with this number, or NULL (same validity). */
+struct nm_cq *nm_ext_cq_lookup(uint32_t cqn);
+/* nm_ext.c: a CQ number no live CQ (embedded or external) has. */
+int nm_ext_cqn_used(uint32_t cqn);
 /* Record the first error of a QP (later ones are ignored) and move it to
  * ERR.  Any thread. */
 void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_t wqe_index,

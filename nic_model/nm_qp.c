@@ -23,6 +23,7 @@
 #include <gdak/trace_format.h>
 
 #include "nm_dma.h"
+#include "nm_ext.h"
 #include "nm_loc.h"
 #include "nm_rand.h"
 
@@ -81,19 +82,35 @@ static void reg_del(struct nm_qp *qp)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+struct nm_cq *nm_cq_lookup_own(uint32_t cqn)
+{
+	struct nm_cq *cq = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 0; i < reg_n && !cq; i++) {
+		if (!reg[i]->ext && reg[i]->own_scq.cqn == cqn)
+			cq = &reg[i]->own_scq;
+		else if (!reg[i]->ext && reg[i]->rq_cnt && reg[i]->own_rcq.cqn == cqn)
+			cq = &reg[i]->own_rcq;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return cq;
+}
+
 struct nm_cq *nm_cq_lookup(uint32_t cqn)
 {
 	struct nm_cq *cq = NULL;
 
 	pthread_mutex_lock(&reg_lock);
 	for (uint32_t i = 0; i < reg_n && !cq; i++) {
-		if (reg[i]->scq.cqn == cqn)
-			cq = &reg[i]->scq;
-		else if (reg[i]->rq_cnt && reg[i]->rcq.cqn == cqn)
-			cq = &reg[i]->rcq;
+		if (reg[i]->scq->cqn == cqn)
+			cq = reg[i]->scq;
+		else if (reg[i]->rq_cnt && reg[i]->rcq->cqn == cqn)
+			cq = reg[i]->rcq;
 	}
 	pthread_mutex_unlock(&reg_lock);
-	return cq;
+	/* an external CQ no QP uses (yet) is still a CQ a WAIT may name */
+	return cq ? cq : nm_ext_cq_lookup(cqn);
 }
 
 struct nm_qp *nm_qp_lookup(uint32_t qpn)
@@ -204,12 +221,12 @@ static void dev_qp_fill(struct nm_qp *qp)
 	d->dbrec = qp->dbrec;
 	d->db_reg = (uint64_t *)(void *)(qp->uar + GDAK_MLX5_DB_OFFSET);
 	d->proxy_pi = qp->proxy_pi;
-	dev_cq_fill(&d->scq, &qp->scq);
+	dev_cq_fill(&d->scq, qp->scq);
 	if (qp->rq_cnt) {
 		d->rq_buf = qp->rq;
 		d->rq_wqe_cnt = qp->rq_cnt;
 		d->rq_log_stride = log2u(qp->rq_stride);
-		dev_cq_fill(&d->rcq, &qp->rcq);
+		dev_cq_fill(&d->rcq, qp->rcq);
 	}
 	d->sq_slot_bbs = (uint8_t *)qp->dmem + qp->dmem_len - qp->sq_cnt;
 	/* put+signal's ATOMIC_FA returns the old signal value somewhere: a
@@ -222,15 +239,20 @@ static void dev_qp_fill(struct nm_qp *qp)
 /* Zero the queues: a fresh QP, or one that went back to RESET. */
 static void queues_reset(struct nm_qp *qp)
 {
-	memset(qp->uar, 0, GDAK_MLX5_UAR_PAGE);
-	qp->dbrec[0] = qp->dbrec[1] = 0;
+	/* the device's own rings, records and register page (nm_ext.h) are
+	 * its to clear, as libmlx5 does on ConnectX */
+	if (!qp->ext_uar)
+		memset(qp->uar, 0, GDAK_MLX5_UAR_PAGE);
 	*qp->proxy_pi = 0;
-	memset(qp->sq, 0, (size_t)qp->sq_cnt * 64);
-	if (qp->rq_cnt)
-		memset(qp->rq, 0, (size_t)qp->rq_cnt * qp->rq_stride);
-	cq_init(&qp->scq);
-	if (qp->rq_cnt)
-		cq_init(&qp->rcq);
+	if (!qp->ext) {
+		qp->dbrec[0] = qp->dbrec[1] = 0;
+		memset(qp->sq, 0, (size_t)qp->sq_cnt * 64);
+		if (qp->rq_cnt)
+			memset(qp->rq, 0, (size_t)qp->rq_cnt * qp->rq_stride);
+		cq_init(qp->scq);
+		if (qp->rq_cnt)
+			cq_init(qp->rcq);
+	}
 	qp->rq_ci = 0;
 	nm_db_reset(qp);
 	nm_req_reset(qp);
@@ -242,11 +264,18 @@ static void queues_reset(struct nm_qp *qp)
 	dev_qp_fill(qp);
 }
 
-int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gdak_qp **out)
+/*
+ * One QP.  ext == NULL: every ring in the device-visible block (layout at
+ * the top).  ext != NULL (nm_ext.h): SQ, RQ, records, CQs and maybe the
+ * UAR page are the device's; the block holds the UAR page (unless given),
+ * descriptor, proxy word, scratch word and the per-slot WQEBB counts.
+ */
+static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
+		     const struct nm_ext_qp_attr *ext, struct gdak_qp **out)
 {
-	struct nm_ctx *ctx = nm_ctx_of(bctx);
+	struct gdak_ctx *bctx = &ctx->base;
 	struct nm_qp *qp;
-	size_t off, sq_b, cq_b, rq_b = 0, rcq_b = 0;
+	size_t off, sq_b = 0, cq_b = 0, rq_b = 0, rcq_b = 0;
 	uint32_t qpn;
 	uint8_t *m;
 	int ret;
@@ -273,22 +302,30 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 
 	qp->sq_cnt = a->sq_depth;
 	qp->sq_mask = a->sq_depth - 1;
-	qp->scq.ncqe = a->cq_depth;
 	qp->rq_cnt = a->rq_depth;
 	qp->rq_max_sge = a->rq_depth ? a->rq_max_sge : 0;
 	qp->rq_stride = 16 * (qp->rq_max_sge ? qp->rq_max_sge : 1);
-	qp->rcq.ncqe = a->rq_depth ? a->rcq_depth : 0;
-	qp->scq.flags = (a->flags & GDAK_QP_F_SCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
-			(a->flags & GDAK_QP_F_SCQ_COLLAPSED ? NM_CQ_CC : 0);
-	qp->rcq.flags = (a->flags & GDAK_QP_F_RCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
-			(a->flags & GDAK_QP_F_RCQ_COLLAPSED ? NM_CQ_CC : 0);
 	qp->no_dbrec = !!(a->flags & GDAK_QP_F_SQ_NO_DBREC);
-
-	sq_b = (size_t)qp->sq_cnt * 64;
-	cq_b = (size_t)qp->scq.ncqe * 64;
-	if (qp->rq_cnt) {
-		rq_b = (size_t)qp->rq_cnt * qp->rq_stride;
-		rcq_b = (size_t)qp->rcq.ncqe * 64;
+	if (ext) {
+		qp->ext = true;
+		qp->ext_uar = ext->uar != NULL;
+		qp->scq = ext->scq;
+		qp->rcq = a->rq_depth ? ext->rcq : &qp->own_rcq;
+	} else {
+		qp->scq = &qp->own_scq;
+		qp->rcq = &qp->own_rcq;
+		qp->own_scq.ncqe = a->cq_depth;
+		qp->own_rcq.ncqe = a->rq_depth ? a->rcq_depth : 0;
+		qp->own_scq.flags = (a->flags & GDAK_QP_F_SCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+				    (a->flags & GDAK_QP_F_SCQ_COLLAPSED ? NM_CQ_CC : 0);
+		qp->own_rcq.flags = (a->flags & GDAK_QP_F_RCQ_OVERRUN_IGNORE ? NM_CQ_OI : 0) |
+				    (a->flags & GDAK_QP_F_RCQ_COLLAPSED ? NM_CQ_CC : 0);
+		sq_b = (size_t)qp->sq_cnt * 64;
+		cq_b = (size_t)qp->own_scq.ncqe * 64;
+		if (qp->rq_cnt) {
+			rq_b = (size_t)qp->rq_cnt * qp->rq_stride;
+			rcq_b = (size_t)qp->own_rcq.ncqe * 64;
+		}
 	}
 	qp->dmem_len = 8192 + sq_b + cq_b + rq_b + rcq_b + qp->sq_cnt;
 	qp->dmem_kind = GDAK_MEM_HOST_MAPPED;
@@ -297,33 +334,43 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 		goto err_free;
 	m = qp->dmem;
 	memset(m, 0, qp->dmem_len);
-	qp->uar = m;
+	qp->uar = ext && ext->uar ? ext->uar : m;
 	qp->dqp = (struct gdak_dev_qp *)(void *)(m + 4096);
-	qp->dbrec = (uint32_t *)(void *)(m + 4608);
-	qp->scq.dbrec = (uint32_t *)(void *)(m + 4608 + 64);
-	qp->rcq.dbrec = (uint32_t *)(void *)(m + 4608 + 128);
+	qp->dbrec = ext ? ext->dbrec : (uint32_t *)(void *)(m + 4608);
+	qp->own_scq.dbrec = (uint32_t *)(void *)(m + 4608 + 64);
+	qp->own_rcq.dbrec = (uint32_t *)(void *)(m + 4608 + 128);
 	qp->proxy_pi = (uint64_t *)(void *)(m + 4608 + 192);
 	ret = nm_mr_reg(&ctx->base, m + 4608 + 256, 8, GDAK_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
 	if (ret)
 		goto err_dmem;
 	off = 8192;
-	qp->sq = m + off;
-	off += sq_b;
-	qp->scq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
-	off += cq_b;
-	if (qp->rq_cnt) {
-		qp->rq = m + off;
-		off += rq_b;
-		qp->rcq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
-		off += rcq_b;
+	if (ext) {
+		qp->sq = ext->sq;
+		qp->rq = qp->rq_cnt ? ext->rq : NULL;
+	} else {
+		qp->sq = m + off;
+		off += sq_b;
+		qp->own_scq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
+		off += cq_b;
+		if (qp->rq_cnt) {
+			qp->rq = m + off;
+			off += rq_b;
+			qp->own_rcq.cqes = (struct mlx5_cqe64 *)(void *)(m + off);
+			off += rcq_b;
+		}
 	}
 
 	ret = reg_add(qp, &qpn);
 	if (ret)
 		goto err_mr;
 	qp->id = qpn;
-	qp->scq.cqn = (qpn << 1) & 0xffffff;
-	qp->rcq.cqn = ((qpn << 1) | 1) & 0xffffff;
+	qp->own_scq.cqn = (qpn << 1) & 0xffffff;
+	qp->own_rcq.cqn = ((qpn << 1) | 1) & 0xffffff;
+	if (ext) {
+		atomic_fetch_add(&qp->scq->users, 1);
+		if (qp->rq_cnt && qp->rcq != qp->scq)
+			atomic_fetch_add(&qp->rcq->users, 1);
+	}
 	queues_reset(qp);
 
 	if (ctx->tr->qp_init) {
@@ -334,16 +381,25 @@ int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gda
 	qp->thr = nm_engine_pick(a->nic_thread);
 	nm_thread_add_qp(qp->thr, qp);
 	atomic_fetch_add(&ctx->nqps, 1);
-	qp_rec(qp, GDAK_TRACE_QPN_NONE, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %s, "
-	       "NIC thread %u", qp->sq_cnt, qp->scq.ncqe, qp->rq_cnt, qp->rq_max_sge, qp->rcq.ncqe,
-	       handler_name(a->handler), nm_thread_id(qp->thr));
-	GDAK_DBG("qp", qpn, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %d, thread %u",
-		 qp->sq_cnt, qp->scq.ncqe, qp->rq_cnt, qp->rq_max_sge, qp->rcq.ncqe, a->handler,
-		 nm_thread_id(qp->thr));
+	qp_rec(qp, GDAK_TRACE_QPN_NONE,
+	       "created: sq %u cq %u (0x%x) rq %u x %u sge, rcq %u (0x%x), "
+	       "handler %s, NIC thread %u%s",
+	       qp->sq_cnt, qp->scq->ncqe, qp->scq->cqn, qp->rq_cnt, qp->rq_max_sge,
+	       qp->rq_cnt ? qp->rcq->ncqe : 0, qp->rq_cnt ? qp->rcq->cqn : 0,
+	       handler_name(a->handler), nm_thread_id(qp->thr), ext ? ", device rings" : "");
+	GDAK_DBG("qp", qpn, "created: sq %u cq %u rq %u x %u sge, rcq %u, handler %d, thread %u%s",
+		 qp->sq_cnt, qp->scq->ncqe, qp->rq_cnt, qp->rq_max_sge,
+		 qp->rq_cnt ? qp->rcq->ncqe : 0, a->handler, nm_thread_id(qp->thr),
+		 ext ? ", device rings" : "");
 	*out = &qp->base;
 	return 0;
 
 err_reg:
+	if (ext) {
+		atomic_fetch_sub(&qp->scq->users, 1);
+		if (qp->rq_cnt && qp->rcq != qp->scq)
+			atomic_fetch_sub(&qp->rcq->users, 1);
+	}
 	reg_del(qp);
 err_mr:
 	nm_mr_dereg(qp->scratch_mr);
@@ -355,6 +411,17 @@ err_free:
 	pthread_mutex_destroy(&qp->err_lock);
 	free(qp);
 	return ret;
+}
+
+int nm_qp_create(struct gdak_ctx *bctx, const struct gdak_qp_attr *a, struct gdak_qp **out)
+{
+	return qp_create(nm_ctx_of(bctx), a, NULL, out);
+}
+
+int nm_qp_create_ext(struct gdak_ctx *bctx, const struct gdak_qp_attr *qa,
+		     const struct nm_ext_qp_attr *ext, struct gdak_qp **out)
+{
+	return qp_create(nm_ctx_of(bctx), qa, ext, out);
 }
 
 int nm_qp_destroy(struct gdak_qp *bqp)
@@ -373,6 +440,12 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 		ctx->tr->qp_fini(qp);
 	/* 3. threads executing a peer's request into it finish first */
 	nm_engine_sync();
+	/* 4. only now may its external CQs go (nm_ext_cq_destroy) */
+	if (qp->ext) {
+		atomic_fetch_sub(&qp->scq->users, 1);
+		if (qp->rq_cnt && qp->rcq != qp->scq)
+			atomic_fetch_sub(&qp->rcq->users, 1);
+	}
 	nm_stats_retire(&qp->st);
 	nm_mr_dereg(qp->scratch_mr); /* before nqps drops: the context outlives it */
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
@@ -488,8 +561,8 @@ static void view_on_thread(void *arg)
 	v->sq_rung = qp->rung_pi;
 	v->sq_record = qp->rec_last;
 	v->flags = qp->base.attr.flags;
-	v->scq_produced = nm_cq_produced(&qp->scq);
-	v->rcq_produced = qp->rq_cnt ? nm_cq_produced(&qp->rcq) : 0;
+	v->scq_produced = nm_cq_produced(qp->scq);
+	v->rcq_produced = qp->rq_cnt ? nm_cq_produced(qp->rcq) : 0;
 	pthread_spin_lock(&qp->resp_lock);
 	v->rq_consumed = qp->rq_ci;
 	pthread_spin_unlock(&qp->resp_lock);

@@ -468,7 +468,7 @@ static int retire(struct nm_qp *qp)
 			break;
 		if (nm_fault_cqe(qp, op))
 			break;
-		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, &qp->scq))
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, qp->scq))
 			break; /* flushing waits for the device to consume */
 		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
 			/* the QP failed meanwhile (responder, modify): flushed */
@@ -525,7 +525,7 @@ static int flush(struct nm_qp *qp)
 		struct gdak_mlx5_ctrl c;
 		uint32_t bbs;
 
-		if (!nm_comp_cq_room(qp, &qp->scq))
+		if (!nm_comp_cq_room(qp, qp->scq))
 			break;
 		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
 		bbs = gdak_mlx5_wqebbs(c.ds ? c.ds : 1);

@@ -471,7 +471,7 @@ int nm_resp_flush(struct nm_qp *qp)
 	while (n < NM_PASS_CAP) {
 		uint32_t avail = nm_resp_rq_avail(qp);
 
-		if (!avail || avail > qp->rq_cnt || !nm_comp_cq_room(qp, &qp->rcq))
+		if (!avail || avail > qp->rq_cnt || !nm_comp_cq_room(qp, qp->rcq))
 			break;
 		nm_comp_recv(qp, MLX5_CQE_RESP_ERR, (uint16_t)qp->rq_ci, 0, 0,
 			     MLX5_CQE_SYNDROME_WR_FLUSH_ERR, MLX5_OPCODE_SEND);

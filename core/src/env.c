@@ -114,6 +114,10 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_HW_GID_INDEX", 0, 255, "", "hw",
 	  "ConnectX GID index (default: the first RoCEv2 "
 	  "IPv4 GID)"),
+	C("GDAK_HW_QP_PATH", "auto|verbs|devx", "auto", "hw",
+	  "ConnectX QP path: auto (DEVX with umem for "
+	  "GDAK_QP_F_QUEUES_GPU, else mlx5dv_create_qp + "
+	  "init_obj), verbs or devx for every QP"),
 	B("GDAK_HW_NO_GPU_MAP", "0", "hw",
 	  "1: do not map the rings into the GPU (host memory "
 	  "device code)"),

@@ -26,8 +26,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1543,6 +1545,48 @@ static int write_headers(struct gdak_trace *t)
 	return file_write(t, blk, n);
 }
 
+/*
+ * Open the trace file for writing, truncated, unless another trace writer
+ * has it open now: one process can hold two copies of this writer (a gdak
+ * program on the hardware backend under gdak-run loads gdak's libibverbs,
+ * which carries its own NIC model and writer, and both read GDAK_TRACE),
+ * and two writers on one file corrupt it.  Each writer holds an exclusive
+ * flock on its file; one that finds the file locked writes PATH-2 (-3, ...)
+ * instead and says so.  Where flock is not available (pipes, some network
+ * file systems) the file is used as before.
+ */
+static int open_exclusive(const char *path)
+{
+	char alt[4096];
+	const char *p = path;
+
+	for (int n = 1; n <= 16; n++) {
+		int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		struct stat st;
+
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !flock(fd, LOCK_EX | LOCK_NB) ||
+		    errno != EWOULDBLOCK) {
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0)) {
+				int e = -errno;
+				close(fd);
+				return e;
+			}
+			if (p != path)
+				GDAK_WARN("trace", 0,
+					  "trace file %s is being written by another "
+					  "gdak trace writer: this one writes %s",
+					  path, p);
+			return fd;
+		}
+		close(fd);
+		snprintf(alt, sizeof(alt), "%s-%d", path, n + 1);
+		p = alt;
+	}
+	return -EBUSY;
+}
+
 int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 			 struct gdak_trace **tp)
 {
@@ -1586,9 +1630,9 @@ int gdak_trace_open_opts(const char *path, const struct gdak_trace_opts *opts,
 	pthread_cond_init(&t->work, NULL);
 	pthread_cond_init(&t->done, NULL);
 	t->q_tail = &t->q;
-	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	t->fd = open_exclusive(path);
 	if (t->fd < 0) {
-		rc = -errno;
+		rc = t->fd;
 		GDAK_ERR("trace", 0, "cannot open trace file %s: %s", path, strerror(-rc));
 		goto fail;
 	}

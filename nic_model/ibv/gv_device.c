@@ -33,6 +33,14 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 #define GV_FW_VER "28.39.1002"
 #define GV_BOARD_ID "MT_0000000838"
 
+int gv_device_index(const struct ibv_device *dev)
+{
+	for (int i = 0; i < GV_MAX_DEVICES; i++)
+		if (dev == &devs[i].ibdev)
+			return i;
+	return -1;
+}
+
 static void devs_init(void)
 {
 	char host[256] = "";

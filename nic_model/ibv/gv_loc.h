@@ -15,10 +15,13 @@
  * embed them first.  One NIC-model context (gdak_ctx on "emu:udp:ADDR") per
  * device per process, shared by every ibv_context opened on it.
  *
- * A verbs QP is one NIC-model QP: its own SQ, send CQ ring, RQ and receive
- * CQ ring.  A verbs CQ owns no ring: it polls the rings of the work queues
- * attached to it (each ring has exactly one consumer: that verbs CQ), which
- * are sized so that they can never overrun.
+ * A verbs CQ is one NIC-model CQ (nic_model/nm_ext.h) on a ring this
+ * library allocates, as libmlx5 does: every QP attached to it (send side,
+ * receive side, any number of QPs) gets its CQEs there, and poll_cq maps
+ * each CQE's QPN to the work queue it completes.  A verbs QP is one
+ * NIC-model QP on rings this library allocates too (one buffer, RQ first
+ * then SQ, and a doorbell record pair, as libmlx5 lays them out), so
+ * mlx5dv_init_obj (gdak's libmlx5.so.1) can hand all of it to the program.
  */
 #ifndef GV_LOC_H
 #define GV_LOC_H
@@ -29,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
 #include <gdak/gdak.h>
@@ -96,6 +100,8 @@ static inline struct gv_context *gv_ctx(struct ibv_context *c)
 	return gv_container_of(c, struct gv_context, vctx.context);
 }
 
+/* The index of one of this library's devices, -1 for any other pointer. */
+int gv_device_index(const struct ibv_device *dev);
 int gv_dev_get(struct gv_device *d); /* the NIC-model context, address, directory */
 void gv_dev_put(struct gv_device *d);
 /* the IPv4-mapped GID of the device */
@@ -117,10 +123,18 @@ void gv_async_post(struct gv_context *c, enum ibv_event_type type, void *obj);
 
 struct gv_wq;
 
+struct nm_cq;
+
 struct gv_cq {
 	struct ibv_cq_ex cqx; /* ibv_cq is its prefix */
 	pthread_mutex_t lock; /* pollers; attach/detach */
-	struct gv_wq **wq;    /* rings polled */
+	/* the ring: ncqe 64-byte CQEs, the record pair [0] consumer counter,
+	 * [1] arm word (be32); ring.cons_idx is the poller's (under lock) */
+	struct nm_cq *ncq;
+	void *buf;
+	uint32_t *dbrec;
+	struct gdak_dev_cq ring;
+	struct gv_wq **wq; /* work queues attached (CQE's QPN -> wq) */
 	unsigned nwq, cap, next;
 	_Atomic int armed; /* 0, 1 (all), 2 (solicited only) */
 	uint32_t cqe;
@@ -136,6 +150,12 @@ static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)
 
 int gv_cq_attach(struct gv_cq *cq, struct gv_wq *wq);
 void gv_cq_detach(struct gv_cq *cq, struct gv_wq *wq);
+
+/* An AH and the mlx5 address vector mlx5dv_init_obj(AH) returns. */
+struct gv_ah {
+	struct ibv_ah ah; /* must be first */
+	struct mlx5_wqe_av av;
+};
 
 struct gv_srq {
 	struct ibv_srq srq;
@@ -161,11 +181,10 @@ enum gv_wq_kind {
 	GV_WQ_RECV = 1
 };
 
-/* One ring of a QP as a CQ sees it. */
+/* One work queue of a QP as its CQ sees it. */
 struct gv_wq {
 	struct gv_qp *qp;
 	enum gv_wq_kind kind;
-	struct gdak_dev_cq *ring; /* in the NIC-model QP's descriptor */
 };
 
 struct gv_slot {
@@ -182,6 +201,12 @@ struct gv_qp {
 	struct gv_context *ctx;
 	struct gdak_qp *g;
 	struct gdak_dev_qp *d;
+	/* the rings: one buffer, RQ (rq_cnt * rq_stride) at 0, SQ after it
+	 * (sq_wqebb_cnt * 64), and the doorbell records [0] receive, [1] send */
+	void *qbuf;
+	size_t qbuf_len, sq_off;
+	uint32_t rq_stride;
+	uint32_t *dbrec;
 	bool ex; /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
 	bool sig_all;
 	enum ibv_qp_state state; /* as last modified (the NIC may have moved it to ERR) */
@@ -232,10 +257,13 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 int gv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int gv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int gv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
-/* Poll one completion of one work queue: 1 (*wc filled), 0 (none). */
-int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc);
-/* 1 when a CQE is waiting on the work queue's ring (no consumption). */
-int gv_wq_peek(struct gv_wq *wq);
+/* Poll one completion of the CQ (caller holds cq->lock): 1 (*wc filled), 0. */
+int gv_cq_poll1(struct gv_cq *cq, struct ibv_wc *wc);
+/* A QP went to RESET: its CQEs still waiting on cq are dropped (QPN
+ * 0xffffff, which no QP has), as libmlx5's __mlx5_cq_clean does. */
+void gv_cq_clean(struct gv_cq *cq, uint32_t qpn);
+/* 1 when a CQE is waiting on the CQ's ring (no consumption). */
+int gv_cq_peek(struct gv_cq *cq);
 void gv_qp_init_wr_ops(struct gv_qp *q);
 /* Let the QP's responder take receive WRs from its SRQ (nm_qp.rq_empty). */
 void gv_srq_hook(struct gv_qp *q);

@@ -68,16 +68,12 @@ static enum ibv_wc_status wc_status(uint8_t synd)
 	}
 }
 
-int gv_wq_peek(struct gv_wq *wq)
+int gv_cq_peek(struct gv_cq *cq)
 {
-	struct gdak_dev_cq *r = wq->ring;
-	const uint8_t *cqe;
+	const uint8_t *cqe = (const uint8_t *)gdak_dev_cqe_ptr(&cq->ring, cq->ring.cons_idx);
 
-	if (!r->cqes)
-		return 0;
-	cqe = (const uint8_t *)gdak_dev_cqe_ptr(r, r->cons_idx);
-	return gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(cqe + 63, __ATOMIC_ACQUIRE), r->cons_idx,
-					 r->ncqe);
+	return gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(cqe + 63, __ATOMIC_ACQUIRE),
+					 cq->ring.cons_idx, cq->ring.ncqe);
 }
 
 /* The first error of a QP: it is in ERR now (IBA 10.10.2.1); tell the
@@ -94,68 +90,125 @@ static void qp_error_seen(struct gv_qp *q, enum ibv_wc_status st)
 		      &q->qpx.qp_base);
 }
 
-int gv_wq_poll(struct gv_wq *wq, struct ibv_wc *wc)
+/* The work queue a CQE of the CQ belongs to: its QPN and whether it is a
+ * requester CQE.  NULL: a CQE of a QP destroyed meanwhile (libmlx5 cleans
+ * those out of the CQ at destroy; here they are skipped as they come). */
+static struct gv_wq *cq_wq_of(struct gv_cq *cq, uint32_t qpn, enum gv_wq_kind kind)
+{
+	for (unsigned i = 0; i < cq->nwq; i++) {
+		struct gv_wq *wq = cq->wq[i];
+
+		if (wq->kind == kind && wq->qp->qpx.qp_base.qp_num == qpn)
+			return wq;
+	}
+	return NULL;
+}
+
+/* One decoded CQE of wq into *wc. */
+static void cqe_to_wc(struct gv_wq *wq, const struct gdak_mlx5_cqe_fields *f, struct ibv_wc *wc)
 {
 	struct gv_qp *q = wq->qp;
-	struct gdak_dev_cqe c;
-	int r;
+	bool err = f->opcode == MLX5_CQE_REQ_ERR || f->opcode == MLX5_CQE_RESP_ERR;
 
-	if (!wq->ring->cqes)
-		return 0;
 	memset(wc, 0, sizeof(*wc));
 	wc->qp_num = q->qpx.qp_base.qp_num;
 	wc->src_qp = q->attr.dest_qp_num;
 	if (wq->kind == GV_WQ_SEND) {
-		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p, end;
+		uint64_t base = atomic_load_explicit(&q->sq_done, memory_order_relaxed), p, end,
+			 idx;
 		const struct gv_slot *s;
 		uint32_t wrs = 0, mask = q->d->sq_wqebb_cnt - 1;
 
-		r = gdak_dev_cq_poll_one(wq->ring, base, &c);
-		if (r == 0)
-			return 0;
-		gdak_dev_cq_update_dbrec(wq->ring);
-		s = &q->slots[c.wqe_index & mask];
+		idx = gdak_dev_wqe_counter_to_index(f->wqe_counter, base);
+		s = &q->slots[idx & mask];
 		wc->wr_id = s->wr_id;
 		wc->opcode = (enum ibv_wc_opcode)s->opcode;
-		wc->byte_len = c.byte_cnt ? c.byte_cnt : s->len;
+		wc->byte_len = f->byte_cnt ? f->byte_cnt : s->len;
 		/* retire through the end of that WQE */
 		end = __atomic_load_n(&q->sq_pi_seen, __ATOMIC_ACQUIRE);
-		for (p = base; p <= c.wqe_index && p < end; wrs++)
+		for (p = base; p <= idx && p < end; wrs++)
 			p += q->slots[p & mask].bbs ? q->slots[p & mask].bbs : 1;
 		atomic_fetch_add_explicit(&q->sq_wrs_done, wrs, memory_order_relaxed);
 		atomic_store_explicit(&q->sq_done, p, memory_order_release);
 	} else {
 		uint64_t base = atomic_load_explicit(&q->rq_done, memory_order_relaxed);
+		uint64_t idx = gdak_dev_wqe_counter_to_index(f->wqe_counter, base);
 
-		r = gdak_dev_cq_poll_one(wq->ring, base, &c);
-		if (r == 0)
-			return 0;
-		gdak_dev_cq_update_dbrec(wq->ring);
-		wc->wr_id = q->rwrid[c.wqe_index & (q->rq_cnt - 1)];
-		wc->byte_len = c.byte_cnt;
-		switch (c.opcode) {
+		wc->wr_id = q->rwrid[idx & (q->rq_cnt - 1)];
+		wc->byte_len = f->byte_cnt;
+		switch (f->opcode) {
 		case MLX5_CQE_RESP_WR_IMM:
 			wc->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
 			wc->wc_flags = IBV_WC_WITH_IMM;
-			wc->imm_data = htobe32(c.imm);
+			wc->imm_data = f->imm; /* big-endian, as stored */
 			break;
 		case MLX5_CQE_RESP_SEND_IMM:
 			wc->opcode = IBV_WC_RECV;
 			wc->wc_flags = IBV_WC_WITH_IMM;
-			wc->imm_data = htobe32(c.imm);
+			wc->imm_data = f->imm;
 			break;
 		default:
 			wc->opcode = IBV_WC_RECV;
 			break;
 		}
-		atomic_store_explicit(&q->rq_done, c.wqe_index + 1, memory_order_release);
+		atomic_store_explicit(&q->rq_done, idx + 1, memory_order_release);
 	}
-	if (r < 0) {
-		wc->status = wc_status(c.syndrome);
-		wc->vendor_err = c.vendor_syndrome;
+	if (err) {
+		wc->status = wc_status(f->syndrome);
+		wc->vendor_err = f->vendor_syndrome;
 		qp_error_seen(q, wc->status);
 	}
-	return 1;
+}
+
+void gv_cq_clean(struct gv_cq *cq, uint32_t qpn)
+{
+	struct gdak_dev_cq *r = &cq->ring;
+
+	pthread_mutex_lock(&cq->lock);
+	for (uint64_t n = r->cons_idx; n - r->cons_idx < r->ncqe; n++) {
+		uint8_t *cqe = (uint8_t *)gdak_dev_cqe_ptr(r, n);
+		uint32_t w;
+
+		if (!gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(cqe + 63, __ATOMIC_ACQUIRE), n,
+					       r->ncqe))
+			break;
+		/* bytes 56..59 carry the QPN in both CQE formats (success:
+		 * sop_drop_qpn, error: s_wqe_opcode_qpn) */
+		memcpy(&w, cqe + 56, 4);
+		if ((be32toh(w) & 0xffffff) == qpn) {
+			w = htobe32((be32toh(w) & 0xff000000u) | 0xffffffu);
+			memcpy(cqe + 56, &w, 4);
+		}
+	}
+	pthread_mutex_unlock(&cq->lock);
+}
+
+int gv_cq_poll1(struct gv_cq *cq, struct ibv_wc *wc)
+{
+	struct gdak_dev_cq *r = &cq->ring;
+
+	for (;;) {
+		const uint8_t *cqe = (const uint8_t *)gdak_dev_cqe_ptr(r, r->cons_idx);
+		struct gdak_mlx5_cqe_fields f;
+		struct gv_wq *wq;
+
+		if (!gdak_mlx5_cqe_is_sw_owned(__atomic_load_n(cqe + 63, __ATOMIC_ACQUIRE),
+					       r->cons_idx, r->ncqe))
+			return 0;
+		gdak_mlx5_cqe_decode(cqe, &f);
+		r->cons_idx++;
+		/* the consumer counter the NIC's overrun check reads */
+		__atomic_store_n(r->dbrec, gdak_mlx5_cq_dbrec_value((uint32_t)r->cons_idx),
+				 __ATOMIC_RELEASE);
+		wq = cq_wq_of(cq, f.qpn,
+			      f.opcode == MLX5_CQE_REQ || f.opcode == MLX5_CQE_REQ_ERR
+				      ? GV_WQ_SEND
+				      : GV_WQ_RECV);
+		if (!wq)
+			continue;
+		cqe_to_wc(wq, &f, wc);
+		return 1;
+	}
 }
 
 /* ---- post_send -------------------------------------------------------------------------- */

@@ -22,6 +22,7 @@
 #include <gdak/dev/wqe.h>
 
 #include "gv_loc.h"
+#include "nm_ext.h"
 #include "tr_udp.h"
 
 static uint32_t roundup_pow2(uint32_t v)
@@ -38,7 +39,8 @@ static uint32_t roundup_pow2(uint32_t v)
 static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
 	struct gv_context *c = gv_ctx(ctx);
-	struct gdak_qp_attr ga = { 0 };
+	struct nm_ext_qp_attr ga;
+	size_t rq_b;
 	struct gdak_qp_info info;
 	struct gv_qp *q;
 	uint32_t bbs, sq, rq = 0, rsge = 1, max_wr;
@@ -102,16 +104,34 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		return NULL;
 	}
 	memset(q, 0, sizeof(*q));
-	ga.sq_depth = sq;
-	ga.cq_depth = sq; /* a CQE per WQE at most: the ring cannot overrun */
-	ga.rq_depth = rq;
-	ga.rcq_depth = rq;
-	ga.rq_max_sge = rq ? rsge : 1;
+	/* libmlx5's layout: one buffer, the RQ at offset 0 and the SQ after it;
+	 * the doorbell record pair on a line of its own */
+	q->rq_stride = 16 * rsge;
+	rq_b = (size_t)rq * q->rq_stride;
+	q->sq_off = (rq_b + 63) & ~(size_t)63;
+	q->qbuf_len = (q->sq_off + (size_t)sq * 64 + 4095) & ~(size_t)4095;
+	q->qbuf = aligned_alloc(4096, q->qbuf_len);
+	q->dbrec = aligned_alloc(64, 64);
+	if (!q->qbuf || !q->dbrec) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	memset(q->qbuf, 0, q->qbuf_len);
+	memset(q->dbrec, 0, 64);
+	memset(&ga, 0, sizeof(ga));
+	ga.sq = (uint8_t *)q->qbuf + q->sq_off;
+	ga.sq_wqebb_cnt = sq;
+	ga.rq = rq ? q->qbuf : NULL;
+	ga.rq_wqe_cnt = rq;
+	ga.rq_stride = rq ? q->rq_stride : 0;
+	ga.dbrec = q->dbrec;
+	ga.scq = gv_cq_of(a->send_cq)->ncq;
+	ga.rcq = rq ? gv_cq_of(a->recv_cq ? a->recv_cq : a->send_cq)->ncq : NULL;
 	ga.handler = GDAK_DEV_DB_BF;
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
 	ga.mtu = 4096; /* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
-	ret = gdak_qp_create(c->dev->g, &ga, &q->g);
+	ret = nm_ext_qp_create(c->dev->g, &ga, &q->g);
 	if (ret)
 		goto err;
 	ret = gdak_qp_export(q->g, &q->d);
@@ -150,8 +170,8 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&q->qpx.qp_base.cond, NULL);
 	gv_qp_init_wr_ops(q);
-	q->swq = (struct gv_wq){ .qp = q, .kind = GV_WQ_SEND, .ring = &q->d->scq };
-	q->rwq = (struct gv_wq){ .qp = q, .kind = GV_WQ_RECV, .ring = &q->d->rcq };
+	q->swq = (struct gv_wq){ .qp = q, .kind = GV_WQ_SEND };
+	q->rwq = (struct gv_wq){ .qp = q, .kind = GV_WQ_RECV };
 	q->scq = gv_cq_of(a->send_cq);
 	ret = -gv_cq_attach(q->scq, &q->swq);
 	if (ret)
@@ -217,6 +237,8 @@ err_mem:
 err_qp:
 	gdak_qp_destroy(q->g);
 err:
+	free(q->qbuf);
+	free(q->dbrec);
 	free(q);
 	errno = -ret;
 	return NULL;
@@ -301,6 +323,11 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	pthread_spin_destroy(&q->rq_lock);
 	free(q->slots);
 	free(q->rwrid);
+	if (!ret) {
+		/* the NIC model let go of the rings: they are ours to free */
+		free(q->qbuf);
+		free(q->dbrec);
+	}
 	free(q);
 	return 0;
 }
@@ -383,6 +410,13 @@ static void queues_reset(struct gv_qp *q)
 	q->rq_pi = 0;
 	atomic_store(&q->rq_done, 0);
 	pthread_spin_unlock(&q->rq_lock);
+	/* the NIC model is in RESET (it reads no record there): the records and
+	 * the CQEs still queued are ours to clear, as libmlx5 does */
+	__atomic_store_n(&q->dbrec[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&q->dbrec[1], 0, __ATOMIC_RELEASE);
+	gv_cq_clean(q->scq, q->qpx.qp_base.qp_num);
+	if (q->rcq && q->rcq != q->scq)
+		gv_cq_clean(q->rcq, q->qpx.qp_base.qp_num);
 }
 
 /* INIT -> RTR: connect the NIC-model QP (it receives from here on). */

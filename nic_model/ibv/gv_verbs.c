@@ -24,8 +24,10 @@
 #include <unistd.h>
 
 #include <gdak/gdak.h>
+#include <gdak/mlx5.h>
 
 #include "gv_loc.h"
+#include "nm_ext.h"
 
 /* ---- async events -------------------------------------------------------------- */
 
@@ -284,6 +286,7 @@ static int advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32
 
 GV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	struct gv_ah *g;
 	struct ibv_ah *ah;
 
 	if (!pd || !attr || !attr->is_global) {
@@ -291,20 +294,32 @@ GV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *at
 		errno = EINVAL;
 		return NULL;
 	}
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
+	g = calloc(1, sizeof(*g));
+	if (!g) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	ah = &g->ah;
 	ah->context = pd->context;
 	ah->pd = pd;
 	ah->handle = __atomic_fetch_add(&handles, 1, __ATOMIC_RELAXED);
+	/* the mlx5 address vector mlx5dv_init_obj(AH) hands out, laid out as
+	 * the PRM's (and libmlx5's create_ah) for RoCE: GRH present, the
+	 * source GID index and flow label in grh_gid_fl, rate and SL, the
+	 * destination GID; no MAC (the emulated wire is UDP on IPv4) */
+	g->av.stat_rate_sl = (uint8_t)((attr->static_rate << 4) | ((attr->sl & 0x7) << 1));
+	g->av.fl_mlid = (uint8_t)(attr->src_path_bits & 0x7f);
+	g->av.grh_gid_fl = htobe32((1u << 30) | ((uint32_t)attr->grh.sgid_index << 20) |
+				   (attr->grh.flow_label & 0xfffff));
+	g->av.hop_limit = attr->grh.hop_limit;
+	g->av.tclass = attr->grh.traffic_class;
+	memcpy(g->av.rgid, attr->grh.dgid.raw, 16);
 	return ah;
 }
 
 GV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	free(ah);
+	free(gv_container_of(ah, struct gv_ah, ah));
 	return 0;
 }
 
@@ -368,8 +383,7 @@ static void *notifier(void *arg)
 				continue;
 			if (pthread_mutex_trylock(&cq->lock))
 				continue; /* being polled: look again next round */
-			for (unsigned k = 0; k < cq->nwq && !hit; k++)
-				hit = gv_wq_peek(cq->wq[k]);
+			hit = gv_cq_peek(cq);
 			pthread_mutex_unlock(&cq->lock);
 			if (hit && atomic_exchange(&cq->armed, 0)) {
 				struct gv_channel *ch = (struct gv_channel *)(void *)cq->cqx.channel;
@@ -555,18 +569,8 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 	if (n <= 0)
 		return 0;
 	pthread_mutex_lock(&cq->lock);
-	/* round robin over the rings: no QP starves the others */
-	for (unsigned idle = 0; got < n && cq->nwq && idle < cq->nwq;) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		if (gv_wq_poll(wq, &wc[got]) > 0) {
-			got++;
-			idle = 0;
-		} else {
-			idle++;
-			cq->next = (cq->next + 1) % cq->nwq;
-		}
-	}
+	while (got < n && gv_cq_poll1(cq, &wc[got]) > 0)
+		got++;
 	pthread_mutex_unlock(&cq->lock);
 	/* A program spinning on an empty CQ competes for the CPU with the NIC
 	 * thread that would fill it (a ConnectX needs no CPU): after a run of
@@ -585,13 +589,7 @@ static int cqx_start(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	int got = 0;
 
 	pthread_mutex_lock(&cq->lock);
-	for (unsigned i = 0; i < cq->nwq && !got; i++) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		got = gv_wq_poll(wq, &cq->cur) > 0;
-		if (!got)
-			cq->next = (cq->next + 1) % cq->nwq;
-	}
+	got = gv_cq_poll1(cq, &cq->cur) > 0;
 	if (!got) {
 		pthread_mutex_unlock(&cq->lock);
 		if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
@@ -608,15 +606,10 @@ static int cqx_next(struct ibv_cq_ex *x)
 {
 	struct gv_cq *cq = gv_container_of(x, struct gv_cq, cqx);
 
-	for (unsigned i = 0; i < cq->nwq; i++) {
-		struct gv_wq *wq = cq->wq[cq->next];
-
-		if (gv_wq_poll(wq, &cq->cur) > 0) {
-			x->status = cq->cur.status;
-			x->wr_id = cq->cur.wr_id;
-			return 0;
-		}
-		cq->next = (cq->next + 1) % cq->nwq;
+	if (gv_cq_poll1(cq, &cq->cur) > 0) {
+		x->status = cq->cur.status;
+		x->wr_id = cq->cur.wr_id;
+		return 0;
 	}
 	return ENOENT;
 }
@@ -680,8 +673,65 @@ static uint64_t cqx_ts(struct ibv_cq_ex *x)
 }
 #undef CUR
 
+/* The CQ's ring: n CQEs, initialised as libmlx5 does (opcode INVALID, owner
+ * 0), the record pair on a line of its own, and the NIC-model CQ on it. */
+static int ring_new(struct gv_cq *cq, struct gdak_ctx *g, uint32_t n, unsigned nm_flags)
+{
+	struct nm_ext_cq_attr a;
+	struct mlx5_cqe64 *e;
+	int ret;
+
+	cq->buf = aligned_alloc(4096, ((size_t)n * 64 + 4095) & ~(size_t)4095);
+	cq->dbrec = aligned_alloc(64, 64);
+	if (!cq->buf || !cq->dbrec) {
+		free(cq->buf);
+		free(cq->dbrec);
+		return ENOMEM;
+	}
+	e = cq->buf;
+	memset(e, 0, (size_t)n * 64);
+	for (uint32_t i = 0; i < n; i++)
+		e[i].op_own = GDAK_MLX5_CQE_INVALID_OP_OWN;
+	memset(cq->dbrec, 0, 64);
+	memset(&a, 0, sizeof(a));
+	a.buf = cq->buf;
+	a.ncqe = n;
+	a.cqe_size = 64;
+	a.dbrec = cq->dbrec;
+	a.flags = nm_flags;
+	ret = nm_ext_cq_create(g, &a, &cq->ncq);
+	if (ret) {
+		free(cq->buf);
+		free(cq->dbrec);
+		return -ret;
+	}
+	memset(&cq->ring, 0, sizeof(cq->ring));
+	cq->ring.version = GDAK_DEV_ABI_VERSION;
+	cq->ring.cqn = nm_ext_cq_num(cq->ncq);
+	cq->ring.ncqe = n;
+	cq->ring.log_ncqe = (uint32_t)__builtin_ctz(n);
+	cq->ring.cqes = cq->buf;
+	cq->ring.dbrec = cq->dbrec;
+	cq->ring.flags = nm_flags & NM_EXT_CQ_OI ? GDAK_DEV_CQ_F_OVERRUN_IGNORE : 0;
+	return 0;
+}
+
+static void ring_free(struct gv_cq *cq)
+{
+	int ret = nm_ext_cq_destroy(cq->ncq);
+
+	if (ret) {
+		/* a QP of it is still alive in the NIC model: its memory must stay */
+		GDAK_WARN("cq", cq->ring.cqn, "destroy: %s; its ring is left allocated",
+			  gdak_strerror(ret));
+		return;
+	}
+	free(cq->buf);
+	free(cq->dbrec);
+}
+
 static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
-			    struct ibv_comp_channel *channel)
+			    struct ibv_comp_channel *channel, unsigned nm_flags)
 {
 	struct gv_cq *cq;
 	struct ibv_cq *b;
@@ -704,10 +754,17 @@ static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 	/* libmlx5 rounds up to a power of two, less one */
 	{
 		uint32_t n = 1;
+		int ret;
 
 		while (n < (uint32_t)cqe + 1)
 			n <<= 1;
 		b->cqe = (int)(n - 1);
+		ret = ring_new(cq, gv_ctx(ctx)->dev->g, n, nm_flags);
+		if (ret) {
+			free(cq);
+			errno = ret;
+			return NULL;
+		}
 	}
 	pthread_mutex_init(&b->mutex, NULL);
 	pthread_cond_init(&b->cond, NULL);
@@ -730,6 +787,7 @@ static struct gv_cq *cq_new(struct ibv_context *ctx, int cqe, void *cq_context,
 		int ret = nt_add(cq);
 
 		if (ret) {
+			ring_free(cq);
 			free(cq);
 			errno = ret;
 			return NULL;
@@ -748,7 +806,7 @@ GV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *c
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_new(ctx, cqe, cq_context, channel);
+	cq = cq_new(ctx, cqe, cq_context, channel, 0);
 	return cq ? (struct ibv_cq *)(void *)&cq->cqx : NULL;
 }
 
@@ -775,7 +833,18 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx, struct ibv_cq_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_new(ctx, (int)a->cqe, a->cq_context, a->channel);
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (a->flags &
+	     ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* ignore-overrun is the PRM's oi: the NIC never reads the record */
+	cq = cq_new(ctx, (int)a->cqe, a->cq_context, a->channel,
+		    (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+				    (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+			    ? NM_EXT_CQ_OI
+			    : 0);
 	return cq ? &cq->cqx : NULL;
 }
 
@@ -793,19 +862,84 @@ GV_EXPORT int ibv_destroy_cq(struct ibv_cq *bcq)
 		nt_del(cq);
 		bcq->channel->refcnt--;
 	}
+	ring_free(cq);
 	free(cq->wq);
 	free(cq);
 	return 0;
 }
 
-GV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+GV_EXPORT int ibv_resize_cq(struct ibv_cq *bcq, int cqe)
 {
-	/* the rings are per work queue and cannot overrun: a new size changes
-	 * only what is reported */
+	struct gv_cq *cq = gv_cq_of(bcq);
+
 	if (cqe < 1 || cqe > GV_MAX_CQE)
 		return EINVAL;
-	cq->cqe = cqe;
+	/* the ring stays: a size it holds is reported; a larger one would
+	 * need a ring swap with CQEs in flight, which gdak does not do */
+	if ((uint32_t)cqe >= cq->ring.ncqe) {
+		GDAK_ERR("cq", cq->ring.cqn,
+			 "resize_cq to %d entries: the ring holds %u; "
+			 "create the CQ with the size needed",
+			 cqe, cq->ring.ncqe - 1);
+		return EOPNOTSUPP;
+	}
+	bcq->cqe = cqe;
 	return 0;
+}
+
+/* ---- thread and parent domains ------------------------------------------------------------ */
+
+/* A thread domain promises that one thread posts to the QPs created in it;
+ * libmlx5 then gives them a BlueFlame register of their own.  Every QP of
+ * this library has its own register page already, so a TD is a token and a
+ * parent domain a PD that names its TD. */
+static struct ibv_td *alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *a)
+{
+	struct ibv_td *td;
+
+	if (!a || a->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	td->context = ctx;
+	return td;
+}
+
+static int dealloc_td(struct ibv_td *td)
+{
+	free(td);
+	return 0;
+}
+
+static struct ibv_pd *alloc_parent_domain(struct ibv_context *ctx,
+					  struct ibv_parent_domain_init_attr *a)
+{
+	struct ibv_pd *pd;
+
+	if (!a || !a->pd ||
+	    (a->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+					IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		/* the rings come from this library's allocator, not the program's */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->context = ctx;
+	pd->handle = a->pd->handle; /* the same protection domain (same pdn) */
+	return pd;
 }
 
 /* ---- the ops tables --------------------------------------------------------------------------- */
@@ -826,4 +960,7 @@ void gv_ops_init(struct gv_context *c)
 	v->advise_mr = advise_mr;
 	v->create_cq_ex = create_cq_ex;
 	v->create_qp_ex = gv_create_qp_ex;
+	v->alloc_td = alloc_td;
+	v->dealloc_td = dealloc_td;
+	v->alloc_parent_domain = alloc_parent_domain;
 }

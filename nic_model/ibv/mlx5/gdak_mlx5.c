@@ -21,7 +21,17 @@
  * can exist while no call creates them.  GDAK_LOG=info|debug names each
  * refused call on stderr.
  *
- * Part 2 makes the emulated NIC an mlx5 device here (docs/VERBS.md).
+ * Part 2 makes the emulated NIC an mlx5 device here (docs/VERBS.md).  The
+ * mlx5dv half: mlx5dv_is_supported is true for gdak's devices (all the
+ * devices gdak's libibverbs shows); mlx5dv_query_device answers what a
+ * ConnectX-6 Dx reports where gdak honours it (CQE version 1) and zero
+ * capabilities elsewhere; mlx5dv_init_obj hands out the real rings of
+ * verbs objects (QP: SQ/RQ, records, BlueFlame register; CQ: ring, record,
+ * cqn; PD: pdn; AH: address vector); mlx5dv_create_cq/qp take the mlx5
+ * attributes gdak honours and refuse the rest with EOPNOTSUPP, then create
+ * the verbs object.  The internals come from gdak's libibverbs through its
+ * GDAK_PRIVATE_1 node (nic_model/ibv/gv_private.h).  SRQs, RWQs and DM
+ * have no mlx5 ring in gdak (EOPNOTSUPP).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -30,6 +40,8 @@
 #include <string.h>
 
 #include <infiniband/mlx5dv.h>
+
+#include "gv_private.h"
 
 /* GDAK_LOG read once; the line format follows core/src/log.c */
 static int log_level = -1;
@@ -104,9 +116,71 @@ static struct mlx5dv_dr_action *generic_action(enum ga_type type)
 
 /* ---- MLX5_1.0 ---- */
 
+static void dv_log(const char *func, const char *what)
+{
+	/* errors are always worth a line: the caller falls back, and the
+	 * reason is otherwise lost */
+	fprintf(stderr, "gdak E %s: %s\n", func, what);
+}
+
+static int ours(struct ibv_context *ctx)
+{
+	return ctx && ctx->device && gdak_ibv_is_device(ctx->device);
+}
+
 int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs_out)
 {
-	return not_supported(__func__);
+	/* what the caller asks for and this device can answer; the rest of
+	 * comp_mask comes back cleared, as rdma-core does */
+	const uint64_t known = MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_SWP |
+			       MLX5DV_CONTEXT_MASK_STRIDING_RQ |
+			       MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS |
+			       MLX5DV_CONTEXT_MASK_DYN_BFREGS |
+			       MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS |
+			       MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS |
+			       MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD |
+			       MLX5DV_CONTEXT_MASK_DCI_STREAMS |
+			       MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH |
+			       MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD;
+	uint64_t want;
+
+	if (!ours(ctx_in))
+		return not_supported(__func__);
+	if (!attrs_out)
+		return EINVAL;
+	want = attrs_out->comp_mask & known;
+	attrs_out->version = 0;
+	/* CQE version 1 (user index in the CQE), as every ConnectX-5 and
+	 * later; no multi-packet WQEs, CQE compression or 128-byte CQEs */
+	attrs_out->flags = MLX5DV_CONTEXT_FLAGS_CQE_V1;
+	attrs_out->comp_mask = want;
+	/* requested capabilities gdak does not have are zero, the answer a
+	 * device without them gives */
+	if (want & MLX5DV_CONTEXT_MASK_CQE_COMPRESION)
+		memset(&attrs_out->cqe_comp_caps, 0, sizeof(attrs_out->cqe_comp_caps));
+	if (want & MLX5DV_CONTEXT_MASK_SWP)
+		memset(&attrs_out->sw_parsing_caps, 0, sizeof(attrs_out->sw_parsing_caps));
+	if (want & MLX5DV_CONTEXT_MASK_STRIDING_RQ)
+		memset(&attrs_out->striding_rq_caps, 0, sizeof(attrs_out->striding_rq_caps));
+	if (want & MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS)
+		attrs_out->tunnel_offloads_caps = 0;
+	if (want & MLX5DV_CONTEXT_MASK_DYN_BFREGS)
+		attrs_out->max_dynamic_bfregs = 0; /* each QP has its own page anyway */
+	if (want & MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS)
+		attrs_out->flow_action_flags = 0;
+	if (want & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS)
+		attrs_out->dc_odp_caps = 0;
+	if (want & MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS)
+		attrs_out->num_lag_ports = 1;
+	if (want & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD)
+		memset(&attrs_out->sig_caps, 0, sizeof(attrs_out->sig_caps));
+	if (want & MLX5DV_CONTEXT_MASK_DCI_STREAMS)
+		memset(&attrs_out->dci_streams_caps, 0, sizeof(attrs_out->dci_streams_caps));
+	if (want & MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH)
+		attrs_out->max_wr_memcpy_length = 0;
+	if (want & MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD)
+		memset(&attrs_out->crypto_caps, 0, sizeof(attrs_out->crypto_caps));
+	return 0;
 }
 
 /* ---- MLX5_1.1 ---- */
@@ -114,33 +188,196 @@ int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs
 struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,
 				   struct mlx5dv_cq_init_attr *mlx5_cq_attr)
 {
-	return no_object(__func__);
+	const uint64_t known = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE |
+			       MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+
+	if (!ours(context))
+		return no_object(__func__);
+	if (!cq_attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (mlx5_cq_attr) {
+		uint64_t m = mlx5_cq_attr->comp_mask;
+
+		if (m & ~known) {
+			dv_log(__func__, "unknown comp_mask bits");
+			errno = EINVAL;
+			return NULL;
+		}
+		if (m & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
+			dv_log(__func__, "CQE compression: not supported by the emulated NIC");
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if ((m & MLX5DV_CQ_INIT_ATTR_MASK_FLAGS) && mlx5_cq_attr->flags) {
+			dv_log(__func__,
+			       mlx5_cq_attr->flags & ~(uint32_t)MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD
+				       ? "unknown CQ flags"
+				       : "CQE padding (128-byte CQEs): not supported");
+			errno = mlx5_cq_attr->flags & ~(uint32_t)MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD
+					? EINVAL
+					: EOPNOTSUPP;
+			return NULL;
+		}
+		if (m & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+			if (mlx5_cq_attr->cqe_size == 128) {
+				/* ConnectX takes them; the NIC model writes 64-byte CQEs */
+				dv_log(__func__, "128-byte CQEs: not supported by the emulated NIC "
+						 "(ask for 64)");
+				errno = EOPNOTSUPP;
+				return NULL;
+			}
+			if (mlx5_cq_attr->cqe_size != 64) {
+				errno = EINVAL;
+				return NULL;
+			}
+		}
+	}
+	return ibv_create_cq_ex(context, cq_attr);
 }
 
 /* ---- MLX5_1.2 ---- */
 
 /* Two versions, as rdma-core has them (1.0 programs get the same answer:
  * the difference is only in what a CQ's out struct holds on success). */
-static int init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+static int get_qp(struct ibv_qp *in, struct mlx5dv_qp *out)
 {
+	struct gdak_ibv_qp_rings r;
+	int ret;
+
+	if (!out)
+		return EINVAL;
+	ret = gdak_ibv_qp_rings(in, &r);
+	if (ret)
+		return ret;
+	out->dbrec = (__be32 *)r.dbrec;
+	out->sq.buf = r.sq;
+	out->sq.wqe_cnt = r.sq_cnt;
+	out->sq.stride = 64;
+	out->rq.buf = r.rq;
+	out->rq.wqe_cnt = r.rq_cnt;
+	out->rq.stride = r.rq_stride;
+	/* libmlx5 hands out the first half; it alternates halves itself */
+	out->bf.reg = (char *)r.uar + 0x800;
+	out->bf.size = r.bf_size;
+	/* no uverbs command fd to mmap a UAR from: the offset, the raw QP
+	 * handles and the TIR address are not available (mask bits cleared,
+	 * as rdma-core does for what it cannot give) */
+	out->comp_mask = 0;
+	return 0;
+}
+
+static int get_cq(struct ibv_cq *in, struct mlx5dv_cq *out, int v1_0)
+{
+	static void *arm_reg; /* MLX5_1.0 callers get a pointer to this pointer */
+	struct gdak_ibv_cq_ring r;
+	int ret;
+
+	if (!out)
+		return EINVAL;
+	ret = gdak_ibv_cq_ring(in, &r);
+	if (ret)
+		return ret;
+	out->buf = r.buf;
+	out->dbrec = (__be32 *)r.dbrec;
+	out->cqe_cnt = r.cqe_cnt;
+	out->cqe_size = r.cqe_size;
+	out->cqn = r.cqn;
+	out->comp_mask = 0;
+	if (v1_0) {
+		/* the 1.0 ABI returned the address of the UAR pointer there */
+		__atomic_store_n(&arm_reg, r.uar, __ATOMIC_RELAXED);
+		out->cq_uar = (void *)&arm_reg;
+	} else {
+		out->cq_uar = r.uar;
+	}
+	return 0;
+}
+
+static int get_pd(struct ibv_pd *in, struct mlx5dv_pd *out)
+{
+	uint32_t pdn;
+	int ret;
+
+	if (!out)
+		return EINVAL;
+	ret = gdak_ibv_pd_num(in, &pdn);
+	if (ret)
+		return ret;
+	out->pdn = pdn;
+	out->comp_mask = 0;
+	return 0;
+}
+
+static int get_ah(struct ibv_ah *in, struct mlx5dv_ah *out)
+{
+	int ret;
+
+	if (!out)
+		return EINVAL;
+	ret = gdak_ibv_ah_av(in, &out->av);
+	if (ret)
+		return ret;
+	out->comp_mask = 0;
+	return 0;
+}
+
+static int init_obj(struct mlx5dv_obj *obj, uint64_t obj_type, int v1_0)
+{
+	struct ibv_context *ctx = NULL;
+	int ret = 0;
+
 	/* rdma-core takes the context from the first object asked for and
 	 * answers EINVAL when none is */
 	if (!obj || !(obj_type & (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_RWQ |
 				  MLX5DV_OBJ_DM | MLX5DV_OBJ_AH | MLX5DV_OBJ_PD)))
 		return EINVAL;
-	return not_supported("mlx5dv_init_obj");
+	if (obj_type & MLX5DV_OBJ_QP)
+		ctx = obj->qp.in ? obj->qp.in->context : NULL;
+	else if (obj_type & MLX5DV_OBJ_CQ)
+		ctx = obj->cq.in ? obj->cq.in->context : NULL;
+	else if (obj_type & MLX5DV_OBJ_SRQ)
+		ctx = obj->srq.in ? obj->srq.in->context : NULL;
+	else if (obj_type & MLX5DV_OBJ_RWQ)
+		ctx = obj->rwq.in ? obj->rwq.in->context : NULL;
+	else if (obj_type & MLX5DV_OBJ_DM)
+		ctx = obj->dm.in ? obj->dm.in->context : NULL;
+	else if (obj_type & MLX5DV_OBJ_AH)
+		ctx = obj->ah.in ? obj->ah.in->context : NULL;
+	else
+		ctx = obj->pd.in ? obj->pd.in->context : NULL;
+	if (!ctx)
+		return EINVAL;
+	if (!ours(ctx))
+		return not_supported("mlx5dv_init_obj");
+	if (obj_type & (MLX5DV_OBJ_SRQ | MLX5DV_OBJ_RWQ | MLX5DV_OBJ_DM)) {
+		/* gdak's SRQs hand receive WRs to the QPs' own rings: there is
+		 * no SRQ ring to give; RWQs and device memory do not exist */
+		dv_log("mlx5dv_init_obj", "SRQ / RWQ / DM objects have no mlx5 ring in gdak");
+		return EOPNOTSUPP;
+	}
+	if (obj_type & MLX5DV_OBJ_QP)
+		ret = get_qp(obj->qp.in, obj->qp.out);
+	if (!ret && (obj_type & MLX5DV_OBJ_CQ))
+		ret = get_cq(obj->cq.in, obj->cq.out, v1_0);
+	if (!ret && (obj_type & MLX5DV_OBJ_AH))
+		ret = get_ah(obj->ah.in, obj->ah.out);
+	if (!ret && (obj_type & MLX5DV_OBJ_PD))
+		ret = get_pd(obj->pd.in, obj->pd.out);
+	return ret;
 }
 
 __typeof__(mlx5dv_init_obj) gdak_mlx5dv_init_obj_1_2, gdak_mlx5dv_init_obj_1_0;
 int gdak_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
-	return init_obj(obj, obj_type);
+	return init_obj(obj, obj_type, 0);
 }
 __asm__(".symver gdak_mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
 
 int gdak_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
-	return init_obj(obj, obj_type);
+	return init_obj(obj, obj_type, 1);
 }
 __asm__(".symver gdak_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
 
@@ -155,7 +392,46 @@ int mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_att
 struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
 				struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 {
-	return no_object(__func__);
+	/* the NIC model never scatters to the CQE, which either flag allows */
+	const uint32_t flags_ok = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+				  MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
+
+	if (!ours(context))
+		return no_object(__func__);
+	if (!qp_attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (mlx5_qp_attr) {
+		uint64_t m = mlx5_qp_attr->comp_mask;
+
+		if (m & ~(uint64_t)(MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS |
+				    MLX5DV_QP_INIT_ATTR_MASK_DC |
+				    MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS |
+				    MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)) {
+			dv_log(__func__, "unknown comp_mask bits");
+			errno = EINVAL;
+			return NULL;
+		}
+		if (m & (MLX5DV_QP_INIT_ATTR_MASK_DC | MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)) {
+			dv_log(__func__, "DC transport: not supported (RC only)");
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if ((m & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) && mlx5_qp_attr->send_ops_flags) {
+			dv_log(__func__, "mlx5 send ops (mlx5dv_wr_*): not supported");
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if ((m & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) &&
+		    (mlx5_qp_attr->create_flags & ~flags_ok)) {
+			dv_log(__func__, "create flags other than the scatter-to-CQE ones: not "
+					 "supported");
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+	}
+	return ibv_create_qp_ex(context, qp_attr);
 }
 
 struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *wq_init_attr,
@@ -337,8 +613,7 @@ int mlx5dv_devx_wq_query(struct ibv_wq *wq, const void *in, size_t inlen, void *
 
 bool mlx5dv_is_supported(struct ibv_device *device)
 {
-	note(__func__);
-	return false;
+	return device && gdak_ibv_is_device(device);
 }
 
 /* ---- MLX5_1.9 ---- */

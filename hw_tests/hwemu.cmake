@@ -1,0 +1,25 @@
+# gdak's ConnectX backend against the emulated mlx5 device (label hwemu): no
+# ConnectX, no GPU needed.  The programs run under gdak-run, which puts gdak's
+# libibverbs.so.1 and libmlx5.so.1 first (nic_model/ibv/), and host threads
+# play the device.  Named gdak.hw.emu.* so that CI's hw phase (.ci/run, the
+# ^gdak[.]hw[.] tests of the hw preset) runs them; hwemu_run.sh checks what
+# each program printed.  GDAK_HW_QP_PATH=verbs pins the mlx5dv_create_qp +
+# mlx5dv_init_obj path.
+if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak-demo AND TARGET gdak-perf
+   AND TARGET gdak-trace)
+  set(_hwemu_env "GDAK_RUN=$<TARGET_FILE:gdak-run>" "GDAK_TRACE_TOOL=$<TARGET_FILE:gdak-trace>"
+    "HWEMU_DEMO=$<TARGET_FILE:gdak-demo>" "HWEMU_PERF=$<TARGET_FILE:gdak-perf>"
+    "HWEMU_SCEN=$<TARGET_FILE:gdak_hw_scenarios>")
+  function(gdak_hwemu_test name path)
+    add_test(NAME gdak.hw.emu.${name}
+      COMMAND bash ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/hwemu_run.sh ${ARGN})
+    set_tests_properties(gdak.hw.emu.${name} PROPERTIES LABELS hwemu TIMEOUT 300
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${_hwemu_env};GDAK_HW_QP_PATH=${path}")
+  endfunction()
+  gdak_hwemu_test(demo verbs demo)
+  foreach(t write_bw write_lat atomic_rate send_bw)
+    gdak_hwemu_test(perf_${t} verbs perf ${t})
+  endforeach()
+  gdak_hwemu_test(scenarios verbs scenarios)
+  gdak_hwemu_test(scenarios_traced verbs scenarios traced)
+endif()

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gv_private.h - what gdak's libibverbs.so.1 exports to gdak's own
+ * libmlx5.so.1 (and nothing else) under the private version node
+ * GDAK_PRIVATE_1, as rdma-core's libibverbs exports IBVERBS_PRIVATE_* to
+ * its providers.  Not an API: both libraries are built from one tree and
+ * installed side by side (lib/gdak/); the node's name changes when an
+ * entry's meaning does.  README.md here lists the entries.
+ *
+ * Every call takes objects of this libibverbs and answers 0 or a positive
+ * errno (EINVAL: not one of ours); pointers returned stay valid for the
+ * object's life.  Any thread.
+ */
+#ifndef GV_PRIVATE_H
+#define GV_PRIVATE_H
+
+#include <stdint.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+struct gdak_ctx;
+struct nm_cq;
+
+/* A verbs QP's rings as libmlx5 lays them out. */
+struct gdak_ibv_qp_rings {
+	uint32_t qpn;
+	uint32_t *dbrec; /* be32 [0] receive, [1] send */
+	void *sq;	 /* sq_cnt * 64 */
+	uint32_t sq_cnt; /* WQEBBs, power of two */
+	void *rq;	 /* rq_cnt * rq_stride, at the buffer's start; NULL: none */
+	uint32_t rq_cnt, rq_stride;
+	void *uar;	     /* 4 KiB register page; BlueFlame halves at +0x800 / +0x900 */
+	uint32_t bf_size;    /* bytes of one half */
+	uint32_t max_inline; /* what create granted */
+};
+
+/* A verbs CQ's ring. */
+struct gdak_ibv_cq_ring {
+	uint32_t cqn;
+	void *buf; /* cqe_cnt * cqe_size */
+	uint32_t cqe_cnt, cqe_size;
+	uint32_t *dbrec;   /* be32 [0] consumer counter, [1] arm word */
+	void *uar;	   /* the page whose +0x20 word arms it (writes are ignored:
+			  * completion channels are served from the ring itself) */
+	struct nm_cq *ncq; /* the NIC-model CQ (nic_model/nm_ext.h) */
+};
+
+/* 1 when dev is one of this library's devices (all are). */
+int gdak_ibv_is_device(struct ibv_device *dev);
+int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out);
+int gdak_ibv_cq_ring(struct ibv_cq *cq, struct gdak_ibv_cq_ring *out);
+/* The 24-bit protection domain number. */
+int gdak_ibv_pd_num(struct ibv_pd *pd, uint32_t *pdn);
+/* The AH's mlx5 address vector (owned by the AH). */
+int gdak_ibv_ah_av(struct ibv_ah *ah, struct mlx5_wqe_av **av);
+/* The NIC-model context behind a verbs context (nic_model/nm_ext.h takes it). */
+int gdak_ibv_nic_ctx(struct ibv_context *ctx, struct gdak_ctx **out);
+
+#endif /* GV_PRIVATE_H */
