@@ -176,8 +176,8 @@ static int gq_poll(struct gq *g, int rcq, struct gdak_mlx5_cqe_fields *f)
 
 	for (;;) {
 		cu_query(ts); /* the stand-in runs streams' work when asked */
-		d2h((uint8_t *)mc->cqes + (size_t)slot * 64, (uint8_t *)dc->cqes + (size_t)slot * 64,
-		    64);
+		d2h((uint8_t *)mc->cqes + (size_t)slot * 64,
+		    (uint8_t *)dc->cqes + (size_t)slot * 64, 64);
 		if (nu_cqe_ready(&g->q, rcq))
 			break;
 		if (gdak_test_now_ns() > end)
@@ -189,12 +189,18 @@ static int gq_poll(struct gq *g, int rcq, struct gdak_mlx5_cqe_fields *f)
 	return 0;
 }
 
-static int pair(enum gdak_dev_db_handler h, uint32_t sq, uint32_t cq, uint32_t rq,
-		struct nu_qp *a, struct nu_qp *b)
+static int pair(enum gdak_dev_db_handler h, uint32_t sq, uint32_t cq, uint32_t rq, struct nu_qp *a,
+		struct nu_qp *b)
 {
-	struct gdak_qp_attr at = { .sq_depth = sq, .cq_depth = cq, .rq_depth = rq,
-				   .rcq_depth = rq ? 16 : 0, .rq_max_sge = 1, .handler = h,
-				   .mtu = 1024, .nic_thread = 0, .flags = GDAK_QP_F_QUEUES_GPU };
+	struct gdak_qp_attr at = { .sq_depth = sq,
+				   .cq_depth = cq,
+				   .rq_depth = rq,
+				   .rcq_depth = rq ? 16 : 0,
+				   .rq_max_sge = 1,
+				   .handler = h,
+				   .mtu = 1024,
+				   .nic_thread = 0,
+				   .flags = GDAK_QP_F_QUEUES_GPU };
 
 	return nu_pair(ctx, &at, a, b);
 }
@@ -269,9 +275,9 @@ static void test_handler(enum gdak_dev_db_handler h)
 	REQUIRE(src && dst && exp);
 	gdak_test_fill(src, len, seed);
 	REQUIRE_EQ(gdak_mr_reg(ctx, src, len, GDAK_ACCESS_LOCAL_WRITE, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, len,
-			       GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &md),
-		   0);
+	REQUIRE_EQ(
+		gdak_mr_reg(ctx, dst, len, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &md),
+		0);
 	while (done < 300) {
 		unsigned k = done < 100 ? 1 : 5, first = done;
 
@@ -279,7 +285,8 @@ static void test_handler(enum gdak_dev_db_handler h)
 			uint32_t l = 8 + (uint32_t)(done * 7) % 57;
 
 			nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, src + (size_t)done * 64, l,
-				     gdak_mr_lkey(ms), (uint64_t)(uintptr_t)(dst + (size_t)done * 64),
+				     gdak_mr_lkey(ms),
+				     (uint64_t)(uintptr_t)(dst + (size_t)done * 64),
 				     gdak_mr_rkey(md), 0, NU_SIG);
 			memcpy(exp + (size_t)done * 64, src + (size_t)done * 64, l);
 		}
@@ -304,8 +311,8 @@ static void test_handler(enum gdak_dev_db_handler h)
 		for (int i = 0; i < 20; i++)
 			gq_recv(&b, rbuf[i], 64, gdak_mr_lkey(mr_r));
 		for (int i = 0; i < 20; i++) {
-			nu_post_send(&a.q, MLX5_OPCODE_SEND, sbuf[i], 16 + (uint32_t)i, gdak_mr_lkey(mr_s), 0,
-				     NU_SIG);
+			nu_post_send(&a.q, MLX5_OPCODE_SEND, sbuf[i], 16 + (uint32_t)i,
+				     gdak_mr_lkey(mr_s), 0, NU_SIG);
 			gq_ring(&a);
 			REQUIRE_EQ(gq_poll(&a, 0, &f), 0);
 			CHECK_EQ(f.opcode, MLX5_CQE_REQ);
@@ -348,9 +355,9 @@ static void test_owner(void)
 	}
 	REQUIRE_EQ(pair(GDAK_DEV_DB_DB, 64, 8, 0, &qa, &qb), 0);
 	gq_init(&a, &qa);
-	REQUIRE_EQ(gdak_mr_reg(ctx, &word, 8,
-			       GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
-		   0);
+	REQUIRE_EQ(
+		gdak_mr_reg(ctx, &word, 8, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
+		0);
 	fake_watch((devptr)(uintptr_t)a.d->scq.cqes, 8 * 64);
 	/* 40 CQEs through 8 slots, 4 per doorbell (one pass, one batch) */
 	for (int r = 0; r < 10; r++) {
@@ -478,7 +485,8 @@ static void test_ext(void)
 	for (int r = 0; r < 10; r++) {
 		for (int i = 0; i < 4; i++)
 			nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, src + 16 * (4 * r + i), 16,
-				     gdak_mr_lkey(ms), (uint64_t)(uintptr_t)(dst + 16 * (4 * r + i)),
+				     gdak_mr_lkey(ms),
+				     (uint64_t)(uintptr_t)(dst + 16 * (4 * r + i)),
 				     gdak_mr_rkey(md), 0, NU_SIG);
 		gq_ring(&a);
 		for (int i = 0; i < 4; i++) {
@@ -515,9 +523,9 @@ static void test_fault(void)
 
 	REQUIRE_EQ(pair(GDAK_DEV_DB_DB, 64, 16, 0, &qa, &qb), 0);
 	gq_init(&a, &qa);
-	REQUIRE_EQ(gdak_mr_reg(ctx, &word, 8,
-			       GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
-		   0);
+	REQUIRE_EQ(
+		gdak_mr_reg(ctx, &word, 8, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
+		0);
 	snprintf(spec, sizeof(spec), "err:qp=%u,wqe=2,syndrome=REMOTE_ACCESS", qa.qpn);
 	REQUIRE_EQ(gdak_nic_set_faults(spec), 0);
 	for (int i = 0; i < 4; i++)
@@ -556,11 +564,11 @@ static void test_strict(void)
 	/* BlueFlame copy != the ring in GPU memory */
 	REQUIRE_EQ(pair(GDAK_DEV_DB_BF, 64, 16, 0, &qa, &qb), 0);
 	gq_init(&a, &qa);
-	REQUIRE_EQ(gdak_mr_reg(ctx, &word, 8,
-			       GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
-		   0);
-	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr), (uint64_t)(uintptr_t)&word,
-		     gdak_mr_rkey(mr), 0, NU_SIG);
+	REQUIRE_EQ(
+		gdak_mr_reg(ctx, &word, 8, GDAK_ACCESS_LOCAL_WRITE | GDAK_ACCESS_REMOTE_WRITE, &mr),
+		0);
+	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr),
+		     (uint64_t)(uintptr_t)&word, gdak_mr_rkey(mr), 0, NU_SIG);
 	gq_push(&a);
 	a.sq[40] ^= 0x5a; /* the mirror (what BlueFlame copies) differs from GPU memory */
 	nu_ring(&a.q);
@@ -576,11 +584,11 @@ static void test_strict(void)
 	/* the register rung past a GPU record that stays behind */
 	REQUIRE_EQ(pair(GDAK_DEV_DB_DB, 64, 16, 0, &qa, &qb), 0);
 	gq_init(&a, &qa);
-	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr), (uint64_t)(uintptr_t)&word,
-		     gdak_mr_rkey(mr), 0, NU_SIG);
+	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr),
+		     (uint64_t)(uintptr_t)&word, gdak_mr_rkey(mr), 0, NU_SIG);
 	gq_push(&a);
-	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr), (uint64_t)(uintptr_t)&word,
-		     gdak_mr_rkey(mr), 0, NU_SIG);
+	nu_post_rdma(&a.q, MLX5_OPCODE_RDMA_WRITE, &word, 8, gdak_mr_lkey(mr),
+		     (uint64_t)(uintptr_t)&word, gdak_mr_rkey(mr), 0, NU_SIG);
 	{
 		uint32_t rec = a.rec[MLX5_SND_DBR]; /* the record of the first WQE */
 

@@ -50,7 +50,7 @@ struct rg_ent {
 };
 
 struct rg_stage {
-	uint8_t *cqe;  /* NM_RG_BATCH * 64, pinned */
+	uint8_t *cqe;	/* NM_RG_BATCH * 64, pinned */
 	uint32_t *last; /* NM_RG_BATCH, pinned: the 4-byte words written last */
 	nm_cu_event ev;
 	bool busy;
@@ -220,8 +220,8 @@ uint32_t nm_rg_rq_refresh(struct nm_qp *qp)
 		if (rg_d2h(&qp->dbrec[MLX5_RCV_DBR], &g->dbrec[MLX5_RCV_DBR], 4))
 			return 0;
 	}
-	avail = (uint16_t)((uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_RCV_DBR],
-								   __ATOMIC_RELAXED)) -
+	avail = (uint16_t)((uint16_t)gdak_be32toh(
+				   __atomic_load_n(&qp->dbrec[MLX5_RCV_DBR], __ATOMIC_RELAXED)) -
 			   (uint16_t)qp->rq_ci);
 	if (!g->rq || !avail || avail > qp->rq_cnt)
 		return avail; /* an overrun is the responder's to report */
