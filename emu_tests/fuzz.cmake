@@ -18,6 +18,15 @@ target_include_directories(gdak_fuzz_roce PRIVATE ${PROJECT_SOURCE_DIR}/nic_mode
 gdak_add_test(NAME gdak.fuzz.wqe SOURCES ${_fz}/fuzz_wqe.c ${_fz}/replay.c
   LABELS fuzz emu TIMEOUT 300 MEMCHECK ARGS ${_fz}/corpus/wqe)
 
+# DEVX mailboxes through gdak's libmlx5 + libibverbs (no libgdak in the
+# process: its verbs transport would bring the system libibverbs)
+add_executable(gdak_fuzz_devx ${_fz}/fuzz_devx.c ${_fz}/replay.c)
+target_link_libraries(gdak_fuzz_devx PRIVATE gdak_mlx5 gdak_ibverbs)
+gdak_set_warnings(gdak_fuzz_devx)
+add_test(NAME gdak.fuzz.devx COMMAND gdak_fuzz_devx ${_fz}/corpus/devx)
+set_tests_properties(gdak.fuzz.devx PROPERTIES LABELS "fuzz;emu" TIMEOUT 120
+  SKIP_RETURN_CODE 77)
+
 add_executable(gdak-fuzz-seeds ${_fz}/seeds.c)
 target_link_libraries(gdak-fuzz-seeds PRIVATE gdak)
 target_include_directories(gdak-fuzz-seeds PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
@@ -30,7 +39,7 @@ if(GDAK_FUZZ)
   endif()
   # libFuzzer steers by the coverage of the code under test: the library
   # objects get the coverage instrumentation too (without libFuzzer's main)
-  foreach(lib gdak_core gdak_nic gdak_trace_tool)
+  foreach(lib gdak_core gdak_nic gdak_trace_tool gdak_ibverbs)
     if(TARGET ${lib})
       set_property(TARGET ${lib} APPEND PROPERTY COMPILE_OPTIONS -fsanitize=fuzzer-no-link)
     endif()
@@ -43,5 +52,10 @@ if(GDAK_FUZZ)
     gdak_set_warnings(gdak-fuzz-${t})
   endforeach()
   target_link_libraries(gdak-fuzz-trace PRIVATE gdak_trace_tool)
+  add_executable(gdak-fuzz-devx ${_fz}/fuzz_devx.c)
+  target_link_libraries(gdak-fuzz-devx PRIVATE gdak_mlx5 gdak_ibverbs)
+  target_compile_options(gdak-fuzz-devx PRIVATE -fsanitize=fuzzer)
+  target_link_options(gdak-fuzz-devx PRIVATE -fsanitize=fuzzer)
+  gdak_set_warnings(gdak-fuzz-devx)
   target_include_directories(gdak-fuzz-roce PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
 endif()

@@ -36,3 +36,18 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   set_tests_properties(gdak.verbs.lib.memcheck PROPERTIES TIMEOUT 1200
     SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
 endif()
+
+# DEVX (nic_model/ibv/dx_*.c): the PRM field table pinned against the PRM's
+# own offsets (a table of its own, independent of the parser's and of
+# hw_mlx5/hw_devx.c's)
+gdak_add_test(NAME gdak.verbs.devx_fields
+  SOURCES verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
+  LABELS unit TIMEOUT 30 MEMCHECK)
+target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+# DEVX end to end through gdak's libmlx5.so.1: queues created and connected by
+# raw PRM commands over umem, WQEs and CQEs checked byte for byte
+gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
+target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
+# DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
+gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx_cuda.c cuda)
+target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)

@@ -56,9 +56,10 @@ static void modify(struct ibv_qp *qp, uint32_t dqpn)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a,
-				 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		   0);
+	REQUIRE_EQ(
+		ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
@@ -82,7 +83,8 @@ static void modify(struct ibv_qp *qp, uint32_t dqpn)
 	a.max_rd_atomic = 4;
 	REQUIRE_EQ(ibv_modify_qp(qp, &a,
 				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC),
 		   0);
 }
 
@@ -93,7 +95,8 @@ static void post_rdma(struct ibv_qp *qp, struct mlx5dv_qp *dv, uint16_t idx, uin
 	uint8_t *w = (uint8_t *)dv->sq.buf + (size_t)(idx & (dv->sq.wqe_cnt - 1)) * 64;
 	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
 	/* BlueFlame alternates the register's halves, as libmlx5 does */
-	uint64_t *reg = (uint64_t *)(void *)((uint8_t *)dv->bf.reg + (bf && (idx & 1) ? dv->bf.size : 0));
+	uint64_t *reg = (uint64_t *)(void *)((uint8_t *)dv->bf.reg +
+					     (bf && (idx & 1) ? dv->bf.size : 0));
 
 	memset(w, 0, 64);
 	mlx5dv_set_ctrl_seg((void *)w, idx, opcode, 0, qp->qp_num, MLX5_WQE_CTRL_CQ_UPDATE, 3, 0,
@@ -254,10 +257,9 @@ int main(void)
 	CHECK(qb.sq.buf != qa.sq.buf && qb.bf.reg != qa.bf.reg);
 	/* the MLX5_1.0 version gives the address of the arm pointer */
 	{
-		int (*io10)(struct mlx5dv_obj *, uint64_t) =
-			(int (*)(struct mlx5dv_obj *, uint64_t))dlvsym(RTLD_DEFAULT,
-								       "mlx5dv_init_obj",
-								       "MLX5_1.0");
+		int (*io10)(struct mlx5dv_obj *, uint64_t) = (int (*)(
+			struct mlx5dv_obj *, uint64_t))dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj",
+							      "MLX5_1.0");
 		struct mlx5dv_cq old;
 
 		REQUIRE(io10 != NULL);
@@ -270,7 +272,7 @@ int main(void)
 	}
 	/* SRQs have no mlx5 ring in gdak */
 	{
-		struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
 		struct mlx5dv_srq ds;
 
@@ -304,8 +306,8 @@ int main(void)
 	/* the program drives the rings itself */
 	buf = aligned_alloc(4096, BUF);
 	REQUIRE(buf != NULL);
-	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					     IBV_ACCESS_REMOTE_READ);
+	mr = ibv_reg_mr(pd, buf, BUF,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	REQUIRE(mr != NULL);
 	modify(a, b->qp_num);
 	modify(b, a->qp_num);

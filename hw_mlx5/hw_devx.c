@@ -53,6 +53,7 @@ enum {
 #define CQC 0x080		/* cq_context base */
 #define CQC_DBR_UMEM_VALID 0x006, 1
 #define CQC_CQE_SZ 0x008, 3	/* 0 = 64-byte CQEs */
+#define CQC_CC 0x00b, 1		/* collapsed: every CQE to entry 0 */
 #define CQC_OI 0x00e, 1		/* overrun ignore */
 #define CQC_DBR_UMEM_ID 0x020, 32
 #define CQC_LOG_CQ_SIZE 0x063, 5
@@ -80,6 +81,7 @@ enum {
 #define QPC_LOG_RQ_STRIDE 0x04d, 3	/* log2(stride) - 4 */
 #define QPC_LOG_SQ_SIZE 0x051, 4
 #define QPC_UAR_PAGE 0x068, 24
+#define QPC_SEND_DBR_MODE 0x080, 2 /* 1 = NO_DBR_EXT: the register alone rings */
 #define QPC_LOG_PAGE_SIZE 0x0a3, 5
 #define QPC_REMOTE_QPN 0x0a8, 24
 #define ADS 0x0c0		/* primary_address_path within the qpc */
@@ -173,18 +175,22 @@ static void fset64(void *buf, unsigned bit, uint64_t v)
  * no two of them overlap and all fit in their command: a mistyped offset
  * shows up as a lost bit.  (base, field) pairs; 64-bit fields separately.
  */
+/* one field list per command, as the PRM lists them */
+/* clang-format off */
 #define CREATE_CQ_FIELDS(X)                                                              \
-	X(0, CMD_OPCODE) X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_OI)      \
-	X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE) X(CQC, CQC_UAR_PAGE)             \
-	X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE) X(0, CREATE_CQ_UMEM_ID)              \
-	X(0, CREATE_CQ_UMEM_VALID)
+	X(0, CMD_OPCODE) X(CQC, CQC_DBR_UMEM_VALID) X(CQC, CQC_CQE_SZ) X(CQC, CQC_CC)      \
+	X(CQC, CQC_OI) X(CQC, CQC_DBR_UMEM_ID) X(CQC, CQC_LOG_CQ_SIZE)                     \
+	X(CQC, CQC_UAR_PAGE) X(CQC, CQC_C_EQN) X(CQC, CQC_LOG_PAGE_SIZE)                   \
+	X(0, CREATE_CQ_UMEM_ID) X(0, CREATE_CQ_UMEM_VALID)
 #define CREATE_CQ_FIELDS64(X) X(CQC + CQC_DBR_ADDR) X(CREATE_CQ_UMEM_OFFSET)
 #define CREATE_QP_FIELDS(X)                                                              \
 	X(0, CMD_OPCODE) X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD)                \
-	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_LOG_PAGE_SIZE) X(QPC, QPC_LOG_SQ_SIZE)            \
-	X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE) X(QPC, QPC_LOG_RQ_STRIDE)             \
-	X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV) X(QPC, QPC_DBR_UMEM_VALID)                \
-	X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_VALID)
+	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_SEND_DBR_MODE) X(QPC, QPC_LOG_PAGE_SIZE)          \
+	X(QPC, QPC_LOG_SQ_SIZE) X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE)               \
+	X(QPC, QPC_LOG_RQ_STRIDE) X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV)                 \
+	X(QPC, QPC_DBR_UMEM_VALID) X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID)     \
+	X(0, CREATE_QP_WQ_UMEM_VALID)
+/* clang-format on */
 #define CREATE_QP_FIELDS64(X) X(QPC + QPC_DBR_ADDR)
 #define RST2INIT_FIELDS(X)                                                               \
 	X(0, CMD_OPCODE) X(0, CMD_QPN) X(QPC, QPC_PM_STATE) X(QPC + ADS, ADS_VHCA_PORT_NUM) \
@@ -262,7 +268,8 @@ int hw_devx_layout_check(char *why, size_t len)
 
 struct hw_devx_qp {
 	struct mlx5dv_devx_uar *uar;
-	void *gpu;			/* rings */
+	int host;  /* 1: rings in host memory (no GPU-resident queues) */
+	void *gpu; /* rings (host memory when host is set) */
 	size_t gpu_len;
 	size_t rq_off, sq_off, scq_off, rcq_off;
 	struct mlx5dv_devx_umem *ring_umem;
@@ -322,22 +329,37 @@ static struct mlx5dv_devx_umem *umem_reg(struct hw_ctx *hc, void *addr, size_t l
 }
 
 /* A fresh CQ ring: every op_own INVALID with owner 1, so pass 0 finds nothing. */
-static int init_cq_ring(void *gpu_ring, uint32_t n)
+static int init_cq_ring(void *ring, uint32_t n, int host)
 {
-	uint8_t *img = calloc(n, 64);
+	uint8_t *img;
 	int ret;
 
+	if (host) {
+		for (uint32_t i = 0; i < n; i++)
+			((uint8_t *)ring)[i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
+		return 0;
+	}
+	img = calloc(n, 64);
 	if (!img)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
 		img[i * 64 + 63] = GDAK_MLX5_CQE_INVALID_OP_OWN;
-	ret = hw_cuda_memcpy_htod(gpu_ring, img, (size_t)n * 64);
+	ret = hw_cuda_memcpy_htod(ring, img, (size_t)n * 64);
 	free(img);
 	return ret;
 }
 
+/* Page-aligned, zeroed host memory for rings and records (host mode). */
+static int host_alloc(size_t len, void **p)
+{
+	if (posix_memalign(p, HW_DX_PAGE, len))
+		return -ENOMEM;
+	memset(*p, 0, len);
+	return 0;
+}
+
 static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ring_off,
-					 uint32_t dbr_off, uint32_t *cqn)
+					 uint32_t dbr_off, int collapsed, uint32_t *cqn)
 {
 	struct hw_devx_qp *dx = hq->dx;
 	uint8_t in[CREATE_CQ_IN_BYTES], out[QP_OUT_BYTES];
@@ -350,6 +372,7 @@ static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ri
 	fset(in, CQC, CQC_CQE_SZ, 0);
 	/* device code updates the CQ doorbell record per batch, not per CQE */
 	fset(in, CQC, CQC_OI, 1);
+	fset(in, CQC, CQC_CC, !!collapsed);
 	fset(in, CQC, CQC_LOG_CQ_SIZE, ilog2(n));
 	fset(in, CQC, CQC_UAR_PAGE, dx->uar->page_id);
 	fset(in, CQC, CQC_C_EQN, dx->eqn);
@@ -383,6 +406,8 @@ static int create_qp(struct hw_qp *hq)
 	fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
 	fset(in, QPC, QPC_PD, dx->pdn);
 	fset(in, QPC, QPC_UAR_PAGE, dx->uar->page_id);
+	/* GDAK_QP_F_SQ_NO_DBREC: HCA cap send_dbr_mode_no_dbr_ext */
+	fset(in, QPC, QPC_SEND_DBR_MODE, hq->base.attr.flags & GDAK_QP_F_SQ_NO_DBREC ? 1 : 0);
 	fset(in, QPC, QPC_LOG_PAGE_SIZE, 0);
 	fset(in, QPC, QPC_LOG_SQ_SIZE, ilog2(dx->sq_cnt));
 	if (dx->rq_cnt) {
@@ -430,19 +455,31 @@ static int alloc_memory(struct hw_qp *hq, struct gdak_dev_qp *t)
 	dx->rcq_off = page_up(dx->scq_off + (size_t)dx->scq_n * 64);
 	dx->gpu_len = page_up(dx->rcq_off + (size_t)dx->rcq_n * 64);
 
-	ret = hw_cuda_dev_alloc(dx->gpu_len, &dx->gpu);
+	if (dx->host) {
+		ret = host_alloc(dx->gpu_len, &dx->gpu);
+	} else {
+		ret = hw_cuda_dev_alloc(dx->gpu_len, &dx->gpu);
+		if (!ret)
+			ret = hw_cuda_memset(dx->gpu, 0, dx->gpu_len);
+	}
 	if (!ret)
-		ret = hw_cuda_memset(dx->gpu, 0, dx->gpu_len);
-	if (!ret)
-		ret = init_cq_ring((char *)dx->gpu + dx->scq_off, dx->scq_n);
+		ret = init_cq_ring((char *)dx->gpu + dx->scq_off, dx->scq_n, dx->host);
 	if (!ret && dx->rcq_n)
-		ret = init_cq_ring((char *)dx->gpu + dx->rcq_off, dx->rcq_n);
+		ret = init_cq_ring((char *)dx->gpu + dx->rcq_off, dx->rcq_n, dx->host);
 	if (ret)
 		return ret;
-	dx->ring_umem = umem_reg(hc, dx->gpu, dx->gpu_len, 1);
+	dx->ring_umem = umem_reg(hc, dx->gpu, dx->gpu_len, !dx->host);
 	if (!dx->ring_umem)
 		return -EIO;
 
+	if (dx->host) {
+		dx->dbr_host = 1;
+		ret = host_alloc(DBR_LEN, &dx->dbr);
+		if (ret)
+			return ret;
+		dx->dbr_umem = umem_reg(hc, dx->dbr, DBR_LEN, 0);
+		return dx->dbr_umem ? 0 : -EIO;
+	}
 	/* the CPU proxy writes the send record: keep the records where it can */
 	dx->dbr_host = t->handler == GDAK_DEV_DB_CPU_PROXY;
 	ret = dx->dbr_host ? hw_cuda_host_alloc(DBR_LEN, &dx->dbr)
@@ -463,6 +500,7 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	struct hw_devx_qp *dx;
 	struct mlx5dv_pd dvpd;
 	struct mlx5dv_obj obj = {.pd = {.in = hc->pd, .out = &dvpd}};
+	char *rings, *recs;
 	void *dev;
 	int ret;
 
@@ -470,8 +508,13 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	if (!dx)
 		return -ENOMEM;
 	hq->dx = dx;
-	GDAK_WARN("ctx", hc->base.id, "GDAK_QP_F_QUEUES_GPU: the DEVX path has not yet run on "
-		  "hardware (docs/HARDWARE.md)");
+	/* GPU-resident queues when asked for (and a GPU is there); else the
+	 * same DEVX objects over host memory (GDAK_HW_QP_PATH=devx) */
+	dx->host = !(hq->base.attr.flags & GDAK_QP_F_QUEUES_GPU) || !hc->cuda;
+	if (!dx->host)
+		GDAK_WARN("ctx", hc->base.id,
+			  "GDAK_QP_F_QUEUES_GPU: the DEVX path with GPU-memory rings has not "
+			  "yet run on hardware (docs/HARDWARE.md)");
 	ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD);
 	if (ret) {
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_init_obj(PD): %s", strerror(ret));
@@ -483,8 +526,12 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_query_eqn: %s", strerror(ret));
 		return -ret;
 	}
-	/* non-cached UAR: GPU stores reach it one by one, nothing to combine */
-	dx->uar = mlx5dv_devx_alloc_uar(hc->ibctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	/* non-cached UAR: GPU stores reach it one by one, nothing to combine;
+	 * host threads ringing BlueFlame need a write-combining (BF) page */
+	dx->uar = mlx5dv_devx_alloc_uar(hc->ibctx,
+					dx->host && hq->base.attr.handler == GDAK_DEV_DB_BF
+						? MLX5DV_UAR_ALLOC_TYPE_BF
+						: MLX5DV_UAR_ALLOC_TYPE_NC);
 	if (!dx->uar) {
 		GDAK_ERR("ctx", hc->base.id, "mlx5dv_devx_alloc_uar: %s", strerror(errno));
 		return errno ? -errno : -EIO;
@@ -493,41 +540,66 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	ret = alloc_memory(hq, t);
 	if (ret)
 		return ret;
-	dx->scq = create_cq(hq, dx->scq_n, dx->scq_off, DBR_SCQ, &dx->scqn);
+	dx->scq = create_cq(hq, dx->scq_n, dx->scq_off, DBR_SCQ,
+			    !!(hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED), &dx->scqn);
 	if (!dx->scq)
 		return -EIO;
 	if (dx->rcq_n) {
-		dx->rcq = create_cq(hq, dx->rcq_n, dx->rcq_off, DBR_RCQ, &dx->rcqn);
+		dx->rcq = create_cq(hq, dx->rcq_n, dx->rcq_off, DBR_RCQ,
+				    !!(hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED), &dx->rcqn);
 		if (!dx->rcq)
 			return -EIO;
 	}
 	ret = create_qp(hq);
 	if (ret)
 		return ret;
+	/* host-memory rings: what the device sees of them (the host address
+	 * for host threads, a mapping when a GPU plays the device) */
+	if (dx->host) {
+		ret = hw_qp_map(hq, dx->gpu, dx->gpu_len, 0, &dev);
+		if (ret)
+			return ret;
+		rings = dev;
+		ret = hw_qp_map(hq, dx->dbr, DBR_LEN, 0, &dev);
+		if (ret)
+			return ret;
+		recs = dev;
+	} else {
+		rings = dx->gpu;
+		recs = dx->dbr;
+	}
 
 	t->qpn = hq->base.qpn;
 	t->qpn_ds_be = gdak_htobe32(t->qpn << 8);
 	t->sq_wqebb_cnt = dx->sq_cnt;
 	t->sq_log_cnt = ilog2(dx->sq_cnt);
 	t->max_inline = HW_DX_MAX_INLINE;
-	t->sq_buf = (char *)dx->gpu + dx->sq_off;
+	t->sq_buf = rings + dx->sq_off;
 	if (dx->rq_cnt) {
-		t->rq_buf = (char *)dx->gpu + dx->rq_off;
+		t->rq_buf = rings + dx->rq_off;
 		t->rq_wqe_cnt = dx->rq_cnt;
 		t->rq_log_stride = ilog2(dx->rq_stride);
 	}
-	t->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
+	t->dbrec = (uint32_t *)(void *)(recs + DBR_QP);
 	t->scq.cqn = dx->scqn;
 	t->scq.ncqe = dx->scq_n;
 	t->scq.log_ncqe = ilog2(dx->scq_n);
-	t->scq.cqes = (char *)dx->gpu + dx->scq_off;
-	t->scq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_SCQ);
+	t->scq.cqes = rings + dx->scq_off;
+	t->scq.dbrec = (uint32_t *)(void *)(recs + DBR_SCQ);
+	/* every DEVX CQ ignores overrun (oi); collapsed where the QP asked */
+	t->scq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
+		       (hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED ? GDAK_DEV_CQ_F_COLLAPSED
+								      : 0);
 	if (dx->rcq_n) {
 		t->rcq.cqn = dx->rcqn;
 		t->rcq.ncqe = dx->rcq_n;
 		t->rcq.log_ncqe = ilog2(dx->rcq_n);
-		t->rcq.cqes = (char *)dx->gpu + dx->rcq_off;
-		t->rcq.dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_RCQ);
+		t->rcq.cqes = rings + dx->rcq_off;
+		t->rcq.dbrec = (uint32_t *)(void *)(recs + DBR_RCQ);
+		t->rcq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
+			       (hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED
+					? GDAK_DEV_CQ_F_COLLAPSED
+					: 0);
 	}
 	hq->scq_n = dx->scq_n;
 	hq->rcq_n = dx->rcq_n;
@@ -536,6 +608,18 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
 	if (t->handler != GDAK_DEV_DB_CPU_PROXY) {
 		ret = hw_qp_map(hq, dx->uar->reg_addr, 64, 1, &dev);
+		if (ret && dx->dbr_host) {
+			/* cudaHostRegisterIoMemory refused the page (ordinary memory,
+			 * no I/O mapping): the records are host memory, so the CPU
+			 * proxy rings for the device, as the verbs path does */
+			GDAK_WARN("qp", t->qpn,
+				  "the UAR page cannot be mapped into the GPU (%s): "
+				  "doorbells go through the CPU proxy",
+				  gdak_strerror(ret));
+			hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
+			t->handler = GDAK_DEV_DB_CPU_PROXY;
+			return 0;
+		}
 		if (ret) {
 			/* records are in GPU memory, out of the proxy's reach */
 			GDAK_ERR("qp", t->qpn, "the UAR page cannot be mapped into the GPU (%s); "
@@ -543,7 +627,10 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 			return ret;
 		}
 		t->db_reg = dev;
-		if (t->handler == GDAK_DEV_DB_BF) {
+		if (t->handler == GDAK_DEV_DB_BF && dx->host) {
+			/* a BF page: the two 256-byte halves alternate, as libmlx5 does */
+			t->bf_log_half = 8;
+		} else if (t->handler == GDAK_DEV_DB_BF) {
 			/* a non-cached UAR has no BlueFlame buffer worth the name */
 			GDAK_INFO("qp", t->qpn, "DEVX QP: BF handler rings as DB (NC UAR)");
 			t->handler = GDAK_DEV_DB_DB;
@@ -569,8 +656,10 @@ void hw_dqp_destroy(struct hw_qp *hq)
 	if (dx->dbr_umem)
 		mlx5dv_devx_umem_dereg(dx->dbr_umem);
 	if (dx->gpu)
-		hw_cuda_dev_free(dx->gpu);
-	if (dx->dbr)
+		dx->host ? free(dx->gpu) : hw_cuda_dev_free(dx->gpu);
+	if (dx->dbr && dx->host)
+		free(dx->dbr);
+	else if (dx->dbr)
 		dx->dbr_host ? hw_cuda_host_free(dx->dbr) : hw_cuda_dev_free(dx->dbr);
 	if (dx->uar)
 		mlx5dv_devx_free_uar(dx->uar);
@@ -723,5 +812,9 @@ int hw_dqp_read_cqe(struct hw_qp *hq, int recv, uint32_t idx, void *out64)
 	struct hw_devx_qp *dx = hq->dx;
 	size_t off = (recv ? dx->rcq_off : dx->scq_off) + (size_t)idx * 64;
 
+	if (dx->host) {
+		memcpy(out64, (char *)dx->gpu + off, 64);
+		return 0;
+	}
 	return hw_cuda_memcpy_dtoh(out64, (char *)dx->gpu + off, 64);
 }

@@ -131,9 +131,24 @@ int hw_qp_publish(struct hw_qp *hq, const struct gdak_dev_qp *tmpl)
 			return ret;
 	}
 	GDAK_INFO("qp", hq->base.qpn, "%s path: SQ %u WQEBBs, CQ %u, RQ %u, handler %s, inline %u",
-		  hq->devx ? "DEVX (queues in GPU memory)" : "verbs", d->sq_wqebb_cnt, d->scq.ncqe,
-		  d->rq_wqe_cnt, handler_names[d->handler], d->max_inline);
+		  !hq->devx				       ? "verbs"
+		  : hq->base.attr.flags & GDAK_QP_F_QUEUES_GPU ? "DEVX (queues in GPU memory)"
+							       : "DEVX (queues in host memory)",
+		  d->sq_wqebb_cnt, d->scq.ncqe, d->rq_wqe_cnt, handler_names[d->handler],
+		  d->max_inline);
 	return 0;
+}
+
+/* The path a QP with these flags takes: 1 DEVX, 0 verbs, -EINVAL for a
+ * bad GDAK_HW_QP_PATH (logged).  DEVX over host memory when the QP does
+ * not ask for GPU-resident queues (hw_devx.c). */
+static int wants_devx(unsigned flags)
+{
+	int path = 0;
+
+	if (gdak_env_choice("GDAK_HW_QP_PATH", &path) < 0)
+		return -EINVAL;
+	return path ? path == 2 : !!(flags & GDAK_QP_F_QUEUES_GPU);
 }
 
 int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **out)
@@ -143,12 +158,15 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	struct hw_qp *hq;
 	int ret;
 
-	/* CQ attributes and the no-record doorbell need DEVX CQ/QP contexts
-	 * (cc, oi, dbr_mode) that this backend does not create yet */
-	if (attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) {
+	/* CQ attributes and the no-record doorbell are DEVX CQ/QP context
+	 * fields (cc, oi, send_dbr_mode): the DEVX path sets them, verbs
+	 * cannot */
+	if ((attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU)) &&
+	    wants_devx(attr->flags) == 0) {
 		GDAK_ERR("ctx", ctx->id,
 			 "QP flags 0x%x (CQ overrun-ignore / collapsed / no doorbell "
-			 "record) are not supported on ConnectX by this backend yet",
+			 "record) need the DEVX path (GDAK_HW_QP_PATH=devx, or "
+			 "GDAK_QP_F_QUEUES_GPU)",
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
 	}
@@ -183,11 +201,11 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 	tmpl.handler = attr->handler;
 	tmpl.sharing = attr->sharing;
 
-	if (hq->devx && (!hc->devx || !hc->cuda)) {
+	if (hq->devx && (!hc->devx || ((attr->flags & GDAK_QP_F_QUEUES_GPU) && !hc->cuda))) {
 		GDAK_ERR("ctx", ctx->id,
 			 "the DEVX path (GDAK_QP_F_QUEUES_GPU or GDAK_HW_QP_PATH=devx) needs %s",
 			 !hc->devx ? "a DEVX-capable mlx5 context (kernel and firmware)"
-				   : "a CUDA GPU (its rings are GPU memory)");
+				   : "a CUDA GPU (GDAK_QP_F_QUEUES_GPU: its rings are GPU memory)");
 		free(hq);
 		return -ENOTSUP;
 	}

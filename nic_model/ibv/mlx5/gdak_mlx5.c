@@ -495,150 +495,11 @@ struct ibv_flow_action *mlx5dv_create_flow_action_packet_reformat(
 	return no_object(__func__);
 }
 
-struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
-{
-	return no_object(__func__);
-}
-
-void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar)
-{
-	note(__func__);
-}
-
-int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
-			    size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context, const void *in,
-					       size_t inlen, void *out, size_t outlen)
-{
-	return no_object(__func__);
-}
-
-int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
-			   size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
-			  size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
-{
-	return not_supported(__func__);
-}
-
-struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *addr, size_t size,
-					      uint32_t access)
-{
-	return no_object(__func__);
-}
-
-struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
-{
-	return no_object(__func__);
-}
-
 /* ---- MLX5_1.8 ---- */
-
-int mlx5dv_devx_cq_modify(struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_cq_query(struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_ind_tbl_modify(struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen,
-			       void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_ind_tbl_query(struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen,
-			      void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_srq_modify(struct ibv_srq *srq, const void *in, size_t inlen, void *out,
-			   size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_srq_query(struct ibv_srq *srq, const void *in, size_t inlen, void *out,
-			  size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_wq_modify(struct ibv_wq *wq, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_wq_query(struct ibv_wq *wq, const void *in, size_t inlen, void *out, size_t outlen)
-{
-	return not_supported(__func__);
-}
 
 bool mlx5dv_is_supported(struct ibv_device *device)
 {
 	return device && gdak_ibv_is_device(device);
-}
-
-/* ---- MLX5_1.9 ---- */
-
-struct mlx5dv_devx_cmd_comp *mlx5dv_devx_create_cmd_comp(struct ibv_context *context)
-{
-	return no_object(__func__);
-}
-
-void mlx5dv_devx_destroy_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp)
-{
-	note(__func__);
-}
-
-int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp,
-				   struct mlx5dv_devx_async_cmd_hdr *cmd_resp, size_t cmd_resp_len)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_obj_query_async(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
-				size_t outlen, uint64_t wr_id,
-				struct mlx5dv_devx_cmd_comp *cmd_comp)
-{
-	return not_supported(__func__);
 }
 
 /* ---- MLX5_1.10 ---- */
@@ -777,38 +638,6 @@ int mlx5dv_dr_table_destroy(struct mlx5dv_dr_table *table)
 struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
 	return no_object(__func__);
-}
-
-/* ---- MLX5_1.11 ---- */
-
-struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(
-	struct ibv_context *context, enum mlx5dv_devx_create_event_channel_flags flags)
-{
-	return no_object(__func__);
-}
-
-void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *event_channel)
-{
-	note(__func__);
-}
-
-ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *event_channel,
-			      struct mlx5dv_devx_async_event_hdr *event_data, size_t event_resp_len)
-{
-	return not_supported_neg1(__func__);
-}
-
-int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *event_channel,
-				     struct mlx5dv_devx_obj *obj, uint16_t events_sz,
-				     uint16_t events_num[], uint64_t cookie)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_subscribe_devx_event_fd(struct mlx5dv_devx_event_channel *event_channel, int fd,
-					struct mlx5dv_devx_obj *obj, uint16_t event_num)
-{
-	return not_supported(__func__);
 }
 
 /* ---- MLX5_1.12 ---- */
@@ -1001,12 +830,6 @@ int mlx5dv_reserved_qpn_dealloc(struct ibv_context *ctx, uint32_t qpn)
 
 /* ---- MLX5_1.19 ---- */
 
-struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx,
-						 struct mlx5dv_devx_umem_in *umem_in)
-{
-	return no_object(__func__);
-}
-
 void *mlx5dv_dm_map_op_addr(struct ibv_dm *dm, uint8_t op)
 {
 	return no_object(__func__);
@@ -1121,29 +944,6 @@ int mlx5dv_dr_aso_other_domain_unlink(struct mlx5dv_devx_obj *devx_obj,
 				      struct mlx5dv_dr_domain *dmn)
 {
 	return errno = not_supported(__func__);
-}
-
-/* ---- MLX5_1.23 ---- */
-
-struct mlx5dv_devx_msi_vector *mlx5dv_devx_alloc_msi_vector(struct ibv_context *ibctx)
-{
-	return no_object(__func__);
-}
-
-struct mlx5dv_devx_eq *mlx5dv_devx_create_eq(struct ibv_context *ibctx, const void *in,
-					     size_t inlen, void *out, size_t outlen)
-{
-	return no_object(__func__);
-}
-
-int mlx5dv_devx_destroy_eq(struct mlx5dv_devx_eq *eq)
-{
-	return not_supported(__func__);
-}
-
-int mlx5dv_devx_free_msi_vector(struct mlx5dv_devx_msi_vector *msi)
-{
-	return not_supported(__func__);
 }
 
 /* ---- MLX5_1.24 ---- */

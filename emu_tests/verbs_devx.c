@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_devx.c - DEVX end to end on gdak's libibverbs + libmlx5, as DOCA
+ * GPUNetIO and NVSHMEM's IBGDA drive a ConnectX: the capabilities and the
+ * RoCE address by raw PRM commands, a PD, UAR pages, umem, two CQs and two
+ * RC QPs created and connected by PRM mailboxes this test builds itself,
+ * then WQEs written into the umem rings by hand, the doorbell record and
+ * the UAR register rung, and the CQEs read back from the umem, byte for
+ * byte: an RDMA WRITE, a SEND into a posted receive, a WRITE rung through
+ * the BlueFlame half only (a no-record QP).  Around it: the statuses
+ * ConnectX gives for unknown commands, short mailboxes, bad fields and
+ * wrong states, the kernel's errnos (EINVAL, EREMOTEIO, EBUSY for
+ * objects destroyed while in use), and malformed mailboxes that must
+ * never crash.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include "gdak_test.h"
+
+/* ---- the test's own PRM accessors and offsets (mlx5_ifc.h numbering) ---- */
+
+static void set(void *mb, unsigned bit, unsigned w, uint32_t v)
+{
+	uint32_t *dw = (uint32_t *)mb + bit / 32;
+	unsigned sh = 32 - w - bit % 32;
+	uint32_t mask = (w == 32 ? 0xffffffffu : ((1u << w) - 1)) << sh;
+
+	*dw = htobe32((be32toh(*dw) & ~mask) | ((v << sh) & mask));
+}
+
+static uint32_t get(const void *mb, unsigned bit, unsigned w)
+{
+	uint32_t v = be32toh(((const uint32_t *)mb)[bit / 32]);
+
+	return w == 32 ? v : (v >> (32 - w - bit % 32)) & ((1u << w) - 1);
+}
+
+static void set64(void *mb, unsigned bit, uint64_t v)
+{
+	set(mb, bit, 32, (uint32_t)(v >> 32));
+	set(mb, bit + 32, 32, (uint32_t)v);
+}
+
+#define OPCODE 0x00, 16
+#define OP_MOD 0x30, 16
+#define OBJ 0x48, 24
+#define STATUS 0x00, 8
+#define SYNDROME 0x20, 32
+#define CAP(off, w) 0x80 + (off), (w)
+#define CQC(off, w) 0x80 + (off), (w)
+#define QPC(off, w) 0xc0 + (off), (w)
+#define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
+
+enum {
+	ST_BAD_OP = 0x02,
+	ST_BAD_PARAM = 0x03,
+	ST_BAD_RES = 0x05,
+	ST_BAD_QP_STATE = 0x10,
+	ST_BAD_OUTPUT_LEN = 0x51,
+	ST_BAD_INPUT_LEN = 0x50,
+};
+
+static struct ibv_context *ctx;
+static union ibv_gid gid;
+
+/* ---- queries ----------------------------------------------------------------- */
+
+static void query_cap(unsigned type, uint8_t *out, size_t outlen)
+{
+	uint8_t in[16] = { 0 };
+
+	memset(out, 0, outlen);
+	set(in, OPCODE, 0x100);
+	set(in, OP_MOD, type << 1 | 1);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, outlen), 0);
+	CHECK_EQ(get(out, STATUS), 0);
+}
+
+static void check_queries(void)
+{
+	static uint8_t out[16 + 4096];
+	uint8_t in[16] = { 0 }, ra[16 + 32];
+
+	query_cap(0x0, out, sizeof(out));
+	CHECK_EQ(get(out, CAP(0x1b6, 2)), 1);	  /* port_type: Ethernet */
+	CHECK_EQ(get(out, CAP(0x1fc, 4)), 1);	  /* cqe_version */
+	CHECK_EQ(get(out, CAP(0x88, 8)), 15);	  /* log_max_qp_sz */
+	CHECK_EQ(get(out, CAP(0x290, 16)), 1024); /* max_wqe_sz_sq */
+	CHECK_EQ(get(out, CAP(0x2b0, 16)), 256);  /* max_wqe_sz_rq */
+	CHECK_EQ(get(out, CAP(0x26b, 5)), 9);	  /* log_bf_reg_size */
+	CHECK_EQ(get(out, CAP(0x21d, 1)), 1);	  /* roce */
+	CHECK_EQ(get(out, CAP(0x21e, 1)), 1);	  /* atomic */
+	CHECK_EQ(get(out, CAP(0x200, 1)), 1);	  /* compact_address_vector */
+	CHECK_EQ(get(out, CAP(0x16a, 1)), 1);	  /* rts2rts_qp_dscp */
+	query_cap(0x3, out, sizeof(out));
+	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
+	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
+	CHECK_EQ(get(out, CAP(0xd0, 16)), 0);	/* no DC */
+	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	/* 8-byte atomics in host endianness */
+	query_cap(0x4, out, sizeof(out));
+	CHECK_EQ(get(out, CAP(0xf0, 16)), 255);	   /* roce_address_table_size */
+	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc000); /* r_roce_min_src_udp_port */
+	CHECK_EQ(get(out, CAP(0xc0, 16)), 0xffff); /* r_roce_max_src_udp_port */
+	query_cap(0x20, out, sizeof(out));
+	CHECK_EQ(get(out, CAP(0x2e1, 1)), 1); /* send_dbr_mode_no_dbr_ext */
+
+	/* QUERY_ROCE_ADDRESS 0: the GID verbs report, RoCE v2 over IPv4 */
+	set(in, OPCODE, 0x760);
+	set(in, 0x5c, 4, 1);
+	memset(ra, 0, sizeof(ra));
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), ra, sizeof(ra)), 0);
+	CHECK_MEM(ra + 16, gid.raw, 16);
+	CHECK_EQ(get(ra, 0x80 + 0xd8, 8), 2);
+	CHECK_EQ(get(ra, 0x80 + 0x90, 16), 0x0200); /* MAC 02:00:<IPv4> */
+	CHECK_EQ(get(ra, 0x80 + 0xa0, 32), be32toh(*(uint32_t *)(void *)(gid.raw + 12)));
+	set(in, 0x40, 16, 300); /* past the table */
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), ra, sizeof(ra)), EREMOTEIO);
+	CHECK_EQ(get(ra, STATUS), ST_BAD_PARAM);
+	CHECK(get(ra, SYNDROME) != 0);
+}
+
+/* Unknown and malformed commands: ConnectX's status, or the kernel's errno. */
+static void check_refusals(void)
+{
+	uint8_t in[64], out[64];
+
+	memset(in, 0, sizeof(in));
+	/* not a query the kernel passes through general_cmd */
+	set(in, OPCODE, 0x500);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EINVAL);
+	/* mailboxes shorter than the header */
+	set(in, OPCODE, 0x100);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, 8, out, sizeof(out)), EINVAL);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, 8), EINVAL);
+	/* a general-range command the device does not have */
+	set(in, OPCODE, 0xb42);
+	memset(out, 0xee, sizeof(out));
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	/* QUERY_HCA_CAP into a mailbox too small for the capability */
+	set(in, OPCODE, 0x100);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_OUTPUT_LEN);
+	/* a capability type the device does not have */
+	{
+		static uint8_t big[16 + 4096];
+
+		set(in, OP_MOD, 0x7 << 1);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), big, sizeof(big)), EREMOTEIO);
+		CHECK_EQ(get(big, STATUS), ST_BAD_PARAM);
+	}
+	/* obj_create: not a create command; a create command gdak does not run */
+	set(in, OPCODE, 0x100);
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	set(in, OPCODE, 0x200); /* CREATE_MKEY */
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	/* CREATE_CQ with the input mailbox cut short */
+	set(in, OPCODE, 0x400);
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_INPUT_LEN);
+	/* random mailboxes of every opcode the layer knows: no crash, an answer */
+	{
+		static uint8_t rin[0x200], rout[0x1100];
+		static const unsigned ops[] = { 0x100, 0x400, 0x500, 0x502, 0x503, 0x504,
+						0x50b, 0x754, 0x760, 0x800, 0x816, 0xb00 };
+		uint64_t seed = 7;
+
+		for (unsigned i = 0; i < 400; i++) {
+			struct mlx5dv_devx_obj *o;
+			size_t il = gdak_test_rand(&seed) % sizeof(rin);
+			size_t ol = gdak_test_rand(&seed) % sizeof(rout);
+
+			gdak_test_fill(rin, sizeof(rin), seed);
+			set(rin, OPCODE, ops[i % (sizeof(ops) / sizeof(ops[0]))]);
+			(void)mlx5dv_devx_general_cmd(ctx, rin, il, rout, ol);
+			o = mlx5dv_devx_obj_create(ctx, rin, il, rout, ol);
+			if (o)
+				CHECK_EQ(mlx5dv_devx_obj_destroy(o), 0);
+		}
+		gdak_test_passed++;
+	}
+}
+
+/* ---- a DEVX RC QP over umem ------------------------------------------------------- */
+
+#define LOG_SQ 6
+#define LOG_RQ 4
+#define RQ_STRIDE 64 /* 4 data segments */
+#define LOG_CQ 6
+#define RQ_BYTES ((1u << LOG_RQ) * RQ_STRIDE)
+#define SQ_BYTES ((1u << LOG_SQ) * 64u)
+
+struct dqp {
+	struct mlx5dv_devx_uar *uar;
+	uint8_t *wq;   /* RQ then SQ */
+	uint8_t *cqb;  /* CQEs (send and receive share this CQ) */
+	uint32_t *dbr; /* [0..1] QP record, [16..17] CQ record */
+	struct mlx5dv_devx_umem *wq_um, *cq_um, *dbr_um;
+	struct mlx5dv_devx_obj *cq, *qp;
+	uint32_t cqn, qpn, pi, ci, rq_pi;
+};
+
+static uint32_t pdn;
+
+static void *page_alloc(size_t n)
+{
+	void *p = NULL;
+
+	REQUIRE(posix_memalign(&p, 4096, n) == 0);
+	memset(p, 0, n);
+	return p;
+}
+
+static void dqp_create(struct dqp *q, int no_dbrec)
+{
+	uint8_t in[0x880 / 8 + 16], out[16];
+	unsigned i;
+
+	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	REQUIRE(q->uar != NULL);
+	CHECK((char *)q->uar->reg_addr - (char *)q->uar->base_addr == 0x800);
+	q->wq = page_alloc(RQ_BYTES + SQ_BYTES);
+	q->cqb = page_alloc((1u << LOG_CQ) * 64);
+	q->dbr = page_alloc(4096);
+	for (i = 0; i < (1u << LOG_CQ); i++)
+		q->cqb[i * 64 + 63] = 0xf1; /* opcode INVALID, owner 1 */
+	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
+	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
+
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x400);
+	set(in, CQC(0x63, 5), LOG_CQ);
+	set(in, CQC(0x68, 24), q->uar->page_id);
+	{
+		uint32_t eqn = 0;
+
+		CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
+		set(in, CQC(0xb8, 8), eqn);
+	}
+	set(in, CQC(0x20, 32), q->dbr_um->umem_id);
+	set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
+	set(in, 0x2c0, 32, q->cq_um->umem_id);
+	set64(in, 0x280, 0);
+	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
+	REQUIRE(q->cq != NULL);
+	q->cqn = get(out, OBJ);
+
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x500);
+	set(in, QPC(0x13, 2), 3); /* pm_state migrated */
+	set(in, QPC(0x28, 24), pdn);
+	set(in, QPC(0x51, 4), LOG_SQ);
+	set(in, QPC(0x49, 4), LOG_RQ);
+	set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
+	set(in, QPC(0x68, 24), q->uar->page_id);
+	set(in, QPC(0x80, 2), no_dbrec ? 1 : 0);
+	set(in, QPC(0x3e8, 24), q->cqn);
+	set(in, QPC(0x4e8, 24), q->cqn);
+	set(in, QPC(0x720, 32), q->dbr_um->umem_id);
+	set64(in, 0xc0 + 0x500, 0);
+	set(in, 0x840, 32, q->wq_um->umem_id);
+	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
+	REQUIRE(q->qp != NULL);
+	q->qpn = get(out, OBJ);
+}
+
+static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigned *status)
+{
+	uint8_t out[16] = { 0 };
+	int ret;
+
+	set(in, OPCODE, op);
+	set(in, OBJ, q->qpn);
+	ret = mlx5dv_devx_obj_modify(q->qp, in, inlen, out, sizeof(out));
+	*status = get(out, STATUS);
+	return ret;
+}
+
+static void connect(struct dqp *q, uint32_t peer_qpn)
+{
+	uint8_t in[0x800 / 8];
+	unsigned st;
+
+	memset(in, 0, sizeof(in));
+	set(in, QPC(0x490, 1), 1);
+	set(in, QPC(0x491, 1), 1);
+	set(in, QPC(0x492, 1), 1);
+	set(in, QPC(0x48c, 4), 3);
+	set(in, ADS(0x128, 8), 1);
+	CHECK_EQ(modify(q, 0x502, in, sizeof(in), &st), 0);
+	memset(in, 0, sizeof(in));
+	set(in, QPC(0x40, 3), 3); /* 1024 */
+	set(in, QPC(0x43, 5), 30);
+	set(in, QPC(0xa8, 24), peer_qpn);
+	set(in, QPC(0x4a8, 24), 0x100);
+	set(in, QPC(0x488, 3), 2);
+	set(in, QPC(0x4a3, 5), 12);
+	set(in, ADS(0x128, 8), 1);
+	set(in, ADS(0x28, 1), 1);
+	set(in, ADS(0x58, 8), 64);
+	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
+	CHECK_EQ(modify(q, 0x503, in, sizeof(in), &st), 0);
+	memset(in, 0, sizeof(in));
+	set(in, QPC(0x3c8, 24), 0x100);
+	set(in, QPC(0x38d, 3), 7);
+	set(in, QPC(0x390, 3), 7);
+	set(in, ADS(0x40, 5), 14);
+	set(in, QPC(0x388, 3), 2);
+	CHECK_EQ(modify(q, 0x504, in, sizeof(in), &st), 0);
+}
+
+static unsigned query_state(struct dqp *q)
+{
+	uint8_t in[16] = { 0 };
+	static uint8_t out[0x880 / 8];
+
+	set(in, OPCODE, 0x50b);
+	set(in, OBJ, q->qpn);
+	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
+	return get(out, QPC(0x0, 4));
+}
+
+/* Post one WQE at q->pi; ring the record and the register (or BlueFlame only). */
+static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey, uint32_t len,
+		 uint64_t raddr, uint32_t rkey, int bf_only)
+{
+	uint8_t *w = q->wq + RQ_BYTES + (q->pi % (1u << LOG_SQ)) * 64;
+	struct mlx5_wqe_ctrl_seg *c = (void *)w;
+	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
+	struct mlx5_wqe_data_seg *d = (void *)(w + (opcode == MLX5_OPCODE_SEND ? 16 : 32));
+	unsigned ds = opcode == MLX5_OPCODE_SEND ? 2 : 3;
+
+	memset(w, 0, 64);
+	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
+	c->qpn_ds = htobe32(q->qpn << 8 | ds);
+	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+	if (opcode != MLX5_OPCODE_SEND) {
+		r->raddr = htobe64(raddr);
+		r->rkey = htobe32(rkey);
+	}
+	d->byte_count = htobe32(len);
+	d->lkey = htobe32(lkey);
+	d->addr = htobe64((uintptr_t)laddr);
+	q->pi++;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (bf_only) {
+		/* the whole WQE into the second BlueFlame half, no record */
+		memcpy((char *)q->uar->base_addr + 0x900, w, 64);
+	} else {
+		q->dbr[1] = htobe32(q->pi & 0xffff);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n((uint64_t *)q->uar->reg_addr, *(uint64_t *)(void *)c,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+static void post_recv(struct dqp *q, void *addr, uint32_t lkey, uint32_t len)
+{
+	struct mlx5_wqe_data_seg *d = (void *)(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE);
+
+	d[0].byte_count = htobe32(len);
+	d[0].lkey = htobe32(lkey);
+	d[0].addr = htobe64((uintptr_t)addr);
+	d[1].byte_count = 0;
+	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
+	d[1].addr = 0;
+	q->rq_pi++;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	q->dbr[0] = htobe32(q->rq_pi & 0xffff);
+}
+
+/* The next CQE of q's CQ (waits, bounded by the test's timeout only). */
+static struct mlx5_cqe64 *next_cqe(struct dqp *q)
+{
+	struct mlx5_cqe64 *e = (void *)(q->cqb + (q->ci % (1u << LOG_CQ)) * 64);
+	unsigned owner = (q->ci >> LOG_CQ) & 1;
+
+	for (;;) {
+		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
+
+		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
+			break;
+		sched_yield();
+	}
+	q->ci++;
+	q->dbr[16] = htobe32(q->ci & 0xffffff);
+	return e;
+}
+
+static void destroy(struct dqp *q)
+{
+	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
+	mlx5dv_devx_free_uar(q->uar);
+	free(q->wq);
+	free(q->cqb);
+	free(q->dbr);
+}
+
+static void check_create_refusals(struct dqp *q)
+{
+	uint8_t in[0x880 / 8], out[16];
+
+	/* a QP on a CQ that does not exist: BAD_RES */
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x500);
+	set(in, QPC(0x28, 24), pdn);
+	set(in, QPC(0x51, 4), LOG_SQ);
+	set(in, QPC(0x565, 3), 3); /* zero-size RQ */
+	set(in, QPC(0x68, 24), q->uar->page_id);
+	set(in, QPC(0x3e8, 24), 0xabcde);
+	set(in, QPC(0x720, 32), q->dbr_um->umem_id);
+	set(in, 0x840, 32, q->wq_um->umem_id);
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_RES);
+	/* UD: not executed by gdak, refused with BAD_PARAM */
+	set(in, QPC(0x3e8, 24), q->cqn);
+	set(in, QPC(0x8, 8), 0x3);
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	/* a send queue larger than the umem */
+	set(in, QPC(0x8, 8), 0);
+	set(in, QPC(0x51, 4), 12);
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
+	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	/* 128-byte CQEs */
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x400);
+	set(in, CQC(0x8, 3), 1);
+	set(in, CQC(0x63, 5), 4);
+	set(in, CQC(0x68, 24), q->uar->page_id);
+	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out)) == NULL);
+	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+}
+
+/* DEVX commands on verbs-created objects (mlx5dv_devx_qp/cq_query/modify). */
+static void check_verbs_objects(struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+	struct mlx5dv_cq dvcq;
+	struct mlx5dv_obj obj;
+	uint8_t in[0x800 / 8], out[0x880 / 8];
+
+	REQUIRE(cq != NULL);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	REQUIRE(qp != NULL);
+	memset(&obj, 0, sizeof(obj));
+	obj.cq.in = cq;
+	obj.cq.out = &dvcq;
+	CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ), 0);
+
+	memset(in, 0, sizeof(in));
+	set(in, OPCODE, 0x50b);
+	set(in, OBJ, qp->qp_num);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(get(out, QPC(0x0, 4)), 0);	      /* RESET */
+	CHECK_EQ(get(out, QPC(0x3e8, 24)), dvcq.cqn); /* cqn_snd */
+	CHECK_EQ(get(out, QPC(0x4e8, 24)), dvcq.cqn); /* cqn_rcv */
+	CHECK(get(out, QPC(0x51, 4)) >= 4);	      /* 16 WRs: 16 WQEBBs at least */
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(
+		ibv_modify_qp(qp, &qa,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(get(out, QPC(0x0, 4)), 1);   /* INIT */
+	CHECK_EQ(get(out, QPC(0x491, 1)), 1); /* rwe */
+	CHECK_EQ(get(out, QPC(0x490, 1)), 0); /* rre */
+	/* another QP's number: the kernel's EINVAL */
+	set(in, OBJ, qp->qp_num ^ 1);
+	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), EINVAL);
+	/* a transition with attributes: not translated, BAD_OP */
+	set(in, OPCODE, 0x503);
+	set(in, OBJ, qp->qp_num);
+	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, sizeof(in), out, 16), EREMOTEIO);
+	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	/* 2ERR through DEVX: verbs see ERR */
+	set(in, OPCODE, 0x507);
+	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, 16, out, 16), 0);
+	memset(&qa, 0, sizeof(qa));
+	CHECK_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
+	/* QUERY_CQ of the verbs CQ */
+	memset(in, 0, 16);
+	set(in, OPCODE, 0x402);
+	set(in, OBJ, dvcq.cqn);
+	CHECK_EQ(mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(1u << get(out, CQC(0x63, 5)), dvcq.cqe_cnt);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+}
+
+int main(void)
+{
+	struct ibv_device **l;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct mlx5dv_devx_obj *pdo;
+	struct dqp a, b;
+	uint8_t *buf, in[0x800 / 8], out[16];
+	struct mlx5_cqe64 *e;
+	unsigned st;
+	int n;
+
+	l = ibv_get_device_list(&n);
+	REQUIRE(l && n >= 1);
+	ctx = ibv_open_device(l[0]);
+	REQUIRE(ctx != NULL);
+	ibv_free_device_list(l);
+	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd != NULL);
+	buf = page_alloc(65536);
+	mr = ibv_reg_mr(pd, buf, 65536,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	REQUIRE(mr != NULL);
+
+	check_queries();
+	check_refusals();
+	check_verbs_objects(pd);
+
+	memset(in, 0, 16);
+	set(in, OPCODE, 0x800);
+	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
+	REQUIRE(pdo != NULL);
+	pdn = get(out, OBJ);
+	CHECK(pdn != 0);
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	dqp_create(&a, 0);
+	dqp_create(&b, 1);
+	check_create_refusals(&a);
+	CHECK_EQ(query_state(&a), 0);
+
+	/* INIT2RTR from RESET: BAD_QP_STATE, nothing changes */
+	memset(in, 0, sizeof(in));
+	CHECK_EQ(modify(&a, 0x503, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_QP_STATE);
+	/* a modify naming another QP: the kernel's EINVAL */
+	{
+		uint8_t o2[16];
+
+		set(in, OPCODE, 0x502);
+		set(in, OBJ, b.qpn);
+		CHECK_EQ(mlx5dv_devx_obj_modify(a.qp, in, sizeof(in), o2, sizeof(o2)), EINVAL);
+	}
+	connect(&a, b.qpn);
+	connect(&b, a.qpn);
+	CHECK_EQ(query_state(&a), 3);
+	CHECK_EQ(query_state(&b), 3);
+
+	/* RDMA WRITE a -> b: data and the requester CQE */
+	gdak_test_fill(buf, 4096, 11);
+	post(&a, MLX5_OPCODE_RDMA_WRITE, buf, mr->lkey, 3000, (uintptr_t)(buf + 8192), mr->rkey, 0);
+	e = next_cqe(&a);
+	CHECK_EQ(e->op_own >> 4, MLX5_CQE_REQ);
+	CHECK_EQ(be16toh(e->wqe_counter), 0);
+	CHECK_EQ(be32toh(e->sop_drop_qpn) & 0xffffff, a.qpn);
+	CHECK_MEM(buf + 8192, buf, 3000);
+
+	/* SEND a -> b into a posted receive: both CQEs */
+	gdak_test_fill(buf + 16384, 512, 12);
+	post_recv(&b, buf + 20480, mr->lkey, 1024);
+	post(&a, MLX5_OPCODE_SEND, buf + 16384, mr->lkey, 512, 0, 0, 0);
+	e = next_cqe(&a);
+	CHECK_EQ(e->op_own >> 4, MLX5_CQE_REQ);
+	CHECK_EQ(be16toh(e->wqe_counter), 1);
+	e = next_cqe(&b);
+	CHECK_EQ(e->op_own >> 4, MLX5_CQE_RESP_SEND);
+	CHECK_EQ(be32toh(e->byte_cnt), 512);
+	CHECK_EQ(be16toh(e->wqe_counter), 0);
+	CHECK_EQ(be32toh(e->sop_drop_qpn) & 0xffffff, b.qpn);
+	CHECK_MEM(buf + 20480, buf + 16384, 512);
+
+	/* b has no send record (NO_DBR_EXT): a WRITE rung by BlueFlame alone */
+	gdak_test_fill(buf + 24576, 256, 13);
+	post(&b, MLX5_OPCODE_RDMA_WRITE, buf + 24576, mr->lkey, 256, (uintptr_t)(buf + 28672),
+	     mr->rkey, 1);
+	e = next_cqe(&b);
+	CHECK_EQ(e->op_own >> 4, MLX5_CQE_REQ);
+	CHECK_EQ(be32toh(e->sop_drop_qpn) & 0xffffff, b.qpn);
+	CHECK_MEM(buf + 28672, buf + 24576, 256);
+
+	/* 2ERR, QUERY_QP says ERR; 2RST, RESET */
+	memset(in, 0, sizeof(in));
+	CHECK_EQ(modify(&a, 0x507, in, 16, &st), 0);
+	CHECK_EQ(query_state(&a), 6);
+	CHECK_EQ(modify(&a, 0x50a, in, 16, &st), 0);
+	CHECK_EQ(query_state(&a), 0);
+
+	/* wrong order: the CQ and the umem a QP uses are busy */
+	CHECK_EQ(mlx5dv_devx_obj_destroy(a.cq), EBUSY);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(a.wq_um), EBUSY);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(pdo), EBUSY);
+	destroy(&a);
+	destroy(&b);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(pdo), 0);
+
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	free(buf);
+	ibv_close_device(ctx);
+	return gdak_test_end();
+}

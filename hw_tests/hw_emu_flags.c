@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hw_emu_flags.c - hw_mlx5's DEVX QP/CQ context flags: a QP created with
+ * GDAK_QP_F_SQ_NO_DBREC (PRM send_dbr_mode NO_DBR_EXT) rung through the
+ * register alone, DOCA's GPU_SM_NO_DBR way, must execute with the record
+ * left at 0; one with GDAK_QP_F_SCQ_COLLAPSED (cq context cc) gets every
+ * send CQE in entry 0.  Run on the emulated mlx5 device under gdak-run
+ * with GDAK_HW_QP_PATH=devx (hw_tests/hwemu_devx.cmake); on a ConnectX too.
+ * The device is $GDAK_HW_DEVICE; exits 77 when it cannot be opened.
+ */
+#include <stdlib.h>
+
+#include "fid_util.h"
+
+static struct gdak_ctx *ctx;
+static uint8_t src[4096], dst[4096];
+static struct gdak_mr *ms, *md;
+
+static void case_no_dbrec(void)
+{
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SQ_NO_DBREC |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+	struct nu_qp a, b;
+	uint64_t n = 0;
+
+	memset(dst, 0, sizeof(dst));
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	CHECK(a.d->scq.flags & GDAK_DEV_CQ_F_OVERRUN_IGNORE);
+	for (int r = 0; r < 20; r++) {
+		unsigned k = 1 + (unsigned)r % 5;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint64_t off = (n + i) * 16 % sizeof(dst);
+
+			fid_write(&a, src + off, 16, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
+				  gdak_mr_rkey(md), FID_CQ_UPDATE);
+		}
+		fid_ring(&a, a.pi); /* the register alone: no record */
+		for (unsigned i = 0; i < k; i++, n++)
+			REQUIRE(fid_cqe_at(&a.d->scq, n, 60000) != NULL);
+	}
+	CHECK_MEM(dst, src, n * 16);
+	CHECK_EQ(a.d->dbrec[MLX5_SND_DBR], 0);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+static void case_collapsed(void)
+{
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SCQ_COLLAPSED |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+	struct nu_qp a, b;
+
+	memset(dst, 0, sizeof(dst));
+	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	CHECK(a.d->scq.flags & GDAK_DEV_CQ_F_COLLAPSED);
+	for (unsigned i = 0; i < 40; i++) {
+		const uint8_t *c = (const uint8_t *)a.d->scq.cqes;
+
+		fid_write(&a, src + i * 64, 64, gdak_mr_lkey(ms), (uintptr_t)(dst + i * 64),
+			  gdak_mr_rkey(md), FID_CQ_UPDATE);
+		fid_submit_rdmacore(&a);
+		/* entry 0 holds the newest CQE: its wqe_counter reaches this WQE */
+		while (fid_get_be16(c + 60) != (uint16_t)i ||
+		       (gdak_dev_load_acquire_u8(c + 63) >> 4) == MLX5_CQE_INVALID)
+			sched_yield();
+		CHECK_EQ(gdak_dev_load_acquire_u8(c + 63) >> 4, MLX5_CQE_REQ);
+	}
+	CHECK_MEM(dst, src, 40 * 64);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
+int main(void)
+{
+	const char *dev = getenv("GDAK_HW_DEVICE");
+	int ret = gdak_open(dev && *dev ? dev : "mlx5_0", &ctx);
+
+	if (ret)
+		GDAK_TEST_SKIP("cannot open %s: %s", dev && *dev ? dev : "mlx5_0",
+			       gdak_strerror(ret));
+	gdak_test_fill(src, sizeof(src), 9);
+	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	case_no_dbrec();
+	case_collapsed();
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_close(ctx);
+	return gdak_test_end();
+}

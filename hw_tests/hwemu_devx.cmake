@@ -1,0 +1,39 @@
+# hw_mlx5's DEVX path (path 2: CREATE_CQ / CREATE_QP over umem, rings and
+# records in host memory) against the emulated mlx5 device, the same runs
+# hwemu.cmake makes for the verbs path, plus the DEVX context flags, and the
+# CUDA twin.  GDAK_HW_QP_PATH=devx; gdak's DEVX layer (nic_model/ibv/dx_*.c)
+# parses every mailbox hw_devx.c sends.
+if(COMMAND gdak_hwemu_test)
+  gdak_hwemu_test(devx_demo devx demo)
+  foreach(t write_bw write_lat atomic_rate send_bw)
+    gdak_hwemu_test(devx_perf_${t} devx perf ${t})
+  endforeach()
+  gdak_hwemu_test(devx_scenarios devx scenarios)
+  gdak_hwemu_test(devx_scenarios_traced devx scenarios traced)
+endif()
+
+if(TARGET gdak-run AND TARGET gdak_mlx5)
+  # no-record doorbell (send_dbr_mode NO_DBR_EXT) and collapsed CQs (cc)
+  add_executable(gdak_hw_emu_flags hw_emu_flags.c)
+  target_link_libraries(gdak_hw_emu_flags PRIVATE gdak gdak_testlib gdak_nic_util)
+  target_include_directories(gdak_hw_emu_flags PRIVATE ${PROJECT_SOURCE_DIR}/emu_tests)
+  gdak_set_warnings(gdak_hw_emu_flags)
+  add_test(NAME gdak.hw.emu.devx_flags
+    COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_emu_flags>)
+  set_tests_properties(gdak.hw.emu.devx_flags PROPERTIES LABELS hwemu TIMEOUT 300
+    SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed"
+    FAIL_REGULAR_EXPRESSION "gdak E |nm_violation"
+    ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=devx;GDAK_LOG=warn")
+
+  # A CUDA kernel as the device (label cuda; 77 without a GPU): host-memory
+  # rings mapped into the GPU; the UAR page is ordinary memory, so
+  # cudaHostRegisterIoMemory refuses it and the QPs fall back to the CPU
+  # proxy - the fallback every GPU stack takes here (docs/VERBS.md "DEVX").
+  if(GDAK_HAVE_CUDA AND TARGET gdak_hw_scenarios_cuda)
+    add_test(NAME gdak.hw.emu.devx_scenarios_cuda
+      COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_scenarios_cuda> --hw)
+    set_tests_properties(gdak.hw.emu.devx_scenarios_cuda PROPERTIES
+      LABELS "cuda;hwemu" TIMEOUT 300 SKIP_RETURN_CODE 77
+      ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=devx;GDAK_LOG=warn")
+  endif()
+endif()

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dx_queue.c - DEVX CQs and QPs: CREATE_CQ / CREATE_QP over umem, the QP
+ * state commands and the queries, executed as NIC-model queues on the
+ * caller's rings (nm_ext.h).
+ *
+ * Each command's fields are checked as ConnectX checks them: a value
+ * ConnectX refuses gets its status (BAD_PARAM for a value out of range,
+ * BAD_RES for an object that does not exist, BAD_QP_STATE for a
+ * transition from the wrong state); a value ConnectX accepts that gdak's
+ * NIC model cannot execute (128-byte CQEs, CQE compression, UD/UC,
+ * SRQs on DEVX QPs, ...) is refused the same way with a log line saying
+ * so, never accepted and misexecuted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gdak/gdak.h>
+#include <gdak/mlx5.h>
+
+#include "dx_loc.h"
+#include "gv_loc.h"
+#include "nm_ext.h"
+#include "tr_udp.h"
+#include "gdak_log.h"
+
+enum {
+	QPC_ST_RC = 0x0,
+	QPC_RQ_REGULAR = 0x0,
+	QPC_RQ_SRQ = 0x1,
+	QPC_RQ_ZERO = 0x3,
+	QPC_DBR_VALID = 0x0,
+	QPC_DBR_NO_DBR_EXT = 0x1,
+	QPS_RST = 0,
+	QPS_INIT,
+	QPS_RTR,
+	QPS_RTS,
+	QPS_SQER,
+	QPS_SQD,
+	QPS_ERR,
+};
+
+int dx_ring_kind(struct dx_ctx *c, const void *addr, size_t len, const char *what)
+{
+	return nm_ext_ring_kind(c->g, addr, len, what);
+}
+
+#define FAIL(st, field, ...) dx_fail(out, outlen, in, inlen, st, 0, field, __VA_ARGS__)
+
+/* ---- CQ -------------------------------------------------------------------------------- */
+
+int dx_cq_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		 struct dx_obj **obj)
+{
+	struct nm_ext_cq_attr a;
+	struct dx_obj *o, *uar, *umem = NULL, *dumem = NULL;
+	unsigned log_sz, cqe_sz;
+	uint64_t off, doff;
+	int ret;
+
+	if (inlen < DX_CREATE_CQ_IN_LEN)
+		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
+			    "input mailbox %zu bytes, CREATE_CQ reads %u", inlen,
+			    DX_CREATE_CQ_IN_LEN);
+	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	log_sz = dx_get(in, inlen, DXF_CQC_LOG_CQ_SIZE);
+	cqe_sz = dx_get(in, inlen, DXF_CQC_CQE_SZ);
+	if (log_sz > 22)
+		return FAIL(DX_ST_BAD_PARAM, "cqc.log_cq_size", "%u > log_max_cq_sz 22", log_sz);
+	if (cqe_sz != 0)
+		return FAIL(DX_ST_BAD_PARAM, "cqc.cqe_sz",
+			    "%u: gdak's NIC model writes 64-byte CQEs only", cqe_sz);
+	if (dx_get(in, inlen, DXF_CQC_CQE_COMP_EN))
+		return FAIL(DX_ST_BAD_PARAM, "cqc.cqe_compression_en",
+			    "CQE compression is not executed by gdak's NIC model");
+	if (dx_get(in, inlen, DXF_CQC_PAGE_OFFSET))
+		return FAIL(DX_ST_BAD_PARAM, "cqc.page_offset", "must be 0 with a umem");
+	if (dx_get(in, inlen, DXF_CQC_C_EQN) - DX_EQN_BASE >= DX_NUM_EQ)
+		return FAIL(DX_ST_BAD_PARAM, "cqc.c_eqn",
+			    "EQ %u is not one mlx5dv_devx_query_eqn reports",
+			    dx_get(in, inlen, DXF_CQC_C_EQN));
+	off = dx_get64(in, inlen, DXF_CQ_UMEM_OFFSET);
+	doff = dx_get64(in, inlen, DXF_CQC_DBR_ADDR);
+	if (doff % 8)
+		return FAIL(DX_ST_BAD_PARAM, "cqc.dbr_addr", "0x%llx is not 8-byte aligned",
+			    (unsigned long long)doff);
+	if (off % 64)
+		return FAIL(DX_ST_BAD_PARAM, "create_cq_in.cq_umem_offset",
+			    "0x%llx is not 64-byte aligned", (unsigned long long)off);
+
+	memset(&a, 0, sizeof(a));
+	a.ncqe = 1u << log_sz;
+	a.cqe_size = 64;
+	a.flags = (dx_get(in, inlen, DXF_CQC_OI) ? NM_EXT_CQ_OI : 0) |
+		  (dx_get(in, inlen, DXF_CQC_CC) ? NM_EXT_CQ_CC : 0);
+	pthread_mutex_lock(&c->lock);
+	uar = dx_find(c, DX_OBJ_UAR, dx_get(in, inlen, DXF_CQC_UAR_PAGE));
+	a.buf = dx_umem_at(c, dx_get(in, inlen, DXF_CQ_UMEM_ID), off, (uint64_t)a.ncqe * 64, &umem);
+	a.dbrec = dx_umem_at(c, dx_get(in, inlen, DXF_CQC_DBR_UMEM_ID), doff, 8, &dumem);
+	pthread_mutex_unlock(&c->lock);
+	if (!uar)
+		return FAIL(DX_ST_BAD_RES, "cqc.uar_page", "0x%x is no UAR of this context",
+			    dx_get(in, inlen, DXF_CQC_UAR_PAGE));
+	if (!a.buf)
+		return FAIL(DX_ST_BAD_PARAM, "create_cq_in.cq_umem_id",
+			    "umem 0x%x does not hold %u CQEs at offset 0x%llx",
+			    dx_get(in, inlen, DXF_CQ_UMEM_ID), a.ncqe, (unsigned long long)off);
+	if (!a.dbrec)
+		return FAIL(DX_ST_BAD_PARAM, "cqc.dbr_umem_id",
+			    "umem 0x%x does not hold the record at 0x%llx",
+			    dx_get(in, inlen, DXF_CQC_DBR_UMEM_ID), (unsigned long long)doff);
+	a.arm_db = (uint64_t *)(void *)((char *)uar->u.uar.page + DX_UAR_CQ_ARM);
+
+	o = dx_obj_new(c, DX_OBJ_CQ);
+	if (!o)
+		return FAIL(DX_ST_NO_RES, NULL, "out of memory");
+	ret = nm_ext_cq_create(c->g, &a, &o->u.cq.cq);
+	if (ret) {
+		free(o);
+		return FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
+			    "the NIC model refused the CQ: %s", gdak_strerror(ret));
+	}
+	o->id = nm_ext_cq_num(o->u.cq.cq);
+	o->destroy_op = DX_OP_DESTROY_CQ;
+	memcpy(o->u.cq.cqc, (const uint8_t *)in + 0x80 / 8, sizeof(o->u.cq.cqc));
+	pthread_mutex_lock(&c->lock);
+	dx_obj_hold(o, uar);
+	dx_obj_hold(o, umem);
+	dx_obj_hold(o, dumem);
+	dx_obj_link(o);
+	pthread_mutex_unlock(&c->lock);
+	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	GDAK_DBG("devx", o->id, "CREATE_CQ: %u CQEs%s%s", a.ncqe,
+		 a.flags & NM_EXT_CQ_OI ? ", oi" : "", a.flags & NM_EXT_CQ_CC ? ", cc" : "");
+	*obj = o;
+	return 0;
+}
+
+int dx_cq_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = dx_out_begin(out, outlen, DX_QUERY_CQ_OUT_LEN, in, inlen);
+
+	if (ret)
+		return ret;
+	memcpy((uint8_t *)out + 0x80 / 8, o->u.cq.cqc, sizeof(o->u.cq.cqc));
+	dx_set(out, outlen, DXF_CQC_PRODUCER_COUNTER,
+	       (uint32_t)nm_ext_cq_produced(o->u.cq.cq) & 0xffffff);
+	return 0;
+}
+
+int dx_cq_destroy(struct dx_obj *o)
+{
+	int ret = nm_ext_cq_destroy(o->u.cq.cq);
+
+	if (ret)
+		GDAK_INFO("devx", o->id, "DESTROY_CQ: %s (QPs still use it: destroy them first)",
+			  gdak_strerror(ret));
+	return ret;
+}
+
+/* ---- QP: create ------------------------------------------------------------------------- */
+
+static void dir_del(struct dx_obj *o)
+{
+	gv_dir_del(o->id);
+}
+
+int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		 struct dx_obj **obj)
+{
+	struct nm_ext_qp_attr a;
+	struct dx_obj *o, *uar, *scq, *rcq = NULL, *wq = NULL, *dbr = NULL, *pd;
+	struct gdak_qp_info info;
+	unsigned st, rq_type, log_sq, log_rq = 0, dbr_mode;
+	uint64_t woff, doff, rq_bytes, sq_bytes;
+	void *ring;
+	int ret;
+
+	if (inlen < DX_QP_IN_LEN)
+		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
+			    "input mailbox %zu bytes, CREATE_QP reads %u", inlen, DX_QP_IN_LEN);
+	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	st = dx_get(in, inlen, DXF_QPC_ST);
+	if (st != QPC_ST_RC)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.st",
+			    "service type 0x%x: gdak's NIC model executes RC (0x0) only", st);
+	if (dx_get(in, inlen, DXF_QPC_NO_SQ))
+		return FAIL(DX_ST_BAD_PARAM, "qpc.no_sq",
+			    "receive-only QPs are not executed by gdak");
+	log_sq = dx_get(in, inlen, DXF_QPC_LOG_SQ_SIZE);
+	if (log_sq < 2 || log_sq > 15)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.log_sq_size", "%u (2..log_max_qp_sz 15)", log_sq);
+	rq_type = dx_get(in, inlen, DXF_QPC_RQ_TYPE);
+	if (rq_type == QPC_RQ_REGULAR) {
+		log_rq = dx_get(in, inlen, DXF_QPC_LOG_RQ_SIZE);
+		if (log_rq > 15)
+			return FAIL(DX_ST_BAD_PARAM, "qpc.log_rq_size", "%u > 15", log_rq);
+		if (dx_get(in, inlen, DXF_QPC_LOG_RQ_STRIDE) > 4)
+			return FAIL(DX_ST_BAD_PARAM, "qpc.log_rq_stride",
+				    "%u: receive WQEs of 16 segments at most (stride 256)",
+				    dx_get(in, inlen, DXF_QPC_LOG_RQ_STRIDE));
+	} else if (rq_type != QPC_RQ_ZERO) {
+		return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type", "%u: %s", rq_type,
+			    rq_type == QPC_RQ_SRQ ? "SRQs are not executed on DEVX QPs by gdak"
+						  : "not a receive queue type of an RC QP");
+	}
+	dbr_mode = dx_get(in, inlen, DXF_QPC_SEND_DBR_MODE);
+	if (dbr_mode != QPC_DBR_VALID && dbr_mode != QPC_DBR_NO_DBR_EXT)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.send_dbr_mode",
+			    "%u (cmd_hca_cap_2 offers 0 and NO_DBR_EXT only)", dbr_mode);
+	if (dx_get(in, inlen, DXF_QPC_PAGE_OFFSET))
+		return FAIL(DX_ST_BAD_PARAM, "qpc.page_offset", "must be 0 with a umem");
+	if (!dx_get(in, inlen, DXF_QPC_PD))
+		return FAIL(DX_ST_BAD_RES, "qpc.pd", "PD 0 does not exist");
+
+	memset(&a, 0, sizeof(a));
+	a.sq_wqebb_cnt = 1u << log_sq;
+	if (rq_type == QPC_RQ_REGULAR) {
+		a.rq_wqe_cnt = 1u << log_rq;
+		a.rq_stride = 16u << dx_get(in, inlen, DXF_QPC_LOG_RQ_STRIDE);
+	}
+	a.flags = dbr_mode == QPC_DBR_NO_DBR_EXT ? NM_EXT_QP_NO_DBREC : 0;
+	a.handler = GDAK_DEV_DB_DB;
+	a.sharing = GDAK_DEV_SHARED;
+	a.nic_thread = -1;
+	rq_bytes = (uint64_t)a.rq_wqe_cnt * a.rq_stride;
+	sq_bytes = (uint64_t)a.sq_wqebb_cnt * 64;
+	woff = dx_get64(in, inlen, DXF_QP_WQ_UMEM_OFFSET);
+	doff = dx_get64(in, inlen, DXF_QPC_DBR_ADDR);
+	if (doff % 8)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.dbr_addr", "0x%llx is not 8-byte aligned",
+			    (unsigned long long)doff);
+
+	pthread_mutex_lock(&c->lock);
+	uar = dx_find(c, DX_OBJ_UAR, dx_get(in, inlen, DXF_QPC_UAR_PAGE));
+	pd = dx_find(c, DX_OBJ_PD, dx_get(in, inlen, DXF_QPC_PD));
+	scq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_SND));
+	if (a.rq_wqe_cnt)
+		rcq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_RCV));
+	/* the QP buffer: the receive queue first, the send queue after it (PRM) */
+	ring = dx_umem_at(c, dx_get(in, inlen, DXF_QP_WQ_UMEM_ID), woff, rq_bytes + sq_bytes, &wq);
+	a.dbrec = dx_umem_at(c, dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), doff, 8, &dbr);
+	pthread_mutex_unlock(&c->lock);
+	if (!uar)
+		return FAIL(DX_ST_BAD_RES, "qpc.uar_page", "0x%x is no UAR of this context",
+			    dx_get(in, inlen, DXF_QPC_UAR_PAGE));
+	if (!scq)
+		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_snd", "CQ 0x%x is no DEVX CQ of this context",
+			   dx_get(in, inlen, DXF_QPC_CQN_SND));
+	else if (a.rq_wqe_cnt && !rcq)
+		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_rcv", "CQ 0x%x is no DEVX CQ of this context",
+			   dx_get(in, inlen, DXF_QPC_CQN_RCV));
+	else if (!ring)
+		ret = FAIL(DX_ST_BAD_PARAM, "create_qp_in.wq_umem_id",
+			   "umem 0x%x does not hold %llu bytes of rings at offset 0x%llx",
+			   dx_get(in, inlen, DXF_QP_WQ_UMEM_ID),
+			   (unsigned long long)(rq_bytes + sq_bytes), (unsigned long long)woff);
+	else if (!a.dbrec)
+		ret = FAIL(DX_ST_BAD_PARAM, "qpc.dbr_umem_id",
+			   "umem 0x%x does not hold the record at 0x%llx",
+			   dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), (unsigned long long)doff);
+	if (ret)
+		return ret;
+	a.rq = a.rq_wqe_cnt ? ring : NULL;
+	a.sq = (char *)ring + rq_bytes;
+	a.uar = uar->u.uar.page;
+	a.scq = scq->u.cq.cq;
+	a.rcq = rcq ? rcq->u.cq.cq : NULL;
+
+	o = dx_obj_new(c, DX_OBJ_QP);
+	if (o)
+		o->u.qp.mb = calloc(1, DX_QP_IN_LEN);
+	if (!o || !o->u.qp.mb) {
+		ret = FAIL(DX_ST_NO_RES, NULL, "out of memory");
+		goto err_obj;
+	}
+	ret = nm_ext_qp_create(c->g, &a, &o->u.qp.qp);
+	if (ret) {
+		ret = FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
+			   "the NIC model refused the QP: %s", gdak_strerror(ret));
+		goto err_obj;
+	}
+	o->id = gdak_qp_num(o->u.qp.qp);
+	o->destroy_op = DX_OP_DESTROY_QP;
+	/* its packets arrive on the device's 4791, as a verbs QP's (gv_qp.c) */
+	ret = nm_tr_udp_set_rx_port(o->u.qp.qp, GV_ROCE_PORT);
+	if (!ret)
+		ret = gdak_qp_info(o->u.qp.qp, &info);
+	if (!ret)
+		ret = gv_dir_add(c->dev, o->id, info.udp_port);
+	if (ret) {
+		gdak_qp_destroy(o->u.qp.qp);
+		ret = FAIL(DX_ST_NO_RES, NULL, "QP directory: %s", gdak_strerror(ret));
+		goto err_obj;
+	}
+	memcpy(o->u.qp.mb, in, DX_QP_IN_LEN);
+	o->u.qp.state = QPS_RST;
+	pthread_mutex_lock(&c->lock);
+	if (uar->u.uar.qps++)
+		GDAK_WARN("devx", uar->id,
+			  "UAR page shared by %u QPs: gdak's NIC model watches one doorbell "
+			  "register per QP; give each QP its own UAR page",
+			  uar->u.uar.qps);
+	dx_obj_hold(o, uar);
+	dx_obj_hold(o, pd);
+	dx_obj_hold(o, scq);
+	dx_obj_hold(o, rcq);
+	dx_obj_hold(o, wq);
+	dx_obj_hold(o, dbr);
+	dx_obj_link(o);
+	pthread_mutex_unlock(&c->lock);
+	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	GDAK_DBG("devx", o->id, "CREATE_QP: RC, sq %u WQEBBs, rq %u x %u%s", a.sq_wqebb_cnt,
+		 a.rq_wqe_cnt, a.rq_stride, a.flags & NM_EXT_QP_NO_DBREC ? ", no dbrec" : "");
+	*obj = o;
+	return 0;
+
+err_obj:
+	if (o)
+		free(o->u.qp.mb);
+	free(o);
+	return ret;
+}
+
+int dx_qp_destroy(struct dx_obj *o)
+{
+	int ret = gdak_qp_destroy(o->u.qp.qp);
+
+	if (ret)
+		return ret;
+	dir_del(o);
+	if (o->deps[0] && o->deps[0]->type == DX_OBJ_UAR)
+		o->deps[0]->u.uar.qps--;
+	free(o->u.qp.mb);
+	return 0;
+}
+
+/* ---- QP: state commands ------------------------------------------------------------------ */
+
+int dx_qp_is_modify(unsigned op)
+{
+	switch (op) {
+	case DX_OP_RST2INIT_QP:
+	case DX_OP_INIT2INIT_QP:
+	case DX_OP_INIT2RTR_QP:
+	case DX_OP_RTR2RTS_QP:
+	case DX_OP_RTS2RTS_QP:
+	case DX_OP_SQERR2RTS_QP:
+	case DX_OP_SQD_RTS_QP:
+	case DX_OP_2ERR_QP:
+	case DX_OP_2RST_QP:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The PRM state of the QP now: the NIC model may have moved it to ERR. */
+static unsigned qp_state(struct dx_obj *o)
+{
+	if (o->u.qp.state != QPS_RST && gdak_qp_state(o->u.qp.qp) == GDAK_QPS_ERR)
+		o->u.qp.state = QPS_ERR;
+	return o->u.qp.state;
+}
+
+static void keep(struct dx_obj *o, const void *in, size_t inlen, const enum dx_field_id *f,
+		 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (dx_fields[f[i]].width == 64)
+			dx_set64(o->u.qp.mb, DX_QP_IN_LEN, f[i], dx_get64(in, inlen, f[i]));
+		else if (dx_fields[f[i]].width == 128) {
+			uint8_t b[16];
+
+			dx_get_bytes(in, inlen, f[i], b);
+			dx_set_bytes(o->u.qp.mb, DX_QP_IN_LEN, f[i], b);
+		} else {
+			dx_set(o->u.qp.mb, DX_QP_IN_LEN, f[i], dx_get(in, inlen, f[i]));
+		}
+	}
+}
+
+static const enum dx_field_id init_fields[] = {
+	DXF_QPC_RRE,	    DXF_QPC_RWE,	   DXF_QPC_RAE,	     DXF_QPC_ATOMIC_MODE,
+	DXF_ADS_PKEY_INDEX, DXF_ADS_VHCA_PORT_NUM, DXF_QPC_PM_STATE,
+};
+static const enum dx_field_id rtr_fields[] = {
+	DXF_QPC_MTU,	       DXF_QPC_LOG_MSG_MAX, DXF_QPC_REMOTE_QPN, DXF_QPC_NEXT_RCV_PSN,
+	DXF_QPC_LOG_RRA_MAX,   DXF_QPC_MIN_RNR_NAK, DXF_ADS_GRH,	DXF_ADS_SRC_ADDR_INDEX,
+	DXF_ADS_HOP_LIMIT,     DXF_ADS_TCLASS,	    DXF_ADS_FLOW_LABEL, DXF_ADS_RGID,
+	DXF_ADS_DSCP,	       DXF_ADS_UDP_SPORT,   DXF_ADS_RMAC_47_32, DXF_ADS_RMAC_31_0,
+	DXF_ADS_VHCA_PORT_NUM, DXF_ADS_SL,
+};
+static const enum dx_field_id rts_fields[] = {
+	DXF_QPC_LOG_SRA_MAX,   DXF_QPC_RETRY_COUNT, DXF_QPC_RNR_RETRY,
+	DXF_QPC_NEXT_SEND_PSN, DXF_ADS_ACK_TIMEOUT,
+};
+
+static int check_port(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned port = dx_get(in, inlen, DXF_ADS_VHCA_PORT_NUM);
+
+	if (port != 1)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.vhca_port_num",
+			    "port %u (the device has port 1)", port);
+	return 0;
+}
+
+static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned am = dx_get(in, inlen, DXF_QPC_ATOMIC_MODE);
+	int ret;
+
+	if (dx_get(in, inlen, DXF_IN_OPCODE) == DX_OP_RST2INIT_QP) {
+		ret = check_port(in, inlen, out, outlen);
+		if (ret)
+			return ret;
+	}
+	if (dx_get(in, inlen, DXF_ADS_PKEY_INDEX) != 0)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.pkey_index",
+			    "%u (the P_Key table holds index 0)",
+			    dx_get(in, inlen, DXF_ADS_PKEY_INDEX));
+	/* 0 none, 1 IB spec, 2 only 8 bytes, 3 up to 8 bytes; wider: DC/extended */
+	if (am > 3)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.atomic_mode",
+			    "%u: operands wider than 8 bytes are not offered (atomic_size_qp)", am);
+	if (dx_get(in, inlen, DXF_IN_OPCODE) == DX_OP_RST2INIT_QP) {
+		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_INIT, NULL);
+		if (ret)
+			return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+	}
+	keep(o, in, inlen, init_fields, sizeof(init_fields) / sizeof(init_fields[0]));
+	o->u.qp.state = QPS_INIT;
+	return 0;
+}
+
+static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct dx_ctx *c = o->c;
+	struct gdak_qp_info peer;
+	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
+	unsigned rra = dx_get(in, inlen, DXF_QPC_LOG_RRA_MAX);
+	unsigned sidx = dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
+	int ret = check_port(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
+	if (mtu < 1 || mtu > 5)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.mtu", "%u (1 = 256 .. 5 = 4096)", mtu);
+	if (dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX) > 30)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.log_msg_max", "%u > log_max_msg 30",
+			    dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX));
+	if (rra > 4)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.log_rra_max", "%u > log_max_ra_res_qp 4", rra);
+	/* RoCE: every packet carries a GRH, and its source is a GID entry */
+	if (!dx_get(in, inlen, DXF_ADS_GRH))
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.grh",
+			    "0 on a RoCE port (the address path needs the GRH)");
+	if (sidx != 0)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.src_addr_index",
+			    "%u (the GID table holds index 0)", sidx);
+
+	memset(&peer, 0, sizeof(peer));
+	peer.version = GDAK_QP_INFO_VERSION;
+	peer.qpn = dx_get(in, inlen, DXF_QPC_REMOTE_QPN);
+	peer.psn = dx_get(in, inlen, DXF_QPC_NEXT_RCV_PSN);
+	peer.mtu = 128u << mtu;
+	dx_get_bytes(in, inlen, DXF_ADS_RGID, peer.gid);
+	peer.udp_port = GV_ROCE_PORT;
+	peer.transport = GDAK_QPI_UDP;
+	peer.gid_index = (uint8_t)sidx;
+	(void)c;
+	ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, &peer);
+	if (ret)
+		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+	keep(o, in, inlen, rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]));
+	o->u.qp.state = QPS_RTR;
+	return 0;
+}
+
+static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned sra = dx_get(in, inlen, DXF_QPC_LOG_SRA_MAX);
+	int ret;
+
+	if (sra > 4)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.log_sra_max", "%u > log_max_ra_req_qp 4", sra);
+	ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
+	if (!ret)
+		ret = nm_tr_udp_set_retry(o->u.qp.qp,
+					  (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT),
+					  (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY));
+	if (!ret)
+		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
+	if (ret)
+		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+	keep(o, in, inlen, rts_fields, sizeof(rts_fields) / sizeof(rts_fields[0]));
+	o->u.qp.state = QPS_RTS;
+	return 0;
+}
+
+int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned op = dx_get(in, inlen, DXF_IN_OPCODE);
+	unsigned from = qp_state(o);
+	unsigned need_in = op == DX_OP_2ERR_QP || op == DX_OP_2RST_QP ? DX_HDR_IN_LEN
+								      : DX_QP_MOD_IN_LEN;
+	int ret;
+
+	if (inlen < need_in)
+		return FAIL(DX_ST_BAD_INPUT_LEN, NULL, "input mailbox %zu bytes, %s reads %u",
+			    inlen, dx_op_name(op), need_in);
+	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	switch (op) {
+	case DX_OP_2RST_QP:
+		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RESET, NULL);
+		if (ret)
+			return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+		o->u.qp.state = QPS_RST;
+		return 0;
+	case DX_OP_2ERR_QP:
+		if (from != QPS_ERR) {
+			ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_ERR, NULL);
+			if (ret)
+				return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s",
+					    gdak_strerror(ret));
+		}
+		o->u.qp.state = QPS_ERR;
+		return 0;
+	case DX_OP_RST2INIT_QP:
+		if (from != QPS_RST)
+			break;
+		return to_init(o, in, inlen, out, outlen);
+	case DX_OP_INIT2INIT_QP:
+		if (from != QPS_INIT)
+			break;
+		return to_init(o, in, inlen, out, outlen);
+	case DX_OP_INIT2RTR_QP:
+		if (from != QPS_INIT)
+			break;
+		return to_rtr(o, in, inlen, out, outlen);
+	case DX_OP_RTR2RTS_QP:
+		if (from != QPS_RTR)
+			break;
+		return to_rts(o, in, inlen, out, outlen);
+	case DX_OP_RTS2RTS_QP:
+		if (from != QPS_RTS)
+			break;
+		/* the optional parameters (DSCP, timeouts): kept for QUERY_QP; the
+		 * NIC model's timing does not depend on them */
+		keep(o, in, inlen, rts_fields + 4, 1);
+		return 0;
+	default: /* SQERR2RTS, SQD_RTS: the NIC model has no SQ error / drain states */
+		break;
+	}
+	return FAIL(DX_ST_BAD_QP_STATE, "qpc.state", "%s from state %u", dx_op_name(op), from);
+}
+
+int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = dx_out_begin(out, outlen, DX_QUERY_QP_OUT_LEN, in, inlen);
+
+	if (ret)
+		return ret;
+	/* qpc at 0xc0 in both create_qp_in and query_qp_out */
+	memcpy((uint8_t *)out + 0xc0 / 8, o->u.qp.mb + 0xc0 / 8, (0x800 - 0xc0) / 8);
+	dx_set(out, outlen, DXF_QPC_STATE, qp_state(o));
+	return 0;
+}
