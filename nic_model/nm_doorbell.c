@@ -255,8 +255,11 @@ static int db_poll(struct nm_qp *qp)
 		return 0;
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		uint64_t p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+		/* a GPU-memory SQ holds pi at what its fetch has landed: the
+		 * word announced sq_want already */
+		uint64_t seen = qp->rg && qp->rg->sq_want > qp->pi ? qp->rg->sq_want : qp->pi;
 
-		if (p == qp->pi)
+		if (p == seen)
 			return 0;
 		nm_stat_add(&qp->st.doorbells, 1);
 		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, GDAK_DEV_DB_CPU_PROXY, (uint16_t)p, &p, 8);
@@ -368,9 +371,10 @@ int nm_db_poll(struct nm_qp *qp)
 {
 	int r = db_poll(qp);
 
-	/* a GPU-memory SQ: what the doorbell announced comes into the shadow */
-	if (r)
-		nm_rg_sq_need(qp, qp->pi);
+	/* a GPU-memory SQ: what the doorbells announced comes into the shadow
+	 * (asynchronously: the pass goes on with the other QPs meanwhile) */
+	if (__builtin_expect(qp->rg != NULL, 0) && qp->rg->sq)
+		r |= nm_rg_sq_step(qp);
 	return r;
 }
 

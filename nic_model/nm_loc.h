@@ -11,7 +11,8 @@
  *   nm_comp.c      completer: CQEs, errors, flushes
  * around them nm_mem.c (memory, MRs), nm_qp.c (QP objects), nm_thread.c (NIC
  * threads, libev loops), nm_backend.c (the "emu" backend ops), nm_api.c
- * (gdak_nic_*), nm_fault.c (fault-injection hooks).
+ * (gdak_nic_*), nm_fault.c (fault-injection hooks), nm_ring_gpu.c (rings in
+ * GPU memory: host shadows and the driver calls that fill / drain them).
  *
  * Threading: a QP's send side (doorbell, requester, completer of its send
  * CQ) runs only on the NIC thread that serves it.  The responder side of a
@@ -808,9 +809,13 @@ struct nm_rg_cq {
 struct nm_rg_qp {
 	uint8_t *sq, *rq;
 	uint32_t *dbrec;
-	uint64_t sq_have; /* the SQ shadow holds the WQEBBs below this index */
-	uint64_t rq_have; /* the RQ shadow: receive WQEs below this index */
-	void *gblock;	  /* GDAK_QP_F_QUEUES_GPU: the NIC's own GPU block */
+	uint64_t sq_have;  /* the SQ shadow holds the WQEBBs below this index */
+	uint64_t sq_want;  /* the producer the doorbells announced (qp->pi is held
+			   * at sq_have until the fetch lands) */
+	uint64_t fetch_to; /* a fetch in flight up to here (0: none) */
+	void *fetch_ev;	   /* its event (nm_cu_event) */
+	uint64_t rq_have;  /* the RQ shadow: receive WQEs below this index */
+	void *gblock;	   /* GDAK_QP_F_QUEUES_GPU: the NIC's own GPU block */
 	size_t glen;
 	void *shadow;		  /* external rings: the host shadow (malloc) */
 	struct nm_rg_cq scq, rcq; /* the embedded CQs' part of gblock */
@@ -819,8 +824,12 @@ struct nm_rg_qp {
 extern __thread int nm_rg_in_pass;
 extern __thread int nm_rg_pending;
 int nm_rg_available(void);
-/* WQE fetch: the SQ shadow up to WQEBB index `to` (QP to ERR on failure) */
+/* WQE fetch: the SQ shadow up to WQEBB index `to`, waited for (QP to ERR
+ * on failure); nm_rg_sq_step: the doorbell stage's asynchronous form,
+ * every pass - starts the fetch of what the doorbells announced, and holds
+ * qp->pi at what has landed (returns 1 when qp->pi moved) */
 void nm_rg_sq_fetch(struct nm_qp *qp, uint64_t to);
+int nm_rg_sq_step(struct nm_qp *qp);
 static inline void nm_rg_sq_need(struct nm_qp *qp, uint64_t to)
 {
 	if (__builtin_expect(qp->rg != NULL, 0) && qp->rg->sq && to > qp->rg->sq_have)

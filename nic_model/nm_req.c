@@ -45,7 +45,8 @@ void nm_req_reset(struct nm_qp *qp)
 
 int nm_req_busy(const struct nm_qp *qp)
 {
-	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi;
+	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi ||
+	       (qp->rg && qp->rg->sq_want > qp->pi); /* a GPU-ring fetch in flight */
 }
 
 /* A check failed: the op carries the syndrome; strict-mode rules count as

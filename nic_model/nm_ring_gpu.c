@@ -12,7 +12,10 @@
  *   WQE fetch (nm_db_poll, the ERR flush): when the doorbell register or
  *     CPU-proxy word (host memory) announces a producer index beyond what
  *     the shadow holds, the WQEBBs in between come over in one
- *     device-to-host copy (two when the range wraps), waited for.  The
+ *     device-to-host copy (two when the range wraps) and an event; the
+ *     requester's producer (qp->pi) stays at what has landed, so the pass
+ *     goes on with the other QPs and the QP executes the WQEs in a later
+ *     pass, when the event has fired (the ERR flush waits).  The
  *     device's ordering (WQE stores, fence.acq_rel.sys / st.release.sys,
  *     then the host word) makes them visible before the copy starts.
  *   record read: a GPU-resident record is read only where no host word
@@ -172,12 +175,31 @@ static void rg_fail(struct nm_qp *qp, const char *what)
 
 /* ---- hook 1: WQE fetch ------------------------------------------------------ */
 
+static void fetch_wait(struct nm_qp *qp)
+{
+	const struct nm_cu_api *cu = nm_cuda_api();
+	struct nm_rg_qp *g = qp->rg;
+
+	if (!g->fetch_to)
+		return;
+	nm_cu_result r;
+
+	while ((r = cu->EventQuery((nm_cu_event)g->fetch_ev)) == NM_CU_ERROR_NOT_READY)
+		;
+	if (!r && g->fetch_to > g->sq_have)
+		g->sq_have = g->fetch_to;
+	g->fetch_to = 0;
+}
+
 void nm_rg_sq_fetch(struct nm_qp *qp, uint64_t to)
 {
 	struct nm_rg_qp *g = qp->rg;
 	uint64_t from = g->sq_have > qp->ci ? g->sq_have : qp->ci;
 	uint32_t n, first, k;
 
+	fetch_wait(qp);
+	if (g->sq_have > from)
+		from = g->sq_have;
 	if (to <= from)
 		return;
 	if (to - from > qp->sq_cnt)
@@ -193,6 +215,83 @@ void nm_rg_sq_fetch(struct nm_qp *qp, uint64_t to)
 	g->sq_have = to;
 	atomic_fetch_add_explicit(&rgs.fetches, 1 + (n > k), memory_order_relaxed);
 	atomic_fetch_add_explicit(&rgs.fetch_bytes, (uint64_t)n * 64, memory_order_relaxed);
+}
+
+/* Start copying [from, to) of the SQ into the shadow; 0 or -EIO. */
+static int fetch_start(struct nm_qp *qp, uint64_t from, uint64_t to)
+{
+	const struct nm_cu_api *cu = nm_cuda_api();
+	struct nm_rg_qp *g = qp->rg;
+	struct rg_thread *t = rg_self();
+	uint32_t n = (uint32_t)(to - from), first = (uint32_t)from & qp->sq_mask, k;
+	nm_cu_result r;
+
+	if (!t)
+		return -EIO;
+	if (!g->fetch_ev) {
+		nm_cu_event ev;
+
+		r = cu->EventCreate(&ev, NM_CU_EVENT_DISABLE_TIMING);
+		if (r)
+			return -EIO;
+		g->fetch_ev = ev;
+	}
+	k = qp->sq_cnt - first < n ? qp->sq_cnt - first : n;
+	r = cu->MemcpyAsync((nm_cu_ptr)(uintptr_t)(qp->sq + (size_t)first * 64),
+			    (nm_cu_ptr)(uintptr_t)(g->sq + (size_t)first * 64), (size_t)k * 64,
+			    t->s);
+	if (!r && n > k)
+		r = cu->MemcpyAsync((nm_cu_ptr)(uintptr_t)qp->sq, (nm_cu_ptr)(uintptr_t)g->sq,
+				    (size_t)(n - k) * 64, t->s);
+	if (!r)
+		r = cu->EventRecord((nm_cu_event)g->fetch_ev, t->s);
+	if (r) {
+		GDAK_ERR_RL("cuda", 0, "GPU-memory SQ fetch (%u WQEBBs): %s", n,
+			    nm_cuda_strerror(r));
+		return -EIO;
+	}
+	g->fetch_to = to;
+	atomic_fetch_add_explicit(&rgs.fetches, 1 + (n > k), memory_order_relaxed);
+	atomic_fetch_add_explicit(&rgs.fetch_bytes, (uint64_t)n * 64, memory_order_relaxed);
+	return 0;
+}
+
+int nm_rg_sq_step(struct nm_qp *qp)
+{
+	const struct nm_cu_api *cu = nm_cuda_api();
+	struct nm_rg_qp *g = qp->rg;
+	uint64_t old = qp->pi, from;
+
+	if (qp->pi > g->sq_want)
+		g->sq_want = qp->pi; /* what db_poll raised pi to */
+	if (g->fetch_to) {
+		nm_cu_result r = cu->EventQuery((nm_cu_event)g->fetch_ev);
+
+		if (r == 0) {
+			g->sq_have = g->fetch_to;
+			g->fetch_to = 0;
+		} else if (r != NM_CU_ERROR_NOT_READY) {
+			g->fetch_to = 0;
+			rg_fail(qp, "send queue");
+			return 0;
+		}
+	}
+	if (!g->fetch_to && g->sq_want > g->sq_have) {
+		from = g->sq_have > qp->ci ? g->sq_have : qp->ci;
+		if (g->sq_want - from > qp->sq_cnt)
+			from = g->sq_want - qp->sq_cnt;
+		if (from < g->sq_want && fetch_start(qp, from, g->sq_want)) {
+			rg_fail(qp, "send queue");
+			return 0;
+		}
+		if (from >= g->sq_want)
+			g->sq_have = g->sq_want;
+	}
+	/* the requester works to what has landed */
+	qp->pi = g->sq_want < g->sq_have ? g->sq_want : g->sq_have;
+	if (qp->pi < qp->ci)
+		qp->pi = qp->ci;
+	return qp->pi != old;
 }
 
 /* ---- hook 3: record reads ---------------------------------------------------- */
@@ -369,7 +468,9 @@ void nm_rg_qp_reset(struct nm_qp *qp)
 {
 	struct nm_rg_qp *g = qp->rg;
 
+	fetch_wait(qp);
 	g->sq_have = 0;
+	g->sq_want = 0;
 	g->rq_have = 0;
 	if (!g->gblock)
 		return; /* the device's rings are the device's to clear */
@@ -471,6 +572,10 @@ void nm_rg_qp_fini(struct nm_qp *qp)
 
 	if (!g)
 		return;
+	if (g->fetch_ev) {
+		fetch_wait(qp);
+		nm_cuda_api()->EventDestroy((nm_cu_event)g->fetch_ev);
+	}
 	if (g->gblock)
 		nm_dma_get()->free(g->gblock, g->glen, GDAK_MEM_GPU);
 	free(g->shadow);
