@@ -73,6 +73,7 @@ __thread int nm_rg_pending;
 static __thread struct rg_thread *tls_rg;
 static pthread_key_t rg_key;
 static pthread_once_t rg_once = PTHREAD_ONCE_INIT;
+static _Atomic int memop_refused; /* cuStreamBatchMemOp failed once */
 
 static struct {
 	_Atomic uint64_t fetches, fetch_bytes, rec_reads, cqe_batches, cqes;
@@ -387,8 +388,9 @@ static void rg_flush(struct rg_thread *t)
 				    (nm_cu_ptr)(uintptr_t)(st->cqe + (size_t)i * 64),
 				    j - i == 1 ? 60 : (size_t)(j - i) * 64, t->s);
 	}
-	/* then the owner words, in one call where the driver has it */
-	if (!r && cu->StreamBatchMemOp) {
+	/* then the owner words, in one call where the driver has it (a driver
+	 * that refuses it once is not asked again: the words go one by one) */
+	if (!r && cu->StreamBatchMemOp && !memop_refused) {
 		for (i = 0; i < n; i++) {
 			memset(&t->mop[i], 0, sizeof(t->mop[i]));
 			t->mop[i].op = NM_CU_MEMOP_WRITE_VALUE_32;
@@ -396,6 +398,23 @@ static void rg_flush(struct rg_thread *t)
 			t->mop[i].value = st->last[i];
 		}
 		r = cu->StreamBatchMemOp(t->s, n, t->mop, 0);
+		if (r) {
+			GDAK_WARN("cuda", 0,
+				  "cuStreamBatchMemOp (%u CQE owner words): %s: one write-value "
+				  "each from now on",
+				  n, nm_cuda_strerror(r));
+			memop_refused = 1;
+			r = 0;
+			for (i = 0; !r && i < n; i++)
+				r = cu->StreamWriteValue32
+					    ? cu->StreamWriteValue32(
+						      t->s,
+						      (nm_cu_ptr)(uintptr_t)(t->e[i].gslot + 60),
+						      st->last[i], 0)
+					    : cu->MemcpyAsync(
+						      (nm_cu_ptr)(uintptr_t)(t->e[i].gslot + 60),
+						      (nm_cu_ptr)(uintptr_t)&st->last[i], 4, t->s);
+		}
 	} else if (!r && cu->StreamWriteValue32) {
 		for (i = 0; !r && i < n; i++)
 			r = cu->StreamWriteValue32(t->s, (nm_cu_ptr)(uintptr_t)(t->e[i].gslot + 60),
