@@ -22,26 +22,19 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-enum {
-	OK = 0,
-	E_INVALID_VALUE = 1,
-	E_OUT_OF_MEMORY = 2,
-	E_NOT_INITIALIZED = 3,
-	E_INVALID_CONTEXT = 201,
-	E_INVALID_HANDLE = 400,
-};
 
 #define DEV_LEN (64u << 20)
 #define MAX_ALLOCS 4096
+#define API __attribute__((visibility("default")))
+/* The exported functions are the driver's ABI, looked up by dlsym; there is
+ * no header of ours to declare them in (cuda.h's types are not used). */
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
 
-typedef unsigned long long devptr;
+#include "fake_cuda_mem.h"
+
 struct fctx {
 	int magic;
 };
@@ -53,65 +46,13 @@ struct fstream {
 /* the test prints that it runs on this (and no GPU) */
 __attribute__((visibility("default"))) int gdak_fake_cuda = 1;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fctx primary_ctx = {0x5ca1ab1e};
 static __thread struct fctx *current;
-static int inited;
-static uint8_t *dev_view, *rw_view;	/* PROT_NONE addresses; the writable copy */
-static size_t dev_used;
-static struct {
-	size_t off, len;
-	int live;
-} dallocs[MAX_ALLOCS];
-static unsigned ndallocs;
-static struct {
-	void *p;
-	size_t len;
-} hallocs[MAX_ALLOCS];
-static unsigned nhallocs;
 
-#define API __attribute__((visibility("default")))
-/* The exported functions are the driver's ABI, looked up by dlsym; there is
- * no header of ours to declare them in (cuda.h's types are not used). */
-#pragma GCC diagnostic ignored "-Wmissing-prototypes"
-
-static int setup(void)
-{
-	int fd = memfd_create("gdak-fake-gpu", 0);
-
-	if (fd < 0 || ftruncate(fd, DEV_LEN))
-		return -1;
-	dev_view = mmap(NULL, DEV_LEN, PROT_NONE, MAP_SHARED, fd, 0);
-	rw_view = mmap(NULL, DEV_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	return dev_view == MAP_FAILED || rw_view == MAP_FAILED ? -1 : 0;
-}
-
-/* The writable address of [p, p + len) when it lies in one live
- * allocation; NULL otherwise.  Under lock. */
-static uint8_t *dev_rw(devptr p, size_t len)
-{
-	uintptr_t a = (uintptr_t)p, base = (uintptr_t)dev_view;
-
-	if (a < base || a + len > base + DEV_LEN)
-		return NULL;
-	for (unsigned i = 0; i < ndallocs; i++) {
-		size_t off = a - base;
-
-		if (dallocs[i].live && off >= dallocs[i].off &&
-		    off + len <= dallocs[i].off + dallocs[i].len)
-			return rw_view + off;
-	}
-	return NULL;
-}
-
+/* [p, p + 1) in pinned host memory; under lock */
 static int host_pinned(const void *p)
 {
-	for (unsigned i = 0; i < nhallocs; i++)
-		if ((const uint8_t *)p >= (const uint8_t *)hallocs[i].p &&
-		    (const uint8_t *)p < (const uint8_t *)hallocs[i].p + hallocs[i].len)
-			return 1;
-	return 0;
+	return pinned((devptr)(uintptr_t)p, 1);
 }
 
 static int need_ctx(void)
@@ -123,39 +64,13 @@ static int need_ctx(void)
 
 API int cuInit(unsigned flags)
 {
-	int r = OK;
-
 	(void)flags;
-	pthread_mutex_lock(&lock);
-	if (!inited) {
-		if (setup())
-			r = E_OUT_OF_MEMORY;
-		else
-			inited = 1;
-	}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return fake_init();
 }
 
 API int cuDriverGetVersion(int *v)
 {
 	*v = 12000;
-	return OK;
-}
-
-API int cuDeviceGetCount(int *n)
-{
-	*n = inited ? 1 : 0;
-	return inited ? OK : E_NOT_INITIALIZED;
-}
-
-API int cuDeviceGet(int *d, int ordinal)
-{
-	if (!inited)
-		return E_NOT_INITIALIZED;
-	if (ordinal != 0)
-		return E_INVALID_VALUE;
-	*d = 0;
 	return OK;
 }
 
@@ -254,40 +169,15 @@ API int cuStreamSynchronize(struct fstream *s) { return stream_ok(s); }
 API int cuMemAlloc_v2(devptr *p, size_t len)
 {
 	int r = need_ctx();
-	size_t off;
 
-	if (r)
-		return r;
-	pthread_mutex_lock(&lock);
-	off = (dev_used + 255) & ~(size_t)255;
-	if (!len || off + len > DEV_LEN || ndallocs == MAX_ALLOCS) {
-		pthread_mutex_unlock(&lock);
-		return E_OUT_OF_MEMORY;
-	}
-	dallocs[ndallocs].off = off;
-	dallocs[ndallocs].len = len;
-	dallocs[ndallocs++].live = 1;
-	dev_used = off + len;
-	*p = (devptr)(uintptr_t)(dev_view + off);
-	pthread_mutex_unlock(&lock);
-	return OK;
+	return r ? r : fake_dev_alloc(p, len);
 }
 
 API int cuMemFree_v2(devptr p)
 {
 	int r = need_ctx();
 
-	if (r)
-		return r;
-	r = E_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < ndallocs; i++)
-		if (dallocs[i].live && (uintptr_t)(dev_view + dallocs[i].off) == (uintptr_t)p) {
-			dallocs[i].live = 0;
-			r = OK;
-		}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return r ? r : fake_dev_free(p);
 }
 
 static int copy(void *dst, const void *src, size_t len, int to_dev)
@@ -375,36 +265,14 @@ API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
 	int r = need_ctx();
 
 	(void)flags;
-	if (r)
-		return r;
-	pthread_mutex_lock(&lock);
-	if (nhallocs == MAX_ALLOCS || posix_memalign(p, 4096, len ? len : 1)) {
-		pthread_mutex_unlock(&lock);
-		return E_OUT_OF_MEMORY;
-	}
-	hallocs[nhallocs].p = *p;
-	hallocs[nhallocs++].len = len;
-	pthread_mutex_unlock(&lock);
-	return OK;
+	return r ? r : fake_host_alloc(p, len);
 }
 
 API int cuMemFreeHost(void *p)
 {
 	int r = need_ctx();
 
-	if (r)
-		return r;
-	r = E_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nhallocs; i++)
-		if (hallocs[i].p == p) {
-			hallocs[i] = hallocs[--nhallocs];
-			free(p);
-			r = OK;
-			break;
-		}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return r ? r : fake_host_free(p);
 }
 
 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) and _HOST_POINTER (4). */
@@ -427,18 +295,4 @@ API int cuPointerGetAttribute(void *data, int attr, devptr p)
 	}
 	pthread_mutex_unlock(&lock);
 	return r;
-}
-
-API int cuGetErrorString(int r, const char **s)
-{
-	switch (r) {
-	case OK: *s = "no error"; break;
-	case E_INVALID_VALUE: *s = "invalid argument (fake driver)"; break;
-	case E_OUT_OF_MEMORY: *s = "out of memory (fake driver)"; break;
-	case E_NOT_INITIALIZED: *s = "not initialized (fake driver)"; break;
-	case E_INVALID_CONTEXT: *s = "invalid device context (fake driver)"; break;
-	case E_INVALID_HANDLE: *s = "invalid resource handle (fake driver)"; break;
-	default: *s = NULL; return E_INVALID_VALUE;
-	}
-	return OK;
 }

@@ -54,20 +54,11 @@ static inline int cr_read(const char *path, struct cr_file *f)
 	struct gdak_trace_item it;
 	uint8_t *buf;
 	size_t len, off = 0, used;
-	long n;
-	FILE *fp = fopen(path, "rb");
 	int stats = 0, rc;
 
 	memset(f, 0, sizeof(*f));
-	if (!fp)
-		return -1;
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	len = buf ? fread(buf, 1, (size_t)n, fp) : 0;
-	fclose(fp);
-	if (!buf || len != (size_t)n || gdak_trace_reader_new(&rd)) {
+	buf = gdak_test_slurp(path, &len);
+	if (!buf || gdak_trace_reader_new(&rd)) {
 		free(buf);
 		return -1;
 	}

@@ -3,6 +3,7 @@
 
 gdak_add_test(NAME gdak.core.layout SOURCES core_layout.c LABELS unit TIMEOUT 30)
 gdak_add_test(NAME gdak.core.codec SOURCES core_codec.c LABELS unit TIMEOUT 30 MEMCHECK)
+gdak_add_test(NAME gdak.core.wire SOURCES core_wire.c LABELS unit TIMEOUT 30 MEMCHECK)
 gdak_add_test(NAME gdak.core.cqe_owner SOURCES core_cqe_owner.c LABELS unit TIMEOUT 60)
 gdak_add_test(NAME gdak.core.qp_info SOURCES core_qp_info.c LABELS unit TIMEOUT 30 MEMCHECK)
 gdak_add_test(NAME gdak.core.open SOURCES core_open.c LABELS unit TIMEOUT 60 MEMCHECK)

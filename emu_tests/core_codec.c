@@ -7,6 +7,7 @@
  */
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static uint64_t rng = 0x1234567;
@@ -291,16 +292,17 @@ static void byte_order(void)
 	CHECK_EQ(((uint8_t *)&b)[0], 1);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(byte_order),
+					  GDAK_CASE(ctrl_bytes),
+					  GDAK_CASE(ctrl_round_trip_every_opcode),
+					  GDAK_CASE(raddr_data_atomic),
+					  GDAK_CASE(inline_and_sizes),
+					  GDAK_CASE(doorbell_records),
+					  GDAK_CASE(cqe_decode_success),
+					  GDAK_CASE(cqe_decode_error),
+					  GDAK_CASE(whole_wqe_per_opcode) };
+
+int main(int argc, char **argv)
 {
-	byte_order();
-	ctrl_bytes();
-	ctrl_round_trip_every_opcode();
-	raddr_data_atomic();
-	inline_and_sizes();
-	doorbell_records();
-	cqe_decode_success();
-	cqe_decode_error();
-	whole_wqe_per_opcode();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

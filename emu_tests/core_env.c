@@ -14,6 +14,7 @@
 #include <gdak/gdak.h>
 
 #include "gdak_log.h"
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static char last[512];
@@ -163,12 +164,12 @@ static void open_refuses_bad_env(void)
 	gdak_close(ctx);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(table_rows), GDAK_CASE(typed_reads),
+					  GDAK_CASE(bad_values), GDAK_CASE(open_refuses_bad_env) };
+
+int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	table_rows();
-	typed_reads();
-	bad_values();
-	open_refuses_bad_env();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

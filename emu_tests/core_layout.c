@@ -12,6 +12,7 @@
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 #include <gdak/dev/types.h>
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 #define OFF(type, field, want) CHECK_EQ(offsetof(struct type, field), want)
@@ -146,12 +147,11 @@ static void gdak_abi(void)
 	CHECK_EQ(GDAK_DEV_DB_HANDLER_COUNT, 3);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(rdma_core_wqe_segments),
+					  GDAK_CASE(rdma_core_cqe), GDAK_CASE(gdak_additions),
+					  GDAK_CASE(constants), GDAK_CASE(gdak_abi) };
+
+int main(int argc, char **argv)
 {
-	rdma_core_wqe_segments();
-	rdma_core_cqe();
-	gdak_additions();
-	constants();
-	gdak_abi();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -13,6 +13,7 @@
 #include <gdak/config.h>
 #include <gdak/gdak.h>
 #include "gdak_log.h"
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static char lines[16][512];
@@ -139,7 +140,7 @@ static void names_and_errors(void)
 }
 
 /* Attribute normalisation and the state machine, through the NIC model. */
-static int with_emu(void)
+static void with_emu(void)
 {
 	struct gdak_ctx *ctx = NULL;
 	struct gdak_qp *qp = NULL;
@@ -154,7 +155,7 @@ static int with_emu(void)
 		       ret, gdak_strerror(ret));
 		CHECK(ctx == NULL);
 		CHECK(logged("emu", NULL)); /* and it said why */
-		return 0;
+		return;
 	}
 	CHECK_STR(gdak_ctx_backend(ctx), "emu");
 	CHECK_STR(gdak_ctx_device(ctx), "emu");
@@ -186,7 +187,7 @@ static int with_emu(void)
 	CHECK_EQ(ret, 0);
 	if (ret) {
 		gdak_close(ctx);
-		return 0;
+		return;
 	}
 	CHECK_EQ(gdak_qp_state(qp), GDAK_QPS_RESET);
 	/* the normalised sizes, as device code sees them (gdak.h: depths round
@@ -247,15 +248,14 @@ static int with_emu(void)
 		CHECK_EQ(gdak_qp_destroy(qp), 0);
 	}
 	gdak_close(ctx);
-	return 1;
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(unknown_device), GDAK_CASE(null_arguments),
+					  GDAK_CASE(names_and_errors), GDAK_CASE(with_emu) };
+
+int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	unknown_device();
-	null_arguments();
-	names_and_errors();
-	with_emu();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <gdak/gdak.h>
 #include "gdak_log.h"
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static char last_line[512];
@@ -32,6 +33,8 @@ static void random_info(struct gdak_qp_info *qi, uint64_t *rng)
 	qi->lid = (uint16_t)gdak_test_rand(rng);
 	qi->transport = (uint8_t)(1 + gdak_test_rand(rng) % 4);
 	qi->gid_index = (uint8_t)gdak_test_rand(rng);
+	qi->qp_type = (uint8_t)(gdak_test_rand(rng) % 3);
+	qi->dc_key = gdak_test_rand(rng);
 }
 
 static void same(const struct gdak_qp_info *a, const struct gdak_qp_info *b)
@@ -46,6 +49,8 @@ static void same(const struct gdak_qp_info *a, const struct gdak_qp_info *b)
 	CHECK_EQ(a->lid, b->lid);
 	CHECK_EQ(a->transport, b->transport);
 	CHECK_EQ(a->gid_index, b->gid_index);
+	CHECK_EQ(a->qp_type, b->qp_type);
+	CHECK_EQ(a->dc_key, b->dc_key);
 }
 
 static void round_trips(void)
@@ -83,11 +88,20 @@ static void round_trips(void)
 
 static void exact_bytes(void)
 {
-	struct gdak_qp_info in = {.version = GDAK_QP_INFO_VERSION, .qpn = 0x123456, .psn = 0xabcdef,
-				  .mtu = 1024, .node = 0x0102030405060708ull, .udp_port = 4791,
-				  .lid = 0x0a0b, .transport = GDAK_QPI_UDP, .gid_index = 3};
+	struct gdak_qp_info in = { .version = GDAK_QP_INFO_VERSION,
+				   .qpn = 0x123456,
+				   .psn = 0xabcdef,
+				   .mtu = 1024,
+				   .node = 0x0102030405060708ull,
+				   .udp_port = 4791,
+				   .lid = 0x0a0b,
+				   .transport = GDAK_QPI_UDP,
+				   .gid_index = 3,
+				   .qp_type = GDAK_QPT_DCT,
+				   .dc_key = 0x1122334455667788ull };
 	uint8_t wire[GDAK_QP_INFO_WIRE_SIZE];
-	static const uint8_t zero[14];
+	static const uint8_t zero[4];
+	struct gdak_qp_info out;
 
 	for (int i = 0; i < 16; i++)
 		in.gid[i] = (uint8_t)(0xa0 + i);
@@ -107,7 +121,22 @@ static void exact_bytes(void)
 	CHECK_EQ(wire[46], 0x0a);
 	CHECK_EQ(wire[48], GDAK_QPI_UDP);
 	CHECK_EQ(wire[49], 3);
-	CHECK_MEM(wire + 50, zero, sizeof(zero));
+	CHECK_EQ(wire[50], GDAK_QPT_DCT);
+	CHECK_EQ(wire[51], 0);
+	CHECK_EQ(wire[52], 0x11);
+	CHECK_EQ(wire[59], 0x88);
+	CHECK_MEM(wire + 60, zero, sizeof(zero));
+	/* a version 1 record (no DC fields) reads as RC, reported as version 2 */
+	wire[7] = 1;
+	CHECK_EQ(gdak_qp_info_unpack(wire, &out), 0);
+	CHECK_EQ(out.version, GDAK_QP_INFO_VERSION);
+	CHECK_EQ(out.qp_type, GDAK_QPT_RC);
+	CHECK_EQ(out.dc_key, 0);
+	CHECK_EQ(out.qpn, 0x123456);
+	/* a QP type nobody knows */
+	wire[7] = GDAK_QP_INFO_VERSION;
+	wire[50] = 3;
+	CHECK_EQ(gdak_qp_info_unpack(wire, &out), -EPROTO);
 }
 
 static void corrupt_rejected(void)
@@ -163,11 +192,12 @@ static void corrupt_rejected(void)
 	CHECK_EQ(out.psn, 9);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(round_trips), GDAK_CASE(exact_bytes),
+					  GDAK_CASE(corrupt_rejected) };
+
+int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	round_trips();
-	exact_bytes();
-	corrupt_rejected();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 struct code { const char *name; int code; };
@@ -261,13 +262,14 @@ static void against_installed_header(const char *path)
 	CHECK(n_synd >= 13);
 }
 
+static const struct gdak_case cases[] = {
+	GDAK_CASE(opcodes_named),     GDAK_CASE(op_table_consistent), GDAK_CASE(syndromes_named),
+	GDAK_CASE(cqe_opcodes_named), GDAK_CASE(fences_named),
+};
+
 int main(int argc, char **argv)
 {
-	opcodes_named();
-	op_table_consistent();
-	syndromes_named();
-	cqe_opcodes_named();
-	fences_named();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	if (argc > 1)
 		against_installed_header(argv[1]);
 	else

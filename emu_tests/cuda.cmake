@@ -17,6 +17,7 @@ if(GDAK_HAVE_CUDA)
   gdak_cuda_test(ctas cuda_ctas.cu TIMEOUT 180)
   gdak_cuda_test(errors cuda_errors.cu TIMEOUT 180)
   gdak_cuda_test(handlers cuda_handlers.cu TIMEOUT 180)
+  gdak_cuda_test(dc cuda_dc.cu TIMEOUT 180)
   # the same kernels with their rings in GPU memory (GDAK_QP_F_QUEUES_GPU,
   # nic_model/nm_ring_gpu.c): every handler, SQ and CQ wrap-around, 64 CTAs,
   # every operation

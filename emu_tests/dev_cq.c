@@ -6,6 +6,7 @@
  * sticky error, later waits failing at once); -ETIMEDOUT from bounded waits;
  * a CQE naming a WQE never posted.  The test plays the NIC by writing CQEs.
  */
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "dev_fake.h"
 
@@ -183,10 +184,10 @@ static void test_poll_one(void)
 	fake_free(f);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_poll_one), GDAK_CASE(test_wraps),
+					  GDAK_CASE(test_errors) };
+
+int main(int argc, char **argv)
 {
-	test_poll_one();
-	test_wraps();
-	test_errors();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

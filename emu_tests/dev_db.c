@@ -5,6 +5,7 @@
  * 8-byte ctrl write (DB), the 64-byte WQE copy (BF, falling back to DB for
  * batches and multi-WQEBB WQEs), the published producer index (CPU_PROXY).
  */
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "dev_fake.h"
 
@@ -115,10 +116,10 @@ static void test_proxy(void)
 	fake_free(f);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_db), GDAK_CASE(test_bf),
+					  GDAK_CASE(test_proxy) };
+
+int main(int argc, char **argv)
 {
-	test_db();
-	test_bf();
-	test_proxy();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

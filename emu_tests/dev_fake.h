@@ -45,7 +45,7 @@ __attribute__((unused)) static struct dev_fake *fake_new(uint32_t log_sq, uint32
 	memset(f, 0, sizeof(*f));
 	qp->version = GDAK_DEV_ABI_VERSION;
 	qp->qpn = 0x1234a5;
-	qp->qpn_ds_be = gdak_htobe32(qp->qpn << 8);
+	qp->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(qp->qpn, 0));
 	qp->sq_wqebb_cnt = 1u << log_sq;
 	qp->sq_log_cnt = log_sq;
 	qp->handler = handler;

@@ -7,6 +7,7 @@
  */
 #include <infiniband/mlx5dv.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "dev_fake.h"
 
@@ -91,9 +92,9 @@ static void test_poll(void)
 	fake_free(f);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_post), GDAK_CASE(test_poll) };
+
+int main(int argc, char **argv)
 {
-	test_post();
-	test_poll();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -72,7 +72,7 @@ static uint32_t nic_one(struct nic *n, uint64_t ci, int *signalled, int *fail)
 	uint32_t rkey, bbs;
 
 	gdak_mlx5_ctrl_decode(w, &c);
-	bbs = c.ds ? gdak_mlx5_wqebbs(c.ds) : 1;
+	bbs = gdak_mlx5_wqe_bbs(c.ds);
 	if (c.wqe_index != (uint16_t)ci || c.qpn != qp->qpn || c.ds == 0) {
 		n->bad_index++;
 		*signalled = 1;

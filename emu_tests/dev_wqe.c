@@ -6,6 +6,7 @@
  */
 #include <infiniband/mlx5dv.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "dev_fake.h"
 
@@ -250,11 +251,10 @@ static void test_reserve(void)
 	fake_free(f);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_sge_kinds), GDAK_CASE(test_atomics),
+					  GDAK_CASE(test_inline), GDAK_CASE(test_reserve) };
+
+int main(int argc, char **argv)
 {
-	test_sge_kinds();
-	test_atomics();
-	test_inline();
-	test_reserve();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

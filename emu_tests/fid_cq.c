@@ -11,6 +11,7 @@
  *   receive CQ with overrun-ignore: SENDs into an RQ whose CQ record stays 0.
  */
 #include "fid_util.h"
+#include "gdak_case.h"
 
 #define CQ 16
 
@@ -153,19 +154,14 @@ static void case_recv_oi(void)
 	nu_destroy(&b);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(case_overrun_ignore),
+					  GDAK_CASE(case_overrun_checked),
+					  GDAK_CASE(case_collapsed), GDAK_CASE(case_recv_oi) };
+
+int main(int argc, char **argv)
 {
-	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_test_fill(src, sizeof(src), 5);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
-	case_overrun_ignore();
-	case_overrun_checked();
-	case_collapsed();
-	case_recv_oi();
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_close(ctx);
+	fid_env_open(&ctx, src, dst, sizeof(src), 5, &ms, &md);
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
+	fid_env_close(ctx, ms, md);
 	return gdak_test_end();
 }

@@ -12,6 +12,7 @@
  *     producer_overrun, LOCAL_QP_OP_ERR, QP in ERR, posted WQEs flushed.
  */
 #include "fid_util.h"
+#include "gdak_case.h"
 
 static struct gdak_ctx *ctx;
 static uint8_t src[4096], dst[4096];
@@ -97,18 +98,14 @@ static void case_register_overrun(void)
 	nu_destroy(&b);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(case_no_dbrec),
+					  GDAK_CASE(case_ring_without_record),
+					  GDAK_CASE(case_register_overrun) };
+
+int main(int argc, char **argv)
 {
-	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_test_fill(src, sizeof(src), 9);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
-	case_no_dbrec();
-	case_ring_without_record();
-	case_register_overrun();
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_close(ctx);
+	fid_env_open(&ctx, src, dst, sizeof(src), 9, &ms, &md);
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
+	fid_env_close(ctx, ms, md);
 	return gdak_test_end();
 }

@@ -153,18 +153,12 @@ static void run(const char *dev, int both)
 
 int main(void)
 {
-	static const char *const devs[] = { "emu", "emu:udp:127.0.0.1" };
+	static const char *const devs[] = FID_DEVS;
 
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	for (unsigned i = 0; i < 2; i++) {
-		int r = gdak_open(devs[i], &ctx);
-
-		if (r && i) {
-			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i],
-				gdak_strerror(r));
+		if (fid_open(devs[i], i, &ctx))
 			break;
-		}
-		REQUIRE_EQ(r, 0);
 		REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
 		REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
 		run(devs[i], i);

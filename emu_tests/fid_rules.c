@@ -16,6 +16,7 @@
  * bounds rules: gdak.nic.checks.)
  */
 #include "fid_util.h"
+#include "gdak_case.h"
 
 static struct gdak_ctx *ctx;
 static uint8_t buf[4096] __attribute__((aligned(8)));
@@ -175,17 +176,19 @@ static void case_rq_overrun(void)
 	nu_destroy(&b);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(case_inline_not_allowed),
+					  GDAK_CASE(case_atomic_length),
+					  GDAK_CASE(case_wqe_past_producer),
+					  GDAK_CASE(case_length),
+					  GDAK_CASE(case_no_rq),
+					  GDAK_CASE(case_rq_overrun) };
+
+int main(int argc, char **argv)
 {
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, buf, sizeof(buf), GDAK_ACCESS_ALL, &mb), 0);
-	case_inline_not_allowed();
-	case_atomic_length();
-	case_wqe_past_producer();
-	case_length();
-	case_no_rq();
-	case_rq_overrun();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	gdak_mr_dereg(mb);
 	gdak_close(ctx);
 	return gdak_test_end();

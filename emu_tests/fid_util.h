@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +26,46 @@
 
 #include "gdak_test.h"
 #include "nic_util.h"
+
+/* The devices the fidelity tests run on: the in-process transport, and
+ * RoCEv2 over UDP where this host lets it open (else skipped). */
+#define FID_DEVS                           \
+	{                                  \
+		"emu", "emu:udp:127.0.0.1" \
+	}
+
+/* Open dev: 0.  An optional one (the udp transport) that cannot open here
+ * is skipped with a line saying so: 1. */
+static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
+{
+	int r = gdak_open(dev, ctx);
+
+	if (r && optional) {
+		fprintf(stderr, "%s cannot open here (%s): skipped\n", dev, gdak_strerror(r));
+		return 1;
+	}
+	REQUIRE_EQ(r, 0);
+	return 0;
+}
+
+/* The set-up most fidelity tests share: strict mode, an "emu" context, src
+ * filled from seed, src and dst (len bytes each) registered for all access. */
+static inline void fid_env_open(struct gdak_ctx **ctx, void *src, void *dst, size_t len,
+				uint64_t seed, struct gdak_mr **ms, struct gdak_mr **md)
+{
+	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
+	REQUIRE_EQ(gdak_open("emu", ctx), 0);
+	gdak_test_fill(src, len, seed);
+	REQUIRE_EQ(gdak_mr_reg(*ctx, src, len, GDAK_ACCESS_ALL, ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(*ctx, dst, len, GDAK_ACCESS_ALL, md), 0);
+}
+
+static inline void fid_env_close(struct gdak_ctx *ctx, struct gdak_mr *ms, struct gdak_mr *md)
+{
+	gdak_mr_dereg(ms);
+	gdak_mr_dereg(md);
+	gdak_close(ctx);
+}
 
 /* ---- bytes ------------------------------------------------------------------ */
 
@@ -108,26 +149,27 @@ static inline uint64_t fid_put(struct nu_qp *q, const uint8_t *w, unsigned ds)
 	return at;
 }
 
-/* RDMA_WRITE (ctrl + raddr + data, DS 3) as NVSHMEM's ibgda_write_rdma_write_wqe. */
-static inline uint64_t fid_write(struct nu_qp *q, const void *laddr, uint32_t len, uint32_t lkey,
-				 uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+/* RDMA_WRITE or RDMA_READ (ctrl + raddr + data, DS 3) as NVSHMEM's
+ * ibgda_write_rdma_write_wqe / ibgda_write_rdma_read_wqe. */
+static inline uint64_t fid_rdma(struct nu_qp *q, uint8_t opcode, const void *laddr, uint32_t len,
+				uint32_t lkey, uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
 {
 	uint8_t w[64];
 
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_WRITE, q->qpn, 3, fm_ce_se, 0);
+	fid_ctrl(w, 0, (uint16_t)q->pi, opcode, q->qpn, 3, fm_ce_se, 0);
 	fid_raddr(w + 16, raddr, rkey);
 	fid_data(w + 32, len, lkey, laddr);
 	return fid_put(q, w, 3);
 }
+static inline uint64_t fid_write(struct nu_qp *q, const void *laddr, uint32_t len, uint32_t lkey,
+				 uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
+{
+	return fid_rdma(q, MLX5_OPCODE_RDMA_WRITE, laddr, len, lkey, raddr, rkey, fm_ce_se);
+}
 static inline uint64_t fid_read(struct nu_qp *q, void *laddr, uint32_t len, uint32_t lkey,
 				uint64_t raddr, uint32_t rkey, uint8_t fm_ce_se)
 {
-	uint8_t w[64];
-
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_RDMA_READ, q->qpn, 3, fm_ce_se, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_data(w + 32, len, lkey, laddr);
-	return fid_put(q, w, 3);
+	return fid_rdma(q, MLX5_OPCODE_RDMA_READ, laddr, len, lkey, raddr, rkey, fm_ce_se);
 }
 /* 8-byte ATOMIC_FA (ctrl + raddr + atomic + data, DS 4). */
 static inline uint64_t fid_fadd(struct nu_qp *q, void *laddr, uint32_t lkey, uint64_t raddr,

@@ -59,16 +59,9 @@ static void trace_count(const char *path, uint32_t qpn, unsigned *per_idx, unsig
 	struct gdak_trace_reader *r;
 	struct gdak_trace_item it;
 	size_t len, off = 0, used;
-	uint8_t *buf;
-	FILE *f = fopen(path, "rb");
-	long sz;
+	uint8_t *buf = gdak_test_slurp(path, &len);
 
-	REQUIRE(f);
-	REQUIRE(fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0);
-	len = (size_t)sz;
-	buf = malloc(len);
-	REQUIRE(buf && fread(buf, 1, len, f) == len);
-	fclose(f);
+	REQUIRE(buf && len > 0);
 	REQUIRE_EQ(gdak_trace_reader_new(&r), 0);
 	for (;;) {
 		int rc = gdak_trace_reader_next(r, buf + off, len - off, off, &it, &used);
@@ -261,20 +254,14 @@ static void case_dump(void)
 
 int main(void)
 {
-	static const char *const devs[] = { "emu", "emu:udp:127.0.0.1" };
+	static const char *const devs[] = FID_DEVS;
 	char path[64];
 
 	snprintf(path, sizeof(path), "/tmp/gdak_fid_wait_%d.pcapng", (int)getpid());
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	for (unsigned i = 0; i < 2; i++) {
-		int r = gdak_open(devs[i], &ctx);
-
-		if (r && i) {
-			fprintf(stderr, "%s cannot open here (%s): skipped\n", devs[i],
-				gdak_strerror(r));
+		if (fid_open(devs[i], i, &ctx))
 			break;
-		}
-		REQUIRE_EQ(r, 0);
 		gdak_test_fill(src, sizeof(src), 21 + i);
 		REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
 		REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);

@@ -30,32 +30,20 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "nm_cuda_kern.h"
-
-enum {
-	OK = 0,
-	E_INVALID_VALUE = 1,
-	E_OUT_OF_MEMORY = 2,
-	E_NOT_INITIALIZED = 3,
-	E_INVALID_CONTEXT = 201,
-	E_INVALID_HANDLE = 400,
-	E_NOT_FOUND = 500,
-	E_NOT_READY = 600,
-	E_ILLEGAL_ADDRESS = 700,
-};
 
 #define DEV_LEN (256u << 20)
 #define MAX_ALLOCS 4096
 #define MAX_STREAMS 256
+#define API __attribute__((visibility("default")))
+/* The exported functions are the driver's ABI, looked up by dlsym. */
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
 
-typedef unsigned long long devptr;
+#include "fake_cuda_mem.h"
 
 enum {
 	OP_COPY,
@@ -84,25 +72,8 @@ struct fstream {
 	int live;
 };
 
-#define API __attribute__((visibility("default")))
-/* The exported functions are the driver's ABI, looked up by dlsym. */
-#pragma GCC diagnostic ignored "-Wmissing-prototypes"
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int inited, sticky;
+static int sticky;
 static __thread int current;
-static uint8_t *dev_view, *rw_view;
-static size_t dev_used;
-static struct {
-	size_t off, len;
-	int live;
-} dallocs[MAX_ALLOCS];
-static unsigned ndallocs;
-static struct {
-	void *p;
-	size_t len;
-} hallocs[MAX_ALLOCS];
-static unsigned nhallocs;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
@@ -206,23 +177,6 @@ static void watch_note(devptr dst, const uint8_t *d, size_t len, int by_value)
 	}
 }
 
-/* Under lock: the writable address of [p, p + len) in one live allocation. */
-static uint8_t *dev_rw(devptr p, size_t len)
-{
-	uintptr_t a = (uintptr_t)p, base = (uintptr_t)dev_view;
-
-	if (!dev_view || a < base || a + len > base + DEV_LEN || len > DEV_LEN)
-		return NULL;
-	for (unsigned i = 0; i < ndallocs; i++) {
-		size_t off = a - base;
-
-		if (dallocs[i].live && off >= dallocs[i].off &&
-		    off + len <= dallocs[i].off + dallocs[i].len)
-			return rw_view + off;
-	}
-	return NULL;
-}
-
 API void *gdak_fake_gpu_rw(devptr p, size_t len)
 {
 	void *r;
@@ -231,17 +185,6 @@ API void *gdak_fake_gpu_rw(devptr p, size_t len)
 	r = dev_rw(p, len);
 	pthread_mutex_unlock(&lock);
 	return r;
-}
-
-static int pinned(devptr p, size_t len)
-{
-	const uint8_t *a = (const uint8_t *)(uintptr_t)p;
-
-	for (unsigned i = 0; i < nhallocs; i++)
-		if (a >= (const uint8_t *)hallocs[i].p &&
-		    a + len <= (const uint8_t *)hallocs[i].p + hallocs[i].len)
-			return 1;
-	return 0;
 }
 
 /* What a kernel may touch: device memory or pinned host memory. */
@@ -401,44 +344,8 @@ static int enqueue(struct fstream *s, struct fop *o)
 
 API int cuInit(unsigned flags)
 {
-	int r = OK;
-
 	(void)flags;
-	pthread_mutex_lock(&lock);
-	if (!inited) {
-		int fd = memfd_create("gdak-fake-gpu", 0);
-
-		if (fd < 0 || ftruncate(fd, DEV_LEN)) {
-			r = E_OUT_OF_MEMORY;
-		} else {
-			dev_view = mmap(NULL, DEV_LEN, PROT_NONE, MAP_SHARED, fd, 0);
-			rw_view = mmap(NULL, DEV_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-			if (dev_view == MAP_FAILED || rw_view == MAP_FAILED)
-				r = E_OUT_OF_MEMORY;
-			else
-				inited = 1;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-API int cuDeviceGetCount(int *n)
-{
-	*n = inited ? 1 : 0;
-	return inited ? OK : E_NOT_INITIALIZED;
-}
-
-API int cuDeviceGet(int *d, int ordinal)
-{
-	if (!inited)
-		return E_NOT_INITIALIZED;
-	if (ordinal != 0)
-		return E_INVALID_VALUE;
-	*d = 0;
-	return OK;
+	return fake_init();
 }
 
 /* what gdak-info asks (it shows the fake like a GPU) */
@@ -493,40 +400,15 @@ API int cuCtxSetCurrent(void *c)
 API int cuMemAlloc_v2(devptr *p, size_t len)
 {
 	int r = need_ctx();
-	size_t off;
 
-	if (r)
-		return r;
-	pthread_mutex_lock(&lock);
-	off = (dev_used + 255) & ~(size_t)255;
-	if (!len || off + len > DEV_LEN || ndallocs == MAX_ALLOCS) {
-		pthread_mutex_unlock(&lock);
-		return E_OUT_OF_MEMORY;
-	}
-	dallocs[ndallocs].off = off;
-	dallocs[ndallocs].len = len;
-	dallocs[ndallocs++].live = 1;
-	dev_used = off + len;
-	*p = (devptr)(uintptr_t)(dev_view + off);
-	pthread_mutex_unlock(&lock);
-	return OK;
+	return r ? r : fake_dev_alloc(p, len);
 }
 
 API int cuMemFree_v2(devptr p)
 {
 	int r = need_ctx();
 
-	if (r)
-		return r;
-	r = E_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < ndallocs; i++)
-		if (dallocs[i].live && (uintptr_t)(dev_view + dallocs[i].off) == (uintptr_t)p) {
-			dallocs[i].live = 0;
-			r = OK;
-		}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return r ? r : fake_dev_free(p);
 }
 
 API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
@@ -534,33 +416,12 @@ API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
 	int r = need_ctx();
 
 	(void)flags;
-	if (r)
-		return r;
-	pthread_mutex_lock(&lock);
-	if (nhallocs == MAX_ALLOCS || posix_memalign(p, 4096, len ? len : 1)) {
-		pthread_mutex_unlock(&lock);
-		return E_OUT_OF_MEMORY;
-	}
-	hallocs[nhallocs].p = *p;
-	hallocs[nhallocs++].len = len;
-	pthread_mutex_unlock(&lock);
-	return OK;
+	return r ? r : fake_host_alloc(p, len);
 }
 
 API int cuMemFreeHost(void *p)
 {
-	int r = E_INVALID_VALUE;
-
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nhallocs; i++)
-		if (hallocs[i].p == p) {
-			hallocs[i] = hallocs[--nhallocs];
-			free(p);
-			r = OK;
-			break;
-		}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return fake_host_free(p);
 }
 
 API int cuMemHostGetDevicePointer_v2(devptr *d, void *h, unsigned flags)
@@ -881,41 +742,4 @@ API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 	r = sticky ? sticky : enqueue(s, o);
 	pthread_mutex_unlock(&lock);
 	return r;
-}
-
-API int cuGetErrorString(int r, const char **s)
-{
-	switch (r) {
-	case OK:
-		*s = "no error";
-		break;
-	case E_INVALID_VALUE:
-		*s = "invalid argument (fake driver)";
-		break;
-	case E_OUT_OF_MEMORY:
-		*s = "out of memory (fake driver)";
-		break;
-	case E_NOT_INITIALIZED:
-		*s = "not initialized (fake driver)";
-		break;
-	case E_INVALID_CONTEXT:
-		*s = "invalid device context (fake driver)";
-		break;
-	case E_INVALID_HANDLE:
-		*s = "invalid resource handle (fake driver)";
-		break;
-	case E_NOT_FOUND:
-		*s = "named symbol not found (fake driver)";
-		break;
-	case E_NOT_READY:
-		*s = "not ready (fake driver)";
-		break;
-	case E_ILLEGAL_ADDRESS:
-		*s = "illegal address (fake driver)";
-		break;
-	default:
-		*s = NULL;
-		return E_INVALID_VALUE;
-	}
-	return OK;
 }

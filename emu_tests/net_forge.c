@@ -70,7 +70,7 @@ uint32_t forge_build(uint8_t *pkt, const struct roce_path *path, uint8_t opcode,
 	if (plen)
 		memcpy(pkt + ROCE_BTH_LEN + ext_len, payload, plen);
 	memset(pkt + ROCE_BTH_LEN + ext_len + plen, 0, pad);
-	roce_icrc_set(path, pkt, len);
+	gdak_roce_icrc_set(path, pkt, len);
 	return len;
 }
 
@@ -117,19 +117,9 @@ int forge_spoof(struct forge *f, const struct roce_path *path, const void *pkt, 
 		udp_inbox_put(ib);
 		return r == 1 ? 0 : r < 0 ? r : -ETIMEDOUT;
 	}
-	memset(d, 0, 28);
-	d[0] = 0x45;
-	roce_put16(d + 2, (uint16_t)tot);
-	roce_put16(d + 6, 0x4000); /* DF, as the NIC model's own sockets send */
-	d[8] = 64;
-	d[9] = IPPROTO_UDP;
-	memcpy(d + 12, &path->sip, 4);
-	memcpy(d + 16, &path->dip, 4);
-	/* the kernel fills the IPv4 checksum (and an ID, which the receiver's
-	 * ICRC check solves for); UDP checksum 0: none */
-	roce_put16(d + 20, path->sport);
-	roce_put16(d + 22, path->dport);
-	roce_put16(d + 24, (uint16_t)(8 + len));
+	/* DF, as the NIC model's own sockets send; the kernel fills the IPv4
+	 * checksum (and an ID, which the receiver's ICRC check solves for) */
+	gdak_roce_ipv4_udp(d, path, len, 0, 0);
 	memcpy(d + 28, pkt, len);
 	return sendto(f->raw, d, tot, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)tot
 		       ? 0

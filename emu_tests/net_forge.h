@@ -2,7 +2,7 @@
 /*
  * net_forge.h - a hostile RoCEv2 sender for the net.hostile tests: builds
  * packets with the NIC model's own header accessors and a valid ICRC
- * (roce/roce_icrc.c) and sends them from a loopback address of its own
+ * (core/wire/roce_icrc.c) and sends them from a loopback address of its own
  * (127.0.0.N), or with the source address and port of somebody else, the
  * connected peer included: through a raw socket where it may (root /
  * CAP_NET_RAW), else - for a target QP in this process - through the QP's

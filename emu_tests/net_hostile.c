@@ -70,21 +70,6 @@ struct world {
 
 static struct world W;
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 static uint32_t addr_of(const struct gdak_qp_info *i)
 {
 	uint32_t a;
@@ -140,7 +125,7 @@ static void world_open(void)
 	int r;
 
 	memset(&W, 0, sizeof(W));
-	W.rss0 = rss_kib();
+	W.rss0 = gdak_test_rss_kib();
 	r = gdak_open("emu:udp:127.0.0.1", &W.ctx);
 	if (r) {
 		fprintf(stderr, "emu:udp cannot open here (%s): skipped\n", gdak_strerror(r));
@@ -197,13 +182,7 @@ static void qp_healthy(struct nu_qp *q, const char *name)
 
 static void expect_ok(struct nu_qp *q, uint16_t idx)
 {
-	struct gdak_mlx5_cqe_fields f = { 0 };
-
-	nu_ring(q);
-	REQUIRE_EQ(nu_poll(q, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
-	CHECK_EQ(f.syndrome, 0);
-	CHECK_EQ(f.wqe_counter, idx);
+	nu_ring_expect_ok(q, idx, POLL_MS);
 }
 
 /* The legitimate traffic: B -> A WRITE, READ back, FETCH_ADD, SEND; C -> D
@@ -274,7 +253,7 @@ static void check_world(const char *what)
 	CHECK(!nu_cqe_ready(&W.b, 0));
 	CHECK(!nu_cqe_ready(&W.c, 0));
 	CHECK(!nu_cqe_ready(&W.a, 1));
-	rss = rss_kib();
+	rss = gdak_test_rss_kib();
 	CHECK(rss < 0 || W.rss0 < 0 || rss - W.rss0 < 256 * 1024);
 	printf("%s: checked (RSS %ld -> %ld KiB)\n", what, W.rss0, rss);
 }
@@ -416,7 +395,7 @@ static void case_trunc(void)
 		for (uint32_t t = 0; t < len; t++) {
 			memcpy(pkt, full, t);
 			if (t >= ROCE_BTH_LEN + ROCE_ICRC_LEN)
-				roce_icrc_set(&mine, pkt, t);
+				gdak_roce_icrc_set(&mine, pkt, t);
 			REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, t), 0);
 			if (to_req)
 				nb++;
@@ -430,7 +409,7 @@ static void case_trunc(void)
 					  plen);
 			for (uint32_t t = ROCE_BTH_LEN + ROCE_ICRC_LEN; t < len; t++) {
 				memcpy(pkt, full, t);
-				roce_icrc_set(pp, pkt, t);
+				gdak_roce_icrc_set(pp, pkt, t);
 				REQUIRE_EQ(forge_spoof(&W.f, pp, pkt, t), 0);
 				if (to_req)
 					nb++;
@@ -610,7 +589,7 @@ static void case_stranger(void)
 		forge_reth(ext, (uintptr_t)W.tgt, rk, 64);
 		len = forge_build(pkt, &mine, ROCE_WRITE_ONLY, W.ia.qpn, pa.epsn, ext, 16, pay, 64);
 		pkt[1] |= 3 << 4; /* pad 3 on a 64-byte payload */
-		roce_icrc_set(&mine, pkt, len);
+		gdak_roce_icrc_set(&mine, pkt, len);
 		REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, len), 0);
 	}
 	REQUIRE_EQ(forge_send(&W.f, addr_of(&W.ia), W.ia.udp_port, ROCE_WRITE_MIDDLE, W.ia.qpn,

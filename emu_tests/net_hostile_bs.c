@@ -28,6 +28,7 @@
 
 #include <gdak/bootstrap.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static const char srv_blob[16] = "server-secrets!", cli_blob[16] = "client-payload.";
@@ -221,12 +222,13 @@ static void waiting(void)
 		fprintf(stderr, "client said:\n%s\n", buf);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(no_secret), GDAK_CASE(with_secret),
+					  GDAK_CASE(waiting) };
+
+int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("GDAK_BOOTSTRAP_SECRET");
-	no_secret();
-	with_secret();
-	waiting();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

@@ -65,13 +65,7 @@ static void pair(struct env *e, uint32_t mtu, struct nu_qp *a, struct nu_qp *b)
 
 static void expect_ok(struct nu_qp *q, uint16_t idx)
 {
-	struct gdak_mlx5_cqe_fields f = {0};
-
-	nu_ring(q);
-	REQUIRE_EQ(nu_poll(q, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
-	CHECK_EQ(f.syndrome, 0);
-	CHECK_EQ(f.wqe_counter, idx);
+	nu_ring_expect_ok(q, idx, POLL_MS);
 }
 
 static void fill(uint8_t *p, uint32_t len, unsigned seed)

@@ -582,7 +582,7 @@ static void test_rnr(void)
 	CHECK_EQ(W[a].st, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
 	CHECK_EQ(S[0].qp.stats.rnr_naks_rcvd, 3);
 	CHECK_EQ(S[1].nrecv, 0);
-	CHECK(now >= 2 * roce_rnr_timer_ns(14)); /* it did wait as told */
+	CHECK(now >= 2 * gdak_roce_rnr_timer_ns(14)); /* it did wait as told */
 	world_fini();
 
 	/* a receive WQE shows up after two RNR NAKs: the SEND then lands once */
@@ -722,7 +722,7 @@ static void test_garbage(void)
 			b[0] = (uint8_t)(gdak_test_rand(&rs) % 0x16);
 			roce_put24(b + 5, 0x101);
 			if (len >= 16)
-				roce_icrc_set(&S[0].path, b, len);
+				gdak_roce_icrc_set(&S[0].path, b, len);
 		}
 		CHECK(roce_rx(&S[1].ctx, &S[0].path, b, len, now) <= 0);
 		roce_qp_progress(&S[1].qp, now, 32);
@@ -737,13 +737,13 @@ static void test_garbage(void)
 	memset(b, 0, sizeof(b));
 	bth_set(b, ROCE_ACK, 0, 0, 0xffff, 0x100, 0, 500);
 	aeth_set(b + 12, AETH_ACK | 0x1f, 1);
-	roce_icrc_set(&S[1].path, b, 20);
+	gdak_roce_icrc_set(&S[1].path, b, 20);
 	CHECK_EQ(roce_rx(&S[0].ctx, &S[1].path, b, 20, now), 0);
 	CHECK_EQ(S[0].qp.stats.bad_pkts, 1);
 	CHECK_EQ(W[a].ncomp, 0);
 	/* unknown destination QP */
 	bth_set(b, ROCE_ACK, 0, 0, 0xffff, 0x999, 0, 0);
-	roce_icrc_set(&S[1].path, b, 20);
+	gdak_roce_icrc_set(&S[1].path, b, 20);
 	CHECK_EQ(roce_rx(&S[0].ctx, &S[1].path, b, 20, now), -ENOENT);
 	CHECK_EQ(run(), 0);
 	CHECK_EQ(W[a].st, 0);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "roce.h"
 
@@ -23,7 +24,7 @@ static uint8_t opcodes_seen[256];
 static uint8_t sent_ops[1024];
 
 /*
- * Reference ICRC, written separately from roce_icrc.c: bit-at-a-time CRC
+ * Reference ICRC, written separately from core/wire/roce_icrc.c: bit-at-a-time CRC
  * over the frame's real IPv4 header with the variant fields masked
  * (annex A17.3.3), exactly as a receiver such as rxe recomputes it.
  */
@@ -58,31 +59,12 @@ static void check_icrc_ref(const uint8_t *ip, uint32_t ip_len)
 static void pcap_put(const uint8_t *pkt, uint32_t len, const struct roce_path *p)
 {
 	uint8_t f[14 + 20 + 8 + ROCE_MAX_PKT];
-	uint32_t ip_len = 20 + 8 + len, sum = 0;
-	uint8_t *ip = f + 14, *udp = ip + 20;
+	uint32_t ip_len = 20 + 8 + len;
 	uint32_t rec[4] = {npkts, 0, 14 + ip_len, 14 + ip_len};
 
-	memset(f, 0, 14);
-	f[1] = 2; f[7] = 4; f[11] = 1;	/* locally administered MACs */
-	f[12] = 0x08;			/* IPv4 */
-	memset(ip, 0, 20);
-	ip[0] = 0x45;
-	roce_put16(ip + 2, (uint16_t)ip_len);
-	roce_put16(ip + 6, 0x4000);	/* DF, ID 0: what the kernel sends */
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &p->sip, 4);
-	memcpy(ip + 16, &p->dip, 4);
-	for (int i = 0; i < 20; i += 2)
-		sum += roce_get16(ip + i);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	roce_put16(ip + 10, (uint16_t)~sum);
-	roce_put16(udp, p->sport);
-	roce_put16(udp + 2, p->dport);
-	roce_put16(udp + 4, (uint16_t)(8 + len));
-	roce_put16(udp + 6, 0);	/* no UDP checksum (allowed for IPv4) */
-	memcpy(udp + 8, pkt, len);
+	/* DF, ID 0: what the kernel sends */
+	gdak_roce_frame_hdrs(f, p, len, 0);
+	memcpy(f + GDAK_ROCE_FRAME_HDRS, pkt, len);
 	fwrite(rec, sizeof(rec), 1, pcap);
 	fwrite(f, 14 + ip_len, 1, pcap);
 	check_icrc_ref(f + 14, ip_len);
@@ -235,8 +217,8 @@ static void test_formats(void)
 		CHECK(!!oi->off_reth == !!(oi->mask & ROCE_M_RETH));
 	}
 	CHECK_EQ(nvalid, 21);
-	CHECK_STR(roce_op_name(ROCE_READ_RESP_MIDDLE), "READ_RESPONSE_MIDDLE");
-	CHECK_STR(roce_op_name(0xff), "UNKNOWN");
+	CHECK_STR(gdak_roce_op_name(ROCE_READ_RESP_MIDDLE), "RDMA_READ_RESPONSE_MIDDLE");
+	CHECK_STR(gdak_roce_op_name(0xff), "UNKNOWN");
 
 	/* 24-bit PSN arithmetic across the wrap */
 	CHECK_EQ(psn_diff(0x000002, 0xfffffe), 4);
@@ -245,13 +227,13 @@ static void test_formats(void)
 	CHECK_EQ(psn_add(0, -1), 0xffffff);
 
 	/* IBA table 45 ends */
-	CHECK_EQ(roce_rnr_timer_ns(0), 655360000ull);
-	CHECK_EQ(roce_rnr_timer_ns(1), 10000ull);
-	CHECK_EQ(roce_rnr_timer_ns(31), 491520000ull);
+	CHECK_EQ(gdak_roce_rnr_timer_ns(0), 655360000ull);
+	CHECK_EQ(gdak_roce_rnr_timer_ns(1), 10000ull);
+	CHECK_EQ(gdak_roce_rnr_timer_ns(31), 491520000ull);
 
 	/* CRC-32 check value (IEEE 802.3) and incremental use */
-	CHECK_EQ(roce_crc32(0, "123456789", 9), 0xcbf43926);
-	CHECK_EQ(roce_crc32(roce_crc32(0, "1234", 4), "56789", 5), 0xcbf43926);
+	CHECK_EQ(gdak_roce_crc32(0, "123456789", 9), 0xcbf43926);
+	CHECK_EQ(gdak_roce_crc32(gdak_roce_crc32(0, "1234", 4), "56789", 5), 0xcbf43926);
 }
 
 /* The ICRC depends on exactly the invariant fields. */
@@ -266,36 +248,25 @@ static void test_icrc(void)
 	bth_set(pkt, ROCE_WRITE_ONLY, 0, 0, 0xffff, 0x11, 1, 5);
 	reth_set(pkt + 12, 0x1000, 0x2000, 8);
 	memcpy(pkt + 28, "payload!", 8);
-	roce_icrc_set(&p, pkt, len);
-	CHECK(roce_icrc_ok(&p, pkt, len));
+	gdak_roce_icrc_set(&p, pkt, len);
+	CHECK(gdak_roce_icrc_ok(&p, pkt, len));
 	pkt[4] = 0xc0; /* FECN/BECN set by a switch: invariant CRC still holds */
-	CHECK(roce_icrc_ok(&p, pkt, len));
+	CHECK(gdak_roce_icrc_ok(&p, pkt, len));
 	pkt[30] ^= 1;  /* payload bit flip */
-	CHECK(!roce_icrc_ok(&p, pkt, len));
+	CHECK(!gdak_roce_icrc_ok(&p, pkt, len));
 	pkt[30] ^= 1;
 	p.sport++;     /* the UDP header is covered */
-	CHECK(!roce_icrc_ok(&p, pkt, len));
+	CHECK(!gdak_roce_icrc_ok(&p, pkt, len));
 	p.sport--;
 	p.dip ^= htonl(1);
-	CHECK(!roce_icrc_ok(&p, pkt, len));
+	CHECK(!gdak_roce_icrc_ok(&p, pkt, len));
 }
 
 /* The IPv4 header a kernel RoCE stack (rxe) sends: DF and a non-zero ID. */
 static void ip_frame(uint8_t *ip, const struct roce_path *p, const uint8_t *pkt, uint32_t len,
 		     uint16_t id)
 {
-	memset(ip, 0, 28);
-	ip[0] = 0x45;
-	roce_put16(ip + 2, (uint16_t)(28 + len));
-	roce_put16(ip + 4, id);
-	roce_put16(ip + 6, 0x4000);
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &p->sip, 4);
-	memcpy(ip + 16, &p->dip, 4);
-	roce_put16(ip + 20, p->sport);
-	roce_put16(ip + 22, p->dport);
-	roce_put16(ip + 24, (uint16_t)(8 + len));
+	gdak_roce_ipv4_udp(ip, p, len, id, 0);
 	memcpy(ip + 28, pkt, len);
 }
 
@@ -319,7 +290,8 @@ static void test_icrc_ip_id(void)
 	static const uint8_t zeros[5000];
 	for (unsigned n = 0; n < 5000; n += 1 + n / 3) {
 		uint32_t s0 = (uint32_t)gdak_test_rand(&rs);
-		CHECK_EQ(roce_gf_mul(s0, roce_gf_x8n(n)), ~roce_crc32(~s0, zeros, n));
+		CHECK_EQ(gdak_roce_gf_mul(s0, gdak_roce_gf_x8n(n)),
+			 ~gdak_roce_crc32(~s0, zeros, n));
 	}
 
 	for (unsigned li = 0; li < sizeof(plens) / sizeof(plens[0]); li++) {
@@ -339,12 +311,12 @@ static void test_icrc_ip_id(void)
 			pkt[len - 2] = (uint8_t)(c >> 16); pkt[len - 1] = (uint8_t)(c >> 24);
 			trials++;
 			id = 0x5555;
-			if (roce_icrc_check(&p, pkt, len, &id))
+			if (gdak_roce_icrc_check(&p, pkt, len, &id))
 				accepted++;
 			ids_ok += id == want;
 			/* ID 0 is the fast path and equals the engine's own ICRC */
 			if (!want) {
-				uint32_t mine = roce_icrc(&p, pkt, len);
+				uint32_t mine = gdak_roce_icrc(&p, pkt, len);
 				CHECK_EQ(mine, c);
 			}
 			/* a flipped bit anywhere else is still an error, as
@@ -355,14 +327,14 @@ static void test_icrc_ip_id(void)
 
 				pkt[at] ^= bit;
 				corrupt++;
-				false_ok += roce_icrc_check(&p, pkt, len, NULL);
+				false_ok += gdak_roce_icrc_check(&p, pkt, len, NULL);
 				pkt[at] ^= bit;
 			}
 			p.sport ^= 1;
-			CHECK(!roce_icrc_ok(&p, pkt, len));
+			CHECK(!gdak_roce_icrc_ok(&p, pkt, len));
 			p.sport ^= 1;
 			p.sip ^= htonl(0x100);
-			CHECK(!roce_icrc_ok(&p, pkt, len));
+			CHECK(!gdak_roce_icrc_ok(&p, pkt, len));
 			p.sip ^= htonl(0x100);
 		}
 	}
@@ -388,7 +360,7 @@ static void test_icrc_ip_id(void)
 		c = icrc_ref(ip, 28 + len);
 		pkt[len - 4] = (uint8_t)c; pkt[len - 3] = (uint8_t)(c >> 8);
 		pkt[len - 2] = (uint8_t)(c >> 16); pkt[len - 1] = (uint8_t)(c >> 24);
-		REQUIRE(roce_icrc_check(&p, pkt, len, &id));
+		REQUIRE(gdak_roce_icrc_check(&p, pkt, len, &id));
 		CHECK_EQ(id, 0x1234);
 		for (unsigned i = 0; i < n; i++) {
 			uint8_t save[8];
@@ -398,7 +370,7 @@ static void test_icrc_ip_id(void)
 			for (int b = 0; b < 8; b++)
 				pkt[at + b] ^= (uint8_t)gdak_test_rand(&rs);
 			if (memcmp(save, pkt + at, 8))
-				fa += roce_icrc_check(&p, pkt, len, NULL);
+				fa += gdak_roce_icrc_check(&p, pkt, len, NULL);
 			memcpy(pkt + at, save, 8);
 		}
 		/* expectation 20000 / 65536 = 0.3; the seed is fixed */
@@ -494,11 +466,10 @@ static void test_tshark(void)
 		unlink(path);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_formats), GDAK_CASE(test_icrc),
+					  GDAK_CASE(test_icrc_ip_id), GDAK_CASE(test_tshark) };
+
+int main(int argc, char **argv)
 {
-	test_formats();
-	test_icrc();
-	test_icrc_ip_id();
-	test_tshark();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -17,6 +17,7 @@ gdak_add_test(NAME gdak.nic.udp_resp SOURCES nic_udp_resp.c LIBS gdak_nic_util L
 # GPU copies in flight in the loop transport: skips (77) without a GPU
 gdak_add_test(NAME gdak.nic.gpu_pipe SOURCES nic_gpu_pipe.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
 gdak_add_test(NAME gdak.nic.stall SOURCES nic_stall.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
+gdak_add_test(NAME gdak.nic.dc SOURCES nic_dc.c LABELS emu TIMEOUT 120 MEMCHECK)
 # queues on rings the device allocated, one CQ shared by two QPs (nic_model/nm_ext.h)
 gdak_add_test(NAME gdak.nic.ext SOURCES nic_ext.c LIBS gdak_nic_util LABELS emu TIMEOUT 120 MEMCHECK)
 target_include_directories(gdak_nic_ext PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

@@ -9,6 +9,7 @@
  */
 #include <sched.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "nic_util.h"
 
@@ -506,13 +507,29 @@ static void case_record_without_ring(void)
 	nu_destroy(&b);
 }
 
-int main(void)
+/* Each of these rules provoked alone on a fresh pair. */
+static void case_simple_rules(void)
 {
 	static const char *const rules[] = {"bad_rkey", "rkey_access", "rkey_bounds", "lkey_bounds",
 					    "lkey_access", "atomic_unaligned", "bad_opcode", "bad_ds",
 					    "wqe_index_mismatch", "qpn_mismatch", "inline_overflow",
 					    "bad_ds"};
 
+	for (int i = 0; i < 12; i++)
+		case_simple(rules[i], i);
+}
+
+static const struct gdak_case cases[] = {
+	GDAK_CASE(case_bad_lkey),     GDAK_CASE(case_simple_rules),
+	GDAK_CASE(case_relaxed),      GDAK_CASE(case_producer_overrun),
+	GDAK_CASE(case_cq_overrun),   GDAK_CASE(case_rnr_and_recv),
+	GDAK_CASE(case_bf_mismatch),  GDAK_CASE(case_bf_superseded),
+	GDAK_CASE(case_deregistered), GDAK_CASE(case_peer_gone_and_modify),
+	GDAK_CASE(case_fault),	      GDAK_CASE(case_record_without_ring),
+};
+
+int main(int argc, char **argv)
+{
 	gdak_set_log_level(GDAK_LOG_ERROR); /* the checks warn, by design */
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, BUF, GDAK_MEM_HOST, (void **)&la), 0);
@@ -521,19 +538,7 @@ int main(void)
 	REQUIRE_EQ(gdak_mr_reg(ctx, la, BUF, GDAK_ACCESS_REMOTE_READ, &ma_nolw), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, lb, BUF, GDAK_ACCESS_ALL, &mb), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, lb, BUF, GDAK_ACCESS_REMOTE_READ, &mb_ro), 0);
-	case_bad_lkey();
-	for (int i = 0; i < 12; i++)
-		case_simple(rules[i], i);
-	case_relaxed();
-	case_producer_overrun();
-	case_cq_overrun();
-	case_rnr_and_recv();
-	case_bf_mismatch();
-	case_bf_superseded();
-	case_deregistered();
-	case_peer_gone_and_modify();
-	case_fault();
-	case_record_without_ring();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	gdak_close(ctx);
 	return gdak_test_end();
 }

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "nic_util.h"
 
@@ -125,15 +126,16 @@ static void stale_key(void)
 	CHECK_EQ(gdak_mr_dereg(m3), 0);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(bad_rkey_text), GDAK_CASE(mixed_faults),
+					  GDAK_CASE(stale_key) };
+
+int main(int argc, char **argv)
 {
 	gdak_set_log_level(GDAK_LOG_ERROR);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 8192, GDAK_MEM_HOST, (void **)&buf), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, buf, 8192, GDAK_ACCESS_ALL, &mr), 0);
-	bad_rkey_text();
-	mixed_faults();
-	stale_key();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	CHECK_EQ(gdak_mr_dereg(mr), 0);
 	CHECK_EQ(gdak_mem_free(ctx, buf), 0);
 	gdak_close(ctx);

@@ -12,21 +12,6 @@
 
 #define NQP 1024
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 int main(void)
 {
 	static struct nu_qp q[NQP];
@@ -41,12 +26,12 @@ int main(void)
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 1 << 16, GDAK_MEM_HOST, (void **)&buf), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, buf, 1 << 16, GDAK_ACCESS_ALL, &mr), 0);
-	rss0 = rss_kib();
+	rss0 = gdak_test_rss_kib();
 	for (int i = 0; i < NQP; i += 2) {
 		struct gdak_qp_attr attr = {.sq_depth = 64, .cq_depth = 64};
 		REQUIRE_EQ(nu_pair(ctx, &attr, &q[i], &q[i + 1]), 0);
 	}
-	rss1 = rss_kib();
+	rss1 = gdak_test_rss_kib();
 	printf("NIC state per QP %llu bytes (beyond rings); RSS %ld -> %ld KiB with %d QPs "
 	       "(sq 64, cq 64): %.1f KiB per QP incl. rings\n",
 	       (unsigned long long)gdak_nic_qp_state_bytes(), rss0, rss1, NQP,

@@ -89,18 +89,11 @@ static void read_trace(const char *path, struct tally *t)
 {
 	struct gdak_trace_reader *r;
 	struct gdak_trace_item it;
-	uint8_t *buf = NULL;
 	size_t len = 0, off = 0, used;
-	FILE *f = fopen(path, "rb");
-	long n;
+	uint8_t *buf = gdak_test_slurp(path, &len);
 
 	memset(t, 0, sizeof(*t));
-	REQUIRE(f);
-	REQUIRE(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0);
-	len = (size_t)n;
-	buf = malloc(len);
-	REQUIRE(buf && fread(buf, 1, len, f) == len);
-	fclose(f);
+	REQUIRE(buf && len > 0);
 	REQUIRE_EQ(gdak_trace_reader_new(&r), 0);
 	for (;;) {
 		int rc = gdak_trace_reader_next(r, buf + off, len - off, off, &it, &used);

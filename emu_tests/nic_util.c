@@ -4,6 +4,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <gdak/dev/db.h>
+
+#include "gdak_test.h"
 #include "nic_util.h"
 
 static uint64_t now_ms(void)
@@ -49,7 +52,7 @@ void nu_destroy(struct nu_qp *q)
 
 void nu_put_raw(struct nu_qp *q, const void *wqe, unsigned ds)
 {
-	unsigned bbs = gdak_mlx5_wqebbs(ds ? ds : 1);
+	unsigned bbs = gdak_mlx5_wqe_bbs(ds);
 	const uint8_t *s = wqe;
 	uint8_t *ring = q->d->sq_buf;
 
@@ -159,33 +162,37 @@ uint16_t nu_post_nop(struct nu_qp *q, unsigned flags)
 void nu_ring(struct nu_qp *q)
 {
 	struct gdak_dev_qp *d = q->d;
-	const uint8_t *last = (const uint8_t *)d->sq_buf + ((uint32_t)q->last & (d->sq_wqebb_cnt - 1)) * 64;
+	const uint64_t *w = (const uint64_t *)gdak_dev_wqe_ptr(d, q->last);
+	uint64_t *reg;
 
-	if (d->handler == GDAK_DEV_DB_CPU_PROXY) {
-		__atomic_store_n(d->proxy_pi, q->pi, __ATOMIC_RELEASE);
+	/* record (release: after the WQE stores) and register as the device
+	 * API rings them; the CPU-proxy word alone for a proxy QP */
+	if (d->handler != GDAK_DEV_DB_CPU_PROXY)
+		gdak_dev_sq_update_dbrec(d, q->pi);
+	if (d->handler != GDAK_DEV_DB_BF) {
+		gdak_dev_sq_ring(d, q->last, q->pi, 0);
 		return;
 	}
-	/* WQE stores before the record (release); the record before the
-	 * register (the register store's release orders it after the record) */
-	__atomic_store_n(&d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)q->pi),
-			 __ATOMIC_RELEASE);
-	/* alternate the register halves after every write, as rdma-core */
-	uint64_t *reg = d->db_reg;
-	if (d->bf_log_half) {
-		reg = (uint64_t *)(void *)((char *)reg + ((size_t)d->bf_half << d->bf_log_half));
-		d->bf_half ^= 1;
-	}
-	if (d->handler == GDAK_DEV_DB_BF) {
-		/* the 64 bytes first, the 8 ctrl bytes last: what the NIC compares
-		 * is then complete once the first word changes.  8-byte stores,
-		 * like the device's MMIO writes (the NIC reads them the same way) */
-		const uint64_t *w = (const uint64_t *)(const void *)last;
-		for (int i = 1; i < 8; i++)
-			__atomic_store_n(reg + i, w[i], __ATOMIC_RELAXED);
-		__atomic_store_n(reg, w[0], __ATOMIC_RELEASE);
-	} else {
-		__atomic_store_n(reg, *(const uint64_t *)(const void *)last, __ATOMIC_RELEASE);
-	}
+	/* BlueFlame: the 64 bytes first, the 8 ctrl bytes last, so that what
+	 * the NIC compares is complete once the first word changes (db.h
+	 * stores them in order: a NIC looking mid-way waits for them to
+	 * settle).  8-byte stores, like the device's MMIO writes. */
+	reg = gdak_dev_db_reg_next(d);
+	for (int i = 1; i < 8; i++)
+		__atomic_store_n(reg + i, w[i], __ATOMIC_RELAXED);
+	__atomic_store_n(reg, w[0], __ATOMIC_RELEASE);
+	d->sq_db = q->pi;
+}
+
+void nu_ring_expect_ok(struct nu_qp *q, uint16_t idx, unsigned timeout_ms)
+{
+	struct gdak_mlx5_cqe_fields f = { 0 };
+
+	nu_ring(q);
+	REQUIRE_EQ(nu_poll(q, 0, &f, timeout_ms), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(f.wqe_counter, idx);
 }
 
 void nu_post_recv(struct nu_qp *q, void *addr, uint32_t len, uint32_t lkey)

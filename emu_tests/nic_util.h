@@ -52,6 +52,9 @@ void nu_ring(struct nu_qp *q);
 /* Post a receive WQE (one segment) and publish it. */
 void nu_post_recv(struct nu_qp *q, void *addr, uint32_t len, uint32_t lkey);
 
+/* Ring, then wait (bounded) for the send CQE of the WQE at idx and check
+ * that it is a successful requester CQE (fails the test otherwise). */
+void nu_ring_expect_ok(struct nu_qp *q, uint16_t idx, unsigned timeout_ms);
 /* Wait (bounded) for the next CQE of the send (rcq=0) or receive CQ; 0,
  * or -ETIMEDOUT.  Consumes it and updates the CQ doorbell record. */
 int nu_poll(struct nu_qp *q, int rcq, struct gdak_mlx5_cqe_fields *f, unsigned timeout_ms);

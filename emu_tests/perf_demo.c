@@ -22,16 +22,7 @@ static char out[1 << 17];
 /* Run cmd (sh), capture stdout+stderr into out; exit code or -1. */
 static int run(const char *cmd)
 {
-	FILE *p = popen(cmd, "r");
-	size_t n = 0, k;
-	int st;
-
-	REQUIRE(p != NULL);
-	while ((k = fread(out + n, 1, sizeof(out) - 1 - n, p)) > 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(p);
-	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return gdak_test_popen(cmd, out, sizeof(out));
 }
 
 int main(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 static const char *perf_bin;
@@ -375,6 +376,8 @@ static void test_nic_model(void)
 	nic_test("send_bw", multi, "msg_rate");
 	nic_test("atomic_rate", (const char *const[]){"-n", "3000", "--no-baseline", NULL},
 		 "msg_rate");
+	nic_test("dc_put_bw", small, "rc_ratio");
+	nic_test("dc_put_bw", multi, "msg_rate");
 	nic_test("write_lat", lat, "lat_p50_ns");
 	nic_test("read_lat", lat, "lat_p99_ns");
 	nic_test("atomic_lat", (const char *const[]){"-n", "200", "--no-baseline", NULL},
@@ -403,6 +406,12 @@ static void test_nic_model(void)
 	CHECK(json_num(r.out, "msg_rate", 0) < 0);
 }
 
+static const struct gdak_case cases[] = {
+	GDAK_CASE(test_bad_command_lines), GDAK_CASE(test_baseline_json),
+	GDAK_CASE(test_table_and_csv),	   GDAK_CASE(test_verification_catches_damage),
+	GDAK_CASE(test_nic_model),	   GDAK_CASE(test_perftest_spellings),
+};
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -410,11 +419,6 @@ int main(int argc, char **argv)
 	perf_bin = argv[1];
 	if (access(perf_bin, X_OK))
 		GDAK_TEST_SKIP("%s is not executable: %s", perf_bin, strerror(errno));
-	test_bad_command_lines();
-	test_baseline_json();
-	test_table_and_csv();
-	test_verification_catches_damage();
-	test_nic_model();
-	test_perftest_spellings();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

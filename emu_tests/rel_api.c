@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "rel_util.h"
+#include "gdak_case.h"
 
 static struct rel_env E;
 
@@ -168,7 +169,7 @@ static void case_transitions(void)
 	wire[0] ^= 1;
 	CHECK_EQ(gdak_qp_info_unpack(wire, &bad), -EPROTO);
 	gdak_qp_info_pack(&ib, wire);
-	wire[7] = 2; /* version */
+	wire[7] = GDAK_QP_INFO_VERSION + 1; /* a version this build does not speak */
 	CHECK_EQ(gdak_qp_info_unpack(wire, &bad), -EPROTO);
 	gdak_qp_info_pack(&ib, wire);
 	wire[8] = 0x7f; /* QPN over 24 bits */
@@ -210,13 +211,14 @@ static void case_nic_settings(void)
 	rel_bystanders_ok(&E);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(case_null), GDAK_CASE(case_attrs),
+					  GDAK_CASE(case_transitions),
+					  GDAK_CASE(case_nic_settings) };
+
+int main(int argc, char **argv)
 {
 	rel_env_open(&E, 2);
-	case_null();
-	case_attrs();
-	case_transitions();
-	case_nic_settings();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	rel_env_close(&E);
 	return gdak_test_end();
 }

@@ -20,18 +20,9 @@ static char out[1 << 16];
 static int run(const char *cmd)
 {
 	char full[2048];
-	FILE *p;
-	size_t n = 0, k;
-	int st;
 
 	snprintf(full, sizeof(full), "%s 2>&1", cmd);
-	p = popen(full, "r");
-	REQUIRE(p != NULL);
-	while ((k = fread(out + n, 1, sizeof(out) - 1 - n, p)) > 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(p);
-	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return gdak_test_popen(full, out, sizeof(out));
 }
 
 static void expect(const char *cmd, int rc, const char *const *say)

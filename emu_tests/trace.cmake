@@ -45,3 +45,6 @@ add_dependencies(gdak_trace_plain gdak-trace)
 # The dissector's opcode/syndrome names are gdak's one table (mlx5_names.c).
 gdak_add_test(NAME gdak.trace.lua_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_lua_names.c
   LABELS unit ARGS ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
+# The DC transport in a trace: stream records and WQEs decoded with their AV.
+gdak_add_test(NAME gdak.trace.dc SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_dc.c
+  LIBS gdak_trace_tool LABELS emu TIMEOUT 120)

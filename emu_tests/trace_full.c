@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "trace_int.h"
 #include "trace_util.h"
@@ -278,15 +279,17 @@ static void test_flush_fails_under_open_batch(void)
 	free(path);
 }
 
-int main(void)
+static const struct gdak_case cases[] = { GDAK_CASE(test_drop_batched),
+					  GDAK_CASE(test_flush_fails_under_open_batch),
+					  GDAK_CASE(test_fork) };
+
+int main(int argc, char **argv)
 {
 	unsetenv("GDAK_TRACE_WRITER");
 	unsetenv("GDAK_TRACE_FULL");
 	test_wait();
 	test_drop(0);
 	test_drop(1);
-	test_drop_batched();
-	test_flush_fails_under_open_batch();
-	test_fork();
+	GDAK_TEST_RUN_CASES(argc, argv, cases);
 	return gdak_test_end();
 }

@@ -66,19 +66,12 @@ static void compare(const char *text, const char *table, unsigned max,
 
 int main(int argc, char **argv)
 {
-	FILE *f;
 	char *text;
-	long len;
+	size_t len;
 
 	if (argc < 2)
 		GDAK_TEST_SKIP("usage: %s tools/gdak-trace.lua", argv[0]);
-	REQUIRE((f = fopen(argv[1], "rb")) != NULL);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	REQUIRE((text = calloc(1, (size_t)len + 1)) != NULL);
-	REQUIRE_EQ(fread(text, 1, (size_t)len, f), (size_t)len);
-	fclose(f);
+	REQUIRE((text = gdak_test_slurp(argv[1], &len)) != NULL);
 	compare(text, "wqe_ops", 256, gdak_mlx5_opcode_name, "OPCODE_0x", 0);
 	compare(text, "cqe_ops", 16, gdak_mlx5_cqe_opcode_name, "CQE_0x", 0);
 	compare(text, "syndromes", 256, gdak_mlx5_syndrome_name, "SYNDROME_0x", 1);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <arpa/inet.h>
 
+#include "gdak_case.h"
 #include "gdak_test.h"
 #include "trace_int.h"
 #include "trace_util.h"
@@ -442,7 +443,7 @@ static void test_packet_ip_id(void)
 	packet_roundtrip(pkt, sizeof(pkt), 0xbeef, &d, &fid, ip);
 	CHECK_EQ(fid, 0xbeef);
 	memcpy(ip + 28, pkt, sizeof(pkt));
-	icrc = trace_roce_icrc(ip, sizeof(ip));
+	icrc = gdak_roce_icrc_ip(ip, sizeof(ip));
 	for (int i = 0; i < 4; i++)
 		pkt[sizeof(pkt) - 4 + i] = (uint8_t)(icrc >> 8 * i);
 
@@ -456,12 +457,12 @@ static void test_packet_ip_id(void)
 	CHECK_EQ(d.icrc_ok, 0);
 }
 
-int main(void)
+static const struct gdak_case cases[] = {
+	GDAK_CASE(test_every_record), GDAK_CASE(test_open_errors),  GDAK_CASE(test_write_errors),
+	GDAK_CASE(test_concurrent),   GDAK_CASE(test_packet_ip_id),
+};
+
+int main(int argc, char **argv)
 {
-	test_every_record();
-	test_open_errors();
-	test_write_errors();
-	test_concurrent();
-	test_packet_ip_id();
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -20,22 +20,7 @@ static inline char *tt_tmpname(const char *tag) { return gdak_test_tmpname("trac
 /* Whole file into memory; NULL on error. */
 static inline uint8_t *tt_slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *b = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		b = malloc((size_t)n + 1);
-		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-			free(b);
-			b = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return b;
+	return gdak_test_slurp(path, len);
 }
 
 static inline int tt_write(const char *path, const void *p, size_t n)
@@ -100,6 +85,7 @@ static inline size_t tt_roce_build(uint8_t *out, uint8_t opcode, uint32_t dqpn, 
 				   size_t plen, uint32_t sip, uint32_t dip, uint16_t sport,
 				   uint16_t dport)
 {
+	const struct roce_path path = { .sip = sip, .dip = dip, .sport = sport, .dport = dport };
 	uint8_t tmp[28 + 2048];
 	size_t pad = (4 - plen % 4) % 4;
 	size_t n = 12 + ext_len + plen + pad + 4;
@@ -109,20 +95,7 @@ static inline size_t tt_roce_build(uint8_t *out, uint8_t opcode, uint32_t dqpn, 
 	if (n > sizeof(tmp) - 28)
 		return 0;
 	memset(tmp, 0, sizeof(tmp));
-	ip[0] = 0x45;
-	ip[2] = (uint8_t)((20 + 8 + n) >> 8);
-	ip[3] = (uint8_t)(20 + 8 + n);
-	ip[6] = 0x40;
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &sip, 4);
-	memcpy(ip + 16, &dip, 4);
-	ip[20] = (uint8_t)(sport >> 8);
-	ip[21] = (uint8_t)sport;
-	ip[22] = (uint8_t)(dport >> 8);
-	ip[23] = (uint8_t)dport;
-	ip[24] = (uint8_t)((8 + n) >> 8);
-	ip[25] = (uint8_t)(8 + n);
+	gdak_roce_ipv4_udp(ip, &path, (uint32_t)n, 0, 0);
 	b[0] = opcode;
 	b[1] = (uint8_t)(pad << 4);
 	b[2] = b[3] = 0xff;	/* default P_Key */
@@ -137,7 +110,7 @@ static inline size_t tt_roce_build(uint8_t *out, uint8_t opcode, uint32_t dqpn, 
 		memcpy(b + 12, ext, ext_len);
 	if (plen)
 		memcpy(b + 12 + ext_len, payload, plen);
-	icrc = trace_roce_icrc(ip, (uint32_t)(28 + n));
+	icrc = gdak_roce_icrc_ip(ip, (uint32_t)(28 + n));
 	b[n - 4] = (uint8_t)icrc;
 	b[n - 3] = (uint8_t)(icrc >> 8);
 	b[n - 2] = (uint8_t)(icrc >> 16);

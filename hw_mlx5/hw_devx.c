@@ -570,7 +570,7 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	}
 
 	t->qpn = hq->base.qpn;
-	t->qpn_ds_be = gdak_htobe32(t->qpn << 8);
+	t->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(t->qpn, 0));
 	t->sq_wqebb_cnt = dx->sq_cnt;
 	t->sq_log_cnt = ilog2(dx->sq_cnt);
 	t->max_inline = HW_DX_MAX_INLINE;

@@ -170,6 +170,15 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
 	}
+	if (attr->type != GDAK_QPT_RC) {
+		/* a DCI or DCT created as an RC QP would post WQEs a ConnectX
+		 * misreads (the address vector as a remote address segment) */
+		GDAK_ERR("ctx", ctx->id,
+			 "DC QPs (type %u) are not created on ConnectX by this "
+			 "backend yet",
+			 attr->type);
+		return -ENOTSUP;
+	}
 	hq = calloc(1, sizeof(*hq));
 	if (!hq)
 		return -ENOMEM;

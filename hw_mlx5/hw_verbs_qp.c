@@ -176,7 +176,7 @@ int hw_vqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		return -ret;
 	}
 	t->qpn = hq->qp->qp_num;
-	t->qpn_ds_be = gdak_htobe32(t->qpn << 8);
+	t->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(t->qpn, 0));
 
 	memset(&obj, 0, sizeof(obj));
 	obj.qp.in = hq->qp;

@@ -67,12 +67,17 @@ static inline uint16_t rec_load(const struct nm_qp *qp)
 static uint64_t reg_producer(const struct nm_qp *qp, uint64_t reg, uint32_t *ds_out,
 			     uint64_t *idx_out)
 {
-	/* ctrl segment bytes 0..7: be32 opmod|idx|opcode, be32 qpn|ds */
-	uint32_t w0 = gdak_be32toh((uint32_t)reg);
-	uint32_t w1 = gdak_be32toh((uint32_t)(reg >> 32));
-	uint16_t idx16 = (uint16_t)(w0 >> 8);
-	uint32_t ds = w1 & 0x3f;
-	uint16_t end16 = ds ? (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds)) : idx16;
+	/* the register holds the ctrl segment's first 8 bytes */
+	struct gdak_mlx5_ctrl c;
+	uint16_t idx16, end16;
+	uint32_t ds;
+
+	gdak_mlx5_ctrl_decode_words(gdak_be32toh((uint32_t)reg),
+				    gdak_be32toh((uint32_t)(reg >> 32)), &c);
+	idx16 = c.wqe_index;
+	ds = c.ds;
+	/* DS 0 in the register: "the producer is at idx" (GPUNetIO, NVSHMEM) */
+	end16 = ds ? (uint16_t)(idx16 + gdak_mlx5_wqebbs(ds)) : idx16;
 
 	if (ds_out)
 		*ds_out = ds;

@@ -278,6 +278,13 @@ struct nm_op {
 	const uint8_t *inl;	/* inline payload */
 	const char *rule;	/* the check that set status, or NULL */
 	uint64_t tr_data[2];	/* free for the transport (e.g. first PSN) */
+	/* DCI (nm_dc.c): the WQE's address vector, av_ds 16-byte units at av
+	 * (0: none - an RC QP, or a NOP / DUMP / WAIT on a DCI) */
+	const uint8_t *av;
+	uint8_t av_ds;
+	uint8_t dc_stream; /* ctrl dci_stream_channel_id, modulo the DCI's streams */
+	uint32_t dc_dctn;  /* the DCT number the AV names */
+	uint64_t dc_key;   /* the access key it presents (host order) */
 };
 
 struct nm_qp_err {
@@ -379,6 +386,9 @@ struct nm_qp {
 	uint32_t cp_src_len[NM_COPIES];	/* when it started (nm_loop.c overlap check) */
 	uint32_t cp_head, cp_tail;
 	struct nm_key_cache lkc, rkc; /* loop transport's fast WRITE path (NIC thread) */
+
+	/* DCI / DCT state (nm_dc.c), NULL for an RC QP */
+	struct nm_dc *dc;
 
 	/* transport */
 	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
@@ -667,6 +677,34 @@ int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op);
  * with WR_FLUSH_ERR unless done); QP reset / error / destroy.  fini also
  * frees the tickets. */
 void nm_loop_copies_drain(struct nm_qp *qp, int fini);
+
+/* ---- nm_dc.c: the Dynamically Connected transport ------------------------------------ */
+
+struct nm_dc;
+/* nm_qp_create: a DCI / DCT (attr.type) gets its DC state; 0 or -errno
+ * (-ENOTSUP on a transport DC is not modelled on).  fini: destroy, before
+ * the grace period (the DCT leaves the DC registry). */
+int nm_dc_qp_init(struct nm_qp *qp, const struct gdak_qp_attr *a);
+int nm_dc_qp_publish(struct nm_qp *qp); /* after the QPN is drawn */
+void nm_dc_qp_fini(struct nm_qp *qp);
+void nm_dc_qp_free(struct nm_qp *qp); /* after the grace period */
+/* nm_qp_info: the DC fields (type, key, LID) */
+void nm_dc_qp_info(struct nm_qp *qp, struct gdak_qp_info *out);
+/* nm_qp_modify: a DCI went to RESET / ERR - its streams close */
+void nm_dc_streams_close(struct nm_qp *qp, const char *why);
+/* Requester decode (FETCH + CHECK) on a DCI: read the address vector at w
+ * + 16 into op.  Returns its DS count (1 or 3), 0 when the opcode takes
+ * none, or -1 with op->status set. */
+int nm_dc_decode_av(struct nm_qp *qp, struct nm_op *op, const uint8_t *w, uint32_t ds);
+/* Before EXECUTE: the op's stream is open to its target (opening it, or
+ * closing the stream's previous target first).  1 while it must wait for
+ * the ops still in flight on the old target. */
+int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op);
+/* Loop transport: the DCT op's AV names, checked (number, address, state,
+ * access key), or NULL with op->status / op->rule set. */
+struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op);
+/* The LID the loop transport gives a context's QPs (nonzero, per process). */
+uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx);
 
 /* ---- nm_comp.c ---------------------------------------------------------------------- */
 

@@ -386,20 +386,30 @@ static int do_atomic(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 
 static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 {
-	struct nm_qp *peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+	struct nm_qp *peer;
 	int r;
 
-	if (!peer) {
-		op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
-		op->rule = "peer_gone";
-		return NM_TX_DONE;
+	if (__builtin_expect(qp->dc != NULL, 0)) {
+		/* DCI: the peer is the DCT this WQE's address vector names */
+		peer = nm_dc_target(qp, op);
+		if (!peer)
+			return NM_TX_DONE;
+	} else {
+		peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+		if (!peer) {
+			op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+			op->rule = "peer_gone";
+			return NM_TX_DONE;
+		}
 	}
 	if (op->opcode == MLX5_OPCODE_RDMA_WRITE) {
 		if (write_fast(qp, peer, op)) {
 			op->status = 0;
 			return NM_TX_DONE;
 		}
-		if (async_ok(qp, op))
+		/* (a DCI's GPU WRITEs copy synchronously: the asynchronous path
+		 * follows qp->peer) */
+		if (!qp->dc && async_ok(qp, op))
 			return do_write_async(qp, peer, op);
 	}
 	switch (op->opcode) {

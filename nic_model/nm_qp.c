@@ -209,7 +209,7 @@ static void dev_qp_fill(struct nm_qp *qp)
 	memset(d, 0, sizeof(*d));
 	d->version = GDAK_DEV_ABI_VERSION;
 	d->qpn = qp->base.qpn;
-	d->qpn_ds_be = gdak_htobe32(qp->base.qpn << 8);
+	d->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(qp->base.qpn, 0));
 	d->sq_wqebb_cnt = qp->sq_cnt;
 	d->sq_log_cnt = log2u(qp->sq_cnt);
 	d->handler = qp->handler;
@@ -364,6 +364,9 @@ static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
 		}
 	}
 
+	ret = nm_dc_qp_init(qp, a);
+	if (ret)
+		goto err_mr;
 	/* rings in GPU memory: what the block holds becomes their host shadow */
 	ret = ext ? nm_rg_qp_ext(qp) : (a->flags & GDAK_QP_F_QUEUES_GPU) ? nm_rg_qp_own(qp) : 0;
 	if (ret)
@@ -380,18 +383,24 @@ static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
 			atomic_fetch_add(&qp->rcq->users, 1);
 	}
 	queues_reset(qp);
+	ret = nm_dc_qp_publish(qp);
+	if (ret)
+		goto err_reg;
 
 	if (ctx->tr->qp_init) {
 		ret = ctx->tr->qp_init(qp);
 		if (ret)
-			goto err_reg;
+			goto err_dc;
 	}
 	qp->thr = nm_engine_pick(a->nic_thread);
 	nm_thread_add_qp(qp->thr, qp);
 	atomic_fetch_add(&ctx->nqps, 1);
 	qp_rec(qp, GDAK_TRACE_QPN_NONE,
-	       "created: sq %u cq %u (0x%x) rq %u x %u sge, rcq %u (0x%x), "
+	       "%screated: sq %u cq %u (0x%x) rq %u x %u sge, rcq %u (0x%x), "
 	       "handler %s, NIC thread %u%s",
+	       a->type == GDAK_QPT_DCI	 ? "DCI "
+	       : a->type == GDAK_QPT_DCT ? "DCT "
+					 : "",
 	       qp->sq_cnt, qp->scq->ncqe, qp->scq->cqn, qp->rq_cnt, qp->rq_max_sge,
 	       qp->rq_cnt ? qp->rcq->ncqe : 0, qp->rq_cnt ? qp->rcq->cqn : 0,
 	       handler_name(a->handler), nm_thread_id(qp->thr), ext ? ", device rings" : "");
@@ -402,6 +411,8 @@ static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
 	*out = &qp->base;
 	return 0;
 
+err_dc:
+	nm_dc_qp_fini(qp);
 err_reg:
 	if (ext) {
 		atomic_fetch_sub(&qp->scq->users, 1);
@@ -412,6 +423,7 @@ err_reg:
 err_rg:
 	nm_rg_qp_fini(qp);
 err_mr:
+	nm_dc_qp_free(qp);
 	nm_mr_dereg(qp->scratch_mr);
 err_dmem:
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
@@ -445,6 +457,7 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 	 *    unexecuted: the device asked for the QP to go away) */
 	nm_thread_del_qp(qp->thr, qp);
 	/* 2. nobody can find it as a peer any more */
+	nm_dc_qp_fini(qp);
 	reg_del(qp);
 	if (ctx->tr->qp_fini)
 		ctx->tr->qp_fini(qp);
@@ -457,6 +470,7 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 			atomic_fetch_sub(&qp->rcq->users, 1);
 	}
 	nm_stats_retire(&qp->st);
+	nm_dc_qp_free(qp);
 	nm_mr_dereg(qp->scratch_mr); /* before nqps drops: the context outlives it */
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
 	nm_rg_qp_fini(qp);
@@ -475,12 +489,21 @@ int nm_qp_info(struct gdak_qp *bqp, struct gdak_qp_info *out)
 	out->qpn = bqp->qpn;
 	out->mtu = bqp->attr.mtu;
 	out->node = qp->ctx->node;
-	if (qp->ctx->tr->qp_info)
-		return qp->ctx->tr->qp_info(qp, out);
+	if (qp->ctx->tr->qp_info) {
+		int ret = qp->ctx->tr->qp_info(qp, out);
+
+		if (ret)
+			return ret;
+	}
+	nm_dc_qp_info(qp, out);
 	return 0;
 }
 
-static void reset_on_thread(void *arg) { queues_reset(arg); }
+static void reset_on_thread(void *arg)
+{
+	queues_reset(arg);
+	nm_dc_streams_close(arg, "closed (QP reset) to");
+}
 
 /* On the QP's thread, where the consumer index it names lives. */
 static void err_on_thread(void *arg)
@@ -507,6 +530,14 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 	case GDAK_QPS_INIT:
 		return 0;
 	case GDAK_QPS_RTR:
+		if (qp->dc) {
+			/* a DCI / DCT connects to nobody; a DCT now answers */
+			if (bqp->attr.type == GDAK_QPT_DCT) {
+				qp_rec(qp, GDAK_TRACE_QPN_NONE, "DCT ready (RTR)");
+				atomic_store(&bqp->state, GDAK_QPS_RTR);
+			}
+			return 0;
+		}
 		if (qp->ctx->tr->qp_connect) {
 			ret = qp->ctx->tr->qp_connect(qp, peer);
 			if (ret)
@@ -515,8 +546,13 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		qp->peer_info = *peer;
 		return 0;
 	case GDAK_QPS_RTS:
-		qp_rec(qp, qp->peer_info.qpn, "connected (RTS) to QP 0x%x, node %llx, mtu %u",
-		       qp->peer_info.qpn, (unsigned long long)qp->peer_info.node, qp->peer_info.mtu);
+		if (qp->dc)
+			qp_rec(qp, GDAK_TRACE_QPN_NONE, "DCI ready (RTS), %u stream(s)",
+			       qp->base.attr.dci_streams);
+		else
+			qp_rec(qp, qp->peer_info.qpn,
+			       "connected (RTS) to QP 0x%x, node %llx, mtu %u", qp->peer_info.qpn,
+			       (unsigned long long)qp->peer_info.node, qp->peer_info.mtu);
 		atomic_store(&bqp->state, GDAK_QPS_RTS);
 		nm_thread_kick(qp);
 		return 0;

@@ -173,7 +173,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->opcode = c.opcode;
 	op->fm_ce_se = c.fm_ce_se;
 	op->ds = c.ds;
-	op->bbs = (uint8_t)gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+	op->bbs = (uint8_t)gdak_mlx5_wqe_bbs(c.ds);
 	op->status = 0;
 	op->nseg = 0;
 	op->flags = NM_OPF_WQE;
@@ -186,6 +186,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->rule = NULL;
 	op->asize = 8;
 	op->opmod = c.opmod;
+	op->av = NULL;
+	op->av_ds = 0;
 	if (c.fm_ce_se & GDAK_MLX5_CE_MASK)
 		op->flags |= NM_OPF_SIGNALED;
 	if (c.fm_ce_se & GDAK_MLX5_FENCE_MASK)
@@ -204,6 +206,16 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	max_ds = info->max_ds;
 	if (info->flags & GDAK_OPF_MASKED)
 		masked_layout(op, &min_ds, &max_ds, &seg_bytes);
+	if (__builtin_expect(qp->dc != NULL, 0)) {
+		/* DCI: the address vector sits between ctrl and the rest */
+		int av = nm_dc_decode_av(qp, op, w, c.ds);
+
+		if (av < 0)
+			return;
+		min_ds += (uint32_t)av;
+		max_ds = max_ds + (uint32_t)av > GDAK_MLX5_MAX_DS ? GDAK_MLX5_MAX_DS
+								  : max_ds + (uint32_t)av;
+	}
 	if (op->opmod == 0xff) {
 		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
 		     "extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
@@ -256,6 +268,10 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	}
 
 	p = w + 16;
+	if (op->av_ds) {
+		op->av = p;
+		p += 16 * (size_t)op->av_ds;
+	}
 	if (info->flags & GDAK_OPF_RADDR) {
 		gdak_mlx5_raddr_decode((const struct mlx5_wqe_raddr_seg *)(const void *)p, &op->raddr,
 				       &op->rkey);
@@ -399,6 +415,8 @@ static int execute_one(struct nm_qp *qp)
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_WAIT, 0) && !op->status &&
 	    wait_pending(qp, op))
 		return 0; /* WAIT_CQ: the CQE waited for is not there yet */
+	if (__builtin_expect(op->av_ds != 0, 0) && !op->status && nm_dc_stream_enter(qp, op))
+		return 0; /* DC_STREAM_WAIT: the stream's old target drains first */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
@@ -530,7 +548,7 @@ static int flush(struct nm_qp *qp)
 		if (!nm_comp_cq_room(qp, qp->scq))
 			break;
 		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
-		bbs = gdak_mlx5_wqebbs(c.ds ? c.ds : 1);
+		bbs = gdak_mlx5_wqe_bbs(c.ds);
 		if (bbs > p - qp->ci)
 			bbs = (uint32_t)(p - qp->ci);
 		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
@@ -570,6 +588,8 @@ int nm_req_progress(struct nm_qp *qp)
 		}
 		work += retire(qp);
 	} else if (st == GDAK_QPS_ERR) {
+		if (__builtin_expect(qp->dc != NULL, 0))
+			nm_dc_streams_close(qp, "closed (QP in ERR) to");
 		work += flush(qp);
 		if (qp->rq_cnt)
 			work += nm_resp_flush(qp);

@@ -32,6 +32,8 @@
 
 #include <ev.h>
 
+#include <gdak/dev/ordering.h>
+
 #include "nm_loc.h"
 
 #define NM_IDLE_DEACT 512	/* empty passes before a QP leaves the active list */
@@ -94,15 +96,6 @@ uint64_t nm_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
 }
 
 /* ---- active list ------------------------------------------------------------ */
@@ -242,7 +235,7 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 					t->empty_since = now;
 				}
 			} else {
-				cpu_relax();
+				gdak_dev_cpu_relax();
 			}
 			continue;
 		}
@@ -250,7 +243,7 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 		if (t->empty++ == 0)
 			t->empty_since = nm_now_ns();
 		if (t->empty % 16) {
-			cpu_relax();
+			gdak_dev_cpu_relax();
 			continue;
 		}
 		{
@@ -267,7 +260,7 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 					sched_yield();
 					t->last_yield = now;
 				} else {
-					cpu_relax();
+					gdak_dev_cpu_relax();
 				}
 				continue;
 			}

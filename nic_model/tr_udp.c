@@ -15,7 +15,7 @@
  * and the MTU; the path MTU is the smaller of both ends.
  *
  * Sockets are unconnected, with DF set (IP_PMTUDISC_DO): the kernel then
- * sends IP ID 0, which is what the ICRC is computed over (roce_icrc.c).
+ * sends IP ID 0, which is what the ICRC is computed over (core/wire/roce_icrc.c).
  * Packets go out in sendmmsg batches: the WQEs that one polling pass
  * executes for a QP leave in one system call (post_send builds the packets
  * and sends only when no further WQE is waiting; qp_poll sends what is left
@@ -55,6 +55,9 @@
  * added latency to a few microseconds of passes, and libev's epoll (run
  * every NM_INNER_PASSES passes) catches a readable socket before it. */
 #define RX_GAP_MAX 32
+
+/* nm_tr_udp_set_directory's lookup (NULL: none) */
+static _Atomic(struct udp_inbox *(*)(uint32_t, uint16_t, uint32_t)) udp_directory;
 
 struct udp_ctx {
 	struct in_addr addr;
@@ -339,7 +342,7 @@ static void rx_foreign(struct roce_qp *r, const struct roce_path *rx, const uint
 	inet_ntop(AF_INET, &rx->sip, from, sizeof(from));
 	inet_ntop(AF_INET, &r->path.dip, want, sizeof(want));
 	snprintf(text, sizeof(text), "%s PSN 0x%06x (%u bytes) from %s:%u, not the peer %s:%u",
-		 roce_op_name(bth_opcode(pkt)), bth_psn(pkt), len, from, rx->sport, want,
+		 gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), len, from, rx->sport, want,
 		 r->peer_sport ? r->peer_sport : r->path.dport);
 	GDAK_WARN_RL("qp", u->qp->id, "dropped %s", text);
 	NM_TRACE(u->qp, gdak_trace_violation, u->qp->base.qpn, (uint16_t)u->qp->ci,
@@ -1007,8 +1010,16 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	 * pointer after nm_thread_call below */
 	udp_inbox_put(u->peer_inbox);
 	u->peer_inbox = NULL;
-	if (((struct udp_ctx *)qp->ctx->tr_priv)->local)
+	if (((struct udp_ctx *)qp->ctx->tr_priv)->local) {
+		struct udp_inbox *(*dir)(uint32_t, uint16_t, uint32_t) = atomic_load_explicit(
+			&udp_directory, memory_order_acquire);
+
 		u->peer_inbox = udp_inbox_attach(u->peer.sin_addr.s_addr, peer->udp_port);
+		/* a QP behind a shared port (gdak's libibverbs' 4791) of this
+		 * process: the same packets, straight into its inbox */
+		if (!u->peer_inbox && dir)
+			u->peer_inbox = dir(u->peer.sin_addr.s_addr, peer->udp_port, peer->qpn);
+	}
 	nm_thread_call(qp->thr, watch_on, u);
 	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u%s", inet_ntoa(u->addr),
 		  u->port, peer->qpn, inet_ntoa(u->peer.sin_addr), peer->udp_port, mtu,
@@ -1268,6 +1279,11 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
  * address (their ICRC covers it): a shared port - RoCEv2's 4791 - whose
  * owner (gdak's libibverbs) reads it and hands each packet to the QP its
  * BTH names.  Before the QP connects.  0, or -EINVAL. */
+void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn))
+{
+	atomic_store_explicit(&udp_directory, fn, memory_order_release);
+}
+
 int nm_tr_udp_set_rx_port(struct gdak_qp *bqp, uint16_t port)
 {
 	struct nm_qp *qp;

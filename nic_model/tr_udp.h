@@ -20,6 +20,15 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *qp, uint32_t psn);
 /* The UDP port the packets handed to the QP's inbox were sent to (default:
  * its own), for a shared port demultiplexed by its owner; before connect. */
 int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
+/* A process-wide directory of QPs that receive on a shared port (gdak's
+ * libibverbs: every QP of a device receives on its address's UDP 4791 and
+ * the port's reader hands packets on by destination QPN): given the
+ * address (network order), port and QPN a connect names, the inbox of that
+ * QP of this process (a reference from udp_inbox_attach) or NULL.  With it
+ * a connect to such a QP skips the kernel as one to a QP's own port does;
+ * NULL unsets it. */
+struct udp_inbox;
+void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn));
 /* A connected QP's transport and RNR retry counts (0..7; RNR 7: forever). */
 int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry);
 

@@ -1,8 +1,7 @@
 # RoCEv2 over UDP: the protocol engine (nic_model/roce/) and the transport
-# adapter that plugs it into the NIC model (nic_model/tr_udp*.c).
+# adapter that plugs it into the NIC model (nic_model/tr_udp*.c).  Its
+# opcode table and ICRC are core's wire facts (core/wire/, <gdak/roce.h>).
 target_sources(gdak_nic PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/roce/roce_opcode.c
-  ${CMAKE_CURRENT_LIST_DIR}/roce/roce_icrc.c
   ${CMAKE_CURRENT_LIST_DIR}/roce/roce_req.c
   ${CMAKE_CURRENT_LIST_DIR}/roce/roce_resp.c
   ${CMAKE_CURRENT_LIST_DIR}/roce/roce_qp.c

@@ -1,7 +1,7 @@
 # gdak-perf: perftest-like benchmarks with their baselines (tools/perf/).
 set(_perf_src
   perf/perf_main.c perf/perf_cli.c perf/perf_run.c perf/perf_exec.c perf/perf_base.c
-  perf/perf_util.c perf/perf_output.c perf/perf_emu.c perf/perf_emu_rate.c perf/perf_emu_lat.c
+  perf/perf_util.c perf/perf_output.c perf/perf_emu.c perf/perf_emu_rate.c perf/perf_emu_lat.c perf/perf_emu_dc.c
   perf/perf_net.c)
 # --cuda runs gdak-perf-cuda (tools/cuda/), not a kernel of its own (perf_main.c)
 list(TRANSFORM _perf_src PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)

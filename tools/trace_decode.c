@@ -159,6 +159,67 @@ static void data_segs(const struct emit *e, const uint8_t *seg, const uint8_t *e
 	}
 }
 
+/*
+ * DCIs the trace has announced (their "DCI created" QP record): their
+ * wire WQEs carry an address vector between ctrl and the rest.  A trace
+ * cut after the creation record decodes those WQEs as RC ones.
+ */
+#define DCI_MAX 1024
+static uint32_t dci_qpn[DCI_MAX];
+static unsigned ndci;
+
+void trace_learn_item(const struct gdak_trace_item *it)
+{
+	const struct gdak_trace_str *t;
+
+	if (it->kind != GDAK_TITEM_RECORD || it->hdr.type != GDAK_TREC_QP)
+		return;
+	t = &it->u.qp.text;
+	if (t->len < 12 || memcmp(t->s, "DCI created", 11))
+		return;
+	for (unsigned i = 0; i < ndci; i++)
+		if (dci_qpn[i] == it->hdr.qpn)
+			return;
+	if (ndci < DCI_MAX)
+		dci_qpn[ndci++] = it->hdr.qpn;
+}
+
+static int is_dci(uint32_t qpn)
+{
+	for (unsigned i = 0; i < ndci; i++)
+		if (dci_qpn[i] == qpn)
+			return 1;
+	return 0;
+}
+
+/* The AV of a DCI's WQE at seg: prints it, returns its bytes (0: none). */
+static uint32_t av_fields(const struct emit *e, const uint8_t *seg, const uint8_t *end,
+			  uint8_t opcode)
+{
+	uint32_t dqp, n;
+
+	if (opcode == MLX5_OPCODE_NOP || opcode == GDAK_MLX5_OPCODE_WAIT ||
+	    opcode == GDAK_MLX5_OPCODE_DUMP || seg + 16 > end)
+		return 0;
+	dqp = rd32(seg + 8);
+	n = dqp & GDAK_MLX5_AV_FULL ? GDAK_MLX5_AV_FULL_BYTES : GDAK_MLX5_AV_COMPACT_BYTES;
+	e_s(e, "av", n == GDAK_MLX5_AV_FULL_BYTES ? "full" : "compact");
+	e_x(e, "dct", dqp & 0xffffff);
+	e_x(e, "dc_key", rd64(seg));
+	e_x(e, "lid", rd16(seg + 14));
+	if (n == GDAK_MLX5_AV_FULL_BYTES && seg + n <= end) {
+		char g[40];
+		const uint8_t *p = seg + 32;
+
+		snprintf(g, sizeof(g),
+			 "%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x", p[0],
+			 p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12],
+			 p[13], p[14], p[15]);
+		e_s(e, "gid", g);
+	}
+	return n;
+}
+
 /* Prints the WQE's fields; returns the bytes it moves (SGEs + inline). */
 static uint32_t wqe_fields(const struct emit *e, const struct gdak_trace_item *it)
 {
@@ -193,6 +254,8 @@ static uint32_t wqe_fields(const struct emit *e, const struct gdak_trace_item *i
 		e_s(e, "segments", "unknown_opcode");
 		return 0;
 	}
+	if (ndci && is_dci(it->hdr.qpn))
+		seg += av_fields(e, seg, end, c.opcode);
 	if (oi->flags & GDAK_OPF_RADDR) {
 		if (seg + 16 > end)
 			goto short_wqe;
@@ -465,6 +528,7 @@ void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *i
 
 	if (it->kind == GDAK_TITEM_OTHER)
 		return;
+	trace_learn_item(it);
 	if (o->json) {
 		fprintf(o->f, "{\"offset\":%" PRIu64 ",\"ts_ns\":%" PRIu64, it->offset, ts);
 		if (o->relative)

@@ -168,6 +168,7 @@ void trace_summary_add(struct trace_summary *s, const struct gdak_trace_item *it
 		}
 		return;
 	}
+	trace_learn_item(it);
 	switch (it->hdr.type) {
 	case GDAK_TREC_WQE:
 		q->wqes++;

@@ -9,15 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <gdak/roce.h>
 #include <gdak/trace_format.h>
 
-/* ---- trace_roce.c: RoCEv2 packets ------------------------------------- */
-
-enum {
-	TRACE_ROCE_UDP_PORT = 4791,
-	TRACE_ROCE_BTH_LEN = 12,
-	TRACE_ROCE_ICRC_LEN = 4,
-};
+/* ---- trace_roce.c: RoCEv2 packets (the wire facts: <gdak/roce.h>) ------ */
 
 /* A packet's headers, decoded (IBA 9.2 - 9.5; RoCEv2: IBA annex A17). */
 struct trace_roce_pkt {
@@ -56,11 +51,8 @@ enum {
 /* Decode an Ethernet/IPv4/UDP/RoCEv2 frame: 0, or -1 with *why set. */
 int trace_roce_decode(const uint8_t *frame, uint32_t caplen, uint32_t origlen, struct trace_roce_pkt *p,
 		const char **why);
-/* "RC_RDMA_WRITE_ONLY" etc.; never NULL. */
+/* "RC_RDMA_WRITE_ONLY" etc. (the wire table's names); never NULL. */
 const char *trace_roce_opcode_name(uint8_t opcode);
-/* RoCEv2 ICRC of a frame's IPv4 packet: ip points at the IPv4 header, len
- * runs to the end of the ICRC (which is excluded from the sum). */
-uint32_t trace_roce_icrc(const uint8_t *ip, uint32_t len);
 /* AETH syndrome as text: "ACK", "RNR_NAK", "NAK_REMOTE_ACCESS", ... */
 const char *trace_roce_aeth_name(uint8_t syndrome);
 /* 1 when an AETH reports a NAK (RNR or error). */
@@ -77,6 +69,9 @@ struct trace_out {
 	int have_t0;
 	uint64_t t0;
 };
+/* Remember what later records need to be decoded (the DCIs: their WQEs
+ * carry an address vector); trace_print_item calls it itself. */
+void trace_learn_item(const struct gdak_trace_item *it);
 /* Print one decoded line (text or a JSON object), newline included. */
 void trace_print_item(const struct trace_out *o, const struct gdak_trace_item *it);
 /* 1 when the item reports an error: error CQE, violation, fault, lost

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <gdak/env.h>
+#include <gdak/mlx5.h>
 
 #include "gdak_backend.h"
 #include "gdak_log.h"
@@ -277,6 +278,31 @@ static int normalise_attr(const struct gdak_qp_attr *in, struct gdak_qp_attr *ou
 			 out->flags & (GDAK_QP_F_RCQ_OVERRUN_IGNORE | GDAK_QP_F_RCQ_COLLAPSED));
 		return -EINVAL;
 	}
+	if (out->type > GDAK_QPT_DCT) {
+		GDAK_ERR(NULL, 0, "unknown QP type %u", out->type);
+		return -EINVAL;
+	}
+	if (out->type == GDAK_QPT_DCI) {
+		if (!out->dci_streams)
+			out->dci_streams = 1;
+		if (out->dci_streams > GDAK_DCI_MAX_STREAMS ||
+		    (out->dci_streams & (out->dci_streams - 1))) {
+			GDAK_ERR(NULL, 0, "dci_streams %u is not a power of two in 1..%u",
+				 out->dci_streams, GDAK_DCI_MAX_STREAMS);
+			return -EINVAL;
+		}
+	} else if (out->dci_streams) {
+		GDAK_ERR(NULL, 0, "dci_streams %u on a QP that is not a DCI", out->dci_streams);
+		return -EINVAL;
+	}
+	if (out->type != GDAK_QPT_DCT && out->dc_key) {
+		GDAK_ERR(NULL, 0, "dc_key on a QP that is not a DCT (a DCI names the key per WQE)");
+		return -EINVAL;
+	}
+	if (out->type == GDAK_QPT_DCI && out->rq_depth) {
+		GDAK_ERR(NULL, 0, "a DCI has no receive queue (rq_depth %u)", out->rq_depth);
+		return -EINVAL;
+	}
 	if (!out->mtu)
 		out->mtu = defaults.mtu;
 	if (out->mtu != 256 && out->mtu != 512 && out->mtu != 1024 && out->mtu != 2048 &&
@@ -366,7 +392,17 @@ int gdak_qp_modify(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_
 			 gdak_qp_state_name(to));
 		return -EINVAL;
 	}
-	if (to == GDAK_QPS_RTR) {
+	if (qp->attr.type == GDAK_QPT_DCT && to == GDAK_QPS_RTS) {
+		GDAK_ERR("qp", qp->qpn, "a DCT does not go to RTS (RTR is its working state)");
+		return -EINVAL;
+	}
+	if (to == GDAK_QPS_RTR && qp->attr.type != GDAK_QPT_RC) {
+		if (peer) {
+			GDAK_ERR("qp", qp->qpn,
+				 "a DCI / DCT connects to nobody: pass NULL as the peer");
+			return -EINVAL;
+		}
+	} else if (to == GDAK_QPS_RTR) {
 		if (!peer) {
 			GDAK_ERR("qp", qp->qpn, "INIT -> RTR needs the peer's gdak_qp_info");
 			return -EINVAL;
@@ -406,7 +442,8 @@ int gdak_qp_connect(struct gdak_qp *qp, const struct gdak_qp_info *peer)
 {
 	int ret;
 
-	CHECK_ARG(qp && peer, "NULL argument (qp=%p peer=%p)", (void *)qp, (void *)peer);
+	CHECK_ARG(qp && (peer || qp->attr.type != GDAK_QPT_RC), "NULL argument (qp=%p peer=%p)",
+		  (void *)qp, (void *)peer);
 	if (gdak_qp_state(qp) != GDAK_QPS_RESET) {
 		GDAK_ERR("qp", qp->qpn, "connect needs a QP in RESET, it is in %s",
 			 gdak_qp_state_name(gdak_qp_state(qp)));
@@ -415,7 +452,7 @@ int gdak_qp_connect(struct gdak_qp *qp, const struct gdak_qp_info *peer)
 	ret = gdak_qp_modify(qp, GDAK_QPS_INIT, NULL);
 	if (!ret)
 		ret = gdak_qp_modify(qp, GDAK_QPS_RTR, peer);
-	if (!ret)
+	if (!ret && qp->attr.type != GDAK_QPT_DCT)
 		ret = gdak_qp_modify(qp, GDAK_QPS_RTS, NULL);
 	return ret;
 }
@@ -426,6 +463,44 @@ int gdak_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp)
 		*dqp = NULL;
 	CHECK_ARG(qp && dqp, "NULL argument (qp=%p dqp=%p)", (void *)qp, (void *)dqp);
 	return qp->ctx->ops->qp_export(qp, dqp);
+}
+
+static void put32(uint8_t *p, uint32_t v);
+
+enum gdak_qp_type gdak_qp_type(const struct gdak_qp *qp)
+{
+	return qp ? (enum gdak_qp_type)qp->attr.type : GDAK_QPT_RC;
+}
+
+int gdak_dc_av(const struct gdak_qp_info *dct, int compact, struct gdak_dev_av *av)
+{
+	uint8_t b[48];
+
+	CHECK_ARG(dct && av, "NULL argument (dct=%p av=%p)", (const void *)dct, (void *)av);
+	if (dct->qp_type != GDAK_QPT_DCT || dct->qpn > 0xffffff) {
+		GDAK_ERR(NULL, 0, "QP 0x%x is not a DCT (type %u): no address vector for it",
+			 dct->qpn, dct->qp_type);
+		return -EINVAL;
+	}
+	memset(b, 0, sizeof(b));
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(dct->dc_key >> (56 - 8 * i));
+	put32(b + 8, (dct->qpn & 0xffffff) | (compact ? 0 : GDAK_MLX5_AV_FULL));
+	b[14] = (uint8_t)(dct->lid >> 8);
+	b[15] = (uint8_t)dct->lid;
+	if (!compact) {
+		/* grh_gid_fl: GRH present (bit 30), source GID index 0 (bits 27..20:
+		 * the DCI's own table, which the DCT's info does not know), flow
+		 * label 0 */
+		b[27] = 64; /* hop_limit */
+		put32(b + 28, 1u << 30);
+		memcpy(b + 32, dct->gid, 16);
+	}
+	memset(av, 0, sizeof(*av));
+	av->version = GDAK_DEV_ABI_VERSION;
+	av->ds = compact ? 1 : 3;
+	memcpy(av->words, b, compact ? 16 : 48);
+	return 0;
 }
 
 int gdak_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err)
@@ -448,7 +523,8 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* Layout: magic "GDQI", version, qpn, psn, mtu, node(8), gid(16), udp_port(2),
- * lid(2), transport, gid_index, 14 bytes zero. */
+ * lid(2), transport, gid_index, qp_type, zero, dc_key(8), 4 bytes zero.
+ * Version 1 ended at gid_index (zeros after it): it reads as RC. */
 void gdak_qp_info_pack(const struct gdak_qp_info *in, uint8_t out[GDAK_QP_INFO_WIRE_SIZE])
 {
 	memset(out, 0, GDAK_QP_INFO_WIRE_SIZE);
@@ -464,6 +540,9 @@ void gdak_qp_info_pack(const struct gdak_qp_info *in, uint8_t out[GDAK_QP_INFO_W
 	out[46] = (uint8_t)(in->lid >> 8); out[47] = (uint8_t)in->lid;
 	out[48] = in->transport;
 	out[49] = in->gid_index;
+	out[50] = in->qp_type;
+	put32(out + 52, (uint32_t)(in->dc_key >> 32));
+	put32(out + 56, (uint32_t)in->dc_key);
 }
 
 int gdak_qp_info_unpack(const uint8_t in[GDAK_QP_INFO_WIRE_SIZE], struct gdak_qp_info *out)
@@ -475,7 +554,10 @@ int gdak_qp_info_unpack(const uint8_t in[GDAK_QP_INFO_WIRE_SIZE], struct gdak_qp
 		return -EPROTO;
 	}
 	out->version = get32(in + 4);
-	if (out->version != GDAK_QP_INFO_VERSION) {
+	if (out->version == 1) {
+		/* a version 1 peer: the same record without the DC fields */
+		out->version = GDAK_QP_INFO_VERSION;
+	} else if (out->version != GDAK_QP_INFO_VERSION) {
 		GDAK_ERR(NULL, 0, "QP info version %u, this build speaks %u", out->version,
 			 GDAK_QP_INFO_VERSION);
 		return -EPROTO;
@@ -489,6 +571,14 @@ int gdak_qp_info_unpack(const uint8_t in[GDAK_QP_INFO_WIRE_SIZE], struct gdak_qp
 	out->lid = (uint16_t)(in[46] << 8 | in[47]);
 	out->transport = in[48];
 	out->gid_index = in[49];
+	if (get32(in + 4) != 1) {
+		out->qp_type = in[50];
+		out->dc_key = (uint64_t)get32(in + 52) << 32 | get32(in + 56);
+	}
+	if (out->qp_type > GDAK_QPT_DCT) {
+		GDAK_ERR(NULL, 0, "QP info names QP type %u, not RC, DCI or DCT", out->qp_type);
+		return -EPROTO;
+	}
 	if (out->qpn > 0xffffff || out->psn > 0xffffff) {
 		GDAK_ERR(NULL, 0, "QP info qpn 0x%x / psn 0x%x over 24 bits", out->qpn, out->psn);
 		return -EPROTO;

@@ -171,6 +171,13 @@ static void leave(cap_cu_ctx saved)
 		cu.CtxSetCurrent(saved);
 }
 
+/* The driver's entry points, looked up once: 0, or why they cannot be. */
+static int loaded(void)
+{
+	pthread_once(&load_once, load);
+	return load_state;
+}
+
 int cap_cuda_open(struct cap_cuda **out)
 {
 	struct cap_cuda *cc;
@@ -183,9 +190,8 @@ int cap_cuda_open(struct cap_cuda **out)
 		*out = &fake_cc;
 		return 0;
 	}
-	pthread_once(&load_once, load);
-	if (load_state)
-		return load_state;
+	if ((ret = loaded()))
+		return ret;
 	cc = calloc(1, sizeof(*cc));
 	if (!cc)
 		return -ENOMEM;
@@ -288,9 +294,8 @@ int cap_cuda_classify(const void *p, const void **host, int *device)
 		*device = 1;
 		return 0;
 	}
-	pthread_once(&load_once, load);
-	if (load_state)
-		return load_state;
+	if ((ret = loaded()))
+		return ret;
 	if ((ret = enter(&saved)))
 		return ret;
 	/* not a CUDA pointer at all: ordinary host memory, used as it is */

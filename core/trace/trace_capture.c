@@ -445,7 +445,7 @@ static int sq_pass(struct gdak_capture *c, struct cap_qp *q)
 			}
 			q->resync = 0;
 		}
-		nbb = gdak_mlx5_wqebbs(ctl.ds ? ctl.ds : 1);
+		nbb = gdak_mlx5_wqe_bbs(ctl.ds);
 		if (j + nbb > pi)
 			break;	/* the rest of it is not published yet */
 		if (ctrl_changed(q, j, w)) {

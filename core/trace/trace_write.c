@@ -39,6 +39,7 @@
 #include <immintrin.h>
 #endif
 #include <gdak/env.h>
+#include <gdak/roce.h>
 
 #include "gdak_log.h"
 #include "trace_int.h"
@@ -1384,27 +1385,11 @@ void gdak_trace_note(struct gdak_trace_buf *b, const char *text)
 
 /* ---- packets ------------------------------------------------------- */
 
-/* RFC 791 header checksum: one's complement of the one's-complement sum. */
-static uint16_t ipv4_csum(const uint8_t *h)
-{
-	uint32_t s = 0;
-
-	for (int i = 0; i < 20; i += 2)
-		s += (uint32_t)(h[i] << 8 | h[i + 1]);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* Locally administered MAC derived from the IPv4 address: 02:00:a.b.c.d. */
-static void mac_of(uint8_t *mac, uint32_t ip_be)
-{
-	mac[0] = 0x02;
-	mac[1] = 0x00;
-	memcpy(mac + 2, &ip_be, 4);
-}
-
-enum { ETH_LEN = 14, IP_LEN = 20, UDP_LEN = 8, HDRS = ETH_LEN + IP_LEN + UDP_LEN };
+enum {
+	IP_LEN = GDAK_ROCE_IPV4_LEN,
+	UDP_LEN = GDAK_ROCE_UDP_LEN,
+	HDRS = GDAK_ROCE_FRAME_HDRS
+};
 
 void gdak_trace_packet(struct gdak_trace_buf *b, int dir, uint32_t src_ip, uint32_t dst_ip,
 		       uint16_t src_port, uint16_t dst_port, const void *udp_payload, uint32_t len)
@@ -1416,9 +1401,12 @@ void gdak_trace_packet_id(struct gdak_trace_buf *b, int dir, uint32_t src_ip, ui
 			  uint16_t src_port, uint16_t dst_port, const void *udp_payload,
 			  uint32_t len, uint16_t ip_id)
 {
+	const struct roce_path path = {
+		.sip = src_ip, .dip = dst_ip, .sport = src_port, .dport = dst_port
+	};
 	uint32_t keep, orig;
 	size_t frame, total;
-	uint8_t *p, *f, *ip, *udp, *o;
+	uint8_t *p, *f, *udp, *o;
 	uint64_t ts;
 
 	if (!b)
@@ -1446,37 +1434,8 @@ void gdak_trace_packet_id(struct gdak_trace_buf *b, int dir, uint32_t src_ip, ui
 	trace_put32(p + 24, (uint32_t)(HDRS + orig));
 
 	f = p + 28;
-	mac_of(f, dst_ip);
-	mac_of(f + 6, src_ip);
-	f[12] = 0x08; /* IPv4 */
-	f[13] = 0x00;
-
-	ip = f + ETH_LEN;
-	ip[0] = 0x45;		/* version 4, 5 words */
-	ip[1] = 0;		/* DSCP/ECN */
-	ip[2] = (uint8_t)((IP_LEN + UDP_LEN + orig) >> 8);
-	ip[3] = (uint8_t)(IP_LEN + UDP_LEN + orig);
-	ip[4] = (uint8_t)(ip_id >> 8);	/* id: a kernel stack's, else 0 */
-	ip[5] = (uint8_t)ip_id;
-	ip[6] = 0x40;		/* DF: RoCEv2 packets are never fragmented */
-	ip[7] = 0;
-	ip[8] = 64;		/* TTL */
-	ip[9] = 17;		/* UDP */
-	ip[10] = ip[11] = 0;
-	memcpy(ip + 12, &src_ip, 4);
-	memcpy(ip + 16, &dst_ip, 4);
-	uint16_t cs = ipv4_csum(ip);
-	ip[10] = (uint8_t)(cs >> 8);
-	ip[11] = (uint8_t)cs;
-
-	udp = ip + IP_LEN;
-	udp[0] = (uint8_t)(src_port >> 8);
-	udp[1] = (uint8_t)src_port;
-	udp[2] = (uint8_t)(dst_port >> 8);
-	udp[3] = (uint8_t)dst_port;
-	udp[4] = (uint8_t)((UDP_LEN + orig) >> 8);
-	udp[5] = (uint8_t)(UDP_LEN + orig);
-	udp[6] = udp[7] = 0;	/* no UDP checksum: RoCEv2 (IBA A17.4.3) sends 0 over IPv4 */
+	gdak_roce_frame_hdrs(f, &path, orig, ip_id);
+	udp = f + GDAK_ROCE_ETH_LEN + IP_LEN;
 	if (keep)
 		memcpy(udp + UDP_LEN, udp_payload, keep);
 	memset(f + frame, 0, pad4(frame) - frame);

@@ -362,7 +362,7 @@ static void deliver_head(int mutate, uint16_t pos, uint8_t x)
 	wire_n--;
 	if (mutate) {
 		p.b[pos % p.len] ^= x ? x : 1;
-		roce_icrc_set(&S[p.from].path, p.b, p.len);
+		gdak_roce_icrc_set(&S[p.from].path, p.b, p.len);
 	}
 	/* dropped or not, both are fine here: the invariants are checked elsewhere */
 	(void)roce_rx(&ctx, &S[p.from].path, p.b, p.len, now);
@@ -398,7 +398,7 @@ static void inject(struct fuzz_in *in)
 			roce_put16(pkt + 2, ROCE_PKEY_DEFAULT);
 		}
 		if (!(f & 0x10))
-			roce_icrc_set(&from->path, pkt, len);
+			gdak_roce_icrc_set(&from->path, pkt, len);
 	}
 	(void)roce_rx(&ctx, &from->path, pkt, len, now);
 }

@@ -356,12 +356,12 @@ static void trace_seeds(void)
 	/* a RoCEv2 WRITE ONLY with 16 payload bytes, ICRC right */
 	bth_set(pkt, ROCE_WRITE_ONLY, 0, 0, ROCE_PKEY_DEFAULT, 0x101, 1, 5);
 	reth_set(pkt + 12, 0x1000, 0x200, 16);
-	roce_icrc_set(&path, pkt, 12 + 16 + 16 + 4);
+	gdak_roce_icrc_set(&path, pkt, 12 + 16 + 16 + 4);
 	gdak_trace_packet(b, 0, path.sip, path.dip, path.sport, path.dport, pkt, 48);
 	memset(pkt, 0, sizeof(pkt));
 	bth_set(pkt, ROCE_ACK, 0, 0, ROCE_PKEY_DEFAULT, 0x100, 0, 5);
 	aeth_set(pkt + 12, AETH_NAK | AETH_NAK_REM_ACCESS, 1);
-	roce_icrc_set(&path, pkt, 20);
+	gdak_roce_icrc_set(&path, pkt, 20);
 	gdak_trace_packet(b, 1, path.dip, path.sip, ROCE_UDP_PORT, 49152, pkt, 20);
 	gdak_trace_close(t);
 

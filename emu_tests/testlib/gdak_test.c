@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
+#include "gdak_case.h"
 #include "gdak_test.h"
 
 unsigned gdak_test_passed, gdak_test_failed;
@@ -10,7 +12,10 @@ void gdak_test_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 	gdak_test_failed++;
-	fprintf(stderr, "%s:%d: ", file, line);
+	if (gdak_test_case)
+		fprintf(stderr, "%s:%d: [case %s] ", file, line, gdak_test_case);
+	else
+		fprintf(stderr, "%s:%d: ", file, line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -96,4 +101,59 @@ int gdak_test_has_line(const char *out, const char *const *needles)
 		l = e ? e + 1 : NULL;
 	}
 	return 0;
+}
+
+void *gdak_test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *b = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		b = malloc((size_t)n + 1);
+		if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+			free(b);
+			b = NULL;
+		}
+		if (b) {
+			b[n] = 0;
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return b;
+}
+
+long gdak_test_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+int gdak_test_popen(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0, k;
+	int st;
+
+	REQUIRE(p != NULL);
+	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, p)) > 0)
+		n += k;
+	out[n] = '\0';
+	/* drain what did not fit, so the command is not killed by SIGPIPE */
+	while (fread(&(char){ 0 }, 1, 1, p) == 1)
+		;
+	st = pclose(p);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -89,6 +89,15 @@ size_t gdak_test_memdiff(const void *a, const void *b, size_t n);
 /* A fresh temporary file, created empty: $TMPDIR (or /tmp)/gdak-AREA-TAG-XXXXXX;
  * free() the name.  NULL on failure. */
 char *gdak_test_tmpname(const char *area, const char *tag);
+/* This process's resident set (VmRSS) in KiB, -1 when unknown. */
+long gdak_test_rss_kib(void);
+/* Run cmd through sh, its standard output into out (cap bytes, always
+ * NUL-terminated; the rest is dropped); its exit status, -1 when it did not
+ * exit.  Fails the test (REQUIRE) when it cannot be started. */
+int gdak_test_popen(const char *cmd, char *out, size_t cap);
+/* The whole file at path in memory, NUL-terminated (one byte past *len),
+ * for free(); NULL when it cannot be read. */
+void *gdak_test_slurp(const char *path, size_t *len);
 /* 1 when one line of out contains every needle (a NULL-terminated list). */
 int gdak_test_has_line(const char *out, const char *const *needles);
 

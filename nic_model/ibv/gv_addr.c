@@ -45,12 +45,36 @@
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uint32_t qpn;
+	uint32_t addr; /* the device's, network order */
+	uint16_t port; /* the QP's own UDP port, where its inbox is registered */
 	struct udp_inbox *ib;
 } * dir;
 static unsigned ndir, capdir;
 /* counters (dir_lock): packets for no QP of ours, waits for a full inbox,
  * packets dropped after waiting; GDAK_LOG=info prints them as a QP goes */
 static uint64_t rx_unknown, rx_full_waits, rx_dropped;
+
+/*
+ * The udp transport's directory lookup (nm_tr_udp_set_directory): a connect
+ * to a device's 4791 and a QPN of this process gets that QP's inbox, so the
+ * packets between two QPs of one process skip the kernel and the reader
+ * thread, as the native emu:udp path's do; the packets are the same.
+ */
+static struct udp_inbox *dir_lookup(uint32_t addr, uint16_t port, uint32_t qpn)
+{
+	uint16_t own = 0;
+
+	if (port != GV_ROCE_PORT)
+		return NULL;
+	pthread_mutex_lock(&dir_lock);
+	for (unsigned i = 0; i < ndir; i++)
+		if (dir[i].qpn == qpn && dir[i].addr == addr) {
+			own = dir[i].port;
+			break;
+		}
+	pthread_mutex_unlock(&dir_lock);
+	return own ? udp_inbox_attach(addr, own) : NULL;
+}
 
 int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port)
 {
@@ -72,6 +96,8 @@ int gv_dir_add(struct gv_device *d, uint32_t qpn, uint16_t port)
 		capdir = cap;
 	}
 	dir[ndir].qpn = qpn;
+	dir[ndir].addr = d->addr.s_addr;
+	dir[ndir].port = port;
 	dir[ndir].ib = ib;
 	ndir++;
 	pthread_mutex_unlock(&dir_lock);
@@ -281,6 +307,7 @@ int gv_addr_claim(struct gv_device *d)
 	}
 	d->addr = a;
 	d->claim_fd = fd;
+	nm_tr_udp_set_directory(dir_lookup);
 	ret = pthread_create(&d->rx_thr, NULL, rx_main, d);
 	if (ret) {
 		close(fd);

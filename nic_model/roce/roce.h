@@ -12,9 +12,9 @@
  * and fake memory, and nic_model/tr_udp.c glues it to UDP sockets, libev
  * timers and the NIC model's responder.
  *
- * Files: roce_opcode.c (opcode table), roce_icrc.c (CRC32, ICRC),
- * roce_req.c (requester + completer), roce_resp.c (responder),
- * roce_qp.c (QP set-up, receive dispatch, timers), roce_fault.c (packet
+ * Files (the opcode table and the ICRC are core's wire facts,
+ * core/wire/roce_opcode.c and roce_icrc.c): roce_req.c (requester +
+ * completer), roce_resp.c (responder), roce_qp.c (QP set-up, receive dispatch, timers), roce_fault.c (packet
  * fault injection).
  *
  * Threading: one roce_qp is driven by one thread at a time (its NIC
@@ -22,234 +22,17 @@
  * from one thread too (tr_udp serves a context from one NIC thread or
  * gives each thread its own context).
  */
-#ifndef GDAK_ROCE_H
-#define GDAK_ROCE_H
+#ifndef GDAK_NM_ROCE_H
+#define GDAK_NM_ROCE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <gdak/mlx5.h>	/* MLX5_CQE_SYNDROME_*: the engine reports these */
+#include <gdak/roce.h>
 
-/* ---- wire constants ---------------------------------------------------- */
-
-#define ROCE_UDP_PORT 4791	/* IANA port of RoCEv2 (annex A17.2.1) */
-#define ROCE_PKEY_DEFAULT 0xffff
-#define ROCE_PSN_MASK 0xffffffu
-#define ROCE_MAX_MTU 4096
-#define ROCE_MAX_HDR 64		/* BTH + the largest extension headers (12 + 28 + 4 + ...) */
-#define ROCE_MAX_PKT (ROCE_MAX_HDR + ROCE_MAX_MTU + 4 /* pad */ + 4 /* ICRC */)
-
-enum {
-	ROCE_BTH_LEN = 12,
-	ROCE_RETH_LEN = 16,
-	ROCE_AETH_LEN = 4,
-	ROCE_ATMETH_LEN = 28,
-	ROCE_ATMACK_LEN = 8,
-	ROCE_IMMDT_LEN = 4,
-	ROCE_ICRC_LEN = 4,
-};
-
-/* RC opcodes, BTH byte 0 (IBA table 39: transport 000 = RC). */
-enum roce_opcode {
-	ROCE_SEND_FIRST = 0x00,
-	ROCE_SEND_MIDDLE = 0x01,
-	ROCE_SEND_LAST = 0x02,
-	ROCE_SEND_LAST_IMM = 0x03,
-	ROCE_SEND_ONLY = 0x04,
-	ROCE_SEND_ONLY_IMM = 0x05,
-	ROCE_WRITE_FIRST = 0x06,
-	ROCE_WRITE_MIDDLE = 0x07,
-	ROCE_WRITE_LAST = 0x08,
-	ROCE_WRITE_LAST_IMM = 0x09,
-	ROCE_WRITE_ONLY = 0x0a,
-	ROCE_WRITE_ONLY_IMM = 0x0b,
-	ROCE_READ_REQ = 0x0c,
-	ROCE_READ_RESP_FIRST = 0x0d,
-	ROCE_READ_RESP_MIDDLE = 0x0e,
-	ROCE_READ_RESP_LAST = 0x0f,
-	ROCE_READ_RESP_ONLY = 0x10,
-	ROCE_ACK = 0x11,
-	ROCE_ATOMIC_ACK = 0x12,
-	ROCE_CMP_SWAP = 0x13,
-	ROCE_FETCH_ADD = 0x14,
-};
-
-/* What an opcode's packet carries and means; one table read by the parser,
- * the builder and the logs (roce_opcode.c). */
-enum roce_op_mask {
-	ROCE_M_RETH = 1u << 0,
-	ROCE_M_AETH = 1u << 1,
-	ROCE_M_ATMETH = 1u << 2,
-	ROCE_M_ATMACK = 1u << 3,
-	ROCE_M_IMMDT = 1u << 4,
-	ROCE_M_PAYLOAD = 1u << 5,
-	ROCE_M_REQ = 1u << 6,	  /* requester -> responder */
-	ROCE_M_RESP = 1u << 7,	  /* responder -> requester */
-	ROCE_M_FIRST = 1u << 8,
-	ROCE_M_MIDDLE = 1u << 9,
-	ROCE_M_LAST = 1u << 10,
-	ROCE_M_ONLY = ROCE_M_FIRST | ROCE_M_LAST,
-	ROCE_M_SEND = 1u << 11,
-	ROCE_M_WRITE = 1u << 12,
-	ROCE_M_READ = 1u << 13,	  /* read request or read response */
-	ROCE_M_ATOMIC = 1u << 14, /* atomic request or atomic ACK */
-	ROCE_M_ACK = 1u << 15,
-	ROCE_M_VALID = 1u << 16,
-};
-
-struct roce_opinfo {
-	const char *name;	/* as Wireshark names it, e.g. "RC RDMA WRITE First" */
-	uint32_t mask;		/* enum roce_op_mask */
-	uint8_t hdr_len;	/* BTH + extension headers */
-	/* offsets from the BTH start; 0 = absent */
-	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt;
-};
-extern const struct roce_opinfo roce_optab[256];
-static inline const struct roce_opinfo *roce_op(uint8_t opcode) { return &roce_optab[opcode]; }
-const char *roce_op_name(uint8_t opcode);
-
-/* ---- byte order: only here ------------------------------------------------ */
-
-static inline uint16_t roce_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t roce_get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-static inline uint32_t roce_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline uint64_t roce_get64(const uint8_t *p)
-{
-	return (uint64_t)roce_get32(p) << 32 | roce_get32(p + 4);
-}
-static inline void roce_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static inline void roce_put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v;
-}
-static inline void roce_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
-}
-static inline void roce_put64(uint8_t *p, uint64_t v)
-{
-	roce_put32(p, (uint32_t)(v >> 32));
-	roce_put32(p + 4, (uint32_t)v);
-}
-
-/* ---- BTH (IBA 9.2): opcode | SE M Pad TVer | P_Key | F B resv6 | DestQP |
- *      A resv7 | PSN ---------------------------------------------------------- */
-
-static inline uint8_t bth_opcode(const uint8_t *b) { return b[0]; }
-static inline int bth_se(const uint8_t *b) { return b[1] >> 7; }
-static inline int bth_mig(const uint8_t *b) { return (b[1] >> 6) & 1; }
-static inline unsigned bth_pad(const uint8_t *b) { return (b[1] >> 4) & 3; }
-static inline unsigned bth_tver(const uint8_t *b) { return b[1] & 0xf; }
-static inline uint16_t bth_pkey(const uint8_t *b) { return roce_get16(b + 2); }
-static inline uint32_t bth_qpn(const uint8_t *b) { return roce_get24(b + 5); }
-static inline int bth_ackreq(const uint8_t *b) { return b[8] >> 7; }
-static inline uint32_t bth_psn(const uint8_t *b) { return roce_get24(b + 9); }
-static inline void bth_set(uint8_t *b, uint8_t opcode, int se, unsigned pad, uint16_t pkey,
-			   uint32_t qpn, int ackreq, uint32_t psn)
-{
-	b[0] = opcode;
-	/* MigReq 1: the path is "migrated" (no APM), as rxe and ConnectX send */
-	b[1] = (uint8_t)((se ? 0x80 : 0) | 0x40 | (pad & 3) << 4);
-	roce_put16(b + 2, pkey);
-	b[4] = 0;
-	roce_put24(b + 5, qpn);
-	b[8] = ackreq ? 0x80 : 0;
-	roce_put24(b + 9, psn);
-}
-
-/* RETH (9.3.3): VA | R_Key | DMA length */
-static inline uint64_t reth_va(const uint8_t *h) { return roce_get64(h); }
-static inline uint32_t reth_rkey(const uint8_t *h) { return roce_get32(h + 8); }
-static inline uint32_t reth_len(const uint8_t *h) { return roce_get32(h + 12); }
-static inline void reth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint32_t len)
-{
-	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put32(h + 12, len);
-}
-
-/* AETH (9.3.5): syndrome | MSN.  Syndrome bits 6:5 = 00 ACK (4:0 credits),
- * 01 RNR NAK (4:0 timer), 11 NAK (4:0 code); table 42. */
-enum {
-	AETH_ACK = 0x00,
-	AETH_RNR_NAK = 0x20,
-	AETH_NAK = 0x60,
-	AETH_TYPE_MASK = 0x60,
-	AETH_ACK_NO_CREDIT = 0x1f, /* "invalid credit count": no end-to-end flow control */
-	AETH_NAK_PSN_SEQ = 0,
-	AETH_NAK_INVALID_REQ = 1,
-	AETH_NAK_REM_ACCESS = 2,
-	AETH_NAK_REM_OP = 3,
-	AETH_NAK_INVALID_RD_REQ = 4,
-};
-static inline uint8_t aeth_syn(const uint8_t *h) { return h[0]; }
-static inline uint32_t aeth_msn(const uint8_t *h) { return roce_get24(h + 1); }
-static inline void aeth_set(uint8_t *h, uint8_t syn, uint32_t msn)
-{
-	h[0] = syn;
-	roce_put24(h + 1, msn);
-}
-
-/* AtomicETH (9.3.4): VA | R_Key | Swap (or Add) data | Compare data */
-static inline uint64_t atmeth_va(const uint8_t *h) { return roce_get64(h); }
-static inline uint32_t atmeth_rkey(const uint8_t *h) { return roce_get32(h + 8); }
-static inline uint64_t atmeth_swap_add(const uint8_t *h) { return roce_get64(h + 12); }
-static inline uint64_t atmeth_cmp(const uint8_t *h) { return roce_get64(h + 20); }
-static inline void atmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint64_t swap_add, uint64_t cmp)
-{
-	roce_put64(h, va); roce_put32(h + 8, rkey); roce_put64(h + 12, swap_add); roce_put64(h + 20, cmp);
-}
-
-/* AtomicAckETH (9.3.6): original remote data; ImmDt (9.3.7): 4 bytes, kept
- * in network order end to end (mlx5 WQEs and CQEs store it big-endian). */
-static inline uint64_t atmack_orig(const uint8_t *h) { return roce_get64(h); }
-static inline void atmack_set(uint8_t *h, uint64_t orig) { roce_put64(h, orig); }
-
-/* 24-bit PSN arithmetic (IBA 9.7.1): a - b as a signed distance. */
-static inline int32_t psn_diff(uint32_t a, uint32_t b)
-{
-	return (int32_t)((a - b) << 8) >> 8;
-}
-static inline uint32_t psn_add(uint32_t a, int32_t n) { return (a + (uint32_t)n) & ROCE_PSN_MASK; }
-
-/* RNR NAK timer codes (IBA table 45), in nanoseconds. */
-uint64_t roce_rnr_timer_ns(unsigned code);
-
-/* ---- ICRC (roce_icrc.c) ----------------------------------------------------- */
-
-/* The IPv4/UDP headers the packet travels in: addresses in network byte
- * order, ports in host order. */
-struct roce_path {
-	uint32_t sip, dip;
-	uint16_t sport, dport;
-};
-
-/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32()): crc over buf continuing
- * from crc (0 to start). */
-uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
-/* The ICRC of a RoCEv2 packet (annex A17.3.3): pkt is the UDP payload, len
- * its length including the 4 ICRC bytes.  The IPv4 header is taken as the
- * sender's kernel builds it for an unconnected socket with DF set (ID 0,
- * flags DF); TTL, TOS, the IP and UDP checksums and BTH resv8a are masked. */
-uint32_t roce_icrc(const struct roce_path *path, const uint8_t *pkt, uint32_t len);
-/* Compute and store the ICRC in the last 4 bytes (little-endian, as the CRC
- * register is transmitted least significant byte first). */
-void roce_icrc_set(const struct roce_path *path, uint8_t *pkt, uint32_t len);
-/* 1 when the stored ICRC matches the packet sent with some IPv4 ID (the
- * socket cannot see it; roce_icrc.c says how it is solved for), with that
- * ID in *ip_id (may be NULL); 0 when no ID makes it match.  A corrupted
- * packet passes with probability about 2^-16. */
-int roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t len,
-		    uint16_t *ip_id);
-int roce_icrc_ok(const struct roce_path *path, const uint8_t *pkt, uint32_t len);
-/* GF(2)[x] mod the CRC-32 polynomial, reflected (bit 31 = x^0): a * b, and
- * x^(8n) (the register effect of n zero bytes). */
-uint32_t roce_gf_mul(uint32_t a, uint32_t b);
-uint32_t roce_gf_x8n(uint64_t n);
+/* The wire facts - constants, opcode table, header accessors, PSN
+ * arithmetic, ICRC - are core's (<gdak/roce.h>, core/wire/). */
 
 /* ---- engine objects ----------------------------------------------------------- */
 
@@ -603,4 +386,4 @@ static inline uint8_t *roce_tx_begin(struct roce_qp *qp)
 /* Internal: build the BTH and send a bare ACK/NAK (roce_resp.c). */
 int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn);
 
-#endif /* GDAK_ROCE_H */
+#endif /* GDAK_NM_ROCE_H */

@@ -148,7 +148,7 @@ uint32_t roce_pkt_finish(struct roce_qp *qp, uint8_t opcode, int se, int ackreq,
 
 	bth_set(p, opcode, se, pad, qp->cfg.pkey, qp->dqpn, ackreq, psn);
 	memset(p + hdr + plen, 0, pad);
-	roce_icrc_set(&qp->path, p, len);
+	gdak_roce_icrc_set(&qp->path, p, len);
 	return len;
 }
 
@@ -165,26 +165,28 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 		GDAK_WARN_RL("ctx", ctx->id, "dropped a %u-byte datagram: not a RoCEv2 packet", len);
 		return -EBADMSG;
 	}
-	if (!roce_icrc_check(path, pkt, len, &ip_id)) {
+	if (!gdak_roce_icrc_check(path, pkt, len, &ip_id)) {
 		ctx->stats.icrc_errors++;
 		GDAK_WARN_RL("ctx", ctx->id, "dropped %s PSN 0x%06x to QP 0x%06x: ICRC mismatch",
-			     roce_op_name(bth_opcode(pkt)), bth_psn(pkt), bth_qpn(pkt));
+			     gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), bth_qpn(pkt));
 		return -EBADMSG;
 	}
 	if (ip_id) {
 		/* a kernel RoCE stack (rxe) numbers its IPv4 datagrams */
 		ctx->stats.icrc_ip_id++;
 		GDAK_DBG("ctx", ctx->id, "%s PSN 0x%06x: ICRC matches with IPv4 ID 0x%04x",
-			   roce_op_name(bth_opcode(pkt)), bth_psn(pkt), ip_id);
+			 gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), ip_id);
 	}
 	oi = roce_op(bth_opcode(pkt));
 	hdr = oi->hdr_len;
 	if (!(oi->mask & ROCE_M_VALID) || bth_tver(pkt) != 0 ||
 	    hdr + bth_pad(pkt) + ROCE_ICRC_LEN > len) {
 		ctx->stats.bad_pkts++;
-		GDAK_WARN_RL("ctx", ctx->id, "dropped opcode 0x%02x (%s) TVer %u, %u bytes: "
-			     "unsupported or truncated", bth_opcode(pkt), roce_op_name(bth_opcode(pkt)),
-			     bth_tver(pkt), len);
+		GDAK_WARN_RL("ctx", ctx->id,
+			     "dropped opcode 0x%02x (%s) TVer %u, %u bytes: "
+			     "unsupported or truncated",
+			     bth_opcode(pkt), gdak_roce_op_name(bth_opcode(pkt)), bth_tver(pkt),
+			     len);
 		return -EPROTO;
 	}
 	plen = len - hdr - bth_pad(pkt) - ROCE_ICRC_LEN;
@@ -270,4 +272,18 @@ void roce_qp_timer(struct roce_qp *qp, uint64_t now_ns)
 int roce_qp_busy(const struct roce_qp *qp)
 {
 	return qp->sq_una != qp->sq_head || roce_resp_busy(qp) || qp->held != NULL;
+}
+
+/* The engine's work-request kinds, for logs (the packet opcodes are the
+ * wire table's, <gdak/roce.h>). */
+static const char *const wr_op_names[ROCE_WR_NOPS] = {
+	[ROCE_WR_SEND] = "SEND",	   [ROCE_WR_SEND_IMM] = "SEND_IMM",
+	[ROCE_WR_WRITE] = "WRITE",	   [ROCE_WR_WRITE_IMM] = "WRITE_IMM",
+	[ROCE_WR_READ] = "READ",	   [ROCE_WR_CMP_SWAP] = "CMP_SWAP",
+	[ROCE_WR_FETCH_ADD] = "FETCH_ADD",
+};
+
+const char *roce_wr_op_name(unsigned op)
+{
+	return op < ROCE_WR_NOPS ? wr_op_names[op] : "UNKNOWN";
 }

@@ -298,7 +298,7 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		}
 		if (qp->cfg.rnr_retry != 7)
 			qp->rnr_left--;
-		qp->rnr_due_ns = qp->now_ns + roce_rnr_timer_ns(syn & 0x1f);
+		qp->rnr_due_ns = qp->now_ns + gdak_roce_rnr_timer_ns(syn & 0x1f);
 		qp->rto_due_ns = 0;
 		rewind_to(qp, psn);
 		return;

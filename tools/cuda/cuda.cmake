@@ -5,7 +5,8 @@ if(GDAK_HAVE_CUDA AND NOT TARGET gdak-perf-cuda)
   add_executable(gdak-perf-cuda
     ${CMAKE_CURRENT_LIST_DIR}/perf_cuda_main.cu
     ${CMAKE_CURRENT_LIST_DIR}/perf_cuda_lat.cu
-    ${CMAKE_CURRENT_LIST_DIR}/perf_cuda_bw.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/perf_cuda_bw.cu
+    ${CMAKE_CURRENT_LIST_DIR}/perf_cuda_dc.cu)
   target_link_libraries(gdak-perf-cuda PRIVATE gdak)
   set_target_properties(gdak-perf-cuda PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tools)
   target_compile_options(gdak-perf-cuda PRIVATE

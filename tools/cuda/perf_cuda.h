@@ -20,9 +20,12 @@
  *              last word), the kernel polls it: one fetch plus one delivery,
  *              the floor of a CPU NIC without a mapping of GPU memory; the
  *              gpu-rings write_lat rows are judged by it
+ *   dc_put_bw  write_bw's shape on DCIs, each put to the next of 8 DCTs
+ *              (compact and full AV), vs the same puts on RC QPs
  *
  * Files: perf_cuda_main.cu (options, rows, output), perf_cuda_lat.cu
- * (pingpong, write_lat), perf_cuda_bw.cu (write_bw, big_bw).
+ * (pingpong, write_lat), perf_cuda_bw.cu (write_bw, big_bw), perf_cuda_dc.cu
+ * (dc_put_bw).
  */
 #ifndef GDAK_PERF_CUDA_H
 #define GDAK_PERF_CUDA_H
@@ -43,7 +46,7 @@ struct pc_opts {
 	size_t big_size;
 	unsigned ctas[16], nctas;
 	unsigned nic_threads[8], nnic;
-	int run_lat, run_bw, run_big;
+	int run_lat, run_bw, run_big, run_dc;
 	int gpu_desc;		/* descriptors copied into GPU memory (default) */
 	const char *json;	/* JSON file, or NULL */
 };
@@ -113,5 +116,7 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99);
 /* ---- perf_cuda_bw.cu -------------------------------------------------------- */
 int pc_write_bw(const struct pc_opts *o);
 int pc_big_bw(const struct pc_opts *o);
+/* ---- perf_cuda_dc.cu ----------------------------------------------------- */
+int pc_dc_bw(const struct pc_opts *o);
 
 #endif /* GDAK_PERF_CUDA_H */

@@ -171,7 +171,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: gdak-perf-cuda [options]\n"
 		"CUDA kernels drive the NIC model (gdak_open(\"emu\")); baselines in the same run.\n"
-		"  -t, --test LIST        tests: lat,bw,big or all (default all)\n"
+		"  -t, --test LIST        tests: lat,bw,big,dc or all (default all)\n"
 		"      --lat-iters N      write_lat / pingpong samples (default 20000)\n"
 		"      --bw-iters N       write_bw puts per CTA (default 20000)\n"
 		"      --bw-size BYTES    write_bw message size (default 8)\n"
@@ -215,10 +215,12 @@ static int parse_tests(const char *arg, struct pc_opts *o)
 	if (strlen(arg) >= sizeof(buf))
 		return -1;
 	strcpy(buf, arg);
-	o->run_lat = o->run_bw = o->run_big = 0;
+	o->run_lat = o->run_bw = o->run_big = o->run_dc = 0;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "all"))
-			o->run_lat = o->run_bw = o->run_big = 1;
+			o->run_lat = o->run_bw = o->run_big = o->run_dc = 1;
+		else if (!strcmp(tok, "dc"))
+			o->run_dc = 1;
 		else if (!strcmp(tok, "lat"))
 			o->run_lat = 1;
 		else if (!strcmp(tok, "bw"))
@@ -228,7 +230,7 @@ static int parse_tests(const char *arg, struct pc_opts *o)
 		else
 			return -1;
 	}
-	return o->run_lat || o->run_bw || o->run_big ? 0 : -1;
+	return o->run_lat || o->run_bw || o->run_big || o->run_dc ? 0 : -1;
 }
 
 static int parse(int argc, char **argv, struct pc_opts *o)
@@ -256,7 +258,7 @@ static int parse(int argc, char **argv, struct pc_opts *o)
 	o->bw_size = 8;
 	o->big_size = 16u << 20;
 	o->gpu_desc = 1;
-	o->run_lat = o->run_bw = o->run_big = 1;
+	o->run_lat = o->run_bw = o->run_big = o->run_dc = 1;
 	parse_list("1,8,64,128,256", o->ctas, 16, &o->nctas);
 	parse_list("1,2,4,8", o->nic_threads, 8, &o->nnic);
 	while ((c = getopt_long(argc, argv, "t:h", lo, NULL)) != -1) {
@@ -376,6 +378,8 @@ int main(int argc, char **argv)
 	if (o.run_bw && pc_write_bw(&o))
 		bad = 1;
 	if (o.run_big && pc_big_bw(&o))
+		bad = 1;
+	if (o.run_dc && pc_dc_bw(&o))
 		bad = 1;
 	for (unsigned i = 0; i < nrows; i++)
 		bad |= !rows[i].verified;

@@ -33,6 +33,7 @@ enum perf_test_id {
 	PERF_ATOMIC_LAT,
 	PERF_SEND_BW,
 	PERF_PUT_SIGNAL_LAT,
+	PERF_DC_PUT_BW,
 	PERF_BASELINE,
 	PERF_TEST_COUNT,
 };
@@ -116,6 +117,8 @@ struct perf_result {
 	double exec_ratio;		/* msg_rate / exec_rate */
 	double memcpy_ratio;		/* bw / memcpy_bw */
 	double pingpong_ratio;		/* lat_p50 / pingpong_p50 */
+	double rc_rate;			/* dc_put_bw: the same puts on RC QPs, same run */
+	double rc_ratio;		/* msg_rate / rc_rate */
 
 	long rss_kib;			/* process RSS after the test (VmRSS) */
 	int verified;			/* 1: last iteration's data checked and right */
@@ -253,6 +256,12 @@ void perf_net_close(struct perf_env *env, int client);
 /* ---- perf_emu_rate.c: write_bw, read_bw, atomic_rate, send_bw ------------ */
 int perf_emu_rate(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
 		  struct perf_result *round);
+
+/* ---- perf_emu_dc.c: dc_put_bw ---------------------------------------------- */
+int perf_emu_dc(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,
+		struct perf_result *round);
+/* perf_env_close: the DCIs and DCTs go first */
+void perf_emu_dc_close(struct perf_env *env);
 
 /* ---- perf_emu_lat.c: write_lat, read_lat, atomic_lat, put_signal_lat ------- */
 int perf_emu_lat(struct perf_env *env, const struct perf_opts *o, size_t size, uint64_t iters,

@@ -14,19 +14,21 @@
 #include "perf.h"
 
 static const struct perf_test_desc tests[] = {
-	{"write_bw", PERF_WRITE_BW, PERF_KIND_BW, 0,
-	 "RDMA_WRITE message rate and bandwidth (N WQEs per doorbell, CQE every M)"},
-	{"write_lat", PERF_WRITE_LAT, PERF_KIND_LAT, 0,
-	 "RDMA_WRITE latency: post -> CQE seen by the poster"},
-	{"read_bw", PERF_READ_BW, PERF_KIND_BW, 0, "RDMA_READ message rate and bandwidth"},
-	{"read_lat", PERF_READ_LAT, PERF_KIND_LAT, 0, "RDMA_READ latency: post -> data and CQE"},
-	{"atomic_rate", PERF_ATOMIC_RATE, PERF_KIND_BW, 8, "8-byte fetch-add message rate"},
-	{"atomic_lat", PERF_ATOMIC_LAT, PERF_KIND_LAT, 8, "8-byte fetch-add latency"},
-	{"send_bw", PERF_SEND_BW, PERF_KIND_BW, 0, "SEND/RECV message rate and bandwidth"},
-	{"put_signal_lat", PERF_PUT_SIGNAL_LAT, PERF_KIND_LAT, 0,
-	 "put+signal latency: post -> the target sees the signal word"},
-	{"baseline", PERF_BASELINE, PERF_KIND_BASE, 0,
-	 "the baselines alone: minimal executor (1 and 16 WQEs/doorbell), memcpy, ping-pong"},
+	{ "write_bw", PERF_WRITE_BW, PERF_KIND_BW, 0,
+	  "RDMA_WRITE message rate and bandwidth (N WQEs per doorbell, CQE every M)" },
+	{ "write_lat", PERF_WRITE_LAT, PERF_KIND_LAT, 0,
+	  "RDMA_WRITE latency: post -> CQE seen by the poster" },
+	{ "read_bw", PERF_READ_BW, PERF_KIND_BW, 0, "RDMA_READ message rate and bandwidth" },
+	{ "read_lat", PERF_READ_LAT, PERF_KIND_LAT, 0, "RDMA_READ latency: post -> data and CQE" },
+	{ "atomic_rate", PERF_ATOMIC_RATE, PERF_KIND_BW, 8, "8-byte fetch-add message rate" },
+	{ "atomic_lat", PERF_ATOMIC_LAT, PERF_KIND_LAT, 8, "8-byte fetch-add latency" },
+	{ "send_bw", PERF_SEND_BW, PERF_KIND_BW, 0, "SEND/RECV message rate and bandwidth" },
+	{ "put_signal_lat", PERF_PUT_SIGNAL_LAT, PERF_KIND_LAT, 0,
+	  "put+signal latency: post -> the target sees the signal word" },
+	{ "dc_put_bw", PERF_DC_PUT_BW, PERF_KIND_BW, 0,
+	  "put rate on DCIs, each put to the next of 8 DCTs (vs the same puts on RC, same run)" },
+	{ "baseline", PERF_BASELINE, PERF_KIND_BASE, 0,
+	  "the baselines alone: minimal executor (1 and 16 WQEs/doorbell), memcpy, ping-pong" },
 };
 
 const struct perf_test_desc *perf_test_by_name(const char *name)

@@ -240,6 +240,7 @@ void perf_env_close(struct perf_env *env)
 
 	if (!env)
 		return;
+	perf_emu_dc_close(env);
 	if (env->bs)
 		perf_net_close(env, !env->server);
 	for (i = 0; i < env->nconn; i++) {
@@ -288,5 +289,7 @@ int perf_emu_test(void *envp, const struct perf_opts *o, size_t size, uint64_t i
 		return ret;
 	if (o->test->kind == PERF_KIND_LAT)
 		return perf_emu_lat(env, o, size, iters, lat_ns);
+	if (o->test->id == PERF_DC_PUT_BW)
+		return perf_emu_dc(env, o, size, iters, round);
 	return perf_emu_rate(env, o, size, iters, round);
 }

@@ -150,6 +150,11 @@ static void print_bw(FILE *f, const struct perf_opts *o, const struct perf_resul
 	if (n && !o->no_baseline)
 		fprintf(f, " exec = minimal executor at %u WQEs/doorbell, ring of %u WQEBBs (the SQ's);"
 			" ratio = test / baseline\n", o->wqes_per_db, o->sq_depth);
+	if (o->test->id == PERF_DC_PUT_BW)
+		for (i = 0; i < n; i++)
+			fprintf(f,
+				" %8zu bytes: RC, same puts, same run: %.3f Mpps; DC / RC = %.3f\n",
+				r[i].bytes, r[i].rc_rate / 1e6, r[i].rc_ratio);
 }
 
 static void print_lat(FILE *f, const struct perf_opts *o, const struct perf_result *r, size_t n)
@@ -285,6 +290,10 @@ void perf_print_json(FILE *f, const struct perf_opts *o, const struct perf_resul
 			jnum(f, "exec_ratio", x->exec_ratio, 0);
 			jnum(f, "memcpy_bw", x->memcpy_bw, 0);
 			jnum(f, "memcpy_ratio", x->memcpy_ratio, 0);
+			if (o->test->id == PERF_DC_PUT_BW) {
+				jnum(f, "rc_rate", x->rc_rate, 0);
+				jnum(f, "rc_ratio", x->rc_ratio, 0);
+			}
 		} else if (o->test->kind == PERF_KIND_LAT) {
 			jnum(f, "lat_min_ns", x->lat_min, 0);
 			jnum(f, "lat_max_ns", x->lat_max, 0);

@@ -90,7 +90,7 @@ static int run_one_size(const struct perf_opts *o, void *env, perf_test_fn fn, s
 	double *rate = calloc(R, sizeof(double)), *bw = calloc(R, sizeof(double));
 	double *ex = calloc(R, sizeof(double)), *ex16 = calloc(R, sizeof(double));
 	double *mc = calloc(R, sizeof(double)), *pp50 = calloc(R, sizeof(double));
-	double *pp99 = calloc(R, sizeof(double)), *lat = NULL;
+	double *pp99 = calloc(R, sizeof(double)), *lat = NULL, *rcr = calloc(R, sizeof(double));
 	int lat_kind = o->test->kind == PERF_KIND_LAT;
 	int ret = 0;
 
@@ -107,7 +107,7 @@ static int run_one_size(const struct perf_opts *o, void *env, perf_test_fn fn, s
 	}
 	if (lat_kind)
 		lat = malloc(iters * R * sizeof(double));
-	if (!rate || !bw || !ex || !ex16 || !mc || !pp50 || !pp99 || (lat_kind && !lat)) {
+	if (!rate || !bw || !ex || !ex16 || !mc || !pp50 || !pp99 || !rcr || (lat_kind && !lat)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -141,6 +141,7 @@ static int run_one_size(const struct perf_opts *o, void *env, perf_test_fn fn, s
 			goto out;
 		rate[k] = one.msg_rate;
 		bw[k] = one.bw;
+		rcr[k] = one.rc_rate;
 		if (one.msg_rate > r->peak_msg_rate)
 			r->peak_msg_rate = one.msg_rate;
 	}
@@ -164,9 +165,12 @@ static int run_one_size(const struct perf_opts *o, void *env, perf_test_fn fn, s
 	} else {
 		r->exec_ratio = safe_ratio(r->msg_rate, r->exec_rate);
 		r->memcpy_ratio = safe_ratio(r->bw, r->memcpy_bw);
+		r->rc_rate = perf_median(rcr, R);
+		r->rc_ratio = safe_ratio(r->msg_rate, r->rc_rate);
 	}
 	r->rss_kib = perf_rss_kib();
 out:
+	free(rcr);
 	free(rate);
 	free(bw);
 	free(ex);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gdak/dev/ordering.h>
 #include <gdak/env.h>
 
 #include "perf.h"
@@ -21,21 +22,12 @@ uint64_t perf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 void perf_backoff(struct perf_backoff *b)
 {
 	/* 256 pauses (~a few µs) keep the fast case fast; after that the other
 	 * side is probably descheduled, so give it the core. */
 	if (b->n < 256) {
-		cpu_relax();
+		gdak_dev_cpu_relax();
 	} else if (b->n < 256 + 1024) {
 		sched_yield();
 	} else {

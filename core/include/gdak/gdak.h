@@ -98,7 +98,28 @@ struct gdak_qp_attr {
 	uint32_t mtu;		/* path MTU in bytes, 256..4096 (default 1024) */
 	int nic_thread;		/* NIC model: which NIC thread serves it; -1 = spread */
 	unsigned flags;		/* GDAK_QP_F_* */
+	/* Dynamically Connected transport (docs/DESIGN.md "DC"); all 0 = RC */
+	uint32_t type;	      /* enum gdak_qp_type (default GDAK_QPT_RC) */
+	uint32_t dci_streams; /* DCI: concurrent streams, power of two 1..16 (default 1) */
+	uint64_t dc_key;      /* DCT: the access key every DCI must present */
 };
+
+/*
+ * QP types.  A DCI is a send queue (and its send CQ) whose WQEs each carry
+ * an address vector naming a DCT: one DCI reaches any number of peers.  A
+ * DCT is a receive-only target (rq_depth / rcq_depth give it the receive
+ * queue a ConnectX DCT takes from its SRQ) that applies what any DCI
+ * presenting its access key sends to the context's memory (its PD).
+ * Neither connects: gdak_qp_connect(qp, NULL) takes a DCI to RTS and a DCT
+ * to RTR; the peer is chosen per WQE.  The NIC model implements DC on the
+ * in-process transport ("emu"); other backends refuse the types (-ENOTSUP).
+ */
+enum gdak_qp_type {
+	GDAK_QPT_RC = 0,
+	GDAK_QPT_DCI = 1,
+	GDAK_QPT_DCT = 2,
+};
+#define GDAK_DCI_MAX_STREAMS 16
 /*
  * QP flags: how the device stack describes its queues.  gdak_qp_create
  * refuses a flag it does not know (-EINVAL) and one the backend cannot
@@ -152,9 +173,14 @@ struct gdak_qp_info {
 	uint16_t lid;		/* IB: LID */
 	uint8_t transport;	/* enum gdak_qp_info_transport */
 	uint8_t gid_index;
-	uint8_t reserved[2];
+	uint8_t qp_type; /* enum gdak_qp_type (version 2) */
+	uint8_t reserved;
+	uint64_t dc_key; /* DCT: its access key (version 2) */
 };
-#define GDAK_QP_INFO_VERSION 1
+/* Version 2 added qp_type and dc_key (wire bytes 50 and 52..59, zero in a
+ * version 1 record); gdak_qp_info_unpack reads version 1 records as RC and
+ * reports them as version 2. */
+#define GDAK_QP_INFO_VERSION 2
 #define GDAK_QP_INFO_WIRE_SIZE 64
 enum gdak_qp_info_transport {
 	GDAK_QPI_LOOP = 1,
@@ -169,7 +195,8 @@ int gdak_qp_info_unpack(const uint8_t in[GDAK_QP_INFO_WIRE_SIZE], struct gdak_qp
 int gdak_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct gdak_qp **qp);
 int gdak_qp_destroy(struct gdak_qp *qp);
 int gdak_qp_info(struct gdak_qp *qp, struct gdak_qp_info *out);
-/* RESET -> INIT -> RTR -> RTS against the peer. */
+/* RESET -> INIT -> RTR -> RTS against the peer.  DCI and DCT: peer is NULL
+ * (a DCI goes to RTS, a DCT to RTR, its last state). */
 int gdak_qp_connect(struct gdak_qp *qp, const struct gdak_qp_info *peer);
 /* One state transition (for callers that drive the state machine themselves);
  * illegal transitions return -EINVAL.  Any state may go to ERR or RESET. */
@@ -178,6 +205,17 @@ enum gdak_qp_state gdak_qp_state(struct gdak_qp *qp);
 uint32_t gdak_qp_num(const struct gdak_qp *qp);
 /* The descriptor device code takes, in device-visible memory; owned by qp. */
 int gdak_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp);
+enum gdak_qp_type gdak_qp_type(const struct gdak_qp *qp);
+
+/*
+ * The address vector a DCI's WQEs carry to reach the DCT that `dct`
+ * describes (its gdak_qp_info, from this process or a peer's): DCT number,
+ * access key, LID / GID, built once on the host as NVSHMEM does per peer.
+ * compact: the 16-byte form (HCA cap compact_address_vector: key, DCT
+ * number, LID, no GRH; IB-routed peers), else the full 48-byte one.
+ * -EINVAL when dct is not a DCT's info.
+ */
+int gdak_dc_av(const struct gdak_qp_info *dct, int compact, struct gdak_dev_av *av);
 
 struct gdak_qp_error {
 	enum gdak_qp_state state;

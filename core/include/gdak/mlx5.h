@@ -200,11 +200,39 @@ struct gdak_mlx5_ctrl {
 	uint32_t imm;		/* as stored: big-endian immediate for *_IMM */
 };
 
+/*
+ * The ctrl segment's first two big-endian words, in host order: opmod 31:24,
+ * WQE index 23:8, opcode 7:0; QPN 31:8, DS 5:0.  The one place that packs
+ * and unpacks them: the encoder and decoder below, the device API's WQE
+ * builders (wqe.h), and the doorbell stage, which reads the same 8 bytes from
+ * the doorbell register.
+ */
+GDAK_HD uint32_t gdak_mlx5_ctrl_w0(uint8_t opcode, uint8_t opmod, uint16_t wqe_index)
+{
+	return ((uint32_t)opmod << 24) | ((uint32_t)wqe_index << 8) | opcode;
+}
+GDAK_HD uint32_t gdak_mlx5_ctrl_w1(uint32_t qpn, uint32_t ds)
+{
+	return (qpn << 8) | (ds & GDAK_MLX5_MAX_DS);
+}
+GDAK_HD uint32_t gdak_mlx5_ctrl_w1_ds(uint32_t w1)
+{
+	return w1 & GDAK_MLX5_MAX_DS;
+}
+/* Opcode, opmod, WQE index, QPN and DS from the two words (host order). */
+GDAK_HD void gdak_mlx5_ctrl_decode_words(uint32_t w0, uint32_t w1, struct gdak_mlx5_ctrl *c)
+{
+	c->opcode = (uint8_t)w0;
+	c->wqe_index = (uint16_t)(w0 >> 8);
+	c->opmod = (uint8_t)(w0 >> 24);
+	c->qpn = w1 >> 8;
+	c->ds = (uint8_t)gdak_mlx5_ctrl_w1_ds(w1);
+}
+
 GDAK_HD void gdak_mlx5_ctrl_encode(struct mlx5_wqe_ctrl_seg *seg, const struct gdak_mlx5_ctrl *c)
 {
-	seg->opmod_idx_opcode = gdak_htobe32(((uint32_t)c->opmod << 24) |
-					     ((uint32_t)c->wqe_index << 8) | c->opcode);
-	seg->qpn_ds = gdak_htobe32((c->qpn << 8) | (c->ds & 0x3f));
+	seg->opmod_idx_opcode = gdak_htobe32(gdak_mlx5_ctrl_w0(c->opcode, c->opmod, c->wqe_index));
+	seg->qpn_ds = gdak_htobe32(gdak_mlx5_ctrl_w1(c->qpn, c->ds));
 	seg->signature = c->signature;
 	seg->dci_stream_channel_id = 0;
 	seg->fm_ce_se = c->fm_ce_se;
@@ -213,13 +241,8 @@ GDAK_HD void gdak_mlx5_ctrl_encode(struct mlx5_wqe_ctrl_seg *seg, const struct g
 
 GDAK_HD void gdak_mlx5_ctrl_decode(const struct mlx5_wqe_ctrl_seg *seg, struct gdak_mlx5_ctrl *c)
 {
-	uint32_t w0 = gdak_be32toh(seg->opmod_idx_opcode);
-	uint32_t w1 = gdak_be32toh(seg->qpn_ds);
-	c->opcode = (uint8_t)w0;
-	c->wqe_index = (uint16_t)(w0 >> 8);
-	c->opmod = (uint8_t)(w0 >> 24);
-	c->qpn = w1 >> 8;
-	c->ds = (uint8_t)(w1 & 0x3f);
+	gdak_mlx5_ctrl_decode_words(gdak_be32toh(seg->opmod_idx_opcode), gdak_be32toh(seg->qpn_ds),
+				    c);
 	c->fm_ce_se = seg->fm_ce_se;
 	c->signature = seg->signature;
 	c->imm = seg->imm;
@@ -274,6 +297,13 @@ GDAK_HD void gdak_mlx5_inline_encode(struct mlx5_wqe_inl_data_seg *s, uint32_t l
 GDAK_HD uint32_t gdak_mlx5_inline_ds(uint32_t len) { return (4 + len + 15) / 16; }
 /* WQEBBs a WQE of ds DS occupies. */
 GDAK_HD uint32_t gdak_mlx5_wqebbs(uint32_t ds) { return (ds + GDAK_MLX5_WQEBB_DS - 1) / GDAK_MLX5_WQEBB_DS; }
+/* WQEBBs the WQE whose ctrl says ds occupies in the ring: a ctrl with DS 0
+ * (a malformed WQE, or a DUMP/NOP stub) still takes its one WQEBB, and the
+ * NIC, the device API and the ring capture all step over it so. */
+GDAK_HD uint32_t gdak_mlx5_wqe_bbs(uint32_t ds)
+{
+	return ds ? gdak_mlx5_wqebbs(ds) : 1;
+}
 
 /* ---- doorbell records ----------------------------------------------------- */
 
@@ -352,6 +382,21 @@ enum gdak_mlx5_op_flags {
 	GDAK_OPF_READS_REMOTE = 1u << 6, /* RDMA_READ/atomics: fence-relevant */
 	GDAK_OPF_SUPPORTED = 1u << 7,	/* executed by the NIC model */
 };
+
+/*
+ * DC address vector (the datagram segment after a DCI WQE's ctrl segment,
+ * rdma-core's struct mlx5_wqe_av): bit 31 of its be32 dqp_dct word says
+ * the full 48-byte form follows (MLX5_EXTENDED_UD_AV); clear, it is the
+ * 16-byte compact form (HCA cap compact_address_vector).
+ */
+#define GDAK_MLX5_AV_FULL 0x80000000u
+#define GDAK_MLX5_AV_FULL_BYTES 48
+#define GDAK_MLX5_AV_COMPACT_BYTES 16
+GDAK_STATIC_ASSERT(sizeof(struct mlx5_wqe_av) == GDAK_MLX5_AV_FULL_BYTES,
+		   "mlx5_wqe_av is 48 bytes");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, dqp_dct) == 8, "AV: DCT number at byte 8");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, rlid) == 14, "AV: remote LID at byte 14");
+GDAK_STATIC_ASSERT(offsetof(struct mlx5_wqe_av, rgid) == 32, "AV: remote GID at byte 32");
 
 struct gdak_mlx5_op_info {
 	uint8_t opcode;

@@ -108,6 +108,17 @@ struct gdak_nic_qp_view {
 };
 int gdak_nic_qp_query(struct gdak_qp *qp, struct gdak_nic_qp_view *v);
 
+/* DC counters of a DCI or DCT (emu backend only; -ENOTSUP otherwise,
+ * -EINVAL for an RC QP). */
+struct gdak_nic_dc_stats {
+	uint64_t connects;	 /* DCI: streams opened to a DCT */
+	uint64_t disconnects;	 /* DCI: streams closed (target change, RESET, ERR) */
+	uint64_t key_violations; /* DCT: connects with a wrong access key, dropped
+				  * (dctc.dc_access_key_violation_count) */
+	uint64_t open_streams;	 /* DCI: streams open now */
+};
+int gdak_nic_dc_stats(struct gdak_qp *qp, struct gdak_nic_dc_stats *st);
+
 /* Bytes of NIC-model state per QP beyond the rings the caller asked for. */
 uint64_t gdak_nic_qp_state_bytes(void);
 

@@ -12,6 +12,8 @@
  *   recv.h      post receive WQEs, poll the receive CQ
  *   rma.h       high level: put, put+signal, get, atomics, wait, quiet,
  *               signal waits, send; exclusive or shared QPs
+ *   dc.h        the same on a DCI, the peer DCT named per call by its
+ *               address vector (struct gdak_dev_av)
  *   coop.h      warp and block scopes (CUDA only)
  *
  * Memory the device code touches (buffers it fills or checks, signal
@@ -33,6 +35,7 @@
 #include <gdak/dev/cq.h>
 #include <gdak/dev/recv.h>
 #include <gdak/dev/rma.h>
+#include <gdak/dev/dc.h>
 #include <gdak/dev/coop.h>
 
 #endif /* GDAK_DEV_DEV_H */

@@ -332,6 +332,19 @@ GDAK_DEV void gdak_dev_max_u64(uint64_t *p, uint64_t v)
  * little longer each time (capped) so a spinning warp leaves the SM's issue
  * slots to the lanes that make progress.
  */
+/* One spin-wait hint to the CPU (pause, yield); nothing on the GPU.  The
+ * host spinners (the NIC model's threads, gdak-perf) use it too. */
+GDAK_DEV void gdak_dev_cpu_relax(void)
+{
+#if !GDAK_DEV_ON_GPU
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+#endif
+}
+
 GDAK_DEV void gdak_dev_backoff(uint32_t *spins)
 {
 	uint32_t n = (*spins)++;
@@ -339,11 +352,7 @@ GDAK_DEV void gdak_dev_backoff(uint32_t *spins)
 	__nanosleep(n < 8 ? 32u : (n < 64 ? 256u : 1024u));
 #else
 	if (n < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-		_mm_pause();
-#elif defined(__aarch64__)
-		__asm__ __volatile__("yield" ::: "memory");
-#endif
+		gdak_dev_cpu_relax();
 	} else {
 		sched_yield();
 	}

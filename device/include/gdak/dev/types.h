@@ -129,6 +129,26 @@ struct gdak_dev_qp {
 	uint64_t sq_sig_start;
 };
 
+/*
+ * A Dynamically Connected address vector: what a DCI's WQE carries right
+ * after its ctrl segment to name the DCT it goes to (the datagram segment,
+ * rdma-core's struct mlx5_wqe_av).  The host builds it once per peer DCT
+ * (gdak_dc_av) and device code copies its ds * 16 bytes into each WQE.
+ *   bytes 0..7   be64 DC access key
+ *   bytes 8..11  be32 DCT number, bit 31 set in the full (48-byte) form
+ *   bytes 12..15 stat_rate_sl, fl_mlid, be16 remote LID
+ *   bytes 16..47 full form only: reserved, rmac, tclass, hop_limit,
+ *                be32 grh_gid_fl (bit 30 GRH, source GID index << 20,
+ *                flow label), the remote GID
+ * The compact form (ds 1: bytes 0..15, bit 31 clear) needs HCA cap
+ * compact_address_vector and reaches LID-routed peers only.
+ */
+struct gdak_dev_av {
+	uint32_t version;  /* GDAK_DEV_ABI_VERSION */
+	uint32_t ds;	   /* 16-byte units it occupies in a WQE: 1 or 3 */
+	uint64_t words[6]; /* the bytes above in memory order */
+};
+
 #ifdef __cplusplus
 #define GDAK_DEV_STATIC_ASSERT static_assert
 #else
@@ -136,5 +156,6 @@ struct gdak_dev_qp {
 #endif
 GDAK_DEV_STATIC_ASSERT(sizeof(struct gdak_dev_cq) == 72, "gdak_dev_cq layout is ABI");
 GDAK_DEV_STATIC_ASSERT(sizeof(struct gdak_dev_qp) == 320, "gdak_dev_qp layout is ABI");
+GDAK_DEV_STATIC_ASSERT(sizeof(struct gdak_dev_av) == 56, "gdak_dev_av layout is ABI");
 
 #endif /* GDAK_DEV_TYPES_H */

@@ -155,9 +155,8 @@ GDAK_DEV uint64_t gdak_dev_pack32(uint32_t first, uint32_t second)
 GDAK_DEV uint64_t gdak_dev_wqe_ctrl_db(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
 				       uint8_t opmod, uint32_t ds)
 {
-	return gdak_dev_pack32(
-		gdak_htobe32(((uint32_t)opmod << 24) | ((uint32_t)(idx & 0xffff) << 8) | opcode),
-		qp->qpn_ds_be | gdak_htobe32(ds & 0x3f));
+	return gdak_dev_pack32(gdak_htobe32(gdak_mlx5_ctrl_w0(opcode, opmod, (uint16_t)idx)),
+			       qp->qpn_ds_be | gdak_htobe32(gdak_mlx5_ctrl_w1(0, ds)));
 }
 
 /*
@@ -483,8 +482,7 @@ GDAK_DEV uint32_t gdak_dev_wqe_wait_cq(const struct gdak_dev_qp *qp, uint64_t id
 GDAK_DEV uint32_t gdak_dev_wqe_bbs_at(const struct gdak_dev_qp *qp, uint64_t idx)
 {
 	const uint32_t *w = (const uint32_t *)gdak_dev_wqe_ptr(qp, idx);
-	uint32_t ds = gdak_be32toh(w[1]) & 0x3f;
-	return ds ? gdak_mlx5_wqebbs(ds) : 1;
+	return gdak_mlx5_wqe_bbs(gdak_mlx5_ctrl_w1_ds(gdak_be32toh(w[1])));
 }
 
 #endif /* GDAK_DEV_WQE_H */

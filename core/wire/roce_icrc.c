@@ -22,7 +22,7 @@
  * bit-reflected lanes PCLMULQDQ works on, the x^32 and the product's
  * one-bit offset make each constant a 33-bit value: the reflected residue
  * shifted left by one.  The constants are computed at start from the
- * polynomial (roce_gf_x8n), and the folded CRC is checked against the
+ * polynomial (gdak_roce_gf_x8n), and the folded CRC is checked against the
  * tables once before it is used.
  *
  * The IPv4 Identification field is covered too, and a receiver on a UDP
@@ -53,7 +53,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "roce.h"
+#include <gdak/roce.h>
 
 /* Reflected CRC-32 polynomial: bit 31 is x^0, bit 0 is x^31, x^32 implied. */
 #define CRC_POLY 0xedb88320u
@@ -86,7 +86,7 @@ static uint32_t id_basis[32];
 static uint16_t id_combo[32];
 
 /* a * b mod P, carry-less (reflected: shifting right multiplies by x). */
-uint32_t roce_gf_mul(uint32_t a, uint32_t b)
+uint32_t gdak_roce_gf_mul(uint32_t a, uint32_t b)
 {
 	uint32_t r = 0;
 
@@ -99,14 +99,14 @@ uint32_t roce_gf_mul(uint32_t a, uint32_t b)
 }
 
 /* x^(8n) mod P by square-and-multiply: the register effect of n zero bytes. */
-uint32_t roce_gf_x8n(uint64_t n)
+uint32_t gdak_roce_gf_x8n(uint64_t n)
 {
-	uint32_t r = GF_ONE, sq = roce_gf_mul(GF_ONE >> 8, GF_ONE); /* x^8 */
+	uint32_t r = GF_ONE, sq = gdak_roce_gf_mul(GF_ONE >> 8, GF_ONE); /* x^8 */
 
 	for (; n; n >>= 1) {
 		if (n & 1)
-			r = roce_gf_mul(r, sq);
-		sq = roce_gf_mul(sq, sq);
+			r = gdak_roce_gf_mul(r, sq);
+		sq = gdak_roce_gf_mul(sq, sq);
 	}
 	return r;
 }
@@ -121,7 +121,7 @@ static uint32_t id_column(unsigned i)
 {
 	if (i < 8)
 		return crc_tab[0][1u << i];
-	return roce_gf_mul(crc_tab[0][1u << (i - 8)], GF_ONE >> 8);
+	return gdak_roce_gf_mul(crc_tab[0][1u << (i - 8)], GF_ONE >> 8);
 }
 
 static void id_tables_init(void)
@@ -130,13 +130,13 @@ static void id_tables_init(void)
 	uint32_t xinv = CRC_POLY << 1 | 1, xinv8 = GF_ONE, u;
 
 	for (int k = 0; k < 8; k++)
-		xinv8 = roce_gf_mul(xinv8, xinv);
+		xinv8 = gdak_roce_gf_mul(xinv8, xinv);
 	u = GF_ONE;
 	for (uint32_t k = 0; k < ID_TAIL(ICRC_MIN_LEN); k++)
-		u = roce_gf_mul(u, xinv8);
+		u = gdak_roce_gf_mul(u, xinv8);
 	for (uint32_t len = ICRC_MIN_LEN; len <= ROCE_MAX_PKT; len++) {
 		id_unshift[len] = u;
-		u = roce_gf_mul(u, xinv8);
+		u = gdak_roce_gf_mul(u, xinv8);
 	}
 	for (unsigned i = 0; i < 16; i++) {
 		uint32_t v = id_column(i);
@@ -207,10 +207,10 @@ static void clmul_init(void)
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("pclmul"))
 		return;
-	k128[0] = (uint64_t)roce_gf_x8n(20) << 1; /* x^160 */
-	k128[1] = (uint64_t)roce_gf_x8n(12) << 1; /* x^96 */
-	k512[0] = (uint64_t)roce_gf_x8n(68) << 1; /* x^544 */
-	k512[1] = (uint64_t)roce_gf_x8n(60) << 1; /* x^480 */
+	k128[0] = (uint64_t)gdak_roce_gf_x8n(20) << 1; /* x^160 */
+	k128[1] = (uint64_t)gdak_roce_gf_x8n(12) << 1; /* x^96 */
+	k512[0] = (uint64_t)gdak_roce_gf_x8n(68) << 1; /* x^544 */
+	k512[1] = (uint64_t)gdak_roce_gf_x8n(60) << 1; /* x^480 */
 	for (unsigned i = 0; i < sizeof(t); i++)
 		t[i] = (uint8_t)(i * 131 + 7);
 	a = crc_update(0x12345678u, t + 1, sizeof(t) - 1);
@@ -273,7 +273,7 @@ static uint32_t crc_update(uint32_t c, const uint8_t *p, size_t len)
 	return c;
 }
 
-uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len)
+uint32_t gdak_roce_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc_once, crc_tab_init);
 	return ~crc_update(~crc, buf, len);
@@ -301,26 +301,32 @@ static __thread unsigned base_next;
 
 static int use_path_cache;	/* the cached form agreed with the plain one at start */
 
-/* The 36 bytes before the BTH with both length fields 0 (icrc_plain says
- * what each field is). */
-static void pseudo_hdr0(const struct roce_path *path, uint8_t *ph)
+/* The fields a router may change, in the 8 + 20 + 8 + 12 bytes up to the
+ * BTH's end: replaced by ones (IBA 7.8.1, A17.3.3).  ph[0..7] stands for
+ * the LRH. */
+static void mask_variant(uint8_t *ph)
 {
-	uint8_t *ip = ph + 8, *udp = ip + 20;
+	uint8_t *ip = ph + 8, *udp = ip + GDAK_ROCE_IPV4_LEN;
 
 	memset(ph, 0xff, 8);
-	memset(ip, 0, 20);
-	ip[0] = 0x45;
-	ip[1] = 0xff;
-	roce_put16(ip + 6, 0x4000);
-	ip[8] = 0xff;
-	ip[9] = 17;
-	roce_put16(ip + 10, 0xffff);
-	memcpy(ip + 12, &path->sip, 4);
-	memcpy(ip + 16, &path->dip, 4);
-	roce_put16(udp, path->sport);
-	roce_put16(udp + 2, path->dport);
-	roce_put16(udp + 4, 0);
-	roce_put16(udp + 6, 0xffff);
+	ip[1] = 0xff;		     /* TOS (DSCP, ECN) */
+	ip[8] = 0xff;		     /* TTL */
+	roce_put16(ip + 10, 0xffff); /* header checksum */
+	roce_put16(udp + 6, 0xffff); /* UDP checksum */
+	udp[8 + 4] = 0xff;	     /* BTH resv8a (FECN/BECN) */
+}
+
+/* The 36 bytes before the BTH with both length fields 0 (the headers
+ * gdak_roce_ipv4_udp builds, ID 0, masked); ph has room for a BTH after
+ * them, which mask_variant touches. */
+static void pseudo_hdr0(const struct roce_path *path, uint8_t *ph)
+{
+	uint8_t *ip = ph + 8;
+
+	gdak_roce_ipv4_udp(ip, path, 0, 0, 0);
+	roce_put16(ip + 2, 0);
+	roce_put16(ip + GDAK_ROCE_IPV4_LEN + 4, 0);
+	mask_variant(ph);
 }
 
 static void len_tab_init(void)
@@ -354,12 +360,12 @@ static uint32_t path_reg(const struct roce_path *path, uint32_t len)
 		}
 	}
 	if (!b) {
-		uint8_t ph[PH_LEN];
+		uint8_t ph[PH_LEN + ROCE_BTH_LEN] = { 0 };
 
 		b = &base_cache[base_next++ % 4];
 		pseudo_hdr0(path, ph);
 		b->path = *path;
-		b->reg = crc_update(0xffffffffu, ph, sizeof(ph));
+		b->reg = crc_update(0xffffffffu, ph, PH_LEN);
 		b->valid = 1;
 	}
 	reg = b->reg;
@@ -383,35 +389,20 @@ static uint32_t icrc_cached(const struct roce_path *path, const uint8_t *pkt, ui
  * checked against at start. */
 static uint32_t icrc_plain(const struct roce_path *path, const uint8_t *pkt, uint32_t len)
 {
-	uint8_t ph[8 + 20 + 8 + ROCE_BTH_LEN];
-	uint32_t ip_len = 20 + 8 + len, c;
+	uint8_t ph[PH_LEN + ROCE_BTH_LEN];
+	uint32_t c;
 
-	memset(ph, 0xff, 8);			/* stands for the LRH */
-	uint8_t *ip = ph + 8;
-	ip[0] = 0x45;				/* IPv4, 20-byte header */
-	ip[1] = 0xff;				/* TOS (DSCP, ECN): masked */
-	roce_put16(ip + 2, (uint16_t)ip_len);
-	roce_put16(ip + 4, 0);			/* ID: 0 for DF datagrams of an unconnected socket */
-	roce_put16(ip + 6, 0x4000);		/* DF, offset 0 */
-	ip[8] = 0xff;				/* TTL: masked */
-	ip[9] = 17;				/* UDP */
-	roce_put16(ip + 10, 0xffff);		/* header checksum: masked */
-	memcpy(ip + 12, &path->sip, 4);		/* already network order */
-	memcpy(ip + 16, &path->dip, 4);
-	uint8_t *udp = ip + 20;
-	roce_put16(udp, path->sport);
-	roce_put16(udp + 2, path->dport);
-	roce_put16(udp + 4, (uint16_t)(8 + len));
-	roce_put16(udp + 6, 0xffff);		/* UDP checksum: masked */
-	memcpy(udp + 8, pkt, ROCE_BTH_LEN);
-	udp[8 + 4] = 0xff;			/* BTH resv8a (FECN/BECN): masked */
+	/* ID 0: what an unconnected socket's DF datagrams carry */
+	gdak_roce_ipv4_udp(ph + 8, path, len, 0, 0);
+	memcpy(ph + PH_LEN, pkt, ROCE_BTH_LEN);
+	mask_variant(ph);
 
 	c = crc_update(0xffffffffu, ph, sizeof(ph));
 	c = crc_update(c, pkt + ROCE_BTH_LEN, len - ROCE_BTH_LEN - ROCE_ICRC_LEN);
 	return ~c;
 }
 
-uint32_t roce_icrc(const struct roce_path *path, const uint8_t *pkt, uint32_t len)
+uint32_t gdak_roce_icrc(const struct roce_path *path, const uint8_t *pkt, uint32_t len)
 {
 	pthread_once(&crc_once, crc_tab_init);
 	return use_path_cache ? icrc_cached(path, pkt, len) : icrc_plain(path, pkt, len);
@@ -432,16 +423,31 @@ static void icrc_self_check(void)
 	memset(base_cache, 0, sizeof(base_cache));
 }
 
-void roce_icrc_set(const struct roce_path *path, uint8_t *pkt, uint32_t len)
+uint32_t gdak_roce_icrc_ip(const uint8_t *ip, uint32_t ip_len)
 {
-	uint32_t c = roce_icrc(path, pkt, len);
+	uint8_t ph[PH_LEN + ROCE_BTH_LEN];
+	uint32_t c;
+
+	pthread_once(&crc_once, crc_tab_init);
+	if (ip_len < sizeof(ph) - 8 + ROCE_ICRC_LEN)
+		return 0;
+	memcpy(ph + 8, ip, sizeof(ph) - 8);
+	mask_variant(ph);
+	c = crc_update(0xffffffffu, ph, sizeof(ph));
+	c = crc_update(c, ip + sizeof(ph) - 8, ip_len - (sizeof(ph) - 8) - ROCE_ICRC_LEN);
+	return ~c;
+}
+
+void gdak_roce_icrc_set(const struct roce_path *path, uint8_t *pkt, uint32_t len)
+{
+	uint32_t c = gdak_roce_icrc(path, pkt, len);
 	uint8_t *p = pkt + len - ROCE_ICRC_LEN;
 
 	p[0] = (uint8_t)c; p[1] = (uint8_t)(c >> 8); p[2] = (uint8_t)(c >> 16); p[3] = (uint8_t)(c >> 24);
 }
 
-int roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t len,
-		    uint16_t *ip_id)
+int gdak_roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t len,
+			 uint16_t *ip_id)
 {
 	const uint8_t *p = pkt + len - ROCE_ICRC_LEN;
 	uint32_t got = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -450,10 +456,10 @@ int roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t l
 
 	if (len < ICRC_MIN_LEN || len > ROCE_MAX_PKT)
 		return 0;
-	d = got ^ roce_icrc(path, pkt, len);
+	d = got ^ gdak_roce_icrc(path, pkt, len);
 	if (d) {
 		/* take the distance factor off, then reduce against the basis */
-		d = roce_gf_mul(d, id_unshift[len]);
+		d = gdak_roce_gf_mul(d, id_unshift[len]);
 		for (int b = 31; b >= 0 && d; b--) {
 			if (!(d >> b & 1))
 				continue;
@@ -468,7 +474,7 @@ int roce_icrc_check(const struct roce_path *path, const uint8_t *pkt, uint32_t l
 	return 1;
 }
 
-int roce_icrc_ok(const struct roce_path *path, const uint8_t *pkt, uint32_t len)
+int gdak_roce_icrc_ok(const struct roce_path *path, const uint8_t *pkt, uint32_t len)
 {
-	return roce_icrc_check(path, pkt, len, NULL);
+	return gdak_roce_icrc_check(path, pkt, len, NULL);
 }

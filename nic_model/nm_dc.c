@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nm_dc.c - the Dynamically Connected transport: DCI requester side
+ * (address vectors, streams) and DCT targets (registry, access key).
+ *
+ * A DCI is an ordinary send queue whose wire WQEs carry an address vector
+ * (struct mlx5_wqe_av) right after the ctrl segment; a DCT is a
+ * receive-only QP that any DCI presenting its access key may reach.  The
+ * requester (nm_req.c) asks this file to read the AV while it decodes a
+ * WQE (nm_dc_decode_av), to put the WQE on a stream before it executes it
+ * (nm_dc_stream_enter), and the loop transport asks for the DCT the AV
+ * names (nm_dc_target); the responder (nm_resp.c) then applies the request
+ * to the DCT's context memory - its PD - exactly as for an RC peer.
+ *
+ * Streams, as mlx5 runs them: a DCI holds at most one connection ("stream")
+ * per stream channel (ctrl dci_stream_channel_id, modulo the streams the DCI
+ * was created with; 1 by default, so one).  A WQE for the DCT its stream is
+ * open to goes straight on; a WQE naming another target first waits for
+ * the stream's outstanding requests to complete, then closes it (ConnectX
+ * sends a DC disconnect) and opens it to the new target (DC connect).  A
+ * stream stays open while idle, and closes when the DCI goes to RESET or
+ * ERR.  Every open and close is a QP trace record that shows the AV.
+ *
+ * Errors (ConnectX's behaviour; docs/DESIGN.md "DC"):
+ *   - AV names no DCT (no QP of that number, or not a DCT), or an address
+ *     (LID / GID) where that DCT is not: the connect goes unanswered, the
+ *     DCI's WQE completes with TRANSPORT_RETRY_EXC_ERR (vendor 0x81);
+ *   - DCT not in RTR (ERR, RESET, INIT): unanswered too, the same syndrome;
+ *   - wrong access key: the DCT drops the connect and counts it
+ *     (dctc.dc_access_key_violation_count, the DCT_KEY_VIOLATION event):
+ *     the DCI sees TRANSPORT_RETRY_EXC_ERR.
+ *   - requests the DCT refuses (rkey, bounds, no receive WQE) fail as on RC:
+ *     REMOTE_ACCESS_ERR and so on, from nm_resp.c.
+ * Strict checks on the AV (size vs DS, reserved bits, a compact AV on the
+ * udp transport) fail the WQE with LOCAL_QP_OP_ERR / are reported as
+ * violations.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <gdak/trace_format.h>
+
+#include "nm_loc.h"
+
+struct nm_dc_stream {
+	bool open;
+	uint32_t dctn;
+	uint16_t lid;
+	uint8_t gid[16];
+	uint8_t av_ds;
+	uint64_t key; /* the access key it was opened with */
+};
+
+/* DCTs a DCI reached lately, by number (NIC thread; valid while gen ==
+ * dct_gen): a DCI that sprays puts over many peers turns its stream at
+ * every WQE and would otherwise search the registry each time */
+#define NM_DC_CACHE 16
+struct nm_dc_cache {
+	uint32_t dctn, gen;
+	struct nm_qp *dct;
+};
+
+struct nm_dc {
+	uint8_t type;	   /* GDAK_QPT_DCI / GDAK_QPT_DCT */
+	uint64_t key;	   /* DCT: its access key */
+	uint32_t nstreams; /* DCI */
+	struct nm_dc_stream st[GDAK_DCI_MAX_STREAMS];
+	struct nm_dc_cache cache[NM_DC_CACHE];
+	struct gdak_nic_dc_stats stats; /* one writer per field (nm_stat_add) */
+};
+
+/* ---- the DCT registry ---------------------------------------------------------- */
+
+/* DCTs of this process.  dct_gen moves (release) whenever one goes away,
+ * before the grace period that precedes its free: a stream's cached DCT
+ * pointer read under an unchanged generation is still alive. */
+static pthread_mutex_t dct_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nm_qp **dcts;
+static uint32_t ndcts, dcts_cap;
+static _Atomic uint32_t dct_gen = 1;
+
+static int dct_add(struct nm_qp *qp)
+{
+	pthread_mutex_lock(&dct_lock);
+	if (ndcts == dcts_cap) {
+		uint32_t cap = dcts_cap ? 2 * dcts_cap : 16;
+		struct nm_qp **n = realloc(dcts, cap * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&dct_lock);
+			return -ENOMEM;
+		}
+		dcts = n;
+		dcts_cap = cap;
+	}
+	dcts[ndcts++] = qp;
+	pthread_mutex_unlock(&dct_lock);
+	return 0;
+}
+
+static void dct_del(struct nm_qp *qp)
+{
+	pthread_mutex_lock(&dct_lock);
+	for (uint32_t i = 0; i < ndcts; i++) {
+		if (dcts[i] == qp) {
+			dcts[i] = dcts[--ndcts];
+			break;
+		}
+	}
+	atomic_fetch_add_explicit(&dct_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&dct_lock);
+}
+
+/* NIC thread: the DCT of this number; valid until the caller's next
+ * quiescent point (destroy waits a grace period after dct_del). */
+static struct nm_qp *dct_find(uint32_t dctn)
+{
+	struct nm_qp *qp = NULL;
+
+	pthread_mutex_lock(&dct_lock);
+	for (uint32_t i = 0; i < ndcts && !qp; i++)
+		if (dcts[i]->base.qpn == dctn)
+			qp = dcts[i];
+	pthread_mutex_unlock(&dct_lock);
+	return qp;
+}
+
+/* ---- objects ----------------------------------------------------------------------- */
+
+uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx)
+{
+	uint16_t lid = (uint16_t)(ctx->node ^ (ctx->node >> 16) ^ (ctx->node >> 32));
+
+	return lid ? lid : 1;
+}
+
+int nm_dc_qp_init(struct nm_qp *qp, const struct gdak_qp_attr *a)
+{
+	struct nm_dc *dc;
+
+	if (a->type == GDAK_QPT_RC)
+		return 0;
+	if (qp->ctx->tr != &nm_tr_loop_ops) {
+		GDAK_ERR("ctx", qp->ctx->base.id,
+			 "%s on transport %s: the NIC model runs DC on the in-process transport "
+			 "(\"emu\") only (docs/DESIGN.md \"DC\")",
+			 a->type == GDAK_QPT_DCI ? "DCI" : "DCT", qp->ctx->tr->name);
+		return -ENOTSUP;
+	}
+	dc = calloc(1, sizeof(*dc));
+	if (!dc)
+		return -ENOMEM;
+	dc->type = (uint8_t)a->type;
+	dc->key = a->dc_key;
+	dc->nstreams = a->type == GDAK_QPT_DCI ? a->dci_streams : 0;
+	qp->dc = dc;
+	return 0;
+}
+
+/* after reg_add: the QPN is known */
+int nm_dc_qp_publish(struct nm_qp *qp)
+{
+	if (!qp->dc || qp->dc->type != GDAK_QPT_DCT)
+		return 0;
+	return dct_add(qp);
+}
+
+void nm_dc_qp_fini(struct nm_qp *qp)
+{
+	if (!qp->dc)
+		return;
+	if (qp->dc->type == GDAK_QPT_DCT)
+		dct_del(qp);
+}
+
+void nm_dc_qp_free(struct nm_qp *qp)
+{
+	free(qp->dc);
+	qp->dc = NULL;
+}
+
+void nm_dc_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
+{
+	out->qp_type = (uint8_t)qp->base.attr.type;
+	if (!qp->dc)
+		return;
+	if (qp->dc->type == GDAK_QPT_DCT)
+		out->dc_key = qp->dc->key;
+	if (qp->ctx->tr == &nm_tr_loop_ops)
+		out->lid = nm_dc_loop_lid(qp->ctx);
+}
+
+int gdak_nic_dc_stats(struct gdak_qp *bqp, struct gdak_nic_dc_stats *st)
+{
+	struct nm_qp *qp;
+
+	if (!bqp || !st)
+		return -EINVAL;
+	if (bqp->ctx->ops != &gdak_nm_backend_ops)
+		return -ENOTSUP;
+	qp = nm_qp_of(bqp);
+	memset(st, 0, sizeof(*st));
+	if (!qp->dc)
+		return -EINVAL;
+	st->connects = __atomic_load_n(&qp->dc->stats.connects, __ATOMIC_RELAXED);
+	st->disconnects = __atomic_load_n(&qp->dc->stats.disconnects, __ATOMIC_RELAXED);
+	st->key_violations = __atomic_load_n(&qp->dc->stats.key_violations, __ATOMIC_RELAXED);
+	st->open_streams = 0;
+	for (uint32_t i = 0; i < qp->dc->nstreams; i++)
+		st->open_streams += __atomic_load_n(&qp->dc->st[i].open, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- trace records ----------------------------------------------------------------------- */
+
+static void gid_text(char *t, size_t n, const uint8_t *g)
+{
+	snprintf(t, n, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12],
+		 g[13], g[14], g[15]);
+}
+
+static void stream_rec(struct nm_qp *qp, unsigned i, const struct nm_dc_stream *s, const char *what,
+		       uint64_t key)
+{
+#ifdef NM_HAVE_TRACE
+	char t[160], g[48];
+
+	if (!atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed))
+		return;
+	if (s->av_ds == 3) {
+		gid_text(g, sizeof(g), s->gid);
+		snprintf(t, sizeof(t),
+			 "DC stream %u %s DCT 0x%x: full AV, key 0x%" PRIx64 ", lid 0x%x, gid %s",
+			 i, what, s->dctn, key, s->lid, g);
+	} else {
+		snprintf(t, sizeof(t),
+			 "DC stream %u %s DCT 0x%x: compact AV, key 0x%" PRIx64 ", lid 0x%x", i,
+			 what, s->dctn, key, s->lid);
+	}
+	NM_TRACE(qp, gdak_trace_qp, qp->base.qpn, s->dctn, qp->ctx->tr->name, t);
+#else
+	(void)qp, (void)i, (void)s, (void)what, (void)key, (void)gid_text;
+#endif
+}
+
+void nm_dc_streams_close(struct nm_qp *qp, const char *why)
+{
+	if (!qp->dc || qp->dc->type != GDAK_QPT_DCI)
+		return;
+	for (uint32_t i = 0; i < qp->dc->nstreams; i++) {
+		struct nm_dc_stream *s = &qp->dc->st[i];
+
+		if (!s->open)
+			continue;
+		stream_rec(qp, i, s, why, s->key);
+		__atomic_store_n(&s->open, false, __ATOMIC_RELAXED);
+		nm_stat_add(&qp->dc->stats.disconnects, 1);
+	}
+}
+
+/* ---- requester ---------------------------------------------------------------------------- */
+
+static const uint8_t zero_gid[16];
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int nm_dc_decode_av(struct nm_qp *qp, struct nm_op *op, const uint8_t *w, uint32_t ds)
+{
+	const uint8_t *av = w + 16;
+	uint32_t dqp;
+	int full;
+
+	if (!qp->dc || qp->dc->type != GDAK_QPT_DCI)
+		return 0;
+	if (op->opcode == MLX5_OPCODE_NOP || op->opcode == GDAK_MLX5_OPCODE_WAIT ||
+	    op->opcode == GDAK_MLX5_OPCODE_DUMP)
+		return 0;
+	/* the AV's first 16 bytes lie in the WQE's first WQEBB: readable
+	 * before the DS count is checked */
+	dqp = rd32(av + 8);
+	full = !!(dqp & GDAK_MLX5_AV_FULL);
+	op->av_ds = full ? 3 : 1;
+	op->dc_dctn = dqp & 0xffffff;
+	op->dc_key = (uint64_t)rd32(av) << 32 | rd32(av + 4);
+	op->dc_stream = (uint8_t)(((uint32_t)w[9] << 8 | w[10]) & (qp->dc->nstreams - 1));
+	if (ds < 1u + op->av_ds) {
+		char t[96];
+
+		snprintf(t, sizeof(t), "DS %u cannot hold the ctrl segment and a %s address vector",
+			 ds, full ? "48-byte" : "16-byte");
+		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		op->rule = "dc_av_size";
+		op->flags |= NM_OPF_VIOLATION;
+		nm_violation(qp, op->wqe_index, op->rule, op->status, "%s WQE: %s",
+			     gdak_mlx5_opcode_name(op->opcode), t);
+		return -1;
+	}
+	if ((dqp & 0x7f000000u) && nm_strict()) {
+		/* ConnectX ignores them; a DCT number over 24 bits is a bug in
+		 * whoever built the AV */
+		nm_violation(qp, op->wqe_index, "dc_av_reserved", 0,
+			     "AV dqp_dct 0x%08x: bits 30..24 are reserved", dqp);
+	}
+	return op->av_ds;
+}
+
+int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
+{
+	struct nm_dc_stream *s;
+	uint16_t lid;
+	const uint8_t *gid;
+
+	if (!op->av_ds)
+		return 0;
+	s = &qp->dc->st[op->dc_stream];
+	lid = (uint16_t)(op->av[14] << 8 | op->av[15]);
+	gid = op->av_ds == 3 ? op->av + 32 : zero_gid;
+	if (s->open && s->dctn == op->dc_dctn && s->lid == lid && !memcmp(s->gid, gid, 16))
+		return 0;
+	if (s->open) {
+		/* the old target's requests complete before the stream turns:
+		 * the DCI is half duplex per stream (a READ or atomic still
+		 * out waits here; the loop transport completes in post_send) */
+		if (qp->reads_outstanding)
+			return 1;
+		stream_rec(qp, op->dc_stream, s, "closed to", s->key);
+		nm_stat_add(&qp->dc->stats.disconnects, 1);
+	}
+	s->dctn = op->dc_dctn;
+	s->lid = lid;
+	memcpy(s->gid, gid, 16);
+	s->av_ds = op->av_ds;
+	s->key = op->dc_key;
+	__atomic_store_n(&s->open, true, __ATOMIC_RELAXED);
+	nm_stat_add(&qp->dc->stats.connects, 1);
+	stream_rec(qp, op->dc_stream, s, "opened to", op->dc_key);
+	return 0;
+}
+
+static struct nm_qp *no_answer(struct nm_op *op, const char *rule)
+{
+	op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+	op->rule = rule;
+	return NULL;
+}
+
+struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
+{
+	struct nm_dc_stream *s;
+	struct nm_dc_cache *ce;
+	struct nm_qp *dct;
+	uint32_t gen = atomic_load_explicit(&dct_gen, memory_order_acquire);
+	int st;
+
+	if (!op->av_ds)
+		return no_answer(op, "dc_no_av");
+	s = &qp->dc->st[op->dc_stream];
+	ce = &qp->dc->cache[op->dc_dctn % NM_DC_CACHE];
+	if (ce->dct && ce->gen == gen && ce->dctn == op->dc_dctn) {
+		dct = ce->dct;
+	} else {
+		dct = dct_find(op->dc_dctn);
+		if (!dct) {
+			GDAK_WARN_RL("qp", qp->id,
+				     "WQE %u (%s): AV names DCT 0x%x, which does not "
+				     "exist: the DC connect goes unanswered",
+				     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn);
+			return no_answer(op, "dc_no_dct");
+		}
+		ce->dct = dct;
+		ce->dctn = op->dc_dctn;
+		ce->gen = gen;
+	}
+	if (s->lid != nm_dc_loop_lid(dct->ctx)) {
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at LID 0x%x, that DCT is at LID 0x%x", op->dc_dctn,
+			     s->lid, nm_dc_loop_lid(dct->ctx));
+		op->flags |= NM_OPF_VIOLATION;
+		return no_answer(op, "dc_av_target");
+	}
+	if (s->av_ds == 3 && memcmp(s->gid, zero_gid, 16)) {
+		/* the loop transport's QPs have no GID: a full AV naming one
+		 * routes to another node */
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at a GID; in-process DCTs have none (all zero)",
+			     op->dc_dctn);
+		op->flags |= NM_OPF_VIOLATION;
+		return no_answer(op, "dc_av_target");
+	}
+	st = nm_qp_state(dct);
+	if (st != GDAK_QPS_RTR) {
+		GDAK_WARN_RL("qp", qp->id,
+			     "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes "
+			     "unanswered",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn,
+			     gdak_qp_state_name((enum gdak_qp_state)st));
+		return no_answer(op, "dc_dct_state");
+	}
+	if (op->dc_key != dct->dc->key) {
+		/* counted by the DCT (several DCIs may hit it at once) */
+		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x WQE %u presents key "
+			     "0x%" PRIx64,
+			     qp->base.qpn, op->wqe_index, op->dc_key);
+		return no_answer(op, "dc_key_violation");
+	}
+	return dct;
+}
