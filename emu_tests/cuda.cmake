@@ -18,6 +18,14 @@ if(GDAK_HAVE_CUDA)
   gdak_cuda_test(errors cuda_errors.cu TIMEOUT 180)
   gdak_cuda_test(handlers cuda_handlers.cu TIMEOUT 180)
   gdak_cuda_test(dc cuda_dc.cu TIMEOUT 180)
+  # the same kernels with their rings in GPU memory (GDAK_QP_F_QUEUES_GPU,
+  # nic_model/nm_ring_gpu.c): every handler, SQ and CQ wrap-around, 64 CTAs,
+  # every operation
+  foreach(_t handlers ctas ops)
+    add_test(NAME gdak.cuda.${_t}_gpurings COMMAND gdak_cuda_${_t})
+    set_tests_properties(gdak.cuda.${_t}_gpurings PROPERTIES LABELS cuda TIMEOUT 180
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_gpu ENVIRONMENT "GDAK_TEST_QUEUES_GPU=1")
+  endforeach()
 endif()
 # The engine alone (host threads post, data in GPU memory): a C test, built
 # everywhere; it skips when the NIC model has no CUDA engine.

@@ -91,3 +91,19 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
     SKIP_RETURN_CODE 77 LABELS memcheck
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel;GDAK_UNDER_VALGRIND=1")
 endif()
+# Rings in GPU memory (GDAK_QP_F_QUEUES_GPU, nic_model/nm_ring_gpu.c): the
+# stand-in driver (label unit: GPU memory the CPU cannot touch, the owner-
+# byte write log) and a real GPU (label cuda; tools/cuda/gpumem-check.sh).
+gdak_add_test(NAME gdak.cuda.gpu_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_rings.c
+  LIBS gdak_nic_util ${CMAKE_DL_LIBS} LABELS cuda TIMEOUT 300)
+target_include_directories(gdak_cuda_gpu_rings PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+set_tests_properties(gdak.cuda.gpu_rings PROPERTIES RESOURCE_LOCK gdak_gpu)
+add_dependencies(gdak_cuda_gpu_rings gdak_gpumem_fake_cuda gdak_gpumem_fake_cuda_old)
+add_test(NAME gdak.nic.gpu_rings COMMAND gdak_cuda_gpu_rings)
+set_tests_properties(gdak.nic.gpu_rings PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS unit
+  ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake")
+# ... and a driver without cuStreamBatchMemOp-era extras is the same
+# stand-in built without cuMemcpyBatchAsync: the CQE path does not need it
+add_test(NAME gdak.nic.gpu_rings_old COMMAND gdak_cuda_gpu_rings)
+set_tests_properties(gdak.nic.gpu_rings_old PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old")

@@ -21,7 +21,10 @@
  *     an order between chains gets it wrong here.
  * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
  * work), gdak_fake_gpu_rw (the writable view of device memory),
- * gdak_fake_gpu_stats (kernel launches, copies, descriptors run).
+ * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
+ * gdak_fake_gpu_watch / gdak_fake_gpu_watched (the order in which the
+ * last byte of each 64-byte slot of a range - a CQ's owner bytes - was
+ * written, by which kind of operation, with which value).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -122,6 +125,58 @@ API void gdak_fake_gpu_batch_calls(unsigned long long *memop, unsigned long long
 	pthread_mutex_unlock(&lock);
 }
 
+/* Owner-byte watch: writes of byte 63 of each 64-byte slot of [lo, lo+len) */
+struct fwatch {
+	uint32_t slot;
+	uint8_t val;
+	uint8_t by_value; /* a stream write-value (else a copy) */
+};
+#define WATCH_MAX 65536
+static devptr watch_lo;
+static size_t watch_len;
+static struct fwatch watch_log[WATCH_MAX];
+static unsigned watch_n;
+
+API void gdak_fake_gpu_watch(devptr lo, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	watch_lo = lo;
+	watch_len = len;
+	watch_n = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Up to max records, oldest first; returns how many there are. */
+API unsigned gdak_fake_gpu_watched(struct fwatch *out, unsigned max)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&lock);
+	n = watch_n;
+	memcpy(out, watch_log, sizeof(*out) * (n < max ? n : max));
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* Under lock: a write of len bytes (now at d) to device address dst. */
+static void watch_note(devptr dst, const uint8_t *d, size_t len, int by_value)
+{
+	if (!watch_len || dst + len <= watch_lo || dst >= watch_lo + watch_len)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		devptr a = dst + i;
+
+		if (a < watch_lo || a >= watch_lo + watch_len || ((a - watch_lo) & 63) != 63)
+			continue;
+		if (watch_n < WATCH_MAX) {
+			watch_log[watch_n].slot = (uint32_t)((a - watch_lo) / 64);
+			watch_log[watch_n].val = d[i];
+			watch_log[watch_n].by_value = (uint8_t)by_value;
+		}
+		watch_n++;
+	}
+}
+
 API void *gdak_fake_gpu_rw(devptr p, size_t len)
 {
 	void *r;
@@ -165,6 +220,7 @@ static void run_op(struct fop *o)
 			return;
 		}
 		memcpy(d, &o->seq, o->len);
+		watch_note(o->dst, d, o->len, 1);
 		n_memop++;
 		return;
 	}
@@ -178,6 +234,7 @@ static void run_op(struct fop *o)
 		if (!s)
 			s = (uint8_t *)(uintptr_t)o->src;
 		memmove(d, s, o->len);
+		watch_note(o->dst, d, o->len, 0);
 		n_copy++;
 		free(o->stage);
 		return;

@@ -47,6 +47,12 @@ int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
 	/* relaxed: another producer of a shared CQ may be storing it; the
 	 * slot is chosen again under the CQ's lock */
 	used = ((uint32_t)__atomic_load_n(&cq->pi, __ATOMIC_RELAXED) - ci) & 0xffffff;
+	if (__builtin_expect(used >= cq->ncqe && cq->rg && cq->rg->dbrec, 0)) {
+		/* the consumer counter lives in GPU memory: look again there */
+		nm_rg_cq_rec_read(cq);
+		ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
+		used = ((uint32_t)__atomic_load_n(&cq->pi, __ATOMIC_RELAXED) - ci) & 0xffffff;
+	}
 	return used < cq->ncqe;
 }
 
@@ -105,6 +111,8 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 	if (cq->flags & NM_CQ_CC)
 		cqe = cc_store(cq);
 	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
+	if (__builtin_expect(cq->rg != NULL, 0) && cq->rg->cqes)
+		nm_rg_cqe(cq, cqe, cq->flags & NM_CQ_CC ? 0 : (uint32_t)cq->pi & (cq->ncqe - 1));
 	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
 	/* release: a WAIT on this CQ (another QP's thread) that sees the new
 	 * count also sees the CQE */

@@ -1624,6 +1624,9 @@ static void probe_once(void)
 	SYM(EventRecord, "cuEventRecord");
 	SYM(EventQuery, "cuEventQuery");
 	SYM(EventDestroy, "cuEventDestroy_v2");
+	/* optional: the GPU-memory ring engine's CQE owner words (nm_ring_gpu.c) */
+	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
+	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");
 
 	r = cu.Init(0);
 	if (r) {
@@ -1683,4 +1686,21 @@ const struct nm_dma_ops *nm_cuda_dma_probe(void)
 
 	pthread_once(&once, probe_once);
 	return probe_result;
+}
+
+/* The GPU-memory ring engine (nm_ring_gpu.c) drives the driver itself:
+ * stream memory operations and copies on a stream of its own. */
+const struct nm_cu_api *nm_cuda_api(void)
+{
+	return nm_cuda_dma_probe() ? &cu : NULL;
+}
+
+int nm_cuda_thread_ctx(void)
+{
+	return thread_ctx();
+}
+
+const char *nm_cuda_strerror(nm_cu_result r)
+{
+	return cu_err(r);
 }

@@ -188,4 +188,11 @@ const char *nm_cuda_path(void);
 /* GDRCopy: in use, or why not. */
 const char *nm_cuda_gdr(void);
 
+/* The loaded driver API (NULL without the CUDA engine), the calling
+ * thread's current-context setup (0 or -errno) and an error's text: for
+ * nm_ring_gpu.c, which issues its own copies and stream memory operations. */
+const struct nm_cu_api *nm_cuda_api(void);
+int nm_cuda_thread_ctx(void);
+const char *nm_cuda_strerror(nm_cu_result r);
+
 #endif /* NM_CUDA_H */

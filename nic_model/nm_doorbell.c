@@ -248,7 +248,7 @@ int nm_db_bf_verify(struct nm_qp *qp)
 	return -1;
 }
 
-int nm_db_poll(struct nm_qp *qp)
+static int db_poll(struct nm_qp *qp)
 {
 	uint64_t target;
 	uint16_t rec;
@@ -260,8 +260,11 @@ int nm_db_poll(struct nm_qp *qp)
 		return 0;
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		uint64_t p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+		/* a GPU-memory SQ holds pi at what its fetch has landed: the
+		 * word announced sq_want already */
+		uint64_t seen = qp->rg && qp->rg->sq_want > qp->pi ? qp->rg->sq_want : qp->pi;
 
-		if (p == qp->pi)
+		if (p == seen)
 			return 0;
 		nm_stat_add(&qp->st.doorbells, 1);
 		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, GDAK_DEV_DB_CPU_PROXY, (uint16_t)p, &p, 8);
@@ -339,8 +342,10 @@ int nm_db_poll(struct nm_qp *qp)
 		return 0;
 	qp->db_odd_reported = false;
 
-	if (qp->no_dbrec) {
-		/* no record: the register's producer index is the device's word */
+	if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
+		/* no record: the register's producer index is the device's word.
+		 * A record in GPU memory is read only at the idle check: the
+		 * register (host memory) says the same, without a copy */
 		if (!qp->rung_any)
 			return 1;
 		if (!producer_ok(qp, qp->rung_pi, NM_DB_RING))
@@ -367,6 +372,17 @@ int nm_db_poll(struct nm_qp *qp)
 	return 1;
 }
 
+int nm_db_poll(struct nm_qp *qp)
+{
+	int r = db_poll(qp);
+
+	/* a GPU-memory SQ: what the doorbells announced comes into the shadow
+	 * (asynchronously: the pass goes on with the other QPs meanwhile) */
+	if (__builtin_expect(qp->rg != NULL, 0) && qp->rg->sq)
+		r |= nm_rg_sq_step(qp);
+	return r;
+}
+
 /*
  * Called when the QP has been idle for a while.  A record ahead of the ring
  * (or the reverse) is normal for a moment - the device writes one, then the
@@ -382,7 +398,18 @@ int nm_db_idle_check(struct nm_qp *qp)
 	if (!nm_strict() || qp->handler == GDAK_DEV_DB_CPU_PROXY || qp->no_dbrec ||
 	    nm_qp_state(qp) != GDAK_QPS_RTS)
 		return 0;
+	if (qp->rg && qp->rg->dbrec) {
+		/* the record is in GPU memory: this is where it is read */
+		if (nm_rg_sq_rec_read(qp))
+			return 0;
+		qp->rec_last = rec_load(qp);
+	}
 	rec_pi = qp->ci + (uint16_t)(qp->rec_last - (uint16_t)qp->ci);
+	if (qp->rg && qp->rg->dbrec)
+		/* the register ran the QP: a record left behind is behind the
+		 * consumer, not 64K ahead */
+		rec_pi = qp->ci +
+			 (uint64_t)(int64_t)(int16_t)(uint16_t)(qp->rec_last - (uint16_t)qp->ci);
 	rec_ahead = rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt;
 	ring_ahead = qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt;
 	if (!rec_ahead && !ring_ahead) {

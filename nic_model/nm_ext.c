@@ -31,16 +31,18 @@ int nm_ext_ring_kind(struct gdak_ctx *ctx, const void *addr, size_t len, const c
 	enum gdak_mem_kind k = nm_mem_kind_of(ctx, addr);
 
 	(void)len;
-	if (k == GDAK_MEM_GPU) {
-		/* the NIC model's data path reads rings with plain loads: GPU
-		 * memory needs the GPU-memory ring engine, which is not there */
+	if (k != GDAK_MEM_GPU)
+		return 0;
+	if (!nm_rg_available()) {
+		/* the data path reads rings with plain loads; GPU memory needs the
+		 * GPU-memory ring engine's driver calls (nm_ring_gpu.c) */
 		GDAK_ERR("ctx", ctx->id,
-			 "%s at %p is GPU memory: rings in GPU memory are not supported by the "
-			 "emulated NIC yet (use host memory)",
+			 "%s at %p is GPU memory, and the emulated NIC has no CUDA memory "
+			 "engine to reach it (no GPU / libcuda.so.1, or GDAK_CUDA_DMA=0)",
 			 what, addr);
 		return -ENOTSUP;
 	}
-	return 0;
+	return 1;
 }
 
 struct nm_cq *nm_ext_cq_lookup(uint32_t cqn)
@@ -76,7 +78,7 @@ int nm_ext_cqn_used(uint32_t cqn)
 int nm_ext_cq_create(struct gdak_ctx *ctx, const struct nm_ext_cq_attr *a, struct nm_cq **out)
 {
 	struct nm_cq *cq;
-	int ret;
+	int buf_gpu, rec_gpu;
 
 	if (out)
 		*out = NULL;
@@ -100,11 +102,12 @@ int nm_ext_cq_create(struct gdak_ctx *ctx, const struct nm_ext_cq_attr *a, struc
 			 a->buf, a->ncqe, a->cqe_size, (void *)a->dbrec, a->flags);
 		return -EINVAL;
 	}
-	ret = nm_ext_ring_kind(ctx, a->buf, (size_t)a->ncqe * 64, "CQ buffer");
-	if (!ret)
-		ret = nm_ext_ring_kind(ctx, a->dbrec, 8, "CQ doorbell record");
-	if (ret)
-		return ret;
+	buf_gpu = nm_ext_ring_kind(ctx, a->buf, (size_t)a->ncqe * 64, "CQ buffer");
+	if (buf_gpu < 0)
+		return buf_gpu;
+	rec_gpu = nm_ext_ring_kind(ctx, a->dbrec, 8, "CQ doorbell record");
+	if (rec_gpu < 0)
+		return rec_gpu;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
@@ -117,6 +120,14 @@ int nm_ext_cq_create(struct gdak_ctx *ctx, const struct nm_ext_cq_attr *a, struc
 		    (a->flags & NM_EXT_CQ_CC ? NM_CQ_CC : 0);
 	cq->ext = true;
 	cq->ctx = nm_ctx_of(ctx);
+	{
+		int ret = nm_rg_cq_ext(cq, buf_gpu, rec_gpu);
+
+		if (ret) {
+			free(cq);
+			return ret;
+		}
+	}
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	/* 24-bit CQ numbers: the embedded CQs take 2*QPN and 2*QPN+1, which
 	 * may be any value, so a candidate is checked against both kinds */
@@ -162,6 +173,7 @@ int nm_ext_cq_destroy(struct nm_cq *cq)
 	/* a WAIT of some QP may have looked it up: let that pass end */
 	nm_engine_sync();
 	pthread_spin_destroy(&cq->lock);
+	nm_rg_cq_fini(cq);
 	free(cq);
 	return 0;
 }
@@ -183,11 +195,14 @@ uint32_t nm_ext_cq_users(const struct nm_cq *cq)
 
 static int ring_ok(struct gdak_ctx *ctx, const void *p, size_t len, size_t align, const char *what)
 {
+	int ret;
+
 	if (!p || ((uintptr_t)p & (align - 1))) {
 		GDAK_ERR("ctx", ctx->id, "%s %p: missing or not %zu-byte aligned", what, p, align);
 		return -EINVAL;
 	}
-	return nm_ext_ring_kind(ctx, p, len, what);
+	ret = nm_ext_ring_kind(ctx, p, len, what);
+	return ret < 0 ? ret : 0;
 }
 
 int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struct gdak_qp **out)
@@ -232,8 +247,17 @@ int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struc
 			      "receive queue");
 	if (!ret)
 		ret = ring_ok(ctx, a->dbrec, 8, 8, "QP doorbell record");
-	if (!ret && a->uar)
+	if (!ret && a->uar) {
 		ret = ring_ok(ctx, a->uar, GDAK_MLX5_UAR_PAGE, 4096, "doorbell (UAR) page");
+		if (!ret && nm_mem_kind_of(ctx, a->uar) == GDAK_MEM_GPU) {
+			/* the register is what the NIC polls: it stays host memory */
+			GDAK_ERR("ctx", ctx->id,
+				 "doorbell (UAR) page %p is GPU memory: it must be host memory "
+				 "(the NIC model polls it)",
+				 a->uar);
+			ret = -ENOTSUP;
+		}
+	}
 	if (ret)
 		return ret;
 

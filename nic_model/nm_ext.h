@@ -19,11 +19,16 @@
  * own (its gdak_dev_qp descriptor, proxy word, scratch MR, and the UAR
  * page when none is given), freed at destroy.
  *
- * Memory kind: rings must be host memory (malloc, mmap, HOST / HOST_MAPPED
- * allocations of the context).  GPU memory (cudaMalloc) is refused with
- * -ENOTSUP until the GPU-memory ring engine exists; the one place that
- * decides is nm_ext_ring_kind() (nm_ext.c).  Doorbell registers (the UAR
- * page) and records stay host memory in any case.
+ * Memory kind: each ring and record may be host memory (malloc, mmap,
+ * HOST / HOST_MAPPED allocations of the context) or GPU memory
+ * (cudaMalloc, a GPU allocation of the context: what a DEVX umem over GPU
+ * memory is).  The kind is found from the address (the CUDA driver's
+ * pointer attributes); GPU memory goes through the GPU-memory ring engine
+ * (nm_ring_gpu.c: host shadows, batched device-to-host WQE fetches, CQEs
+ * delivered with the owner byte last) and needs the CUDA memory engine,
+ * else -ENOTSUP.  The one place that decides is nm_ext_ring_kind()
+ * (nm_ext.c): a caller that wants to know beforehand asks it.  Doorbell
+ * registers (the UAR page) stay host memory in any case (-ENOTSUP).
  *
  * Threading and lifetime: create/destroy/modify are control-path calls,
  * from any one thread per object (not concurrently on the same object).
@@ -136,9 +141,10 @@ int nm_ext_qp_doorbell_any(struct gdak_qp *qp);
 
 /* ---- memory kind -------------------------------------------------------- */
 
-/* The one place that decides whether a ring / record at [addr, addr+len)
- * can be executed: 0 (host memory), or -ENOTSUP with a log line naming
- * what (GPU memory: the GPU-memory ring engine is not there yet). */
+/* The one place that decides how a ring / record at [addr, addr+len) is
+ * executed: 0 host memory, 1 GPU memory (the GPU-memory ring engine will
+ * reach it), or -ENOTSUP with a log line naming what (GPU memory without
+ * the CUDA memory engine). */
 int nm_ext_ring_kind(struct gdak_ctx *ctx, const void *addr, size_t len, const char *what);
 
 #endif /* NM_EXT_H */

@@ -11,7 +11,8 @@
  *   nm_comp.c      completer: CQEs, errors, flushes
  * around them nm_mem.c (memory, MRs), nm_qp.c (QP objects), nm_thread.c (NIC
  * threads, libev loops), nm_backend.c (the "emu" backend ops), nm_api.c
- * (gdak_nic_*), nm_fault.c (fault-injection hooks).
+ * (gdak_nic_*), nm_fault.c (fault-injection hooks), nm_ring_gpu.c (rings in
+ * GPU memory: host shadows and the driver calls that fill / drain them).
  *
  * Threading: a QP's send side (doorbell, requester, completer of its send
  * CQ) runs only on the NIC thread that serves it.  The responder side of a
@@ -219,6 +220,9 @@ struct nm_cq {
 	uint32_t *arm_dbrec; /* dbrec + 1: the device's arm word (be32) */
 	uint64_t *arm_db;    /* optional UAR word the device rings to arm */
 	struct nm_cq *next;  /* nm_ext.c's registry */
+	/* CQEs and / or the consumer record in GPU memory (nm_ring_gpu.c):
+	 * cqes / dbrec above are then host shadows; NULL for host CQs */
+	struct nm_rg_cq *rg;
 };
 
 /* Producers of cq (nm_comp.c) hold this around one CQE. */
@@ -320,6 +324,9 @@ struct nm_qp {
 	 * them (RESET included) and frees only its own block */
 	bool ext;
 	bool ext_uar; /* the UAR page is the device's too */
+	/* rings / records in GPU memory (nm_ring_gpu.c): sq, rq, dbrec above
+	 * are host shadows of them; NULL for host rings */
+	struct nm_rg_qp *rg;
 
 	/* doorbell stage (NIC thread) */
 	uint64_t db_reg_last;	/* register contents seen last */
@@ -828,6 +835,72 @@ static inline void nm_trace_wqe(struct nm_qp *qp, uint16_t idx, const uint8_t *w
 #define NM_TRACE(qp, fn, ...) ((void)(qp))
 #define NM_TRACE_PASS_END(batch) ((void)0)
 #endif
+
+/* ---- nm_ring_gpu.c: rings in GPU memory ------------------------------------ */
+
+/* GPU addresses of a CQ's rings (NULL: that part is host memory) */
+struct nm_rg_cq {
+	uint8_t *cqes;
+	uint32_t *dbrec;
+	void *shadow; /* external CQs: the host shadow (malloc) */
+};
+struct nm_rg_qp {
+	uint8_t *sq, *rq;
+	uint32_t *dbrec;
+	uint64_t sq_have;  /* the SQ shadow holds the WQEBBs below this index */
+	uint64_t sq_want;  /* the producer the doorbells announced (qp->pi is held
+			   * at sq_have until the fetch lands) */
+	uint64_t fetch_to; /* a fetch in flight up to here (0: none) */
+	void *fetch_ev;	   /* its event (nm_cu_event) */
+	uint64_t rq_have;  /* the RQ shadow: receive WQEs below this index */
+	void *gblock;	   /* GDAK_QP_F_QUEUES_GPU: the NIC's own GPU block */
+	size_t glen;
+	void *shadow;		  /* external rings: the host shadow (malloc) */
+	struct nm_rg_cq scq, rcq; /* the embedded CQs' part of gblock */
+};
+/* 1 while the calling NIC thread is inside a pass (CQEs wait for its end) */
+extern __thread int nm_rg_in_pass;
+extern __thread int nm_rg_pending;
+int nm_rg_available(void);
+/* WQE fetch: the SQ shadow up to WQEBB index `to`, waited for (QP to ERR
+ * on failure); nm_rg_sq_step: the doorbell stage's asynchronous form,
+ * every pass - starts the fetch of what the doorbells announced, and holds
+ * qp->pi at what has landed (returns 1 when qp->pi moved) */
+void nm_rg_sq_fetch(struct nm_qp *qp, uint64_t to);
+int nm_rg_sq_step(struct nm_qp *qp);
+static inline void nm_rg_sq_need(struct nm_qp *qp, uint64_t to)
+{
+	if (__builtin_expect(qp->rg != NULL, 0) && qp->rg->sq && to > qp->rg->sq_have)
+		nm_rg_sq_fetch(qp, to);
+}
+/* record reads: the SQ record (idle check), the receive record and newly
+ * posted receive WQEs (returns receive WQEs available), the CQ consumer */
+int nm_rg_sq_rec_read(struct nm_qp *qp);
+uint32_t nm_rg_rq_refresh(struct nm_qp *qp);
+void nm_rg_cq_rec_read(struct nm_cq *cq);
+/* CQE write: cqe (in the shadow, complete) to GPU slot `slot` */
+void nm_rg_cqe(struct nm_cq *cq, const struct mlx5_cqe64 *cqe, uint32_t slot);
+/* the end of a NIC pass: deliver its CQEs */
+void nm_rg_pass_end(void);
+static inline void nm_rg_pass_end_if(void)
+{
+	if (__builtin_expect(nm_rg_pending, 0))
+		nm_rg_pass_end();
+}
+/* QP setup: GDAK_QP_F_QUEUES_GPU (own GPU block), external rings found in
+ * GPU memory (swaps sq/rq/dbrec for shadows), reset (own block: the
+ * initial contents pushed), teardown, and the address the device uses for
+ * a shadow pointer */
+int nm_rg_qp_own(struct nm_qp *qp);
+int nm_rg_qp_ext(struct nm_qp *qp);
+void nm_rg_qp_reset(struct nm_qp *qp);
+void nm_rg_qp_fini(struct nm_qp *qp);
+void *nm_rg_dev_addr(const struct nm_qp *qp, const void *host);
+/* external CQ whose buffer / record is GPU memory */
+int nm_rg_cq_ext(struct nm_cq *cq, int buf_gpu, int rec_gpu);
+void nm_rg_cq_fini(struct nm_cq *cq);
+/* fetches, bytes fetched, record reads, CQE batches, CQEs delivered */
+void nm_rg_stats(uint64_t out[5]);
 
 /* ---- nm_backend.c ---------------------------------------------------------------------- */
 

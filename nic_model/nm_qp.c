@@ -195,8 +195,9 @@ static void dev_cq_fill(struct gdak_dev_cq *d, const struct nm_cq *cq)
 	d->cqn = cq->cqn;
 	d->ncqe = cq->ncqe;
 	d->log_ncqe = log2u(cq->ncqe);
-	d->cqes = cq->cqes;
-	d->dbrec = cq->dbrec;
+	/* GPU-memory CQ: the device polls the GPU copy, the NIC the shadow */
+	d->cqes = cq->rg && cq->rg->cqes ? (void *)cq->rg->cqes : (void *)cq->cqes;
+	d->dbrec = cq->rg && cq->rg->dbrec ? cq->rg->dbrec : cq->dbrec;
 	d->flags = (cq->flags & NM_CQ_OI ? GDAK_DEV_CQ_F_OVERRUN_IGNORE : 0) |
 		   (cq->flags & NM_CQ_CC ? GDAK_DEV_CQ_F_COLLAPSED : 0);
 }
@@ -217,13 +218,13 @@ static void dev_qp_fill(struct nm_qp *qp)
 	/* largest inline payload any inline-capable opcode can carry in 63 DS:
 	 * ctrl + raddr + 4-byte inline header */
 	d->max_inline = (GDAK_MLX5_MAX_DS - 2) * GDAK_MLX5_DS_BYTES - 4;
-	d->sq_buf = qp->sq;
-	d->dbrec = qp->dbrec;
+	d->sq_buf = nm_rg_dev_addr(qp, qp->sq);
+	d->dbrec = nm_rg_dev_addr(qp, qp->dbrec);
 	d->db_reg = (uint64_t *)(void *)(qp->uar + GDAK_MLX5_DB_OFFSET);
 	d->proxy_pi = qp->proxy_pi;
 	dev_cq_fill(&d->scq, qp->scq);
 	if (qp->rq_cnt) {
-		d->rq_buf = qp->rq;
+		d->rq_buf = nm_rg_dev_addr(qp, qp->rq);
 		d->rq_wqe_cnt = qp->rq_cnt;
 		d->rq_log_stride = log2u(qp->rq_stride);
 		dev_cq_fill(&d->rcq, qp->rcq);
@@ -253,6 +254,8 @@ static void queues_reset(struct nm_qp *qp)
 		if (qp->rq_cnt)
 			cq_init(qp->rcq);
 	}
+	if (qp->rg)
+		nm_rg_qp_reset(qp);
 	qp->rq_ci = 0;
 	nm_db_reset(qp);
 	nm_req_reset(qp);
@@ -280,12 +283,13 @@ static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
 	uint8_t *m;
 	int ret;
 
-	if (a->flags & GDAK_QP_F_QUEUES_GPU) {
-		/* the rings stay host memory mapped into the GPU: accepting the
-		 * flag would break device code that relies on GPU-resident rings */
-		GDAK_ERR("ctx", bctx->id,
-			 "GDAK_QP_F_QUEUES_GPU: the emulated NIC keeps its rings "
-			 "in host memory mapped into the GPU; not supported on emu");
+	if ((a->flags & GDAK_QP_F_QUEUES_GPU) && (ext || !nm_rg_available())) {
+		/* rings in GPU memory need the CUDA engine's driver calls
+		 * (nm_ring_gpu.c); external rings say their kind themselves */
+		GDAK_ERR("ctx", bctx->id, "GDAK_QP_F_QUEUES_GPU: %s",
+			 ext ? "not a flag of external rings (their memory says it)"
+			     : "rings in GPU memory need the CUDA memory engine (a GPU and "
+			       "libcuda.so.1, GDAK_CUDA_DMA not 0)");
 		return -ENOTSUP;
 	}
 	qp = aligned_alloc(64, (sizeof(*qp) + 63) & ~(size_t)63);
@@ -363,9 +367,13 @@ static int qp_create(struct nm_ctx *ctx, const struct gdak_qp_attr *a,
 	ret = nm_dc_qp_init(qp, a);
 	if (ret)
 		goto err_mr;
-	ret = reg_add(qp, &qpn);
+	/* rings in GPU memory: what the block holds becomes their host shadow */
+	ret = ext ? nm_rg_qp_ext(qp) : (a->flags & GDAK_QP_F_QUEUES_GPU) ? nm_rg_qp_own(qp) : 0;
 	if (ret)
 		goto err_mr;
+	ret = reg_add(qp, &qpn);
+	if (ret)
+		goto err_rg;
 	qp->id = qpn;
 	qp->own_scq.cqn = (qpn << 1) & 0xffffff;
 	qp->own_rcq.cqn = ((qpn << 1) | 1) & 0xffffff;
@@ -412,6 +420,8 @@ err_reg:
 			atomic_fetch_sub(&qp->rcq->users, 1);
 	}
 	reg_del(qp);
+err_rg:
+	nm_rg_qp_fini(qp);
 err_mr:
 	nm_dc_qp_free(qp);
 	nm_mr_dereg(qp->scratch_mr);
@@ -463,6 +473,7 @@ int nm_qp_destroy(struct gdak_qp *bqp)
 	nm_dc_qp_free(qp);
 	nm_mr_dereg(qp->scratch_mr); /* before nqps drops: the context outlives it */
 	nm_dma_get()->free(qp->dmem, qp->dmem_len, GDAK_MEM_HOST_MAPPED);
+	nm_rg_qp_fini(qp);
 	pthread_spin_destroy(&qp->resp_lock);
 	pthread_mutex_destroy(&qp->err_lock);
 	free(qp);

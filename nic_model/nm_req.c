@@ -45,7 +45,8 @@ void nm_req_reset(struct nm_qp *qp)
 
 int nm_req_busy(const struct nm_qp *qp)
 {
-	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi;
+	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi ||
+	       (qp->rg && qp->rg->sq_want > qp->pi); /* a GPU-ring fetch in flight */
 }
 
 /* A check failed: the op carries the syndrome; strict-mode rules count as
@@ -536,7 +537,7 @@ static int flush(struct nm_qp *qp)
 	/* everything posted, rung or not, is flushed (what hardware does) */
 	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
 		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
-	} else if (qp->no_dbrec) {
+	} else if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
 		p = nm_db_reg_producer(qp);
 		nm_db_forget_register(qp);
 	} else {
@@ -549,6 +550,7 @@ static int flush(struct nm_qp *qp)
 	if (p - qp->ci > qp->sq_cnt)
 		p = qp->ci; /* garbage producer: nothing sensible to flush */
 	qp->pi = p;
+	nm_rg_sq_need(qp, p);
 	while (qp->ci < p && n < NM_PASS_CAP) {
 		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
 		struct gdak_mlx5_ctrl c;

@@ -66,7 +66,14 @@ static uint16_t viol_index(const struct nm_resp_msg *m)
 uint32_t nm_resp_rq_avail(struct nm_qp *qp)
 {
 	uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
-	return (uint16_t)(rec - (uint16_t)qp->rq_ci);
+	uint32_t avail = (uint16_t)(rec - (uint16_t)qp->rq_ci);
+
+	/* GPU-memory RQ or record: the record is read there when the shadow
+	 * shows nothing posted, the WQEs fetched when not in the shadow yet */
+	if (__builtin_expect(qp->rg != NULL, 0) &&
+	    (!avail || (qp->rg->rq && qp->rq_ci + avail > qp->rg->rq_have)))
+		avail = nm_rg_rq_refresh(qp);
+	return avail;
 }
 
 static int rkey_check(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t need, uint64_t va,

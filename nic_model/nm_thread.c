@@ -140,6 +140,7 @@ static int pass(struct nm_thread *t)
 	int work = 0;
 
 	t->in_pass = true;	/* trace: a pass's records form one batch */
+	nm_rg_in_pass = 1;	/* GPU-memory CQs: the pass's CQEs go in one batch */
 	for (uint32_t i = 0; i < t->nact;) {
 		struct nm_qp *qp = t->act[i];
 		int r = nm_req_progress(qp);
@@ -172,6 +173,8 @@ static int pass(struct nm_thread *t)
 		}
 	}
 	t->in_pass = false;
+	nm_rg_in_pass = 0;
+	nm_rg_pass_end_if();
 	NM_TRACE_PASS_END(nm_tbuf_pass);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
 	return work;

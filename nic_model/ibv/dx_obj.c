@@ -131,9 +131,10 @@ int dx_umem_reg(struct dx_ctx *c, void *addr, size_t size, uint32_t access, stru
 		return -EINVAL;
 	}
 	/* the one place a umem's memory kind is decided (nm_ext_ring_kind):
-	 * GPU memory waits for the GPU-memory ring engine */
+	 * 0 host, 1 GPU memory (executed by the GPU-memory ring engine,
+	 * nm_ring_gpu.c), or -ENOTSUP (GPU memory without the CUDA engine) */
 	ret = dx_ring_kind(c, addr, size, "DEVX umem");
-	if (ret)
+	if (ret < 0)
 		return ret;
 	o = dx_obj_new(c, DX_OBJ_UMEM);
 	if (!o)

@@ -22,11 +22,14 @@
 #          (kernel, memop, copy, off; with copy and off also its fullgpu
 #          case: every SM held by the application while the NIC copies), gdak_cuda_dma / _ops / _ctas with
 #          GDAK_CUDA_BATCH=kernel and copy (the rest of the suite on the new
-#          paths); each bounded by GDAK_TEST_TIMEOUT (120 s)
+#          paths); rings in GPU memory (GDAK_QP_F_QUEUES_GPU): gdak_cuda_gpu_rings
+#          and gdak_cuda_handlers / _ctas / _ops with GDAK_TEST_QUEUES_GPU=1;
+#          each bounded by GDAK_TEST_TIMEOUT (120 s)
 #   perf   N (5) x { off, kernel, memop, copy } alternating (--modes), each one
 #          process of gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1
 #          with its own baselines (ping-pong, host-mapped rate, cudaMemcpy
-#          D2D), GDAK_CUDA_STATS=1 (the "gdak cuda stats" lines of the perf
+#          D2D, and for the gpu-rings rows the floor: one device-to-host fetch
+#          plus one host-to-device CQE delivery), GDAK_CUDA_STATS=1 (the "gdak cuda stats" lines of the perf
 #          logs: one per emu context, docs/CUDA.md "Counters")
 # Output in --out (default ./gpumem-logs): env.txt, tests.log,
 # perf-<mode>-<i>.{txt,json}, summary.txt (printed last).  Exit 0 when every
@@ -68,18 +71,19 @@ status=0
 if [ $tests = 1 ]; then
 	log="$out/tests.log"
 	: >"$log"
-	run_test() { # MODE BINARY
+	run_test() { # MODE BINARY [VAR=VALUE ...]
 		local mode=$1 name=$2 rc t0 t1 line
+		shift 2
 		[ -x "$bin/$name" ] || { say "test $name ($mode): MISSING"; status=1; return; }
-		echo "==== $name GDAK_CUDA_BATCH=$mode" >>"$log"
+		echo "==== $name GDAK_CUDA_BATCH=$mode $*" >>"$log"
 		t0=$(date +%s)
-		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode \
+		env "$@" GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode \
 			timeout "${GDAK_TEST_TIMEOUT:-120}" "$bin/$name" >>"$log" 2>&1
 		rc=$?
 		t1=$(date +%s)
 		line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 		case $rc in
-		0) say "test $name ($mode): ok, $line, $((t1 - t0)) s" ;;
+		0) say "test $name ($mode $*): ok, $line, $((t1 - t0)) s" ;;
 		77) say "test $name ($mode): SKIPPED (no GPU?)"; status=1 ;;
 		124) say "test $name ($mode): TIMEOUT after $((t1 - t0)) s"; status=1 ;;
 		*) say "test $name ($mode): FAILED rc=$rc ($line)"; status=1 ;;
@@ -91,6 +95,11 @@ if [ $tests = 1 ]; then
 		run_test $m gdak_cuda_dma
 		run_test $m gdak_cuda_ops
 		run_test $m gdak_cuda_ctas
+	done
+	# rings in GPU memory
+	run_test kernel gdak_cuda_gpu_rings
+	for t in handlers ctas ops; do
+		run_test kernel gdak_cuda_$t GDAK_TEST_QUEUES_GPU=1
 	done
 fi
 
@@ -169,6 +178,38 @@ for mode in $modes; do
 	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
 done
 rm -f "$out"/.m-*
+say ""
+say "rings in GPU memory (target: PROXY gpu-rings p50 <= 1.5x the floor, 64 CTAs >= 2 M/s):"
+say "  mode run | floor p50 us | PROXY p50 us (x floor) | DB p50 us (x floor) |" \
+    "BF p50 us (x floor) | 64 CTAs gpu-rings M/s"
+for mode in $modes; do
+	: >"$out/.r-$mode"
+	for i in $(seq 1 "$runs"); do
+		j="$out/perf-$mode-$i.json"
+		fl=$(field "$j" "d2h fetch + h2d cqe" lat_p50_ns)
+		px=$(field "$j" "PROXY gpu-rings gpu-desc" lat_p50_ns)
+		pr=$(field "$j" "PROXY gpu-rings gpu-desc" pingpong_ratio)
+		db=$(field "$j" "DB gpu-rings gpu-desc" lat_p50_ns)
+		dr=$(field "$j" "DB gpu-rings gpu-desc" pingpong_ratio)
+		bf=$(field "$j" "BF gpu-rings gpu-desc" lat_p50_ns)
+		br=$(field "$j" "BF gpu-rings gpu-desc" pingpong_ratio)
+		gr=$(field "$j" "DB gpu-rings put 8B" msg_rate)
+		line=$(awk -v fl="${fl:-0}" -v px="${px:-0}" -v pr="${pr:-0}" -v db="${db:-0}" \
+			-v dr="${dr:-0}" -v bf="${bf:-0}" -v br="${br:-0}" -v gr="${gr:-0}" 'BEGIN {
+			printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f",
+				fl / 1e3, px / 1e3, pr, db / 1e3, dr, bf / 1e3, br, gr / 1e6 }')
+		echo "$line" >>"$out/.r-$mode"
+		set -- $line
+		say "  $mode $i | $1 | $2 ($3x) | $4 ($5x) | $6 ($7x) | $8"
+	done
+	m=""
+	for k in 1 3 5 7 8; do
+		m="$m $(awk -v k=$k '{print $k}' "$out/.r-$mode" | median)"
+	done
+	set -- $m
+	say "  $mode medians: floor $1 us, PROXY x$2, DB x$3, BF x$4, 64 CTAs $5 M/s"
+done
+rm -f "$out"/.r-*
 say ""
 say "engine counters, run 1 of each mode (one line per emu context the run closed;"
 say "  the write_bw context is the one with the most batched copies):"

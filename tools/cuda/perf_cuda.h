@@ -13,6 +13,13 @@
  *              shmem_put_bw's shape), puts of S bytes; WQE/s over NIC
  *              threads 1/2/4/8
  *   big_bw     16 MiB GPU -> GPU RDMA_WRITE vs cudaMemcpy device-to-device
+ *   floor      rings in GPU memory (GDAK_QP_F_QUEUES_GPU): a kernel writes a
+ *              64-byte "WQE" to GPU memory and a host word, a CPU thread
+ *              copies the WQE device-to-host and delivers a 64-byte "CQE"
+ *              host-to-device (body copy, then cuStreamWriteValue32 of its
+ *              last word), the kernel polls it: one fetch plus one delivery,
+ *              the floor of a CPU NIC without a mapping of GPU memory; the
+ *              gpu-rings write_lat rows are judged by it
  *   dc_put_bw  write_bw's shape on DCIs, each put to the next of 8 DCTs
  *              (compact and full AV), vs the same puts on RC QPs
  *
@@ -93,6 +100,8 @@ struct pc_pair {
 	struct gdak_dev_qp *dev;	/* what the kernel uses */
 	struct gdak_dev_qp *host;	/* the exported descriptor */
 };
+/* GDAK_QP_F_* for the pairs pc_pair_make creates (the gpu-rings rows) */
+extern unsigned pc_qp_flags;
 int pc_pair_make(struct gdak_ctx *ctx, enum gdak_dev_db_handler h, uint32_t sq, int nic_thread,
 		 int gpu_desc, struct gdak_dev_qp *dev_slot, struct pc_pair *p);
 void pc_pair_destroy(struct pc_pair *p);
@@ -100,6 +109,8 @@ void pc_pair_destroy(struct pc_pair *p);
 /* ---- perf_cuda_lat.cu ------------------------------------------------------ */
 /* The raw ping-pong: p50/p99 in ns. */
 int pc_pingpong(unsigned iters, double *p50, double *p99);
+/* One device-to-host fetch plus one host-to-device CQE delivery: p50/p99. */
+int pc_floor(unsigned iters, double *p50, double *p99);
 int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99);
 
 /* ---- perf_cuda_bw.cu -------------------------------------------------------- */

@@ -177,6 +177,20 @@ int pc_write_bw(const struct pc_opts *o)
 			unsigned n = per_cta(o, 64);
 			rc |= rate_run(&e, 64, T, o->bw_size, GDAK_MEM_GPU, n < 2000 ? n : 2000,
 				       note);
+			/* rings in GPU memory (GDAK_QP_F_QUEUES_GPU): 64 CTAs again,
+			 * data in mapped memory, every WQE fetched and every CQE
+			 * delivered through the driver */
+			for (unsigned c = 0; c < m; c++)
+				pc_pair_destroy(&e.pairs[c]);
+			pc_qp_flags = GDAK_QP_F_QUEUES_GPU;
+			for (unsigned c = 0; c < m && !rc; c++)
+				rc = pc_pair_make(e.ctx, GDAK_DEV_DB_DB, 256, (int)(c % T), 1,
+						  &e.slots[c], &e.pairs[c]);
+			pc_qp_flags = 0;
+			if (rc)
+				return rc;
+			snprintf(note, sizeof(note), "DB gpu-rings put %zuB", o->bw_size);
+			rc |= rate_run(&e, 64, T, o->bw_size, GDAK_MEM_HOST_MAPPED, n, note);
 		}
 		for (unsigned c = 0; c < m; c++)
 			pc_pair_destroy(&e.pairs[c]);

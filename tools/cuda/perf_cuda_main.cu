@@ -70,6 +70,8 @@ int pc_wait(cudaStream_t s, unsigned limit_s, const char *what)
 	return 0;
 }
 
+unsigned pc_qp_flags;
+
 int pc_pair_make(struct gdak_ctx *ctx, enum gdak_dev_db_handler h, uint32_t sq, int nic_thread,
 		 int gpu_desc, struct gdak_dev_qp *dev_slot, struct pc_pair *p)
 {
@@ -84,6 +86,7 @@ int pc_pair_make(struct gdak_ctx *ctx, enum gdak_dev_db_handler h, uint32_t sq, 
 	a.sharing = GDAK_DEV_EXCLUSIVE;
 	a.mtu = 4096;
 	a.nic_thread = nic_thread;
+	a.flags = pc_qp_flags;
 	PC_GDAK(gdak_qp_create(ctx, &a, &p->qa));
 	a.sq_depth = a.cq_depth = 16;
 	PC_GDAK(gdak_qp_create(ctx, &a, &p->qb));

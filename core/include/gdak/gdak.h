@@ -125,9 +125,16 @@ enum gdak_qp_type {
  * refuses a flag it does not know (-EINVAL) and one the backend cannot
  * honour (-ENOTSUP, with a log line): a flag is never silently ignored.
  *
- * GDAK_QP_F_QUEUES_GPU  rings and records in GPU memory (hw_mlx5's DEVX
- *     path).  The emulated NIC keeps its rings in host memory mapped into
- *     the GPU, so "emu" refuses it.
+ * GDAK_QP_F_QUEUES_GPU  SQ, RQ, CQs and doorbell records in GPU memory
+ *     (cudaMalloc), as DOCA GPUNetIO places them; the doorbell register
+ *     page and the CPU-proxy word stay host memory.  hw_mlx5: its DEVX
+ *     path.  "emu": needs the CUDA memory engine (-ENOTSUP without a GPU);
+ *     the NIC model reaches the rings through the driver (WQEs fetched
+ *     when the register / proxy word announces them, CQEs delivered with
+ *     the owner byte last, the SQ record read only at the idle check:
+ *     the register is the producer; docs/CUDA.md "Rings in GPU memory").
+ *     Device code must keep the fence before its register store (no
+ *     GDAK_DEV_NO_RING_FENCE).
  * GDAK_QP_F_SCQ_OVERRUN_IGNORE / GDAK_QP_F_RCQ_OVERRUN_IGNORE  the send /
  *     receive CQ is created with overrun-ignore (PRM CQ context `oi`): the
  *     consumer never writes the CQ doorbell record (DOCA GPUNetIO and
