@@ -608,23 +608,23 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
 	if (t->handler != GDAK_DEV_DB_CPU_PROXY) {
 		ret = hw_qp_map(hq, dx->uar->reg_addr, 64, 1, &dev);
-		if (ret && dx->dbr_host) {
+		if (ret) {
 			/* cudaHostRegisterIoMemory refused the page (ordinary memory,
-			 * no I/O mapping): the records are host memory, so the CPU
-			 * proxy rings for the device, as the verbs path does */
+			 * no I/O mapping): the CPU proxy rings for the device, as the
+			 * verbs path does.  Records in GPU memory are out of the
+			 * proxy's reach, and need not be in it: the device writes its
+			 * send record before it publishes the producer index
+			 * (gdak_dev_sq_submit), so the proxy writes the register only */
 			GDAK_WARN("qp", t->qpn,
 				  "the UAR page cannot be mapped into the GPU (%s): "
-				  "doorbells go through the CPU proxy",
-				  gdak_strerror(ret));
-			hq->dbrec = (uint32_t *)(void *)((char *)dx->dbr + DBR_QP);
+				  "doorbells go through the CPU proxy%s",
+				  gdak_strerror(ret),
+				  dx->dbr_host ? ""
+					       : " (records in GPU memory: the register only)");
+			hq->dbrec = dx->dbr_host ? (uint32_t *)(void *)((char *)dx->dbr + DBR_QP)
+						 : NULL;
 			t->handler = GDAK_DEV_DB_CPU_PROXY;
 			return 0;
-		}
-		if (ret) {
-			/* records are in GPU memory, out of the proxy's reach */
-			GDAK_ERR("qp", t->qpn, "the UAR page cannot be mapped into the GPU (%s); "
-				 "create the QP with the CPU_PROXY handler", gdak_strerror(ret));
-			return ret;
 		}
 		t->db_reg = dev;
 		if (t->handler == GDAK_DEV_DB_BF && dx->host) {

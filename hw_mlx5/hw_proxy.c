@@ -32,9 +32,12 @@ void hw_ring_db(struct hw_qp *hq, uint64_t pi)
 	uint32_t ctrl[2];
 	uint64_t v;
 
-	/* 1. doorbell record: the HCA fetches WQEs up to this index */
-	__atomic_store_n(&hq->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)pi),
-			 __ATOMIC_RELAXED);
+	/* 1. doorbell record: the HCA fetches WQEs up to this index (none where
+	 *    the record is GPU memory: the device wrote it before publishing
+	 *    pi, hw_devx.c) */
+	if (hq->dbrec)
+		__atomic_store_n(&hq->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)pi),
+				 __ATOMIC_RELAXED);
 	/* 2. the record (and the WQEs the device wrote before publishing pi)
 	 *    must be visible before the HCA is told to look */
 	hw_wmb_before_db();
