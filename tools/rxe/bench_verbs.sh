@@ -72,8 +72,10 @@ pt() {
 			>"$OUT/cli" 2>&1
 		rc=$?
 	else
-		env=""
-		[ "$prog" = ib_write_lat ] && env=GDAK_POLL=spin
+		# gdak's default (adaptive) polling unless BENCH_GDAK_POLL says
+		# otherwise: spinning NIC threads of two processes on the guest's
+		# 2 vCPUs starve the pollers they serve
+		env=GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}
 		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
 			-n "$iters" -p $port >"$OUT/srv" 2>&1 &
 		sp=$!
