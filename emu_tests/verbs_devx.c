@@ -294,19 +294,20 @@ static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigne
 	return ret;
 }
 
-static void connect(struct dqp *q, uint32_t peer_qpn)
+/* The three transitions' mailboxes, as NVSHMEM's IBGDA fills them. */
+static void fill_rst2init(uint8_t *in)
 {
-	uint8_t in[0x800 / 8];
-	unsigned st;
-
-	memset(in, 0, sizeof(in));
+	memset(in, 0, 0x800 / 8);
 	set(in, QPC(0x490, 1), 1);
 	set(in, QPC(0x491, 1), 1);
 	set(in, QPC(0x492, 1), 1);
 	set(in, QPC(0x48c, 4), 3);
 	set(in, ADS(0x128, 8), 1);
-	CHECK_EQ(modify(q, 0x502, in, sizeof(in), &st), 0);
-	memset(in, 0, sizeof(in));
+}
+
+static void fill_init2rtr(uint8_t *in, uint32_t peer_qpn)
+{
+	memset(in, 0, 0x800 / 8);
 	set(in, QPC(0x40, 3), 3); /* 1024 */
 	set(in, QPC(0x43, 5), 30);
 	set(in, QPC(0xa8, 24), peer_qpn);
@@ -317,13 +318,28 @@ static void connect(struct dqp *q, uint32_t peer_qpn)
 	set(in, ADS(0x28, 1), 1);
 	set(in, ADS(0x58, 8), 64);
 	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
-	CHECK_EQ(modify(q, 0x503, in, sizeof(in), &st), 0);
-	memset(in, 0, sizeof(in));
+}
+
+static void fill_rtr2rts(uint8_t *in)
+{
+	memset(in, 0, 0x800 / 8);
 	set(in, QPC(0x3c8, 24), 0x100);
 	set(in, QPC(0x38d, 3), 7);
 	set(in, QPC(0x390, 3), 7);
 	set(in, ADS(0x40, 5), 14);
 	set(in, QPC(0x388, 3), 2);
+}
+
+static void connect(struct dqp *q, uint32_t peer_qpn)
+{
+	uint8_t in[0x800 / 8];
+	unsigned st;
+
+	fill_rst2init(in);
+	CHECK_EQ(modify(q, 0x502, in, sizeof(in), &st), 0);
+	fill_init2rtr(in, peer_qpn);
+	CHECK_EQ(modify(q, 0x503, in, sizeof(in), &st), 0);
+	fill_rtr2rts(in);
 	CHECK_EQ(modify(q, 0x504, in, sizeof(in), &st), 0);
 }
 
@@ -504,11 +520,15 @@ static void check_verbs_objects(struct ibv_pd *pd)
 	/* another QP's number: the kernel's EINVAL */
 	set(in, OBJ, qp->qp_num ^ 1);
 	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), EINVAL);
-	/* a transition with attributes: not translated, BAD_OP */
+	/* INIT2RTR naming port 0: ConnectX's BAD_PARAM, the QP stays in INIT */
+	memset(in, 0, sizeof(in));
 	set(in, OPCODE, 0x503);
 	set(in, OBJ, qp->qp_num);
 	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, sizeof(in), out, 16), EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	memset(&qa, 0, sizeof(qa));
+	CHECK_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_INIT);
 	/* 2ERR through DEVX: verbs see ERR */
 	set(in, OPCODE, 0x507);
 	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, 16, out, 16), 0);
@@ -523,6 +543,216 @@ static void check_verbs_objects(struct ibv_pd *pd)
 	CHECK_EQ(1u << get(out, CQC(0x63, 5)), dvcq.cqe_cnt);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	CHECK_EQ(ibv_destroy_cq(cq), 0);
+}
+
+static int vmodify(struct ibv_qp *qp, unsigned op, uint8_t *in, size_t inlen, unsigned *status)
+{
+	uint8_t out[16] = { 0 };
+	int ret;
+
+	set(in, OPCODE, op);
+	set(in, OBJ, qp->qp_num);
+	ret = mlx5dv_devx_qp_modify(qp, in, inlen, out, sizeof(out));
+	*status = get(out, STATUS);
+	return ret;
+}
+
+static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	REQUIRE(qp != NULL);
+	return qp;
+}
+
+/* One completion of cq (waits, bounded by the test's timeout only). */
+static void poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
+		sched_yield();
+	REQUIRE_EQ(n, 1);
+}
+
+/* Two ibv_create_qp QPs connected only by mlx5dv_devx_qp_modify, as NVSHMEM
+ * drives its verbs-created QPs, then traffic posted with ibv_post_send. */
+static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8_t *buf)
+{
+	struct ibv_cq *ca = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *cb = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_qp *qa, *qb, *bad;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr at;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bwr;
+	struct ibv_recv_wr rwr, *brwr;
+	struct ibv_wc wc;
+	uint8_t in[0x800 / 8], out[0x880 / 8];
+	unsigned st;
+
+	REQUIRE(ca != NULL && cb != NULL);
+	qa = verbs_qp(pd, ca);
+	qb = verbs_qp(pd, cb);
+
+	/* from a state the QP is not in: BAD_QP_STATE; a short mailbox: BAD_INPUT_LEN */
+	fill_rtr2rts(in);
+	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_QP_STATE);
+	fill_rst2init(in);
+	CHECK_EQ(vmodify(qa, 0x502, in, 16, &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_INPUT_LEN);
+	/* pkey_index 1: BAD_PARAM, still RESET */
+	set(in, ADS(0x10, 16), 1);
+	CHECK_EQ(vmodify(qa, 0x502, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RESET);
+
+	fill_rst2init(in);
+	CHECK_EQ(vmodify(qa, 0x502, in, sizeof(in), &st), 0);
+	CHECK_EQ(vmodify(qb, 0x502, in, sizeof(in), &st), 0);
+	memset(&at, 0, sizeof(at));
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
+	CHECK_EQ(at.qp_access_flags,
+		 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	/* mtu 0 and log_rra_max 5: BAD_PARAM each, the QP stays in INIT */
+	fill_init2rtr(in, qb->qp_num);
+	set(in, QPC(0x40, 3), 0);
+	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	fill_init2rtr(in, qb->qp_num);
+	set(in, QPC(0x488, 3), 5);
+	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
+
+	fill_init2rtr(in, qb->qp_num);
+	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), 0);
+	fill_init2rtr(in, qa->qp_num);
+	CHECK_EQ(vmodify(qb, 0x503, in, sizeof(in), &st), 0);
+	/* log_sra_max 5: BAD_PARAM, still RTR */
+	fill_rtr2rts(in);
+	set(in, QPC(0x388, 3), 5);
+	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RTR);
+	fill_rtr2rts(in);
+	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), 0);
+	CHECK_EQ(vmodify(qb, 0x504, in, sizeof(in), &st), 0);
+	fill_rtr2rts(in);
+	CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), 0);
+
+	/* the verbs view of what the mailboxes said */
+	memset(&at, 0, sizeof(at));
+	CHECK_EQ(ibv_query_qp(qa, &at,
+			      IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				      IBV_QP_SQ_PSN | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				      IBV_QP_TIMEOUT | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+				      IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
+			      &ia),
+		 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RTS);
+	CHECK_EQ(at.path_mtu, IBV_MTU_1024);
+	CHECK_EQ(at.dest_qp_num, qb->qp_num);
+	CHECK_EQ(at.rq_psn, 0x100);
+	CHECK_EQ(at.sq_psn, 0x100);
+	CHECK_EQ(at.retry_cnt, 7);
+	CHECK_EQ(at.rnr_retry, 7);
+	CHECK_EQ(at.timeout, 14);
+	CHECK_EQ(at.min_rnr_timer, 12);
+	CHECK_EQ(at.max_rd_atomic, 4);
+	CHECK_EQ(at.max_dest_rd_atomic, 4);
+	CHECK_EQ(at.ah_attr.grh.hop_limit, 64);
+	CHECK_MEM(at.ah_attr.grh.dgid.raw, gid.raw, 16);
+	/* and the DEVX view */
+	memset(in, 0, 16);
+	set(in, OPCODE, 0x50b);
+	set(in, OBJ, qa->qp_num);
+	CHECK_EQ(mlx5dv_devx_qp_query(qa, in, 16, out, sizeof(out)), 0);
+	CHECK_EQ(get(out, QPC(0x0, 4)), 3);
+	CHECK_EQ(get(out, QPC(0xa8, 24)), qb->qp_num);
+	CHECK_EQ(get(out, QPC(0x40, 3)), 3);
+
+	/* RDMA WRITE qa -> qb's memory */
+	gdak_test_fill(buf + 32768, 3000, 21);
+	memset(buf + 40960, 0, 4096);
+	sge.addr = (uintptr_t)(buf + 32768);
+	sge.length = 3000;
+	sge.lkey = mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x1111;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)(buf + 40960);
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK_EQ(ibv_post_send(qa, &wr, &bwr), 0);
+	poll1(ca, &wc);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(wc.wr_id, 0x1111);
+	CHECK_EQ(wc.qp_num, qa->qp_num);
+	CHECK_MEM(buf + 40960, buf + 32768, 3000);
+	CHECK_EQ(buf[40960 + 3000], 0);
+
+	/* SEND qa -> qb into a posted receive */
+	gdak_test_fill(buf + 49152, 512, 22);
+	memset(buf + 53248, 0, 1024);
+	sge.addr = (uintptr_t)(buf + 53248);
+	sge.length = 1024;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 0x2222;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	CHECK_EQ(ibv_post_recv(qb, &rwr, &brwr), 0);
+	sge.addr = (uintptr_t)(buf + 49152);
+	sge.length = 512;
+	wr.wr_id = 0x3333;
+	wr.opcode = IBV_WR_SEND;
+	CHECK_EQ(ibv_post_send(qa, &wr, &bwr), 0);
+	poll1(ca, &wc);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_SEND);
+	CHECK_EQ(wc.wr_id, 0x3333);
+	poll1(cb, &wc);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.wr_id, 0x2222);
+	CHECK_EQ(wc.byte_len, 512);
+	CHECK_EQ(wc.qp_num, qb->qp_num);
+	CHECK_EQ(wc.src_qp, qa->qp_num);
+	CHECK_MEM(buf + 53248, buf + 49152, 512);
+	CHECK_EQ(buf[53248 + 512], 0);
+
+	/* a GID verbs cannot reach (not IPv4-mapped): BAD_PARAM naming rgid */
+	bad = verbs_qp(pd, ca);
+	fill_rst2init(in);
+	CHECK_EQ(vmodify(bad, 0x502, in, sizeof(in), &st), 0);
+	fill_init2rtr(in, qb->qp_num);
+	memset(in + (0xc0 + 0xc0 + 0x80) / 8, 0xfe, 16);
+	CHECK_EQ(vmodify(bad, 0x503, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(bad, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
+
+	CHECK_EQ(ibv_destroy_qp(bad), 0);
+	CHECK_EQ(ibv_destroy_qp(qa), 0);
+	CHECK_EQ(ibv_destroy_qp(qb), 0);
+	CHECK_EQ(ibv_destroy_cq(ca), 0);
+	CHECK_EQ(ibv_destroy_cq(cb), 0);
 }
 
 int main(void)
@@ -553,6 +783,7 @@ int main(void)
 	check_queries();
 	check_refusals();
 	check_verbs_objects(pd);
+	check_verbs_devx_connect(pd, mr, buf);
 
 	memset(in, 0, 16);
 	set(in, OPCODE, 0x800);

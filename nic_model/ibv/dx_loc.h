@@ -412,6 +412,11 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 		 struct dx_obj **obj);
 int dx_qp_is_modify(unsigned opcode);
 int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+/* The field checks of RST2INIT / INIT2INIT, INIT2RTR and RTR2RTS, shared by
+ * DEVX-created and verbs-created QPs: 0, or -DX_ERR_FW with the status in out. */
+int dx_qp_init_ok(const void *in, size_t inlen, void *out, size_t outlen);
+int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen);
+int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_destroy(struct dx_obj *o);
 

@@ -411,7 +411,9 @@ static int check_port(const void *in, size_t inlen, void *out, size_t outlen)
 	return 0;
 }
 
-static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+/* The fields RST2INIT / INIT2INIT carry, checked as ConnectX checks them
+ * (also for verbs-created QPs, dx_verbs.c): 0, or the status in out. */
+int dx_qp_init_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned am = dx_get(in, inlen, DXF_QPC_ATOMIC_MODE);
 	int ret;
@@ -429,6 +431,15 @@ static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, si
 	if (am > 3)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.atomic_mode",
 			    "%u: operands wider than 8 bytes are not offered (atomic_size_qp)", am);
+	return 0;
+}
+
+static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = dx_qp_init_ok(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
 	if (dx_get(in, inlen, DXF_IN_OPCODE) == DX_OP_RST2INIT_QP) {
 		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_INIT, NULL);
 		if (ret)
@@ -439,10 +450,9 @@ static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, si
 	return 0;
 }
 
-static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+/* The fields INIT2RTR carries, checked as ConnectX checks them. */
+int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
-	struct dx_ctx *c = o->c;
-	struct gdak_qp_info peer;
 	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
 	unsigned rra = dx_get(in, inlen, DXF_QPC_LOG_RRA_MAX);
 	unsigned sidx = dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
@@ -464,7 +474,18 @@ static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	if (sidx != 0)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.src_addr_index",
 			    "%u (the GID table holds index 0)", sidx);
+	return 0;
+}
 
+static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct gdak_qp_info peer;
+	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
+	unsigned sidx = dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
+	int ret = dx_qp_rtr_ok(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
 	memset(&peer, 0, sizeof(peer));
 	peer.version = GDAK_QP_INFO_VERSION;
 	peer.qpn = dx_get(in, inlen, DXF_QPC_REMOTE_QPN);
@@ -474,7 +495,6 @@ static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	peer.udp_port = GV_ROCE_PORT;
 	peer.transport = GDAK_QPI_UDP;
 	peer.gid_index = (uint8_t)sidx;
-	(void)c;
 	ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, &peer);
 	if (ret)
 		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
@@ -483,13 +503,22 @@ static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	return 0;
 }
 
-static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+/* The fields RTR2RTS carries, checked as ConnectX checks them. */
+int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned sra = dx_get(in, inlen, DXF_QPC_LOG_SRA_MAX);
-	int ret;
 
 	if (sra > 4)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.log_sra_max", "%u > log_max_ra_req_qp 4", sra);
+	return 0;
+}
+
+static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = dx_qp_rts_ok(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
 	ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
 	if (!ret)
 		ret = nm_tr_udp_set_retry(o->u.qp.qp,

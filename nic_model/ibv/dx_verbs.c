@@ -6,9 +6,12 @@
  * transitions that need no attributes (2ERR, 2RST) carried out through
  * ibv_modify_qp.
  *
- * The transitions with attributes (RST2INIT, INIT2RTR, RTR2RTS, RTS2RTS)
- * of a verbs QP are refused with BAD_OP and a log line: gdak does not
- * translate a qpc into ibv_qp_attr yet (modify a verbs QP with verbs).
+ * The transitions with attributes (RST2INIT, INIT2INIT, INIT2RTR, RTR2RTS,
+ * RTS2RTS) are translated into ibv_qp_attr and carried out by ibv_modify_qp
+ * too, so that the verbs state (ibv_query_qp) and the NIC-model QP stay one:
+ * NVSHMEM and others create a QP with verbs and drive it by DEVX.  The
+ * fields are checked first as for a DEVX-created QP (dx_queue.c), with
+ * ConnectX's status; a from-state the QP is not in is BAD_QP_STATE.
  */
 #include <errno.h>
 #include <string.h>
@@ -126,32 +129,132 @@ GV_EXPORT int gdak_dx_verbs_qp_query(struct ibv_qp *qp, const void *in, size_t i
 	return qp_query(qp, in, inlen, out, outlen);
 }
 
+#define VFAIL(st, field, ...) dx_fail(out, outlen, in, inlen, st, 0, field, __VA_ARGS__)
+
+/* The qpc of a transition as ibv_qp_attr and the mask RC requires. */
+static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, size_t outlen,
+		       struct ibv_qp_attr *a, int *mask)
+{
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	switch (op) {
+	case DX_OP_RST2INIT_QP:
+	case DX_OP_INIT2INIT_QP:
+		ret = dx_qp_init_ok(in, inlen, out, outlen);
+		if (ret)
+			return ret;
+		a->qp_state = IBV_QPS_INIT;
+		a->pkey_index = 0;
+		a->port_num = 1;
+		a->qp_access_flags = (dx_get(in, inlen, DXF_QPC_RRE) ? IBV_ACCESS_REMOTE_READ : 0) |
+				     (dx_get(in, inlen, DXF_QPC_RWE) ? IBV_ACCESS_REMOTE_WRITE
+								     : 0) |
+				     (dx_get(in, inlen, DXF_QPC_RAE) ? IBV_ACCESS_REMOTE_ATOMIC
+								     : 0);
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case DX_OP_INIT2RTR_QP:
+		ret = dx_qp_rtr_ok(in, inlen, out, outlen);
+		if (ret)
+			return ret;
+		a->qp_state = IBV_QPS_RTR;
+		a->path_mtu = (enum ibv_mtu)dx_get(in, inlen, DXF_QPC_MTU);
+		a->dest_qp_num = dx_get(in, inlen, DXF_QPC_REMOTE_QPN);
+		a->rq_psn = dx_get(in, inlen, DXF_QPC_NEXT_RCV_PSN);
+		a->max_dest_rd_atomic = (uint8_t)(1u << dx_get(in, inlen, DXF_QPC_LOG_RRA_MAX));
+		a->min_rnr_timer = (uint8_t)dx_get(in, inlen, DXF_QPC_MIN_RNR_NAK);
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = 1;
+		a->ah_attr.sl = (uint8_t)dx_get(in, inlen, DXF_ADS_SL);
+		a->ah_attr.grh.sgid_index = (uint8_t)dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
+		a->ah_attr.grh.hop_limit = (uint8_t)dx_get(in, inlen, DXF_ADS_HOP_LIMIT);
+		a->ah_attr.grh.traffic_class = (uint8_t)dx_get(in, inlen, DXF_ADS_TCLASS);
+		a->ah_attr.grh.flow_label = dx_get(in, inlen, DXF_ADS_FLOW_LABEL);
+		dx_get_bytes(in, inlen, DXF_ADS_RGID, a->ah_attr.grh.dgid.raw);
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case DX_OP_RTR2RTS_QP:
+		ret = dx_qp_rts_ok(in, inlen, out, outlen);
+		if (ret)
+			return ret;
+		a->qp_state = IBV_QPS_RTS;
+		a->sq_psn = dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN);
+		a->retry_cnt = (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT);
+		a->rnr_retry = (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY);
+		a->timeout = (uint8_t)dx_get(in, inlen, DXF_ADS_ACK_TIMEOUT);
+		a->max_rd_atomic = (uint8_t)(1u << dx_get(in, inlen, DXF_QPC_LOG_SRA_MAX));
+		*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default: /* RTS2RTS: its optional parameters do not change the NIC model */
+		a->qp_state = IBV_QPS_RTS;
+		*mask = IBV_QP_STATE;
+		return 0;
+	}
+}
+
+static enum ibv_qp_state from_state(unsigned op)
+{
+	switch (op) {
+	case DX_OP_RST2INIT_QP:
+		return IBV_QPS_RESET;
+	case DX_OP_INIT2INIT_QP:
+	case DX_OP_INIT2RTR_QP:
+		return IBV_QPS_INIT;
+	case DX_OP_RTR2RTS_QP:
+		return IBV_QPS_RTR;
+	case DX_OP_RTS2RTS_QP:
+		return IBV_QPS_RTS;
+	default: /* SQERR2RTS, SQD_RTS: no SQ error / drain states here */
+		return IBV_QPS_UNKNOWN;
+	}
+}
+
 GV_EXPORT int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t inlen, void *out,
 				      size_t outlen)
 {
+	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr a;
 	unsigned op;
-	int ret;
+	int mask, ret;
 
 	if (!qp || !gdak_dx_is_ours(qp->context))
 		return -EOPNOTSUPP;
 	op = dx_get(in, inlen, DXF_IN_OPCODE);
 	if (!verbs_cmd_ok(in, inlen, out, outlen, qp->qp_num) || !dx_qp_is_modify(op))
 		return -EINVAL;
-	if (op != DX_OP_2ERR_QP && op != DX_OP_2RST_QP)
-		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_OP, 0, "in.opcode",
-			       "%s of a verbs-created QP: gdak does not translate a qpc into "
-			       "ibv_qp_attr (modify it with ibv_modify_qp)",
-			       dx_op_name(op));
+	if (op != DX_OP_2ERR_QP && op != DX_OP_2RST_QP && inlen < DX_QP_MOD_IN_LEN)
+		return VFAIL(DX_ST_BAD_INPUT_LEN, NULL, "input mailbox %zu bytes, %s reads %u",
+			     inlen, dx_op_name(op), DX_QP_MOD_IN_LEN);
 	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = op == DX_OP_2ERR_QP ? IBV_QPS_ERR : IBV_QPS_RESET;
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (op == DX_OP_2ERR_QP || op == DX_OP_2RST_QP) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = op == DX_OP_2ERR_QP ? IBV_QPS_ERR : IBV_QPS_RESET;
+		mask = IBV_QP_STATE;
+	} else {
+		memset(&a, 0, sizeof(a));
+		if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+			return VFAIL(DX_ST_INT_ERR, NULL, "QP 0x%x: query_qp failed", qp->qp_num);
+		if (a.qp_state != from_state(op))
+			return VFAIL(DX_ST_BAD_QP_STATE, "qpc.state",
+				     "%s of a verbs-created QP in state %u", dx_op_name(op),
+				     prm_state(a.qp_state));
+		ret = qpc_to_attr(op, in, inlen, out, outlen, &a, &mask);
+		if (ret)
+			return ret;
+	}
+	ret = ibv_modify_qp(qp, &a, mask);
 	if (ret)
-		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_QP_STATE, 0, "qpc.state",
-			       "ibv_modify_qp: %s", strerror(ret));
+		/* what verbs refuse after ConnectX's checks passed: a destination
+		 * GID the NIC model cannot reach (not IPv4-mapped) */
+		return VFAIL(op == DX_OP_INIT2RTR_QP ? DX_ST_BAD_PARAM : DX_ST_BAD_QP_STATE,
+			     op == DX_OP_INIT2RTR_QP ? "qpc.primary_address_path.rgid_rip"
+						     : "qpc.state",
+			     "%s: ibv_modify_qp: %s", dx_op_name(op), strerror(ret));
 	return 0;
 }
 

@@ -17,7 +17,7 @@
  * Not provided (rdma-core's "not supported" answer, so callers fall back):
  * asynchronous commands and event channels, EQs and MSI vectors, the DEVX
  * views of verbs-created SRQs, WQs and indirection tables, MODIFY_CQ of a
- * verbs CQ.  Verbs QPs: QUERY_QP, 2ERR, 2RST (dx_verbs.c).
+ * verbs CQ.  Verbs QPs: QUERY_QP and every RC transition (dx_verbs.c).
  */
 #include <errno.h>
 #include <pthread.h>
