@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nm_comp.c - the completer: mlx5 CQEs, error CQEs, flushes, violations.
+ * nm_comp.c - the completer: transports' op_done, the in-order retire, mlx5
+ * CQEs, error CQEs, flushes, violations.
  *
  * A CQE is written body first and op_own last with release ordering, so
  * device code that sees the new owner bit (its acquire) sees the whole CQE.
@@ -216,6 +217,45 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 		cq_publish(qp, qp->rcq, cqe, cqe_opcode);
 	}
 	nm_cq_unlock(qp->rcq);
+}
+
+void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status)
+{
+	if (op->flags & NM_OPF_DONE)
+		return;
+	if (status && !op->status)
+		op->status = status;
+	if (op->flags & NM_OPF_READS)
+		qp->reads_outstanding--;
+	op->flags |= NM_OPF_DONE;
+	if (op->status)
+		qp->stopped = true;
+}
+
+/* RETIRE: CQEs in WQE order for the done ops at the head. */
+int nm_comp_retire(struct nm_qp *qp)
+{
+	int n = 0;
+
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+
+		if (!(op->flags & NM_OPF_DONE))
+			break;
+		if (nm_fault_cqe(qp, op))
+			break;
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, qp->scq))
+			break; /* flushing waits for the device to consume */
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
+			/* the QP failed meanwhile (responder, modify): flushed */
+			nm_comp_flush(qp, op->wqe_index, op->opcode);
+		} else {
+			nm_comp_send(qp, op);
+		}
+		qp->if_head++;
+		n++;
+	}
+	return n;
 }
 
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,

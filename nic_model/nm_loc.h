@@ -720,6 +720,9 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 		  uint32_t imm, uint8_t syndrome, uint8_t opcode);
 /* Transport: op (in qp->inflight) completed with status. */
 void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status);
+/* RETIRE: CQEs in WQE order for the done ops at the head of qp->inflight;
+ * returns how many retired. */
+int nm_comp_retire(struct nm_qp *qp);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nm_req.c - the requester: fetch the WQEs between the consumer and the
- * producer index, check and decode each into a struct nm_op, execute them
- * in order through the QP's transport, and retire them in order.
+ * producer index, check and decode each into a struct nm_op and execute
+ * them in order through the QP's transport; the completer (nm_comp.c)
+ * retires them in order.
  *
  * Per QP and pass it runs through these states (names for logs):
  *   FETCH -> CHECK -> (FENCE_WAIT) -> EXECUTE -> RETIRE, and FLUSH in ERR.
@@ -473,45 +474,6 @@ static int execute_one(struct nm_qp *qp)
 	return 1;
 }
 
-void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status)
-{
-	if (op->flags & NM_OPF_DONE)
-		return;
-	if (status && !op->status)
-		op->status = status;
-	if (op->flags & NM_OPF_READS)
-		qp->reads_outstanding--;
-	op->flags |= NM_OPF_DONE;
-	if (op->status)
-		qp->stopped = true;
-}
-
-/* RETIRE: CQEs in WQE order for the done ops at the head. */
-static int retire(struct nm_qp *qp)
-{
-	int n = 0;
-
-	while (qp->if_head != qp->if_tail) {
-		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
-
-		if (!(op->flags & NM_OPF_DONE))
-			break;
-		if (nm_fault_cqe(qp, op))
-			break;
-		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, qp->scq))
-			break; /* flushing waits for the device to consume */
-		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
-			/* the QP failed meanwhile (responder, modify): flushed */
-			nm_comp_flush(qp, op->wqe_index, op->opcode);
-		} else {
-			nm_comp_send(qp, op);
-		}
-		qp->if_head++;
-		n++;
-	}
-	return n;
-}
-
 /* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
 static int flush(struct nm_qp *qp)
 {
@@ -526,7 +488,7 @@ static int flush(struct nm_qp *qp)
 
 		if (!(op->flags & NM_OPF_DONE))
 			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-		r = retire(qp);
+		r = nm_comp_retire(qp);
 		if (!r)
 			break; /* no CQ room, or a delayed CQE: next pass */
 		n += r;
@@ -595,9 +557,9 @@ int nm_req_progress(struct nm_qp *qp)
 			work++;
 			/* retire as we go: with the loop transport the window never fills */
 			if (qp->if_tail - qp->if_head == NM_MAX_INFLIGHT)
-				retire(qp);
+				nm_comp_retire(qp);
 		}
-		work += retire(qp);
+		work += nm_comp_retire(qp);
 	} else if (st == GDAK_QPS_ERR) {
 		if (__builtin_expect(qp->dc != NULL, 0))
 			nm_dc_streams_close(qp, "closed (QP in ERR) to");
