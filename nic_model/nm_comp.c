@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nm_comp.c - the completer: transports' op_done, the in-order retire, mlx5
- * CQEs, error CQEs, flushes, violations.
+ * CQEs, error CQEs, flushes.
  *
  * A CQE is written body first and op_own last with release ordering, so
  * device code that sees the new owner bit (its acquire) sees the whole CQE.
@@ -33,9 +33,6 @@
  * built and published under the CQ's producer lock (nm_cq_lock), so slot
  * choice, the overrun check, the collapsed stage and pi stay one sequence.
  */
-#include <stdarg.h>
-#include <stdio.h>
-
 #include "nm_loc.h"
 
 int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
@@ -256,25 +253,4 @@ int nm_comp_retire(struct nm_qp *qp)
 		n++;
 	}
 	return n;
-}
-
-void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
-		  const char *fmt, ...)
-{
-	char text[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	__atomic_fetch_add(&qp->st.violations, 1, __ATOMIC_RELAXED);
-	/* for gdak_qp_query_error: warnings leave the QP running, so this is
-	 * where the device's author finds them (lock order: resp_lock, then
-	 * err_lock, as nm_qp_set_error) */
-	pthread_mutex_lock(&qp->err_lock);
-	snprintf(qp->viol_rule, sizeof(qp->viol_rule), "%s", rule);
-	snprintf(qp->viol_text, sizeof(qp->viol_text), "WQE %u: %.140s", wqe_index, text);
-	pthread_mutex_unlock(&qp->err_lock);
-	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
-	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
 }
