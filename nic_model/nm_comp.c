@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nm_comp.c - the completer: mlx5 CQEs, error CQEs, flushes, violations.
+ * nm_comp.c - the completer: transports' op_done, the in-order retire, mlx5
+ * CQEs, error CQEs, flushes.
  *
  * A CQE is written body first and op_own last with release ordering, so
  * device code that sees the new owner bit (its acquire) sees the whole CQE.
@@ -32,9 +33,6 @@
  * built and published under the CQ's producer lock (nm_cq_lock), so slot
  * choice, the overrun check, the collapsed stage and pi stay one sequence.
  */
-#include <stdarg.h>
-#include <stdio.h>
-
 #include "nm_loc.h"
 
 int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
@@ -218,23 +216,41 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 	nm_cq_unlock(qp->rcq);
 }
 
-void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
-		  const char *fmt, ...)
+void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status)
 {
-	char text[200];
-	va_list ap;
+	if (op->flags & NM_OPF_DONE)
+		return;
+	if (status && !op->status)
+		op->status = status;
+	if (op->flags & NM_OPF_READS)
+		qp->reads_outstanding--;
+	op->flags |= NM_OPF_DONE;
+	if (op->status)
+		qp->stopped = true;
+}
 
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	__atomic_fetch_add(&qp->st.violations, 1, __ATOMIC_RELAXED);
-	/* for gdak_qp_query_error: warnings leave the QP running, so this is
-	 * where the device's author finds them (lock order: resp_lock, then
-	 * err_lock, as nm_qp_set_error) */
-	pthread_mutex_lock(&qp->err_lock);
-	snprintf(qp->viol_rule, sizeof(qp->viol_rule), "%s", rule);
-	snprintf(qp->viol_text, sizeof(qp->viol_text), "WQE %u: %.140s", wqe_index, text);
-	pthread_mutex_unlock(&qp->err_lock);
-	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
-	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
+/* RETIRE: CQEs in WQE order for the done ops at the head. */
+int nm_comp_retire(struct nm_qp *qp)
+{
+	int n = 0;
+
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+
+		if (!(op->flags & NM_OPF_DONE))
+			break;
+		if (nm_fault_cqe(qp, op))
+			break;
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, qp->scq))
+			break; /* flushing waits for the device to consume */
+		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
+			/* the QP failed meanwhile (responder, modify): flushed */
+			nm_comp_flush(qp, op->wqe_index, op->opcode);
+		} else {
+			nm_comp_send(qp, op);
+		}
+		qp->if_head++;
+		n++;
+	}
+	return n;
 }

@@ -586,10 +586,6 @@ int nm_req_progress(struct nm_qp *qp);
 /* 1 while the QP must stay on the active list (work in flight). */
 int nm_req_busy(const struct nm_qp *qp);
 void nm_req_reset(struct nm_qp *qp);
-/* Resolve local data segment i of op: host pointer + MR, with the lkey,
- * access and bounds checks.  Returns 0 or a syndrome (rule set). */
-int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,
-		     void **addr, uint32_t *len, struct nm_mr **mr, const char **rule);
 
 /* ---- nm_resp.c ---------------------------------------------------------------------- */
 
@@ -720,9 +716,23 @@ void nm_comp_recv(struct nm_qp *qp, uint8_t cqe_opcode, uint16_t wqe_index, uint
 		  uint32_t imm, uint8_t syndrome, uint8_t opcode);
 /* Transport: op (in qp->inflight) completed with status. */
 void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status);
+/* RETIRE: CQEs in WQE order for the done ops at the head of qp->inflight;
+ * returns how many retired. */
+int nm_comp_retire(struct nm_qp *qp);
+
+/* ---- nm_check.c --------------------------------------------------------------------- */
+
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A check failed: the op carries the syndrome; strict-mode rules count as
+ * violations (log, counter, trace). */
+void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
+		   int violation, const char *what);
+/* Resolve local data segment i of op: host pointer + MR, with the lkey,
+ * access and bounds checks.  Returns 0 or a syndrome (rule set). */
+int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,
+		       void **addr, uint32_t *len, struct nm_mr **mr, const char **rule);
 
 /* ---- nm_fault.c ---------------------------------------------------------------------- */
 

@@ -50,7 +50,7 @@ static int check_local(struct nm_qp *qp, struct nm_op *op, unsigned need)
 		void *a;
 		uint32_t l;
 		struct nm_mr *mr;
-		int r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
+		int r = nm_check_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
 		if (r)
 			return r;
 	}
@@ -77,7 +77,7 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 			uint32_t l;
 			struct nm_mr *mr;
 
-			r = nm_req_local_sge(qp, op, i, 0, &a, &l, &mr, &op->rule);
+			r = nm_check_local_sge(qp, op, i, 0, &a, &l, &mr, &op->rule);
 			if (!r && l)
 				r = nm_resp_write(&m, off, a, mr->kind, l);
 			off += l;
@@ -223,7 +223,7 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 			a = (void *)(uintptr_t)op->inl;
 			l = 0; /* no source range for the overlap checks */
 		} else {
-			r = nm_req_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
+			r = nm_check_local_sge(qp, op, 0, 0, &a, &l, &mr, &op->rule);
 			if (!r) {
 				kind = mr->kind;
 				n = l;
@@ -347,7 +347,7 @@ static int do_read(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 		uint32_t l;
 		struct nm_mr *mr;
 
-		r = nm_req_local_sge(qp, op, i, GDAK_ACCESS_LOCAL_WRITE, &a, &l, &mr, &op->rule);
+		r = nm_check_local_sge(qp, op, i, GDAK_ACCESS_LOCAL_WRITE, &a, &l, &mr, &op->rule);
 		if (!r && l)
 			r = nm_resp_read(&m, off, a, mr->kind, l);
 		off += l;
@@ -365,7 +365,7 @@ static int do_atomic(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 	uint64_t orig, be;
 	int r;
 
-	r = nm_req_local_sge(qp, op, 0, GDAK_ACCESS_LOCAL_WRITE, &a, &l, &mr, &op->rule);
+	r = nm_check_local_sge(qp, op, 0, GDAK_ACCESS_LOCAL_WRITE, &a, &l, &mr, &op->rule);
 	if (r)
 		return r;
 	r = nm_resp_atomic(peer, op->opcode, op->raddr, op->rkey, op, &orig, &op->rule);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nm_req.c - the requester: fetch the WQEs between the consumer and the
- * producer index, check and decode each into a struct nm_op, execute them
- * in order through the QP's transport, and retire them in order.
+ * producer index, check and decode each into a struct nm_op and execute
+ * them in order through the QP's transport; the completer (nm_comp.c)
+ * retires them in order.
  *
  * Per QP and pass it runs through these states (names for logs):
  *   FETCH -> CHECK -> (FENCE_WAIT) -> EXECUTE -> RETIRE, and FLUSH in ERR.
@@ -47,55 +48,6 @@ int nm_req_busy(const struct nm_qp *qp)
 {
 	return qp->if_head != qp->if_tail || qp->busy_since_ns || qp->ci != qp->pi ||
 	       (qp->rg && qp->rg->sq_want > qp->pi); /* a GPU-ring fetch in flight */
-}
-
-/* A check failed: the op carries the syndrome; strict-mode rules count as
- * violations (log, counter, trace). */
-static void fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
-		 const char *what)
-{
-	op->status = synd;
-	op->rule = rule;
-	if (violation) {
-		op->flags |= NM_OPF_VIOLATION;
-		nm_violation(qp, op->wqe_index, rule, synd, "%s WQE: %s", gdak_mlx5_opcode_name(op->opcode),
-			     what);
-	}
-}
-
-int nm_req_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need,
-		     void **addr, uint32_t *len, struct nm_mr **mrp, const char **rule)
-{
-	uint64_t a;
-	uint32_t l, lkey;
-	struct nm_mr *mr;
-
-	gdak_mlx5_data_decode(&op->sge[i], &a, &l, &lkey);
-	mr = nm_mr_get(qp->ctx, lkey);
-	if (!mr) {
-		*rule = "bad_lkey";
-		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: lkey 0x%x is not registered",
-			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i, lkey);
-		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-	}
-	if ((mr->base.access & need) != need) {
-		*rule = "lkey_access";
-		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: lkey 0x%x lacks LOCAL_WRITE",
-			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i, lkey);
-		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-	}
-	if (!nm_mr_covers(mr, a, l)) {
-		*rule = "lkey_bounds";
-		GDAK_WARN_RL("qp", qp->id, "WQE %u (%s) segment %u: 0x%llx+%u outside lkey 0x%x "
-			     "[0x%llx, 0x%llx)", op->wqe_index, gdak_mlx5_opcode_name(op->opcode), i,
-			     (unsigned long long)a, l, lkey, (unsigned long long)mr->start,
-			     (unsigned long long)mr->end);
-		return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-	}
-	*addr = (void *)(uintptr_t)a;
-	*len = l;
-	*mrp = mr;
-	return 0;
 }
 
 /*
@@ -196,8 +148,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	info = gdak_mlx5_op_info(c.opcode);
 	if (!info || !(info->flags & GDAK_OPF_SUPPORTED)) {
 		op->bbs = 1;
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
-		     info ? "opcode not supported by the NIC model" : "unknown opcode");
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
+			      info ? "opcode not supported by the NIC model" : "unknown opcode");
 		return;
 	}
 	if (info->flags & GDAK_OPF_READS_REMOTE)
@@ -217,8 +169,9 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 								  : max_ds + (uint32_t)av;
 	}
 	if (op->opmod == 0xff) {
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
-		     "extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
+		nm_check_fail(
+			qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
+			"extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
 		return;
 	}
 	if (c.ds < min_ds || c.ds > max_ds) {
@@ -226,30 +179,31 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, min_ds, max_ds);
 		if (c.ds == 0)
 			op->bbs = 1;
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
 		return;
 	}
 	if (op->bbs > qp->pi - qp->ci) {
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
-		     "DS count reaches past the producer index");
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
+			      "DS count reaches past the producer index");
 		op->bbs = (uint8_t)(qp->pi - qp->ci);
 		return;
 	}
 	if (c.wqe_index != op->wqe_index && strict) {
 		char t[64];
 		snprintf(t, sizeof(t), "ctrl says index %u, ring slot is %u", c.wqe_index, op->wqe_index);
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1, t);
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1,
+			      t);
 		return;
 	}
 	if (c.qpn != qp->base.qpn && strict) {
 		char t[64];
 		snprintf(t, sizeof(t), "ctrl names QPN 0x%x, this is 0x%x", c.qpn, qp->base.qpn);
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
 		return;
 	}
 	if (__builtin_expect(qp->bf_bad == qp->ci, 0)) {
 		qp->bf_bad = UINT64_MAX;
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
 		return;
 	}
 
@@ -291,8 +245,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		op->compare = gdak_be32toh(ws->max_index);
 		op->rkey = gdak_be32toh(ws->qpn_cqn) & 0xffffff;
 		if (op->opmod != GDAK_MLX5_WAIT_OPMOD_CQ)
-			fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
-			     "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
+			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
+				      "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
 		return;
 	}
 	if (!(info->flags & GDAK_OPF_DATA))
@@ -306,15 +260,17 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		if (bc & MLX5_INLINE_SEG) {
 			uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
 			if (!(info->flags & GDAK_OPF_INLINE_OK)) {
-				fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "inline_not_allowed", 1,
-				     "inline data on an opcode that takes none");
+				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+					      "inline_not_allowed", 1,
+					      "inline data on an opcode that takes none");
 				return;
 			}
 			if (4 + (uint64_t)l > (uint64_t)rem * 16) {
 				char t[80];
 				snprintf(t, sizeof(t), "inline length %u over the %u bytes its DS hold", l,
 					 rem * 16 - 4);
-				fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "inline_overflow", 1, t);
+				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
+					      "inline_overflow", 1, t);
 				return;
 			}
 			op->inl = p + 4;
@@ -330,17 +286,17 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		for (uint32_t i = 0; i < rem; i++)
 			total += gdak_be32toh(op->sge[i].byte_count);
 		if (total > 0x80000000ull) {
-			fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
-			     "message longer than 2 GiB");
+			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
+				      "message longer than 2 GiB");
 			return;
 		}
 		op->len = (uint32_t)total;
 	}
 	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) &&
 	    (op->nseg != 1 || op->len != op->asize)) {
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
-		     op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
-				    : "an atomic needs one 8-byte local data segment");
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
+			      op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
+					     : "an atomic needs one 8-byte local data segment");
 		return;
 	}
 }
@@ -362,7 +318,7 @@ static int wait_pending(struct nm_qp *qp, struct nm_op *op)
 		char t[64];
 
 		snprintf(t, sizeof(t), "CQ number 0x%x names no CQ", op->rkey);
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
 		return 0;
 	}
 	produced = (uint32_t)nm_cq_produced(cq);
@@ -391,7 +347,7 @@ static void dump_local(struct nm_qp *qp, struct nm_op *op)
 		uint32_t l;
 		struct nm_mr *mr;
 		const char *rule = NULL;
-		int r = nm_req_local_sge(qp, op, i, 0, &a, &l, &mr, &rule);
+		int r = nm_check_local_sge(qp, op, i, 0, &a, &l, &mr, &rule);
 
 		if (r) {
 			op->status = (uint8_t)r;
@@ -436,8 +392,8 @@ static int execute_one(struct nm_qp *qp)
 		   qp->ctx->tr != &nm_tr_loop_ops && !xatomic_wire(qp)) {
 		/* plain verbs (rxe) have 8-byte atomics only; the in-process
 		 * and UDP transports carry the extended forms */
-		fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
-		     "4-byte atomics are not carried by the verbs transport");
+		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
+			      "4-byte atomics are not carried by the verbs transport");
 	} else if (!op->status && op->opcode != MLX5_OPCODE_NOP &&
 		   op->opcode != GDAK_MLX5_OPCODE_WAIT) {
 		r = qp->ctx->tr->post_send(qp, op);
@@ -473,45 +429,6 @@ static int execute_one(struct nm_qp *qp)
 	return 1;
 }
 
-void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status)
-{
-	if (op->flags & NM_OPF_DONE)
-		return;
-	if (status && !op->status)
-		op->status = status;
-	if (op->flags & NM_OPF_READS)
-		qp->reads_outstanding--;
-	op->flags |= NM_OPF_DONE;
-	if (op->status)
-		qp->stopped = true;
-}
-
-/* RETIRE: CQEs in WQE order for the done ops at the head. */
-static int retire(struct nm_qp *qp)
-{
-	int n = 0;
-
-	while (qp->if_head != qp->if_tail) {
-		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
-
-		if (!(op->flags & NM_OPF_DONE))
-			break;
-		if (nm_fault_cqe(qp, op))
-			break;
-		if (nm_qp_state(qp) == GDAK_QPS_ERR && !nm_comp_cq_room(qp, qp->scq))
-			break; /* flushing waits for the device to consume */
-		if (nm_qp_state(qp) == GDAK_QPS_ERR && !op->status && qp->err_set) {
-			/* the QP failed meanwhile (responder, modify): flushed */
-			nm_comp_flush(qp, op->wqe_index, op->opcode);
-		} else {
-			nm_comp_send(qp, op);
-		}
-		qp->if_head++;
-		n++;
-	}
-	return n;
-}
-
 /* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
 static int flush(struct nm_qp *qp)
 {
@@ -526,7 +443,7 @@ static int flush(struct nm_qp *qp)
 
 		if (!(op->flags & NM_OPF_DONE))
 			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-		r = retire(qp);
+		r = nm_comp_retire(qp);
 		if (!r)
 			break; /* no CQ room, or a delayed CQE: next pass */
 		n += r;
@@ -595,9 +512,9 @@ int nm_req_progress(struct nm_qp *qp)
 			work++;
 			/* retire as we go: with the loop transport the window never fills */
 			if (qp->if_tail - qp->if_head == NM_MAX_INFLIGHT)
-				retire(qp);
+				nm_comp_retire(qp);
 		}
-		work += retire(qp);
+		work += nm_comp_retire(qp);
 	} else if (st == GDAK_QPS_ERR) {
 		if (__builtin_expect(qp->dc != NULL, 0))
 			nm_dc_streams_close(qp, "closed (QP in ERR) to");

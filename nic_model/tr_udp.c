@@ -710,7 +710,7 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			uint32_t l;
 			struct nm_mr *mr;
 
-			r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
+			r = nm_check_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
 			if (r) {
 				op->status = (uint8_t)r;
 				return NM_TX_DONE;

@@ -521,7 +521,7 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 			uint32_t l;
 			struct nm_mr *mr;
 			struct tv_mr *m;
-			int r = nm_req_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
+			int r = nm_check_local_sge(qp, op, i, need, &a, &l, &mr, &op->rule);
 
 			if (r) {
 				op->status = (uint8_t)r;
