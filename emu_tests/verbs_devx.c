@@ -384,7 +384,8 @@ static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 		uint64_t *bf = (uint64_t *)(void *)((char *)q->uar->base_addr + 0x900);
 
 		for (int i = 1; i < 8; i++)
-			__atomic_store_n(bf + i, ((const uint64_t *)(const void *)w)[i], __ATOMIC_RELAXED);
+			__atomic_store_n(bf + i, ((const uint64_t *)(const void *)w)[i],
+					 __ATOMIC_RELAXED);
 		__atomic_store_n(bf, ((const uint64_t *)(const void *)w)[0], __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&q->dbr[1], htobe32(q->pi & 0xffff), __ATOMIC_RELEASE);
