@@ -28,7 +28,10 @@ pcap=$VB_DIR/lo.pcapng
 caplog=$VB_DIR/dumpcap.log
 
 probes=0
-probe() { # a datagram A -> B:9 (discard), not RoCE
+# a datagram A -> B:9 (discard), not RoCE; from a random source port, which
+# tshark's heuristics may take for TZSP, HCrt, ... and call malformed: the
+# malformed check below leaves the probes out
+probe() {
 	python3 -c "
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -118,7 +121,8 @@ tshark -r "$pcap" --disable-protocol rpcordma -Y 'udp.port == 4791' \
 	>"$VB_DIR/fields" 2>"$VB_DIR/tshark.err"
 vb_check $? "tshark reads the capture"
 tshark -r "$pcap" --disable-protocol rpcordma \
-	-Y '_ws.malformed || _ws.expert.severity >= 6291456' >"$VB_DIR/flagged" 2>/dev/null
+	-Y '(_ws.malformed || _ws.expert.severity >= 6291456) && !(udp.dstport == 9)' \
+	>"$VB_DIR/flagged" 2>/dev/null
 nflag=$(wc -l <"$VB_DIR/flagged")
 vb_check $((nflag != 0)) "no frame malformed or flagged by tshark's expert system ($nflag)"
 ((nflag)) && head -n 5 "$VB_DIR/flagged" >&2
