@@ -81,22 +81,24 @@ static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t w
 }
 
 /* A collapsed CQ's entry 0 is rewritten while the device may be reading
- * it (NVSHMEM polls its wqe_counter): every field with an atomic store,
- * as the HCA's 64-byte write never shows a torn field. */
-static struct mlx5_cqe64 *cc_store(struct nm_cq *cq)
+ * it: NVSHMEM polls its wqe_counter, GPUNetIO its owner bit, and each then
+ * reads the other.  The HCA's 64-byte write never shows a torn CQE; here
+ * the body goes first and the last 8 bytes (QPN, wqe_counter, signature,
+ * op_own) in one release store, so whichever a consumer polls, it sees
+ * the others of the same CQE. */
+static void cc_store(struct nm_cq *cq, uint8_t own)
 {
 	uint8_t *d = (uint8_t *)(void *)&cq->cqes[0];
 	const uint8_t *s = (const uint8_t *)(const void *)&cq->stage;
+	uint64_t v;
 
 	for (int i = 0; i < 56; i += 8) {
-		uint64_t v;
 		memcpy(&v, s + i, 8);
 		__atomic_store_n((uint64_t *)(void *)(d + i), v, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&cq->cqes[0].sop_drop_qpn, cq->stage.sop_drop_qpn, __ATOMIC_RELAXED);
-	__atomic_store_n(&cq->cqes[0].wqe_counter, cq->stage.wqe_counter, __ATOMIC_RELAXED);
-	__atomic_store_n(&cq->cqes[0].signature, cq->stage.signature, __ATOMIC_RELAXED);
-	return &cq->cqes[0];
+	cq->stage.op_own = own;
+	memcpy(&v, s + 56, 8);
+	__atomic_store_n((uint64_t *)(void *)(d + 56), v, __ATOMIC_RELEASE);
 }
 
 static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode)
@@ -106,9 +108,12 @@ static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cq
 	/* the WQEs fetched before it are traced first: once the device sees
 	 * the CQE it may reuse their slots */
 	nm_trace_pend_flush_if();
-	if (cq->flags & NM_CQ_CC)
-		cqe = cc_store(cq);
-	__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
+	if (cq->flags & NM_CQ_CC) {
+		cc_store(cq, own);
+		cqe = &cq->cqes[0];
+	} else {
+		__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
+	}
 	if (__builtin_expect(cq->rg != NULL, 0) && cq->rg->cqes)
 		nm_rg_cqe(cq, cqe, cq->flags & NM_CQ_CC ? 0 : (uint32_t)cq->pi & (cq->ncqe - 1));
 	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);

@@ -430,10 +430,15 @@ int nm_db_idle_check(struct nm_qp *qp)
 		return 0;
 	qp->db_odd_reported = true;
 	if (rec_ahead)
-		nm_violation(qp, (uint16_t)qp->pi, "record_without_ring", 0,
-			     "doorbell record at %u but the doorbell register was rung only up to %u: "
-			     "WQEs %u.. are not executed (hardware would not see them either)",
-			     (unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi, (unsigned)(uint16_t)qp->pi);
+		nm_violation(
+			qp, (uint16_t)qp->pi, "record_without_ring", 0,
+			"doorbell record at %u but the doorbell register was rung only up to %u: "
+			"WQEs %u.. are not executed (hardware would not see them either; "
+			"register halves hold 0x%016llx 0x%016llx, last ring from half %d)",
+			(unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi,
+			(unsigned)(uint16_t)qp->pi,
+			(unsigned long long)gdak_be64toh(half_load(qp, 0)),
+			(unsigned long long)gdak_be64toh(half_load(qp, 1)), qp->reg_half);
 	else
 		nm_violation(qp, (uint16_t)rec_pi, "ring_without_record", 0,
 			     "doorbell register rung up to %u but the record says %u",

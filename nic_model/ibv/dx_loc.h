@@ -337,6 +337,9 @@ enum dx_obj_type {
 
 #define DX_UAR_PAGE 4096u
 #define DX_UAR_CQ_ARM 0x20u /* the CQ arm doorbell word in a UAR page */
+/* the send doorbell register at GDAK_MLX5_DB_OFFSET: two BlueFlame halves of
+ * 256 bytes (the NIC model's NM_BF_LOG_HALF) */
+#define DX_UAR_DB_REGS 0x200u
 #define DX_MAX_DEPS 6
 /* completion vectors of the device (ibv_context.num_comp_vectors) and the
  * EQ number mlx5dv_devx_query_eqn reports for each */

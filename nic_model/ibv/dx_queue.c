@@ -269,6 +269,14 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	a.rq = a.rq_wqe_cnt ? ring : NULL;
 	a.sq = (char *)ring + rq_bytes;
 	a.uar = uar->u.uar.page;
+	/* The NIC model reads the doorbell register as memory, where ConnectX
+	 * sees write events: a page whose last QP is gone still holds that
+	 * QP's last ring, and a new QP writing the same 8 bytes (same QPN,
+	 * index and DS) would go unseen.  The page's first QP starts it clean. */
+	pthread_mutex_lock(&c->lock);
+	if (!uar->u.uar.qps)
+		memset((char *)uar->u.uar.page + GDAK_MLX5_DB_OFFSET, 0, DX_UAR_DB_REGS);
+	pthread_mutex_unlock(&c->lock);
 	a.scq = scq->u.cq.cq;
 	a.rcq = rcq ? rcq->u.cq.cq : NULL;
 
