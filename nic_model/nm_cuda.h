@@ -178,6 +178,10 @@ struct nm_cuda_stats {
 	uint64_t calls_memcpy;	     /* cuMemcpyAsync */
 	uint64_t calls_event;	     /* cuEventRecord */
 	uint64_t calls_sync;	     /* cuStreamSynchronize */
+	/* GDAK_CUDA_CQE=stream */
+	uint64_t copies_direct; /* unbatched copies on the batch stream, no event */
+	uint64_t cqes_stream;	/* CQEs whose last words the stream wrote */
+	uint64_t cqe_drains;	/* CQEs (or copies) that waited for the stream to land */
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the
