@@ -37,6 +37,9 @@
  *   error     WRITEs, one with a bad rkey, more WRITEs under one doorbell:
  *             successes, the error CQE, flushes, in WQE order; the bytes
  *             of the first ones only
+ *   visible   (stand-in) each CQE, the moment it shows, after the bytes of
+ *             its WQE and those before it, in the stand-in's device memory;
+ *             again on a collapsed CQ
  *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
  *             copy a few cuStreamBatchMemOp calls, no kernel
  *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
@@ -48,6 +51,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +69,7 @@ static struct gdak_ctx *ctx;
 static int fake, batching, memop, copymode, cqe_stream;
 static void (*fake_batch_calls)(unsigned long long *, unsigned long long *);
 static void (*fake_hold)(int), (*fake_no_done)(int);
+static void *(*fake_rw)(uint64_t, size_t);
 static unsigned long long (*fake_memops)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
@@ -457,6 +462,89 @@ static void test_error(struct nu_qp *check)
 	free(junk);
 }
 
+/*
+ * A CQE is never visible before its data (stand-in driver): 48 signalled
+ * WRITEs of distinct bytes into GPU memory under one doorbell; the moment
+ * a CQE shows up, the bytes of its WQE and of every WQE before it must be
+ * in the stand-in's device memory (read through its own view, not with a
+ * READ, which would make the NIC drain its queue first).  Then the same
+ * on a collapsed CQ, whose entry 0 is rewritten whole for every CQE (by
+ * the stream with GDAK_CUDA_CQE=stream): whichever WQE its wqe_counter and
+ * opcode name, that WQE's bytes and those before it are there.
+ */
+static void test_visible(struct nu_qp *check)
+{
+	enum {
+		N = 48,
+		W = 16
+	};
+	uint8_t *model = calloc(1, N * W);
+	const uint8_t *dev;
+
+	REQUIRE(model != NULL);
+	if (!fake || !fake_rw)
+		goto out;
+	dev = fake_rw((uint64_t)(uintptr_t)g_dst, N * W);
+	REQUIRE(dev != NULL);
+	for (int cc = 0; cc < 2; cc++) {
+		struct gdak_qp_attr at = { .sq_depth = 128,
+					   .cq_depth = 128,
+					   .mtu = 1024,
+					   .nic_thread = 0,
+					   .flags = cc ? GDAK_QP_F_SCQ_COLLAPSED : 0 };
+		struct gdak_mlx5_cqe_fields f;
+		uint16_t idx[N];
+		struct nu_qp a, b;
+		unsigned seen = 0, bad = 0;
+
+		REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+		reset_dst(check, model, N * W);
+		for (unsigned i = 0; i < N; i++) {
+			idx[i] = (uint16_t)a.pi;
+			post_write(&a, (enum src_kind)(i % 3), 1000 + i * 24 + cc, i * W, W, NU_SIG,
+				   model, gsrc_model);
+		}
+		nu_ring(&a);
+		if (!cc) {
+			for (unsigned i = 0; i < N; i++) {
+				REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+				CHECK_EQ(f.wqe_counter, idx[i]);
+				bad += memcmp(dev, model, (size_t)(i + 1) * W) != 0;
+			}
+		} else {
+			const uint8_t *e0 = (const uint8_t *)a.d->scq.cqes;
+			uint64_t t0 = gdak_test_now_ns();
+
+			while (seen < N && gdak_test_now_ns() - t0 < TMO * 1000000ull) {
+				uint64_t tail = __atomic_load_n(
+					(const uint64_t *)(const void *)(e0 + 56),
+					__ATOMIC_ACQUIRE);
+				uint16_t wc = gdak_be16toh((uint16_t)(tail >> 32));
+				unsigned k;
+
+				if ((tail >> 60) != MLX5_CQE_REQ) {
+					sched_yield();
+					continue;
+				}
+				for (k = 0; k < N && idx[k] != wc; k++)
+					;
+				if (k == N || k + 1 <= seen)
+					continue;
+				bad += memcmp(dev, model, (size_t)(k + 1) * W) != 0;
+				seen = k + 1;
+			}
+			CHECK_EQ(seen, N);
+		}
+		CHECK_EQ(bad, 0);
+		printf("visible%s: %u CQEs, each seen after its bytes\n",
+		       cc ? " (collapsed CQ)" : "", cc ? seen : (unsigned)N);
+		nu_destroy(&a);
+		nu_destroy(&b);
+	}
+out:
+	free(model);
+}
+
 /* Aligned 4/8-byte inline WRITEs (put_value, signals): waited for one by
  * one, and four to one word under one doorbell (the last one stays). */
 static void test_values(struct nu_qp *a)
@@ -701,6 +789,7 @@ int main(void)
 		*(void **)(&fake_stats) = dlsym(lib, "gdak_fake_gpu_stats");
 		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
 		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
+		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
 		fake = fake_hold && fake_stats;
 	}
 	mode = gdak_env_raw("GDAK_CUDA_BATCH");
@@ -751,6 +840,7 @@ int main(void)
 	test_qps();
 	test_values(&a);
 	test_error(&a);
+	test_visible(&a);
 	test_replace(&a);
 	test_values_many(&a);
 	if (fake && batching) {
