@@ -116,6 +116,13 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   set_tests_properties(gdak.nic.gpu_batch.memcheck PROPERTIES TIMEOUT 600
     SKIP_RETURN_CODE 77 LABELS memcheck
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel;GDAK_UNDER_VALGRIND=1")
+  add_test(NAME gdak.nic.gpu_batch_stream.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_cuda_gpu_batch>)
+  set_tests_properties(gdak.nic.gpu_batch_stream.memcheck PROPERTIES TIMEOUT 600
+    SKIP_RETURN_CODE 77 LABELS memcheck
+    ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream;GDAK_FAKE_GPU_ASYNC=1;GDAK_UNDER_VALGRIND=1")
 endif()
 # Rings in GPU memory (GDAK_QP_F_QUEUES_GPU, nic_model/nm_ring_gpu.c): the
 # stand-in driver (label unit: GPU memory the CPU cannot touch, the owner-

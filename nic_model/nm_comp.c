@@ -107,10 +107,13 @@ static void cc_store(struct nm_cq *cq, uint8_t own)
  * thread's GPU stream, the CQE's visible part - the last 8 bytes with
  * op_own, or all of a collapsed CQ's entry - is queued behind it instead of
  * stored now.  The slot, the body, the trace and pi are decided here as
- * always; only the moment the device sees the owner flip moves.  A CQ the
- * GPU cannot write (GPU-memory rings go through nm_ring_gpu.c, memory the
- * driver does not know) makes the engine wait for the queue to land
- * first.  1: queued (store nothing).
+ * always; only the moment the device sees the owner flip moves.  CQEs of
+ * one CQ from different NIC threads may then become visible out of order:
+ * harmless where each has its slot (consumers poll in order), not on a
+ * shared collapsed CQ.  A CQ the GPU cannot write (GPU-memory rings go
+ * through nm_ring_gpu.c, memory the driver does not know) or a shared
+ * collapsed one makes the engine wait for the queue to land first.
+ * 1: queued (store nothing).
  */
 static int cqe_queued(struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t own)
 {
@@ -125,7 +128,9 @@ static int cqe_queued(struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t own)
 		w = d->gpu_writable && d->gpu_writable(cq->cqes, (size_t)cq->ncqe * 64) ? 1 : -1;
 		atomic_store_explicit(&cq->gpu_writable, w, memory_order_relaxed);
 	}
-	if (cq->rg || w < 0)
+	/* a collapsed CQ shared by QPs of several NIC threads: one thread's
+	 * queued entry could land after another's later one, stored now */
+	if (cq->rg || w < 0 || ((cq->flags & NM_CQ_CC) && cq->ext))
 		return d->cqe_tail(NULL, NULL, 0, 0);
 	if (cq->flags & NM_CQ_CC) {
 		memcpy(v, &cq->stage, 64);
