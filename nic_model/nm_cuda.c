@@ -564,6 +564,9 @@ struct cb_ctx {
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
+	/* counters of the open batch, added to cs when it is submitted (one
+	 * atomic add per batch, not per copy) */
+	uint32_t n_batched, n_replaced;
 	struct cb_ctx *next; /* the pool */
 	struct cb_ctx *all;  /* every engine (cuda_free drains them) */
 };
@@ -896,6 +899,9 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 
 	if (!n && !ntail && !c->direct)
 		return;
+	CS_ADD(copies_batched, c->n_batched);
+	CS_ADD(copies_replaced, c->n_replaced);
+	c->n_batched = c->n_replaced = 0;
 	__atomic_fetch_add(why, 1, __ATOMIC_RELAXED);
 	CS_ADD(copies_submitted, c->live);
 	if (c->live > cs.max_batch)
@@ -1142,7 +1148,7 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	if (replace) {
 		c->ent[c->tail[chain]].flags |= NM_CK_F_DEAD;
 		c->live--;
-		CS_ADD(copies_replaced, 1);
+		c->n_replaced++;
 	}
 	if (chain < 0)
 		chain = (int)c->nchain++;
@@ -1172,7 +1178,7 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	c->tail[chain] = c->n;
 	c->ent_chain[c->n++] = (uint32_t)chain;
 	c->live++;
-	CS_ADD(copies_batched, 1);
+	c->n_batched++;
 	t->batch = c;
 	t->seq = c->open_seq;
 	t->done = cb_queued_done(c);
