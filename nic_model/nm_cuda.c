@@ -892,8 +892,11 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	struct cb_slot *sl = &c->slot[c->open_seq % NM_CB_SLOTS];
 	uint32_t n = c->n, nc = c->nchain;
 	nm_cu_ptr dp, cp, hp;
-	unsigned long long seq = c->open_seq;
 	uint32_t ntail = c->ntail;
+	/* with CQE words the write-values after the kernel say it has landed:
+	 * the kernel's own word, written before them, repeats the last one's
+	 * (a CPU-stored CQE must not overtake a queued one of the same CQ) */
+	unsigned long long seq = ntail ? c->open_seq - 1 : c->open_seq;
 	nm_cu_result r;
 	void *args[6];
 
@@ -1256,7 +1259,7 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 		pthread_mutex_lock(&c->lk);
 		if (c->n || c->ntail)
 			cb_flush(c, &cs.flush_other);
-		else if (!c->direct)
+		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
 		CS_ADD(calls_memcpy, 1);

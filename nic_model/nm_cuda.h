@@ -131,6 +131,11 @@ struct nm_cu_api {
  * kernel with ONE event when a ticket of it is first polled (or when it is
  * full).  Batches of a thread run in order on one stream; inside a batch,
  * copies whose ranges may meet are copied in the order started.
+ *
+ * With GDAK_CUDA_CQE=stream as well, every copy of a NIC thread goes on its
+ * batch stream, and one into GPU memory started by the NIC thread inside a
+ * pass comes back done (t->done = 1) at once: whatever the completer then
+ * writes through nm_dma_ops.cqe_tail lands after it on that stream.
  */
 struct nm_cuda_ticket {
 	nm_cu_event ev;
