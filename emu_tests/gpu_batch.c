@@ -34,6 +34,12 @@
  *   replace   256 8-byte puts to 16 addresses under one doorbell: the
  *             last one's bytes, the earlier ones replaced in their batch;
  *             a WRITE reading its own destination is not
+ *   error     WRITEs, one with a bad rkey, more WRITEs under one doorbell:
+ *             successes, the error CQE, flushes, in WQE order; the bytes
+ *             of the first ones only
+ *   visible   (stand-in) each CQE, the moment it shows, after the bytes of
+ *             its WQE and those before it, in the stand-in's device memory;
+ *             again on a collapsed CQ
  *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
  *             copy a few cuStreamBatchMemOp calls, no kernel
  *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
@@ -45,6 +51,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +66,10 @@
 #define GLEN (2u << 20)
 
 static struct gdak_ctx *ctx;
-static int fake, batching, memop, copymode;
+static int fake, batching, memop, copymode, cqe_stream;
 static void (*fake_batch_calls)(unsigned long long *, unsigned long long *);
 static void (*fake_hold)(int), (*fake_no_done)(int);
+static void *(*fake_rw)(uint64_t, size_t);
 static unsigned long long (*fake_memops)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
@@ -392,6 +400,151 @@ static void test_qps(void)
 	free(model);
 }
 
+/*
+ * The error path behind batched WRITEs: under one doorbell 12 signalled
+ * WRITEs into GPU memory (GPU, host and inline sources), one with a bad
+ * rkey, 6 more.  The CQEs come in WQE order - 12 successes whose bytes
+ * have landed, the error CQE (REMOTE_ACCESS_ERR, its WQE), WR_FLUSH_ERR for
+ * the rest - however the CQEs are written (by the CPU after the batch, or
+ * by the stream behind it, GDAK_CUDA_CQE=stream); the flushed WRITEs write
+ * nothing.  On a QP pair of its own (it ends in ERR).
+ */
+static void test_error(struct nu_qp *check)
+{
+	struct gdak_qp_attr at = { .sq_depth = 64, .mtu = 1024, .nic_thread = 0 };
+	enum {
+		N1 = 12,
+		N2 = 6,
+		LEN = 1024
+	};
+	uint8_t *model = calloc(1, LEN), *junk = calloc(1, LEN);
+	struct gdak_mlx5_cqe_fields f;
+	struct nu_qp a, b;
+	uint16_t bad, idx[N1 + N2];
+
+	REQUIRE(model != NULL && junk != NULL);
+	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+	reset_dst(check, model, LEN);
+	for (unsigned i = 0; i < N1; i++) {
+		idx[i] = (uint16_t)a.pi;
+		post_write(&a, (enum src_kind)(i % 3), i * 40, i * 32, 8 + i, NU_SIG, model,
+			   gsrc_model);
+	}
+	bad = nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, g_src, 16, gdak_mr_lkey(m_src),
+			   (uint64_t)(uintptr_t)(g_dst + 600), gdak_mr_rkey(m_dst) ^ 0x5a00, 0,
+			   NU_SIG);
+	for (unsigned i = 0; i < N2; i++) {
+		idx[N1 + i] = (uint16_t)a.pi;
+		post_write(&a, (enum src_kind)(i % 3), 700 + i * 8, 640 + i * 32, 16, NU_SIG, junk,
+			   gsrc_model);
+	}
+	nu_ring(&a);
+	for (unsigned i = 0; i < N1; i++) {
+		REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+		CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+		CHECK_EQ(f.wqe_counter, idx[i]);
+	}
+	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	CHECK_EQ(f.wqe_counter, bad);
+	for (unsigned i = 0; i < N2; i++) {
+		REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+		CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+		CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+		CHECK_EQ(f.wqe_counter, idx[N1 + i]);
+	}
+	CHECK_EQ(nu_cqe_ready(&a, 0), 0);
+	check_dst(check, model, LEN, "WRITEs before an error, none after");
+	nu_destroy(&a);
+	nu_destroy(&b);
+	free(model);
+	free(junk);
+}
+
+/*
+ * A CQE is never visible before its data (stand-in driver): 48 signalled
+ * WRITEs of distinct bytes into GPU memory under one doorbell; the moment
+ * a CQE shows up, the bytes of its WQE and of every WQE before it must be
+ * in the stand-in's device memory (read through its own view, not with a
+ * READ, which would make the NIC drain its queue first).  Then the same
+ * on a collapsed CQ, whose entry 0 is rewritten whole for every CQE (by
+ * the stream with GDAK_CUDA_CQE=stream): whichever WQE its wqe_counter and
+ * opcode name, that WQE's bytes and those before it are there.
+ */
+static void test_visible(struct nu_qp *check)
+{
+	enum {
+		N = 48,
+		W = 16
+	};
+	uint8_t *model = calloc(1, N * W);
+	const uint8_t *dev;
+
+	REQUIRE(model != NULL);
+	if (!fake || !fake_rw)
+		goto out;
+	dev = fake_rw((uint64_t)(uintptr_t)g_dst, N * W);
+	REQUIRE(dev != NULL);
+	for (int cc = 0; cc < 2; cc++) {
+		struct gdak_qp_attr at = { .sq_depth = 128,
+					   .cq_depth = 128,
+					   .mtu = 1024,
+					   .nic_thread = 0,
+					   .flags = cc ? GDAK_QP_F_SCQ_COLLAPSED : 0 };
+		struct gdak_mlx5_cqe_fields f;
+		uint16_t idx[N];
+		struct nu_qp a, b;
+		unsigned seen = 0, bad = 0;
+
+		REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
+		reset_dst(check, model, N * W);
+		for (unsigned i = 0; i < N; i++) {
+			idx[i] = (uint16_t)a.pi;
+			post_write(&a, (enum src_kind)(i % 3), 1000 + i * 24 + cc, i * W, W, NU_SIG,
+				   model, gsrc_model);
+		}
+		nu_ring(&a);
+		if (!cc) {
+			for (unsigned i = 0; i < N; i++) {
+				REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
+				CHECK_EQ(f.wqe_counter, idx[i]);
+				bad += memcmp(dev, model, (size_t)(i + 1) * W) != 0;
+			}
+		} else {
+			const uint8_t *e0 = (const uint8_t *)a.d->scq.cqes;
+			uint64_t t0 = gdak_test_now_ns();
+
+			while (seen < N && gdak_test_now_ns() - t0 < TMO * 1000000ull) {
+				uint64_t tail = __atomic_load_n(
+					(const uint64_t *)(const void *)(e0 + 56),
+					__ATOMIC_ACQUIRE);
+				uint16_t wc = gdak_be16toh((uint16_t)(tail >> 32));
+				unsigned k;
+
+				if ((tail >> 60) != MLX5_CQE_REQ) {
+					sched_yield();
+					continue;
+				}
+				for (k = 0; k < N && idx[k] != wc; k++)
+					;
+				if (k == N || k + 1 <= seen)
+					continue;
+				bad += memcmp(dev, model, (size_t)(k + 1) * W) != 0;
+				seen = k + 1;
+			}
+			CHECK_EQ(seen, N);
+		}
+		CHECK_EQ(bad, 0);
+		printf("visible%s: %u CQEs, each seen after its bytes\n",
+		       cc ? " (collapsed CQ)" : "", cc ? seen : (unsigned)N);
+		nu_destroy(&a);
+		nu_destroy(&b);
+	}
+out:
+	free(model);
+}
+
 /* Aligned 4/8-byte inline WRITEs (put_value, signals): waited for one by
  * one, and four to one word under one doorbell (the last one stays). */
 static void test_values(struct nu_qp *a)
@@ -401,13 +554,15 @@ static void test_values(struct nu_qp *a)
 		LEN = 1024
 	};
 	uint8_t *model = calloc(1, LEN);
-	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0;
+	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0, m0 = 0, m1 = 0, k0 = 0, k1 = 0;
 
 	REQUIRE(model != NULL);
 	reset_dst(a, model, LEN);
 	stats(&l0, &c0, &d0);
 	if (fake_memops)
 		v0 = fake_memops();
+	if (fake_batch_calls)
+		fake_batch_calls(&m0, &k0);
 	for (unsigned i = 0; i < N; i++) {
 		uint32_t len = i % 2 ? 4 : 8, doff = i * 8;
 
@@ -418,6 +573,8 @@ static void test_values(struct nu_qp *a)
 	stats(&l1, &c1, &d1);
 	if (fake_memops)
 		v1 = fake_memops();
+	if (fake_batch_calls)
+		fake_batch_calls(&m1, &k1);
 	for (unsigned i = 0; i < 4; i++)
 		post_write(a, S_INLINE, 600 + i * 8, 520, 8, i == 3 ? NU_SIG : 0, model,
 			   gsrc_model);
@@ -428,7 +585,17 @@ static void test_values(struct nu_qp *a)
 		/* one by one: stream write-values (and their completion words),
 		 * no kernel */
 		CHECK_EQ(l1 - l0, 0);
-		CHECK_EQ(v1 - v0, 2 * N);
+		if (cqe_stream) {
+			/* one submission each: the value, the CQE's last 8 bytes
+			 * (unless its batch had landed before the completer got to
+			 * it: then the CPU stores them), the completion word */
+			CHECK_EQ(m1 - m0, N);
+			CHECK(v1 - v0 >= 2 * N && v1 - v0 <= 3 * N);
+			printf("values: %llu of %u CQEs written by the stream\n", v1 - v0 - 2 * N,
+			       (unsigned)N);
+		} else {
+			CHECK_EQ(v1 - v0, 2 * N);
+		}
 	} else if (fake && batching) {
 		CHECK_EQ(d1 - d0, N);
 	}
@@ -622,12 +789,15 @@ int main(void)
 		*(void **)(&fake_stats) = dlsym(lib, "gdak_fake_gpu_stats");
 		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
 		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
+		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
 		fake = fake_hold && fake_stats;
 	}
 	mode = gdak_env_raw("GDAK_CUDA_BATCH");
 	memop = mode && !strcmp(mode, "memop");
 	copymode = mode && !strcmp(mode, "copy");
 	batching = mode && (!strcmp(mode, "kernel") || memop || copymode);
+	cqe_stream = batching && gdak_env_raw("GDAK_CUDA_CQE") &&
+		     !strcmp(gdak_env_raw("GDAK_CUDA_CQE"), "stream");
 	if (lib)
 		*(void **)(&fake_batch_calls) = dlsym(lib, "gdak_fake_gpu_batch_calls");
 	/* with the stand-in GDRCopy (gdak.nic.gpu_batch_gdr) the small host
@@ -635,8 +805,9 @@ int main(void)
 	gdr = getenv("GPU_BATCH_EXPECT_GDR") != NULL;
 	if (gdr)
 		fake = batching = memop = copymode = 0;
-	printf("driver: %s, GDAK_CUDA_BATCH=%s%s\n", fake ? "stand-in" : "real",
-	       mode ? mode : "(default)", gdr ? ", GDRCopy stand-in" : "");
+	printf("driver: %s, GDAK_CUDA_BATCH=%s%s%s\n", fake ? "stand-in" : "real",
+	       mode ? mode : "(default)", cqe_stream ? ", GDAK_CUDA_CQE=stream" : "",
+	       gdr ? ", GDRCopy stand-in" : "");
 	nm_cuda_stats_get(&st0);
 
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_GPU, (void **)&g_dst), 0);
@@ -668,6 +839,8 @@ int main(void)
 	test_wrap();
 	test_qps();
 	test_values(&a);
+	test_error(&a);
+	test_visible(&a);
 	test_replace(&a);
 	test_values_many(&a);
 	if (fake && batching) {

@@ -47,6 +47,22 @@ foreach(_m kernel off memop copy)
   set_tests_properties(${_n} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS unit
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=${_m}")
 endforeach()
+# Stream-ordered CQEs (GDAK_CUDA_CQE=stream, docs/CUDA.md): every batch
+# mode, the stand-in running its streams on a thread of its own as a GPU
+# does (the NIC asks the driver nothing there).
+foreach(_m kernel memop copy)
+  add_test(NAME gdak.nic.gpu_batch_stream_${_m} COMMAND gdak_cuda_gpu_batch)
+  set_tests_properties(gdak.nic.gpu_batch_stream_${_m} PROPERTIES TIMEOUT 300
+    SKIP_RETURN_CODE 77 LABELS unit ENVIRONMENT
+    "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=${_m};GDAK_CUDA_CQE=stream;GDAK_FAKE_GPU_ASYNC=1")
+endforeach()
+add_test(NAME gdak.nic.gpu_batch_stream_old COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.nic.gpu_batch_stream_old PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS unit ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old;GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream;GDAK_FAKE_GPU_ASYNC=1")
+add_test(NAME gdak.cuda.gpu_batch_stream COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS cuda RESOURCE_LOCK gdak_gpu ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream")
 # Kernels with their data in GPU memory (cuda_gpumem.cu), with the batches
 # and with the per-copy path.
 if(GDAK_HAVE_CUDA)
@@ -56,8 +72,14 @@ if(GDAK_HAVE_CUDA)
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   add_test(NAME gdak.cuda.gpumem_off COMMAND gdak_cuda_gpumem)
   add_test(NAME gdak.cuda.gpumem_copy COMMAND gdak_cuda_gpumem)
-  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off gdak.cuda.gpumem_copy PROPERTIES
-    RESOURCE_LOCK gdak_gpu)
+  add_test(NAME gdak.cuda.gpumem_stream COMMAND gdak_cuda_gpumem)
+  add_test(NAME gdak.cuda.gpumem_kstream COMMAND gdak_cuda_gpumem)
+  set_tests_properties(gdak.cuda.gpumem gdak.cuda.gpumem_off gdak.cuda.gpumem_copy
+    gdak.cuda.gpumem_stream gdak.cuda.gpumem_kstream PROPERTIES RESOURCE_LOCK gdak_gpu)
+  set_tests_properties(gdak.cuda.gpumem_stream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream")
+  set_tests_properties(gdak.cuda.gpumem_kstream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=kernel;GDAK_CUDA_CQE=stream")
   set_tests_properties(gdak.cuda.gpumem_off PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=off")
   set_tests_properties(gdak.cuda.gpumem_copy PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
@@ -80,6 +102,10 @@ foreach(_t cuda_dma nic_gpu_pipe)
   set_tests_properties(gdak.nic.fake_${_t} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     LABELS unit
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel")
+  add_test(NAME gdak.nic.fake_${_t}_stream COMMAND gdak_${_t})
+  set_tests_properties(gdak.nic.fake_${_t}_stream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS unit ENVIRONMENT
+    "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream;GDAK_FAKE_GPU_ASYNC=1")
 endforeach()
 # The batch engine under memcheck (stand-in driver, batching on).
 if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
@@ -90,6 +116,13 @@ if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   set_tests_properties(gdak.nic.gpu_batch.memcheck PROPERTIES TIMEOUT 600
     SKIP_RETURN_CODE 77 LABELS memcheck
     ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=kernel;GDAK_UNDER_VALGRIND=1")
+  add_test(NAME gdak.nic.gpu_batch_stream.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_cuda_gpu_batch>)
+  set_tests_properties(gdak.nic.gpu_batch_stream.memcheck PROPERTIES TIMEOUT 600
+    SKIP_RETURN_CODE 77 LABELS memcheck
+    ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream;GDAK_FAKE_GPU_ASYNC=1;GDAK_UNDER_VALGRIND=1")
 endif()
 # Rings in GPU memory (GDAK_QP_F_QUEUES_GPU, nic_model/nm_ring_gpu.c): the
 # stand-in driver (label unit: GPU memory the CPU cannot touch, the owner-

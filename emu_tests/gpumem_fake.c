@@ -18,7 +18,11 @@
  *     finds the data not there yet;
  *   - the kernel's chains run interleaved, last chain first, one descriptor
  *     at a time (blocks run in any order on a GPU): a batch that relied on
- *     an order between chains gets it wrong here.
+ *     an order between chains gets it wrong here;
+ *   - with GDAK_FAKE_GPU_ASYNC=1 a thread of the stand-in also runs work
+ *     every few tens of microseconds, as a GPU does with nobody asking
+ *     (stream-ordered CQEs, GDAK_CUDA_CQE=stream, need it: there the NIC
+ *     asks nothing).
  * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
  * work), gdak_fake_gpu_rw (the writable view of device memory),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
@@ -31,6 +35,7 @@
 #endif
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +331,19 @@ static void progress(int all, struct fstream *only)
 	rr++;
 }
 
+static void *async_main(void *arg);
+
+static void async_start(void)
+{
+	pthread_t t;
+	pthread_attr_t at;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_create(&t, &at, async_main, NULL);
+	pthread_attr_destroy(&at);
+}
+
 static int enqueue(struct fstream *s, struct fop *o)
 {
 	if (!s || s < streams || s >= streams + MAX_STREAMS || !s->live) {
@@ -342,10 +360,30 @@ static int enqueue(struct fstream *s, struct fop *o)
 	return OK;
 }
 
+static void *async_main(void *arg)
+{
+	struct timespec ts = { 0, 30000 };
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&lock);
+		progress(0, NULL);
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
 API int cuInit(unsigned flags)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	int r = fake_init();
+	const char *a = getenv("GDAK_FAKE_GPU_ASYNC");
+
 	(void)flags;
-	return fake_init();
+	if (!r && a && !strcmp(a, "1"))
+		pthread_once(&once, async_start);
+	return r;
 }
 
 /* what gdak-info asks (it shows the fake like a GPU) */

@@ -101,22 +101,77 @@ static void cc_store(struct nm_cq *cq, uint8_t own)
 	__atomic_store_n((uint64_t *)(void *)(d + 56), v, __ATOMIC_RELEASE);
 }
 
+/*
+ * Stream-ordered CQEs (the CUDA engine with GDAK_CUDA_CQE=stream, docs/
+ * CUDA.md): while the data of earlier WQEs is still queued on this NIC
+ * thread's GPU stream, the CQE's visible part - the last 8 bytes with
+ * op_own, or all of a collapsed CQ's entry - is queued behind it instead of
+ * stored now.  The slot, the body, the trace and pi are decided here as
+ * always; only the moment the device sees the owner flip moves.  CQEs of
+ * one CQ from different NIC threads may then become visible out of order:
+ * harmless where each has its slot (consumers poll in order), not on a
+ * shared collapsed CQ.  A CQ the GPU cannot write (GPU-memory rings go
+ * through nm_ring_gpu.c, memory the driver does not know) or a shared
+ * collapsed one makes the engine wait for the queue to land first.
+ * 1: queued (store nothing).
+ */
+static int cqe_queued(struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t own)
+{
+	const struct nm_dma_ops *d = nm_dma_get();
+	int8_t w;
+	uint64_t v[8];
+
+	if (__builtin_expect(!d->cqe_tail, 1))
+		return 0;
+	w = atomic_load_explicit(&cq->gpu_writable, memory_order_relaxed);
+	if (!w) {
+		w = d->gpu_writable && d->gpu_writable(cq->cqes, (size_t)cq->ncqe * 64) ? 1 : -1;
+		atomic_store_explicit(&cq->gpu_writable, w, memory_order_relaxed);
+	}
+	/* a collapsed CQ shared by QPs of several NIC threads: one thread's
+	 * queued entry could land after another's later one, stored now */
+	if (cq->rg || w < 0 || ((cq->flags & NM_CQ_CC) && cq->ext))
+		return d->cqe_tail(NULL, NULL, 0, 0);
+	if (cq->flags & NM_CQ_CC) {
+		memcpy(v, &cq->stage, 64);
+		((uint8_t *)v)[63] = own;
+		return d->cqe_tail(&cq->cqes[0], v, 8, 1);
+	}
+	memcpy(v, (const uint8_t *)(const void *)cqe + 56, 8);
+	((uint8_t *)v)[7] = own;
+	return d->cqe_tail((uint8_t *)(void *)cqe + 56, v, 1, 1);
+}
+
 static void cq_publish(struct nm_qp *qp, struct nm_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode)
 {
 	uint8_t own = gdak_mlx5_cqe_op_own(opcode, cq->pi, cq->ncqe);
+	const struct mlx5_cqe64 *queued = NULL;
+	struct mlx5_cqe64 shown;
 
 	/* the WQEs fetched before it are traced first: once the device sees
 	 * the CQE it may reuse their slots */
 	nm_trace_pend_flush_if();
 	if (cq->flags & NM_CQ_CC) {
-		cc_store(cq, own);
+		if (cqe_queued(cq, cqe, own)) {
+			/* the trace records what the device will see */
+			cq->stage.op_own = own;
+			queued = &cq->stage;
+		} else {
+			cc_store(cq, own);
+		}
 		cqe = &cq->cqes[0];
+	} else if (cqe_queued(cq, cqe, own)) {
+		memcpy(&shown, cqe, 64);
+		shown.op_own = own;
+		queued = &shown;
 	} else {
 		__atomic_store_n(&cqe->op_own, own, __ATOMIC_RELEASE);
 	}
 	if (__builtin_expect(cq->rg != NULL, 0) && cq->rg->cqes)
 		nm_rg_cqe(cq, cqe, cq->flags & NM_CQ_CC ? 0 : (uint32_t)cq->pi & (cq->ncqe - 1));
-	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi, cqe);
+	NM_TRACE(qp, gdak_trace_cqe, qp->base.qpn, cq->cqn, (uint32_t)cq->pi,
+		 queued ? queued : cqe);
+	(void)queued;
 	/* release: a WAIT on this CQ (another QP's thread) that sees the new
 	 * count also sees the CQE */
 	__atomic_store_n(&cq->pi, cq->pi + 1, __ATOMIC_RELEASE);

@@ -387,6 +387,8 @@ static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
 	return 0;
 }
 
+static void cb_drain_all(void);
+
 static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
 {
 	nm_cu_result r = 0;
@@ -397,6 +399,8 @@ static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
 	}
 	if (!addr || thread_ctx())
 		return;
+	/* GDAK_CUDA_CQE=stream: a queued copy or CQE word may still write it */
+	cb_drain_all();
 	if (kind == GDAK_MEM_GPU && gdr_free(addr))
 		return;
 	if (kind == GDAK_MEM_GPU)
@@ -414,6 +418,8 @@ static void cuda_free(void *addr, size_t len, enum gdak_mem_kind kind)
  * over the thread's streams (GDAK_CUDA_COPY_STREAMS), so that its parts run
  * side by side; it is still one wait per copy.
  */
+static void cb_drain_mine(void);
+
 static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
 		     size_t len)
 {
@@ -427,6 +433,9 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 		memcpy(dst, src, len);
 		return 0;
 	}
+	/* GDAK_CUDA_CQE=stream: the thread's queued copies land first (a READ,
+	 * an atomic or a SEND payload after WRITEs the NIC counts as done) */
+	cb_drain_mine();
 	if (len == 0 || gdr_copy(dst, dk, src, sk, len))
 		return 0;
 	if (copy_streams > 1 && len >= copy_split)
@@ -511,6 +520,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_FINE 3  /* log2 of the fine granule */
 #define NM_CB_SMALL 64
 #define NM_CB_MEMOPS 254	 /* cuStreamBatchMemOp takes fewer than 256, and the done word */
+#define NM_CB_TAILS 128		 /* stream-ordered CQE words per batch */
 #define NM_CK_F_DEAD 0x80000000u /* replaced by a later copy: not submitted */
 
 struct cb_slot {
@@ -549,8 +559,16 @@ struct cb_ctx {
 	/* copy mode's arguments */
 	nm_cu_ptr cp_dst[NM_CB_DESC], cp_src[NM_CB_DESC];
 	size_t cp_len[NM_CB_DESC];
-	struct nm_cu_memop mop[NM_CB_MEMOPS + 1];
+	struct nm_cu_memop mop[NM_CB_MEMOPS + 2];
+	/* GDAK_CUDA_CQE=stream: CQE words stored after the open batch's copies,
+	 * and copies put on the stream ahead of it (its done word covers them) */
+	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
+	uint32_t ntail, direct;
+	/* counters of the open batch, added to cs when it is submitted (one
+	 * atomic add per batch, not per copy) */
+	uint32_t n_batched, n_replaced;
 	struct cb_ctx *next; /* the pool */
+	struct cb_ctx *all;  /* every engine (cuda_free drains them) */
 };
 
 /* GDAK_CUDA_BATCH: 0 off, 1 kernel, 2 memop, 3 copy */
@@ -561,12 +579,14 @@ enum {
 	CB_COPY
 };
 static int cb_mode;
-static int memop_refused;	/* cuStreamBatchMemOp failed once */
-static uint32_t cb_max = 16384; /* GDAK_CUDA_BATCH_MAX */
+static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
+static int memop_refused;	   /* cuStreamBatchMemOp failed once */
+__thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
+static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
 static pthread_mutex_t cb_pool_lk = PTHREAD_MUTEX_INITIALIZER;
-static struct cb_ctx *cb_pool;
+static struct cb_ctx *cb_pool, *cb_all;
 static __thread struct cb_ctx *tls_cb;
 static __thread int tls_cb_failed;
 
@@ -658,8 +678,15 @@ static struct cb_ctx *cb_get(void)
 	if (c)
 		cb_pool = c->next;
 	pthread_mutex_unlock(&cb_pool_lk);
-	if (!c && thread_ctx() == 0)
+	if (!c && thread_ctx() == 0) {
 		c = cb_create();
+		if (c) {
+			pthread_mutex_lock(&cb_pool_lk);
+			c->all = cb_all;
+			cb_all = c;
+			pthread_mutex_unlock(&cb_pool_lk);
+		}
+	}
 	if (!c) {
 		tls_cb_failed = 1;
 		return NULL;
@@ -709,18 +736,65 @@ static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
 	}
 }
 
+/* c->mop[k..]: the open batch's stream-ordered CQE words, then the
+ * completion word; returns the new count.  Default flags: each write-value
+ * has a memory barrier before it, so a CQE word becomes visible after the
+ * data of the operations before it on the stream.  Locked. */
+static unsigned cb_tail_ops(struct cb_ctx *c, unsigned k)
+{
+	for (uint32_t i = 0; i < c->ntail; i++, k++) {
+		memset(&c->mop[k], 0, sizeof(c->mop[k]));
+		c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
+		c->mop[k].addr = c->tl_addr[i];
+		c->mop[k].value = c->tl_val[i];
+	}
+	memset(&c->mop[k], 0, sizeof(c->mop[k]));
+	c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
+	c->mop[k].addr = (uint64_t)(uintptr_t)c->done;
+	c->mop[k].value = c->open_seq;
+	return k + 1;
+}
+
+/* c->mop[0..k) on the batch stream: one cuStreamBatchMemOp, or a
+ * write-value each where the driver has none.  Locked. */
+static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
+{
+	nm_cu_result r = 0;
+
+	if (cu.StreamBatchMemOp && !memop_refused) {
+		r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+		CS_ADD(calls_memop, 1);
+		if (!r)
+			return 0;
+		GDAK_WARN("cuda", cu_ordinal,
+			  "cuStreamBatchMemOp (%u write-values): %s: one cuStreamWriteValue each "
+			  "from now on",
+			  k, cu_err(r));
+		memop_refused = 1;
+	}
+	for (unsigned i = 0; i < k && !r; i++) {
+		const struct nm_cu_memop *o = &c->mop[i];
+
+		r = o->op == NM_CU_MEMOP_WRITE_VALUE_64
+			    ? cu.StreamWriteValue64(c->s, o->addr, o->value, 0)
+			    : cu.StreamWriteValue32(c->s, o->addr, (uint32_t)o->value, 0);
+		CS_ADD(calls_memop, 1);
+	}
+	return r;
+}
+
 /* The open batch as memory operations: every live copy a 4- or 8-byte
- * value from host memory at an aligned address, then the completion word,
- * in one cuStreamBatchMemOp (each operation after the ones before it).
- * 1 done, 0 not such a batch (or the driver refused: the next path does
- * it), -1 failed.  Locked. */
+ * value from host memory at an aligned address, then the stream-ordered
+ * CQE words and the completion word, in one cuStreamBatchMemOp (each
+ * operation after the ones before it).  1 done, 0 not such a batch (or the
+ * driver refused: the next path does it), -1 failed.  Locked. */
 static int cb_memops(struct cb_ctx *c)
 {
 	uint32_t k = 0;
 	nm_cu_result r;
 
 	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp || memop_refused ||
-	    c->live > NM_CB_MEMOPS)
+	    c->live + c->ntail > NM_CB_MEMOPS)
 		return 0;
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct nm_ck_desc *e = &c->ent[i];
@@ -750,19 +824,16 @@ static int cb_memops(struct cb_ctx *c)
 		}
 		k++;
 	}
-	/* default flags: a memory barrier before it, the values are visible
-	 * when the CPU sees the word */
-	memset(&c->mop[k], 0, sizeof(c->mop[k]));
-	c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
-	c->mop[k].addr = (uint64_t)(uintptr_t)c->done;
-	c->mop[k].value = c->open_seq;
-	r = cu.StreamBatchMemOp(c->s, k + 1, c->mop, 0);
+	/* default flags: a memory barrier before each, the values are visible
+	 * when the CPU sees the word or the device a CQE word */
+	k = cb_tail_ops(c, k);
+	r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
 	CS_ADD(calls_memop, 1);
 	if (r) {
 		/* once: the driver will not take them later either */
 		GDAK_WARN("cuda", cu_ordinal,
-			  "cuStreamBatchMemOp (%u values): %s: value batches take the %s from "
-			  "now on",
+			  "cuStreamBatchMemOp (%u write-values): %s: value batches take the %s "
+			  "from now on",
 			  k, cu_err(r), cb_mode == CB_COPY ? "copy engines" : "copy kernel");
 		memop_refused = 1;
 		return 0;
@@ -804,7 +875,9 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 			r = cu.MemcpyAsync(c->cp_dst[i], c->cp_src[i], c->cp_len[i], c->s);
 		CS_ADD(calls_memcpy, k);
 	}
-	if (!r) {
+	if (!r && c->ntail) {
+		r = cb_memop_submit(c, cb_tail_ops(c, 0));
+	} else if (!r) {
 		r = cu.StreamWriteValue64(c->s, (nm_cu_ptr)(uintptr_t)c->done, c->open_seq, 0);
 		CS_ADD(calls_memop, 1);
 	}
@@ -819,19 +892,33 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	struct cb_slot *sl = &c->slot[c->open_seq % NM_CB_SLOTS];
 	uint32_t n = c->n, nc = c->nchain;
 	nm_cu_ptr dp, cp, hp;
-	unsigned long long seq = c->open_seq;
+	uint32_t ntail = c->ntail;
+	/* with CQE words the write-values after the kernel say it has landed:
+	 * the kernel's own word, written before them, repeats the last one's
+	 * (a CPU-stored CQE must not overtake a queued one of the same CQ) */
+	unsigned long long seq = ntail ? c->open_seq - 1 : c->open_seq;
 	nm_cu_result r;
 	void *args[6];
 
-	if (!n)
+	if (!n && !ntail && !c->direct)
 		return;
+	CS_ADD(copies_batched, c->n_batched);
+	CS_ADD(copies_replaced, c->n_replaced);
+	c->n_batched = c->n_replaced = 0;
 	__atomic_fetch_add(why, 1, __ATOMIC_RELAXED);
 	CS_ADD(copies_submitted, c->live);
 	if (c->live > cs.max_batch)
 		cs.max_batch = c->live;
+	/* the device sees the CQE bodies the completer wrote before their words */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	r = (nm_cu_result)cb_memops(c);
 	if (r) {
 		r = r < 0;
+		goto launched;
+	}
+	if (!n) {
+		/* CQE words and copies put on the stream ahead: write-values only */
+		r = cb_memop_submit(c, cb_tail_ops(c, 0));
 		goto launched;
 	}
 	if (cb_mode == CB_COPY) {
@@ -866,22 +953,64 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 		CS_ADD(batches_kernel, 1);
 		CS_ADD(chains, nc);
 	}
+	/* the kernel writes the done word itself; CQE words go after it */
+	if (!r && ntail)
+		r = cb_memop_submit(c, cb_tail_ops(c, 0));
 launched:
 	sl->seq = c->open_seq;
 	sl->failed = r != 0;
 	if (r) {
-		GDAK_ERR_RL("cuda", cu_ordinal, "batch copy submission (%u copies, %u chains): %s",
-			    c->live, nc, cu_err(r));
+		GDAK_ERR_RL("cuda", cu_ordinal,
+			    "batch copy submission (%u copies, %u chains, %u CQE words): %s%s",
+			    c->live, nc, ntail, cu_err(r),
+			    ntail ? ": stream-ordered CQEs of this batch are lost" : "");
 		/* what ran before has finished, this batch has failed */
 		cu.StreamSynchronize(c->s);
 		c->done_seq = sl->seq;
 	}
 	c->open_seq++;
+	c->ntail = c->direct = 0;
 	c->n = c->live = c->nchain = c->pay_used = c->ht_used = 0;
 	if (++c->gen == 0) {
 		memset(c->ht, 0, sizeof(c->ht));
 		c->gen = 1;
 	}
+}
+
+/* Anything of this thread's not yet landed: the open batch, copies put on
+ * the stream ahead of it, batches submitted.  Locked. */
+static int cb_pending(struct cb_ctx *c)
+{
+	return c->n || c->ntail || c->direct || c->done_seq + 1 < c->open_seq;
+}
+
+/* Submit the open batch and wait until everything submitted has landed
+ * (an operation that must not overtake the stream).  Locked. */
+static void cb_drain(struct cb_ctx *c)
+{
+	cb_flush(c, &cs.flush_other);
+	while (c->done_seq + 1 < c->open_seq) {
+		cb_progress(c, 1);
+		if (c->done_seq + 1 < c->open_seq)
+			sched_yield();
+	}
+}
+
+/*
+ * GDAK_CUDA_CQE=stream: a copy into GPU memory queued on the batch stream by
+ * the NIC thread that owns the engine, inside a pass, is complete for the
+ * NIC at once: the completer's CQE words for it go on the same stream
+ * behind it (nm_cuda_cqe_tail), so nobody can see the CQE before the data,
+ * and the open batch is submitted at the pass end (nm_cuda_pass_end).
+ * Elsewhere (the control path draining a QP) a ticket is done when its
+ * batch has landed, as without the mode.
+ */
+static int cb_queued_done(struct cb_ctx *c)
+{
+	if (!cqe_stream || tls_cb != c || !nm_rg_in_pass)
+		return 0;
+	nm_cuda_pass_pending = 1;
+	return 1;
 }
 
 static inline uint32_t cb_hash(uint64_t g)
@@ -1022,7 +1151,7 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	if (replace) {
 		c->ent[c->tail[chain]].flags |= NM_CK_F_DEAD;
 		c->live--;
-		CS_ADD(copies_replaced, 1);
+		c->n_replaced++;
 	}
 	if (chain < 0)
 		chain = (int)c->nchain++;
@@ -1052,10 +1181,10 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	c->tail[chain] = c->n;
 	c->ent_chain[c->n++] = (uint32_t)chain;
 	c->live++;
-	CS_ADD(copies_batched, 1);
+	c->n_batched++;
 	t->batch = c;
 	t->seq = c->open_seq;
-	t->done = 0;
+	t->done = cb_queued_done(c);
 	t->stream = NM_CUDA_BATCH_STREAM;
 	if (c->n == NM_CB_DESC)
 		cb_flush(c, &cs.flush_full);
@@ -1072,6 +1201,16 @@ static int cb_poll(struct nm_cuda_ticket *t)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&c->lk);
+	if (cb_queued_done(c)) {
+		/* on the stream ahead of anything the completer queues now */
+		ret = t->seq <= c->done_seq &&
+				      ((sl->seq == t->seq && sl->failed) || t->seq <= c->fail_seq)
+			      ? -EIO
+			      : 1;
+		pthread_mutex_unlock(&c->lk);
+		t->done = ret == 1;
+		return ret;
+	}
 	if (t->seq >= c->open_seq)
 		cb_flush(c, &cs.flush_poll);
 	if (t->seq > c->done_seq)
@@ -1108,12 +1247,40 @@ static void cb_release(void *p)
 
 /* A copy ordered after the batches (its ticket names the batch stream) but
  * not batched itself: the open batch is launched first, then this copy on
- * the batch stream, then its own event. */
-static int cb_direct(struct cb_ctx *c, void *dst, const void *src, size_t len,
+ * the batch stream, then its own event.  GDAK_CUDA_CQE=stream: a copy into
+ * GPU memory records no event - it belongs to the open batch, whose done
+ * word (and CQE words) the stream writes after it. */
+static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_t len,
 		     struct nm_cuda_ticket *t)
 {
 	nm_cu_result r = 0;
 
+	if (cqe_stream && dk == GDAK_MEM_GPU) {
+		pthread_mutex_lock(&c->lk);
+		if (c->n || c->ntail)
+			cb_flush(c, &cs.flush_other);
+		if (!c->direct) /* the batch it opens needs its slot */
+			cb_slot_wait(c, c->open_seq);
+		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
+		CS_ADD(calls_memcpy, 1);
+		CS_ADD(copies_direct, 1);
+		if (!r) {
+			c->direct++;
+			t->batch = c;
+			t->seq = c->open_seq;
+			t->done = cb_queued_done(c);
+		}
+		pthread_mutex_unlock(&c->lk);
+		t->stream = NM_CUDA_BATCH_STREAM;
+		if (r) {
+			t->batch = NULL;
+			GDAK_ERR_RL("cuda", cu_ordinal,
+				    "copy %p <- %p (%zu bytes) on the batch stream: %s", dst, src,
+				    len, cu_err(r));
+			return cu_errno(r);
+		}
+		return 0;
+	}
 	if (!t->ev) {
 		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
 		if (r) {
@@ -1141,6 +1308,90 @@ static int cb_direct(struct cb_ctx *c, void *dst, const void *src, size_t len,
 	return 0;
 }
 
+/* The calling thread's engine, drained when anything of it is pending
+ * (GDAK_CUDA_CQE=stream only). */
+static void cb_drain_mine(void)
+{
+	struct cb_ctx *c = tls_cb;
+
+	if (!cqe_stream || !c)
+		return;
+	pthread_mutex_lock(&c->lk);
+	cb_progress(c, 0);
+	if (cb_pending(c)) {
+		CS_ADD(cqe_drains, 1);
+		cb_drain(c);
+	}
+	pthread_mutex_unlock(&c->lk);
+}
+
+/* Every engine's queue landed (memory about to be freed). */
+static void cb_drain_all(void)
+{
+	struct cb_ctx *c;
+
+	if (!cqe_stream)
+		return;
+	pthread_mutex_lock(&cb_pool_lk);
+	c = cb_all;
+	pthread_mutex_unlock(&cb_pool_lk);
+	for (; c; c = c->all) {
+		pthread_mutex_lock(&c->lk);
+		cb_progress(c, 0);
+		if (cb_pending(c))
+			cb_drain(c);
+		pthread_mutex_unlock(&c->lk);
+	}
+}
+
+/* nm_dma_ops.cqe_tail (nm_dma.h): CQE words behind the thread's queue. */
+static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_defer)
+{
+	struct cb_ctx *c = tls_cb;
+	int queued = 0;
+
+	if (!cqe_stream || !c)
+		return 0;
+	pthread_mutex_lock(&c->lk);
+	cb_progress(c, 0);
+	if (!cb_pending(c)) {
+		/* everything before it has landed: the completer stores it */
+	} else if (!can_defer || words > NM_CB_TAILS) {
+		CS_ADD(cqe_drains, 1);
+		cb_drain(c);
+	} else {
+		if (c->ntail + words > NM_CB_TAILS)
+			cb_flush(c, &cs.flush_full);
+		if (!c->n && !c->ntail && !c->direct)
+			cb_slot_wait(c, c->open_seq);
+		for (unsigned i = 0; i < words; i++) {
+			c->tl_addr[c->ntail] = (uint64_t)(uintptr_t)dst + 8 * i;
+			memcpy(&c->tl_val[c->ntail], (const uint8_t *)src + 8 * i, 8);
+			c->ntail++;
+		}
+		CS_ADD(cqes_stream, 1);
+		queued = 1;
+		if (nm_rg_in_pass)
+			nm_cuda_pass_pending = 1;
+		else
+			cb_flush(c, &cs.flush_other);
+	}
+	pthread_mutex_unlock(&c->lk);
+	return queued;
+}
+
+void nm_cuda_pass_end(void)
+{
+	struct cb_ctx *c = tls_cb;
+
+	nm_cuda_pass_pending = 0;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lk);
+	cb_flush(c, &cs.flush_poll);
+	pthread_mutex_unlock(&c->lk);
+}
+
 /* 1 when the copy went into (or behind) the batches, 0 when it takes the
  * per-copy path, -errno on failure. */
 static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
@@ -1148,7 +1399,10 @@ static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
 {
 	struct cb_ctx *c;
 
-	if (!cb_mode || (t->stream >= 0 && t->stream != NM_CUDA_BATCH_STREAM))
+	/* GDAK_CUDA_CQE=stream: every copy of the thread goes on the batch
+	 * stream, in the order started (nothing else orders them with the
+	 * copies the NIC already counts as complete) */
+	if (!cb_mode || (!cqe_stream && t->stream >= 0 && t->stream != NM_CUDA_BATCH_STREAM))
 		return 0;
 	/* an engine from the pool was another thread's: this one needs the
 	 * context current for the launches */
@@ -1169,15 +1423,34 @@ static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
 		pthread_mutex_unlock(&c->lk);
 		return 1;
 	}
-	if (t->stream == NM_CUDA_BATCH_STREAM) {
-		int r = cb_direct(c, dst, src, len, t);
+	if (t->stream == NM_CUDA_BATCH_STREAM || cqe_stream) {
+		int r = len || !cqe_stream ? cb_direct(c, dst, dk, src, len, t) : 0;
 
+		if (!len && cqe_stream) {
+			t->batch = NULL;
+			t->done = 1;
+			t->stream = NM_CUDA_BATCH_STREAM;
+		}
 		return r ? r : 1;
 	}
 	return 0;
 }
 
 /* ---- asynchronous copies (nm_cuda.h) ------------------------------------ */
+
+static int cb_busy_mine(void)
+{
+	struct cb_ctx *c = tls_cb;
+	int busy;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->lk);
+	cb_progress(c, 0);
+	busy = cb_pending(c);
+	pthread_mutex_unlock(&c->lk);
+	return busy;
+}
 
 static const struct nm_dma_ops *probe_result;
 
@@ -1196,8 +1469,9 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
-	/* nothing in flight meets it (no stream asked for): it may overtake */
-	if (t->stream < 0 && !t->src_busy &&
+	/* nothing in flight meets it (no stream asked for): it may overtake;
+	 * GDAK_CUDA_CQE=stream: only when nothing of the thread is queued */
+	if (t->stream < 0 && !t->src_busy && gdr.g && (!cqe_stream || !cb_busy_mine()) &&
 	    gdr_copy(dst, (enum gdak_mem_kind)dst_kind, src, (enum gdak_mem_kind)src_kind, len)) {
 		t->batch = NULL;
 		t->done = 1;
@@ -1357,6 +1631,20 @@ static int cuda_batching(void)
 	return cb_mode;
 }
 
+/* Host memory the driver maps into the GPU at the same address (a CQ ring
+ * the stream can write the CQE words of). */
+static int cuda_gpu_writable(const void *addr, size_t len)
+{
+	nm_cu_ptr d = 1;
+
+	if (!len || thread_ctx() || cu.MemHostGetDevicePointer(&d, (void *)(uintptr_t)addr, 0) ||
+	    d != (nm_cu_ptr)(uintptr_t)addr)
+		return 0;
+	d = 1;
+	return !cu.MemHostGetDevicePointer(&d, (uint8_t *)(uintptr_t)addr + len - 1, 0) &&
+	       d == (nm_cu_ptr)(uintptr_t)addr + len - 1;
+}
+
 static const struct nm_dma_ops nm_cuda_ops = {
 	.name = "cuda",
 	.alloc = cuda_alloc,
@@ -1367,6 +1655,8 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.copy_poll = cuda_copy_poll,
 	.ticket_fini = cuda_ticket_fini,
 	.batching = cuda_batching,
+	.cqe_tail = cuda_cqe_tail,
+	.gpu_writable = cuda_gpu_writable,
 	.kind_of = cuda_kind_of,
 };
 
@@ -1410,7 +1700,7 @@ void nm_cuda_stats_report(const char *when)
 	cs.max_batch = 0;
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
-	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr)
+	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr && !d.cqes_stream)
 		return;
 	fprintf(stderr,
 		"gdak cuda stats (%s, %s): batched %llu (replaced %llu, submitted %llu), "
@@ -1418,7 +1708,7 @@ void nm_cuda_stats_report(const char *when)
 		"copies/batch %.1f, max %llu, chains/kernel %.1f; closed by poll %llu, full "
 		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
-		"calls/batch %.2f\n",
+		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1437,7 +1727,9 @@ void nm_cuda_stats_report(const char *when)
 		batches ? (double)(d.calls_launch + d.calls_memop + d.calls_memcpy_batch +
 				   d.queries) /
 				  (double)batches
-			: 0.0);
+			: 0.0,
+		(unsigned long long)d.cqes_stream, (unsigned long long)d.copies_direct,
+		(unsigned long long)d.cqe_drains);
 }
 
 static void stats_atexit(void)
@@ -1452,10 +1744,10 @@ const char *nm_cuda_gdr(void)
 	return gdr.why ? gdr.why : "in use: GPU memory the NIC allocates is mapped for the CPU";
 }
 
-const char *nm_cuda_path(void)
+static char path_buf[256];
+
+static const char *path_base(void)
 {
-	if (!probe_result)
-		return "no CUDA engine";
 	switch (cb_mode) {
 	case CB_KERNEL:
 		return "batched: one copy kernel per NIC pass";
@@ -1470,6 +1762,13 @@ const char *nm_cuda_path(void)
 	default:
 		return "one cuMemcpyAsync per WQE";
 	}
+}
+
+const char *nm_cuda_path(void)
+{
+	if (!probe_result)
+		return "no CUDA engine";
+	return path_buf;
 }
 
 /* ---- probe ------------------------------------------------------------------- */
@@ -1516,8 +1815,12 @@ static void cb_setup(void *lib)
 		cb_mode = 0;
 	if (gdak_env_uint("GDAK_CUDA_BATCH_MAX", &m) >= 0 && m)
 		cb_max = (uint32_t)m;
-	if (!cb_mode)
+	if (gdak_env_choice("GDAK_CUDA_CQE", &cqe_stream) < 0)
+		cqe_stream = 0;
+	if (!cb_mode) {
+		cqe_stream = 0;
 		return;
+	}
 	*(void **)(&cu.ModuleLoadData) = dlsym(lib, "cuModuleLoadData");
 	*(void **)(&cu.ModuleGetFunction) = dlsym(lib, "cuModuleGetFunction");
 	*(void **)(&cu.LaunchKernel) = dlsym(lib, "cuLaunchKernel");
@@ -1546,8 +1849,15 @@ static void cb_setup(void *lib)
 			  "GDAK_CUDA_BATCH=copy goes on as kernel");
 		cb_mode = CB_KERNEL;
 	}
+	if (cqe_stream && (!cu.StreamWriteValue64 || !cu.StreamWriteValue32)) {
+		GDAK_WARN("cuda", cu_ordinal,
+			  "libcuda.so.1 lacks cuStreamWriteValue64_v2: GDAK_CUDA_CQE=stream off, "
+			  "the CPU writes every CQE");
+		cqe_stream = 0;
+	}
 	if (thread_ctx()) {
 		cb_mode = CB_OFF;
+		cqe_stream = 0;
 		return;
 	}
 	if (cb_mode == CB_COPY) {
@@ -1664,6 +1974,10 @@ static void probe_once(void)
 	if (async_streams > NM_CUDA_MAX_STREAMS)
 		async_streams = NM_CUDA_MAX_STREAMS;
 	cb_setup(lib);
+	if (!cb_mode)
+		cqe_stream = 0;
+	snprintf(path_buf, sizeof(path_buf), "%s%s", path_base(),
+		 cqe_stream ? "; CQEs stream-ordered behind the data (GDAK_CUDA_CQE=stream)" : "");
 	gdr_setup();
 	/* the library stays loaded for the life of the process */
 	probe_result = &nm_cuda_ops;

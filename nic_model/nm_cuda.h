@@ -131,6 +131,11 @@ struct nm_cu_api {
  * kernel with ONE event when a ticket of it is first polled (or when it is
  * full).  Batches of a thread run in order on one stream; inside a batch,
  * copies whose ranges may meet are copied in the order started.
+ *
+ * With GDAK_CUDA_CQE=stream as well, every copy of a NIC thread goes on its
+ * batch stream, and one into GPU memory started by the NIC thread inside a
+ * pass comes back done (t->done = 1) at once: whatever the completer then
+ * writes through nm_dma_ops.cqe_tail lands after it on that stream.
  */
 struct nm_cuda_ticket {
 	nm_cu_event ev;
@@ -178,6 +183,10 @@ struct nm_cuda_stats {
 	uint64_t calls_memcpy;	     /* cuMemcpyAsync */
 	uint64_t calls_event;	     /* cuEventRecord */
 	uint64_t calls_sync;	     /* cuStreamSynchronize */
+	/* GDAK_CUDA_CQE=stream */
+	uint64_t copies_direct; /* unbatched copies on the batch stream, no event */
+	uint64_t cqes_stream;	/* CQEs whose last words the stream wrote */
+	uint64_t cqe_drains;	/* CQEs (or copies) that waited for the stream to land */
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

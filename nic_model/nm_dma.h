@@ -93,6 +93,19 @@ struct nm_dma_ops {
 	/* Optional: nonzero when the engine batches copies into GPU memory
 	 * (GDAK_CUDA_BATCH): inline WRITEs then take copy_start too. */
 	int (*batching)(void);
+	/* Optional (the CUDA engine with GDAK_CUDA_CQE=stream, docs/CUDA.md
+	 * "Stream-ordered CQEs"): the last words of a CQE the completer has
+	 * built.  words 8-byte values from src go to dst (in that order) after
+	 * everything the calling thread's engine has queued - the data of the
+	 * WQEs before it.  1: queued on the engine's stream (the caller stores
+	 * nothing, now or later); 0: the caller stores them now, because
+	 * nothing is queued or because can_defer is 0 (a collapsed or
+	 * GPU-memory CQ, memory the GPU cannot write) and the engine waited for
+	 * what was queued to land. */
+	int (*cqe_tail)(void *dst, const void *src, unsigned words, int can_defer);
+	/* Optional: nonzero when the GPU can write [addr, addr + len) (host
+	 * memory registered with the driver, at the same address). */
+	int (*gpu_writable)(const void *addr, size_t len);
 	/* What kind of memory addr is (HOST for anything the engine does not know). */
 	enum gdak_mem_kind (*kind_of)(const void *addr);
 };

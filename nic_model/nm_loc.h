@@ -223,6 +223,9 @@ struct nm_cq {
 	/* CQEs and / or the consumer record in GPU memory (nm_ring_gpu.c):
 	 * cqes / dbrec above are then host shadows; NULL for host CQs */
 	struct nm_rg_cq *rg;
+	/* the ring is memory the GPU can write (nm_comp.c: stream-ordered
+	 * CQEs): 1 yes, -1 no, 0 not asked yet */
+	_Atomic int8_t gpu_writable;
 };
 
 /* Producers of cq (nm_comp.c) hold this around one CQE. */
@@ -890,11 +893,14 @@ uint32_t nm_rg_rq_refresh(struct nm_qp *qp);
 void nm_rg_cq_rec_read(struct nm_cq *cq);
 /* CQE write: cqe (in the shadow, complete) to GPU slot `slot` */
 void nm_rg_cqe(struct nm_cq *cq, const struct mlx5_cqe64 *cqe, uint32_t slot);
-/* the end of a NIC pass: deliver its CQEs */
+/* the end of a NIC pass: deliver its CQEs (and submit the CUDA engine's
+ * open batch when it holds stream-ordered CQEs: nm_cuda_pass_pending) */
 void nm_rg_pass_end(void);
+extern __thread int nm_cuda_pass_pending;
+void nm_cuda_pass_end(void);
 static inline void nm_rg_pass_end_if(void)
 {
-	if (__builtin_expect(nm_rg_pending, 0))
+	if (__builtin_expect(nm_rg_pending | nm_cuda_pass_pending, 0))
 		nm_rg_pass_end();
 }
 /* QP setup: GDAK_QP_F_QUEUES_GPU (own GPU block), external rings found in

@@ -473,6 +473,8 @@ void nm_rg_pass_end(void)
 {
 	if (tls_rg)
 		rg_flush(tls_rg);
+	if (nm_cuda_pass_pending)
+		nm_cuda_pass_end();
 }
 
 /* ---- setup ---------------------------------------------------------------- */

@@ -93,6 +93,10 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_CUDA_STATS", "0", "cuda",
 	  "print the CUDA engine's counters (batches, driver calls) to stderr at every emu "
 	  "context close and at exit"),
+	C("GDAK_CUDA_CQE", "cpu|stream", "cpu", "cuda",
+	  "with GDAK_CUDA_BATCH: cpu: a CQE behind GPU-memory WRITEs is written once they "
+	  "landed; stream: its last 8 bytes are a stream write-value behind them (no CPU "
+	  "round trip; docs/CUDA.md)"),
 	U("GDAK_CUDA_BATCH_MAX", 8, 262144, "16384", "cuda",
 	  "largest copy that goes into a batch; larger ones are a cuMemcpyAsync each"),
 

@@ -3,11 +3,14 @@
 #
 # gpumem-check.sh - issue 21 (data in GPU memory) on a GPU machine: the
 # GPU-memory tests with the batch engine on and off, then gdak-perf-cuda
-# alternating GDAK_CUDA_BATCH=off / kernel / memop / copy, and the medians of
-# the target rows next to their same-run baselines, with the engine's
-# counters (GDAK_CUDA_STATS=1) of each mode's first run.
+# alternating the modes (GDAK_CUDA_BATCH=off / kernel / memop / copy, and
+# MODE+stream: that batch mode with GDAK_CUDA_CQE=stream, stream-ordered
+# CQEs), and the medians of the target rows next to their same-run
+# baselines, with the engine's counters (GDAK_CUDA_STATS=1) of each mode's
+# first run.
 #
-#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N] [--modes "off kernel memop copy"]
+#   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N]
+#                              [--modes "off copy copy+stream memop+stream kernel+stream"]
 #                              [--no-tests] [--no-bench]
 #
 # DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
@@ -18,14 +21,16 @@
 #
 # Runs (about 6-8 minutes on an H200; --runs 3 or --no-tests to stay
 # inside a 10-minute device call):
-#   tests  gdak_cuda_gpu_batch (kernel, memop, copy), gdak_cuda_gpumem
-#          (kernel, memop, copy, off; with copy and off also its fullgpu
+#   tests  gdak_cuda_gpu_batch (kernel, memop, copy, and each +stream),
+#          gdak_cuda_gpumem (kernel, memop, copy, off, copy+stream,
+#          kernel+stream; with copy and off (+stream) also its fullgpu
 #          case: every SM held by the application while the NIC copies), gdak_cuda_dma / _ops / _ctas with
-#          GDAK_CUDA_BATCH=kernel and copy (the rest of the suite on the new
+#          GDAK_CUDA_BATCH=kernel, copy and copy+stream (the rest of the suite on the new
 #          paths); rings in GPU memory (GDAK_QP_F_QUEUES_GPU): gdak_cuda_gpu_rings
 #          and gdak_cuda_handlers / _ctas / _ops with GDAK_TEST_QUEUES_GPU=1;
 #          each bounded by GDAK_TEST_TIMEOUT (120 s)
-#   perf   N (5) x { off, kernel, memop, copy } alternating (--modes), each one
+#   perf   N (5) x { off, copy, copy+stream, memop+stream, kernel+stream }
+#          alternating (--modes), each one
 #          process of gdak-perf-cuda -t lat,bw,big --ctas 64 --nic-threads 1
 #          with its own baselines (ping-pong, host-mapped rate, cudaMemcpy
 #          D2D, and for the gpu-rings rows the floor: one device-to-host fetch
@@ -36,7 +41,8 @@
 # test passed and every benchmark row verified its data.
 set -u
 
-bin="" out="gpumem-logs" runs=5 tests=1 bench=1 modes="off kernel memop copy"
+bin="" out="gpumem-logs" runs=5 tests=1 bench=1
+modes="off copy copy+stream memop+stream kernel+stream"
 die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -46,7 +52,7 @@ while [ $# -gt 0 ]; do
 	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
 	--no-tests) tests=0; shift ;;
 	--no-bench) bench=0; shift ;;
-	-h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
 done
@@ -57,6 +63,12 @@ out=$(cd "$out" && pwd)
 summary="$out/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary" >/dev/null; }
+# the environment of a mode: BATCH or BATCH+CQE
+mode_env() {
+	local b=${1%%+*} q=cpu
+	[ "$b" != "$1" ] && q=${1#*+}
+	echo "GDAK_CUDA_BATCH=$b GDAK_CUDA_CQE=$q"
+}
 status=0
 
 {
@@ -75,9 +87,9 @@ if [ $tests = 1 ]; then
 		local mode=$1 name=$2 rc t0 t1 line
 		shift 2
 		[ -x "$bin/$name" ] || { say "test $name ($mode): MISSING"; status=1; return; }
-		echo "==== $name GDAK_CUDA_BATCH=$mode $*" >>"$log"
+		echo "==== $name $(mode_env $mode) $*" >>"$log"
 		t0=$(date +%s)
-		env "$@" GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode \
+		env "$@" GDAK_LOG=${GDAK_LOG:-warn} $(mode_env $mode) \
 			timeout "${GDAK_TEST_TIMEOUT:-120}" "$bin/$name" >>"$log" 2>&1
 		rc=$?
 		t1=$(date +%s)
@@ -89,9 +101,11 @@ if [ $tests = 1 ]; then
 		*) say "test $name ($mode): FAILED rc=$rc ($line)"; status=1 ;;
 		esac
 	}
-	for m in kernel memop copy; do run_test $m gdak_cuda_gpu_batch; done
-	for m in kernel memop copy off; do run_test $m gdak_cuda_gpumem; done
-	for m in kernel copy; do
+	for m in kernel memop copy kernel+stream memop+stream copy+stream; do
+		run_test $m gdak_cuda_gpu_batch
+	done
+	for m in kernel memop copy off copy+stream kernel+stream; do run_test $m gdak_cuda_gpumem; done
+	for m in kernel copy copy+stream; do
 		run_test $m gdak_cuda_dma
 		run_test $m gdak_cuda_ops
 		run_test $m gdak_cuda_ctas
@@ -122,7 +136,7 @@ median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; 
 for i in $(seq 1 "$runs"); do
 	for mode in $modes; do
 		j="$out/perf-$mode-$i.json"
-		GDAK_LOG=${GDAK_LOG:-warn} GDAK_CUDA_BATCH=$mode GDAK_CUDA_STATS=1 \
+		env GDAK_LOG=${GDAK_LOG:-warn} $(mode_env $mode) GDAK_CUDA_STATS=1 \
 			timeout "${GDAK_BENCH_TIMEOUT:-150}" \
 			"$perf" -t lat,bw,big --ctas 64 --nic-threads 1 --lat-iters 3000 \
 			--bw-iters 2000 --big-iters 20 --json "$j" >"$out/perf-$mode-$i.txt" 2>&1
@@ -165,6 +179,7 @@ for mode in $modes; do
 	done
 done
 say ""
+: >"$out/.targets"
 say "medians of $runs runs (target: gpu-mem rate >= 5 M/s and >= 0.25x mapped;"
 say "  latency <= 1.5x ping-pong; 16 MiB >= 0.9x median and >= 0.8x every run):"
 for mode in $modes; do
@@ -176,8 +191,20 @@ for mode in $modes; do
 	minbig=$(awk '{print $9}' "$out/.m-$mode" | sort -g | head -1)
 	say "  $mode: gpu-mem $1 M/s, mapped $2 M/s (x$3), lat gpu-desc x$4, local-desc x$5," \
 	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
+	echo "$mode $m $minbig" >>"$out/.targets"
 done
-rm -f "$out"/.m-*
+say ""
+say "targets (issue 21; medians of $runs runs, ratios to the same run's baselines):"
+say "  mode | 64 CTAs gpu-mem M/s (x mapped): >= 5 and >= 0.25x |" \
+    "lat p50 x pp (gpu-desc / local-desc): <= 1.5x | 16 MiB x cudaMemcpy D2D (lowest): >= 0.9 (>= 0.8)"
+while read -r mode rg rm rr lg ll pp bg lo; do
+	say "  $(awk -v mode="$mode" -v rg="$rg" -v rr="$rr" -v lg="$lg" -v ll="$ll" \
+		-v bg="$bg" -v lo="$lo" 'function ok(c) { return c ? "met" : "NOT met" }
+		BEGIN { printf "%s | %s (x%s): %s | x%s / x%s: %s | x%s (x%s): %s", mode, rg, rr,
+			ok(rg >= 5 && rr >= 0.25), lg, ll, ok(lg <= 1.5 || ll <= 1.5), bg, lo,
+			ok(bg >= 0.9 && lo >= 0.8) }')"
+done <"$out/.targets"
+rm -f "$out"/.m-* "$out/.targets"
 say ""
 say "rings in GPU memory (target: PROXY gpu-rings p50 <= 1.5x the floor, 64 CTAs >= 2 M/s):"
 say "  mode run | floor p50 us | PROXY p50 us (x floor) | DB p50 us (x floor) |" \
