@@ -60,7 +60,6 @@ struct nm_op;
 #define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
 #define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
 #define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
-#define NM_COPIES 16		/* loop transport: GPU copies in flight per QP */
 #define NM_MR_CHUNK 1024	/* MR table: chunks of this many slots */
 #define NM_MR_CHUNKS 1024	/* ... and this many chunks (1M MRs per context) */
 
@@ -120,6 +119,14 @@ struct nm_transport_ops {
 	int (*qp_connect)(struct nm_qp *qp, const struct gdak_qp_info *peer); /* INIT -> RTR */
 	/* Execute one decoded request (see struct nm_op). */
 	enum nm_tx_result (*post_send)(struct nm_qp *qp, struct nm_op *op);
+	/* Optional: asked before post_send while the transport has set
+	 * qp->tr_gate (it holds ops later ones may have to follow: the loop
+	 * transport's GPU copies); 1 when op must wait (offered again). */
+	int (*exec_wait)(struct nm_qp *qp, const struct nm_op *op);
+	/* Optional, on the QP's thread: the requester is reset (the QP went
+	 * back to RESET); forget what is in flight.  Also runs once at create,
+	 * before qp_init. */
+	void (*req_reset)(struct nm_qp *qp);
 	/* Optional: receive WQEs were posted on qp (RNR retry can go on). */
 	void (*rq_kick)(struct nm_qp *qp);
 	/* Optional: called every pass while the QP is active; returns work done. */
@@ -137,6 +144,9 @@ struct nm_transport_ops {
 	 * after the grace period, before the MR is freed. */
 	int (*mr_reg)(struct nm_ctx *ctx, struct nm_mr *mr);
 	void (*mr_dereg)(struct nm_ctx *ctx, struct nm_mr *mr);
+	/* The wire has 8-byte atomics only (plain verbs): the 4-byte extended
+	 * forms fail before post_send (rule atomic_transport). */
+	bool atomics_8b_only;
 };
 
 extern const struct nm_transport_ops nm_tr_loop_ops;
@@ -377,22 +387,14 @@ struct nm_qp {
 	bool on_thread;
 	uint32_t thr_slot;	/* index in thread's qps[] */
 
-	/* loop transport: WRITEs whose GPU copy is in flight, oldest first
-	 * (copies of one NIC thread land in the order started: only the head
-	 * is polled); cp_op[i] is the op in inflight[] that cp[i] completes */
-	struct nm_dma_ticket cp[NM_COPIES];
-	struct nm_op *cp_op[NM_COPIES];
-	uint64_t cp_src[NM_COPIES];	/* local source range of each copy, taken */
-	uint32_t cp_src_len[NM_COPIES];	/* when it started (nm_loop.c overlap check) */
-	uint32_t cp_head, cp_tail;
-	struct nm_key_cache lkc, rkc; /* loop transport's fast WRITE path (NIC thread) */
-
 	/* DCI / DCT state (nm_dc.c), NULL for an RC QP */
 	struct nm_dc *dc;
 
 	/* transport */
-	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
 	void *tr_priv;
+	/* set by the transport (QP's thread) while ops it holds may make later
+	 * ones wait: the requester then asks tr->exec_wait before each op */
+	bool tr_gate;
 	struct gdak_qp_info peer_info;
 
 	/* responder side (any thread, under resp_lock) */
@@ -662,18 +664,6 @@ int nm_resp_flush(struct nm_qp *qp);
 /* Posted, not consumed receive WQEs. */
 uint32_t nm_resp_rq_avail(struct nm_qp *qp);
 
-/* ---- nm_loop.c ---------------------------------------------------------------------- */
-
-/* Before executing op while copies are in flight: 1 when it must wait
- * (anything but another GPU WRITE waits for the queue to drain - IBA
- * ordering: fences, READs, atomics, SEND/WRITE_IMM completions must follow
- * the data - and a GPU WRITE waits while NM_COPIES are in flight). */
-int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op);
-/* Wait for the copies in flight and forget them (their ops are completed
- * with WR_FLUSH_ERR unless done); QP reset / error / destroy.  fini also
- * frees the tickets. */
-void nm_loop_copies_drain(struct nm_qp *qp, int fini);
-
 /* ---- nm_dc.c: the Dynamically Connected transport ------------------------------------ */
 
 struct nm_dc;
@@ -726,9 +716,9 @@ int nm_comp_retire(struct nm_qp *qp);
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A check failed: the op carries the syndrome; strict-mode rules count as
- * violations (log, counter, trace). */
-void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
-		   int violation, const char *what);
+ * violations (log, counter, trace).  Returns 1 (the check fired). */
+int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
+		  const char *what);
 /* Resolve local data segment i of op: host pointer + MR, with the lkey,
  * access and bounds checks.  Returns 0 or a syndrome (rule set). */
 int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,

@@ -34,7 +34,8 @@ static const char *const req_state_names[] __attribute__((unused)) = {
 
 void nm_req_reset(struct nm_qp *qp)
 {
-	nm_loop_copies_drain(qp, 0);
+	if (qp->ctx->tr->req_reset)
+		qp->ctx->tr->req_reset(qp);
 	qp->ci = 0;
 	qp->if_head = qp->if_tail = 0;
 	qp->reads_outstanding = 0;
@@ -356,17 +357,6 @@ static void dump_local(struct nm_qp *qp, struct nm_op *op)
 	}
 }
 
-/* The UDP transport carries extended atomics (gdak's ExtAtomicETH). */
-static int xatomic_wire(const struct nm_qp *qp)
-{
-#ifdef NM_HAVE_TR_UDP
-	return qp->ctx->tr == &nm_tr_udp_ops;
-#else
-	(void)qp;
-	return 0;
-#endif
-}
-
 /* EXECUTE: the head of the unexecuted WQEs.  Returns WQEs consumed (0/1). */
 static int execute_one(struct nm_qp *qp)
 {
@@ -376,9 +366,8 @@ static int execute_one(struct nm_qp *qp)
 	decode(qp, op);
 	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
 		return 0; /* FENCE_WAIT: re-decoded next pass */
-	if (__builtin_expect(qp->cp_head != qp->cp_tail, 0) && !op->status &&
-	    nm_loop_copy_wait(qp, op))
-		return 0; /* COPY_WAIT: earlier GPU copies first (the same) */
+	if (__builtin_expect(qp->tr_gate, 0) && !op->status && qp->ctx->tr->exec_wait(qp, op))
+		return 0; /* COPY_WAIT: the transport's earlier work first (the same) */
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_WAIT, 0) && !op->status &&
 	    wait_pending(qp, op))
 		return 0; /* WAIT_CQ: the CQE waited for is not there yet */
@@ -389,7 +378,7 @@ static int execute_one(struct nm_qp *qp)
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
 		dump_local(qp, op);
 	} else if (__builtin_expect(op->asize == 4, 0) && !op->status &&
-		   qp->ctx->tr != &nm_tr_loop_ops && !xatomic_wire(qp)) {
+		   qp->ctx->tr->atomics_8b_only) {
 		/* plain verbs (rxe) have 8-byte atomics only; the in-process
 		 * and UDP transports carry the extended forms */
 		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
