@@ -716,9 +716,9 @@ int nm_comp_retire(struct nm_qp *qp);
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A check failed: the op carries the syndrome; strict-mode rules count as
- * violations (log, counter, trace).  Returns 1 (the check fired). */
-int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
-		  const char *what);
+ * violations (log, counter, trace). */
+void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
+		   int violation, const char *what);
 /* Resolve local data segment i of op: host pointer + MR, with the lkey,
  * access and bounds checks.  Returns 0 or a syndrome (rule set). */
 int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,
