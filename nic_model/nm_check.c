@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nm_check.c - the checks: how a failed strict-mode rule is reported
- * (nm_violation: counter, error query, rate-limited log, trace record),
- * how a failed WQE check marks its op, and the lkey / access / bounds
- * rule for a local data segment.  The stages call these where their rule
- * fires; the rule names are those the logs, traces and gdak_qp_query_error
- * print.
+ * nm_check.c - the checks: every rule of docs/DESIGN.md "Checks", one
+ * function each (check_<rule>, or nm_check_<rule> where a stage calls it
+ * alone), with what ConnectX does and what gdak does; how a rule that
+ * fires is reported (nm_violation: counter, error query, rate-limited log,
+ * trace record) and how a failed WQE check marks its op (nm_check_fail).
+ * The stages call these where they see the rule's fact; the rule names are
+ * those the logs, traces and gdak_qp_query_error print.
+ *
+ * The rule: never reject what ConnectX executes; fail with ConnectX's
+ * syndrome what ConnectX fails; flag what ConnectX would silently
+ * misexecute.  "strict" rules are skipped (or relaxed) with GDAK_STRICT=0.
+ *
+ * A check returns 1 when its rule fired (the op then carries the syndrome
+ * and the rule), 0 when it passed.
  */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "nm_loc.h"
 
-void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
-		   int violation, const char *what)
+int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
+		  const char *what)
 {
 	op->status = synd;
 	op->rule = rule;
@@ -22,8 +30,248 @@ void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char 
 		nm_violation(qp, op->wqe_index, rule, synd, "%s WQE: %s",
 			     gdak_mlx5_opcode_name(op->opcode), what);
 	}
+	return 1;
 }
 
+/* ---- requester: the WQE as decoded (nm_req.c FETCH/DECODE) ------------------------- */
+
+/* bad_opcode - ConnectX: LOCAL_QP_OP_ERR for an opcode it does not know or
+ * the QP type does not take.  gdak: the same, also for opcodes the model
+ * does not execute (TSO, UMR, ...: a limitation, named in the text). */
+int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info)
+{
+	if (__builtin_expect(info && (info->flags & GDAK_OPF_SUPPORTED), 1))
+		return 0;
+	op->bbs = 1;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
+			     info ? "opcode not supported by the NIC model" : "unknown opcode");
+}
+
+/* atomic_opmod - ConnectX: executes extended atomics up to its
+ * atomic_size_qp.  gdak: LOCAL_QP_OP_ERR for an operand size other than 4
+ * or 8 bytes (a limitation; the decoder marks it with opmod 0xff). */
+static int check_atomic_opmod(struct nm_qp *qp, struct nm_op *op)
+{
+	if (op->opmod != 0xff)
+		return 0;
+	return nm_check_fail(
+		qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
+		"extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
+}
+
+/* bad_ds - ConnectX: LOCAL_QP_OP_ERR when the DS count is too small for
+ * the opcode's segments.  gdak: the same, DS range per opcode from
+ * gdak_mlx5_op_info (extended atomics by opmod, a DCI's AV added). */
+static int check_bad_ds(struct nm_qp *qp, struct nm_op *op, uint32_t min_ds, uint32_t max_ds)
+{
+	char t[64];
+
+	if (op->ds >= min_ds && op->ds <= max_ds)
+		return 0;
+	snprintf(t, sizeof(t), "DS %u outside %u..%u", op->ds, min_ds, max_ds);
+	if (op->ds == 0)
+		op->bbs = 1;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
+}
+
+/* wqe_past_producer - ConnectX: fetches WQEBBs the device never announced
+ * (stale ring bytes: misexecution).  gdak: LOCAL_QP_OP_ERR. */
+static int check_wqe_past_producer(struct nm_qp *qp, struct nm_op *op)
+{
+	if (op->bbs <= qp->pi - qp->ci)
+		return 0;
+	nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
+		      "DS count reaches past the producer index");
+	op->bbs = (uint8_t)(qp->pi - qp->ci);
+	return 1;
+}
+
+/* wqe_index_mismatch - ConnectX: reports the ctrl's index in the CQE, so
+ * completions are misattributed.  gdak: strict, LOCAL_QP_OP_ERR (stricter
+ * than hardware, which runs it). */
+static int check_wqe_index_mismatch(struct nm_qp *qp, struct nm_op *op, uint16_t ctrl_index)
+{
+	char t[64];
+
+	if (ctrl_index == op->wqe_index || !nm_strict())
+		return 0;
+	snprintf(t, sizeof(t), "ctrl says index %u, ring slot is %u", ctrl_index, op->wqe_index);
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1, t);
+}
+
+/* qpn_mismatch - ConnectX: a ctrl naming another QPN is not documented.
+ * gdak: strict, LOCAL_QP_OP_ERR (stricter than hardware may be). */
+static int check_qpn_mismatch(struct nm_qp *qp, struct nm_op *op, uint32_t ctrl_qpn)
+{
+	char t[64];
+
+	if (ctrl_qpn == qp->base.qpn || !nm_strict())
+		return 0;
+	snprintf(t, sizeof(t), "ctrl names QPN 0x%x, this is 0x%x", ctrl_qpn, qp->base.qpn);
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
+}
+
+/* bf_mismatch, the WQE's side: the doorbell stage found its BlueFlame copy
+ * different from the ring (nm_check_bf_mismatch reported it); the WQE fails
+ * with LOCAL_QP_OP_ERR. */
+static int check_bf_mismatch(struct nm_qp *qp, struct nm_op *op)
+{
+	if (__builtin_expect(qp->bf_bad != qp->ci, 1))
+		return 0;
+	qp->bf_bad = UINT64_MAX;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
+}
+
+int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_ctrl *c,
+		  uint32_t min_ds, uint32_t max_ds)
+{
+	return check_atomic_opmod(qp, op) || check_bad_ds(qp, op, min_ds, max_ds) ||
+	       check_wqe_past_producer(qp, op) || check_wqe_index_mismatch(qp, op, c->wqe_index) ||
+	       check_qpn_mismatch(qp, op, c->qpn) || check_bf_mismatch(qp, op);
+}
+
+/* wait_opmod - ConnectX: WAIT modes other than wait-on-CQ are Ethernet-SQ
+ * features.  gdak: strict, LOCAL_QP_OP_ERR (a limitation). */
+int nm_check_wait_opmod(struct nm_qp *qp, struct nm_op *op)
+{
+	if (op->opmod == GDAK_MLX5_WAIT_OPMOD_CQ)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
+			     "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
+}
+
+/* inline_not_allowed - ConnectX: LOCAL_QP_OP_ERR for inline data on an
+ * opcode that takes none.  gdak: the same, strict. */
+static int check_inline_not_allowed(struct nm_qp *qp, struct nm_op *op,
+				    const struct gdak_mlx5_op_info *info)
+{
+	if (info->flags & GDAK_OPF_INLINE_OK)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "inline_not_allowed", 1,
+			     "inline data on an opcode that takes none");
+}
+
+/* inline_overflow - ConnectX: LOCAL_LENGTH_ERR for an inline length past
+ * the WQE's DS.  gdak: the same, strict. */
+static int check_inline_overflow(struct nm_qp *qp, struct nm_op *op, uint32_t len, uint32_t rem)
+{
+	char t[80];
+
+	if (4 + (uint64_t)len <= (uint64_t)rem * 16)
+		return 0;
+	snprintf(t, sizeof(t), "inline length %u over the %u bytes its DS hold", len, rem * 16 - 4);
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "inline_overflow", 1, t);
+}
+
+int nm_check_inline(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		    uint32_t len, uint32_t rem)
+{
+	return check_inline_not_allowed(qp, op, info) || check_inline_overflow(qp, op, len, rem);
+}
+
+/* length (requester) - ConnectX: LOCAL_LENGTH_ERR for a message over 2 GiB.
+ * gdak: the same, strict. */
+static int check_length(struct nm_qp *qp, struct nm_op *op, uint64_t total)
+{
+	if (total <= 0x80000000ull)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
+			     "message longer than 2 GiB");
+}
+
+/* atomic_length - ConnectX: LOCAL_LENGTH_ERR when the local segment is not
+ * one operand-sized segment.  gdak: the same, strict (4 bytes for opmod
+ * 0x08, else 8). */
+static int check_atomic_length(struct nm_qp *qp, struct nm_op *op,
+			       const struct gdak_mlx5_op_info *info)
+{
+	if (!(info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) ||
+	    (op->nseg == 1 && op->len == op->asize))
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
+			     op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
+					    : "an atomic needs one 8-byte local data segment");
+}
+
+int nm_check_sges(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		  uint64_t total)
+{
+	if (check_length(qp, op, total))
+		return 1;
+	op->len = (uint32_t)total;
+	return check_atomic_length(qp, op, info);
+}
+
+/* ---- requester: before and after EXECUTE (nm_req.c) ---------------------------------- */
+
+/* wait_bad_cq - ConnectX: a WAIT naming no CQ fails the WQE.  gdak:
+ * LOCAL_QP_OP_ERR (gdak's choice of syndrome: the sources do not settle
+ * it). */
+int nm_check_wait_bad_cq(struct nm_qp *qp, struct nm_op *op, const struct nm_cq *cq)
+{
+	char t[64];
+
+	if (cq)
+		return 0;
+	snprintf(t, sizeof(t), "CQ number 0x%x names no CQ", op->rkey);
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
+}
+
+/* wait_index_ahead - ConnectX: waits (possibly forever) for a CQE more than
+ * a ring ahead.  gdak: keeps waiting; strict: flagged (warning) once per
+ * WAIT.  An index further ahead than the CQ holds can only be reached after
+ * the consumer frees entries: legal, but usually an off-by-a-ring bug. */
+void nm_check_wait_index_ahead(struct nm_qp *qp, const struct nm_op *op, const struct nm_cq *cq,
+			       uint32_t produced)
+{
+	if ((uint32_t)op->compare - produced < cq->ncqe || qp->wait_warned == op->ci + 1 ||
+	    !nm_strict())
+		return;
+	qp->wait_warned = op->ci + 1;
+	nm_violation(qp, op->wqe_index, "wait_index_ahead", 0,
+		     "WAIT for CQE %u of CQ 0x%x, which has produced %u of %u entries: "
+		     "more than a ring ahead",
+		     (unsigned)op->compare, op->rkey, produced, cq->ncqe);
+}
+
+/* atomic_transport - ConnectX: extended atomics travel as Mellanox extended
+ * atomic packets.  gdak: in-process and emu:udp carry them; on a transport
+ * with 8-byte atomics only (emu:verbs: plain verbs, rxe) a 4-byte atomic
+ * fails with LOCAL_QP_OP_ERR. */
+int nm_check_atomic_transport(struct nm_qp *qp, struct nm_op *op)
+{
+	if (op->asize != 4 || !qp->ctx->tr->atomics_8b_only)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
+			     "4-byte atomics are not carried by the verbs transport");
+}
+
+/* rnr, rnr_retry_exceeded - ConnectX: an RNR NAK is retried, and the WQE
+ * fails with RNR_RETRY_EXC_ERR when the retry count runs out.  gdak: the
+ * transport's BUSY is retried for GDAK_RNR_TIMEOUT_MS (from the first
+ * BUSY of the head op), then RNR_RETRY_EXC_ERR.  1 while it is retried. */
+int nm_check_rnr_retry(struct nm_qp *qp, struct nm_op *op)
+{
+	uint64_t now = nm_now_ns();
+	uint64_t lim = (uint64_t)atomic_load_explicit(&nm_cfg.rnr_timeout_ms,
+						      memory_order_relaxed) *
+		       1000000ull;
+
+	if (!qp->busy_since_ns) {
+		qp->busy_since_ns = now ? now : 1;
+		return 1;
+	}
+	if (now - qp->busy_since_ns < lim)
+		return 1;
+	op->status = MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+	op->rule = "rnr_retry_exceeded";
+	return 0;
+}
+
+/* ---- local data segments (requester, transports) ---------------------------------- */
+
+/* bad_lkey, lkey_access, lkey_bounds - ConnectX: LOCAL_PROT_ERR.  gdak: the
+ * same (DUMP's segments too). */
 int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need,
 		       void **addr, uint32_t *len, struct nm_mr **mrp, const char **rule)
 {

@@ -5,10 +5,11 @@
  *
  * Pipeline (DESIGN.md "NIC model pipeline"), one file per stage:
  *   nm_doorbell.c  watch the send doorbell record / register / proxy word
- *   nm_req.c       requester: fetch, check, decode, execute in order
+ *   nm_req.c       requester: fetch, decode, execute in order
+ *   nm_check.c     checks: every rule, and how one that fires is reported
  *   nm_loop.c      the in-process transport (the others: tr_udp*.c, tr_verbs*.c)
- *   nm_resp.c      responder: rkey/bounds/access checks, receive WQEs
- *   nm_comp.c      completer: CQEs, errors, flushes
+ *   nm_resp.c      responder: applies requests, receive WQEs
+ *   nm_comp.c      completer: op_done, in-order retire, CQEs, errors, flushes
  * around them nm_mem.c (memory, MRs), nm_qp.c (QP objects), nm_thread.c (NIC
  * threads, libev loops), nm_backend.c (the "emu" backend ops), nm_api.c
  * (gdak_nic_*), nm_fault.c (fault-injection hooks), nm_ring_gpu.c (rings in
@@ -712,13 +713,35 @@ int nm_comp_retire(struct nm_qp *qp);
 
 /* ---- nm_check.c --------------------------------------------------------------------- */
 
+/* The rules (each function's comment: the rule, what ConnectX does, what
+ * gdak does).  A check returns 1 when its rule fired: op->status and
+ * op->rule are set (warnings: reported only).  Requester, at DECODE: */
+int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info);
+/* atomic_opmod, bad_ds, wqe_past_producer, wqe_index_mismatch,
+ * qpn_mismatch, bf_mismatch (in that order) */
+int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_ctrl *c,
+		  uint32_t min_ds, uint32_t max_ds);
+int nm_check_wait_opmod(struct nm_qp *qp, struct nm_op *op);
+/* inline_not_allowed, inline_overflow: inline data of len bytes, rem DS left */
+int nm_check_inline(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		    uint32_t len, uint32_t rem);
+/* length, atomic_length: data segments of total bytes (sets op->len) */
+int nm_check_sges(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		  uint64_t total);
+/* Requester, around EXECUTE: */
+int nm_check_wait_bad_cq(struct nm_qp *qp, struct nm_op *op, const struct nm_cq *cq);
+void nm_check_wait_index_ahead(struct nm_qp *qp, const struct nm_op *op, const struct nm_cq *cq,
+			       uint32_t produced);
+int nm_check_atomic_transport(struct nm_qp *qp, struct nm_op *op);
+/* the transport said BUSY: 1 while it is retried, 0 once the op failed */
+int nm_check_rnr_retry(struct nm_qp *qp, struct nm_op *op);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A check failed: the op carries the syndrome; strict-mode rules count as
- * violations (log, counter, trace). */
-void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
-		   int violation, const char *what);
+ * violations (log, counter, trace).  Returns 1 (the check fired). */
+int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
+		  const char *what);
 /* Resolve local data segment i of op: host pointer + MR, with the lkey,
  * access and bounds checks.  Returns 0 or a syndrome (rule set). */
 int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,

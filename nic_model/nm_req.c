@@ -21,8 +21,6 @@
  * ops before it retire normally, it gets an error CQE, the QP goes to ERR
  * and everything after it is flushed (nm_comp.c).
  */
-#include <stdio.h>
-
 #include "nm_dma.h"
 #include "nm_loc.h"
 
@@ -118,7 +116,6 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	struct gdak_mlx5_ctrl c;
 	const uint8_t *p;
 	uint32_t rem, min_ds, max_ds, seg_bytes = 32;
-	int strict = nm_strict();
 
 	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
 	op->ci = qp->ci;
@@ -147,12 +144,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		op->flags |= NM_OPF_FENCE;
 
 	info = gdak_mlx5_op_info(c.opcode);
-	if (!info || !(info->flags & GDAK_OPF_SUPPORTED)) {
-		op->bbs = 1;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
-			      info ? "opcode not supported by the NIC model" : "unknown opcode");
+	if (nm_check_bad_opcode(qp, op, info))
 		return;
-	}
 	if (info->flags & GDAK_OPF_READS_REMOTE)
 		op->flags |= NM_OPF_READS;
 	min_ds = info->min_ds;
@@ -169,44 +162,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		max_ds = max_ds + (uint32_t)av > GDAK_MLX5_MAX_DS ? GDAK_MLX5_MAX_DS
 								  : max_ds + (uint32_t)av;
 	}
-	if (op->opmod == 0xff) {
-		nm_check_fail(
-			qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
-			"extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
+	if (nm_check_ctrl(qp, op, &c, min_ds, max_ds))
 		return;
-	}
-	if (c.ds < min_ds || c.ds > max_ds) {
-		char t[64];
-		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, min_ds, max_ds);
-		if (c.ds == 0)
-			op->bbs = 1;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
-		return;
-	}
-	if (op->bbs > qp->pi - qp->ci) {
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
-			      "DS count reaches past the producer index");
-		op->bbs = (uint8_t)(qp->pi - qp->ci);
-		return;
-	}
-	if (c.wqe_index != op->wqe_index && strict) {
-		char t[64];
-		snprintf(t, sizeof(t), "ctrl says index %u, ring slot is %u", c.wqe_index, op->wqe_index);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1,
-			      t);
-		return;
-	}
-	if (c.qpn != qp->base.qpn && strict) {
-		char t[64];
-		snprintf(t, sizeof(t), "ctrl names QPN 0x%x, this is 0x%x", c.qpn, qp->base.qpn);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
-		return;
-	}
-	if (__builtin_expect(qp->bf_bad == qp->ci, 0)) {
-		qp->bf_bad = UINT64_MAX;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
-		return;
-	}
 
 	/* a WQE that runs past the ring's end continues at its start */
 	if (__builtin_expect(slot + op->bbs > qp->sq_cnt, 0)) {
@@ -245,9 +202,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 
 		op->compare = gdak_be32toh(ws->max_index);
 		op->rkey = gdak_be32toh(ws->qpn_cqn) & 0xffffff;
-		if (op->opmod != GDAK_MLX5_WAIT_OPMOD_CQ)
-			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
-				      "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
+		nm_check_wait_opmod(qp, op);
 		return;
 	}
 	if (!(info->flags & GDAK_OPF_DATA))
@@ -260,20 +215,9 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 
 		if (bc & MLX5_INLINE_SEG) {
 			uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
-			if (!(info->flags & GDAK_OPF_INLINE_OK)) {
-				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-					      "inline_not_allowed", 1,
-					      "inline data on an opcode that takes none");
+
+			if (nm_check_inline(qp, op, info, l, rem))
 				return;
-			}
-			if (4 + (uint64_t)l > (uint64_t)rem * 16) {
-				char t[80];
-				snprintf(t, sizeof(t), "inline length %u over the %u bytes its DS hold", l,
-					 rem * 16 - 4);
-				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
-					      "inline_overflow", 1, t);
-				return;
-			}
 			op->inl = p + 4;
 			op->len = l;
 			op->flags |= NM_OPF_INLINE;
@@ -284,21 +228,10 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->nseg = (uint8_t)rem;
 	{
 		uint64_t total = 0;
+
 		for (uint32_t i = 0; i < rem; i++)
 			total += gdak_be32toh(op->sge[i].byte_count);
-		if (total > 0x80000000ull) {
-			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
-				      "message longer than 2 GiB");
-			return;
-		}
-		op->len = (uint32_t)total;
-	}
-	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) &&
-	    (op->nseg != 1 || op->len != op->asize)) {
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
-			      op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
-					     : "an atomic needs one 8-byte local data segment");
-		return;
+		nm_check_sges(qp, op, info, total);
 	}
 }
 
@@ -315,26 +248,12 @@ static int wait_pending(struct nm_qp *qp, struct nm_op *op)
 	struct nm_cq *cq = nm_cq_lookup(op->rkey);
 	uint32_t produced;
 
-	if (!cq) {
-		char t[64];
-
-		snprintf(t, sizeof(t), "CQ number 0x%x names no CQ", op->rkey);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
+	if (nm_check_wait_bad_cq(qp, op, cq))
 		return 0;
-	}
 	produced = (uint32_t)nm_cq_produced(cq);
 	if ((int32_t)(produced - (uint32_t)op->compare - 1u) >= 0)
 		return 0;
-	/* an index further ahead than the CQ holds can only be reached after
-	 * the consumer frees entries: legal, but usually an off-by-a-ring bug */
-	if ((uint32_t)op->compare - produced >= cq->ncqe && qp->wait_warned != op->ci + 1 &&
-	    nm_strict()) {
-		qp->wait_warned = op->ci + 1;
-		nm_violation(qp, op->wqe_index, "wait_index_ahead", 0,
-			     "WAIT for CQE %u of CQ 0x%x, which has produced %u of %u entries: "
-			     "more than a ring ahead",
-			     (unsigned)op->compare, op->rkey, produced, cq->ncqe);
-	}
+	nm_check_wait_index_ahead(qp, op, cq, produced);
 	return 1;
 }
 
@@ -375,29 +294,17 @@ static int execute_one(struct nm_qp *qp)
 		return 0; /* DC_STREAM_WAIT: the stream's old target drains first */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
+	/* (a DUMP is never a 4-byte atomic: the order of these two is free) */
+	if (__builtin_expect(op->asize == 4, 0) && !op->status)
+		nm_check_atomic_transport(qp, op);
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
 		dump_local(qp, op);
-	} else if (__builtin_expect(op->asize == 4, 0) && !op->status &&
-		   qp->ctx->tr->atomics_8b_only) {
-		/* plain verbs (rxe) have 8-byte atomics only; the in-process
-		 * and UDP transports carry the extended forms */
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
-			      "4-byte atomics are not carried by the verbs transport");
 	} else if (!op->status && op->opcode != MLX5_OPCODE_NOP &&
 		   op->opcode != GDAK_MLX5_OPCODE_WAIT) {
 		r = qp->ctx->tr->post_send(qp, op);
 		if (r == NM_TX_BUSY) {
-			uint64_t now = nm_now_ns();
-			uint64_t lim = (uint64_t)atomic_load_explicit(&nm_cfg.rnr_timeout_ms,
-								     memory_order_relaxed) * 1000000ull;
-			if (!qp->busy_since_ns) {
-				qp->busy_since_ns = now ? now : 1;
-				return 0;
-			}
-			if (now - qp->busy_since_ns < lim)
-				return 0;
-			op->status = MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
-			op->rule = "rnr_retry_exceeded";
+			if (nm_check_rnr_retry(qp, op))
+				return 0; /* offered again next pass */
 			r = NM_TX_DONE;
 		}
 	}
