@@ -268,6 +268,103 @@ int nm_check_rnr_retry(struct nm_qp *qp, struct nm_op *op)
 	return 0;
 }
 
+/* ---- doorbell stage (nm_doorbell.c) ------------------------------------------------- */
+
+/* producer_overrun - ConnectX: a producer (record, register, proxy word)
+ * more than the ring ahead of the consumer means WQEs were overwritten
+ * before execution.  gdak: strict, LOCAL_QP_OP_ERR and the QP to ERR.
+ * p: the producer index the doorbell `what` announces.  1 when it is not
+ * taken (strict or not). */
+int nm_check_producer_overrun(struct nm_qp *qp, uint64_t p, const char *what_db)
+{
+	uint64_t ahead = p - qp->ci;
+
+	if (ahead <= qp->sq_cnt)
+		return 0;
+	if (nm_strict()) {
+		const char *what = (int64_t)ahead < 0 || ahead > 0x8000 ? "moved backwards"
+									: "overran the consumer";
+		nm_violation(qp, (uint16_t)qp->ci, "producer_overrun",
+			     MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+			     "%s producer %s: %llu WQEBBs ahead of consumer %llu, ring %u "
+			     "(the device overwrote WQEs not yet executed)",
+			     what_db, what, (unsigned long long)(int64_t)ahead,
+			     (unsigned long long)qp->ci, qp->sq_cnt);
+		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, (uint16_t)qp->ci,
+				"producer_overrun",
+				"producer %s (%s): %lld WQEBBs ahead of consumer, ring %u", what,
+				what_db, (long long)ahead, qp->sq_cnt);
+	}
+	return 1;
+}
+
+/* bf_not_alternated - ConnectX: executes it, but two write-combined
+ * BlueFlame writes to the same register half may reach it merged or
+ * reordered (rdma-core alternates: bf->offset ^= bf->buf_size).  gdak:
+ * executed; strict: flagged (warning) when the BlueFlame copy of WQE idx
+ * landed in the half the previous register write used (same_half). */
+void nm_check_bf_not_alternated(struct nm_qp *qp, uint64_t idx, unsigned half, int same_half)
+{
+	if (!same_half)
+		return;
+	nm_violation(qp, (uint16_t)idx, "bf_not_alternated", 0,
+		     "BlueFlame write to register half %u (UAR + 0x%x) again: "
+		     "alternate halves (bf->offset ^= bf->buf_size)",
+		     half, GDAK_MLX5_DB_OFFSET + (half << NM_BF_LOG_HALF));
+}
+
+/* bf_mismatch - ConnectX: executes the BlueFlame copy, not the ring's
+ * bytes.  gdak: strict, the settled copy must equal the ring copy; the
+ * first differing byte is reported here, and the WQE fails with
+ * LOCAL_QP_OP_ERR when it is decoded (check_bf_mismatch). */
+void nm_check_bf_mismatch(struct nm_qp *qp, uint64_t idx, const uint8_t copy[64],
+			  const uint8_t ring[64])
+{
+	for (int i = 0; i < 64; i++) {
+		if (copy[i] != ring[i]) {
+			nm_violation(
+				qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+				"BlueFlame copy of WQE %u differs from the ring copy at byte %d "
+				"(0x%02x vs 0x%02x)",
+				(unsigned)(uint16_t)idx, i, copy[i], ring[i]);
+			break;
+		}
+	}
+}
+
+/* record_without_ring - ConnectX never executes WQEs it was not rung for.
+ * ring_without_record - a QP with a doorbell record executes to the record:
+ * a register ahead of it runs nothing.  gdak: neither is executed; strict:
+ * flagged (warning) once the QP has idled with them apart (the doorbell
+ * stage waits for them to settle).  rec_pi: the record as a 64-bit
+ * producer.  Returns NM_DB_REC_AHEAD, NM_DB_RING_AHEAD or 0 (they agree). */
+int nm_check_db_disagree(const struct nm_qp *qp, uint64_t rec_pi)
+{
+	if (rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt)
+		return NM_DB_REC_AHEAD;
+	if (qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt)
+		return NM_DB_RING_AHEAD;
+	return 0;
+}
+
+void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, uint64_t half0,
+				 uint64_t half1)
+{
+	if (which == NM_DB_REC_AHEAD)
+		nm_violation(
+			qp, (uint16_t)qp->pi, "record_without_ring", 0,
+			"doorbell record at %u but the doorbell register was rung only up to %u: "
+			"WQEs %u.. are not executed (hardware would not see them either; "
+			"register halves hold 0x%016llx 0x%016llx, last ring from half %d)",
+			(unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi,
+			(unsigned)(uint16_t)qp->pi, (unsigned long long)gdak_be64toh(half0),
+			(unsigned long long)gdak_be64toh(half1), qp->reg_half);
+	else
+		nm_violation(qp, (uint16_t)rec_pi, "ring_without_record", 0,
+			     "doorbell register rung up to %u but the record says %u",
+			     (unsigned)(uint16_t)qp->rung_pi, (unsigned)qp->rec_last);
+}
+
 /* ---- local data segments (requester, transports) ---------------------------------- */
 
 /* bad_lkey, lkey_access, lkey_bounds - ConnectX: LOCAL_PROT_ERR.  gdak: the

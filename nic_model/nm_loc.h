@@ -735,6 +735,19 @@ void nm_check_wait_index_ahead(struct nm_qp *qp, const struct nm_op *op, const s
 int nm_check_atomic_transport(struct nm_qp *qp, struct nm_op *op);
 /* the transport said BUSY: 1 while it is retried, 0 once the op failed */
 int nm_check_rnr_retry(struct nm_qp *qp, struct nm_op *op);
+/* Doorbell stage: */
+int nm_check_producer_overrun(struct nm_qp *qp, uint64_t p, const char *what_db);
+void nm_check_bf_not_alternated(struct nm_qp *qp, uint64_t idx, unsigned half, int same_half);
+void nm_check_bf_mismatch(struct nm_qp *qp, uint64_t idx, const uint8_t copy[64],
+			  const uint8_t ring[64]);
+enum {
+	NM_DB_REC_AHEAD = 1,
+	NM_DB_RING_AHEAD = 2
+};
+/* record_without_ring / ring_without_record: which (or 0), then its report */
+int nm_check_db_disagree(const struct nm_qp *qp, uint64_t rec_pi);
+void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, uint64_t half0,
+				 uint64_t half1);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
