@@ -365,6 +365,128 @@ void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, u
 			     (unsigned)(uint16_t)qp->rung_pi, (unsigned)qp->rec_last);
 }
 
+/* ---- responder (nm_resp.c) ------------------------------------------------------- */
+
+/* bad_rkey, rkey_access, rkey_bounds - ConnectX: REMOTE_ACCESS_ERR on the
+ * requester (a NAK), the responder stays up.  gdak: the same.  need: the
+ * access the request needs; *mrp the region when it passes, else the
+ * syndrome, *rule and why (for the responder's refusal). */
+int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
+		  struct nm_mr **mrp, const char **rule, char *why, size_t why_len)
+{
+	struct nm_mr *mr = nm_mr_get(qp->ctx, rkey);
+
+	if (!mr) {
+		*rule = "bad_rkey";
+		snprintf(why, why_len, "rkey 0x%x is not registered", rkey);
+		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	}
+	if ((mr->base.access & need) != need) {
+		*rule = "rkey_access";
+		snprintf(why, why_len, "rkey 0x%x grants 0x%x, the request needs 0x%x", rkey,
+			 mr->base.access, need);
+		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	}
+	if (!nm_mr_covers(mr, va, len)) {
+		*rule = "rkey_bounds";
+		snprintf(why, why_len, "0x%llx+%llu outside rkey 0x%x [0x%llx, 0x%llx)",
+			 (unsigned long long)va, (unsigned long long)len, rkey,
+			 (unsigned long long)mr->start, (unsigned long long)mr->end);
+		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	}
+	*mrp = mr;
+	return 0;
+}
+
+/* rq_overrun - ConnectX: a receive producer more than the RQ ahead means
+ * receive WQEs were overwritten: misexecution.  gdak: strict, the responder
+ * fails with LOCAL_QP_OP_ERR (QP to ERR); the request is refused either way
+ * (the requester sees REMOTE_OP_ERR).  avail: receive WQEs the record
+ * announces beyond the consumer.  Called with resp_lock released (it
+ * takes err_lock and may move the QP to ERR). */
+int nm_check_rq_overrun(struct nm_qp *qp, uint32_t avail, uint8_t opcode)
+{
+	if (avail <= qp->rq_cnt)
+		return 0;
+	if (nm_strict()) {
+		nm_violation(qp, (uint16_t)qp->rq_ci, "rq_overrun",
+			     MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+			     "receive producer %u ahead of consumer by %u, ring %u",
+			     (unsigned)(uint16_t)(qp->rq_ci + avail), avail, qp->rq_cnt);
+		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, opcode, (uint16_t)qp->rq_ci,
+				"rq_overrun", "receive queue producer overran the consumer");
+	}
+	return 1;
+}
+
+/* recv_bad_lkey (recv_lkey_access, recv_lkey_bounds) - ConnectX:
+ * LOCAL_PROT_ERR on the receive CQ, REMOTE_OP_ERR to the requester.  gdak:
+ * the same.  Segment i (lkey, a, l; mr: what the lkey names) of receive
+ * WQE rwqe: the rule that fired (reported), or NULL. */
+const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
+			      uint32_t lkey, uint64_t a, uint32_t l)
+{
+	const char *rule;
+
+	if (__builtin_expect(
+		    mr && (mr->base.access & GDAK_ACCESS_LOCAL_WRITE) && nm_mr_covers(mr, a, l), 1))
+		return NULL;
+	rule = !mr					      ? "recv_bad_lkey"
+	       : !(mr->base.access & GDAK_ACCESS_LOCAL_WRITE) ? "recv_lkey_access"
+							      : "recv_lkey_bounds";
+	nm_violation(qp, rwqe, rule, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+		     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u", rwqe, i, lkey,
+		     (unsigned long long)a, l);
+	return rule;
+}
+
+/* atomic_unaligned - ConnectX: REMOTE_INVAL_REQ_ERR for a target not aligned
+ * to the operand size.  gdak: the same (reported strict or not).  idx: the
+ * WQE the report names; req_wqe: the requester's WQE (or NM_WQE_NONE). */
+int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
+			      uint64_t va, uint32_t sz)
+{
+	char who[48] = "";
+
+	if (!(va & (sz - 1)))
+		return 0;
+	if (req_wqe != NM_WQE_NONE)
+		snprintf(who, sizeof(who), " (WQE %u of requester QP 0x%x)", req_wqe,
+			 qp->peer_info.qpn);
+	nm_violation(qp, idx, "atomic_unaligned", MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+		     "%s target 0x%llx is not %u-byte aligned%s", gdak_mlx5_opcode_name(opcode),
+		     (unsigned long long)va, sz, who);
+	return 1;
+}
+
+/* ---- completer (nm_comp.c) ---------------------------------------------------------- */
+
+/* cq_overrun - ConnectX: a CQ without overrun-ignore that has no room is a
+ * CQ error and the QP goes to ERR.  gdak: the same, strict; relaxed mode
+ * overwrites (CQs with oi or cc never overrun).  The CQE of wqe_index finds
+ * cq full: 1 when it is dropped (strict). */
+int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index)
+{
+	uint32_t ci;
+
+	if (!nm_strict())
+		return 0;
+	ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
+	nm_violation(qp, wqe_index, "cq_overrun", 0,
+		     "CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
+		     "consumed up to %u of %u (is it updating the CQ doorbell record?)",
+		     cq->cqn,
+		     cq == qp->rcq && cq != qp->scq   ? "receive"
+		     : cq == qp->scq && cq != qp->rcq ? "send"
+						      : "a",
+		     wqe_index, (unsigned long long)cq->pi, ci, cq->ncqe);
+	nm_qp_set_error(qp, 0, 0, wqe_index, "cq_overrun",
+			"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
+			"does not update the CQ doorbell record",
+			cq->cqn, cq->ncqe);
+	return 1;
+}
+
 /* ---- local data segments (requester, transports) ---------------------------------- */
 
 /* bad_lkey, lkey_access, lkey_bounds - ConnectX: LOCAL_PROT_ERR.  gdak: the

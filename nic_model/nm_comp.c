@@ -58,22 +58,8 @@ int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
  * wqe_index: the (send or receive) WQE the CQE is for, named by the report. */
 static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index)
 {
-	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_strict()) {
-		uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-		nm_violation(
-			qp, wqe_index, "cq_overrun", 0,
-			"CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
-			"consumed up to %u of %u (is it updating the CQ doorbell record?)",
-			cq->cqn,
-			cq == qp->rcq && cq != qp->scq	 ? "receive"
-			: cq == qp->scq && cq != qp->rcq ? "send"
-							 : "a",
-			wqe_index, (unsigned long long)cq->pi, ci, cq->ncqe);
-		nm_qp_set_error(qp, 0, 0, wqe_index, "cq_overrun",
-				"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
-				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
+	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_check_cq_overrun(qp, cq, wqe_index))
 		return NULL;
-	}
 	/* collapsed: built aside, then stored over entry 0 (cq_publish) */
 	if (cq->flags & NM_CQ_CC)
 		return &cq->stage;

@@ -748,6 +748,16 @@ enum {
 int nm_check_db_disagree(const struct nm_qp *qp, uint64_t rec_pi);
 void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, uint64_t half0,
 				 uint64_t half1);
+/* Responder: */
+int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
+		  struct nm_mr **mrp, const char **rule, char *why, size_t why_len);
+int nm_check_rq_overrun(struct nm_qp *qp, uint32_t avail, uint8_t opcode);
+const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
+			      uint32_t lkey, uint64_t a, uint32_t l);
+int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
+			      uint64_t va, uint32_t sz);
+/* Completer: */
+int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
