@@ -245,3 +245,48 @@ int nm_comp_retire(struct nm_qp *qp)
 	}
 	return n;
 }
+
+/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
+int nm_comp_flush_sq(struct nm_qp *qp)
+{
+	int n = 0;
+	uint64_t p;
+
+	if (qp->if_head != qp->if_tail && qp->ctx->tr->qp_error)
+		qp->ctx->tr->qp_error(qp);
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+		int r;
+
+		if (!(op->flags & NM_OPF_DONE))
+			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+		r = nm_comp_retire(qp);
+		if (!r)
+			break; /* no CQ room, or a delayed CQE: next pass */
+		n += r;
+	}
+	if (qp->if_head != qp->if_tail)
+		return n;
+
+	p = nm_db_flush_producer(qp);
+	qp->pi = p;
+	nm_rg_sq_need(qp, p);
+	while (qp->ci < p && n < NM_PASS_CAP) {
+		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
+		struct gdak_mlx5_ctrl c;
+		uint32_t bbs;
+
+		if (!nm_comp_cq_room(qp, qp->scq))
+			break;
+		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+		bbs = gdak_mlx5_wqe_bbs(c.ds);
+		if (bbs > p - qp->ci)
+			bbs = (uint32_t)(p - qp->ci);
+		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
+		qp->ci += bbs;
+		n++;
+	}
+	qp->stopped = false;
+	qp->busy_since_ns = 0;
+	return n;
+}

@@ -109,7 +109,7 @@ static uint64_t reg_newest(const struct nm_qp *qp, uint64_t *r0, uint64_t *r1, i
 	return *half_out < 0 ? qp->db_reg_last : *half_out ? *r1 : *r0;
 }
 
-uint64_t nm_db_reg_producer(const struct nm_qp *qp)
+static uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 {
 	uint64_t r0, r1;
 	int h;
@@ -118,7 +118,7 @@ uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 	return reg_producer(qp, reg, NULL, NULL);
 }
 
-void nm_db_forget_register(struct nm_qp *qp)
+static void nm_db_forget_register(struct nm_qp *qp)
 {
 	uint64_t r0, r1;
 	int h;
@@ -126,6 +126,30 @@ void nm_db_forget_register(struct nm_qp *qp)
 	qp->db_reg_last = reg_newest(qp, &r0, &r1, &h);
 	qp->db_half_last[0] = r0;
 	qp->db_half_last[1] = r1;
+}
+
+/* FLUSH (QP in ERR): the producer everything posted reaches, rung or not
+ * (hardware flushes it all); the doorbells are taken as seen. */
+uint64_t nm_db_flush_producer(struct nm_qp *qp)
+{
+	uint64_t p;
+
+	/* everything posted, rung or not, is flushed (what hardware does) */
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
+		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+	} else if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
+		p = nm_db_reg_producer(qp);
+		nm_db_forget_register(qp);
+	} else {
+		uint16_t rec = (uint16_t)gdak_be32toh(
+			__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
+		qp->rec_last = rec;
+		nm_db_forget_register(qp);
+	}
+	if (p - qp->ci > qp->sq_cnt)
+		p = qp->ci; /* garbage producer: nothing sensible to flush */
+	return p;
 }
 
 void nm_db_reset(struct nm_qp *qp)

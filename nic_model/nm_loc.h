@@ -380,6 +380,7 @@ struct nm_qp {
 	uint64_t traced_to;	/* WQEs below this index are in the trace already (a
 				 * WQE decoded again after a wait is not recorded twice) */
 	uint64_t wait_warned;	/* WAIT at index - 1 was reported (wait_index_ahead) */
+	uint8_t req_state;	/* nm_req.c's enum nm_req_state: where it stopped last */
 	uint8_t wrap[NM_WRAP_BUF] __attribute__((aligned(16)));
 
 	/* thread scheduling */
@@ -576,10 +577,10 @@ int nm_db_peek(const struct nm_qp *qp);
  * Returns 1 to keep it on the active list (a disagreement still settling). */
 int nm_db_idle_check(struct nm_qp *qp);
 void nm_db_reset(struct nm_qp *qp);
-/* The producer index the doorbell register announces now (flush in ERR). */
-uint64_t nm_db_reg_producer(const struct nm_qp *qp);
-/* Take the register as seen (flushing in ERR: what it announced is flushed). */
-void nm_db_forget_register(struct nm_qp *qp);
+/* FLUSH in ERR: the producer index everything posted reaches (record,
+ * register or proxy word, rung or not), the doorbells taken as seen; the
+ * consumer itself when the device's producer is garbage. */
+uint64_t nm_db_flush_producer(struct nm_qp *qp);
 
 /* ---- nm_req.c --------------------------------------------------------------------- */
 
@@ -710,6 +711,9 @@ void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status);
 /* RETIRE: CQEs in WQE order for the done ops at the head of qp->inflight;
  * returns how many retired. */
 int nm_comp_retire(struct nm_qp *qp);
+/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with
+ * WR_FLUSH_ERR; returns the work done. */
+int nm_comp_flush_sq(struct nm_qp *qp);
 
 /* ---- nm_check.c --------------------------------------------------------------------- */
 

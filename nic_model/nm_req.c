@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nm_req.c - the requester: fetch the WQEs between the consumer and the
- * producer index, check and decode each into a struct nm_op and execute
- * them in order through the QP's transport; the completer (nm_comp.c)
- * retires them in order.
+ * producer index, decode each into a struct nm_op (the checks, nm_check.c,
+ * run as each fact is read) and execute them in order through the QP's
+ * transport; the completer (nm_comp.c) retires them in order and, in ERR,
+ * flushes.  nm_req_progress is one pass of a QP over all the stages.
  *
- * Per QP and pass it runs through these states (names for logs):
- *   FETCH -> CHECK -> (FENCE_WAIT) -> EXECUTE -> RETIRE, and FLUSH in ERR.
+ * Per QP and pass it runs through these states (req_state_names, logged at
+ * debug level where a QP stops):
+ *   FETCH -> CHECK -> (FENCE_WAIT | COPY_WAIT | WAIT_CQ | DC_STREAM_WAIT)
+ *   -> EXECUTE (RNR_WAIT: the transport said BUSY) -> RETIRE, and FLUSH in
+ *   ERR.
  * At most NM_PASS_CAP WQEs per pass, so one busy QP cannot starve the
  * others of its NIC thread (cf. rxe's task budget).
  *
@@ -24,11 +28,35 @@
 #include "nm_dma.h"
 #include "nm_loc.h"
 
-enum nm_req_state { NM_REQ_FETCH, NM_REQ_CHECK, NM_REQ_FENCE_WAIT, NM_REQ_EXECUTE, NM_REQ_RETIRE,
-		    NM_REQ_FLUSH };
-static const char *const req_state_names[] __attribute__((unused)) = {
-	"FETCH", "CHECK", "FENCE_WAIT", "EXECUTE", "RETIRE", "FLUSH"};
-/* (COPY_WAIT is FENCE_WAIT's twin for the loop transport's GPU copies) */
+enum nm_req_state {
+	NM_REQ_FETCH,
+	NM_REQ_CHECK,
+	NM_REQ_FENCE_WAIT,
+	NM_REQ_COPY_WAIT,
+	NM_REQ_WAIT_CQ,
+	NM_REQ_DC_STREAM_WAIT,
+	NM_REQ_EXECUTE,
+	NM_REQ_RNR_WAIT,
+	NM_REQ_RETIRE,
+	NM_REQ_FLUSH
+};
+static const char *const req_state_names[] = { "FETCH",	    "CHECK",	"FENCE_WAIT",
+					       "COPY_WAIT", "WAIT_CQ",	"DC_STREAM_WAIT",
+					       "EXECUTE",   "RNR_WAIT", "RETIRE",
+					       "FLUSH" };
+
+/* The requester stops (or starts flushing) in state st at op: logged once
+ * per change, so a QP that waits says where and why.  Returns 0 (the
+ * WQEs consumed). */
+static int req_stop(struct nm_qp *qp, enum nm_req_state st, const struct nm_op *op)
+{
+	if (qp->req_state == st)
+		return 0;
+	qp->req_state = (uint8_t)st;
+	GDAK_DBG("qp", qp->id, "requester %s at WQE %u (%s)", req_state_names[st], op->wqe_index,
+		 gdak_mlx5_opcode_name(op->opcode));
+	return 0;
+}
 
 void nm_req_reset(struct nm_qp *qp)
 {
@@ -41,6 +69,7 @@ void nm_req_reset(struct nm_qp *qp)
 	qp->stopped = false;
 	qp->traced_to = 0;
 	qp->wait_warned = 0;
+	qp->req_state = NM_REQ_FETCH;
 }
 
 int nm_req_busy(const struct nm_qp *qp)
@@ -284,14 +313,14 @@ static int execute_one(struct nm_qp *qp)
 
 	decode(qp, op);
 	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
-		return 0; /* FENCE_WAIT: re-decoded next pass */
+		return req_stop(qp, NM_REQ_FENCE_WAIT, op); /* re-decoded next pass */
 	if (__builtin_expect(qp->tr_gate, 0) && !op->status && qp->ctx->tr->exec_wait(qp, op))
-		return 0; /* COPY_WAIT: the transport's earlier work first (the same) */
+		return req_stop(qp, NM_REQ_COPY_WAIT, op); /* the transport's earlier work first */
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_WAIT, 0) && !op->status &&
 	    wait_pending(qp, op))
-		return 0; /* WAIT_CQ: the CQE waited for is not there yet */
+		return req_stop(qp, NM_REQ_WAIT_CQ, op); /* the CQE waited for is not there yet */
 	if (__builtin_expect(op->av_ds != 0, 0) && !op->status && nm_dc_stream_enter(qp, op))
-		return 0; /* DC_STREAM_WAIT: the stream's old target drains first */
+		return req_stop(qp, NM_REQ_DC_STREAM_WAIT, op); /* the old target drains first */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
 	/* (a DUMP is never a 4-byte atomic: the order of these two is free) */
@@ -304,10 +333,11 @@ static int execute_one(struct nm_qp *qp)
 		r = qp->ctx->tr->post_send(qp, op);
 		if (r == NM_TX_BUSY) {
 			if (nm_check_rnr_retry(qp, op))
-				return 0; /* offered again next pass */
+				return req_stop(qp, NM_REQ_RNR_WAIT, op); /* offered again */
 			r = NM_TX_DONE;
 		}
 	}
+	qp->req_state = NM_REQ_EXECUTE;
 	qp->busy_since_ns = 0;
 	nm_stat_add(&qp->st.wqes, 1);
 	if (!op->status)
@@ -323,65 +353,6 @@ static int execute_one(struct nm_qp *qp)
 	if (op->status)
 		qp->stopped = true;
 	return 1;
-}
-
-/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
-static int flush(struct nm_qp *qp)
-{
-	int n = 0;
-	uint64_t p;
-
-	if (qp->if_head != qp->if_tail && qp->ctx->tr->qp_error)
-		qp->ctx->tr->qp_error(qp);
-	while (qp->if_head != qp->if_tail) {
-		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
-		int r;
-
-		if (!(op->flags & NM_OPF_DONE))
-			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-		r = nm_comp_retire(qp);
-		if (!r)
-			break; /* no CQ room, or a delayed CQE: next pass */
-		n += r;
-	}
-	if (qp->if_head != qp->if_tail)
-		return n;
-
-	/* everything posted, rung or not, is flushed (what hardware does) */
-	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
-		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
-	} else if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
-		p = nm_db_reg_producer(qp);
-		nm_db_forget_register(qp);
-	} else {
-		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
-								      __ATOMIC_ACQUIRE));
-		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
-		qp->rec_last = rec;
-		nm_db_forget_register(qp);
-	}
-	if (p - qp->ci > qp->sq_cnt)
-		p = qp->ci; /* garbage producer: nothing sensible to flush */
-	qp->pi = p;
-	nm_rg_sq_need(qp, p);
-	while (qp->ci < p && n < NM_PASS_CAP) {
-		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
-		struct gdak_mlx5_ctrl c;
-		uint32_t bbs;
-
-		if (!nm_comp_cq_room(qp, qp->scq))
-			break;
-		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
-		bbs = gdak_mlx5_wqe_bbs(c.ds);
-		if (bbs > p - qp->ci)
-			bbs = (uint32_t)(p - qp->ci);
-		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
-		qp->ci += bbs;
-		n++;
-	}
-	qp->stopped = false;
-	qp->busy_since_ns = 0;
-	return n;
 }
 
 int nm_req_progress(struct nm_qp *qp)
@@ -414,7 +385,12 @@ int nm_req_progress(struct nm_qp *qp)
 	} else if (st == GDAK_QPS_ERR) {
 		if (__builtin_expect(qp->dc != NULL, 0))
 			nm_dc_streams_close(qp, "closed (QP in ERR) to");
-		work += flush(qp);
+		if (qp->req_state != NM_REQ_FLUSH) {
+			qp->req_state = NM_REQ_FLUSH;
+			GDAK_DBG("qp", qp->id, "requester %s from WQE %u",
+				 req_state_names[NM_REQ_FLUSH], (unsigned)(uint16_t)qp->ci);
+		}
+		work += nm_comp_flush_sq(qp);
 		if (qp->rq_cnt)
 			work += nm_resp_flush(qp);
 	} else if (st == GDAK_QPS_RTR && qp->ctx->tr->qp_poll) {
