@@ -66,10 +66,9 @@ static int loop_qp_init(struct nm_qp *qp)
 	if (!l)
 		return -ENOMEM;
 	l->qp = qp;
-	qp->tr_priv = l;
 	pthread_mutex_lock(&loop_lock);
 	l->next = loop_qps;
-	loop_qps = l;
+	loop_qps = qp->tr_priv = l;
 	pthread_mutex_unlock(&loop_lock);
 	return 0;
 }
