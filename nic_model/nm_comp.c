@@ -58,22 +58,8 @@ int nm_comp_cq_room(struct nm_qp *qp, struct nm_cq *cq)
  * wqe_index: the (send or receive) WQE the CQE is for, named by the report. */
 static struct mlx5_cqe64 *cq_slot(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index)
 {
-	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_strict()) {
-		uint32_t ci = gdak_be32toh(__atomic_load_n(cq->dbrec, __ATOMIC_ACQUIRE)) & 0xffffff;
-		nm_violation(
-			qp, wqe_index, "cq_overrun", 0,
-			"CQ 0x%x overrun at the CQE of %s WQE %u: %llu CQEs written, the device "
-			"consumed up to %u of %u (is it updating the CQ doorbell record?)",
-			cq->cqn,
-			cq == qp->rcq && cq != qp->scq	 ? "receive"
-			: cq == qp->scq && cq != qp->rcq ? "send"
-							 : "a",
-			wqe_index, (unsigned long long)cq->pi, ci, cq->ncqe);
-		nm_qp_set_error(qp, 0, 0, wqe_index, "cq_overrun",
-				"CQ 0x%x overrun (%u entries): the device does not consume CQEs or "
-				"does not update the CQ doorbell record", cq->cqn, cq->ncqe);
+	if (__builtin_expect(!nm_comp_cq_room(qp, cq), 0) && nm_check_cq_overrun(qp, cq, wqe_index))
 		return NULL;
-	}
 	/* collapsed: built aside, then stored over entry 0 (cq_publish) */
 	if (cq->flags & NM_CQ_CC)
 		return &cq->stage;
@@ -312,5 +298,50 @@ int nm_comp_retire(struct nm_qp *qp)
 		qp->if_head++;
 		n++;
 	}
+	return n;
+}
+
+/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
+int nm_comp_flush_sq(struct nm_qp *qp)
+{
+	int n = 0;
+	uint64_t p;
+
+	if (qp->if_head != qp->if_tail && qp->ctx->tr->qp_error)
+		qp->ctx->tr->qp_error(qp);
+	while (qp->if_head != qp->if_tail) {
+		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
+		int r;
+
+		if (!(op->flags & NM_OPF_DONE))
+			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+		r = nm_comp_retire(qp);
+		if (!r)
+			break; /* no CQ room, or a delayed CQE: next pass */
+		n += r;
+	}
+	if (qp->if_head != qp->if_tail)
+		return n;
+
+	p = nm_db_flush_producer(qp);
+	qp->pi = p;
+	nm_rg_sq_need(qp, p);
+	while (qp->ci < p && n < NM_PASS_CAP) {
+		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
+		struct gdak_mlx5_ctrl c;
+		uint32_t bbs;
+
+		if (!nm_comp_cq_room(qp, qp->scq))
+			break;
+		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+		bbs = gdak_mlx5_wqe_bbs(c.ds);
+		if (bbs > p - qp->ci)
+			bbs = (uint32_t)(p - qp->ci);
+		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
+		qp->ci += bbs;
+		n++;
+	}
+	qp->stopped = false;
+	qp->busy_since_ns = 0;
 	return n;
 }

@@ -109,7 +109,7 @@ static uint64_t reg_newest(const struct nm_qp *qp, uint64_t *r0, uint64_t *r1, i
 	return *half_out < 0 ? qp->db_reg_last : *half_out ? *r1 : *r0;
 }
 
-uint64_t nm_db_reg_producer(const struct nm_qp *qp)
+static uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 {
 	uint64_t r0, r1;
 	int h;
@@ -118,7 +118,7 @@ uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 	return reg_producer(qp, reg, NULL, NULL);
 }
 
-void nm_db_forget_register(struct nm_qp *qp)
+static void nm_db_forget_register(struct nm_qp *qp)
 {
 	uint64_t r0, r1;
 	int h;
@@ -126,6 +126,30 @@ void nm_db_forget_register(struct nm_qp *qp)
 	qp->db_reg_last = reg_newest(qp, &r0, &r1, &h);
 	qp->db_half_last[0] = r0;
 	qp->db_half_last[1] = r1;
+}
+
+/* FLUSH (QP in ERR): the producer everything posted reaches, rung or not
+ * (hardware flushes it all); the doorbells are taken as seen. */
+uint64_t nm_db_flush_producer(struct nm_qp *qp)
+{
+	uint64_t p;
+
+	/* everything posted, rung or not, is flushed (what hardware does) */
+	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
+		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
+	} else if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
+		p = nm_db_reg_producer(qp);
+		nm_db_forget_register(qp);
+	} else {
+		uint16_t rec = (uint16_t)gdak_be32toh(
+			__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
+		qp->rec_last = rec;
+		nm_db_forget_register(qp);
+	}
+	if (p - qp->ci > qp->sq_cnt)
+		p = qp->ci; /* garbage producer: nothing sensible to flush */
+	return p;
 }
 
 void nm_db_reset(struct nm_qp *qp)
@@ -160,29 +184,6 @@ int nm_db_peek(const struct nm_qp *qp)
 	       nm_resp_rq_avail((struct nm_qp *)qp);
 }
 
-/* Producer index p (64-bit) against the consumer: 1 when acceptable. */
-static int producer_ok(struct nm_qp *qp, uint64_t p, enum nm_db_event ev)
-{
-	uint64_t ahead = p - qp->ci;
-
-	if (ahead <= qp->sq_cnt)
-		return 1;
-	if (nm_strict()) {
-		const char *what = (int64_t)ahead < 0 || ahead > 0x8000 ? "moved backwards"
-									: "overran the consumer";
-		nm_violation(qp, (uint16_t)qp->ci, "producer_overrun",
-			     MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-			     "%s producer %s: %llu WQEBBs ahead of consumer %llu, ring %u "
-			     "(the device overwrote WQEs not yet executed)",
-			     db_event_names[ev], what, (unsigned long long)(int64_t)ahead,
-			     (unsigned long long)qp->ci, qp->sq_cnt);
-		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, (uint16_t)qp->ci,
-				"producer_overrun", "producer %s (%s): %lld WQEBBs ahead of consumer, ring %u",
-				what, db_event_names[ev], (long long)ahead, qp->sq_cnt);
-	}
-	return 0;
-}
-
 /*
  * BlueFlame: a doorbell that covers exactly one single-WQEBB WQE carries the
  * whole WQE; it must equal the ring copy.  The device writes those 64 bytes
@@ -215,12 +216,8 @@ int nm_db_bf_verify(struct nm_qp *qp)
 	if (!memcmp(copy, ring, 64)) {
 		/* a BlueFlame copy, and it matches.  Known to be one only now
 		 * when the device may write either: the half check is here */
-		if (atomic_load_explicit(&qp->db_any, memory_order_relaxed) && qp->bf_same_half)
-			nm_violation(qp, (uint16_t)idx, "bf_not_alternated", 0,
-				     "BlueFlame write to register half %u (UAR + 0x%x) again: "
-				     "alternate halves (bf->offset ^= bf->buf_size)",
-				     qp->bf_wait_half,
-				     GDAK_MLX5_DB_OFFSET + (qp->bf_wait_half << NM_BF_LOG_HALF));
+		if (atomic_load_explicit(&qp->db_any, memory_order_relaxed))
+			nm_check_bf_not_alternated(qp, idx, qp->bf_wait_half, qp->bf_same_half);
 		memcpy(qp->half_shadow[qp->bf_wait_half], copy, 64);
 		qp->bf_wait = UINT64_MAX;
 		qp->bf_since_ns = 0;
@@ -237,14 +234,7 @@ int nm_db_bf_verify(struct nm_qp *qp)
 	qp->bf_wait = UINT64_MAX;
 	qp->bf_since_ns = 0;
 	memcpy(qp->half_shadow[qp->bf_wait_half], copy, 64);
-	for (int i = 0; i < 64; i++) {
-		if (copy[i] != ring[i]) {
-			nm_violation(qp, (uint16_t)idx, "bf_mismatch", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-				     "BlueFlame copy of WQE %u differs from the ring copy at byte %d "
-				     "(0x%02x vs 0x%02x)", (unsigned)(uint16_t)idx, i, copy[i], ring[i]);
-			break;
-		}
-	}
+	nm_check_bf_mismatch(qp, idx, copy, ring);
 	return -1;
 }
 
@@ -268,7 +258,7 @@ static int db_poll(struct nm_qp *qp)
 			return 0;
 		nm_stat_add(&qp->st.doorbells, 1);
 		NM_TRACE(qp, gdak_trace_doorbell, qp->base.qpn, GDAK_DEV_DB_CPU_PROXY, (uint16_t)p, &p, 8);
-		if (!producer_ok(qp, p, NM_DB_PROXY))
+		if (nm_check_producer_overrun(qp, p, db_event_names[NM_DB_PROXY]))
 			return 1;
 		qp->pi = p;
 		return 1;
@@ -325,13 +315,11 @@ static int db_poll(struct nm_qp *qp)
 			 * write: the HCA may otherwise combine this BlueFlame
 			 * write with the previous one still in flight */
 			qp->bf_same_half = prev_half == half;
-			if (prev_half == half &&
-			    !atomic_load_explicit(&qp->db_any, memory_order_relaxed))
-				nm_violation(
-					qp, (uint16_t)idx, "bf_not_alternated", 0,
-					"BlueFlame write to register half %d (UAR + 0x%x) again: "
-					"alternate halves (bf->offset ^= bf->buf_size)",
-					half, GDAK_MLX5_DB_OFFSET + (half << NM_BF_LOG_HALF));
+			/* (a device that may write either size: checked once the
+			 * copy is known to be a BlueFlame one, nm_db_bf_verify) */
+			if (!atomic_load_explicit(&qp->db_any, memory_order_relaxed))
+				nm_check_bf_not_alternated(qp, idx, (unsigned)half,
+							   qp->bf_same_half);
 		}
 	}
 	if (rec != qp->rec_last) {
@@ -348,7 +336,7 @@ static int db_poll(struct nm_qp *qp)
 		 * register (host memory) says the same, without a copy */
 		if (!qp->rung_any)
 			return 1;
-		if (!producer_ok(qp, qp->rung_pi, NM_DB_RING))
+		if (nm_check_producer_overrun(qp, qp->rung_pi, db_event_names[NM_DB_RING]))
 			return 1;
 		if (qp->rung_pi > qp->pi)
 			qp->pi = qp->rung_pi;
@@ -357,7 +345,7 @@ static int db_poll(struct nm_qp *qp)
 
 	/* record as a 64-bit producer: 0..65535 ahead of the consumer */
 	target = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
-	if (!producer_ok(qp, target, NM_DB_RECORD))
+	if (nm_check_producer_overrun(qp, target, db_event_names[NM_DB_RECORD]))
 		return 1;
 	if (nm_strict()) {
 		if (!qp->rung_any || (int64_t)(qp->rung_pi - qp->ci) < 0)
@@ -393,7 +381,7 @@ int nm_db_poll(struct nm_qp *qp)
 int nm_db_idle_check(struct nm_qp *qp)
 {
 	uint64_t rec_pi, now;
-	int rec_ahead, ring_ahead;
+	int odd;
 
 	if (!nm_strict() || qp->handler == GDAK_DEV_DB_CPU_PROXY || qp->no_dbrec ||
 	    nm_qp_state(qp) != GDAK_QPS_RTS)
@@ -410,9 +398,8 @@ int nm_db_idle_check(struct nm_qp *qp)
 		 * consumer, not 64K ahead */
 		rec_pi = qp->ci +
 			 (uint64_t)(int64_t)(int16_t)(uint16_t)(qp->rec_last - (uint16_t)qp->ci);
-	rec_ahead = rec_pi > qp->pi && rec_pi - qp->ci <= qp->sq_cnt;
-	ring_ahead = qp->rung_any && qp->rung_pi > rec_pi && qp->rung_pi - qp->ci <= qp->sq_cnt;
-	if (!rec_ahead && !ring_ahead) {
+	odd = nm_check_db_disagree(qp, rec_pi);
+	if (!odd) {
 		qp->db_odd_since_ns = 0;
 		return 0;
 	}
@@ -429,19 +416,6 @@ int nm_db_idle_check(struct nm_qp *qp)
 	if (qp->db_odd_reported)
 		return 0;
 	qp->db_odd_reported = true;
-	if (rec_ahead)
-		nm_violation(
-			qp, (uint16_t)qp->pi, "record_without_ring", 0,
-			"doorbell record at %u but the doorbell register was rung only up to %u: "
-			"WQEs %u.. are not executed (hardware would not see them either; "
-			"register halves hold 0x%016llx 0x%016llx, last ring from half %d)",
-			(unsigned)qp->rec_last, (unsigned)(uint16_t)qp->pi,
-			(unsigned)(uint16_t)qp->pi,
-			(unsigned long long)gdak_be64toh(half_load(qp, 0)),
-			(unsigned long long)gdak_be64toh(half_load(qp, 1)), qp->reg_half);
-	else
-		nm_violation(qp, (uint16_t)rec_pi, "ring_without_record", 0,
-			     "doorbell register rung up to %u but the record says %u",
-			     (unsigned)(uint16_t)qp->rung_pi, (unsigned)qp->rec_last);
+	nm_check_db_disagree_report(qp, odd, rec_pi, half_load(qp, 0), half_load(qp, 1));
 	return 0;
 }

@@ -5,10 +5,11 @@
  *
  * Pipeline (DESIGN.md "NIC model pipeline"), one file per stage:
  *   nm_doorbell.c  watch the send doorbell record / register / proxy word
- *   nm_req.c       requester: fetch, check, decode, execute in order
+ *   nm_req.c       requester: fetch, decode, execute in order
+ *   nm_check.c     checks: every rule, and how one that fires is reported
  *   nm_loop.c      the in-process transport (the others: tr_udp*.c, tr_verbs*.c)
- *   nm_resp.c      responder: rkey/bounds/access checks, receive WQEs
- *   nm_comp.c      completer: CQEs, errors, flushes
+ *   nm_resp.c      responder: applies requests, receive WQEs
+ *   nm_comp.c      completer: op_done, in-order retire, CQEs, errors, flushes
  * around them nm_mem.c (memory, MRs), nm_qp.c (QP objects), nm_thread.c (NIC
  * threads, libev loops), nm_backend.c (the "emu" backend ops), nm_api.c
  * (gdak_nic_*), nm_fault.c (fault-injection hooks), nm_ring_gpu.c (rings in
@@ -60,7 +61,6 @@ struct nm_op;
 #define NM_MAX_INFLIGHT 64	/* ops between execution and their CQE, per QP */
 #define NM_PASS_CAP 256		/* WQEs one QP may execute per pass */
 #define NM_WRAP_BUF 1024	/* a WQE is at most 63 DS = 1008 bytes */
-#define NM_COPIES 16		/* loop transport: GPU copies in flight per QP */
 #define NM_MR_CHUNK 1024	/* MR table: chunks of this many slots */
 #define NM_MR_CHUNKS 1024	/* ... and this many chunks (1M MRs per context) */
 
@@ -120,6 +120,14 @@ struct nm_transport_ops {
 	int (*qp_connect)(struct nm_qp *qp, const struct gdak_qp_info *peer); /* INIT -> RTR */
 	/* Execute one decoded request (see struct nm_op). */
 	enum nm_tx_result (*post_send)(struct nm_qp *qp, struct nm_op *op);
+	/* Optional: asked before post_send while the transport has set
+	 * qp->tr_gate (it holds ops later ones may have to follow: the loop
+	 * transport's GPU copies); 1 when op must wait (offered again). */
+	int (*exec_wait)(struct nm_qp *qp, const struct nm_op *op);
+	/* Optional, on the QP's thread: the requester is reset (the QP went
+	 * back to RESET); forget what is in flight.  Also runs once at create,
+	 * before qp_init. */
+	void (*req_reset)(struct nm_qp *qp);
 	/* Optional: receive WQEs were posted on qp (RNR retry can go on). */
 	void (*rq_kick)(struct nm_qp *qp);
 	/* Optional: called every pass while the QP is active; returns work done. */
@@ -137,6 +145,9 @@ struct nm_transport_ops {
 	 * after the grace period, before the MR is freed. */
 	int (*mr_reg)(struct nm_ctx *ctx, struct nm_mr *mr);
 	void (*mr_dereg)(struct nm_ctx *ctx, struct nm_mr *mr);
+	/* The wire has 8-byte atomics only (plain verbs): the 4-byte extended
+	 * forms fail before post_send (rule atomic_transport). */
+	bool atomics_8b_only;
 };
 
 extern const struct nm_transport_ops nm_tr_loop_ops;
@@ -372,6 +383,7 @@ struct nm_qp {
 	uint64_t traced_to;	/* WQEs below this index are in the trace already (a
 				 * WQE decoded again after a wait is not recorded twice) */
 	uint64_t wait_warned;	/* WAIT at index - 1 was reported (wait_index_ahead) */
+	uint8_t req_state;	/* nm_req.c's enum nm_req_state: where it stopped last */
 	uint8_t wrap[NM_WRAP_BUF] __attribute__((aligned(16)));
 
 	/* thread scheduling */
@@ -380,22 +392,14 @@ struct nm_qp {
 	bool on_thread;
 	uint32_t thr_slot;	/* index in thread's qps[] */
 
-	/* loop transport: WRITEs whose GPU copy is in flight, oldest first
-	 * (copies of one NIC thread land in the order started: only the head
-	 * is polled); cp_op[i] is the op in inflight[] that cp[i] completes */
-	struct nm_dma_ticket cp[NM_COPIES];
-	struct nm_op *cp_op[NM_COPIES];
-	uint64_t cp_src[NM_COPIES];	/* local source range of each copy, taken */
-	uint32_t cp_src_len[NM_COPIES];	/* when it started (nm_loop.c overlap check) */
-	uint32_t cp_head, cp_tail;
-	struct nm_key_cache lkc, rkc; /* loop transport's fast WRITE path (NIC thread) */
-
 	/* DCI / DCT state (nm_dc.c), NULL for an RC QP */
 	struct nm_dc *dc;
 
 	/* transport */
-	_Atomic(struct nm_qp *) peer; /* loop: the connected QP (cleared when it goes) */
 	void *tr_priv;
+	/* set by the transport (QP's thread) while ops it holds may make later
+	 * ones wait: the requester then asks tr->exec_wait before each op */
+	bool tr_gate;
 	struct gdak_qp_info peer_info;
 
 	/* responder side (any thread, under resp_lock) */
@@ -576,10 +580,10 @@ int nm_db_peek(const struct nm_qp *qp);
  * Returns 1 to keep it on the active list (a disagreement still settling). */
 int nm_db_idle_check(struct nm_qp *qp);
 void nm_db_reset(struct nm_qp *qp);
-/* The producer index the doorbell register announces now (flush in ERR). */
-uint64_t nm_db_reg_producer(const struct nm_qp *qp);
-/* Take the register as seen (flushing in ERR: what it announced is flushed). */
-void nm_db_forget_register(struct nm_qp *qp);
+/* FLUSH in ERR: the producer index everything posted reaches (record,
+ * register or proxy word, rung or not), the doorbells taken as seen; the
+ * consumer itself when the device's producer is garbage. */
+uint64_t nm_db_flush_producer(struct nm_qp *qp);
 
 /* ---- nm_req.c --------------------------------------------------------------------- */
 
@@ -665,18 +669,6 @@ int nm_resp_flush(struct nm_qp *qp);
 /* Posted, not consumed receive WQEs. */
 uint32_t nm_resp_rq_avail(struct nm_qp *qp);
 
-/* ---- nm_loop.c ---------------------------------------------------------------------- */
-
-/* Before executing op while copies are in flight: 1 when it must wait
- * (anything but another GPU WRITE waits for the queue to drain - IBA
- * ordering: fences, READs, atomics, SEND/WRITE_IMM completions must follow
- * the data - and a GPU WRITE waits while NM_COPIES are in flight). */
-int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op);
-/* Wait for the copies in flight and forget them (their ops are completed
- * with WR_FLUSH_ERR unless done); QP reset / error / destroy.  fini also
- * frees the tickets. */
-void nm_loop_copies_drain(struct nm_qp *qp, int fini);
-
 /* ---- nm_dc.c: the Dynamically Connected transport ------------------------------------ */
 
 struct nm_dc;
@@ -722,16 +714,64 @@ void nm_comp_op_done(struct nm_qp *qp, struct nm_op *op, uint8_t status);
 /* RETIRE: CQEs in WQE order for the done ops at the head of qp->inflight;
  * returns how many retired. */
 int nm_comp_retire(struct nm_qp *qp);
+/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with
+ * WR_FLUSH_ERR; returns the work done. */
+int nm_comp_flush_sq(struct nm_qp *qp);
 
 /* ---- nm_check.c --------------------------------------------------------------------- */
 
+/* The rules (each function's comment: the rule, what ConnectX does, what
+ * gdak does).  A check returns 1 when its rule fired: op->status and
+ * op->rule are set (warnings: reported only).  Requester, at DECODE: */
+int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info);
+/* atomic_opmod, bad_ds, wqe_past_producer, wqe_index_mismatch,
+ * qpn_mismatch, bf_mismatch (in that order) */
+int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_ctrl *c,
+		  uint32_t min_ds, uint32_t max_ds);
+int nm_check_wait_opmod(struct nm_qp *qp, struct nm_op *op);
+/* inline_not_allowed, inline_overflow: inline data of len bytes, rem DS left */
+int nm_check_inline(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		    uint32_t len, uint32_t rem);
+/* length, atomic_length: data segments of total bytes (sets op->len) */
+int nm_check_sges(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		  uint64_t total);
+/* Requester, around EXECUTE: */
+int nm_check_wait_bad_cq(struct nm_qp *qp, struct nm_op *op, const struct nm_cq *cq);
+void nm_check_wait_index_ahead(struct nm_qp *qp, const struct nm_op *op, const struct nm_cq *cq,
+			       uint32_t produced);
+int nm_check_atomic_transport(struct nm_qp *qp, struct nm_op *op);
+/* the transport said BUSY: 1 while it is retried, 0 once the op failed */
+int nm_check_rnr_retry(struct nm_qp *qp, struct nm_op *op);
+/* Doorbell stage: */
+int nm_check_producer_overrun(struct nm_qp *qp, uint64_t p, const char *what_db);
+void nm_check_bf_not_alternated(struct nm_qp *qp, uint64_t idx, unsigned half, int same_half);
+void nm_check_bf_mismatch(struct nm_qp *qp, uint64_t idx, const uint8_t copy[64],
+			  const uint8_t ring[64]);
+enum {
+	NM_DB_REC_AHEAD = 1,
+	NM_DB_RING_AHEAD = 2
+};
+/* record_without_ring / ring_without_record: which (or 0), then its report */
+int nm_check_db_disagree(const struct nm_qp *qp, uint64_t rec_pi);
+void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, uint64_t half0,
+				 uint64_t half1);
+/* Responder: */
+int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
+		  struct nm_mr **mrp, const char **rule, char *why, size_t why_len);
+int nm_check_rq_overrun(struct nm_qp *qp, uint32_t avail, uint8_t opcode);
+const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
+			      uint32_t lkey, uint64_t a, uint32_t l);
+int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
+			      uint64_t va, uint32_t sz);
+/* Completer: */
+int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A check failed: the op carries the syndrome; strict-mode rules count as
- * violations (log, counter, trace). */
-void nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule,
-		   int violation, const char *what);
+ * violations (log, counter, trace).  Returns 1 (the check fired). */
+int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *rule, int violation,
+		  const char *what);
 /* Resolve local data segment i of op: host pointer + MR, with the lkey,
  * access and bounds checks.  Returns 0 or a syndrome (rule set). */
 int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,

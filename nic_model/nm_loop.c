@@ -6,15 +6,72 @@
  *
  * Connect looks the peer up in the process-wide QPN registry; the peer's
  * gdak_qp_info.node must be this process's (another process needs
- * "emu:udp").  A peer destroyed while connected disappears from qp->peer
- * (nm_qp.c) and later requests complete with TRANSPORT_RETRY_EXC_ERR, what
- * an RC requester gets from a peer that no longer answers.
+ * "emu:udp").  A peer destroyed while connected disappears from the
+ * loop_qp.peer of the QPs connected to it (loop_qp_fini), and their later
+ * requests complete with TRANSPORT_RETRY_EXC_ERR, what an RC requester
+ * gets from a peer that no longer answers.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 
 #include "nm_dma.h"
 #include "nm_loc.h"
+
+#define NM_COPIES 16 /* GPU copies in flight per QP */
+
+/*
+ * A loop QP's state (qp->tr_priv).  cp*: WRITEs whose GPU copy is in
+ * flight, oldest first (copies of one NIC thread land in the order started:
+ * only the head is polled); cp_op[i] is the op in qp->inflight[] that cp[i]
+ * completes.  lkc / rkc: the fast WRITE path's key caches (NIC thread).
+ */
+struct loop_qp {
+	struct nm_qp *qp;
+	_Atomic(struct nm_qp *) peer; /* the connected QP (cleared when it goes) */
+	struct loop_qp *next;	      /* loop_qps */
+	struct nm_dma_ticket cp[NM_COPIES];
+	struct nm_op *cp_op[NM_COPIES];
+	uint64_t cp_src[NM_COPIES];	/* local source range of each copy, taken */
+	uint32_t cp_src_len[NM_COPIES]; /* when it started (the overlap check) */
+	uint32_t cp_head, cp_tail;
+	struct nm_key_cache lkc, rkc;
+};
+
+/* Every loop QP, so that one going away is forgotten as anybody's peer;
+ * connect looks its peer up and stores it under the same lock. */
+static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct loop_qp *loop_qps;
+
+static inline struct loop_qp *lq(const struct nm_qp *qp)
+{
+	return qp->tr_priv;
+}
+
+static inline struct nm_qp *loop_peer(const struct nm_qp *qp)
+{
+	return atomic_load_explicit(&lq(qp)->peer, memory_order_acquire);
+}
+
+/* The requester asks loop_exec_wait while copies are in flight. */
+static inline void gate_update(struct nm_qp *qp, const struct loop_qp *l)
+{
+	qp->tr_gate = l->cp_head != l->cp_tail;
+}
+
+static int loop_qp_init(struct nm_qp *qp)
+{
+	struct loop_qp *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->qp = qp;
+	pthread_mutex_lock(&loop_lock);
+	l->next = loop_qps;
+	loop_qps = qp->tr_priv = l;
+	pthread_mutex_unlock(&loop_lock);
+	return 0;
+}
 
 static int loop_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
 {
@@ -33,12 +90,15 @@ static int loop_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 			 (unsigned long long)peer->node, (unsigned long long)qp->ctx->node);
 		return -EINVAL;
 	}
+	pthread_mutex_lock(&loop_lock);
 	p = nm_qp_lookup(peer->qpn);
+	if (p)
+		atomic_store(&lq(qp)->peer, p);
+	pthread_mutex_unlock(&loop_lock);
 	if (!p) {
 		GDAK_ERR("qp", qp->id, "peer QP 0x%x does not exist (destroyed?)", peer->qpn);
 		return -ENOENT;
 	}
-	atomic_store(&qp->peer, p);
 	return 0;
 }
 
@@ -95,7 +155,7 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
  * instead starts its copy and stays PENDING; loop_qp_poll completes the
  * ops in the order their copies land, and the in-order retire step writes
  * the CQEs.  Everything else waits for the queue to drain first
- * (nm_loop_copy_wait, called by the requester), which keeps IBA's ordering:
+ * (loop_exec_wait, which the requester asks while copies are in flight), which keeps IBA's ordering:
  * a fence, READ or atomic behind a WRITE, and a SEND / WRITE_IMM whose
  * receive completion must follow the data before it.
  */
@@ -103,7 +163,7 @@ static int do_write_send(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
  * pass's batch too (its bytes are staged when the copy starts). */
 static int inline_async_ok(struct nm_qp *qp, const struct nm_op *op, const struct nm_dma_ops *d)
 {
-	struct nm_qp *peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+	struct nm_qp *peer = loop_peer(qp);
 	struct nm_mr *r;
 
 	if (!d->batching || !d->batching() || !peer)
@@ -129,7 +189,7 @@ static int async_ok(struct nm_qp *qp, const struct nm_op *op)
 		return 0;
 	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
 	l = nm_mr_get(qp->ctx, lkey);
-	peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+	peer = loop_peer(qp);
 	if (!l || !peer)
 		return 0;
 	r = nm_mr_get(peer->ctx, op->rkey);
@@ -153,6 +213,7 @@ static int ranges_meet(uint64_t a, uint32_t alen, uint64_t b, uint32_t blen)
  */
 static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
 {
+	const struct loop_qp *lp = lq(qp);
 	int stream = -1;
 
 	uint64_t src;
@@ -162,17 +223,17 @@ static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
 		src = 0, len = 0;
 	else
 		gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
-	for (uint32_t h = qp->cp_head; h != qp->cp_tail; h++) {
+	for (uint32_t h = lp->cp_head; h != lp->cp_tail; h++) {
 		uint32_t i = h % NM_COPIES;
-		const struct nm_op *o = qp->cp_op[i];
+		const struct nm_op *o = lp->cp_op[i];
 
 		if (!ranges_meet(op->raddr, op->len, o->raddr, o->len) &&
-		    !ranges_meet(op->raddr, op->len, qp->cp_src[i], qp->cp_src_len[i]) &&
+		    !ranges_meet(op->raddr, op->len, lp->cp_src[i], lp->cp_src_len[i]) &&
 		    !ranges_meet(src, len, o->raddr, o->len))
 			continue;
-		if (stream >= 0 && stream != qp->cp[i].stream)
+		if (stream >= 0 && stream != lp->cp[i].stream)
 			return -2;
-		stream = qp->cp[i].stream;
+		stream = lp->cp[i].stream;
 	}
 	return stream;
 }
@@ -181,30 +242,38 @@ static int meets_inflight(struct nm_qp *qp, const struct nm_op *op)
  * engine stages a host source when the copy starts: only when not.) */
 static int src_busy(struct nm_qp *qp, const struct nm_op *op)
 {
+	const struct loop_qp *lp = lq(qp);
 	uint64_t src;
 	uint32_t len, key;
 
 	if (op->flags & NM_OPF_INLINE)
 		return 0;
 	gdak_mlx5_data_decode(&op->sge[0], &src, &len, &key);
-	for (uint32_t h = qp->cp_head; h != qp->cp_tail; h++)
-		if (ranges_meet(src, len, qp->cp_op[h % NM_COPIES]->raddr,
-				qp->cp_op[h % NM_COPIES]->len))
+	for (uint32_t h = lp->cp_head; h != lp->cp_tail; h++)
+		if (ranges_meet(src, len, lp->cp_op[h % NM_COPIES]->raddr,
+				lp->cp_op[h % NM_COPIES]->len))
 			return 1;
 	return 0;
 }
 
-int nm_loop_copy_wait(struct nm_qp *qp, const struct nm_op *op)
+/* Before executing op while copies are in flight: 1 when it must wait
+ * (anything but another GPU WRITE waits for the queue to drain - IBA
+ * ordering: fences, READs, atomics, SEND/WRITE_IMM completions must follow
+ * the data - and a GPU WRITE waits while NM_COPIES are in flight). */
+static int loop_exec_wait(struct nm_qp *qp, const struct nm_op *op)
 {
+	const struct loop_qp *lp = lq(qp);
+
 	if (!async_ok(qp, op))
 		return 1;
-	return qp->cp_tail - qp->cp_head >= NM_COPIES || meets_inflight(qp, op) == -2;
+	return lp->cp_tail - lp->cp_head >= NM_COPIES || meets_inflight(qp, op) == -2;
 }
 
 static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 {
-	uint32_t slot = qp->cp_tail % NM_COPIES;
-	struct nm_dma_ticket *t = &qp->cp[slot];
+	struct loop_qp *lp = lq(qp);
+	uint32_t slot = lp->cp_tail % NM_COPIES;
+	struct nm_dma_ticket *t = &lp->cp[slot];
 	struct nm_resp_msg m;
 	struct nm_mr *mr;
 	uint32_t l;
@@ -238,10 +307,11 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 		}
 	}
 	if (!r && !t->done) {
-		qp->cp_op[slot] = op;
-		qp->cp_src[slot] = (uint64_t)(uintptr_t)a;
-		qp->cp_src_len[slot] = l;
-		qp->cp_tail++;
+		lp->cp_op[slot] = op;
+		lp->cp_src[slot] = (uint64_t)(uintptr_t)a;
+		lp->cp_src_len[slot] = l;
+		lp->cp_tail++;
+		gate_update(qp, lp);
 		return NM_TX_PENDING;
 	}
 	op->status = (uint8_t)r;
@@ -252,12 +322,13 @@ static enum nm_tx_result do_write_async(struct nm_qp *qp, struct nm_qp *peer, st
 static int loop_qp_poll(struct nm_qp *qp)
 {
 	const struct nm_dma_ops *d = nm_dma_get();
+	struct loop_qp *lp = lq(qp);
 	int n = 0;
 
-	while (qp->cp_head != qp->cp_tail) {
-		uint32_t i = qp->cp_head % NM_COPIES;
-		struct nm_op *op = qp->cp_op[i];
-		int r = d->copy_poll(&qp->cp[i]);
+	while (lp->cp_head != lp->cp_tail) {
+		uint32_t i = lp->cp_head % NM_COPIES;
+		struct nm_op *op = lp->cp_op[i];
+		int r = d->copy_poll(&lp->cp[i]);
 
 		if (!r)
 			break;
@@ -270,39 +341,80 @@ static int loop_qp_poll(struct nm_qp *qp)
 		/* a failed copy is a local error; the QP goes to ERR and the
 		 * WQEs behind it are flushed (nm_comp.c) */
 		nm_comp_op_done(qp, op, r < 0 ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0);
-		qp->cp_head++;
+		lp->cp_head++;
 		n++;
 	}
+	gate_update(qp, lp);
 	return n;
 }
 
-void nm_loop_copies_drain(struct nm_qp *qp, int fini)
+/* Wait for the copies in flight and forget them (their ops are completed
+ * with WR_FLUSH_ERR unless done); QP reset / error / destroy.  fini also
+ * frees the tickets. */
+static void loop_copies_drain(struct nm_qp *qp, int fini)
 {
+	struct loop_qp *lp = lq(qp);
 	const struct nm_dma_ops *d;
 
-	if (qp->cp_head == qp->cp_tail && !fini)
+	if (!lp || (lp->cp_head == lp->cp_tail && !fini))
 		return;
 	d = nm_dma_get();
 	/* the copies read and write the application's memory: let them land
 	 * (a GPU copy takes microseconds) before the ops or tickets go */
-	while (qp->cp_head != qp->cp_tail) {
-		uint32_t i = qp->cp_head % NM_COPIES;
+	while (lp->cp_head != lp->cp_tail) {
+		uint32_t i = lp->cp_head % NM_COPIES;
 		int r;
 
-		while (!(r = d->copy_poll(&qp->cp[i])))
+		while (!(r = d->copy_poll(&lp->cp[i])))
 			sched_yield();
-		nm_comp_op_done(qp, qp->cp_op[i],
-				r < 0 ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0);
-		qp->cp_head++;
+		nm_comp_op_done(qp, lp->cp_op[i], r < 0 ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR : 0);
+		lp->cp_head++;
 	}
-	qp->cp_head = qp->cp_tail = 0;
+	lp->cp_head = lp->cp_tail = 0;
+	gate_update(qp, lp);
 	if (fini && d->ticket_fini)
 		for (unsigned i = 0; i < NM_COPIES; i++)
-			d->ticket_fini(&qp->cp[i]);
+			d->ticket_fini(&lp->cp[i]);
 }
 
-static void loop_qp_error(struct nm_qp *qp) { nm_loop_copies_drain(qp, 0); }
-static void loop_qp_fini(struct nm_qp *qp) { nm_loop_copies_drain(qp, 1); }
+static void loop_qp_error(struct nm_qp *qp)
+{
+	loop_copies_drain(qp, 0);
+}
+static void loop_req_reset(struct nm_qp *qp)
+{
+	loop_copies_drain(qp, 0);
+}
+
+/* Back to RESET: connected to nobody until the next connect. */
+static void loop_qp_reset(struct nm_qp *qp)
+{
+	atomic_store(&lq(qp)->peer, NULL);
+}
+
+/* After the QP left its thread and the QPN registry: nobody keeps it as
+ * a peer (the grace period that follows covers requests in flight). */
+static void loop_qp_fini(struct nm_qp *qp)
+{
+	struct loop_qp *lp = lq(qp);
+
+	if (!lp)
+		return;
+	loop_copies_drain(qp, 1);
+	pthread_mutex_lock(&loop_lock);
+	for (struct loop_qp **pp = &loop_qps; *pp;) {
+		if (*pp == lp) {
+			*pp = lp->next;
+			continue;
+		}
+		if (atomic_load(&(*pp)->peer) == qp)
+			atomic_store(&(*pp)->peer, NULL);
+		pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&loop_lock);
+	qp->tr_priv = NULL;
+	free(lp);
+}
 
 /*
  * Fast path: a plain RDMA_WRITE of one segment between host memory, the
@@ -322,8 +434,8 @@ static int write_fast(struct nm_qp *qp, struct nm_qp *peer, const struct nm_op *
 	if (op->nseg != 1 || (op->flags & NM_OPF_INLINE))
 		return 0;
 	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
-	l = nm_mr_get_cached(&qp->lkc, qp->ctx, lkey);
-	r = nm_mr_get_cached(&qp->rkc, peer->ctx, op->rkey);
+	l = nm_mr_get_cached(&lq(qp)->lkc, qp->ctx, lkey);
+	r = nm_mr_get_cached(&lq(qp)->rkc, peer->ctx, op->rkey);
 	if (!l || !r || l->kind == GDAK_MEM_GPU || r->kind == GDAK_MEM_GPU ||
 	    !(r->base.access & GDAK_ACCESS_REMOTE_WRITE) || !nm_mr_covers(l, a, len) ||
 	    !nm_mr_covers(r, op->raddr, len))
@@ -395,7 +507,7 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 		if (!peer)
 			return NM_TX_DONE;
 	} else {
-		peer = atomic_load_explicit(&qp->peer, memory_order_acquire);
+		peer = loop_peer(qp);
 		if (!peer) {
 			op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
 			op->rule = "peer_gone";
@@ -408,7 +520,7 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 			return NM_TX_DONE;
 		}
 		/* (a DCI's GPU WRITEs copy synchronously: the asynchronous path
-		 * follows qp->peer) */
+		 * follows the connected peer) */
 		if (!qp->dc && async_ok(qp, op))
 			return do_write_async(qp, peer, op);
 	}
@@ -450,10 +562,14 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 
 const struct nm_transport_ops nm_tr_loop_ops = {
 	.name = "loop",
+	.qp_init = loop_qp_init,
+	.qp_fini = loop_qp_fini,
 	.qp_info = loop_qp_info,
 	.qp_connect = loop_qp_connect,
 	.post_send = loop_post_send,
+	.exec_wait = loop_exec_wait,
+	.req_reset = loop_req_reset,
 	.qp_poll = loop_qp_poll,
 	.qp_error = loop_qp_error,
-	.qp_fini = loop_qp_fini,
+	.qp_reset = loop_qp_reset,
 };

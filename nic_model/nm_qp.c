@@ -66,18 +66,15 @@ static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 	return 0;
 }
 
-/* Remove qp and forget it as anybody's loop peer. */
+/* Remove qp (the loop transport forgets it as a peer in its qp_fini). */
 static void reg_del(struct nm_qp *qp)
 {
 	pthread_mutex_lock(&reg_lock);
 	for (uint32_t i = 0; i < reg_n; i++) {
 		if (reg[i] == qp) {
 			reg[i] = reg[--reg_n];
-			i--;
-			continue;
+			break;
 		}
-		if (atomic_load(&reg[i]->peer) == qp)
-			atomic_store(&reg[i]->peer, NULL);
 	}
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -524,7 +521,6 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		nm_thread_call(qp->thr, reset_on_thread, qp);
 		if (qp->ctx->tr->qp_reset)
 			qp->ctx->tr->qp_reset(qp);
-		atomic_store(&qp->peer, NULL);
 		qp_rec(qp, GDAK_TRACE_QPN_NONE, "reset");
 		return 0;
 	case GDAK_QPS_INIT:

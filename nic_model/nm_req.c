@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nm_req.c - the requester: fetch the WQEs between the consumer and the
- * producer index, check and decode each into a struct nm_op and execute
- * them in order through the QP's transport; the completer (nm_comp.c)
- * retires them in order.
+ * producer index, decode each into a struct nm_op (the checks, nm_check.c,
+ * run as each fact is read) and execute them in order through the QP's
+ * transport; the completer (nm_comp.c) retires them in order and, in ERR,
+ * flushes.  nm_req_progress is one pass of a QP over all the stages.
  *
- * Per QP and pass it runs through these states (names for logs):
- *   FETCH -> CHECK -> (FENCE_WAIT) -> EXECUTE -> RETIRE, and FLUSH in ERR.
+ * Per QP and pass it runs through these states (req_state_names, logged at
+ * debug level where a QP stops):
+ *   FETCH -> CHECK -> (FENCE_WAIT | COPY_WAIT | WAIT_CQ | DC_STREAM_WAIT)
+ *   -> EXECUTE (RNR_WAIT: the transport said BUSY) -> RETIRE, and FLUSH in
+ *   ERR.
  * At most NM_PASS_CAP WQEs per pass, so one busy QP cannot starve the
  * others of its NIC thread (cf. rxe's task budget).
  *
@@ -21,20 +25,43 @@
  * ops before it retire normally, it gets an error CQE, the QP goes to ERR
  * and everything after it is flushed (nm_comp.c).
  */
-#include <stdio.h>
-
 #include "nm_dma.h"
 #include "nm_loc.h"
 
-enum nm_req_state { NM_REQ_FETCH, NM_REQ_CHECK, NM_REQ_FENCE_WAIT, NM_REQ_EXECUTE, NM_REQ_RETIRE,
-		    NM_REQ_FLUSH };
-static const char *const req_state_names[] __attribute__((unused)) = {
-	"FETCH", "CHECK", "FENCE_WAIT", "EXECUTE", "RETIRE", "FLUSH"};
-/* (COPY_WAIT is FENCE_WAIT's twin for the loop transport's GPU copies) */
+enum nm_req_state {
+	NM_REQ_FETCH,
+	NM_REQ_CHECK,
+	NM_REQ_FENCE_WAIT,
+	NM_REQ_COPY_WAIT,
+	NM_REQ_WAIT_CQ,
+	NM_REQ_DC_STREAM_WAIT,
+	NM_REQ_EXECUTE,
+	NM_REQ_RNR_WAIT,
+	NM_REQ_RETIRE,
+	NM_REQ_FLUSH
+};
+static const char *const req_state_names[] = { "FETCH",	    "CHECK",	"FENCE_WAIT",
+					       "COPY_WAIT", "WAIT_CQ",	"DC_STREAM_WAIT",
+					       "EXECUTE",   "RNR_WAIT", "RETIRE",
+					       "FLUSH" };
+
+/* The requester stops (or starts flushing) in state st at op: logged once
+ * per change, so a QP that waits says where and why.  Returns 0 (the
+ * WQEs consumed). */
+static int req_stop(struct nm_qp *qp, enum nm_req_state st, const struct nm_op *op)
+{
+	if (qp->req_state == st)
+		return 0;
+	qp->req_state = (uint8_t)st;
+	GDAK_DBG("qp", qp->id, "requester %s at WQE %u (%s)", req_state_names[st], op->wqe_index,
+		 gdak_mlx5_opcode_name(op->opcode));
+	return 0;
+}
 
 void nm_req_reset(struct nm_qp *qp)
 {
-	nm_loop_copies_drain(qp, 0);
+	if (qp->ctx->tr->req_reset)
+		qp->ctx->tr->req_reset(qp);
 	qp->ci = 0;
 	qp->if_head = qp->if_tail = 0;
 	qp->reads_outstanding = 0;
@@ -42,6 +69,7 @@ void nm_req_reset(struct nm_qp *qp)
 	qp->stopped = false;
 	qp->traced_to = 0;
 	qp->wait_warned = 0;
+	qp->req_state = NM_REQ_FETCH;
 }
 
 int nm_req_busy(const struct nm_qp *qp)
@@ -117,7 +145,6 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	struct gdak_mlx5_ctrl c;
 	const uint8_t *p;
 	uint32_t rem, min_ds, max_ds, seg_bytes = 32;
-	int strict = nm_strict();
 
 	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
 	op->ci = qp->ci;
@@ -146,12 +173,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		op->flags |= NM_OPF_FENCE;
 
 	info = gdak_mlx5_op_info(c.opcode);
-	if (!info || !(info->flags & GDAK_OPF_SUPPORTED)) {
-		op->bbs = 1;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_opcode", 1,
-			      info ? "opcode not supported by the NIC model" : "unknown opcode");
+	if (nm_check_bad_opcode(qp, op, info))
 		return;
-	}
 	if (info->flags & GDAK_OPF_READS_REMOTE)
 		op->flags |= NM_OPF_READS;
 	min_ds = info->min_ds;
@@ -168,44 +191,8 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		max_ds = max_ds + (uint32_t)av > GDAK_MLX5_MAX_DS ? GDAK_MLX5_MAX_DS
 								  : max_ds + (uint32_t)av;
 	}
-	if (op->opmod == 0xff) {
-		nm_check_fail(
-			qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod", 1,
-			"extended atomic operand size not modelled (only opmod 0, 0x08, 0x09)");
+	if (nm_check_ctrl(qp, op, &c, min_ds, max_ds))
 		return;
-	}
-	if (c.ds < min_ds || c.ds > max_ds) {
-		char t[64];
-		snprintf(t, sizeof(t), "DS %u outside %u..%u", c.ds, min_ds, max_ds);
-		if (c.ds == 0)
-			op->bbs = 1;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bad_ds", 1, t);
-		return;
-	}
-	if (op->bbs > qp->pi - qp->ci) {
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_past_producer", 1,
-			      "DS count reaches past the producer index");
-		op->bbs = (uint8_t)(qp->pi - qp->ci);
-		return;
-	}
-	if (c.wqe_index != op->wqe_index && strict) {
-		char t[64];
-		snprintf(t, sizeof(t), "ctrl says index %u, ring slot is %u", c.wqe_index, op->wqe_index);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wqe_index_mismatch", 1,
-			      t);
-		return;
-	}
-	if (c.qpn != qp->base.qpn && strict) {
-		char t[64];
-		snprintf(t, sizeof(t), "ctrl names QPN 0x%x, this is 0x%x", c.qpn, qp->base.qpn);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "qpn_mismatch", 1, t);
-		return;
-	}
-	if (__builtin_expect(qp->bf_bad == qp->ci, 0)) {
-		qp->bf_bad = UINT64_MAX;
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
-		return;
-	}
 
 	/* a WQE that runs past the ring's end continues at its start */
 	if (__builtin_expect(slot + op->bbs > qp->sq_cnt, 0)) {
@@ -244,9 +231,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 
 		op->compare = gdak_be32toh(ws->max_index);
 		op->rkey = gdak_be32toh(ws->qpn_cqn) & 0xffffff;
-		if (op->opmod != GDAK_MLX5_WAIT_OPMOD_CQ)
-			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_opmod", 1,
-				      "WAIT mode other than wait-on-CQ (opmod 0) is not modelled");
+		nm_check_wait_opmod(qp, op);
 		return;
 	}
 	if (!(info->flags & GDAK_OPF_DATA))
@@ -259,20 +244,9 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 
 		if (bc & MLX5_INLINE_SEG) {
 			uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
-			if (!(info->flags & GDAK_OPF_INLINE_OK)) {
-				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-					      "inline_not_allowed", 1,
-					      "inline data on an opcode that takes none");
+
+			if (nm_check_inline(qp, op, info, l, rem))
 				return;
-			}
-			if (4 + (uint64_t)l > (uint64_t)rem * 16) {
-				char t[80];
-				snprintf(t, sizeof(t), "inline length %u over the %u bytes its DS hold", l,
-					 rem * 16 - 4);
-				nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
-					      "inline_overflow", 1, t);
-				return;
-			}
 			op->inl = p + 4;
 			op->len = l;
 			op->flags |= NM_OPF_INLINE;
@@ -283,21 +257,10 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->nseg = (uint8_t)rem;
 	{
 		uint64_t total = 0;
+
 		for (uint32_t i = 0; i < rem; i++)
 			total += gdak_be32toh(op->sge[i].byte_count);
-		if (total > 0x80000000ull) {
-			nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1,
-				      "message longer than 2 GiB");
-			return;
-		}
-		op->len = (uint32_t)total;
-	}
-	if ((info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) &&
-	    (op->nseg != 1 || op->len != op->asize)) {
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length", 1,
-			      op->asize == 4 ? "a 4-byte atomic needs one 4-byte local data segment"
-					     : "an atomic needs one 8-byte local data segment");
-		return;
+		nm_check_sges(qp, op, info, total);
 	}
 }
 
@@ -314,26 +277,12 @@ static int wait_pending(struct nm_qp *qp, struct nm_op *op)
 	struct nm_cq *cq = nm_cq_lookup(op->rkey);
 	uint32_t produced;
 
-	if (!cq) {
-		char t[64];
-
-		snprintf(t, sizeof(t), "CQ number 0x%x names no CQ", op->rkey);
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "wait_bad_cq", 1, t);
+	if (nm_check_wait_bad_cq(qp, op, cq))
 		return 0;
-	}
 	produced = (uint32_t)nm_cq_produced(cq);
 	if ((int32_t)(produced - (uint32_t)op->compare - 1u) >= 0)
 		return 0;
-	/* an index further ahead than the CQ holds can only be reached after
-	 * the consumer frees entries: legal, but usually an off-by-a-ring bug */
-	if ((uint32_t)op->compare - produced >= cq->ncqe && qp->wait_warned != op->ci + 1 &&
-	    nm_strict()) {
-		qp->wait_warned = op->ci + 1;
-		nm_violation(qp, op->wqe_index, "wait_index_ahead", 0,
-			     "WAIT for CQE %u of CQ 0x%x, which has produced %u of %u entries: "
-			     "more than a ring ahead",
-			     (unsigned)op->compare, op->rkey, produced, cq->ncqe);
-	}
+	nm_check_wait_index_ahead(qp, op, cq, produced);
 	return 1;
 }
 
@@ -356,17 +305,6 @@ static void dump_local(struct nm_qp *qp, struct nm_op *op)
 	}
 }
 
-/* The UDP transport carries extended atomics (gdak's ExtAtomicETH). */
-static int xatomic_wire(const struct nm_qp *qp)
-{
-#ifdef NM_HAVE_TR_UDP
-	return qp->ctx->tr == &nm_tr_udp_ops;
-#else
-	(void)qp;
-	return 0;
-#endif
-}
-
 /* EXECUTE: the head of the unexecuted WQEs.  Returns WQEs consumed (0/1). */
 static int execute_one(struct nm_qp *qp)
 {
@@ -375,43 +313,31 @@ static int execute_one(struct nm_qp *qp)
 
 	decode(qp, op);
 	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
-		return 0; /* FENCE_WAIT: re-decoded next pass */
-	if (__builtin_expect(qp->cp_head != qp->cp_tail, 0) && !op->status &&
-	    nm_loop_copy_wait(qp, op))
-		return 0; /* COPY_WAIT: earlier GPU copies first (the same) */
+		return req_stop(qp, NM_REQ_FENCE_WAIT, op); /* re-decoded next pass */
+	if (__builtin_expect(qp->tr_gate, 0) && !op->status && qp->ctx->tr->exec_wait(qp, op))
+		return req_stop(qp, NM_REQ_COPY_WAIT, op); /* the transport's earlier work first */
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_WAIT, 0) && !op->status &&
 	    wait_pending(qp, op))
-		return 0; /* WAIT_CQ: the CQE waited for is not there yet */
+		return req_stop(qp, NM_REQ_WAIT_CQ, op); /* the CQE waited for is not there yet */
 	if (__builtin_expect(op->av_ds != 0, 0) && !op->status && nm_dc_stream_enter(qp, op))
-		return 0; /* DC_STREAM_WAIT: the stream's old target drains first */
+		return req_stop(qp, NM_REQ_DC_STREAM_WAIT, op); /* the old target drains first */
 	if (!op->status)
 		nm_fault_wqe(qp, op);
+	/* (a DUMP is never a 4-byte atomic: the order of these two is free) */
+	if (__builtin_expect(op->asize == 4, 0) && !op->status)
+		nm_check_atomic_transport(qp, op);
 	if (__builtin_expect(op->opcode == GDAK_MLX5_OPCODE_DUMP, 0) && !op->status) {
 		dump_local(qp, op);
-	} else if (__builtin_expect(op->asize == 4, 0) && !op->status &&
-		   qp->ctx->tr != &nm_tr_loop_ops && !xatomic_wire(qp)) {
-		/* plain verbs (rxe) have 8-byte atomics only; the in-process
-		 * and UDP transports carry the extended forms */
-		nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport", 1,
-			      "4-byte atomics are not carried by the verbs transport");
 	} else if (!op->status && op->opcode != MLX5_OPCODE_NOP &&
 		   op->opcode != GDAK_MLX5_OPCODE_WAIT) {
 		r = qp->ctx->tr->post_send(qp, op);
 		if (r == NM_TX_BUSY) {
-			uint64_t now = nm_now_ns();
-			uint64_t lim = (uint64_t)atomic_load_explicit(&nm_cfg.rnr_timeout_ms,
-								     memory_order_relaxed) * 1000000ull;
-			if (!qp->busy_since_ns) {
-				qp->busy_since_ns = now ? now : 1;
-				return 0;
-			}
-			if (now - qp->busy_since_ns < lim)
-				return 0;
-			op->status = MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
-			op->rule = "rnr_retry_exceeded";
+			if (nm_check_rnr_retry(qp, op))
+				return req_stop(qp, NM_REQ_RNR_WAIT, op); /* offered again */
 			r = NM_TX_DONE;
 		}
 	}
+	qp->req_state = NM_REQ_EXECUTE;
 	qp->busy_since_ns = 0;
 	nm_stat_add(&qp->st.wqes, 1);
 	if (!op->status)
@@ -427,65 +353,6 @@ static int execute_one(struct nm_qp *qp)
 	if (op->status)
 		qp->stopped = true;
 	return 1;
-}
-
-/* FLUSH (QP in ERR): in-flight ops and posted WQEs complete with WR_FLUSH_ERR. */
-static int flush(struct nm_qp *qp)
-{
-	int n = 0;
-	uint64_t p;
-
-	if (qp->if_head != qp->if_tail && qp->ctx->tr->qp_error)
-		qp->ctx->tr->qp_error(qp);
-	while (qp->if_head != qp->if_tail) {
-		struct nm_op *op = &qp->inflight[qp->if_head % NM_MAX_INFLIGHT];
-		int r;
-
-		if (!(op->flags & NM_OPF_DONE))
-			nm_comp_op_done(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-		r = nm_comp_retire(qp);
-		if (!r)
-			break; /* no CQ room, or a delayed CQE: next pass */
-		n += r;
-	}
-	if (qp->if_head != qp->if_tail)
-		return n;
-
-	/* everything posted, rung or not, is flushed (what hardware does) */
-	if (qp->handler == GDAK_DEV_DB_CPU_PROXY) {
-		p = __atomic_load_n(qp->proxy_pi, __ATOMIC_ACQUIRE);
-	} else if (qp->no_dbrec || (qp->rg && qp->rg->dbrec)) {
-		p = nm_db_reg_producer(qp);
-		nm_db_forget_register(qp);
-	} else {
-		uint16_t rec = (uint16_t)gdak_be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
-								      __ATOMIC_ACQUIRE));
-		p = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
-		qp->rec_last = rec;
-		nm_db_forget_register(qp);
-	}
-	if (p - qp->ci > qp->sq_cnt)
-		p = qp->ci; /* garbage producer: nothing sensible to flush */
-	qp->pi = p;
-	nm_rg_sq_need(qp, p);
-	while (qp->ci < p && n < NM_PASS_CAP) {
-		const uint8_t *w = qp->sq + ((uint32_t)qp->ci & qp->sq_mask) * 64;
-		struct gdak_mlx5_ctrl c;
-		uint32_t bbs;
-
-		if (!nm_comp_cq_room(qp, qp->scq))
-			break;
-		gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
-		bbs = gdak_mlx5_wqe_bbs(c.ds);
-		if (bbs > p - qp->ci)
-			bbs = (uint32_t)(p - qp->ci);
-		nm_comp_flush(qp, (uint16_t)qp->ci, c.opcode);
-		qp->ci += bbs;
-		n++;
-	}
-	qp->stopped = false;
-	qp->busy_since_ns = 0;
-	return n;
 }
 
 int nm_req_progress(struct nm_qp *qp)
@@ -518,7 +385,12 @@ int nm_req_progress(struct nm_qp *qp)
 	} else if (st == GDAK_QPS_ERR) {
 		if (__builtin_expect(qp->dc != NULL, 0))
 			nm_dc_streams_close(qp, "closed (QP in ERR) to");
-		work += flush(qp);
+		if (qp->req_state != NM_REQ_FLUSH) {
+			qp->req_state = NM_REQ_FLUSH;
+			GDAK_DBG("qp", qp->id, "requester %s from WQE %u",
+				 req_state_names[NM_REQ_FLUSH], (unsigned)(uint16_t)qp->ci);
+		}
+		work += nm_comp_flush_sq(qp);
 		if (qp->rq_cnt)
 			work += nm_resp_flush(qp);
 	} else if (st == GDAK_QPS_RTR && qp->ctx->tr->qp_poll) {

@@ -79,20 +79,13 @@ uint32_t nm_resp_rq_avail(struct nm_qp *qp)
 static int rkey_check(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t need, uint64_t va,
 		      uint32_t rkey, uint64_t len)
 {
-	struct nm_mr *mr = nm_mr_get(qp->ctx, rkey);
+	struct nm_mr *mr;
+	const char *rule;
+	char why[128];
+	int r = nm_check_rkey(qp, need, va, rkey, len, &mr, &rule, why, sizeof(why));
 
-	if (!mr)
-		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "bad_rkey",
-			      "rkey 0x%x is not registered", rkey);
-	if ((mr->base.access & need) != need)
-		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "rkey_access",
-			      "rkey 0x%x grants 0x%x, the request needs 0x%x", rkey, mr->base.access,
-			      need);
-	if (!nm_mr_covers(mr, va, len))
-		return refuse(m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "rkey_bounds",
-			      "0x%llx+%llu outside rkey 0x%x [0x%llx, 0x%llx)", (unsigned long long)va,
-			      (unsigned long long)len, rkey, (unsigned long long)mr->start,
-			      (unsigned long long)mr->end);
+	if (r)
+		return refuse(m, NM_RESP_CHK_RKEY, r, rule, "%s", why);
 	m->mr = mr;
 	m->va = (uint8_t *)(uintptr_t)va;
 	return 0;
@@ -140,14 +133,7 @@ static int take_rwqe(struct nm_resp_msg *m)
 	}
 	if (avail > qp->rq_cnt) {
 		pthread_spin_unlock(&qp->resp_lock);
-		if (nm_strict()) {
-			nm_violation(qp, (uint16_t)qp->rq_ci, "rq_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-				     "receive producer %u ahead of consumer by %u, ring %u",
-				     (unsigned)(uint16_t)(qp->rq_ci + avail), avail, qp->rq_cnt);
-			nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, m->opcode,
-					(uint16_t)qp->rq_ci, "rq_overrun",
-					"receive queue producer overran the consumer");
-		}
+		nm_check_rq_overrun(qp, avail, m->opcode);
 		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, "rq_overrun",
 			      "receive queue overrun");
 	}
@@ -164,17 +150,14 @@ static int take_rwqe(struct nm_resp_msg *m)
 		uint64_t a;
 		uint32_t l, lkey;
 		struct nm_mr *mr;
+		const char *rule;
 
 		gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
 		if (lkey == MLX5_INVALID_LKEY)
 			break; /* end of a short list (rdma-core convention) */
 		mr = nm_mr_get(qp->ctx, lkey);
-		if (!mr || !(mr->base.access & GDAK_ACCESS_LOCAL_WRITE) || !nm_mr_covers(mr, a, l)) {
-			const char *rule = !mr ? "recv_bad_lkey" : !(mr->base.access & GDAK_ACCESS_LOCAL_WRITE)
-							  ? "recv_lkey_access" : "recv_lkey_bounds";
-			nm_violation(qp, m->rwqe_index, rule, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
-				     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u", m->rwqe_index,
-				     i, lkey, (unsigned long long)a, l);
+		rule = nm_check_recv_sge(qp, m->rwqe_index, i, mr, lkey, a, l);
+		if (rule) {
 			rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, rule);
 			return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, rule,
 				      "the receive WQE is bad (responder local protection error)");
@@ -425,16 +408,7 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		return r;
 	}
 	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, sz);
-	if (!r && (va & (sz - 1))) {
-		char who[48] = "";
-
-		if (m.req_wqe != NM_WQE_NONE)
-			snprintf(who, sizeof(who), " (WQE %u of requester QP 0x%x)", m.req_wqe,
-				 qp->peer_info.qpn);
-		nm_violation(qp, viol_index(&m), "atomic_unaligned",
-			     MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			     "%s target 0x%llx is not %u-byte aligned%s",
-			     gdak_mlx5_opcode_name(opcode), (unsigned long long)va, sz, who);
+	if (!r && nm_check_atomic_unaligned(qp, viol_index(&m), m.req_wqe, opcode, va, sz)) {
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
 			   "atomic_unaligned", "target 0x%llx not %u-byte aligned",
 			   (unsigned long long)va, sz);

@@ -830,4 +830,5 @@ const struct nm_transport_ops nm_tr_verbs_ops = {
 	.qp_error = verbs_qp_error,
 	.mr_reg = tv_mr_reg,
 	.mr_dereg = tv_mr_dereg,
+	.atomics_8b_only = true, /* plain verbs (rxe): no extended atomics */
 };
