@@ -137,6 +137,12 @@ struct nm_transport_ops {
 	 * after the grace period, before the MR is freed. */
 	int (*mr_reg)(struct nm_ctx *ctx, struct nm_mr *mr);
 	void (*mr_dereg)(struct nm_ctx *ctx, struct nm_mr *mr);
+	/* Optional, control path: a DCI or DCT reached RTR (it connects to
+	 * nobody; the transport starts serving it).  0 or -errno. */
+	int (*dc_ready)(struct nm_qp *qp);
+	/* Optional, NIC thread: a DCI still has requests out to its stream's
+	 * target (a stream turns only when they are done). */
+	int (*dc_busy)(struct nm_qp *qp);
 };
 
 extern const struct nm_transport_ops nm_tr_loop_ops;
@@ -699,6 +705,10 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op);
 /* Loop transport: the DCT op's AV names, checked (number, address, state,
  * access key), or NULL with op->status / op->rule set. */
 struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op);
+/* A transport's DCT got a DC request from DCI dci presenting key: 0 when the
+ * DCT answers it; -EAGAIN when it is not in RTR, -EACCES for a wrong key
+ * (counted as a key violation); logged, rate-limited. */
+int nm_dc_dct_check(struct nm_qp *dct, uint64_t key, uint32_t dci);
 /* The LID the loop transport gives a context's QPs (nonzero, per process). */
 uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx);
 
