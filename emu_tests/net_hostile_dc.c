@@ -51,10 +51,11 @@ static void dc_write(const struct gdak_qp_info *to, uint8_t opcode, uint32_t qpn
 	reth_set(ext + dclen, (uint64_t)(uintptr_t)(mem + DST), gdak_mr_rkey(mr), LEN);
 	gdak_test_fill(pay, LEN, fill);
 	memcpy(&ip, to->gid + 12, 4);
-	CHECK_EQ(forge_send(&fg, ip, to->udp_port, opcode, qpn, psn, ext,
-			    dclen + (opcode == (ROCE_DC_BASE | ROCE_WRITE_ONLY) ? ROCE_RETH_LEN : 0),
-			    pay, LEN),
-		 0);
+	CHECK_EQ(
+		forge_send(&fg, ip, to->udp_port, opcode, qpn, psn, ext,
+			   dclen + (opcode == (ROCE_DC_BASE | ROCE_WRITE_ONLY) ? ROCE_RETH_LEN : 0),
+			   pay, LEN),
+		0);
 }
 
 /* The next packet to the forger (a DC ACK expected): its opcode, AETH

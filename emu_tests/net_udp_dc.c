@@ -37,8 +37,8 @@
 
 #define NDCT 3
 #define T_NS 30000000000ull
-#define LEN 3000   /* three packets at MTU 1024 */
-#define REG 16384  /* server memory per DCT: [0, LEN) data, 8192 atomic word, 12288 receive */
+#define LEN 3000  /* three packets at MTU 1024 */
+#define REG 16384 /* server memory per DCT: [0, LEN) data, 8192 atomic word, 12288 receive */
 #define WORD 8192
 #define RECV 12288
 
@@ -84,9 +84,10 @@ static void set_env(int server)
 	if (!strcmp(mode, "loss")) {
 		char f[160];
 
-		snprintf(f, sizeof(f), "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%,seed=%d;"
-			 "pkt_reorder:p=%u%%,seed=%d", loss_pct, 11 + server, loss_pct, 21 + server,
-			 loss_pct, 31 + server);
+		snprintf(f, sizeof(f),
+			 "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%,seed=%d;"
+			 "pkt_reorder:p=%u%%,seed=%d",
+			 loss_pct, 11 + server, loss_pct, 21 + server, loss_pct, 31 + server);
 		setenv("GDAK_FAULTS", f, 1);
 		setenv("GDAK_UDP_RETRY", "forever", 1);
 		setenv("GDAK_UDP_RTO_US", "5000", 1);
@@ -109,7 +110,8 @@ static void server(struct gdak_bootstrap *bs)
 	memset(s.mem, 0, NDCT * REG);
 	REQUIRE_EQ(gdak_mr_reg(s.ctx, s.mem, NDCT * REG, GDAK_ACCESS_ALL, &s.mr), 0);
 	for (int i = 0; i < NDCT; i++) {
-		struct gdak_qp_attr a = { .type = GDAK_QPT_DCT, .dc_key = keys[i],
+		struct gdak_qp_attr a = { .type = GDAK_QPT_DCT,
+					  .dc_key = keys[i],
 					  .rq_depth = i == 2 ? 16 : 0 };
 
 		REQUIRE_EQ(gdak_qp_create(s.ctx, &a, &s.dct[i]), 0);
@@ -373,8 +375,9 @@ static void client_loss(struct gdak_bootstrap *bs, const struct gdak_dev_av *av,
 
 			gdak_test_fill(lmem, LEN, k * 7 + (uint64_t)i);
 			memset(lmem + 8192, 0, LEN);
-			CHECK_EQ(gdak_dev_dc_put(d, &av[i], &src, peer[i].addr, peer[i].rkey, 0, &t),
-				 0);
+			CHECK_EQ(
+				gdak_dev_dc_put(d, &av[i], &src, peer[i].addr, peer[i].rkey, 0, &t),
+				0);
 			CHECK_EQ(gdak_dev_dc_get(d, &av[i], &dst, peer[i].addr, peer[i].rkey,
 						 GDAK_DEV_WQE_SIGNAL, &t),
 				 0);
