@@ -11,6 +11,11 @@
  * (nm_dc_stream_enter), and the loop transport asks for the DCT the AV
  * names (nm_dc_target); the responder (nm_resp.c) then applies the request
  * to the DCT's context memory - its PD - exactly as for an RC peer.
+ * Over udp (tr_udp.c "DC", docs/UDP.md "DC") the DCT may be in another
+ * process: the DCI's RoCE engine turns to the AV's address at each stream
+ * turn (nm_dc_stream_enter waits for the transport's dc_busy), and the DCT
+ * side checks each request with nm_dc_dct_check - the same key and state
+ * checks, so both transports give the same syndromes.
  *
  * Streams, as mlx5 runs them: a DCI holds at most one connection ("stream")
  * per stream channel (ctrl dci_stream_channel_id, modulo the streams the DCI
