@@ -102,6 +102,14 @@ static void opcode_table(void)
 		/* gdak's extended atomics: BTH + the 48-byte ExtAtomicETH */
 		{ 0xd3, "GDAK_MASKED_COMPARE_SWAP", 60, 1 },
 		{ 0xd4, "GDAK_MASKED_FETCH_ADD", 60, 1 },
+		/* gdak's DC (docs/UDP.md "DC"): requests BTH + DCETH (20) + RC's,
+		 * responses as RC's */
+		{ 0xe6, "DC_RDMA_WRITE_FIRST", 48, 1 },
+		{ 0xec, "DC_RDMA_READ_REQUEST", 48, 1 },
+		{ 0xf1, "DC_ACKNOWLEDGE", 16, 1 },
+		{ 0xf2, "DC_ATOMIC_ACKNOWLEDGE", 24, 1 },
+		{ 0xf4, "DC_FETCH_ADD", 60, 1 },
+		{ 0xf9, "DC_MASKED_FETCH_ADD", 80, 1 },
 	};
 	unsigned named = 0;
 
@@ -114,7 +122,9 @@ static void opcode_table(void)
 	}
 	for (unsigned op = 0; op < 256; op++)
 		named += roce_op((uint8_t)op)->name != NULL;
-	CHECK_EQ(named, 25); /* RC 0x00..0x14, 0x16, 0x17; gdak's 0xd3, 0xd4 */
+	/* RC 0x00..0x14, 0x16, 0x17; gdak's 0xd3, 0xd4; DC 0xe0..0xf4, 0xf8, 0xf9 */
+	CHECK_EQ(named, 48);
+	CHECK_STR(gdak_roce_op_name(0xf5), "UNKNOWN");
 	CHECK_STR(gdak_roce_op_name(0x15), "UNKNOWN");
 	CHECK_STR(gdak_roce_op_name(0x64), "UNKNOWN"); /* UD: not in the table */
 }

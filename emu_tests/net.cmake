@@ -20,6 +20,16 @@ foreach(_p 1 5 20)
   target_include_directories(gdak_net_udp_loss${_p} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 endforeach()
 
+# DC over UDP (docs/UDP.md "DC"): one DCI in one process, three DCTs in another.
+foreach(_m ops errors)
+  gdak_add_test(NAME gdak.net.udp_dc_${_m} SOURCES net_udp_dc.c ARGS ${_m} LABELS net
+                TIMEOUT 180)
+endforeach()
+foreach(_p 1 5 20)
+  gdak_add_test(NAME gdak.net.udp_dc_loss${_p} SOURCES net_udp_dc.c ARGS loss ${_p} LABELS net
+                TIMEOUT 180)
+endforeach()
+
 # Two network namespaces joined by a veth pair (creates and removes them; 77
 # without the rights): every operation across them, traced; tc netem where the
 # kernel has it; a dumpcap/tshark capture of the live session.
@@ -59,6 +69,11 @@ foreach(_c random trunc fields wrongqpn stranger sweep idle_nak errors reset xat
   target_include_directories(gdak_net_hostile_${_c} PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
                              ${_gdak_roce_inc})
 endforeach()
+# Forged DC packets at a DCT (docs/UDP.md "DC"): dropped and counted, memory intact.
+gdak_add_test(NAME gdak.net.hostile_dc SOURCES net_hostile_dc.c net_forge.c LIBS gdak_nic_util
+              LABELS net TIMEOUT 120)
+target_include_directories(gdak_net_hostile_dc PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
+                           ${_gdak_roce_inc})
 # The spoofing cases again without the raw socket (as where the tests do not
 # run as root): the peer's source through the target's in-process inbox.
 foreach(_c random trunc fields wrongqpn sweep idle_nak reset xatomic)
@@ -88,4 +103,8 @@ if(TARGET gdak-trace)
   add_test(NAME gdak.net.xatomic_trace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/net_xatomic_trace.sh
     $<TARGET_FILE:gdak_fid_atomic> $<TARGET_FILE:gdak-trace> ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
   set_tests_properties(gdak.net.xatomic_trace PROPERTIES LABELS net TIMEOUT 120)
+  # gdak's DC encoding (docs/UDP.md "DC") the same way
+  add_test(NAME gdak.net.dc_trace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/net_dc_trace.sh
+    $<TARGET_FILE:gdak_net_udp_dc_ops> $<TARGET_FILE:gdak-trace> ${PROJECT_SOURCE_DIR}/tools/gdak-trace.lua)
+  set_tests_properties(gdak.net.dc_trace PROPERTIES LABELS net TIMEOUT 180)
 endif()

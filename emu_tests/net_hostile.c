@@ -371,7 +371,7 @@ static void case_random(void)
 static void case_trunc(void)
 {
 	static const uint8_t data[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-	uint8_t full[ROCE_MAX_PKT], pkt[ROCE_MAX_PKT], ext[64];
+	uint8_t full[ROCE_MAX_PKT], pkt[ROCE_MAX_PKT], ext[ROCE_MAX_HDR];
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
 	struct before s = snap();
 	int spoof = can_spoof("trunc");
@@ -439,7 +439,7 @@ static void case_fields(void)
 				       ROCE_WRITE_ONLY_IMM, ROCE_READ_REQ,	ROCE_CMP_SWAP,
 				       ROCE_FETCH_ADD,	    ROCE_ACK,		ROCE_READ_RESP_ONLY,
 				       ROCE_ATOMIC_ACK };
-	uint8_t pkt[ROCE_MAX_PKT], ext[64], pay[1024];
+	uint8_t pkt[ROCE_MAX_PKT], ext[ROCE_MAX_HDR], pay[1024];
 	uint64_t rs = 11, na = 0, nb = 0;
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
 	struct before s = snap();

@@ -261,12 +261,50 @@ static void test_formats(void)
 		want += (oi->mask & ROCE_M_XATMETH) ? ROCE_XATMETH_LEN : 0;
 		want += (oi->mask & ROCE_M_ATMACK) ? ROCE_ATMACK_LEN : 0;
 		want += (oi->mask & ROCE_M_IMMDT) ? ROCE_IMMDT_LEN : 0;
+		want += (oi->mask & ROCE_M_DCETH) ? ROCE_DCETH_LEN : 0;
 		CHECK_EQ(oi->hdr_len, want);
 		CHECK(!!(oi->mask & ROCE_M_REQ) != !!(oi->mask & ROCE_M_RESP));
 		CHECK(!!oi->off_immdt == !!(oi->mask & ROCE_M_IMMDT));
 		CHECK(!!oi->off_reth == !!(oi->mask & ROCE_M_RETH));
 	}
-	CHECK_EQ(nvalid, 23); /* IBA's 21 RC opcodes and gdak's two extended atomics */
+	CHECK_EQ(nvalid, 46); /* IBA's 21 RC opcodes, gdak's two extended atomics, their DC twins */
+	/* DC (docs/UDP.md "DC"): each RC opcode's twin carries what it does,
+	 * a DCETH first on requests, in transport 111 */
+	for (unsigned op = 0; op < 256; op++) {
+		const struct roce_opinfo *rc = roce_op((uint8_t)op), *dc;
+		uint8_t d;
+
+		if (!(rc->mask & ROCE_M_VALID) || (rc->mask & ROCE_M_DC))
+			continue;
+		d = roce_dc_opcode((uint8_t)op);
+		dc = roce_op(d);
+		CHECK_EQ(d >> 5, 7);
+		CHECK_EQ(roce_dc_rc_opcode(d), op);
+		CHECK(roce_opcode_is_dc(d));
+		CHECK_EQ(dc->mask & ~(ROCE_M_DC | ROCE_M_DCETH), rc->mask);
+		CHECK(dc->mask & ROCE_M_DC);
+		CHECK_EQ(!!(dc->mask & ROCE_M_DCETH), !!(rc->mask & ROCE_M_REQ));
+		CHECK_EQ(dc->hdr_len, rc->hdr_len + ((rc->mask & ROCE_M_REQ) ? ROCE_DCETH_LEN : 0));
+		if (rc->off_reth)
+			CHECK_EQ(dc->off_reth,
+				 rc->off_reth + ((rc->mask & ROCE_M_REQ) ? ROCE_DCETH_LEN : 0));
+		CHECK_EQ(!!dc->off_atmeth, !!rc->off_atmeth);
+		CHECK_EQ(dc->off_aeth, rc->off_aeth);
+		CHECK_EQ(dc->off_atmack, rc->off_atmack);
+	}
+	CHECK_EQ(roce_dc_opcode(ROCE_XMASKED_FETCH_ADD), ROCE_DC_XMASKED_FETCH_ADD);
+	CHECK(ROCE_BTH_LEN + ROCE_DCETH_LEN + ROCE_XATMETH_LEN <= ROCE_MAX_HDR);
+	{
+		uint8_t h[ROCE_DCETH_LEN];
+
+		dceth_set(h, 0x0102030405060708ull, 3, 0xabcdef, 0x80000001u, 3, 0x123456);
+		CHECK_EQ(dceth_key(h), 0x0102030405060708ull);
+		CHECK_EQ(dceth_stream(h), 3);
+		CHECK_EQ(dceth_dci(h), 0xabcdef);
+		CHECK_EQ(dceth_conn(h), 0x80000001u);
+		CHECK_EQ(dceth_mtu(h), 3);
+		CHECK_EQ(dceth_psn0(h), 0x123456);
+	}
 	CHECK(roce_op(ROCE_XMASKED_CMP_SWAP)->mask & ROCE_M_REQ);
 	CHECK_EQ(ROCE_XMASKED_CMP_SWAP >> 5, 6); /* IBA: manufacturer-specific transport */
 	CHECK_EQ(ROCE_XMASKED_FETCH_ADD >> 5, 6);
@@ -487,7 +525,8 @@ static void test_tshark(void)
 	CHECK_EQ(nrecv, 6);
 	fclose(pcap);
 	for (unsigned op = 0; op < 256; op++)
-		CHECK(opcodes_seen[op] || !(roce_op((uint8_t)op)->mask & ROCE_M_VALID));
+		CHECK(opcodes_seen[op] || !(roce_op((uint8_t)op)->mask & ROCE_M_VALID) ||
+		      (roce_op((uint8_t)op)->mask & ROCE_M_DC)); /* DC: gdak.net.dc_trace */
 	roce_qp_fini(&qa);
 	roce_qp_fini(&qb);
 	roce_ctx_fini(&ctx);

@@ -11,6 +11,11 @@
  * (nm_dc_stream_enter), and the loop transport asks for the DCT the AV
  * names (nm_dc_target); the responder (nm_resp.c) then applies the request
  * to the DCT's context memory - its PD - exactly as for an RC peer.
+ * Over udp (tr_udp.c "DC", docs/UDP.md "DC") the DCT may be in another
+ * process: the DCI's RoCE engine turns to the AV's address at each stream
+ * turn (nm_dc_stream_enter waits for the transport's dc_busy), and the DCT
+ * side checks each request with nm_dc_dct_check - the same key and state
+ * checks, so both transports give the same syndromes.
  *
  * Streams, as mlx5 runs them: a DCI holds at most one connection ("stream")
  * per stream channel (ctrl dci_stream_channel_id, modulo the streams the DCI
@@ -142,10 +147,10 @@ int nm_dc_qp_init(struct nm_qp *qp, const struct gdak_qp_attr *a)
 
 	if (a->type == GDAK_QPT_RC)
 		return 0;
-	if (qp->ctx->tr != &nm_tr_loop_ops) {
+	if (qp->ctx->tr != &nm_tr_loop_ops && !qp->ctx->tr->dc_ready) {
 		GDAK_ERR("ctx", qp->ctx->base.id,
 			 "%s on transport %s: the NIC model runs DC on the in-process transport "
-			 "(\"emu\") only (docs/DESIGN.md \"DC\")",
+			 "(\"emu\") and over udp only (docs/DESIGN.md \"DC\")",
 			 a->type == GDAK_QPT_DCI ? "DCI" : "DCT", qp->ctx->tr->name);
 		return -ENOTSUP;
 	}
@@ -190,6 +195,11 @@ void nm_dc_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
 		out->dc_key = qp->dc->key;
 	if (qp->ctx->tr == &nm_tr_loop_ops)
 		out->lid = nm_dc_loop_lid(qp->ctx);
+	else if (qp->dc->type == GDAK_QPT_DCT && out->transport == GDAK_QPI_UDP)
+		/* RoCE has no LIDs: gdak's udp transport reads the AV's rlid as
+		 * the DCT's UDP port (docs/UDP.md "DC"), since its DCTs may
+		 * listen elsewhere than 4791 */
+		out->lid = out->udp_port;
 }
 
 int gdak_nic_dc_stats(struct gdak_qp *bqp, struct gdak_nic_dc_stats *st)
@@ -327,7 +337,7 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
 		/* the old target's requests complete before the stream turns:
 		 * the DCI is half duplex per stream (a READ or atomic still
 		 * out waits here; the loop transport completes in post_send) */
-		if (qp->reads_outstanding)
+		if (qp->reads_outstanding || (qp->ctx->tr->dc_busy && qp->ctx->tr->dc_busy(qp)))
 			return 1;
 		stream_rec(qp, op->dc_stream, s, "closed to", s->key);
 		nm_stat_add(&qp->dc->stats.disconnects, 1);
@@ -340,6 +350,26 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
 	__atomic_store_n(&s->open, true, __ATOMIC_RELAXED);
 	nm_stat_add(&qp->dc->stats.connects, 1);
 	stream_rec(qp, op->dc_stream, s, "opened to", op->dc_key);
+	return 0;
+}
+
+int nm_dc_dct_check(struct nm_qp *dct, uint64_t key, uint32_t dci)
+{
+	int st = nm_qp_state(dct);
+
+	if (st != GDAK_QPS_RTR) {
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT is in %s: the DC request of DCI 0x%x goes unanswered",
+			     gdak_qp_state_name((enum gdak_qp_state)st), dci);
+		return -EAGAIN;
+	}
+	if (key != dct->dc->key) {
+		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x presents key 0x%" PRIx64, dci,
+			     key);
+		return -EACCES;
+	}
 	return 0;
 }
 

@@ -148,6 +148,12 @@ struct nm_transport_ops {
 	/* The wire has 8-byte atomics only (plain verbs): the 4-byte extended
 	 * forms fail before post_send (rule atomic_transport). */
 	bool atomics_8b_only;
+	/* Optional, control path: a DCI or DCT reached RTR (it connects to
+	 * nobody; the transport starts serving it).  0 or -errno. */
+	int (*dc_ready)(struct nm_qp *qp);
+	/* Optional, NIC thread: a DCI still has requests out to its stream's
+	 * target (a stream turns only when they are done). */
+	int (*dc_busy)(struct nm_qp *qp);
 };
 
 extern const struct nm_transport_ops nm_tr_loop_ops;
@@ -694,6 +700,10 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op);
 /* Loop transport: the DCT op's AV names, checked (number, address, state,
  * access key), or NULL with op->status / op->rule set. */
 struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op);
+/* A transport's DCT got a DC request from DCI dci presenting key: 0 when the
+ * DCT answers it; -EAGAIN when it is not in RTR, -EACCES for a wrong key
+ * (counted as a key violation); logged, rate-limited. */
+int nm_dc_dct_check(struct nm_qp *dct, uint64_t key, uint32_t dci);
 /* The LID the loop transport gives a context's QPs (nonzero, per process). */
 uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx);
 

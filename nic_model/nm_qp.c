@@ -528,6 +528,11 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 	case GDAK_QPS_RTR:
 		if (qp->dc) {
 			/* a DCI / DCT connects to nobody; a DCT now answers */
+			if (qp->ctx->tr->dc_ready) {
+				ret = qp->ctx->tr->dc_ready(qp);
+				if (ret)
+					return ret;
+			}
 			if (bqp->attr.type == GDAK_QPT_DCT) {
 				qp_rec(qp, GDAK_TRACE_QPN_NONE, "DCT ready (RTR)");
 				atomic_store(&bqp->state, GDAK_QPS_RTR);

@@ -80,6 +80,18 @@ struct udp_op {
 	uint8_t inl[NM_WRAP_BUF];
 };
 
+/* A DCT's responder context for one DCI (docs/UDP.md "DC"): an engine
+ * QP of its own (PSNs, duplicates, replay cache, ACKs) whose callbacks
+ * reach the DCT, with the message it is receiving. */
+#define UDP_DC_FLOWS 64
+struct udp_flow {
+	struct roce_qp rqp; /* first: rm_of; ->priv = the DCT's udp_qp */
+	struct nm_resp_msg rm;
+	uint32_t sip, dci; /* the DCI: address, QPN, UDP port */
+	uint16_t sport;
+	uint64_t used; /* last packet, in the DCT's packet count (LRU) */
+};
+
 struct udp_qp {
 	struct roce_qp rqp;	/* engine; ->priv = this */
 	struct roce_ctx rctx;	/* one per QP: its own fault generator, no sharing */
@@ -104,8 +116,13 @@ struct udp_qp {
 	struct udp_inbox *peer_inbox;	/* the peer's, when it is one of them */
 	/* responder message in progress */
 	struct nm_resp_msg rm;
-	/* transmit batch */
+	/* DCT: responder contexts, one per DCI (allocated as DCIs come) */
+	struct udp_flow *flows[UDP_DC_FLOWS];
+	uint64_t dc_pkts;
+	/* transmit batch; each packet's destination (a DCT answers many DCIs,
+	 * a DCI turns from one DCT to the next) */
 	unsigned ntx;
+	struct sockaddr_in txa[BATCH];
 	struct mmsghdr txm[BATCH];
 	struct iovec txv[BATCH];
 	uint8_t *txbuf;		/* BATCH * ROCE_MAX_PKT */
@@ -155,6 +172,7 @@ static void tx_drop_head(struct udp_qp *u, unsigned n)
 		memcpy(u->txbuf + (size_t)(i - n) * ROCE_MAX_PKT, u->txbuf + (size_t)i * ROCE_MAX_PKT,
 		       u->txv[i].iov_len);
 		u->txv[i - n].iov_len = u->txv[i].iov_len;
+		u->txa[i - n] = u->txa[i];
 	}
 	u->ntx -= n;
 }
@@ -212,6 +230,9 @@ static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
 	if (pkt != slot)
 		memcpy(slot, pkt, len);
 	u->txv[u->ntx].iov_len = len;
+	u->txa[u->ntx] = (struct sockaddr_in){ .sin_family = AF_INET,
+					       .sin_port = htons(r->path.dport),
+					       .sin_addr.s_addr = r->path.dip };
 	u->ntx++;
 	return 0;
 }
@@ -360,6 +381,14 @@ static void rx_foreign(struct roce_qp *r, const struct roce_path *rx, const uint
 
 /* ---- engine callbacks: responder ------------------------------------------------- */
 
+/* The message a responder context is receiving: the QP's, or a DCT flow's. */
+static struct nm_resp_msg *rm_of(struct roce_qp *r)
+{
+	struct udp_qp *u = uqp_of(r);
+
+	return r == &u->rqp ? &u->rm : &((struct udp_flow *)r)->rm;
+}
+
 static int resp_begin(struct roce_qp *r, struct roce_rmsg *m)
 {
 	struct udp_qp *u = uqp_of(r);
@@ -367,42 +396,40 @@ static int resp_begin(struct roce_qp *r, struct roce_rmsg *m)
 	if (m->kind == ROCE_WR_SEND)
 		/* the length is known at the last packet only: the responder
 		 * checks the receive WQE's capacity as the data comes */
-		return nm_resp_begin(u->qp, &u->rm,
+		return nm_resp_begin(u->qp, rm_of(r),
 				     m->has_imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, 0,
 				     NM_RESP_LEN_UNKNOWN, m->imm);
-	return nm_resp_begin(u->qp, &u->rm,
-			     m->has_imm ? MLX5_OPCODE_RDMA_WRITE_IMM : MLX5_OPCODE_RDMA_WRITE, m->va,
-			     m->rkey, m->dma_len, m->imm);
+	return nm_resp_begin(u->qp, rm_of(r),
+			     m->has_imm ? MLX5_OPCODE_RDMA_WRITE_IMM : MLX5_OPCODE_RDMA_WRITE,
+			     m->va, m->rkey, m->dma_len, m->imm);
 }
 
 static int resp_imm(struct roce_qp *r, struct roce_rmsg *m)
 {
-	struct udp_qp *u = uqp_of(r);
-
 	/* the rkey was checked at the first packet; now the receive WQE */
-	return nm_resp_imm(&u->rm, m->imm);
+	return nm_resp_imm(rm_of(r), m->imm);
 }
 
 static int resp_data(struct roce_qp *r, struct roce_rmsg *m, uint32_t off, const void *src,
 		     uint32_t len)
 {
-	return nm_resp_write(&uqp_of(r)->rm, off, src, GDAK_MEM_HOST, len);
+	return nm_resp_write(rm_of(r), off, src, GDAK_MEM_HOST, len);
 }
 
 static int resp_end(struct roce_qp *r, struct roce_rmsg *m, int status)
 {
-	struct udp_qp *u = uqp_of(r);
+	struct nm_resp_msg *rm = rm_of(r);
 
 	if (m->kind == ROCE_WR_SEND) {
 		/* a multi-packet SEND learns of its immediate at SEND_LAST_IMM
 		 * (IBA 9.2: ImmDt rides on the last packet only) */
 		if (m->has_imm) {
-			u->rm.opcode = MLX5_OPCODE_SEND_IMM;
-			u->rm.imm = m->imm;
+			rm->opcode = MLX5_OPCODE_SEND_IMM;
+			rm->imm = m->imm;
 		}
-		return nm_resp_end_len(&u->rm, status, m->off);
+		return nm_resp_end_len(rm, status, m->off);
 	}
-	return nm_resp_end(&u->rm, status);
+	return nm_resp_end(rm, status);
 }
 
 static int resp_read_check(struct roce_qp *r, uint32_t rkey, uint64_t va, uint32_t len)
@@ -450,11 +477,218 @@ static void resp_fatal(struct roce_qp *r, uint8_t syndrome, const char *why)
 {
 	struct udp_qp *u = uqp_of(r);
 
+	if (r != &u->rqp) {
+		/* a DCT's context for one DCI: that DCI got the NAK and goes to
+		 * ERR, the DCT stays up for the others (as on the loop
+		 * transport); the context is started over by the DCI's next
+		 * connection */
+		GDAK_WARN_RL("qp", u->qp->id, "DCT: request of DCI 0x%x refused: %s (%s)", r->dqpn,
+			     why, gdak_mlx5_syndrome_name(syndrome));
+		return;
+	}
 	/* IBA class C/D responder errors: the responder QP goes to ERR too */
 	nm_qp_set_error(u->qp, syndrome, 0, 0, "udp_responder", "responder: %s", why);
 }
 
+/* ---- DC (docs/UDP.md "DC") ---------------------------------------------------------- */
+
+static struct roce_cfg qp_cfg(const struct nm_qp *qp);
+
+/* A DCT's context for the DCI that sent pkt (its DCETH checked for length
+ * and MTU code by the engine): the DCT must be in RTR and the key its own
+ * (else the request goes unanswered and the DCI sees its retries run out,
+ * as ConnectX's DCT drops a connect it refuses: nm_dc_dct_check, the same
+ * check as the loop transport's); a larger connection number than the
+ * context's starts it over, a smaller one is a packet of a connection
+ * that ended and is dropped. */
+static struct roce_qp *dc_flow(struct roce_qp *r, const struct roce_path *rx, const uint8_t *pkt)
+{
+	struct udp_qp *u = uqp_of(r);
+	const uint8_t *h = pkt + ROCE_BTH_LEN;
+	uint32_t dci = dceth_dci(h), conn = dceth_conn(h);
+	struct udp_flow *f = NULL;
+	int slot = -1;
+
+	if (nm_dc_dct_check(u->qp, dceth_key(h), dci))
+		return NULL;
+	u->dc_pkts++;
+	for (int i = 0; i < UDP_DC_FLOWS; i++) {
+		struct udp_flow *g = u->flows[i];
+
+		if (g && g->sip == rx->sip && g->sport == rx->sport && g->dci == dci) {
+			int32_t d = (int32_t)(conn - g->rqp.dc_conn);
+
+			g->used = u->dc_pkts;
+			if (!d)
+				return &g->rqp;
+			if (d < 0 && !g->rqp.resp_err) {
+				r->stats.dup_reqs++;
+				GDAK_DBG("qp", u->qp->id,
+					 "DCT: packet of DCI 0x%x's connection %u, now %u: dropped",
+					 dci, conn, g->rqp.dc_conn);
+				return NULL;
+			}
+			f = g;
+			break;
+		}
+		/* a free slot, else the context idle longest */
+		if (!g) {
+			if (slot < 0 || u->flows[slot])
+				slot = i;
+		} else if (!roce_qp_busy(&g->rqp) &&
+			   (slot < 0 || (u->flows[slot] && g->used < u->flows[slot]->used))) {
+			slot = i;
+		}
+	}
+	if (!f) {
+		struct roce_cfg cfg = qp_cfg(u->qp);
+
+		if (slot < 0) {
+			GDAK_WARN_RL("qp", u->qp->id,
+				     "DCT: %d DCIs busy, none of their contexts free: DCI 0x%x "
+				     "waits (its packet dropped)",
+				     UDP_DC_FLOWS, dci);
+			return NULL;
+		}
+		f = u->flows[slot];
+		if (!f) {
+			f = calloc(1, sizeof(*f));
+			if (!f)
+				return NULL;
+			if (roce_qp_init(&f->rqp, &u->rctx, u->qp->base.qpn, &cfg)) {
+				free(f);
+				return NULL;
+			}
+			f->rqp.priv = u;
+			u->flows[slot] = f;
+		} else if (f->rqp.rmsg.active) {
+			f->rqp.rmsg.active = 0;
+			resp_end(&f->rqp, &f->rqp.rmsg, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+		}
+		f->sip = rx->sip;
+		f->sport = rx->sport;
+		f->dci = dci;
+		f->used = u->dc_pkts;
+	}
+	{
+		struct roce_path p = {
+			.sip = u->addr.s_addr, .dip = rx->sip, .sport = u->port, .dport = rx->sport
+		};
+
+		GDAK_DBG("qp", u->qp->id, "DCT: DCI 0x%x connection %u from PSN 0x%06x", dci, conn,
+			 dceth_psn0(h));
+		roce_dc_accept(&f->rqp, dci, conn, dceth_psn0(h), 128u << dceth_mtu(h), &p,
+			       rx->sport);
+	}
+	return &f->rqp;
+}
+
+static int flows_progress(struct udp_qp *u, uint64_t now)
+{
+	int n = 0;
+
+	for (int i = 0; i < UDP_DC_FLOWS; i++)
+		if (u->flows[i])
+			n += roce_qp_progress(&u->flows[i]->rqp, now, 64);
+	return n;
+}
+
+static uint64_t flows_deadline(const struct udp_qp *u, uint64_t d)
+{
+	for (int i = 0; i < UDP_DC_FLOWS; i++) {
+		uint64_t e = u->flows[i] ? roce_qp_deadline(&u->flows[i]->rqp) : UINT64_MAX;
+
+		if (e < d)
+			d = e;
+	}
+	return d;
+}
+
+static void flows_free(struct udp_qp *u)
+{
+	for (int i = 0; i < UDP_DC_FLOWS; i++) {
+		if (!u->flows[i])
+			continue;
+		roce_qp_fini(&u->flows[i]->rqp);
+		free(u->flows[i]);
+		u->flows[i] = NULL;
+	}
+}
+
+/* The engine QP's side of DC, after every roce_qp_init.  A DCI's
+ * connection numbers start from the clock in microseconds: a stream turns
+ * at most once per round trip, so the numbers of a DCI reset and started
+ * again are larger than any its DCTs saw before. */
+static void dc_engine_init(struct udp_qp *u)
+{
+	uint32_t t = u->qp->base.attr.type;
+
+	u->rqp.dc = t == GDAK_QPT_DCI	? ROCE_DC_INITIATOR
+		    : t == GDAK_QPT_DCT ? ROCE_DC_TARGET
+					: ROCE_DC_NONE;
+	if (u->rqp.dc == ROCE_DC_INITIATOR)
+		u->rqp.dc_conn = (uint32_t)(nm_now_ns() / 1000);
+}
+
+/* DCI: the stream of op goes to the DCT its AV names; the engine turns
+ * there when it is idle (nm_dc_stream_enter waited for that).  The AV on
+ * RoCE: the full form (a compact one has no GRH, nothing to route by),
+ * the GID an IPv4-mapped address, the rlid the DCT's UDP port (gdak's
+ * reading; 0: 4791). */
+static enum nm_tx_result dc_route(struct udp_qp *u, struct nm_op *op, struct roce_wr *wr)
+{
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct nm_qp *qp = u->qp;
+	struct roce_path path;
+	uint16_t port;
+	uint32_t dip;
+	int r;
+
+	if (op->av_ds != 3) {
+		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		op->rule = "dc_av_compact";
+		op->flags |= NM_OPF_VIOLATION;
+		nm_violation(qp, op->wqe_index, op->rule, op->status,
+			     "%s WQE: a compact AV (no GRH) cannot reach a DCT over RoCE",
+			     gdak_mlx5_opcode_name(op->opcode));
+		return NM_TX_DONE;
+	}
+	if (memcmp(op->av + 32, v4map, 12)) {
+		op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+		op->rule = "dc_av_target";
+		op->flags |= NM_OPF_VIOLATION;
+		nm_violation(qp, op->wqe_index, op->rule, op->status,
+			     "AV names DCT 0x%x at a GID that is no IPv4-mapped address: the "
+			     "udp transport cannot reach it",
+			     op->dc_dctn);
+		return NM_TX_DONE;
+	}
+	memcpy(&dip, op->av + 44, 4);
+	port = (uint16_t)(op->av[14] << 8 | op->av[15]);
+	if (!port)
+		port = ROCE_UDP_PORT;
+	wr->dc_key = op->dc_key;
+	wr->dc_stream = op->dc_stream;
+	if (u->rqp.state == ROCE_QPS_RTS && u->rqp.dqpn == op->dc_dctn && u->rqp.path.dip == dip &&
+	    u->rqp.path.dport == port)
+		return NM_TX_PENDING;
+	path = (struct roce_path){
+		.sip = u->addr.s_addr, .dip = dip, .sport = u->port, .dport = port
+	};
+	r = roce_dc_retarget(&u->rqp, op->dc_dctn, nm_rand_seq24(NM_RAND_PSN), &path, port);
+	if (r == -EBUSY)
+		return NM_TX_BUSY;
+	if (r) {
+		op->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+		return NM_TX_DONE;
+	}
+	GDAK_DBG("qp", qp->id, "DCI stream to DCT 0x%x at %s:%u, connection %u", op->dc_dctn,
+		 inet_ntoa((struct in_addr){ .s_addr = dip }), port, u->rqp.dc_conn);
+	return NM_TX_PENDING;
+}
+
 static const struct roce_ops udp_roce_ops = {
+	.dc_flow = dc_flow,
 	.xmit = xmit,
 	.tx_buf = tx_buf,
 	.lookup = lookup,
@@ -542,6 +776,8 @@ static void arm_timer(struct udp_qp *u, uint64_t now)
 	uint64_t d = roce_qp_deadline(&u->rqp);
 	struct ev_loop *loop;
 
+	if (u->rqp.dc == ROCE_DC_TARGET)
+		d = flows_deadline(u, d);
 	if (d == u->timer_due)
 		return; /* most passes: nothing changed */
 	loop = nm_thread_loop(u->qp->thr);
@@ -574,7 +810,11 @@ static int engine_round(struct udp_qp *u, int force_rx)
 	u->more = 1;
 	for (int k = 0; k < 8; k++) {
 		int n = roce_qp_progress(&u->rqp, now, 64);
-		int busy = tx_flush(u);
+		int busy;
+
+		if (u->rqp.dc == ROCE_DC_TARGET)
+			n += flows_progress(u, now);
+		busy = tx_flush(u);
 
 		work += n;
 		if (n < 64 || busy) {
@@ -689,6 +929,12 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	}
 	if (op->fm_ce_se & MLX5_WQE_CTRL_SOLICITED)
 		wr.flags |= ROCE_WRF_SOLICITED;
+	if (u->rqp.dc == ROCE_DC_INITIATOR) {
+		enum nm_tx_result t = dc_route(u, op, &wr);
+
+		if (t != NM_TX_PENDING)
+			return t;
+	}
 	/* resolve the local data now: the WQE slot (or the wrap buffer) holding
 	 * the segments may be reused before the op completes */
 	o->nseg = 0;
@@ -908,11 +1154,13 @@ static int udp_qp_init(struct nm_qp *qp)
 	if (ret)
 		goto err_fd;
 	u->rqp.priv = u;
+	dc_engine_init(u);
 	for (unsigned i = 0; i < BATCH; i++) {
 		u->txv[i].iov_base = u->txbuf + (size_t)i * ROCE_MAX_PKT;
-		u->txm[i].msg_hdr = (struct msghdr){.msg_name = &u->peer,
-						     .msg_namelen = sizeof(u->peer),
-						     .msg_iov = &u->txv[i], .msg_iovlen = 1};
+		u->txm[i].msg_hdr = (struct msghdr){ .msg_name = &u->txa[i],
+						     .msg_namelen = sizeof(u->txa[i]),
+						     .msg_iov = &u->txv[i],
+						     .msg_iovlen = 1 };
 		u->rxv[i].iov_base = u->rxbuf + (size_t)i * ROCE_MAX_PKT;
 		u->rxv[i].iov_len = ROCE_MAX_PKT;
 		u->rxm[i].msg_hdr = (struct msghdr){.msg_name = &u->rxa[i],
@@ -948,6 +1196,7 @@ static void udp_qp_fini(struct nm_qp *qp)
 	if (qp->thr)
 		nm_thread_call(qp->thr, watch_off, u);
 	roce_qp_fini(&u->rqp);
+	flows_free(u);
 	roce_ctx_fini(&u->rctx);
 	udp_inbox_close(u->inbox);
 	udp_inbox_put(u->peer_inbox);
@@ -967,9 +1216,11 @@ static void reset_on_thread(void *arg)
 
 	watch_off(u);
 	roce_qp_fini(&u->rqp);
+	flows_free(u);
 	if (roce_qp_init(&u->rqp, &u->rctx, u->qp->base.qpn, &cfg))
 		GDAK_ERR("qp", u->qp->id, "cannot reset the RoCE engine: out of memory");
 	u->rqp.priv = u;
+	dc_engine_init(u);
 	u->ntx = 0;
 	u->more = 0;
 	u->psn0 = nm_rand_seq24(NM_RAND_PSN);
@@ -981,6 +1232,25 @@ static void udp_qp_reset(struct nm_qp *qp)
 
 	if (u)
 		nm_thread_call(qp->thr, reset_on_thread, u);
+}
+
+/* A DCI or DCT in RTR: served from now on (it connects to nobody). */
+static int udp_dc_ready(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	if (!u->rqp.sq)
+		return -ENOMEM; /* the engine's reset found no memory */
+	if (!u->watching)
+		nm_thread_call(qp->thr, watch_on, u);
+	return 0;
+}
+
+static int udp_dc_busy(struct nm_qp *qp)
+{
+	const struct udp_qp *u = qp->tr_priv;
+
+	return u->rqp.sq_una != u->rqp.sq_head;
 }
 
 static int udp_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
@@ -1261,6 +1531,8 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.qp_poll = udp_qp_poll,
 	.qp_error = udp_qp_error,
 	.qp_reset = udp_qp_reset,
+	.dc_ready = udp_dc_ready,
+	.dc_busy = udp_dc_busy,
 };
 
 /* The PSN the QP's requester starts at.  A verbs program chooses its own

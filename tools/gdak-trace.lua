@@ -648,3 +648,110 @@ function xat.dissector(tvb, pinfo, tree)
 end
 
 register_postdissector(xat)
+
+-- gdak's Dynamically Connected transport on the wire (docs/UDP.md "DC"):
+-- BTH opcodes 0xe0 + the RC opcode (0xf8 / 0xf9 the two extended
+-- atomics), IBA's other manufacturer-specific range; requests carry a
+-- 20-byte DCETH right after the BTH (then RC's headers), responses are
+-- laid out as RC's.  Wireshark's InfiniBand dissector shows them as
+-- "Vendor Specific or Unknown Header Sequence"; this names the opcode and
+-- decodes the DCETH and the RETH / AtomicETH / AETH that follow.
+local dc = Proto("gdak_dc", "gdak DC transport")
+local dc_rc = { [0] = "SEND_FIRST", "SEND_MIDDLE", "SEND_LAST", "SEND_LAST_WITH_IMMEDIATE",
+	"SEND_ONLY", "SEND_ONLY_WITH_IMMEDIATE", "RDMA_WRITE_FIRST", "RDMA_WRITE_MIDDLE",
+	"RDMA_WRITE_LAST", "RDMA_WRITE_LAST_WITH_IMMEDIATE", "RDMA_WRITE_ONLY",
+	"RDMA_WRITE_ONLY_WITH_IMMEDIATE", "RDMA_READ_REQUEST", "RDMA_READ_RESPONSE_FIRST",
+	"RDMA_READ_RESPONSE_MIDDLE", "RDMA_READ_RESPONSE_LAST", "RDMA_READ_RESPONSE_ONLY",
+	"ACKNOWLEDGE", "ATOMIC_ACKNOWLEDGE", "COMPARE_SWAP", "FETCH_ADD" }
+local dc_ops = { [0xf8] = "DC_MASKED_COMPARE_SWAP", [0xf9] = "DC_MASKED_FETCH_ADD" }
+for k, v in pairs(dc_rc) do
+	dc_ops[0xe0 + k] = "DC_" .. v
+end
+-- what follows the DCETH of a request: RETH (16), AtomicETH (28), ExtAtomicETH (48)
+local function dc_req_hdr(rc)
+	if rc == 6 or rc == 10 or rc == 11 or rc == 12 then
+		return "reth"
+	elseif rc == 0x13 or rc == 0x14 then
+		return "atomic"
+	end
+	return nil
+end
+local dc_mtus = { [1] = "256", [2] = "512", [3] = "1024", [4] = "2048", [5] = "4096" }
+local df = {
+	opcode = ProtoField.uint8("gdak.dc.opcode", "Opcode", base.HEX, dc_ops),
+	key = ProtoField.uint64("gdak.dc.key", "DC access key", base.HEX),
+	stream = ProtoField.uint8("gdak.dc.stream", "Stream channel", base.DEC),
+	dci = ProtoField.uint24("gdak.dc.dci", "DCI QPN", base.HEX),
+	conn = ProtoField.uint32("gdak.dc.conn", "Connection number", base.DEC),
+	mtu = ProtoField.uint8("gdak.dc.mtu", "DCI path MTU", base.DEC, dc_mtus),
+	psn0 = ProtoField.uint24("gdak.dc.psn0", "Connection's first PSN", base.DEC),
+	va = ProtoField.uint64("gdak.dc.va", "Virtual address", base.HEX),
+	rkey = ProtoField.uint32("gdak.dc.rkey", "R_Key", base.HEX),
+	dmalen = ProtoField.uint32("gdak.dc.dmalen", "DMA length", base.DEC),
+	swap_add = ProtoField.uint64("gdak.dc.swap_add", "Swap (or Add) data", base.HEX),
+	compare = ProtoField.uint64("gdak.dc.compare", "Compare data", base.HEX),
+	aeth = ProtoField.uint8("gdak.dc.aeth", "AETH syndrome", base.HEX),
+	msn = ProtoField.uint24("gdak.dc.msn", "MSN", base.DEC),
+}
+dc.fields = df
+local ef_dc = ProtoExpert.new("gdak.dc.malformed", "DC packet malformed", expert.group.MALFORMED,
+			      expert.severity.ERROR)
+dc.experts = { ef_dc }
+
+function dc.dissector(tvb, pinfo, tree)
+	local fi = f_ib_opcode()
+	if not fi then
+		return
+	end
+	local op = fi.value
+	if not dc_ops[op] then
+		return
+	end
+	local rc = op >= 0xf8 and op or op - 0xe0
+	local b = fi.offset
+	local t = tree:add(dc, tvb(b, 1), "gdak DC: " .. dc_ops[op])
+	t:add(df.opcode, tvb(b, 1))
+	local req = op >= 0xf8 or rc <= 0x0c or rc == 0x13 or rc == 0x14
+	local off = b + 12
+	if req then
+		if off + 20 > tvb:len() then
+			t:add_proto_expert_info(ef_dc, "shorter than the 20-byte DCETH")
+			return
+		end
+		t:add(df.key, tvb(off, 8))
+		t:add(df.stream, tvb(off + 8, 1))
+		t:add(df.dci, tvb(off + 9, 3))
+		t:add(df.conn, tvb(off + 12, 4))
+		t:add(df.mtu, tvb(off + 16, 1))
+		t:add(df.psn0, tvb(off + 17, 3))
+		if not dc_mtus[tvb(off + 16, 1):uint()] then
+			t:add_proto_expert_info(ef_dc, "DCETH MTU code not 1..5")
+		end
+		off = off + 20
+		local h = dc_req_hdr(rc)
+		if op >= 0xf8 then
+			h = "xatomic"
+		end
+		if h == "reth" and off + 16 <= tvb:len() then
+			t:add(df.va, tvb(off, 8))
+			t:add(df.rkey, tvb(off + 8, 4))
+			t:add(df.dmalen, tvb(off + 12, 4))
+		elseif h == "atomic" and off + 28 <= tvb:len() then
+			t:add(df.va, tvb(off, 8))
+			t:add(df.rkey, tvb(off + 8, 4))
+			t:add(df.swap_add, tvb(off + 12, 8))
+			t:add(df.compare, tvb(off + 20, 8))
+		elseif h == "xatomic" and off + 48 <= tvb:len() then
+			t:add(df.va, tvb(off, 8))
+			t:add(df.rkey, tvb(off + 8, 4))
+		elseif h then
+			t:add_proto_expert_info(ef_dc, "shorter than its headers")
+		end
+	elseif rc ~= 0x0e and off + 4 <= tvb:len() then
+		t:add(df.aeth, tvb(off, 1))
+		t:add(df.msn, tvb(off + 1, 3))
+	end
+	pinfo.cols.info = string.format("%s QP 0x%06x", dc_ops[op], tvb(b + 5, 3):uint())
+end
+
+register_postdissector(dc)

@@ -416,6 +416,14 @@ static void packet_fields(const struct emit *e, const struct gdak_trace_item *it
 		e_u(e, "ackreq", 1);
 	if (p.fecn || p.becn)
 		e_u(e, "ecn", (unsigned)(p.fecn << 1 | p.becn));
+	if (p.has & TRACE_ROCE_H_DCETH) {
+		e_x(e, "dc_key", p.dc_key);
+		e_u(e, "dc_stream", p.dc_stream);
+		e_qpn(e, "dci", p.dc_dci);
+		e_u(e, "dc_conn", p.dc_conn);
+		e_u(e, "dc_mtu", p.dc_mtu >= 1 && p.dc_mtu <= 5 ? 128u << p.dc_mtu : 0u);
+		e_u(e, "dc_psn0", p.dc_psn0);
+	}
 	if (p.has & (TRACE_ROCE_H_RETH | TRACE_ROCE_H_ATOMICETH | TRACE_ROCE_H_XATOMICETH)) {
 		e_x(e, "va", p.va);
 		e_x(e, "rkey", p.rkey);

@@ -22,9 +22,11 @@
 /* The headers an RC opcode's packet carries, as TRACE_ROCE_H_* bits. */
 static unsigned rc_has(uint8_t opcode)
 {
-	/* RC, and gdak's extended atomics in the manufacturer-specific range */
+	/* RC, and gdak's extended atomics and DC opcodes in the
+	 * manufacturer-specific ranges */
 	uint32_t m = (opcode >> 5) == 0 || opcode == ROCE_XMASKED_CMP_SWAP ||
-				     opcode == ROCE_XMASKED_FETCH_ADD
+				     opcode == ROCE_XMASKED_FETCH_ADD ||
+				     (roce_opcode_is_dc(opcode) && roce_op(opcode)->name)
 			     ? roce_op(opcode)->mask
 			     : 0;
 
@@ -34,7 +36,8 @@ static unsigned rc_has(uint8_t opcode)
 	       (m & ROCE_M_ATMACK ? TRACE_ROCE_H_ATOMICACKETH : 0) |
 	       (m & ROCE_M_IMMDT ? TRACE_ROCE_H_IMMDT : 0) |
 	       (m & ROCE_M_IETH ? TRACE_ROCE_H_IETH : 0) |
-	       (m & ROCE_M_XATMETH ? TRACE_ROCE_H_XATOMICETH : 0);
+	       (m & ROCE_M_XATMETH ? TRACE_ROCE_H_XATOMICETH : 0) |
+	       (m & ROCE_M_DCETH ? TRACE_ROCE_H_DCETH : 0);
 }
 
 static __thread char op_buf[40];
@@ -47,8 +50,9 @@ const char *trace_roce_opcode_name(uint8_t opcode)
 
 	if (opcode == 0x81)
 		return "CNP";
-	if (opcode == ROCE_XMASKED_CMP_SWAP || opcode == ROCE_XMASKED_FETCH_ADD)
-		return op; /* gdak's names (docs/UDP.md) */
+	if (opcode == ROCE_XMASKED_CMP_SWAP || opcode == ROCE_XMASKED_FETCH_ADD ||
+	    (roce_opcode_is_dc(opcode) && op))
+		return op; /* gdak's names (docs/UDP.md), DC_... for its DC opcodes */
 	/* only RC is decoded in detail; other transports get a numeric name */
 	if ((opcode >> 5) == 0 && op)
 		snprintf(op_buf, sizeof(op_buf), "RC_%s", op);
@@ -130,6 +134,8 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 	p->psn = roce_get24(bth + 9);
 
 	has = rc_has(p->opcode);
+	if (has & TRACE_ROCE_H_DCETH)
+		need += ROCE_DCETH_LEN;
 	if (has & TRACE_ROCE_H_XATOMICETH)
 		need += ROCE_XATMETH_LEN;
 	if (has & TRACE_ROCE_H_RETH)
@@ -148,6 +154,15 @@ int trace_roce_decode(const uint8_t *f, uint32_t caplen, uint32_t origlen, struc
 	if (caplen < 14 + 20 + 8 + ROCE_BTH_LEN + need)
 		return *why = "headers cut off by the capture length", -1;
 	h = bth + ROCE_BTH_LEN;
+	if (has & TRACE_ROCE_H_DCETH) {
+		p->dc_key = dceth_key(h);
+		p->dc_stream = dceth_stream(h);
+		p->dc_dci = dceth_dci(h);
+		p->dc_conn = dceth_conn(h);
+		p->dc_mtu = dceth_mtu(h);
+		p->dc_psn0 = dceth_psn0(h);
+		h += ROCE_DCETH_LEN;
+	}
 	if (has & TRACE_ROCE_H_RETH) {
 		p->va = roce_get64(h);
 		p->rkey = roce_get32(h + 8);

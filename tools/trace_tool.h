@@ -32,6 +32,9 @@ struct trace_roce_pkt {
 	uint64_t swap_add, compare;	  /* AtomicETH / ExtAtomicETH */
 	uint8_t xsize_log;		  /* ExtAtomicETH: log2 of the operand bytes */
 	uint64_t swap_mask, compare_mask; /* ExtAtomicETH */
+	uint64_t dc_key;		  /* DCETH (gdak's DC, docs/UDP.md) */
+	uint8_t dc_stream, dc_mtu;
+	uint32_t dc_dci, dc_conn, dc_psn0;
 	uint8_t aeth_syndrome;
 	uint32_t msn;
 	uint64_t orig;			/* AtomicAckETH */
@@ -49,6 +52,7 @@ enum {
 	TRACE_ROCE_H_IMMDT = 1u << 4,
 	TRACE_ROCE_H_IETH = 1u << 5,
 	TRACE_ROCE_H_XATOMICETH = 1u << 6, /* gdak's extended atomics (docs/UDP.md) */
+	TRACE_ROCE_H_DCETH = 1u << 7,	   /* gdak's DC requests (docs/UDP.md "DC") */
 };
 
 /* Decode an Ethernet/IPv4/UDP/RoCEv2 frame: 0, or -1 with *why set. */

@@ -72,6 +72,8 @@ struct roce_wr {
 	uint64_t swap_add, cmp;	/* atomics, host order */
 	uint64_t swap_mask, cmp_mask; /* extended atomics (FA: field boundary in swap_mask) */
 	uint8_t asize;		      /* extended atomics: operand bytes, 4 or 8 */
+	uint8_t dc_stream;	      /* DCI: the WQE's stream channel (DCETH) */
+	uint64_t dc_key;	      /* DCI: the access key its AV presents (DCETH) */
 	/* engine-owned */
 	uint32_t first_psn;
 	uint32_t npkts;		/* PSNs it occupies */
@@ -108,6 +110,14 @@ struct roce_stats {
 };
 
 enum roce_qp_state { ROCE_QPS_RESET = 0, ROCE_QPS_RTS, ROCE_QPS_ERR };
+
+/* roce_qp.dc: which side of gdak's DC wire (docs/UDP.md "DC") a QP is */
+enum {
+	ROCE_DC_NONE = 0,  /* RC */
+	ROCE_DC_INITIATOR, /* DCI: requester, its requests carry the DCETH */
+	ROCE_DC_TARGET,	   /* DCT: takes DC requests, hands each to dc_flow */
+	ROCE_DC_FLOW,	   /* a DCT's responder context for one DCI */
+};
 
 /* Settings of one QP (roce_qp_init fills the defaults for zeros). */
 struct roce_cfg {
@@ -210,6 +220,14 @@ struct roce_ops {
 	 * it needs no copy when xmit gets the same pointer back (the
 	 * transport's send batch).  NULL: the QP's own buffer. */
 	uint8_t *(*tx_buf)(struct roce_qp *qp);
+	/* DCT (qp->dc == ROCE_DC_TARGET): a DC request packet (BTH + DCETH
+	 * checked for length) came from rx: the responder context that serves
+	 * its DCI (the owner checks the access key and the DCT's state, keeps
+	 * one context per DCI and starts it over with roce_dc_accept at a new
+	 * connection), or NULL to drop it unanswered, as a ConnectX DCT drops
+	 * a connect it refuses. */
+	struct roce_qp *(*dc_flow)(struct roce_qp *dct, const struct roce_path *rx,
+				   const uint8_t *pkt);
 	/* Optional: every packet sent (dir 0) or received (dir 1), for traces. */
 	/* For a received packet, rx is the path it came on (the sender's own
 	 * UDP source port: the ICRC covers it) and ip_id the IPv4 ID its ICRC
@@ -271,6 +289,9 @@ struct roce_qp {
 	struct roce_ctx *ctx;
 	void *priv;		/* the owner's */
 	uint32_t qpn, dqpn;
+	uint8_t dc;		/* ROCE_DC_*: RC or a side of DC */
+	uint32_t dc_conn;	/* DCI: connection number of the stream; flow: the one it serves */
+	uint32_t dc_psn0;	/* DCI: the connection's first PSN */
 	struct roce_path path;	/* our packets' IPv4/UDP headers */
 	/* Peer binding (rxe's check_addr): in RTS only packets from path.dip
 	 * are taken, and from UDP port peer_sport when it is not 0 (a peer
@@ -341,6 +362,16 @@ void roce_qp_fini(struct roce_qp *qp);
  * path MTU (already the minimum of both ends) and our path. */
 int roce_qp_connect(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
 		    uint32_t mtu, const struct roce_path *path);
+/* DCI: the stream now goes to DCT dqpn on path (requester idle: -EBUSY
+ * otherwise), a new connection starting at PSN sq_psn; responses are taken
+ * from path->dip and UDP port peer_sport (0: any). */
+int roce_dc_retarget(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn,
+		     const struct roce_path *path, uint16_t peer_sport);
+/* DCT flow: serve DCI dqpn at path from connection conn on, expecting
+ * rq_psn, its read responses cut to mtu; what the context held of an
+ * earlier connection is dropped. */
+void roce_dc_accept(struct roce_qp *qp, uint32_t dqpn, uint32_t conn, uint32_t rq_psn, uint32_t mtu,
+		    const struct roce_path *path, uint16_t peer_sport);
 /* Move to ERR: every WR not completed completes with WR_FLUSH_ERR. */
 void roce_qp_error(struct roce_qp *qp);
 

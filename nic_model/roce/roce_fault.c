@@ -217,7 +217,8 @@ static int class_match(unsigned cls, uint8_t opcode)
 	case C_REQ: return !!(m & ROCE_M_REQ);
 	case C_RESP: return !!(m & ROCE_M_RESP);
 	case C_DATA: return !!(m & ROCE_M_PAYLOAD);
-	case C_ACK: return opcode == ROCE_ACK || opcode == ROCE_ATOMIC_ACK;
+	case C_ACK:
+		return (m & ROCE_M_RESP) && (m & ROCE_M_AETH) && !(m & ROCE_M_PAYLOAD);
 	case C_READ: return !!(m & ROCE_M_READ);
 	case C_ATOMIC: return !!(m & ROCE_M_ATOMIC);
 	default: return 1;

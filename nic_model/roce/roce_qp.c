@@ -123,6 +123,57 @@ int roce_qp_connect(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t
 	return 0;
 }
 
+int roce_dc_retarget(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn,
+		     const struct roce_path *path, uint16_t peer_sport)
+{
+	if (qp->dc != ROCE_DC_INITIATOR || qp->state == ROCE_QPS_ERR || dqpn > ROCE_PSN_MASK)
+		return -EINVAL;
+	if (qp->sq_una != qp->sq_head)
+		return -EBUSY; /* the old target's requests complete first */
+	qp->dqpn = dqpn;
+	qp->path = *path;
+	qp->peer_sport = peer_sport;
+	qp->tx_psn = qp->una_psn = qp->max_psn = sq_psn & ROCE_PSN_MASK;
+	qp->dc_psn0 = qp->tx_psn;
+	qp->dc_conn++;
+	qp->retry_left = qp->cfg.retry_cnt;
+	qp->rnr_left = qp->cfg.rnr_retry;
+	qp->retry_armed = 1;
+	qp->rto_due_ns = qp->rnr_due_ns = 0;
+	/* another peer: its RTT is not the last one's */
+	qp->srtt_ns = qp->rttvar_ns = qp->rtt_t0 = 0;
+	qp->rto_ns = qp->cfg.timeout_ns;
+	qp->state = ROCE_QPS_RTS;
+	return 0;
+}
+
+void roce_dc_accept(struct roce_qp *qp, uint32_t dqpn, uint32_t conn, uint32_t rq_psn, uint32_t mtu,
+		    const struct roce_path *path, uint16_t peer_sport)
+{
+	if (qp->rmsg.active) {
+		qp->rmsg.active = 0;
+		qp->ctx->ops->resp_end(qp, &qp->rmsg, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	}
+	memset(qp->res, 0, qp->cfg.max_rd_atomic * sizeof(*qp->res));
+	qp->res_next = 0;
+	qp->job_head = qp->job_tail = 0;
+	qp->ack.pending = 0;
+	qp->nak_sent = 0;
+	qp->resp_err = 0;
+	qp->err_syn = 0;
+	qp->err_why = NULL;
+	qp->dc = ROCE_DC_FLOW;
+	qp->dc_conn = conn;
+	qp->cfg.mtu = mtu;
+	qp->dqpn = dqpn;
+	qp->path = *path;
+	qp->peer_sport = peer_sport;
+	qp->epsn = rq_psn & ROCE_PSN_MASK;
+	qp->msn = 0;
+	qp->last_op = ROCE_ACK; /* not inside a message */
+	qp->state = ROCE_QPS_RTS;
+}
+
 void roce_qp_error(struct roce_qp *qp)
 {
 	if (qp->state == ROCE_QPS_ERR)
@@ -143,9 +194,17 @@ uint32_t roce_pkt_finish(struct roce_qp *qp, uint8_t opcode, int se, int ackreq,
 			 uint32_t plen)
 {
 	uint8_t *p = qp->pkt;
-	uint32_t hdr = roce_op(opcode)->hdr_len, pad = (4 - (plen & 3)) & 3;
-	uint32_t len = hdr + plen + pad + ROCE_ICRC_LEN;
+	uint32_t hdr, pad = (4 - (plen & 3)) & 3;
+	uint32_t len;
 
+	/* a DCT's responses: RC's layout in DC opcodes (requests come in DC
+	 * opcodes from the builder, their DCETH in place) */
+	if (qp->dc && !roce_opcode_is_dc(opcode))
+		opcode = roce_dc_opcode(opcode);
+	hdr = roce_op(opcode)->hdr_len;
+	len = hdr + plen + pad + ROCE_ICRC_LEN;
+	{
+	}
 	bth_set(p, opcode, se, pad, qp->cfg.pkey, qp->dqpn, ackreq, psn);
 	memset(p + hdr + plen, 0, pad);
 	gdak_roce_icrc_set(&qp->path, p, len);
@@ -205,6 +264,37 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	qp->now_ns = now_ns;
 	if (qp->ctx->ops->trace_pkt)
 		qp->ctx->ops->trace_pkt(qp, 1, pkt, len, path, ip_id);
+	if (!!(oi->mask & ROCE_M_DC) != !!qp->dc) {
+		/* an RC QP takes no DC packet, a DC one no RC packet: refused
+		 * at dispatch, as an opcode the QP does not know */
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("qp", qp->qpn, "dropped %s: QP 0x%06x is %s", oi->name, qp->qpn,
+			     qp->dc ? "a DC QP" : "an RC QP");
+		return -EPROTO;
+	}
+	if (qp->dc == ROCE_DC_TARGET) {
+		unsigned mc = (oi->mask & ROCE_M_DCETH) ? dceth_mtu(pkt + ROCE_BTH_LEN) : 0;
+
+		if (!(oi->mask & ROCE_M_DCETH) || !qp->ctx->ops->dc_flow || mc < 1 || mc > 5) {
+			ctx->stats.bad_pkts++;
+			GDAK_WARN_RL("qp", qp->qpn, "DCT dropped %s: %s", oi->name,
+				     (oi->mask & ROCE_M_DCETH) ? "DCETH MTU code not 1..5"
+							       : "not a DC request");
+			return -EPROTO;
+		}
+		/* the DCT took it in (its context counts again what it executes) */
+		qp->stats.rx_pkts++;
+		qp->stats.rx_bytes += len;
+		qp = qp->ctx->ops->dc_flow(qp, path, pkt);
+		if (!qp)
+			return -EACCES;
+		qp->now_ns = now_ns;
+	} else if (qp->dc == ROCE_DC_INITIATOR && (oi->mask & ROCE_M_REQ)) {
+		ctx->stats.bad_pkts++;
+		GDAK_WARN_RL("qp", qp->qpn, "DCI dropped request %s: a DCI takes responses only",
+			     oi->name);
+		return -EPROTO;
+	}
 	/* IBA 9.6.1.5 / rxe check_addr: a connected QP takes packets from its
 	 * peer only.  Before any PSN or key check: a stranger learns nothing
 	 * from how its packet is treated, and cannot move the PSN. */
@@ -221,6 +311,17 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	if (qp->state != ROCE_QPS_RTS || ((bth_pkey(pkt) ^ qp->cfg.pkey) & 0x7fff)) {
 		qp->stats.bad_pkts++;
 		return -ENOENT;
+	}
+	if (oi->mask & ROCE_M_DC) {
+		/* the engine reads RC's layout: the same packet without its
+		 * DCETH, in the RC opcode */
+		static __thread uint8_t rc[ROCE_MAX_PKT];
+		uint32_t skip = (oi->mask & ROCE_M_DCETH) ? ROCE_DCETH_LEN : 0;
+
+		memcpy(rc, pkt, ROCE_BTH_LEN);
+		rc[0] = roce_dc_rc_opcode(pkt[0]);
+		memcpy(rc + ROCE_BTH_LEN, pkt + ROCE_BTH_LEN + skip, len - ROCE_BTH_LEN - skip);
+		pkt = rc;
 	}
 	if (oi->mask & ROCE_M_REQ)
 		roce_resp_rx(qp, pkt, plen);

@@ -484,7 +484,7 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 	uint32_t mtu = qp->cfg.mtu, psn = psn_add(wr->first_psn, (int32_t)k);
 	uint32_t off = k * mtu, plen = 0;
 	int first = k == 0, last = k == wr->npkts - 1, ackreq = 0, se = 0;
-	uint8_t op;
+	uint8_t op, wop;
 	const struct roce_opinfo *oi;
 
 	switch (wr->op) {
@@ -520,7 +520,13 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 		op = ROCE_FETCH_ADD;
 		break;
 	}
-	oi = roce_op(op);
+	/* a DCI's packets: the DC opcode, whose table entry places the
+	 * headers after the DCETH */
+	wop = qp->dc ? roce_dc_opcode(op) : op;
+	oi = roce_op(wop);
+	if (oi->mask & ROCE_M_DCETH)
+		dceth_set(p + ROCE_BTH_LEN, wr->dc_key, wr->dc_stream, qp->qpn, qp->dc_conn,
+			  (uint8_t)(__builtin_ctz(mtu) - 7), qp->dc_psn0);
 	if (oi->off_reth) {
 		/* a READ retried from packet k asks for the rest only (9.7.5.1.5) */
 		if (op == ROCE_READ_REQ)
@@ -553,7 +559,7 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 	} else if (!(psn & 63)) {
 		ackreq = 1; /* long messages: ask for progress now and then */
 	}
-	return (int)roce_pkt_finish(qp, op, se, ackreq, psn, plen);
+	return (int)roce_pkt_finish(qp, wop, se, ackreq, psn, plen);
 }
 
 int roce_req_send(struct roce_qp *qp, int budget)

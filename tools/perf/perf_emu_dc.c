@@ -4,7 +4,7 @@
  * host threads as the device (gdak-perf-cuda's dc_put_bw is the kernel
  * version).  One DCI per connection (-q), 8 DCTs in the same context; put j
  * of DCI k goes to DCT (k + j) % 8, so every put names another target than
- * the one before it.  Compact address vectors.  The same run measures the
+ * the one before it.  Compact address vectors (full ones over emu:udp).  The same run measures the
  * same puts on the RC connections (one peer each), reported as rc_rate and
  * the ratio DC / RC.  High-level calls on both sides (one doorbell per put,
  * a CQE per half ring): --wqes-per-db and --signal-every do not apply.
@@ -80,7 +80,9 @@ static int dc_open(struct perf_env *env, const struct perf_opts *o)
 		if (!ret)
 			ret = gdak_qp_info(dcs.dct[p], &info);
 		if (!ret)
-			ret = gdak_dc_av(&info, 1, &dcs.av[p]);
+			/* compact AVs, full ones on RoCE (emu:udp), where a
+			 * compact one has nothing to route by */
+			ret = gdak_dc_av(&info, info.transport != GDAK_QPI_UDP, &dcs.av[p]);
 		if (ret)
 			return ret;
 	}

@@ -112,7 +112,7 @@ struct gdak_qp_attr {
  * presenting its access key sends to the context's memory (its PD).
  * Neither connects: gdak_qp_connect(qp, NULL) takes a DCI to RTS and a DCT
  * to RTR; the peer is chosen per WQE.  The NIC model implements DC on the
- * in-process transport ("emu"); other backends refuse the types (-ENOTSUP).
+ * in-process transport ("emu") and over udp (docs/UDP.md "DC"); others: -ENOTSUP.
  */
 enum gdak_qp_type {
 	GDAK_QPT_RC = 0,

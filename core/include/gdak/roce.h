@@ -22,7 +22,7 @@
 #define ROCE_PKEY_DEFAULT 0xffff
 #define ROCE_PSN_MASK 0xffffffu
 #define ROCE_MAX_MTU 4096
-#define ROCE_MAX_HDR 64 /* BTH + the largest extension headers (12 + 28 + 4 + ...) */
+#define ROCE_MAX_HDR 96 /* BTH + the largest extension headers (12 + DCETH 20 + ExtAtomicETH 48) */
 #define ROCE_MAX_PKT (ROCE_MAX_HDR + ROCE_MAX_MTU + 4 /* pad */ + 4 /* ICRC */)
 
 enum {
@@ -32,6 +32,7 @@ enum {
 	ROCE_ATMETH_LEN = 28,
 	ROCE_ATMACK_LEN = 8,
 	ROCE_XATMETH_LEN = 48, /* gdak's ExtAtomicETH (docs/UDP.md) */
+	ROCE_DCETH_LEN = 20,   /* gdak's DC extended transport header (docs/UDP.md "DC") */
 	ROCE_IMMDT_LEN = 4,
 	ROCE_IETH_LEN = 4,
 	ROCE_ICRC_LEN = 4,
@@ -69,7 +70,38 @@ enum roce_opcode {
 	 * an ExtAtomicETH; the answer is a plain ATOMIC_ACKNOWLEDGE. */
 	ROCE_XMASKED_CMP_SWAP = 0xd3,
 	ROCE_XMASKED_FETCH_ADD = 0xd4,
+	/* gdak's Dynamically Connected transport (docs/UDP.md "DC"): ConnectX's
+	 * DC wire format is not public (rdma-core and Linux see only address
+	 * vectors, Wireshark decodes none), so DC packets use the other
+	 * manufacturer-specific range, transport bits 111: the RC opcode in the
+	 * low five bits (0xe0 + RC opcode), requests with a DCETH right after
+	 * the BTH, responses laid out as RC's.  The two extended atomics, whose
+	 * RC codes 0xd3/0xd4 share their low bits with COMPARE_SWAP /
+	 * FETCH_ADD, take 0xf8 / 0xf9. */
+	ROCE_DC_BASE = 0xe0,
+	ROCE_DC_XMASKED_CMP_SWAP = 0xf8,
+	ROCE_DC_XMASKED_FETCH_ADD = 0xf9,
 };
+
+/* The DC opcode of an RC one and back (0xff: none). */
+static inline uint8_t roce_dc_opcode(uint8_t rc)
+{
+	return rc == ROCE_XMASKED_CMP_SWAP    ? ROCE_DC_XMASKED_CMP_SWAP
+	       : rc == ROCE_XMASKED_FETCH_ADD ? ROCE_DC_XMASKED_FETCH_ADD
+	       : rc < 0x20		      ? (uint8_t)(ROCE_DC_BASE | rc)
+					      : 0xff;
+}
+static inline uint8_t roce_dc_rc_opcode(uint8_t dc)
+{
+	return dc == ROCE_DC_XMASKED_CMP_SWAP	 ? ROCE_XMASKED_CMP_SWAP
+	       : dc == ROCE_DC_XMASKED_FETCH_ADD ? ROCE_XMASKED_FETCH_ADD
+	       : (dc & 0xe0) == ROCE_DC_BASE	 ? (uint8_t)(dc & 0x1f)
+						 : 0xff;
+}
+static inline int roce_opcode_is_dc(uint8_t opcode)
+{
+	return (opcode & 0xe0) == ROCE_DC_BASE;
+}
 
 /* What an opcode's packet carries and means; one table read by the
  * engine's parser and builders, the logs and gdak-trace (roce_opcode.c). */
@@ -94,6 +126,8 @@ enum roce_op_mask {
 	ROCE_M_VALID = 1u << 16, /* the engine executes it (else: named and decoded only) */
 	ROCE_M_IETH = 1u << 17,
 	ROCE_M_XATMETH = 1u << 18, /* an ExtAtomicETH (at off_atmeth) */
+	ROCE_M_DC = 1u << 19,	   /* gdak's DC transport (0xe0..0xf9) */
+	ROCE_M_DCETH = 1u << 20,   /* a DCETH right after the BTH (DC requests) */
 };
 
 struct roce_opinfo {
@@ -103,8 +137,8 @@ struct roce_opinfo {
 	/* offsets from the BTH start; 0 = absent */
 	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth;
 };
-/* Indexed by the BTH opcode; RC (transport 000) and gdak's two extended
- * atomics (0xd3, 0xd4) have entries. */
+/* Indexed by the BTH opcode; RC (transport 000), gdak's two extended
+ * atomics (0xd3, 0xd4) and gdak's DC opcodes (0xe0..0xf9) have entries. */
 extern const struct roce_opinfo gdak_roce_optab[256];
 static inline const struct roce_opinfo *roce_op(uint8_t opcode)
 {
@@ -234,6 +268,31 @@ static inline void xatmeth_set(uint8_t *h, uint64_t va, uint32_t rkey, uint8_t s
 	roce_put64(h + 24, cmp);
 	roce_put64(h + 32, swap_mask);
 	roce_put64(h + 40, cmp_mask);
+}
+
+/* DCETH (gdak, docs/UDP.md "DC"), on every DC request packet: DC access
+ * key | stream channel (8 bits) and DCI QPN (24) | connection number (the
+ * DCI stream's count of connects, serial) | the DCI's path MTU as IBA
+ * codes it (8 bits: 1 = 256 .. 5 = 4096; the DCT's read responses are cut
+ * to it, there being no connect that could tell it) and the connection's
+ * first PSN (24).  The DCT keeps one responder context per
+ * DCI and takes a larger connection number as a new connection starting
+ * at that PSN. */
+static inline uint64_t dceth_key(const uint8_t *h) { return roce_get64(h); }
+static inline uint8_t dceth_stream(const uint8_t *h) { return h[8]; }
+static inline uint32_t dceth_dci(const uint8_t *h) { return roce_get24(h + 9); }
+static inline uint32_t dceth_conn(const uint8_t *h) { return roce_get32(h + 12); }
+static inline uint8_t dceth_mtu(const uint8_t *h) { return h[16]; }
+static inline uint32_t dceth_psn0(const uint8_t *h) { return roce_get24(h + 17); }
+static inline void dceth_set(uint8_t *h, uint64_t key, uint8_t stream, uint32_t dci, uint32_t conn,
+			     uint8_t mtu_code, uint32_t psn0)
+{
+	roce_put64(h, key);
+	h[8] = stream;
+	roce_put24(h + 9, dci);
+	roce_put32(h + 12, conn);
+	h[16] = mtu_code;
+	roce_put24(h + 17, psn0);
 }
 
 /* AtomicAckETH (9.3.6): original remote data; ImmDt (9.3.7): 4 bytes, kept
