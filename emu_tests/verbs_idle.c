@@ -112,8 +112,8 @@ static int nic_sample(struct nic_sample *s)
 		fclose(f);
 		/* after "(comm)": state, then fields 4..13, then utime stime */
 		p = p ? strrchr(buf, ')') : NULL;
-		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-				 &st) != 2)
+		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				 &ut, &st) != 2)
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
 		f = fopen(path, "r");
