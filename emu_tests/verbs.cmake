@@ -18,6 +18,9 @@ endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
 gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
+# an idle verbs process's NIC thread blocks (switches and CPU time counted),
+# and a passive target (no verbs calls) still takes WRITEs, byte for byte
+gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs_idle.c)
 # gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
 if(TARGET gdak_mlx5)
   gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dv.c)

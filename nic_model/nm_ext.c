@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <ev.h>
+
 #include "nm_ext.h"
 #include "nm_loc.h"
 #include "nm_rand.h"
@@ -285,5 +287,73 @@ int nm_ext_qp_doorbell_any(struct gdak_qp *bqp)
 	if (!bqp || !is_emu(bqp->ctx))
 		return -EINVAL;
 	atomic_store(&nm_qp_of(bqp)->db_any, true);
+	/* the program rings in memory now, without a kick: poll it again */
+	atomic_store(&nm_qp_of(bqp)->db_notify, false);
+	nm_thread_kick(nm_qp_of(bqp));
+	return 0;
+}
+
+struct nm_ext_watch {
+	ev_io io;
+	struct nm_thread *thr;
+	void (*cb)(void *arg);
+	void *arg;
+};
+
+static void watch_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+	struct nm_ext_watch *w = nm_container_of(io, struct nm_ext_watch, io);
+
+	w->cb(w->arg);
+}
+
+static void watch_start(void *arg)
+{
+	struct nm_ext_watch *w = arg;
+
+	ev_io_start(nm_thread_loop(w->thr), &w->io);
+}
+
+static void watch_stop(void *arg)
+{
+	struct nm_ext_watch *w = arg;
+
+	ev_io_stop(nm_thread_loop(w->thr), &w->io);
+}
+
+int nm_ext_watch_fd(struct gdak_ctx *ctx, int fd, void (*cb)(void *arg), void *arg,
+		    struct nm_ext_watch **out)
+{
+	struct nm_ext_watch *w;
+
+	if (!ctx || !is_emu(ctx) || fd < 0 || !cb || !out || !nm_engine_nthreads())
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->thr = nm_engine_pick(0);
+	w->cb = cb;
+	w->arg = arg;
+	ev_io_init(&w->io, watch_cb, fd, EV_READ);
+	nm_thread_call(w->thr, watch_start, w);
+	*out = w;
+	return 0;
+}
+
+void nm_ext_unwatch_fd(struct nm_ext_watch *w)
+{
+	if (!w)
+		return;
+	nm_thread_call(w->thr, watch_stop, w);
+	free(w);
+}
+
+int nm_ext_qp_doorbell_notify(struct gdak_qp *bqp, int on)
+{
+	if (!bqp || !is_emu(bqp->ctx))
+		return -EINVAL;
+	atomic_store(&nm_qp_of(bqp)->db_notify, on != 0);
+	if (!on)
+		nm_thread_kick(nm_qp_of(bqp));
 	return 0;
 }

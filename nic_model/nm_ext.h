@@ -139,6 +139,25 @@ int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struc
  * QP).  Any thread; takes effect at the QP's next doorbell. */
 int nm_ext_qp_doorbell_any(struct gdak_qp *qp);
 
+/* Every doorbell of qp will be followed by a kick (the caller's post path
+ * calls nm_thread_kick after ringing), so its NIC thread need not poll the
+ * doorbell: with all its QPs so, the thread sleeps in the kernel when idle
+ * and is woken by the kick, a packet or a transport timer, as rxe's work
+ * runs only when asked for.  on = 0 takes it back; nm_ext_qp_doorbell_any
+ * (a program that rings by itself) takes it back too.  0 or -EINVAL. */
+int nm_ext_qp_doorbell_notify(struct gdak_qp *qp, int on);
+
+/* A file descriptor the NIC thread watches: cb(arg) runs on NIC thread 0
+ * of ctx's engine whenever fd is readable (level-triggered: cb reads it
+ * with MSG_DONTWAIT until it would block, or is called again).  What the
+ * device's RoCEv2 port needs so that a packet wakes only the thread that
+ * executes it, not a reader thread that then wakes the NIC thread.  0 and
+ * *out, -EINVAL, -ENOMEM.  nm_ext_unwatch_fd before gdak_close(ctx). */
+struct nm_ext_watch;
+int nm_ext_watch_fd(struct gdak_ctx *ctx, int fd, void (*cb)(void *arg), void *arg,
+		    struct nm_ext_watch **out);
+void nm_ext_unwatch_fd(struct nm_ext_watch *w);
+
 /* ---- memory kind -------------------------------------------------------- */
 
 /* The one place that decides how a ring / record at [addr, addr+len) is

@@ -132,6 +132,12 @@ struct nm_transport_ops {
 	void (*rq_kick)(struct nm_qp *qp);
 	/* Optional: called every pass while the QP is active; returns work done. */
 	int (*qp_poll)(struct nm_qp *qp);
+	/* Optional, on the QP's thread: 1 when nothing of the transport's
+	 * waits for a polling pass - every further event of the QP comes
+	 * through its own ev_io / ev_timer callbacks or a kick - so a thread
+	 * whose QPs are all doorbell-notified (nm_ext_qp_doorbell_notify) may
+	 * block in the kernel.  Without it the thread never blocks so. */
+	int (*qp_quiet)(struct nm_qp *qp);
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
@@ -376,6 +382,10 @@ struct nm_qp {
 	 * a BlueFlame copy only if the half's bytes past the first 8 moved:
 	 * half_shadow holds each half as last resolved */
 	_Atomic bool db_any;
+	/* every doorbell of the QP is followed by nm_thread_kick (a verbs QP
+	 * whose WQEs gdak's libibverbs posts): its thread may sleep in the
+	 * kernel instead of polling the doorbell (nm_ext_qp_doorbell_notify) */
+	_Atomic bool db_notify;
 	bool bf_same_half; /* the copy being verified went to the half used last */
 	uint8_t half_shadow[2][64];
 
@@ -557,6 +567,8 @@ struct nm_thread *nm_engine_pick(int nic_thread);
 /* Run fn(arg) on thr's loop and wait for it (from a thread other than thr). */
 void nm_thread_call(struct nm_thread *thr, void (*fn)(void *arg), void *arg);
 struct ev_loop *nm_thread_loop(struct nm_thread *thr);
+/* 1 when called on thr itself. */
+bool nm_thread_is_current(const struct nm_thread *thr);
 uint32_t nm_thread_id(const struct nm_thread *thr);
 /* The trace buffer of the calling NIC thread (NULL on other threads). */
 struct gdak_trace_buf *nm_thread_tbuf_cur(void);

@@ -19,6 +19,15 @@
  * threads that play the device, hence the early yield.  Spin mode never
  * yields or sleeps.
  *
+ * A thread whose QPs are all doorbell-notified (gdak's libibverbs kicks
+ * after every doorbell: nm_ext_qp_doorbell_notify) skips that back-off:
+ * at its first empty pass it blocks in libev (epoll on the transport's
+ * sockets, its timers and the ev_async) until a kick, a packet or a
+ * transport timer, when may_block says nothing else needs a pass.  So an
+ * idle verbs process takes no CPU, and a busy one adds no runnable thread
+ * between events - what matters where the programs themselves busy-poll
+ * on few CPUs.  Spin mode spins for them too.
+ *
  * Between passes a thread holds no pointer to any MR or QP: each pass end
  * is a quiescent point counted in qseq; nm_engine_sync() waits for every
  * thread to pass one (RCU-like grace period).
@@ -91,6 +100,7 @@ static struct {
 
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
 static _Atomic uint64_t work_yields;	      /* nm_thread_test.h */
+static _Atomic uint64_t blocks;		      /* nm_thread_test.h */
 __thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
 __thread struct nm_wqe_pend nm_pend;		/* nm_loc.h */
 
@@ -198,6 +208,45 @@ static void go_sleep(struct nm_thread *t)
 	t->sleeping = true;
 }
 
+/*
+ * 1 when the thread may block in the kernel until an event: every QP it
+ * serves is rung only through a post path that kicks (db_notify, not
+ * rung in memory by a program: db_any), has nothing announced and not yet
+ * executed, no completed op waiting to be retired (a full CQ, a CQE held
+ * back by fault injection), is not flushing in ERR, and its transport
+ * says nothing of its own waits for a pass.  Then whatever comes next - a
+ * kick, a packet, a retransmission or RNR timer - arrives as an ev_async,
+ * ev_io or ev_timer, as rxe's work runs only when asked for.
+ */
+static bool may_block(struct nm_thread *t)
+{
+	for (uint32_t i = 0; i < t->nqps; i++) {
+		struct nm_qp *qp = t->qps[i];
+		int (*quiet)(struct nm_qp *) = qp->ctx->tr->qp_quiet;
+
+		if (!atomic_load_explicit(&qp->db_notify, memory_order_relaxed) ||
+		    atomic_load_explicit(&qp->db_any, memory_order_relaxed) || !quiet)
+			return false;
+		if (qp->ci != qp->pi || qp->busy_since_ns || qp->rg ||
+		    nm_qp_state(qp) == GDAK_QPS_ERR)
+			return false;
+		if (qp->if_head != qp->if_tail &&
+		    (qp->inflight[qp->if_head % NM_MAX_INFLIGHT].flags & NM_OPF_DONE))
+			return false;
+		if (nm_db_peek(qp) || !quiet(qp))
+			return false;
+	}
+	return true;
+}
+
+/* Nothing to poll until an event: no timer (may_block said so). */
+static void block(struct nm_thread *t)
+{
+	ev_idle_stop(t->loop, &t->idle);
+	t->sleeping = true;
+	atomic_fetch_add_explicit(&blocks, 1, memory_order_relaxed);
+}
+
 static void wake(struct nm_thread *t)
 {
 	if (!t->sleeping)
@@ -219,6 +268,12 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			t->empty = 0;
 			t->worked = true;
 			continue;
+		}
+		if (!spin && may_block(t)) {
+			/* no yield first: blocking gives the CPU away anyway */
+			t->worked = false;
+			block(t);
+			return;
 		}
 		/* the mode read again: a device that switched it before its
 		 * last doorbell finds the switch made after that work */
@@ -374,6 +429,10 @@ void nm_thread_call(struct nm_thread *t, void (*fn)(void *), void *arg)
 }
 
 struct ev_loop *nm_thread_loop(struct nm_thread *t) { return t->loop; }
+bool nm_thread_is_current(const struct nm_thread *t)
+{
+	return t && cur_thread == t;
+}
 uint32_t nm_thread_id(const struct nm_thread *t) { return t->id; }
 
 void nm_trace_pend_flush(void)
@@ -637,6 +696,11 @@ void nm_engine_put(void)
 uint64_t nm_thread_work_yields(void)
 {
 	return atomic_load_explicit(&work_yields, memory_order_relaxed);
+}
+
+uint64_t nm_thread_blocks(void)
+{
+	return atomic_load_explicit(&blocks, memory_order_relaxed);
 }
 
 unsigned nm_engine_nthreads(void)

@@ -13,5 +13,8 @@
  * work (the device thread waiting for that work may share the CPU), over
  * all threads since the process started. */
 uint64_t nm_thread_work_yields(void);
+/* How often a NIC thread blocked in the kernel with QPs to serve, all of
+ * them doorbell-notified (nm_ext_qp_doorbell_notify), since the start. */
+uint64_t nm_thread_blocks(void);
 
 #endif

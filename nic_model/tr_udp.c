@@ -864,6 +864,37 @@ static int udp_qp_poll(struct nm_qp *qp)
 	return engine_round(u, 0);
 }
 
+int nm_tr_udp_watching(const struct nm_qp *qp)
+{
+	const struct udp_qp *u = qp->tr_priv;
+
+	return u && u->watching;
+}
+
+void nm_tr_udp_drain(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	if (!u || !u->watching)
+		return;
+	engine_round(u, 0);
+	nm_thread_activate(qp);
+}
+
+static int udp_qp_quiet(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+	uint32_t len, sip;
+	uint16_t sport;
+
+	/* not watching: nothing happens before connect, which kicks.  A
+	 * socket with packets keeps epoll (level-triggered) from blocking;
+	 * the deadlines are the ev_timer's */
+	if (!u || !u->watching)
+		return 1;
+	return !u->ntx && !u->more && !udp_inbox_peek(u->inbox, &len, &sip, &sport);
+}
+
 static void watch_on(void *arg)
 {
 	struct udp_qp *u = arg;
@@ -1529,6 +1560,7 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.qp_connect = udp_qp_connect,
 	.post_send = udp_post_send,
 	.qp_poll = udp_qp_poll,
+	.qp_quiet = udp_qp_quiet,
 	.qp_error = udp_qp_error,
 	.qp_reset = udp_qp_reset,
 	.dc_ready = udp_dc_ready,

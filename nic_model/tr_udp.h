@@ -70,5 +70,13 @@ int udp_inbox_push(struct udp_inbox *ib, uint32_t sip, uint16_t sport, const str
 /* Owner's thread: the oldest packet (read in place until udp_inbox_pop), or NULL. */
 const uint8_t *udp_inbox_peek(struct udp_inbox *ib, uint32_t *len, uint32_t *sip, uint16_t *sport);
 void udp_inbox_pop(struct udp_inbox *ib);
+/* A producer on the owner's own NIC thread found ib full and cannot wait
+ * for it: the owner takes in what is there now.  1 when it did, 0 when
+ * the owner is served by another thread or is going away. */
+int udp_inbox_drain_here(struct udp_inbox *ib);
+/* tr_udp.c, on the QP's thread: one engine round that reads its inbox. */
+void nm_tr_udp_drain(struct nm_qp *qp);
+/* 1 while the QP's watchers run (between connect and fini / reset). */
+int nm_tr_udp_watching(const struct nm_qp *qp);
 
 #endif /* NM_TR_UDP_H */

@@ -181,3 +181,22 @@ void udp_inbox_pop(struct udp_inbox *ib)
 
 	atomic_store_explicit(&ib->head, head + 1, memory_order_release);
 }
+
+int udp_inbox_drain_here(struct udp_inbox *ib)
+{
+	struct nm_qp *qp;
+
+	pthread_mutex_lock(&ib->lock);
+	qp = ib->owner;
+	/* the owner still watching, on this thread: its qp_fini stops the
+	 * watching on this thread (nm_thread_call) before it closes the
+	 * inbox and frees the QP, so neither happens while we run.  The
+	 * owner is read under the lock the close takes. */
+	if (qp && (!qp->on_thread || !nm_thread_is_current(qp->thr) || !nm_tr_udp_watching(qp)))
+		qp = NULL;
+	pthread_mutex_unlock(&ib->lock);
+	if (!qp)
+		return 0;
+	nm_tr_udp_drain(qp);
+	return 1;
+}

@@ -12,9 +12,9 @@
  * RoCEv2's destination port is always 4791, and the BTH's destination QP
  * says which QP it is for.  The NIC model's udp transport gives each QP a
  * socket of its own (the source port its packets leave from, the flow
- * entropy ConnectX derives from the QPN) and an inbox; a reader thread here
- * (blocked in recvmmsg, no polling) takes each packet off 4791 and puts it
- * in the inbox of the QP its BTH names, which checks its ICRC against port
+ * entropy ConnectX derives from the QPN) and an inbox; NIC thread 0 watches
+ * 4791 (nm_ext_watch_fd: in its epoll, no thread of its own to wake) and
+ * puts each packet in the inbox of the QP its BTH names, which checks its ICRC against port
  * 4791 (nm_tr_udp_set_rx_port).  So a peer needs only GID and QPN - what a
  * verbs program exchanges - and Wireshark's RoCE dissector, which claims
  * port 4791, decodes the traffic as it is.
@@ -35,6 +35,7 @@
 #include <gdak/nic.h>
 
 #include "gv_loc.h"
+#include "nm_ext.h"
 #include "tr_udp.h"
 #include "roce/roce.h"
 
@@ -138,7 +139,8 @@ static uint32_t bth_dqpn(const struct mmsghdr *m)
 
 /* Hand n packets from one sender to the QP qpn (dir_lock held: the inbox
  * reference cannot go meanwhile), in one push - one lock and one wakeup of
- * its NIC thread for the run.  A full inbox is waited on briefly (the owner
+ * its NIC thread for the run.  A full inbox of a QP served by this thread
+ * is drained on the spot; another thread's is waited on briefly (the owner
  * drains it at its next pass), then the rest is dropped, which RC recovers
  * from as from any loss on a wire. */
 static void deliver(uint32_t qpn, const struct sockaddr_in *from, struct iovec *v, unsigned n)
@@ -162,6 +164,9 @@ static void deliver(uint32_t qpn, const struct sockaddr_in *from, struct iovec *
 		if (!n)
 			return;
 		rx_full_waits++;
+		/* the QP is this thread's: it cannot drain while we wait */
+		if (udp_inbox_drain_here(dir[i].ib))
+			continue;
 		pthread_mutex_unlock(&dir_lock);
 		sched_yield();
 		pthread_mutex_lock(&dir_lock);
@@ -173,57 +178,73 @@ static void deliver(uint32_t qpn, const struct sockaddr_in *from, struct iovec *
 	rx_dropped += n;
 }
 
-static void *rx_main(void *arg)
-{
-	struct gv_device *d = arg;
-	uint8_t *buf = malloc((size_t)RX_BATCH * ROCE_MAX_PKT);
+/* What the device's packets are read into (allocated at the first open,
+ * kept with the address). */
+struct gv_rx {
+	uint8_t *buf; /* RX_BATCH * ROCE_MAX_PKT */
 	struct sockaddr_in from[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct mmsghdr m[RX_BATCH];
+};
 
-	if (!buf) {
-		GDAK_ERR(NULL, 0, "%s: no memory for the receive thread: the device is deaf",
-			 d->ibdev.name);
+static struct gv_rx *rx_alloc(void)
+{
+	struct gv_rx *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->buf = malloc((size_t)RX_BATCH * ROCE_MAX_PKT);
+	if (!r || !r->buf) {
+		free(r);
 		return NULL;
 	}
-	for (unsigned i = 0; i < RX_BATCH; i++) {
-		iov[i] = (struct iovec){ .iov_base = buf + (size_t)i * ROCE_MAX_PKT,
-					 .iov_len = ROCE_MAX_PKT };
-		m[i].msg_hdr = (struct msghdr){ .msg_name = &from[i],
-						.msg_iov = &iov[i],
-						.msg_iovlen = 1 };
-	}
-	for (;;) {
+	for (unsigned i = 0; i < RX_BATCH; i++)
+		r->m[i].msg_hdr = (struct msghdr){ .msg_name = &r->from[i],
+						   .msg_iov = &r->iov[i],
+						   .msg_iovlen = 1 };
+	return r;
+}
+
+/* On NIC thread 0, when 4791 is readable (nm_ext_watch_fd): what is there
+ * now, a bounded number of batches (the watcher calls again while more
+ * is left), each handed to its QPs' inboxes - which, for QPs of this
+ * thread, activates them without a system call. */
+static void rx_ready(void *arg)
+{
+	struct gv_device *d = arg;
+	struct gv_rx *r = d->rx;
+
+	for (int round = 0; round < 8; round++) {
 		int n;
 
-		for (unsigned i = 0; i < RX_BATCH; i++)
-			m[i].msg_hdr.msg_namelen = sizeof(from[i]);
-		n = recvmmsg(d->claim_fd, m, RX_BATCH, MSG_WAITFORONE, NULL);
+		for (unsigned i = 0; i < RX_BATCH; i++) {
+			r->iov[i] = (struct iovec){ .iov_base = r->buf + (size_t)i * ROCE_MAX_PKT,
+						    .iov_len = ROCE_MAX_PKT };
+			r->m[i].msg_hdr.msg_namelen = sizeof(r->from[i]);
+		}
+		n = recvmmsg(d->claim_fd, r->m, RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			break;
+			return;
 		for (int i = 0; i < n; i++)
-			iov[i].iov_len = m[i].msg_len;
+			r->iov[i].iov_len = r->m[i].msg_len;
 		pthread_mutex_lock(&dir_lock);
 		/* runs of packets for one QP from one sender go in one push */
 		for (int i = 0, j; i < n; i = j) {
-			uint32_t q = bth_dqpn(&m[i]);
+			uint32_t q = bth_dqpn(&r->m[i]);
 
-			for (j = i + 1; j < n && bth_dqpn(&m[j]) == q &&
-					from[j].sin_addr.s_addr == from[i].sin_addr.s_addr &&
-					from[j].sin_port == from[i].sin_port;
+			for (j = i + 1; j < n && bth_dqpn(&r->m[j]) == q &&
+					r->from[j].sin_addr.s_addr == r->from[i].sin_addr.s_addr &&
+					r->from[j].sin_port == r->from[i].sin_port;
 			     j++)
 				;
 			if (q != UINT32_MAX)
-				deliver(q, &from[i], &iov[i], (unsigned)(j - i));
+				deliver(q, &r->from[i], &r->iov[i], (unsigned)(j - i));
 		}
-		for (int i = 0; i < n; i++)
-			iov[i].iov_len = ROCE_MAX_PKT;
 		pthread_mutex_unlock(&dir_lock);
+		if (n < RX_BATCH)
+			return;
 	}
-	free(buf);
-	return NULL;
 }
 
 /* ---- claiming the address --------------------------------------------------------- */
@@ -308,12 +329,6 @@ int gv_addr_claim(struct gv_device *d)
 	d->addr = a;
 	d->claim_fd = fd;
 	nm_tr_udp_set_directory(dir_lookup);
-	ret = pthread_create(&d->rx_thr, NULL, rx_main, d);
-	if (ret) {
-		close(fd);
-		d->claim_fd = -1;
-		return -ret;
-	}
 	inet_ntop(AF_INET, &a, txt, sizeof(txt));
 	GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s:%d (GID ::ffff:%s)", d->ibdev.name, txt,
 		  GV_ROCE_PORT, txt);
@@ -348,6 +363,18 @@ int gv_dev_get(struct gv_device *d)
 	ret = gdak_open(spec, &d->g);
 	if (ret)
 		goto fail;
+	/* the device's packets are read by the NIC thread that runs them, when
+	 * it sees 4791 readable: no reader thread of its own to wake first */
+	if (!d->rx)
+		d->rx = rx_alloc();
+	ret = d->rx ? nm_ext_watch_fd(d->g, d->claim_fd, rx_ready, d, &d->rx_watch) : -ENOMEM;
+	if (ret) {
+		GDAK_ERR(NULL, 0, "%s: cannot watch %s:%d: %s", d->ibdev.name, txt, GV_ROCE_PORT,
+			 gdak_strerror(ret));
+		gdak_close(d->g);
+		d->g = NULL;
+		goto fail;
+	}
 	goto out;
 fail:
 	d->refs--;
@@ -360,6 +387,8 @@ void gv_dev_put(struct gv_device *d)
 {
 	pthread_mutex_lock(&d->lock);
 	if (--d->refs == 0) {
+		nm_ext_unwatch_fd(d->rx_watch);
+		d->rx_watch = NULL;
 		gdak_close(d->g);
 		d->g = NULL;
 	}

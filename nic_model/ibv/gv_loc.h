@@ -73,6 +73,9 @@ void ibv_copy_path_rec_to_kern(void *dst, void *src);
 
 /* ---- gv_device.c / gv_addr.c ------------------------------------------------- */
 
+struct gv_rx;
+struct nm_ext_watch;
+
 struct gv_device {
 	struct ibv_device ibdev; /* what the program gets (must be first) */
 	int index;
@@ -81,9 +84,10 @@ struct gv_device {
 	pthread_mutex_t lock;
 	int refs;
 	struct gdak_ctx *g;
-	struct in_addr addr; /* network order */
-	int claim_fd;	     /* UDP socket on addr:4791: every packet for the device */
-	pthread_t rx_thr;    /* reads it until the process exits (gv_addr.c) */
+	struct in_addr addr;	       /* network order */
+	int claim_fd;		       /* UDP socket on addr:4791: every packet for the device */
+	struct gv_rx *rx;	       /* its receive batch (gv_addr.c) */
+	struct nm_ext_watch *rx_watch; /* NIC thread 0 reads it while open */
 };
 
 struct gv_context {

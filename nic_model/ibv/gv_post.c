@@ -496,6 +496,11 @@ int gv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 	if (q->rq_pi != first)
 		gdak_dev_rq_update_dbrec(q->d, q->rq_pi);
 	pthread_spin_unlock(&q->rq_lock);
+	/* in ERR the NIC flushes them at once: a sleeping NIC thread
+	 * (doorbell-notified QP) must look; otherwise a message that needs
+	 * them finds them when it arrives */
+	if (q->rq_pi != first && gdak_qp_state(q->g) == GDAK_QPS_ERR)
+		nm_thread_kick(nm_qp_of(q->g));
 	return ret;
 }
 

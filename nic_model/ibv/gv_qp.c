@@ -158,6 +158,10 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ret = nm_ext_qp_create(c->dev->g, &ga, &q->g);
 	if (ret)
 		goto err;
+	/* post_send kicks after each doorbell (gv_post.c sq_ring), so the NIC
+	 * thread may sleep in the kernel rather than poll the ring, until a
+	 * program takes the rings over (mlx5dv_init_obj) */
+	nm_ext_qp_doorbell_notify(q->g, 1);
 	ret = gdak_qp_export(q->g, &q->d);
 	if (!ret)
 		ret = gdak_qp_info(q->g, &info);

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_idle.c - gdak's libibverbs lets its NIC thread sleep, and a
+ * sleeping NIC still serves.
+ *
+ * Two processes (as verbs_lib_2proc.c), one RC QP each, connected.  Then:
+ *
+ * 1. Idle: both stay connected with nothing posted for a second, the
+ *    client in sleep(), the server blocked in read() on the socketpair.
+ *    Each process looks at its own NIC thread ("gdak-nic0") in
+ *    /proc/self/task: the context switches it made and the CPU time it
+ *    took over that second.  A thread that blocks in the kernel when idle
+ *    makes next to none (nothing wakes it); one that polls, yields or
+ *    naps - the back-off a QP rung in memory needs - makes hundreds to
+ *    thousands, and a spinning one takes the whole second of CPU.  So the
+ *    test asserts on switches and CPU consumed, not on any latency.
+ * 2. Passive target: the server makes no verbs call at all (it waits in
+ *    read()) while the client WRITEs 8 B, 4 KiB, 64 KiB and 200000 B (many
+ *    packets) into its buffer and polls its own CQ; then the server checks
+ *    every byte.  Its NIC thread, asleep, must be woken by each packet.
+ * 3. Idle again after traffic: the same checks (the back-off after work
+ *    must not come back either).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <endian.h>
+
+#include <infiniband/verbs.h>
+
+#include "gdak_test.h"
+
+#define BUF (512 * 1024)
+/* what an idle second may cost the NIC thread: a handful of wakeups (a
+ * control-path call, the peer's last ACK), and far less than the ~1000
+ * timer wakeups per second of the polling back-off */
+#define IDLE_MAX_SWITCHES 50
+#define IDLE_MAX_CPU_PCT 10
+
+struct info {
+	uint32_t qpn, psn, rkey, pad;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct info me, peer;
+};
+
+struct nic_sample {
+	unsigned long long switches, cpu_ticks;
+	uint64_t t_ns;
+};
+
+static int xfer(int fd, void *out, const void *in, size_t n)
+{
+	if (write(fd, in, n) != (ssize_t)n)
+		return -1;
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)out + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* The calling process's NIC thread: context switches and utime + stime
+ * (clock ticks) from /proc/self/task/TID.  0, or -1 when there is none. */
+static int nic_sample(struct nic_sample *s)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int found = -1;
+
+	if (!d)
+		return -1;
+	while (found && (e = readdir(d))) {
+		char path[320], buf[1024], *p;
+		unsigned long long ut, st, v = 0, nv = 0;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		if (!p || strncmp(buf, "gdak-nic0", 9))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		/* after "(comm)": state, then fields 4..13, then utime stime */
+		p = p ? strrchr(buf, ')') : NULL;
+		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				 &ut, &st) != 2)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(buf, sizeof(buf), f)) {
+			sscanf(buf, "voluntary_ctxt_switches: %llu", &v);
+			sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &nv);
+		}
+		fclose(f);
+		s->switches = v + nv;
+		s->cpu_ticks = ut + st;
+		s->t_ns = gdak_test_now_ns();
+		found = 0;
+	}
+	closedir(d);
+	return found;
+}
+
+static void idle_check(const char *who, const struct nic_sample *a, const struct nic_sample *b)
+{
+	unsigned long long sw = b->switches - a->switches, ticks = b->cpu_ticks - a->cpu_ticks;
+	uint64_t wall = b->t_ns - a->t_ns;
+	double cpu_ns = (double)ticks * 1e9 / (double)sysconf(_SC_CLK_TCK);
+
+	fprintf(stderr, "%s: idle NIC thread over %.3f s: %llu switches, %llu ticks of CPU\n", who,
+		(double)wall * 1e-9, sw, ticks);
+	CHECK(wall >= 900000000ull);
+	CHECK(sw < IDLE_MAX_SWITCHES);
+	CHECK(cpu_ns * 100.0 < (double)wall * IDLE_MAX_CPU_PCT);
+}
+
+static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_qp_init_attr qa;
+	struct ibv_qp_attr a;
+
+	REQUIRE(l && l[0]);
+	s->ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	REQUIRE(s->ctx != NULL);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, BUF);
+	REQUIRE(s->pd && s->cq && s->buf);
+	gdak_test_fill(s->buf, BUF, seed);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	REQUIRE(s->mr != NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = s->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	s->qp = ibv_create_qp(s->pd, &qa);
+	REQUIRE(s->qp != NULL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	REQUIRE_EQ(
+		ibv_modify_qp(s->qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		0);
+	s->me.qpn = s->qp->qp_num;
+	s->me.psn = psn;
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
+	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
+	REQUIRE_EQ(xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = s->peer.qpn;
+	a.rq_psn = s->peer.psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = s->peer.gid;
+	a.ah_attr.port_num = 1;
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
+				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER),
+		   0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = psn;
+	a.max_rd_atomic = 1;
+	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
+				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC),
+		   0);
+}
+
+static void teardown(struct side *s)
+{
+	CHECK_EQ(ibv_destroy_qp(s->qp), 0);
+	CHECK_EQ(ibv_dereg_mr(s->mr), 0);
+	CHECK_EQ(ibv_destroy_cq(s->cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(s->pd), 0);
+	CHECK_EQ(ibv_close_device(s->ctx), 0);
+	free(s->buf);
+}
+
+/* the client's WRITEs: local offset = remote offset, each its own pattern region */
+static const struct {
+	uint32_t off, len;
+} writes[] = { { 0, 8 }, { 4096, 4096 }, { 65536, 65536 }, { 200000, 200000 } };
+
+/* One idle second of the calling process, sampled around sleep() (client)
+ * or around the peer's two messages (server, blocked in read()). */
+static void idle_client(int fd, const char *who)
+{
+	struct nic_sample a, b;
+	char m = 'i', r;
+
+	REQUIRE_EQ(nic_sample(&a), 0);
+	REQUIRE_EQ(write(fd, &m, 1), 1); /* the server samples now too */
+	sleep(1);
+	REQUIRE_EQ(nic_sample(&b), 0);
+	REQUIRE_EQ(xfer(fd, &r, &m, 1), 0); /* the server samples, then answers */
+	idle_check(who, &a, &b);
+}
+
+static void idle_server(int fd, const char *who)
+{
+	struct nic_sample a, b;
+	char m, r = 'o';
+
+	REQUIRE_EQ(read(fd, &m, 1), 1);
+	REQUIRE_EQ(nic_sample(&a), 0);
+	REQUIRE_EQ(read(fd, &m, 1), 1);
+	REQUIRE_EQ(nic_sample(&b), 0);
+	REQUIRE_EQ(write(fd, &r, 1), 1);
+	idle_check(who, &a, &b);
+}
+
+static void client(int fd)
+{
+	struct side s;
+	struct ibv_wc wc;
+	char done = 'd', ack = 0;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, fd, 0x313131, 1);
+	idle_client(fd, "client, connected");
+	for (unsigned i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		struct ibv_sge sg = { (uintptr_t)s.buf + writes[i].off, writes[i].len, s.mr->lkey };
+		struct ibv_send_wr w, *bad;
+		int n;
+
+		memset(&w, 0, sizeof(w));
+		w.wr_id = 10 + i;
+		w.opcode = IBV_WR_RDMA_WRITE;
+		w.send_flags = IBV_SEND_SIGNALED;
+		w.sg_list = &sg;
+		w.num_sge = 1;
+		w.wr.rdma.remote_addr = s.peer.addr + writes[i].off;
+		w.wr.rdma.rkey = s.peer.rkey;
+		REQUIRE_EQ(ibv_post_send(s.qp, &w, &bad), 0);
+		while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0)
+			;
+		REQUIRE_EQ(n, 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 10 + i);
+	}
+	REQUIRE_EQ(xfer(fd, &ack, &done, 1), 0);
+	CHECK_EQ(ack, 'c');
+	idle_client(fd, "client, after traffic");
+	teardown(&s);
+}
+
+static void server(int fd)
+{
+	struct side s;
+	uint8_t *cli = malloc(BUF), *mine = malloc(BUF);
+	char done = 0, ack = 'c';
+	uint32_t end = 0;
+
+	memset(&s, 0, sizeof(s));
+	setup(&s, fd, 0x424242, 2);
+	REQUIRE(cli && mine);
+	gdak_test_fill(cli, BUF, 1);
+	gdak_test_fill(mine, BUF, 2);
+	idle_server(fd, "server, connected");
+	/* passive: no verbs call until the client says it is done */
+	REQUIRE_EQ(read(fd, &done, 1), 1);
+	CHECK_EQ(done, 'd');
+	for (unsigned i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		CHECK_MEM(s.buf + writes[i].off, cli + writes[i].off, writes[i].len);
+		end = writes[i].off + writes[i].len;
+	}
+	/* and nothing else moved: between the regions and after them */
+	CHECK_MEM(s.buf + 8, mine + 8, 4096 - 8);
+	CHECK_MEM(s.buf + 8192, mine + 8192, 65536 - 8192);
+	CHECK_MEM(s.buf + 131072, mine + 131072, 200000 - 131072);
+	CHECK_MEM(s.buf + end, mine + end, BUF - end);
+	REQUIRE_EQ(write(fd, &ack, 1), 1);
+	idle_server(fd, "server, after traffic");
+	teardown(&s);
+	free(cli);
+	free(mine);
+}
+
+int main(void)
+{
+	int sv[2], status = 0;
+	pid_t pid;
+
+	/* the default polling (spin mode spins by request), one NIC thread */
+	setenv("GDAK_POLL", "adaptive", 1);
+	setenv("GDAK_NIC_THREADS", "1", 1);
+	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		server(sv[1]);
+		exit(gdak_test_end());
+	}
+	close(sv[1]);
+	client(sv[0]);
+	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return gdak_test_end();
+}
