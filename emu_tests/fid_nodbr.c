@@ -25,22 +25,12 @@ static void case_no_dbrec(void)
 				     .flags = GDAK_QP_F_SQ_NO_DBREC |
 					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
-	uint64_t n = 0;
+	uint64_t n;
 
 	memset(dst, 0, sizeof(dst));
 	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	for (int r = 0; r < 40; r++) {
-		unsigned k = 1 + (unsigned)r % 5;
-
-		for (unsigned i = 0; i < k; i++) {
-			uint64_t off = (n + i) * 16 % sizeof(dst);
-			fid_write(&a, src + off, 16, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
-				  gdak_mr_rkey(md), FID_CQ_UPDATE);
-		}
-		fid_ring(&a, a.pi); /* doca_gpu_dev_verbs_submit_db_no_dbr */
-		for (unsigned i = 0; i < k; i++, n++)
-			REQUIRE(fid_cqe_at(&a.d->scq, n, 5000) != NULL);
-	}
+	n = fid_write_rounds_no_dbr(&a, src, dst, sizeof(dst), gdak_mr_lkey(ms), gdak_mr_rkey(md),
+				    40, 5000);
 	CHECK_MEM(dst, src, n * 16 < sizeof(dst) ? n * 16 : sizeof(dst));
 	CHECK_EQ(a.d->dbrec[MLX5_SND_DBR], 0);
 	CHECK(!FID_UNTIL(fid_violations(&a) != 0, 400)); /* past the idle check's settle time */

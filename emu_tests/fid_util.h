@@ -301,6 +301,32 @@ static inline uint64_t fid_doorbells(struct nu_qp *q)
 	return st.doorbells;
 }
 
+/* GPUNetIO's GPU_SM_NO_DBR submit, in rounds of 1..5 16-byte WRITEs from
+ * src into dst (offsets wrapping at len), each round rung through the
+ * register alone and its CQEs awaited (REQUIRE, timeout_ms each); the
+ * number of WRITEs done. */
+static inline uint64_t fid_write_rounds_no_dbr(struct nu_qp *q, const uint8_t *src, uint8_t *dst,
+						size_t len, uint32_t lkey, uint32_t rkey,
+						int rounds, unsigned timeout_ms)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < rounds; r++) {
+		unsigned k = 1 + (unsigned)r % 5;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint64_t off = (n + i) * 16 % len;
+
+			fid_write(q, src + off, 16, lkey, (uintptr_t)(dst + off), rkey,
+				  FID_CQ_UPDATE);
+		}
+		fid_ring(q, q->pi); /* doca_gpu_dev_verbs_submit_db_no_dbr */
+		for (unsigned i = 0; i < k; i++, n++)
+			REQUIRE(fid_cqe_at(&q->d->scq, n, timeout_ms) != NULL);
+	}
+	return n;
+}
+
 /* The QP's error, checked: state ERR, rule and syndrome. */
 static inline void fid_expect_error(struct nu_qp *q, const char *rule, uint8_t synd, int line)
 {

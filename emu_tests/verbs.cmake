@@ -9,7 +9,7 @@ function(gdak_add_verbs_lib_test name src)
   endif()
   string(REPLACE "." "_" tgt "${name}")
   add_executable(${tgt} ${src})
-  target_link_libraries(${tgt} PRIVATE gdak_ibverbs gdak_testlib ${CMAKE_DL_LIBS})
+  target_link_libraries(${tgt} PRIVATE gdak_testlib_verbs gdak_ibverbs ${CMAKE_DL_LIBS})
   gdak_set_warnings(${tgt})
   add_test(NAME ${name} COMMAND ${tgt})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77

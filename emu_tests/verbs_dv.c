@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define BUF 65536
 
@@ -50,42 +51,11 @@ static struct ibv_qp *dv_qp(struct ibv_cq *cq)
 
 static void modify(struct ibv_qp *qp, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
+	struct gdak_vt_path p = gdak_vt_path_1024(gid, dqpn, 0, 4);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	REQUIRE_EQ(
-		ibv_modify_qp(qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a,
-				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER),
-		   0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a,
-				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC),
-		   0);
+	REQUIRE_EQ(gdak_vt_to_init(qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+	REQUIRE_EQ(gdak_vt_to_rtr(qp, &p, 0), 0);
+	REQUIRE_EQ(gdak_vt_to_rts(qp, &p, 0), 0);
 }
 
 /* One RDMA WQE (3 DS, signalled) at index idx, recorded and rung. */
