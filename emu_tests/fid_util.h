@@ -306,8 +306,8 @@ static inline uint64_t fid_doorbells(struct nu_qp *q)
  * register alone and its CQEs awaited (REQUIRE, timeout_ms each); the
  * number of WRITEs done. */
 static inline uint64_t fid_write_rounds_no_dbr(struct nu_qp *q, const uint8_t *src, uint8_t *dst,
-						size_t len, uint32_t lkey, uint32_t rkey,
-						int rounds, unsigned timeout_ms)
+					       size_t len, uint32_t lkey, uint32_t rkey, int rounds,
+					       unsigned timeout_ms)
 {
 	uint64_t n = 0;
 
