@@ -303,12 +303,8 @@ int main(void)
 	CHECK(cq_ci > dcq.cqe_cnt); /* the shared ring wrapped */
 
 	CHECK_EQ(ibv_destroy_cq(cq), EBUSY); /* QPs still on it */
-	CHECK_EQ(ibv_destroy_qp(a), 0);
-	CHECK_EQ(ibv_destroy_qp(b), 0);
-	CHECK_EQ(ibv_destroy_cq(cq), 0);
-	CHECK_EQ(ibv_dereg_mr(mr), 0);
-	CHECK_EQ(ibv_dealloc_pd(pd), 0);
-	CHECK_EQ(ibv_close_device(ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = ctx, .pd = pd, .cq = cq, .qp = { a, b }, .mr = { mr } });
 	free(buf);
 	return gdak_test_end();
 }

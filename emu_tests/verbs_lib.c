@@ -637,12 +637,7 @@ static void test_srq(void)
 	}
 	fcntl(ctx->async_fd, F_SETFL, flags);
 	CHECK_EQ(ibv_destroy_srq(srq), EBUSY);
-	CHECK_EQ(ibv_destroy_qp(s1), 0);
-	CHECK_EQ(ibv_destroy_qp(s2), 0);
-	CHECK_EQ(ibv_destroy_qp(r1), 0);
-	CHECK_EQ(ibv_destroy_qp(r2), 0);
-	CHECK_EQ(ibv_destroy_srq(srq), 0);
-	CHECK_EQ(ibv_destroy_cq(c), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){ .cq = c, .srq = srq, .qp = { s1, s2, r1, r2 } });
 }
 
 /* A SEND to a QP with a receive queue but no WR posted: with RNR retry 0
@@ -803,13 +798,8 @@ int main(void)
 	test_srq();
 	test_rnr();
 	test_errors(a, b);
-	CHECK_EQ(ibv_destroy_qp(a), 0);
-	CHECK_EQ(ibv_destroy_qp(b), 0);
-	CHECK_EQ(ibv_destroy_cq(cq), 0);
-	CHECK_EQ(ibv_dereg_mr(lmr), 0);
-	CHECK_EQ(ibv_dereg_mr(rmr), 0);
-	CHECK_EQ(ibv_dealloc_pd(pd), 0);
-	CHECK_EQ(ibv_close_device(ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = ctx, .pd = pd, .cq = cq, .qp = { a, b }, .mr = { lmr, rmr } });
 	free(lbuf);
 	free(rbuf);
 	return gdak_test_end();

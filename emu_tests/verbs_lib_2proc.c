@@ -162,11 +162,8 @@ static void client(int fd)
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
 	CHECK_EQ(xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
-	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
-	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
-	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
-	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
 	free(expect);
 	free(s.buf);
 }
@@ -199,11 +196,8 @@ static void server(int fd)
 	memcpy(&v, s.buf + 200000, 8);
 	CHECK_EQ(v, orig + 5);			       /* the FETCH_ADD */
 	CHECK_MEM(s.buf + 65536, mine + 65536, 65536); /* READ source untouched */
-	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
-	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
-	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
-	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
 	free(cli);
 	free(mine);
 	free(s.buf);

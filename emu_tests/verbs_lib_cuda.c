@@ -86,12 +86,8 @@ int main(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_MEM(h + LEN / 2, back, LEN / 2);
 
-	CHECK_EQ(ibv_destroy_qp(qp), 0);
-	CHECK_EQ(ibv_dereg_mr(gmr), 0);
-	CHECK_EQ(ibv_dereg_mr(hmr), 0);
-	CHECK_EQ(ibv_destroy_cq(cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(pd), 0);
-	CHECK_EQ(ibv_close_device(ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = ctx, .pd = pd, .cq = cq, .qp = { qp }, .mr = { gmr, hmr } });
 	cu.mem_free(dptr);
 	free(h);
 	free(back);

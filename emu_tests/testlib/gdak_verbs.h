@@ -49,6 +49,18 @@ int gdak_vt_to_rts(struct ibv_qp *qp, const struct gdak_vt_path *p, int mask_dro
  * never by a clock); ibv_poll_cq's result. */
 int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc);
 
+/* What a test made, destroyed in the order verbs needs (QPs, SRQ, CQ, MRs,
+ * PD, device), each destroy CHECKed to return 0; NULL entries are passed over. */
+struct gdak_vt_objs {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp[4];
+	struct ibv_mr *mr[4];
+};
+void gdak_vt_destroy(const struct gdak_vt_objs *o);
+
 /* The CUDA driver API, loaded at run time so that a test builds anywhere. */
 struct gdak_vt_cuda {
 	void *lib;
