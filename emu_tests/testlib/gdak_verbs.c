@@ -134,23 +134,22 @@ void gdak_vt_cuda_open(struct gdak_vt_cuda *cu)
 	int (*dev_get)(int *, int);
 	int (*retain)(void **, int);
 	int (*set)(void *);
+	static const char *const names[] = {
+		"cuInit",	 "cuDeviceGet",	 "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2",	     "cuMemcpyDtoH_v2"
+	};
+	void **slots[] = { (void **)&init,     (void **)&dev_get,	(void **)&retain,
+			   (void **)&set,      (void **)&cu->mem_alloc, (void **)&cu->mem_free,
+			   (void **)&cu->htod, (void **)&cu->dtoh };
 	int dev = 0;
 
 	memset(cu, 0, sizeof(*cu));
 	cu->lib = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!cu->lib)
 		GDAK_TEST_SKIP("no libcuda.so.1");
-	*(void **)&init = dlsym(cu->lib, "cuInit");
-	*(void **)&dev_get = dlsym(cu->lib, "cuDeviceGet");
-	*(void **)&retain = dlsym(cu->lib, "cuDevicePrimaryCtxRetain");
-	*(void **)&set = dlsym(cu->lib, "cuCtxSetCurrent");
-	*(void **)&cu->mem_alloc = dlsym(cu->lib, "cuMemAlloc_v2");
-	*(void **)&cu->mem_free = dlsym(cu->lib, "cuMemFree_v2");
-	*(void **)&cu->htod = dlsym(cu->lib, "cuMemcpyHtoD_v2");
-	*(void **)&cu->dtoh = dlsym(cu->lib, "cuMemcpyDtoH_v2");
-	if (!init || !dev_get || !retain || !set || !cu->mem_alloc || !cu->mem_free || !cu->htod ||
-	    !cu->dtoh)
-		GDAK_TEST_SKIP("libcuda.so.1 lacks the driver API this test uses");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slots[i] = dlsym(cu->lib, names[i])))
+			GDAK_TEST_SKIP("libcuda.so.1 lacks the driver API this test uses");
 	if (init(0) || dev_get(&dev, 0) || retain(&cu->ctx, dev) || set(cu->ctx))
 		GDAK_TEST_SKIP("no usable GPU");
 }
