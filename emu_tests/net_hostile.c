@@ -736,6 +736,23 @@ static void case_idle_nak(void)
 	check_world("idle_nak");
 }
 
+/* RESET both QPs of the connected pair and connect them again. */
+static void reconnect_ab(void)
+{
+	struct gdak_qp_info ia, ib;
+
+	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
+	REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
+	nu_qp_from(&W.a, W.a.qp);
+	nu_qp_from(&W.b, W.b.qp);
+	W.ia = ia;
+	W.ib = ib;
+}
+
 /* A remote error: the responder and the requester go to ERR with the
  * cause, and no WQE is left without a CQE. */
 static void case_errors(void)
@@ -797,38 +814,8 @@ static void case_errors(void)
 	qp_healthy(&W.c, "C");
 	qp_healthy(&W.d, "D");
 	/* RESET and reconnect: the pair works again */
-	{
-		struct gdak_qp_info ia, ib;
-
-		REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-		REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-		nu_qp_from(&W.a, W.a.qp);
-		nu_qp_from(&W.b, W.b.qp);
-		W.ia = ia;
-		W.ib = ib;
-	}
+	reconnect_ab();
 	check_world("errors");
-}
-
-/* RESET both QPs of the connected pair and connect them again. */
-static void reconnect_ab(void)
-{
-	struct gdak_qp_info ia, ib;
-
-	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-	REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-	nu_qp_from(&W.a, W.a.qp);
-	nu_qp_from(&W.b, W.b.qp);
-	W.ia = ia;
-	W.ib = ib;
 }
 
 /* An ExtAtomicETH with every field given (xatmeth_set writes the
