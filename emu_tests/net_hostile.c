@@ -736,21 +736,33 @@ static void case_idle_nak(void)
 	check_world("idle_nak");
 }
 
+/* RESET both QPs of the connected pair; what each one is now. */
+static void reset_ab(struct gdak_qp_info *ia, struct gdak_qp_info *ib)
+{
+	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_info(W.a.qp, ia), 0);
+	REQUIRE_EQ(gdak_qp_info(W.b.qp, ib), 0);
+}
+
+/* Connect the reset pair to each other again. */
+static void connect_ab(const struct gdak_qp_info *ia, const struct gdak_qp_info *ib)
+{
+	REQUIRE_EQ(gdak_qp_connect(W.a.qp, ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.b.qp, ia), 0);
+	nu_qp_from(&W.a, W.a.qp);
+	nu_qp_from(&W.b, W.b.qp);
+	W.ia = *ia;
+	W.ib = *ib;
+}
+
 /* RESET both QPs of the connected pair and connect them again. */
 static void reconnect_ab(void)
 {
 	struct gdak_qp_info ia, ib;
 
-	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-	REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-	nu_qp_from(&W.a, W.a.qp);
-	nu_qp_from(&W.b, W.b.qp);
-	W.ia = ia;
-	W.ib = ib;
+	reset_ab(&ia, &ib);
+	connect_ab(&ia, &ib);
 }
 
 /* A remote error: the responder and the requester go to ERR with the
@@ -914,22 +926,14 @@ static void case_reset(void)
 	legit_round();
 	stale_psn = psn_add(peek(&W.a).epsn, -1); /* the last WRITE's PSN... of some request */
 	for (int k = 0; k < 200; k++) {
-		REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-		REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
+		reset_ab(&ia, &ib);
 		/* a new first PSN at every RESET, none seen before */
 		CHECK(ib.psn != W.ib.psn);
 		CHECK(ia.psn != W.ia.psn);
 		seen[k] = ib.psn;
 		for (int j = 0; j < k; j++)
 			CHECK(seen[j] != ib.psn);
-		REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-		nu_qp_from(&W.a, W.a.qp);
-		nu_qp_from(&W.b, W.b.qp);
-		W.ia = ia;
-		W.ib = ib;
+		connect_ab(&ia, &ib);
 		CHECK_EQ(peek(&W.a).epsn, ib.psn);
 		CHECK_EQ(peek(&W.b).tx_psn, ib.psn);
 	}

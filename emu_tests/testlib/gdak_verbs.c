@@ -110,22 +110,23 @@ int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return r;
 }
 
+/* fn(x), CHECKed to return 0, when there is an x */
+#define VT_GONE(fn, x)                      \
+	do {                                \
+		if (x)                      \
+			CHECK_EQ(fn(x), 0); \
+	} while (0)
+
 void gdak_vt_destroy(const struct gdak_vt_objs *o)
 {
 	for (int i = 0; i < 4; i++)
-		if (o->qp[i])
-			CHECK_EQ(ibv_destroy_qp(o->qp[i]), 0);
-	if (o->srq)
-		CHECK_EQ(ibv_destroy_srq(o->srq), 0);
-	if (o->cq)
-		CHECK_EQ(ibv_destroy_cq(o->cq), 0);
+		VT_GONE(ibv_destroy_qp, o->qp[i]);
+	VT_GONE(ibv_destroy_srq, o->srq);
+	VT_GONE(ibv_destroy_cq, o->cq);
 	for (int i = 0; i < 4; i++)
-		if (o->mr[i])
-			CHECK_EQ(ibv_dereg_mr(o->mr[i]), 0);
-	if (o->pd)
-		CHECK_EQ(ibv_dealloc_pd(o->pd), 0);
-	if (o->ctx)
-		CHECK_EQ(ibv_close_device(o->ctx), 0);
+		VT_GONE(ibv_dereg_mr, o->mr[i]);
+	VT_GONE(ibv_dealloc_pd, o->pd);
+	VT_GONE(ibv_close_device, o->ctx);
 }
 
 void gdak_vt_cuda_open(struct gdak_vt_cuda *cu)
