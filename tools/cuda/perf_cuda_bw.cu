@@ -28,8 +28,9 @@
 #define HANG_S 300
 #define MAX_CTAS 1024
 
-__global__ void k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
-		       uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1, int *rc)
+__global__ void pc_k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
+			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
+			  int *rc)
 {
 	unsigned c = blockIdx.x;
 	struct gdak_dev_qp *qp = &qps[c];
@@ -82,7 +83,7 @@ static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t siz
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (unsigned c = 0; c < ctas; c++)
 		e->rc[c] = -1;
-	k_rate<<<ctas, 1, 0, s>>>(e->slots, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
+	pc_k_rate<<<ctas, 1, 0, s>>>(e->slots, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
 				  (uint64_t)(uintptr_t)dst, gdak_mr_rkey(md), (uint32_t)size, n,
 				  e->t0, e->t1, e->rc);
 	if (pc_wait(s, HANG_S, note))
@@ -228,6 +229,25 @@ __global__ void k_big(struct gdak_dev_qp *qp, uint64_t src, uint32_t lkey, uint6
 	*rc = r;
 }
 
+/* A big_base row: n copies of len bytes since t0 (ns), what they were in
+ * note. */
+static void big_base_row(const char *note, size_t len, unsigned n, uint64_t t0, double base_bw)
+{
+	struct pc_row r;
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "big_base");
+	strcpy(r.note, note);
+	r.bytes = len;
+	r.ctas = 0;
+	r.ops = n;
+	r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
+	r.bw = r.msg_rate * (double)len;
+	r.base_bw = base_bw;
+	r.verified = 1;
+	pc_add_row(&r);
+}
+
 int pc_big_bw(const struct pc_opts *o)
 {
 	size_t len = o->big_size;
@@ -280,7 +300,6 @@ int pc_big_bw(const struct pc_opts *o)
 	 * synchronize per copy (GDAK_CUDA_COPY_STREAMS=4 in the engine) */
 	for (int split = 1; split <= 4; split *= 4) {
 		cudaStream_t ss[4];
-		struct pc_row r;
 
 		for (int k = 0; k < split; k++)
 			PC_CHECK(cudaStreamCreateWithFlags(&ss[k], cudaStreamNonBlocking));
@@ -295,17 +314,8 @@ int pc_big_bw(const struct pc_opts *o)
 			for (int k = 0; k < split; k++)
 				PC_CHECK(cudaStreamSynchronize(ss[k]));
 		}
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "big_base");
-		strcpy(r.note, split == 1 ? "memcpyAsync+sync per op" : "4 streams+sync per op");
-		r.bytes = len;
-		r.ctas = 0;
-		r.ops = n;
-		r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
-		r.bw = r.msg_rate * (double)len;
-		r.base_bw = base_bw;
-		r.verified = 1;
-		pc_add_row(&r);
+		big_base_row(split == 1 ? "memcpyAsync+sync per op" : "4 streams+sync per op", len, n,
+			     t0, base_bw);
 		for (int k = 0; k < split; k++)
 			cudaStreamDestroy(ss[k]);
 	}
@@ -316,7 +326,6 @@ int pc_big_bw(const struct pc_opts *o)
 	{
 		enum { K = 4 };
 		cudaEvent_t ev[K];
-		struct pc_row r;
 
 		for (int k = 0; k < K; k++)
 			PC_CHECK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
@@ -331,17 +340,7 @@ int pc_big_bw(const struct pc_opts *o)
 				PC_CHECK(cudaEventRecord(ev[i % K], s));
 			}
 		}
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "big_base");
-		strcpy(r.note, "async, 4 in flight, events");
-		r.bytes = len;
-		r.ctas = 0;
-		r.ops = n;
-		r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
-		r.bw = r.msg_rate * (double)len;
-		r.base_bw = base_bw;
-		r.verified = 1;
-		pc_add_row(&r);
+		big_base_row("async, 4 in flight, events", len, n, t0, base_bw);
 		for (int k = 0; k < K; k++)
 			cudaEventDestroy(ev[k]);
 	}

@@ -44,28 +44,6 @@ __global__ void k_dc_rate(struct gdak_dev_qp *qps, const struct gdak_dev_av *avs
 	rc[c] = r;
 }
 
-/* RC baseline: the same puts, each CTA on its own connected QP */
-__global__ void k_rc_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
-			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
-			  int *rc)
-{
-	unsigned c = blockIdx.x;
-	struct gdak_dev_qp *qp = &qps[c];
-	struct gdak_dev_sge s = {src + (uint64_t)c * size, size, lkey};
-	int r = 0;
-
-	t0[c] = gdak_dev_now_ns();
-	for (unsigned i = 0; i < n && !r; i++) {
-		uint64_t t;
-
-		r = gdak_dev_put(qp, &s, dst + (uint64_t)c * size, rkey, 0, &t);
-	}
-	if (!r)
-		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
-	t1[c] = gdak_dev_now_ns();
-	rc[c] = r;
-}
-
 struct dc_env {
 	struct gdak_ctx *ctx;
 	unsigned ctas, T, n;
@@ -210,8 +188,8 @@ static int dc_one(const struct pc_opts *o, unsigned ctas, unsigned T)
 		return ret;
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-	/* the RC baseline first */
-	k_rc_rate<<<ctas, 1, 0, s>>>(e.rc_slots, (uint64_t)(uintptr_t)e.src, gdak_mr_lkey(e.ms),
+	/* the RC baseline first: the same puts, each CTA on its own connected QP */
+	pc_k_rate<<<ctas, 1, 0, s>>>(e.rc_slots, (uint64_t)(uintptr_t)e.src, gdak_mr_lkey(e.ms),
 				     (uint64_t)(uintptr_t)e.dst, gdak_mr_rkey(e.md),
 				     (uint32_t)e.size, e.n, e.t0, e.t1, e.rc);
 	if (pc_wait(s, HANG_S, "dc_put_bw RC baseline"))
