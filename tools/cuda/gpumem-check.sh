@@ -166,8 +166,7 @@ say "per run: mode run | gpu-mem rate M/s | host-mapped rate M/s | gpu/mapped |"
 for mode in $modes; do
 	: >"$out/.m-$mode"
 	for i in $(seq 1 "$runs"); do
-		j="$out/perf-$mode-$i.json"
-		line=$(row "$j" 'printf "%.3f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.3f",
+		line=$(row "$out/perf-$mode-$i.json" 'printf "%.3f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.3f",
 				rg / 1e6, rm / 1e6, (rm > 0 ? rg / rm : 0), lg / 1e3, lgr,
 				ll / 1e3, llr, pp / 1e3, bg' \
 			rg "DB gpu-mem put 8B" msg_rate rm "DB mapped put 8B" msg_rate \
@@ -196,8 +195,7 @@ say "  mode run | floor p50 us | PROXY p50 us (x floor) | DB p50 us (x floor) |"
 for mode in $modes; do
 	: >"$out/.r-$mode"
 	for i in $(seq 1 "$runs"); do
-		j="$out/perf-$mode-$i.json"
-		line=$(row "$j" 'printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f",
+		line=$(row "$out/perf-$mode-$i.json" 'printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f",
 				fl / 1e3, px / 1e3, pr, db / 1e3, dr, bf / 1e3, br, gr / 1e6' \
 			fl "d2h fetch + h2d cqe" lat_p50_ns px "PROXY gpu-rings gpu-desc" lat_p50_ns \
 			pr "PROXY gpu-rings gpu-desc" pingpong_ratio db "DB gpu-rings gpu-desc" lat_p50_ns \
