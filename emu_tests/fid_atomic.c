@@ -73,6 +73,16 @@ static uint64_t amo64_ext_cs(void *target, uint64_t swap, uint64_t cmp, uint64_t
 	return fid_put(&a, w, 5);
 }
 
+/* The pair, both MRs and the context, as each run ends. */
+static void close_all(void)
+{
+	nu_destroy(&a);
+	nu_destroy(&b);
+	gdak_mr_dereg(mt);
+	gdak_mr_dereg(mr);
+	gdak_close(ctx);
+}
+
 static const uint8_t *complete(uint64_t idx)
 {
 	const uint8_t *c;
@@ -188,11 +198,7 @@ static int verbs_case(void)
 	fails(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, &tgt[0], 1, 0, 0, 0, ret, 4),
 	      MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport");
 	CHECK_EQ(tgt[0], 0); /* nothing reached the target */
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(mt);
-	gdak_mr_dereg(mr);
-	gdak_close(ctx);
+	close_all();
 	return gdak_test_end();
 }
 
@@ -223,11 +229,7 @@ int main(int argc, char **argv)
 	memset(w + 32, 0, 16);
 	fid_data(w + 48, 16, gdak_mr_lkey(mr), ret);
 	fails(fid_put(&a, w, 4), MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod");
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(mt);
-	gdak_mr_dereg(mr);
-	gdak_close(ctx);
+	close_all();
 
 	/* the packet transport carries them too (strict, no violations) */
 	if (gdak_open("emu:udp:127.0.0.1", &ctx) == 0) {
@@ -240,11 +242,7 @@ int main(int argc, char **argv)
 		fresh();
 		fails(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, (uint8_t *)tgt + 2, 1, 0, 0, 0, ret, 4),
 		      MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "udp_remote_nak");
-		nu_destroy(&a);
-		nu_destroy(&b);
-		gdak_mr_dereg(mt);
-		gdak_mr_dereg(mr);
-		gdak_close(ctx);
+		close_all();
 	}
 	return gdak_test_end();
 }

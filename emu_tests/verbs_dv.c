@@ -29,21 +29,27 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
 
+/* Attributes of an RC QP on pd with cq for both queues, all else 0. */
+static void rc_attr(struct ibv_qp_init_attr_ex *a, struct mlx5dv_qp_init_attr *d, struct ibv_cq *cq)
+{
+	memset(a, 0, sizeof(*a));
+	memset(d, 0, sizeof(*d));
+	a->send_cq = a->recv_cq = cq;
+	a->qp_type = IBV_QPT_RC;
+	a->comp_mask = IBV_QP_INIT_ATTR_PD;
+	a->pd = pd;
+}
+
 static struct ibv_qp *dv_qp(struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr_ex a;
 	struct mlx5dv_qp_init_attr d;
 
-	memset(&a, 0, sizeof(a));
-	memset(&d, 0, sizeof(d));
-	a.send_cq = a.recv_cq = cq;
-	a.qp_type = IBV_QPT_RC;
+	rc_attr(&a, &d, cq);
 	a.cap.max_send_wr = 16;
 	a.cap.max_recv_wr = 16;
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
-	a.comp_mask = IBV_QP_INIT_ATTR_PD;
-	a.pd = pd;
 	d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
 	d.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
 	return mlx5dv_create_qp(ctx, &a, &d);
@@ -178,12 +184,7 @@ int main(void)
 		struct ibv_qp_init_attr_ex x;
 		struct mlx5dv_qp_init_attr d;
 
-		memset(&x, 0, sizeof(x));
-		memset(&d, 0, sizeof(d));
-		x.send_cq = x.recv_cq = cq;
-		x.qp_type = IBV_QPT_RC;
-		x.comp_mask = IBV_QP_INIT_ATTR_PD;
-		x.pd = pd;
+		rc_attr(&x, &d, cq);
 		x.cap.max_send_wr = 4;
 		d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
 		errno = 0;
