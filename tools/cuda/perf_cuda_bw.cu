@@ -57,6 +57,26 @@ struct rate_env {
 	int *rc;			/* mapped */
 };
 
+/* src and dst: len bytes of kind, registered as ms and md; hs and hd: host
+ * buffers of len, hs holding byte i = i * mul + add, which src then holds. */
+static int bufs_make(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, unsigned mul,
+		     unsigned add, uint8_t **src, uint8_t **dst, struct gdak_mr **ms,
+		     struct gdak_mr **md, uint8_t **hs, uint8_t **hd)
+{
+	PC_GDAK(gdak_mem_alloc(ctx, len, kind, (void **)src));
+	PC_GDAK(gdak_mem_alloc(ctx, len, kind, (void **)dst));
+	PC_GDAK(gdak_mr_reg(ctx, *src, len, GDAK_ACCESS_ALL, ms));
+	PC_GDAK(gdak_mr_reg(ctx, *dst, len, GDAK_ACCESS_ALL, md));
+	*hs = (uint8_t *)malloc(len);
+	*hd = (uint8_t *)malloc(len);
+	if (!*hs || !*hd)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		(*hs)[i] = (uint8_t)(i * mul + add);
+	PC_CHECK(cudaMemcpy(*src, *hs, len, cudaMemcpyDefault));
+	return 0;
+}
+
 static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t size,
 		    enum gdak_mem_kind kind, unsigned n, const char *note)
 {
@@ -68,17 +88,10 @@ static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t siz
 	cudaStream_t s;
 	int bad = 0;
 
-	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&src));
-	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&dst));
-	PC_GDAK(gdak_mr_reg(e->ctx, src, len, GDAK_ACCESS_ALL, &ms));
-	PC_GDAK(gdak_mr_reg(e->ctx, dst, len, GDAK_ACCESS_ALL, &md));
-	hs = (uint8_t *)malloc(len);
-	hd = (uint8_t *)malloc(len);
-	if (!hs || !hd)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		hs[i] = (uint8_t)(i * 131 + 7);
-	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyDefault));
+	int err = bufs_make(e->ctx, len, kind, 131, 7, &src, &dst, &ms, &md, &hs, &hd);
+
+	if (err)
+		return err;
 	PC_CHECK(cudaMemset(dst, 0, len));
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (unsigned c = 0; c < ctas; c++)
@@ -272,17 +285,9 @@ int pc_big_bw(const struct pc_opts *o)
 	rc = pc_pair_make(ctx, GDAK_DEV_DB_DB, 64, 0, o->gpu_desc, slot, &p);
 	if (rc)
 		return rc;
-	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&src));
-	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&dst));
-	PC_GDAK(gdak_mr_reg(ctx, src, len, GDAK_ACCESS_ALL, &ms));
-	PC_GDAK(gdak_mr_reg(ctx, dst, len, GDAK_ACCESS_ALL, &md));
-	hs = (uint8_t *)malloc(len);
-	hd = (uint8_t *)malloc(len);
-	if (!hs || !hd)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		hs[i] = (uint8_t)(i * 197 + 3);
-	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyHostToDevice));
+	rc = bufs_make(ctx, len, GDAK_MEM_GPU, 197, 3, &src, &dst, &ms, &md, &hs, &hd);
+	if (rc)
+		return rc;
 
 	/* baseline: cudaMemcpy D2D, warm-up first.  A device-to-device
 	 * cudaMemcpy returns before the copy is done, so this is copies back

@@ -58,6 +58,23 @@ struct dc_env {
 	struct gdak_mr *ms, *md;
 };
 
+/* A dc_put_bw row of ctas CTAs x e->n puts at rate (per second); the note
+ * and the verdict are the caller's. */
+static struct pc_row dc_row(const struct dc_env *e, unsigned ctas, unsigned T, double rate)
+{
+	struct pc_row r;
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "dc_put_bw");
+	r.bytes = e->size;
+	r.ctas = ctas;
+	r.nic_threads = T;
+	r.ops = (uint64_t)ctas * e->n;
+	r.msg_rate = rate;
+	r.bw = rate * (double)e->size;
+	return r;
+}
+
 static double span_rate(const struct dc_env *e, int *bad)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -196,17 +213,9 @@ static int dc_one(const struct pc_opts *o, unsigned ctas, unsigned T)
 		exit(1);
 	rc_rate = span_rate(&e, &bad);
 	{
-		struct pc_row r;
+		struct pc_row r = dc_row(&e, ctas, T, rc_rate);
 
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "dc_put_bw");
 		strcpy(r.note, "RC baseline, 1 peer/QP");
-		r.bytes = e.size;
-		r.ctas = ctas;
-		r.nic_threads = T;
-		r.ops = (uint64_t)ctas * e.n;
-		r.msg_rate = rc_rate;
-		r.bw = rc_rate * (double)e.size;
 		r.verified = !bad && !memcmp(e.dst, e.src, (size_t)ctas * e.size);
 		pc_add_row(&r);
 	}
@@ -223,16 +232,9 @@ static int dc_one(const struct pc_opts *o, unsigned ctas, unsigned T)
 		if (pc_wait(s, HANG_S, "dc_put_bw"))
 			exit(1);
 		rate = span_rate(&e, &bad);
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "dc_put_bw");
+		r = dc_row(&e, ctas, T, rate);
 		snprintf(r.note, sizeof(r.note), "DC %s AV, %u peers", full ? "full" : "compact",
 			 DC_PEERS);
-		r.bytes = e.size;
-		r.ctas = ctas;
-		r.nic_threads = T;
-		r.ops = (uint64_t)ctas * e.n;
-		r.msg_rate = rate;
-		r.bw = rate * (double)e.size;
 		r.base_bw = rc_rate * (double)e.size; /* bw/base = DC / RC */
 		r.verified = !bad && dc_verify(&e);
 		if (!r.verified)
