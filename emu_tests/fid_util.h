@@ -34,6 +34,14 @@
 		"emu", "emu:udp:127.0.0.1" \
 	}
 
+/* The state most fidelity tests share: a context, a 4 KiB source and
+ * destination, and their MRs. */
+struct fid_env {
+	struct gdak_ctx *ctx;
+	uint8_t src[4096], dst[4096];
+	struct gdak_mr *ms, *md;
+};
+
 /* Open dev: 0.  An optional one (the udp transport) that cannot open here
  * is skipped with a line saying so: 1. */
 static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
@@ -325,6 +333,26 @@ static inline uint64_t fid_write_rounds_no_dbr(struct nu_qp *q, const uint8_t *s
 			REQUIRE(fid_cqe_at(&q->d->scq, n, timeout_ms) != NULL);
 	}
 	return n;
+}
+
+/* A connected pair on e whose send queue has no doorbell record (and whose
+ * send CQ ignores overrun), driven through rounds register-only rounds from
+ * e->src into e->dst: the data and the record (still 0) checked. */
+static inline void fid_no_dbrec_pair(struct fid_env *e, int rounds, unsigned timeout_ms,
+				     struct nu_qp *a, struct nu_qp *b)
+{
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SQ_NO_DBREC |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+	uint64_t n;
+
+	memset(e->dst, 0, sizeof(e->dst));
+	REQUIRE_EQ(nu_pair(e->ctx, &attr, a, b), 0);
+	n = fid_write_rounds_no_dbr(a, e->src, e->dst, sizeof(e->dst), gdak_mr_lkey(e->ms),
+				    gdak_mr_rkey(e->md), rounds, timeout_ms);
+	CHECK_MEM(e->dst, e->src, n * 16 < sizeof(e->dst) ? n * 16 : sizeof(e->dst));
+	CHECK_EQ(a->d->dbrec[MLX5_SND_DBR], 0);
 }
 
 /* The QP's error, checked: state ERR, rule and syndrome. */
