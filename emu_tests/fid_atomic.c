@@ -25,21 +25,15 @@ static struct gdak_mr *mt, *mr;
 static struct nu_qp a, b;
 static uint64_t ncqe;
 
-/* The ctrl and raddr segments of an extended (masked) atomic of ds DS on
- * target; the operands follow at w + 32. */
-static void amo_head(uint8_t *w, uint8_t opmod, uint8_t opcode, unsigned ds, void *target)
-{
-	fid_ctrl(w, opmod, (uint16_t)a.pi, opcode, a.qpn, (uint8_t)ds, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)target, gdak_mr_rkey(mt));
-}
-
 /* ibgda_write_amo_add_wqe (4 bytes) and its CS twin */
 static uint64_t amo32(uint8_t opcode, void *target, uint32_t v0, uint32_t v1, uint32_t m0,
 		      uint32_t m1, void *local, uint32_t local_len)
 {
 	uint8_t w[64];
 
-	amo_head(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, opcode, 4, target);
+	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_4B, (uint16_t)a.pi, opcode, a.qpn, 4, FID_CQ_UPDATE,
+		 0);
+	fid_raddr(w + 16, (uintptr_t)target, gdak_mr_rkey(mt));
 	fid_be32(w + 32, v0); /* FA: add        CS: swap */
 	fid_be32(w + 36, v1); /* FA: boundary   CS: compare */
 	fid_be32(w + 40, m0); /* FA: reserved   CS: swap mask */
@@ -50,27 +44,21 @@ static uint64_t amo32(uint8_t opcode, void *target, uint32_t v0, uint32_t v1, ui
 
 static uint64_t amo64_ext_fa(void *target, uint64_t add, uint64_t boundary, void *local)
 {
-	uint8_t w[64];
+	const uint64_t ops[2] = { add, boundary };
 
-	amo_head(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_FA, 4, target);
-	fid_be64(w + 32, add);
-	fid_be64(w + 40, boundary);
-	fid_data(w + 48, 8, gdak_mr_lkey(mr), local);
-	return fid_put(&a, w, 4);
+	return fid_atomic8(&a, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_FA,
+			   (uintptr_t)target, gdak_mr_rkey(mt), ops, 2, gdak_mr_lkey(mr), local,
+			   FID_CQ_UPDATE);
 }
 
 static uint64_t amo64_ext_cs(void *target, uint64_t swap, uint64_t cmp, uint64_t sm, uint64_t cm,
 			     void *local)
 {
-	uint8_t w[128];
+	const uint64_t ops[4] = { swap, cmp, sm, cm };
 
-	amo_head(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_CS, 5, target);
-	fid_be64(w + 32, swap);
-	fid_be64(w + 40, cmp);
-	fid_be64(w + 48, sm);
-	fid_be64(w + 56, cm);
-	fid_data(w + 64, 8, gdak_mr_lkey(mr), local);
-	return fid_put(&a, w, 5);
+	return fid_atomic8(&a, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_CS,
+			   (uintptr_t)target, gdak_mr_rkey(mt), ops, 4, gdak_mr_lkey(mr), local,
+			   FID_CQ_UPDATE);
 }
 
 /* The pair, both MRs and the context, as each run ends. */

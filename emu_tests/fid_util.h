@@ -180,17 +180,29 @@ static inline uint64_t fid_read(struct nu_qp *q, void *laddr, uint32_t len, uint
 	return fid_rdma(q, MLX5_OPCODE_RDMA_READ, laddr, len, lkey, raddr, rkey, fm_ce_se);
 }
 /* 8-byte ATOMIC_FA (ctrl + raddr + atomic + data, DS 4). */
+/* An 8-byte atomic: ctrl, raddr, nops 8-byte operands (2: DS 4 - FA,
+ * CS, masked FA; 4: DS 5 - masked CS) and the 8-byte local result. */
+static inline uint64_t fid_atomic8(struct nu_qp *q, uint8_t opmod, uint8_t opcode, uint64_t raddr,
+				   uint32_t rkey, const uint64_t *ops, unsigned nops, uint32_t lkey,
+				   void *laddr, uint8_t fm_ce_se)
+{
+	uint8_t w[128];
+	unsigned ds = nops > 2 ? 5 : 4;
+
+	fid_ctrl(w, opmod, (uint16_t)q->pi, opcode, q->qpn, (uint8_t)ds, fm_ce_se, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	for (unsigned i = 0; i < nops; i++)
+		fid_be64(w + 32 + 8 * i, ops[i]);
+	fid_data(w + 32 + 8 * nops, 8, lkey, laddr);
+	return fid_put(q, w, ds);
+}
+
 static inline uint64_t fid_fadd(struct nu_qp *q, void *laddr, uint32_t lkey, uint64_t raddr,
 				uint32_t rkey, uint64_t add, uint8_t fm_ce_se)
 {
-	uint8_t w[64];
+	const uint64_t ops[2] = { add, 0 };
 
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_ATOMIC_FA, q->qpn, 4, fm_ce_se, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_be64(w + 32, add);
-	fid_be64(w + 40, 0);
-	fid_data(w + 48, 8, lkey, laddr);
-	return fid_put(q, w, 4);
+	return fid_atomic8(q, 0, MLX5_OPCODE_ATOMIC_FA, raddr, rkey, ops, 2, lkey, laddr, fm_ce_se);
 }
 
 /* ---- doorbells ------------------------------------------------------------- */
