@@ -16,13 +16,46 @@ function(gdak_add_test)
   add_test(NAME ${T_NAME} COMMAND ${tgt} ${T_ARGS})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
     SKIP_RETURN_CODE 77 LABELS "${T_LABELS}" ENVIRONMENT "${T_ENV}")
-  if(T_MEMCHECK AND GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  if(T_MEMCHECK)
     math(EXPR mt "${T_TIMEOUT} * 10")
-    add_test(NAME ${T_NAME}.memcheck
-      COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
-              --errors-for-leak-kinds=definite --track-origins=yes --quiet
-              $<TARGET_FILE:${tgt}> ${T_ARGS})
-    set_tests_properties(${T_NAME}.memcheck PROPERTIES TIMEOUT ${mt}
-      SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "${T_ENV};GDAK_UNDER_VALGRIND=1")
+    gdak_add_memcheck(${T_NAME} ${tgt} ${mt} ARGS ${T_ARGS} ENV ${T_ENV})
   endif()
+endfunction()
+
+# gdak_add_memcheck(NAME TARGET TIMEOUT [ARGS ...] [ENV ...]): the test
+# NAME.memcheck (label memcheck), TARGET run under Valgrind's memcheck with
+# ENV and GDAK_UNDER_VALGRIND=1; nothing without Valgrind or in a sanitized
+# build.
+function(gdak_add_memcheck name tgt timeout)
+  cmake_parse_arguments(M "" "" "ARGS;ENV" ${ARGN})
+  if(NOT GDAK_VALGRIND OR GDAK_SANITIZED)
+    return()
+  endif()
+  list(APPEND M_ENV GDAK_UNDER_VALGRIND=1)
+  add_test(NAME ${name}.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:${tgt}> ${M_ARGS})
+  set_tests_properties(${name}.memcheck PROPERTIES TIMEOUT ${timeout}
+    SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "${M_ENV}")
+endfunction()
+
+# gdak_add_fake_cuda_test(NAME TARGET [ARGS ...] ENV ...): TARGET run again
+# as the unit test NAME with ENV (a stand-in driver's folder on
+# LD_LIBRARY_PATH, the engine's mode).
+function(gdak_add_fake_cuda_test name tgt)
+  cmake_parse_arguments(F "" "" "ARGS;ENV" ${ARGN})
+  add_test(NAME ${name} COMMAND ${tgt} ${F_ARGS})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS unit
+    ENVIRONMENT "${F_ENV}")
+endfunction()
+
+# gdak_add_fake_libcuda(TARGET SOURCE DIR): a stand-in libcuda.so.1 built
+# from SOURCE into DIR of this folder's build tree, where a test's
+# LD_LIBRARY_PATH finds it before the real driver.
+function(gdak_add_fake_libcuda tgt src dir)
+  add_library(${tgt} SHARED ${src})
+  set_target_properties(${tgt} PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
+    SUFFIX ".so.1" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${dir})
+  gdak_set_warnings(${tgt})
 endfunction()

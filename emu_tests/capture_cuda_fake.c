@@ -166,20 +166,6 @@ API int cuStreamDestroy_v2(struct fstream *s)
 
 API int cuStreamSynchronize(struct fstream *s) { return stream_ok(s); }
 
-API int cuMemAlloc_v2(devptr *p, size_t len)
-{
-	int r = need_ctx();
-
-	return r ? r : fake_dev_alloc(p, len);
-}
-
-API int cuMemFree_v2(devptr p)
-{
-	int r = need_ctx();
-
-	return r ? r : fake_dev_free(p);
-}
-
 static int copy(void *dst, const void *src, size_t len, int to_dev)
 {
 	uint8_t *d;
@@ -258,14 +244,6 @@ API int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t len, struct fstream *
 	if (!r && len > at)
 		r = copy((uint8_t *)dst + at, (const void *)(uintptr_t)(src + at), len - at, 0);
 	return r;
-}
-
-API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
-{
-	int r = need_ctx();
-
-	(void)flags;
-	return r ? r : fake_host_alloc(p, len);
 }
 
 API int cuMemFreeHost(void *p)

@@ -175,6 +175,34 @@ static int fake_host_free(void *p)
 	return r;
 }
 
+/* ---- allocation through a current context -------------------------------
+ * need_ctx() is the including library's: 0 when a context is current,
+ * else the error the real driver gives. */
+
+static int need_ctx(void);
+
+API int cuMemAlloc_v2(devptr *p, size_t len)
+{
+	int r = need_ctx();
+
+	return r ? r : fake_dev_alloc(p, len);
+}
+
+API int cuMemFree_v2(devptr p)
+{
+	int r = need_ctx();
+
+	return r ? r : fake_dev_free(p);
+}
+
+API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
+{
+	int r = need_ctx();
+
+	(void)flags;
+	return r ? r : fake_host_alloc(p, len);
+}
+
 /* ---- the one device ---------------------------------------------------- */
 
 API int cuDeviceGetCount(int *n)

@@ -44,31 +44,31 @@ static uint64_t amo32(uint8_t opcode, void *target, uint32_t v0, uint32_t v1, ui
 
 static uint64_t amo64_ext_fa(void *target, uint64_t add, uint64_t boundary, void *local)
 {
-	uint8_t w[64];
+	const uint64_t ops[2] = { add, boundary };
 
-	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)a.pi, MLX5_OPCODE_ATOMIC_MASKED_FA,
-		 a.qpn, 4, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)target, gdak_mr_rkey(mt));
-	fid_be64(w + 32, add);
-	fid_be64(w + 40, boundary);
-	fid_data(w + 48, 8, gdak_mr_lkey(mr), local);
-	return fid_put(&a, w, 4);
+	return fid_atomic8(&a, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_FA,
+			   (uintptr_t)target, gdak_mr_rkey(mt), ops, 2, gdak_mr_lkey(mr), local,
+			   FID_CQ_UPDATE);
 }
 
 static uint64_t amo64_ext_cs(void *target, uint64_t swap, uint64_t cmp, uint64_t sm, uint64_t cm,
 			     void *local)
 {
-	uint8_t w[128];
+	const uint64_t ops[4] = { swap, cmp, sm, cm };
 
-	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)a.pi, MLX5_OPCODE_ATOMIC_MASKED_CS,
-		 a.qpn, 5, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)target, gdak_mr_rkey(mt));
-	fid_be64(w + 32, swap);
-	fid_be64(w + 40, cmp);
-	fid_be64(w + 48, sm);
-	fid_be64(w + 56, cm);
-	fid_data(w + 64, 8, gdak_mr_lkey(mr), local);
-	return fid_put(&a, w, 5);
+	return fid_atomic8(&a, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_CS,
+			   (uintptr_t)target, gdak_mr_rkey(mt), ops, 4, gdak_mr_lkey(mr), local,
+			   FID_CQ_UPDATE);
+}
+
+/* The pair, both MRs and the context, as each run ends. */
+static void close_all(void)
+{
+	nu_destroy(&a);
+	nu_destroy(&b);
+	gdak_mr_dereg(mt);
+	gdak_mr_dereg(mr);
+	gdak_close(ctx);
 }
 
 static const uint8_t *complete(uint64_t idx)
@@ -186,11 +186,7 @@ static int verbs_case(void)
 	fails(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, &tgt[0], 1, 0, 0, 0, ret, 4),
 	      MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_transport");
 	CHECK_EQ(tgt[0], 0); /* nothing reached the target */
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(mt);
-	gdak_mr_dereg(mr);
-	gdak_close(ctx);
+	close_all();
 	return gdak_test_end();
 }
 
@@ -221,11 +217,7 @@ int main(int argc, char **argv)
 	memset(w + 32, 0, 16);
 	fid_data(w + 48, 16, gdak_mr_lkey(mr), ret);
 	fails(fid_put(&a, w, 4), MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "atomic_opmod");
-	nu_destroy(&a);
-	nu_destroy(&b);
-	gdak_mr_dereg(mt);
-	gdak_mr_dereg(mr);
-	gdak_close(ctx);
+	close_all();
 
 	/* the packet transport carries them too (strict, no violations) */
 	if (gdak_open("emu:udp:127.0.0.1", &ctx) == 0) {
@@ -238,11 +230,7 @@ int main(int argc, char **argv)
 		fresh();
 		fails(amo32(MLX5_OPCODE_ATOMIC_MASKED_FA, (uint8_t *)tgt + 2, 1, 0, 0, 0, ret, 4),
 		      MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "udp_remote_nak");
-		nu_destroy(&a);
-		nu_destroy(&b);
-		gdak_mr_dereg(mt);
-		gdak_mr_dereg(mr);
-		gdak_close(ctx);
+		close_all();
 	}
 	return gdak_test_end();
 }

@@ -14,9 +14,7 @@
 #include <gdak/dev/db.h>
 #include <gdak/dev/rma.h>
 
-static struct gdak_ctx *ctx;
-static uint8_t src[4096], dst[4096];
-static struct gdak_mr *ms, *md;
+static struct fid_env F;
 
 static void case_alternating(void)
 {
@@ -28,21 +26,21 @@ static void case_alternating(void)
 	const uint8_t *h0, *h1;
 	uint64_t ncqe = 0;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	memset(F.dst, 0, sizeof(F.dst));
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	REQUIRE_EQ(a.d->bf_log_half, 8);
 	h0 = (const uint8_t *)a.d->db_reg;
 	h1 = h0 + 256;
 	for (unsigned i = 0; i < 40; i++) {
-		struct gdak_dev_sge s = { (uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms) };
+		struct gdak_dev_sge s = { (uintptr_t)(F.src + 64 * i), 64, gdak_mr_lkey(F.ms) };
 		unsigned n = i % 3 == 2 ? 3 : 1; /* every third doorbell a batch */
 		uint64_t first = a.d->sq_resv, idx = first;
 		unsigned half = a.d->bf_half;
 
 		for (unsigned k = 0; k < n; k++) {
 			idx = gdak_dev_sq_reserve(a.d, 1);
-			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * i),
-					   gdak_mr_rkey(md), &s, 1);
+			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL,
+					   (uintptr_t)(F.dst + 64 * i), gdak_mr_rkey(F.md), &s, 1);
 		}
 		gdak_dev_sq_submit(a.d, idx, idx + 1);
 		CHECK_EQ(a.d->bf_half, half ^ 1);
@@ -62,11 +60,12 @@ static void case_alternating(void)
 
 		gdak_dev_qp_load(&l, a.d);
 		for (unsigned i = 40; i < 43; i++) {
-			struct gdak_dev_sge s = { (uintptr_t)(src + 64 * i), 64, gdak_mr_lkey(ms) };
+			struct gdak_dev_sge s = { (uintptr_t)(F.src + 64 * i), 64,
+						  gdak_mr_lkey(F.ms) };
 			uint64_t idx = gdak_dev_sq_reserve(&l, 1);
 
-			gdak_dev_wqe_write(&l, idx, GDAK_DEV_WQE_SIGNAL, (uintptr_t)(dst + 64 * i),
-					   gdak_mr_rkey(md), &s, 1);
+			gdak_dev_wqe_write(&l, idx, GDAK_DEV_WQE_SIGNAL,
+					   (uintptr_t)(F.dst + 64 * i), gdak_mr_rkey(F.md), &s, 1);
 			gdak_dev_sq_submit(&l, idx, idx + 1);
 			REQUIRE(fid_cqe_at(&a.d->scq, ncqe++, 5000) != NULL);
 			l.sq_done = idx + 1;
@@ -74,18 +73,18 @@ static void case_alternating(void)
 		gdak_dev_qp_store(a.d, &l);
 		CHECK_EQ(a.d->bf_half, half ^ 1);
 		{
-			struct gdak_dev_sge s = { (uintptr_t)(src + 64 * 43), 64,
-						  gdak_mr_lkey(ms) };
+			struct gdak_dev_sge s = { (uintptr_t)(F.src + 64 * 43), 64,
+						  gdak_mr_lkey(F.ms) };
 			uint64_t idx = gdak_dev_sq_reserve(a.d, 1);
 
 			gdak_dev_wqe_write(a.d, idx, GDAK_DEV_WQE_SIGNAL,
-					   (uintptr_t)(dst + 64 * 43), gdak_mr_rkey(md), &s, 1);
+					   (uintptr_t)(F.dst + 64 * 43), gdak_mr_rkey(F.md), &s, 1);
 			gdak_dev_sq_submit(a.d, idx, idx + 1);
 			REQUIRE(fid_cqe_at(&a.d->scq, ncqe++, 5000) != NULL);
 		}
 	}
 	for (unsigned i = 0; i < 44; i++)
-		CHECK_MEM(dst + 64 * i, src + 64 * i, 64);
+		CHECK_MEM(F.dst + 64 * i, F.src + 64 * i, 64);
 	CHECK_EQ(fid_violations(&a), 0);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	nu_destroy(&a);
@@ -98,11 +97,11 @@ static void case_same_half(void)
 	struct gdak_qp_attr attr = { .sq_depth = 16, .cq_depth = 16, .handler = GDAK_DEV_DB_BF };
 	struct nu_qp a, b;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	memset(F.dst, 0, sizeof(F.dst));
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	for (unsigned i = 0; i < 3; i++) {
-		uint64_t idx = fid_write(&a, src + 64 * i, 64, gdak_mr_lkey(ms),
-					 (uintptr_t)(dst + 64 * i), gdak_mr_rkey(md),
+		uint64_t idx = fid_write(&a, F.src + 64 * i, 64, gdak_mr_lkey(F.ms),
+					 (uintptr_t)(F.dst + 64 * i), gdak_mr_rkey(F.md),
 					 FID_CQ_UPDATE);
 		const uint64_t *w = gdak_dev_wqe_ptr(a.d, idx);
 
@@ -112,7 +111,7 @@ static void case_same_half(void)
 		REQUIRE(fid_cqe_at(&a.d->scq, i, 5000) != NULL);
 		fid_cq_consumed(&a.d->scq, i + 1);
 	}
-	CHECK_MEM(dst, src, 3 * 64);
+	CHECK_MEM(F.dst, F.src, 3 * 64);
 	CHECK_EQ(fid_violations(&a), 2); /* the second and the third */
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	{
@@ -133,14 +132,14 @@ static void case_same_half(void)
 int main(void)
 {
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
-	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_test_fill(src, sizeof(src), 77);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	REQUIRE_EQ(gdak_open("emu", &F.ctx), 0);
+	gdak_test_fill(F.src, sizeof(F.src), 77);
+	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.src, sizeof(F.src), GDAK_ACCESS_ALL, &F.ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.dst, sizeof(F.dst), GDAK_ACCESS_ALL, &F.md), 0);
 	case_alternating();
 	case_same_half();
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_close(ctx);
+	gdak_mr_dereg(F.ms);
+	gdak_mr_dereg(F.md);
+	gdak_close(F.ctx);
 	return gdak_test_end();
 }

@@ -15,17 +15,15 @@
 
 #define CQ 16
 
-static struct gdak_ctx *ctx;
-static uint8_t src[4096], dst[4096];
-static struct gdak_mr *ms, *md;
+static struct fid_env F;
 
 static void post_batch(struct nu_qp *a, unsigned n, uint64_t base)
 {
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t off = (base + i) * 8 % sizeof(dst);
+		uint64_t off = (base + i) * 8 % sizeof(F.dst);
 
-		fid_write(a, src + off, 8, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
-			  gdak_mr_rkey(md), FID_CQ_UPDATE);
+		fid_write(a, F.src + off, 8, gdak_mr_lkey(F.ms), (uintptr_t)(F.dst + off),
+			  gdak_mr_rkey(F.md), FID_CQ_UPDATE);
 	}
 	fid_submit_doca(a);
 }
@@ -38,9 +36,9 @@ static void case_overrun_ignore(void)
 	struct nu_qp a, b;
 	uint64_t n = 0;
 
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	CHECK_EQ(a.d->scq.flags, GDAK_DEV_CQ_F_OVERRUN_IGNORE);
-	memset(dst, 0, sizeof(dst));
+	memset(F.dst, 0, sizeof(F.dst));
 	for (int r = 0; r < 5 * CQ / 4; r++) {
 		post_batch(&a, 4, n);
 		/* wait for the batch's last CQE (as DOCA's poll_cq_at); the
@@ -54,7 +52,7 @@ static void case_overrun_ignore(void)
 		}
 	}
 	CHECK_EQ(*a.d->scq.dbrec, 0);
-	CHECK_MEM(dst, src, n * 8);
+	CHECK_MEM(F.dst, F.src, n * 8);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	CHECK_EQ(fid_violations(&a), 0);
 	nu_destroy(&a);
@@ -68,7 +66,7 @@ static void case_overrun_checked(void)
 	struct nu_qp a, b;
 	uint64_t n = 0;
 
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	for (int r = 0; r < CQ / 4; r++) {
 		post_batch(&a, 4, n);
 		for (unsigned i = 0; i < 4; i++, n++)
@@ -109,7 +107,7 @@ static void case_collapsed(void)
 	struct cc_tail tail = { 0 };
 	uint64_t n = 0;
 
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	CHECK_EQ(a.d->scq.flags, GDAK_DEV_CQ_F_COLLAPSED);
 	c0 = (const uint8_t *)a.d->scq.cqes;
 	for (int r = 0; r < 3 * CQ; r++, n++) {
@@ -131,7 +129,7 @@ static void case_collapsed(void)
 			CHECK_EQ(((const uint8_t *)a.d->scq.cqes)[64 * e + 63],
 				 GDAK_MLX5_CQE_INVALID_OP_OWN);
 	}
-	CHECK_MEM(dst, src, n * 8);
+	CHECK_MEM(F.dst, F.src, n * 8);
 	CHECK_EQ(*a.d->scq.dbrec, 0);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	CHECK_EQ(fid_violations(&a), 0);
@@ -150,14 +148,14 @@ static void case_recv_oi(void)
 					      GDAK_QP_F_RCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	for (uint64_t i = 0; i < 12; i++) {
 		uint8_t w[64];
 		const uint8_t *c;
 
-		nu_post_recv(&b, dst + 64 * (i % 8), 64, gdak_mr_lkey(md));
+		nu_post_recv(&b, F.dst + 64 * (i % 8), 64, gdak_mr_lkey(F.md));
 		fid_ctrl(w, 0, (uint16_t)a.pi, MLX5_OPCODE_SEND, a.qpn, 2, FID_CQ_UPDATE, 0);
-		fid_data(w + 16, 64, gdak_mr_lkey(ms), src + 64 * i);
+		fid_data(w + 16, 64, gdak_mr_lkey(F.ms), F.src + 64 * i);
 		fid_put(&a, w, 2);
 		fid_submit_nvshmem(&a);
 		REQUIRE(fid_cqe_at(&a.d->scq, i, 5000) != NULL);
@@ -165,7 +163,7 @@ static void case_recv_oi(void)
 		REQUIRE(c != NULL);
 		CHECK_EQ(c[63] >> 4, MLX5_CQE_RESP_SEND);
 		CHECK_EQ(fid_get_be32(c + 44), 64);
-		CHECK_MEM(dst + 64 * (i % 8), src + 64 * i, 64);
+		CHECK_MEM(F.dst + 64 * (i % 8), F.src + 64 * i, 64);
 	}
 	CHECK_EQ(*b.d->rcq.dbrec, 0);
 	CHECK_EQ(gdak_qp_state(b.qp), GDAK_QPS_RTS);
@@ -180,8 +178,8 @@ static const struct gdak_case cases[] = { GDAK_CASE(case_overrun_ignore),
 
 int main(int argc, char **argv)
 {
-	fid_env_open(&ctx, src, dst, sizeof(src), 5, &ms, &md);
+	fid_env_open(&F.ctx, F.src, F.dst, sizeof(F.src), 5, &F.ms, &F.md);
 	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	fid_env_close(ctx, ms, md);
+	fid_env_close(F.ctx, F.ms, F.md);
 	return gdak_test_end();
 }

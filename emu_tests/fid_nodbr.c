@@ -14,35 +14,13 @@
 #include "fid_util.h"
 #include "gdak_case.h"
 
-static struct gdak_ctx *ctx;
-static uint8_t src[4096], dst[4096];
-static struct gdak_mr *ms, *md;
+static struct fid_env F;
 
 static void case_no_dbrec(void)
 {
-	struct gdak_qp_attr attr = { .sq_depth = 32,
-				     .cq_depth = 32,
-				     .flags = GDAK_QP_F_SQ_NO_DBREC |
-					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
-	uint64_t n = 0;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	for (int r = 0; r < 40; r++) {
-		unsigned k = 1 + (unsigned)r % 5;
-
-		for (unsigned i = 0; i < k; i++) {
-			uint64_t off = (n + i) * 16 % sizeof(dst);
-			fid_write(&a, src + off, 16, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
-				  gdak_mr_rkey(md), FID_CQ_UPDATE);
-		}
-		fid_ring(&a, a.pi); /* doca_gpu_dev_verbs_submit_db_no_dbr */
-		for (unsigned i = 0; i < k; i++, n++)
-			REQUIRE(fid_cqe_at(&a.d->scq, n, 5000) != NULL);
-	}
-	CHECK_MEM(dst, src, n * 16 < sizeof(dst) ? n * 16 : sizeof(dst));
-	CHECK_EQ(a.d->dbrec[MLX5_SND_DBR], 0);
+	fid_no_dbrec_pair(&F, 40, 5000, &a, &b);
 	CHECK(!FID_UNTIL(fid_violations(&a) != 0, 400)); /* past the idle check's settle time */
 	CHECK_EQ(fid_violations(&a), 0);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
@@ -56,9 +34,10 @@ static void case_ring_without_record(void)
 	struct nu_qp a, b;
 	struct gdak_nic_stats st;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	fid_write(&a, src, 16, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
+	memset(F.dst, 0, sizeof(F.dst));
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
+	fid_write(&a, F.src, 16, gdak_mr_lkey(F.ms), (uintptr_t)F.dst, gdak_mr_rkey(F.md),
+		  FID_CQ_UPDATE);
 	fid_ring(&a, a.pi);
 	CHECK(FID_UNTIL(fid_violations(&a) == 1, 5000));
 	{
@@ -72,11 +51,11 @@ static void case_ring_without_record(void)
 	REQUIRE_EQ(gdak_nic_qp_stats(a.qp, &st), 0);
 	CHECK_EQ(st.wqes, 0);
 	CHECK(!nu_cqe_ready(&a, 0));
-	CHECK_EQ(dst[0], 0);
+	CHECK_EQ(F.dst[0], 0);
 	/* the record catches up: the WQE runs, no more violations */
 	fid_dbrec(&a, a.pi);
 	REQUIRE(fid_cqe_at(&a.d->scq, 0, 5000) != NULL);
-	CHECK_MEM(dst, src, 16);
+	CHECK_MEM(F.dst, F.src, 16);
 	CHECK_EQ(fid_violations(&a), 1);
 	nu_destroy(&a);
 	nu_destroy(&b);
@@ -89,8 +68,9 @@ static void case_register_overrun(void)
 				     .flags = GDAK_QP_F_SQ_NO_DBREC };
 	struct nu_qp a, b;
 
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
-	fid_write(&a, src, 16, gdak_mr_lkey(ms), (uintptr_t)dst, gdak_mr_rkey(md), FID_CQ_UPDATE);
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
+	fid_write(&a, F.src, 16, gdak_mr_lkey(F.ms), (uintptr_t)F.dst, gdak_mr_rkey(F.md),
+		  FID_CQ_UPDATE);
 	fid_ring(&a, 40); /* 40 WQEBBs announced on a ring of 32 */
 	FID_EXPECT_ERROR(&a, "producer_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
 	CHECK(fid_violations(&a) >= 1);
@@ -104,8 +84,8 @@ static const struct gdak_case cases[] = { GDAK_CASE(case_no_dbrec),
 
 int main(int argc, char **argv)
 {
-	fid_env_open(&ctx, src, dst, sizeof(src), 9, &ms, &md);
+	fid_env_open(&F.ctx, F.src, F.dst, sizeof(F.src), 9, &F.ms, &F.md);
 	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	fid_env_close(ctx, ms, md);
+	fid_env_close(F.ctx, F.ms, F.md);
 	return gdak_test_end();
 }

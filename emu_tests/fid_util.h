@@ -34,6 +34,14 @@
 		"emu", "emu:udp:127.0.0.1" \
 	}
 
+/* The state most fidelity tests share: a context, a 4 KiB source and
+ * destination, and their MRs. */
+struct fid_env {
+	struct gdak_ctx *ctx;
+	uint8_t src[4096], dst[4096];
+	struct gdak_mr *ms, *md;
+};
+
 /* Open dev: 0.  An optional one (the udp transport) that cannot open here
  * is skipped with a line saying so: 1. */
 static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
@@ -172,17 +180,29 @@ static inline uint64_t fid_read(struct nu_qp *q, void *laddr, uint32_t len, uint
 	return fid_rdma(q, MLX5_OPCODE_RDMA_READ, laddr, len, lkey, raddr, rkey, fm_ce_se);
 }
 /* 8-byte ATOMIC_FA (ctrl + raddr + atomic + data, DS 4). */
+/* An 8-byte atomic: ctrl, raddr, nops 8-byte operands (2: DS 4 - FA,
+ * CS, masked FA; 4: DS 5 - masked CS) and the 8-byte local result. */
+static inline uint64_t fid_atomic8(struct nu_qp *q, uint8_t opmod, uint8_t opcode, uint64_t raddr,
+				   uint32_t rkey, const uint64_t *ops, unsigned nops, uint32_t lkey,
+				   void *laddr, uint8_t fm_ce_se)
+{
+	uint8_t w[128];
+	unsigned ds = nops > 2 ? 5 : 4;
+
+	fid_ctrl(w, opmod, (uint16_t)q->pi, opcode, q->qpn, (uint8_t)ds, fm_ce_se, 0);
+	fid_raddr(w + 16, raddr, rkey);
+	for (unsigned i = 0; i < nops; i++)
+		fid_be64(w + 32 + 8 * i, ops[i]);
+	fid_data(w + 32 + 8 * nops, 8, lkey, laddr);
+	return fid_put(q, w, ds);
+}
+
 static inline uint64_t fid_fadd(struct nu_qp *q, void *laddr, uint32_t lkey, uint64_t raddr,
 				uint32_t rkey, uint64_t add, uint8_t fm_ce_se)
 {
-	uint8_t w[64];
+	const uint64_t ops[2] = { add, 0 };
 
-	fid_ctrl(w, 0, (uint16_t)q->pi, MLX5_OPCODE_ATOMIC_FA, q->qpn, 4, fm_ce_se, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_be64(w + 32, add);
-	fid_be64(w + 40, 0);
-	fid_data(w + 48, 8, lkey, laddr);
-	return fid_put(q, w, 4);
+	return fid_atomic8(q, 0, MLX5_OPCODE_ATOMIC_FA, raddr, rkey, ops, 2, lkey, laddr, fm_ce_se);
 }
 
 /* ---- doorbells ------------------------------------------------------------- */
@@ -299,6 +319,52 @@ static inline uint64_t fid_doorbells(struct nu_qp *q)
 	if (gdak_nic_qp_stats(q->qp, &st))
 		return 0;
 	return st.doorbells;
+}
+
+/* GPUNetIO's GPU_SM_NO_DBR submit, in rounds of 1..5 16-byte WRITEs from
+ * src into dst (offsets wrapping at len), each round rung through the
+ * register alone and its CQEs awaited (REQUIRE, timeout_ms each); the
+ * number of WRITEs done. */
+static inline uint64_t fid_write_rounds_no_dbr(struct nu_qp *q, const uint8_t *src, uint8_t *dst,
+					       size_t len, uint32_t lkey, uint32_t rkey, int rounds,
+					       unsigned timeout_ms)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < rounds; r++) {
+		unsigned k = 1 + (unsigned)r % 5;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint64_t off = (n + i) * 16 % len;
+
+			fid_write(q, src + off, 16, lkey, (uintptr_t)(dst + off), rkey,
+				  FID_CQ_UPDATE);
+		}
+		fid_ring(q, q->pi); /* doca_gpu_dev_verbs_submit_db_no_dbr */
+		for (unsigned i = 0; i < k; i++, n++)
+			REQUIRE(fid_cqe_at(&q->d->scq, n, timeout_ms) != NULL);
+	}
+	return n;
+}
+
+/* A connected pair on e whose send queue has no doorbell record (and whose
+ * send CQ ignores overrun), driven through rounds register-only rounds from
+ * e->src into e->dst: the data and the record (still 0) checked. */
+static inline void fid_no_dbrec_pair(struct fid_env *e, int rounds, unsigned timeout_ms,
+				     struct nu_qp *a, struct nu_qp *b)
+{
+	struct gdak_qp_attr attr = { .sq_depth = 32,
+				     .cq_depth = 32,
+				     .flags = GDAK_QP_F_SQ_NO_DBREC |
+					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+	uint64_t n;
+
+	memset(e->dst, 0, sizeof(e->dst));
+	REQUIRE_EQ(nu_pair(e->ctx, &attr, a, b), 0);
+	n = fid_write_rounds_no_dbr(a, e->src, e->dst, sizeof(e->dst), gdak_mr_lkey(e->ms),
+				    gdak_mr_rkey(e->md), rounds, timeout_ms);
+	CHECK_MEM(e->dst, e->src, n * 16 < sizeof(e->dst) ? n * 16 : sizeof(e->dst));
+	CHECK_EQ(a->d->dbrec[MLX5_SND_DBR], 0);
 }
 
 /* The QP's error, checked: state ERR, rule and syndrome. */

@@ -435,28 +435,6 @@ API int cuCtxSetCurrent(void *c)
 	return c && !current ? E_INVALID_CONTEXT : OK;
 }
 
-API int cuMemAlloc_v2(devptr *p, size_t len)
-{
-	int r = need_ctx();
-
-	return r ? r : fake_dev_alloc(p, len);
-}
-
-API int cuMemFree_v2(devptr p)
-{
-	int r = need_ctx();
-
-	return r ? r : fake_dev_free(p);
-}
-
-API int cuMemHostAlloc(void **p, size_t len, unsigned flags)
-{
-	int r = need_ctx();
-
-	(void)flags;
-	return r ? r : fake_host_alloc(p, len);
-}
-
 API int cuMemFreeHost(void *p)
 {
 	return fake_host_free(p);

@@ -366,6 +366,13 @@ static void case_random(void)
 	check_world("random");
 }
 
+/* Settle both sides after n[0] packets to A and n[1] to B since s. */
+static void settle_both(const struct before *s, const uint64_t n[2])
+{
+	settle(&W.a, s->a, n[0]);
+	settle_min(&W.b, s->b, n[1]);
+}
+
 /* Every opcode (valid or not), its headers and payload cut at every length
  * short of the whole, with an ICRC valid for the cut packet. */
 static void case_trunc(void)
@@ -375,7 +382,7 @@ static void case_trunc(void)
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
 	struct before s = snap();
 	int spoof = can_spoof("trunc");
-	uint64_t na = 0, nb = 0;
+	uint64_t n[2] = { 0, 0 }; /* packets sent: [0] to A, [1] to B */
 
 	memset(ext, 0, sizeof(ext));
 	for (unsigned op = 0; op < 256; op++) {
@@ -402,10 +409,7 @@ static void case_trunc(void)
 			if (t >= ROCE_BTH_LEN + ROCE_ICRC_LEN)
 				gdak_roce_icrc_set(&mine, pkt, t);
 			REQUIRE_EQ(forge_send_raw(&W.f, mine.dip, mine.dport, pkt, t), 0);
-			if (to_req)
-				nb++;
-			else
-				na++;
+			n[to_req]++;
 		}
 		if (spoof) {
 			const struct roce_path *pp = to_req ? &sp_b : &sp;
@@ -416,15 +420,11 @@ static void case_trunc(void)
 				memcpy(pkt, full, t);
 				gdak_roce_icrc_set(pp, pkt, t);
 				REQUIRE_EQ(forge_spoof(&W.f, pp, pkt, t), 0);
-				if (to_req)
-					nb++;
-				else
-					na++;
+				n[to_req]++;
 			}
 		}
 		if ((op & 15) == 15) {
-			settle(&W.a, s.a, na);
-			settle_min(&W.b, s.b, nb);
+			settle_both(&s, n);
 		}
 	}
 	check_world("trunc");
@@ -440,7 +440,7 @@ static void case_fields(void)
 				       ROCE_FETCH_ADD,	    ROCE_ACK,		ROCE_READ_RESP_ONLY,
 				       ROCE_ATOMIC_ACK };
 	uint8_t pkt[ROCE_MAX_PKT], ext[ROCE_MAX_HDR], pay[1024];
-	uint64_t rs = 11, na = 0, nb = 0;
+	uint64_t rs = 11, n[2] = { 0, 0 }; /* packets sent: [0] to A, [1] to B */
 	struct roce_path sp = path_b_to_a(), sp_b = path_a_to_b();
 	struct before s = snap();
 	int spoof = can_spoof("fields");
@@ -465,10 +465,7 @@ static void case_fields(void)
 		REQUIRE_EQ(forge_send(&W.f, addr_of(to), to->udp_port, op, to->qpn, psn, ext, exl,
 				      pay, plen),
 			   0);
-		if (to_req)
-			nb++;
-		else
-			na++;
+		n[to_req]++;
 		if (spoof) {
 			/* from the peer's own address: any PSN but the one the
 			 * responder expects (that one the peer itself may use -
@@ -481,18 +478,13 @@ static void case_fields(void)
 				psn = psn_add(psn, 1);
 			len = forge_build(pkt, pp, op, to->qpn, psn, ext, exl, pay, plen);
 			REQUIRE_EQ(forge_spoof(&W.f, pp, pkt, len), 0);
-			if (to_req)
-				nb++;
-			else
-				na++;
+			n[to_req]++;
 		}
 		if ((i & 127) == 127) {
-			settle(&W.a, s.a, na);
-			settle_min(&W.b, s.b, nb);
+			settle_both(&s, n);
 		}
 	}
-	settle(&W.a, s.a, na);
-	settle_min(&W.b, s.b, nb);
+	settle_both(&s, n);
 	/* the stranger's packets were all refused as foreign */
 	CHECK(foreign_of(&W.a) - s.fa + foreign_of(&W.b) - s.fb == 2000);
 	check_world("fields");
@@ -736,6 +728,35 @@ static void case_idle_nak(void)
 	check_world("idle_nak");
 }
 
+/* RESET both QPs of the connected pair; what each one is now. */
+static void reset_ab(struct gdak_qp_info *ia, struct gdak_qp_info *ib)
+{
+	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
+	REQUIRE_EQ(gdak_qp_info(W.a.qp, ia), 0);
+	REQUIRE_EQ(gdak_qp_info(W.b.qp, ib), 0);
+}
+
+/* Connect the reset pair to each other again. */
+static void connect_ab(const struct gdak_qp_info *ia, const struct gdak_qp_info *ib)
+{
+	REQUIRE_EQ(gdak_qp_connect(W.a.qp, ib), 0);
+	REQUIRE_EQ(gdak_qp_connect(W.b.qp, ia), 0);
+	nu_qp_from(&W.a, W.a.qp);
+	nu_qp_from(&W.b, W.b.qp);
+	W.ia = *ia;
+	W.ib = *ib;
+}
+
+/* RESET both QPs of the connected pair and connect them again. */
+static void reconnect_ab(void)
+{
+	struct gdak_qp_info ia, ib;
+
+	reset_ab(&ia, &ib);
+	connect_ab(&ia, &ib);
+}
+
 /* A remote error: the responder and the requester go to ERR with the
  * cause, and no WQE is left without a CQE. */
 static void case_errors(void)
@@ -797,38 +818,8 @@ static void case_errors(void)
 	qp_healthy(&W.c, "C");
 	qp_healthy(&W.d, "D");
 	/* RESET and reconnect: the pair works again */
-	{
-		struct gdak_qp_info ia, ib;
-
-		REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-		REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-		nu_qp_from(&W.a, W.a.qp);
-		nu_qp_from(&W.b, W.b.qp);
-		W.ia = ia;
-		W.ib = ib;
-	}
+	reconnect_ab();
 	check_world("errors");
-}
-
-/* RESET both QPs of the connected pair and connect them again. */
-static void reconnect_ab(void)
-{
-	struct gdak_qp_info ia, ib;
-
-	REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-	REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-	REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-	REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-	nu_qp_from(&W.a, W.a.qp);
-	nu_qp_from(&W.b, W.b.qp);
-	W.ia = ia;
-	W.ib = ib;
 }
 
 /* An ExtAtomicETH with every field given (xatmeth_set writes the
@@ -927,22 +918,14 @@ static void case_reset(void)
 	legit_round();
 	stale_psn = psn_add(peek(&W.a).epsn, -1); /* the last WRITE's PSN... of some request */
 	for (int k = 0; k < 200; k++) {
-		REQUIRE_EQ(gdak_qp_modify(W.a.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_modify(W.b.qp, GDAK_QPS_RESET, NULL), 0);
-		REQUIRE_EQ(gdak_qp_info(W.a.qp, &ia), 0);
-		REQUIRE_EQ(gdak_qp_info(W.b.qp, &ib), 0);
+		reset_ab(&ia, &ib);
 		/* a new first PSN at every RESET, none seen before */
 		CHECK(ib.psn != W.ib.psn);
 		CHECK(ia.psn != W.ia.psn);
 		seen[k] = ib.psn;
 		for (int j = 0; j < k; j++)
 			CHECK(seen[j] != ib.psn);
-		REQUIRE_EQ(gdak_qp_connect(W.a.qp, &ib), 0);
-		REQUIRE_EQ(gdak_qp_connect(W.b.qp, &ia), 0);
-		nu_qp_from(&W.a, W.a.qp);
-		nu_qp_from(&W.b, W.b.qp);
-		W.ia = ia;
-		W.ib = ib;
+		connect_ab(&ia, &ib);
 		CHECK_EQ(peek(&W.a).epsn, ib.psn);
 		CHECK_EQ(peek(&W.b).tx_psn, ib.psn);
 	}

@@ -33,6 +33,15 @@
 
 static const char srv_blob[16] = "server-secrets!", cli_blob[16] = "client-payload.";
 
+/* The secret this process's bootstrap uses: secret, or none. */
+static void use_secret(const char *secret)
+{
+	if (secret)
+		setenv("GDAK_BOOTSTRAP_SECRET", secret, 1);
+	else
+		unsetenv("GDAK_BOOTSTRAP_SECRET");
+}
+
 /* Fork a server on a fresh port (secret: NULL = none). */
 static pid_t server(const char *secret, uint16_t *port)
 {
@@ -47,10 +56,7 @@ static pid_t server(const char *secret, uint16_t *port)
 		char got[16];
 		int r;
 
-		if (secret)
-			setenv("GDAK_BOOTSTRAP_SECRET", secret, 1);
-		else
-			unsetenv("GDAK_BOOTSTRAP_SECRET");
+		use_secret(secret);
 		r = gdak_bootstrap_accept(bs, 60000);
 		if (!r)
 			r = gdak_bootstrap_exchange(bs, srv_blob, got, sizeof(got));
@@ -142,10 +148,7 @@ static int client(uint16_t port, const char *secret)
 	char got[16];
 	int r;
 
-	if (secret)
-		setenv("GDAK_BOOTSTRAP_SECRET", secret, 1);
-	else
-		unsetenv("GDAK_BOOTSTRAP_SECRET");
+	use_secret(secret);
 	r = gdak_bootstrap_connect("127.0.0.1", port, 10000, &bs);
 	if (r)
 		return r;

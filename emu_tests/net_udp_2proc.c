@@ -277,31 +277,19 @@ static uint64_t xcs32(struct ep *e, uint64_t raddr, uint32_t rkey, uint32_t swap
 static uint64_t xfa64(struct ep *e, uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t boundary,
 		      void *local)
 {
-	uint8_t w[64];
+	const uint64_t ops[2] = { add, boundary };
 
-	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)e->q.pi, MLX5_OPCODE_ATOMIC_MASKED_FA,
-		 e->q.qpn, 4, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_be64(w + 32, add);
-	fid_be64(w + 40, boundary);
-	fid_data(w + 48, 8, gdak_mr_lkey(e->mr), local);
-	return fid_put(&e->q, w, 4);
+	return fid_atomic8(&e->q, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_FA,
+			   raddr, rkey, ops, 2, gdak_mr_lkey(e->mr), local, FID_CQ_UPDATE);
 }
 
 static uint64_t xcs64(struct ep *e, uint64_t raddr, uint32_t rkey, uint64_t swap, uint64_t cmp,
 		      uint64_t sm, uint64_t cm, void *local)
 {
-	uint8_t w[128];
+	const uint64_t ops[4] = { swap, cmp, sm, cm };
 
-	fid_ctrl(w, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, (uint16_t)e->q.pi, MLX5_OPCODE_ATOMIC_MASKED_CS,
-		 e->q.qpn, 5, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, raddr, rkey);
-	fid_be64(w + 32, swap);
-	fid_be64(w + 40, cmp);
-	fid_be64(w + 48, sm);
-	fid_be64(w + 56, cm);
-	fid_data(w + 64, 8, gdak_mr_lkey(e->mr), local);
-	return fid_put(&e->q, w, 5);
+	return fid_atomic8(&e->q, GDAK_MLX5_OPMOD_EXT_ATOMIC_8B, MLX5_OPCODE_ATOMIC_MASKED_CS,
+			   raddr, rkey, ops, 4, gdak_mr_lkey(e->mr), local, FID_CQ_UPDATE);
 }
 
 /* The CQE of the WQE at idx: a requester completion of that WQE, this QP. */

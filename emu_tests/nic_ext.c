@@ -157,6 +157,27 @@ static void take2(struct mlx5_cqe64 *x, struct mlx5_cqe64 *y, uint64_t *ix, uint
 	}
 }
 
+/* One signalled RDMA op of len bytes between la (A's) and lb (B's), posted
+ * by q: lb ends equal to la (pattern seed), and q's requester CQE is exact. */
+static void rdma_one(struct ext_qp *q, uint8_t opcode, uint32_t len, uint64_t seed)
+{
+	int wr = opcode == MLX5_OPCODE_RDMA_WRITE;
+	struct mlx5_cqe64 got, want;
+	uint64_t at;
+	uint16_t idx;
+
+	gdak_test_fill(la, len, seed);
+	memset(lb, 0, len);
+	at = cq_ci;
+	idx = nu_post_rdma(&q->q, opcode, wr ? la : lb, len, gdak_mr_lkey(wr ? ma : mb),
+			   (uintptr_t)(wr ? lb : la), gdak_mr_rkey(wr ? mb : ma), 0, NU_SIG);
+	nu_ring(&q->q);
+	REQUIRE_EQ(cq_take(&got), 0);
+	expect_cqe(&want, at, MLX5_CQE_REQ, q->q.qpn, idx, len, 0);
+	CHECK_MEM(&got, &want, 64);
+	CHECK_MEM(lb, la, len);
+}
+
 static void test_ops(struct ext_qp *A, struct ext_qp *B)
 {
 	struct mlx5_cqe64 got, got2, want;
@@ -164,31 +185,11 @@ static void test_ops(struct ext_qp *A, struct ext_qp *B)
 	uint16_t idx;
 
 	/* WRITE A -> B: one requester CQE on the shared CQ */
-	for (uint32_t len = 1; len <= BUF / 2; len = len * 5 + 3) {
-		gdak_test_fill(la, len, len);
-		memset(lb, 0, len);
-		uint64_t at = cq_ci;
-		idx = nu_post_rdma(&A->q, MLX5_OPCODE_RDMA_WRITE, la, len, gdak_mr_lkey(ma),
-				   (uintptr_t)lb, gdak_mr_rkey(mb), 0, NU_SIG);
-		nu_ring(&A->q);
-		REQUIRE_EQ(cq_take(&got), 0);
-		expect_cqe(&want, at, MLX5_CQE_REQ, A->q.qpn, idx, len, 0);
-		CHECK_MEM(&got, &want, 64);
-		CHECK_MEM(lb, la, len);
-	}
+	for (uint32_t len = 1; len <= BUF / 2; len = len * 5 + 3)
+		rdma_one(A, MLX5_OPCODE_RDMA_WRITE, len, len);
 	/* READ B <- A */
-	for (uint32_t len = 1; len <= BUF / 2; len = len * 7 + 1) {
-		gdak_test_fill(la, len, len + 9);
-		memset(lb, 0, len);
-		uint64_t at = cq_ci;
-		idx = nu_post_rdma(&B->q, MLX5_OPCODE_RDMA_READ, lb, len, gdak_mr_lkey(mb),
-				   (uintptr_t)la, gdak_mr_rkey(ma), 0, NU_SIG);
-		nu_ring(&B->q);
-		REQUIRE_EQ(cq_take(&got), 0);
-		expect_cqe(&want, at, MLX5_CQE_REQ, B->q.qpn, idx, len, 0);
-		CHECK_MEM(&got, &want, 64);
-		CHECK_MEM(lb, la, len);
-	}
+	for (uint32_t len = 1; len <= BUF / 2; len = len * 7 + 1)
+		rdma_one(B, MLX5_OPCODE_RDMA_READ, len, len + 9);
 	/* SEND / SEND_IMM A -> B: A's requester CQE and B's receive CQE, both
 	 * on the one CQ (written by A's NIC thread, in either order) */
 	for (unsigned i = 0; i < 2 * RQ + 3; i++) {

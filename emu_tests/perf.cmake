@@ -1,20 +1,16 @@
 # Smoke tests of gdak-perf and gdak-demo: they run the tools and check
 # correctness (exit codes, verified data, parseable output), never timing.
-if(TARGET gdak-perf)
-  gdak_add_test(NAME gdak.tools.perf_smoke SOURCES perf_smoke.c
-                ARGS $<TARGET_FILE:gdak-perf> LABELS emu TIMEOUT 120)
-  add_dependencies(gdak_tools_perf_smoke gdak-perf)
-endif()
-if(TARGET gdak-demo)
-  gdak_add_test(NAME gdak.tools.demo SOURCES perf_demo.c
-                ARGS $<TARGET_FILE:gdak-demo> LABELS emu TIMEOUT 120)
-  add_dependencies(gdak_tools_demo gdak-demo)
-endif()
-if(TARGET gdak-perf)
-  gdak_add_test(NAME gdak.tools.perf_net SOURCES perf_net.c
-                ARGS $<TARGET_FILE:gdak-perf> LABELS net TIMEOUT 180)
-  add_dependencies(gdak_tools_perf_net gdak-perf)
-endif()
+# gdak.tools.NAME: the test program SRC given the tool TOOL's path.
+function(gdak_add_tool_test name src tool labels timeout)
+  if(TARGET ${tool})
+    gdak_add_test(NAME gdak.tools.${name} SOURCES ${src}
+                  ARGS $<TARGET_FILE:${tool}> LABELS ${labels} TIMEOUT ${timeout})
+    add_dependencies(gdak_tools_${name} ${tool})
+  endif()
+endfunction()
+gdak_add_tool_test(perf_smoke perf_smoke.c gdak-perf emu 120)
+gdak_add_tool_test(demo perf_demo.c gdak-demo emu 120)
+gdak_add_tool_test(perf_net perf_net.c gdak-perf net 180)
 # mpirun -np 2 gdak-perf -d emu:udp write_bw: rank 0 serves, rank 1 measures
 if(TARGET gdak-perf)
   find_program(GDAK_PERF_MPIEXEC NAMES mpirun mpiexec)

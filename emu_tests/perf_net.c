@@ -73,17 +73,6 @@ static void run_pair(struct pair *r, const char *server_test, const char *client
 	r->server_rc = status_of(pclose(srv));
 }
 
-static int count(const char *s, const char *needle)
-{
-	int n = 0;
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s += strlen(needle);
-	}
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	static struct pair r;
@@ -98,7 +87,7 @@ int main(int argc, char **argv)
 	run_pair(&r, "write_bw", "write_bw", "", "-n 300", NULL);
 	CHECK_EQ(r.client_rc, 0);
 	CHECK_EQ(r.server_rc, 0);
-	CHECK_EQ(count(r.client, "\"verified\": true"), 4);
+	CHECK_EQ(gdak_test_count(r.client, "\"verified\": true"), 4);
 	CHECK(strstr(r.server, "client done; 4 rounds, 4 checks, 0 wrong") != NULL);
 	if (r.client_rc || r.server_rc)
 		fprintf(stderr, "client:\n%s\nserver:\n%s\n", r.client, r.server);
@@ -107,7 +96,7 @@ int main(int argc, char **argv)
 	run_pair(&r, "read_bw", "read_bw", "-q 2", "-n 300", NULL);
 	CHECK_EQ(r.client_rc, 0);
 	CHECK_EQ(r.server_rc, 0);
-	CHECK_EQ(count(r.client, "\"verified\": true"), 4);
+	CHECK_EQ(gdak_test_count(r.client, "\"verified\": true"), 4);
 
 	/* a damaged byte at the client makes the server's hash disagree */
 	run_pair(&r, "write_bw", "write_bw", "", "-n 100", "GDAK_PERF_TEST_CORRUPT=1");

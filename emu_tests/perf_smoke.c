@@ -112,17 +112,6 @@ static double json_num(const char *s, const char *key, int nth)
 	return strtod(p, NULL);
 }
 
-static int count_str(const char *s, const char *needle)
-{
-	int n = 0;
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s += strlen(needle);
-	}
-	return n;
-}
-
 static void test_baseline_json(void)
 {
 	static struct run r;
@@ -136,7 +125,7 @@ static void test_baseline_json(void)
 	CHECK(strstr(r.out, "\"test\": \"baseline\"") != NULL);
 	CHECK(strstr(r.out, "\"args\": \"--json --quiet --size-range 8:16 -n 2000 -r 2 "
 			    "baseline\"") != NULL);
-	CHECK_EQ(count_str(r.out, "\"verified\": true"), 2);
+	CHECK_EQ(gdak_test_count(r.out, "\"verified\": true"), 2);
 	CHECK(json_num(r.out, "bytes", 0) == 8);
 	CHECK(json_num(r.out, "bytes", 1) == 16);
 	CHECK(json_num(r.out, "iters", 0) == 2000);
@@ -163,7 +152,7 @@ static void test_table_and_csv(void)
 	CHECK_EQ(r.status, 0);
 	CHECK(!strncmp(r.out, "test,device,bytes,", 18));
 	CHECK(strstr(r.out, "\nbaseline,") != NULL);
-	CHECK_EQ(count_str(r.out, "\n"), 2);
+	CHECK_EQ(gdak_test_count(r.out, "\n"), 2);
 }
 
 /* A damaged destination must fail the run and print no number. */
@@ -324,7 +313,7 @@ static void nic_test(const char *test, const char *const *extra, const char *key
 	run_perf(&r, NULL, args);
 	CHECK_EQ(r.status, 0);
 	CHECK(json_balanced(r.out));
-	CHECK(count_str(r.out, "\"verified\": true") >= 1);
+	CHECK(gdak_test_count(r.out, "\"verified\": true") >= 1);
 	CHECK(strstr(r.out, "\"verified\": false") == NULL);
 	CHECK(json_num(r.out, key, 0) > 0);
 	if (r.status || json_num(r.out, key, 0) <= 0)
@@ -396,7 +385,7 @@ static void test_nic_model(void)
 
 		run_perf(&r, NULL, args);
 		CHECK_EQ(r.status, 0);
-		CHECK_EQ(count_str(r.out, "\"bytes\": "), 3);
+		CHECK_EQ(gdak_test_count(r.out, "\"bytes\": "), 3);
 	}
 	/* damaged data through the real path: exit 1, no verified number */
 	run_perf(&r, "GDAK_PERF_TEST_CORRUPT=1", bad_args);

@@ -67,14 +67,8 @@ int main(void)
 	size_t len = 0, outlen = 0;
 	uint64_t t = 0;
 	uint32_t dci_qpn;
-	int rc;
 
-	path = tt_tmpname("dc");
-	REQUIRE(path);
-	rc = gdak_nic_set_trace(path);
-	if (rc == -ENOTSUP)
-		GDAK_TEST_SKIP("this build has no trace writer");
-	REQUIRE_EQ(rc, 0);
+	path = tt_trace_to_tmp("dc");
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 8192, GDAK_MEM_HOST, (void **)&mem), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, mem, 8192, GDAK_ACCESS_ALL, &mr), 0);

@@ -33,12 +33,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bin = argv[1];
-	path = tt_tmpname("emu");
-	REQUIRE(path);
-	rc = gdak_nic_set_trace(path);
-	if (rc == -ENOTSUP)
-		GDAK_TEST_SKIP("this build has no trace writer");
-	REQUIRE_EQ(rc, 0);
+	path = tt_trace_to_tmp("emu");
 
 	cp_open(&p, 4096, &attr);
 

@@ -85,18 +85,19 @@ static size_t make_capture(uint8_t *b, const char *appl)
 static int run(const char *args, const char *file, char *out, size_t cap)
 {
 	char cmd[4096];
-	size_t len = 0, r;
-	FILE *p;
-	int st;
 
 	snprintf(cmd, sizeof(cmd), "'%s' %s '%s' 2>&1", tool, args, file);
-	p = popen(cmd, "r");
-	REQUIRE(p != NULL);
-	while (len + 1 < cap && (r = fread(out + len, 1, cap - 1 - len, p)) > 0)
-		len += r;
-	out[len] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return gdak_test_popen(cmd, out, cap);
+}
+
+/* The capture b[0..n) as the file f. */
+static void put_file(const char *f, const uint8_t *b, size_t n)
+{
+	FILE *w;
+
+	REQUIRE((w = fopen(f, "wb")) != NULL);
+	REQUIRE_EQ(fwrite(b, 1, n, w), n);
+	fclose(w);
 }
 
 int main(int argc, char **argv)
@@ -107,7 +108,6 @@ int main(int argc, char **argv)
 	char *t = gdak_test_tmpname("trace", "rel");
 	struct gdak_ctx *ctx;
 	struct gdak_qp *qp;
-	FILE *w;
 	size_t n;
 
 	if (argc < 2)
@@ -116,9 +116,7 @@ int main(int argc, char **argv)
 
 	/* another tool's capture: read to the end, exit 0 */
 	n = make_capture(b, "TShark (Wireshark) 4.0.17");
-	REQUIRE((w = fopen(f, "wb")) != NULL);
-	REQUIRE_EQ(fwrite(b, 1, n, w), n);
-	fclose(w);
+	put_file(f, b, n);
 	CHECK_EQ(run("", f, out, sizeof(out)), 0);
 	CHECK(strstr(out, " PACKET ") != NULL);
 	CHECK(strstr(out, "STATS") == NULL);
@@ -126,9 +124,7 @@ int main(int argc, char **argv)
 
 	/* the same with gdak's section header: a gdak trace cut short */
 	n = make_capture(b, "gdak 0.1.0");
-	REQUIRE((w = fopen(f, "wb")) != NULL);
-	REQUIRE_EQ(fwrite(b, 1, n, w), n);
-	fclose(w);
+	put_file(f, b, n);
 	CHECK_EQ(run("", f, out, sizeof(out)), 1);
 	CHECK(strstr(out, "without the writer's closing STATS record") != NULL);
 

@@ -10,12 +10,28 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gdak/nic.h>
 #include <gdak/trace_format.h>
 #include "gdak_test.h"
 #include "trace_tool.h"
 
 /* A fresh temporary file name (the file exists, empty); free() it. */
 static inline char *tt_tmpname(const char *tag) { return gdak_test_tmpname("trace", tag); }
+
+/* A fresh file that the NIC model traces into from now on; the test skips
+ * (77) where the build has no trace writer.  free() it. */
+static inline char *tt_trace_to_tmp(const char *tag)
+{
+	char *path = tt_tmpname(tag);
+	int rc;
+
+	REQUIRE(path);
+	rc = gdak_nic_set_trace(path);
+	if (rc == -ENOTSUP)
+		GDAK_TEST_SKIP("this build has no trace writer");
+	REQUIRE_EQ(rc, 0);
+	return path;
+}
 
 /* Whole file into memory; NULL on error. */
 static inline uint8_t *tt_slurp(const char *path, size_t *len)

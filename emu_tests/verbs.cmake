@@ -9,7 +9,7 @@ function(gdak_add_verbs_lib_test name src)
   endif()
   string(REPLACE "." "_" tgt "${name}")
   add_executable(${tgt} ${src})
-  target_link_libraries(${tgt} PRIVATE gdak_ibverbs gdak_testlib ${CMAKE_DL_LIBS})
+  target_link_libraries(${tgt} PRIVATE gdak_testlib_verbs gdak_ibverbs ${CMAKE_DL_LIBS})
   gdak_set_warnings(${tgt})
   add_test(NAME ${name} COMMAND ${tgt})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
@@ -31,14 +31,7 @@ endif()
 gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)
 # Valgrind twin of the single-process test (label memcheck), as
 # gdak_add_test(MEMCHECK) makes them.
-if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
-  add_test(NAME gdak.verbs.lib.memcheck
-    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
-            --errors-for-leak-kinds=definite --track-origins=yes --quiet
-            $<TARGET_FILE:gdak_verbs_lib>)
-  set_tests_properties(gdak.verbs.lib.memcheck PROPERTIES TIMEOUT 1200
-    SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
-endif()
+gdak_add_memcheck(gdak.verbs.lib gdak_verbs_lib 1200)
 
 # DEVX (nic_model/ibv/dx_*.c): the PRM field table pinned against the PRM's
 # own offsets (a table of its own, independent of the parser's and of

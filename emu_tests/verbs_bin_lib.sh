@@ -116,6 +116,31 @@ vb_gid_index() {
 		}' "$out"
 }
 
+# sgid and cgid: the GID indexes of VB_SRV_ADDR and VB_CLI_ADDR; without
+# both, a failed check, the devinfo output and the end of the test.
+vb_gids() {
+	sgid=$(vb_gid_index "$VB_SRV_ADDR")
+	cgid=$(vb_gid_index "$VB_CLI_ADDR")
+	if [[ -z $sgid || -z $cgid ]]; then
+		vb_fail "ibv_devinfo -v shows no RoCE v2 GID ::ffff:$VB_SRV_ADDR / ::ffff:$VB_CLI_ADDR"
+		vb_show "$VB_DIR"/devinfo.*
+		vb_end
+	fi
+}
+
+# The python3 that imports pyverbs (Debian's pyverbs is built for Debian's
+# python3, which need not be the first python3 on PATH: pyenv, venvs);
+# nothing when none does.
+vb_pyverbs_python() {
+	local p
+	for p in /usr/bin/python3 python3; do
+		if "$p" -c 'import pyverbs.device' 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
 # Wait until a TCP port is listened on (the server is ready for its client),
 # or the server PID is gone.  Bounded by VB_TMO.
 vb_wait_listen() {

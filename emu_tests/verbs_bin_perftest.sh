@@ -46,13 +46,7 @@ vb_need "$prog" ss
 [[ $mode == trace || $mode == faults || $mode == wqe_err ]] && { [[ -x ${GDAK_TRACE_TOOL:-} ]] || { echo "GDAK_TRACE_TOOL not set" >&2; exit 1; }; }
 vb_init
 
-sgid=$(vb_gid_index "$VB_SRV_ADDR")
-cgid=$(vb_gid_index "$VB_CLI_ADDR")
-if [[ -z $sgid || -z $cgid ]]; then
-	vb_fail "ibv_devinfo -v shows no RoCE v2 GID ::ffff:$VB_SRV_ADDR / ::ffff:$VB_CLI_ADDR"
-	vb_show "$VB_DIR"/devinfo.*
-	vb_end
-fi
+vb_gids
 
 # Rows of a perftest results table: "  SIZE  ITERS  number ..." (the lines
 # between its header "#bytes ..." and the closing dashes).

@@ -21,13 +21,7 @@ esac
 vb_need "$prog" ss
 vb_init
 
-sgid=$(vb_gid_index "$VB_SRV_ADDR")
-cgid=$(vb_gid_index "$VB_CLI_ADDR")
-if [[ -z $sgid || -z $cgid ]]; then
-	vb_fail "ibv_devinfo -v shows no RoCE v2 GID ::ffff:$VB_SRV_ADDR / ::ffff:$VB_CLI_ADDR"
-	vb_show "$VB_DIR"/devinfo.*
-	vb_end
-fi
+vb_gids
 vb_ok "RoCE v2 GIDs: ::ffff:$VB_SRV_ADDR at index $sgid, ::ffff:$VB_CLI_ADDR at index $cgid"
 
 # run NAME SIZE ITERS [extra options]: one server/client exchange

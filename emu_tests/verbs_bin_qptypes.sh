@@ -61,13 +61,7 @@ if command -v ib_send_bw >/dev/null 2>&1; then
 		vb_fail "$t: no 'Error opening XRC domain'"
 fi
 
-py=
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import pyverbs.device' 2>/dev/null; then
-		py=$p
-		break
-	fi
-done
+py=$(vb_pyverbs_python)
 if [[ -n $py ]]; then
 	out=$VB_DIR/py.out
 	timeout -k 5 "$VB_TMO" "$GDAK_RUN" --addr "$VB_SRV_ADDR" -- "$py" - >"$out" 2>&1 <<'PY'

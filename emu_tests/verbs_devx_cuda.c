@@ -8,7 +8,6 @@
  * exits 77 without a GPU.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,34 +17,23 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define LEN (1 << 20)
 
-typedef int (*cu_init_t)(unsigned);
-typedef int (*cu_dev_get_t)(int *, int);
-typedef int (*cu_ctx_retain_t)(void **, int);
-typedef int (*cu_ctx_set_t)(void *);
-typedef int (*cu_alloc_t)(unsigned long long *, size_t);
-typedef int (*cu_free_t)(unsigned long long);
-
 int main(void)
 {
-	void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+	struct gdak_vt_cuda cu;
 	unsigned long long dptr = 0;
 	struct mlx5dv_devx_umem_in uin;
 	struct mlx5dv_devx_umem *u;
 	struct ibv_device **l;
 	struct ibv_context *ctx;
-	void *cctx = NULL, *host;
-	int dev = 0, n;
+	void *host;
+	int n;
 
-	if (!cu)
-		GDAK_TEST_SKIP("no libcuda.so.1");
-	if (((cu_init_t)dlsym(cu, "cuInit"))(0) ||
-	    ((cu_dev_get_t)dlsym(cu, "cuDeviceGet"))(&dev, 0) ||
-	    ((cu_ctx_retain_t)dlsym(cu, "cuDevicePrimaryCtxRetain"))(&cctx, dev) ||
-	    ((cu_ctx_set_t)dlsym(cu, "cuCtxSetCurrent"))(cctx) ||
-	    ((cu_alloc_t)dlsym(cu, "cuMemAlloc_v2"))(&dptr, LEN))
+	gdak_vt_cuda_open(&cu);
+	if (cu.mem_alloc(&dptr, LEN))
 		GDAK_TEST_SKIP("no usable GPU");
 	l = ibv_get_device_list(&n);
 	REQUIRE(l && n > 0);
@@ -75,7 +63,7 @@ int main(void)
 	if (u)
 		CHECK_EQ(mlx5dv_devx_umem_dereg(u), 0);
 	free(host);
-	((cu_free_t)dlsym(cu, "cuMemFree_v2"))(dptr);
+	cu.mem_free(dptr);
 	ibv_close_device(ctx);
 	return gdak_test_end();
 }

@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define BUF 65536
 
@@ -28,21 +29,27 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
 
+/* Attributes of an RC QP on pd with cq for both queues, all else 0. */
+static void rc_attr(struct ibv_qp_init_attr_ex *a, struct mlx5dv_qp_init_attr *d, struct ibv_cq *cq)
+{
+	memset(a, 0, sizeof(*a));
+	memset(d, 0, sizeof(*d));
+	a->send_cq = a->recv_cq = cq;
+	a->qp_type = IBV_QPT_RC;
+	a->comp_mask = IBV_QP_INIT_ATTR_PD;
+	a->pd = pd;
+}
+
 static struct ibv_qp *dv_qp(struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr_ex a;
 	struct mlx5dv_qp_init_attr d;
 
-	memset(&a, 0, sizeof(a));
-	memset(&d, 0, sizeof(d));
-	a.send_cq = a.recv_cq = cq;
-	a.qp_type = IBV_QPT_RC;
+	rc_attr(&a, &d, cq);
 	a.cap.max_send_wr = 16;
 	a.cap.max_recv_wr = 16;
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
-	a.comp_mask = IBV_QP_INIT_ATTR_PD;
-	a.pd = pd;
 	d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
 	d.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
 	return mlx5dv_create_qp(ctx, &a, &d);
@@ -50,42 +57,11 @@ static struct ibv_qp *dv_qp(struct ibv_cq *cq)
 
 static void modify(struct ibv_qp *qp, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
+	struct gdak_vt_path p = gdak_vt_path_1024(gid, dqpn, 0, 4);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	REQUIRE_EQ(
-		ibv_modify_qp(qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a,
-				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER),
-		   0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	REQUIRE_EQ(ibv_modify_qp(qp, &a,
-				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC),
-		   0);
+	REQUIRE_EQ(gdak_vt_to_init(qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+	REQUIRE_EQ(gdak_vt_to_rtr(qp, &p, 0), 0);
+	REQUIRE_EQ(gdak_vt_to_rts(qp, &p, 0), 0);
 }
 
 /* One RDMA WQE (3 DS, signalled) at index idx, recorded and rung. */
@@ -208,12 +184,7 @@ int main(void)
 		struct ibv_qp_init_attr_ex x;
 		struct mlx5dv_qp_init_attr d;
 
-		memset(&x, 0, sizeof(x));
-		memset(&d, 0, sizeof(d));
-		x.send_cq = x.recv_cq = cq;
-		x.qp_type = IBV_QPT_RC;
-		x.comp_mask = IBV_QP_INIT_ATTR_PD;
-		x.pd = pd;
+		rc_attr(&x, &d, cq);
 		x.cap.max_send_wr = 4;
 		d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
 		errno = 0;
@@ -333,12 +304,8 @@ int main(void)
 	CHECK(cq_ci > dcq.cqe_cnt); /* the shared ring wrapped */
 
 	CHECK_EQ(ibv_destroy_cq(cq), EBUSY); /* QPs still on it */
-	CHECK_EQ(ibv_destroy_qp(a), 0);
-	CHECK_EQ(ibv_destroy_qp(b), 0);
-	CHECK_EQ(ibv_destroy_cq(cq), 0);
-	CHECK_EQ(ibv_dereg_mr(mr), 0);
-	CHECK_EQ(ibv_dealloc_pd(pd), 0);
-	CHECK_EQ(ibv_close_device(ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = ctx, .pd = pd, .cq = cq, .qp = { a, b }, .mr = { mr } });
 	free(buf);
 	return gdak_test_end();
 }

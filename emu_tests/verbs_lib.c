@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define BUF 65536
 
@@ -70,55 +71,31 @@ static struct ibv_qp *make_qp(struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv
 	return ibv_create_qp_ex(ctx, &a);
 }
 
+#define ACCESS_RWA (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 static int to_init(struct ibv_qp *qp)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-				 .pkey_index = 0,
-				 .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
+	return gdak_vt_to_init(qp, ACCESS_RWA);
+}
 
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+/* This file's connections: loopback on the one GID, deep read queues. */
+static struct gdak_vt_path path(uint32_t dqpn, uint32_t psn)
+{
+	return gdak_vt_path_1024(gid, dqpn, psn, 16);
 }
 
 static int to_rtr(struct ibv_qp *qp, uint32_t dqpn, uint32_t rq_psn, int mask_drop)
 {
-	struct ibv_qp_attr a;
+	struct gdak_vt_path p = path(dqpn, rq_psn);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	return ibv_modify_qp(qp, &a,
-			     (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) &
-				     ~mask_drop);
+	return gdak_vt_to_rtr(qp, &p, mask_drop);
 }
 
 static int to_rts(struct ibv_qp *qp, uint32_t sq_psn, int mask_drop)
 {
-	struct ibv_qp_attr a;
+	struct gdak_vt_path p = path(0, sq_psn);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = sq_psn;
-	a.max_rd_atomic = 16;
-	return ibv_modify_qp(qp, &a,
-			     (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) &
-				     ~mask_drop);
+	return gdak_vt_to_rts(qp, &p, mask_drop);
 }
 
 static void connect_pair(struct ibv_qp *a, struct ibv_qp *b, uint32_t psn_a, uint32_t psn_b)
@@ -660,12 +637,7 @@ static void test_srq(void)
 	}
 	fcntl(ctx->async_fd, F_SETFL, flags);
 	CHECK_EQ(ibv_destroy_srq(srq), EBUSY);
-	CHECK_EQ(ibv_destroy_qp(s1), 0);
-	CHECK_EQ(ibv_destroy_qp(s2), 0);
-	CHECK_EQ(ibv_destroy_qp(r1), 0);
-	CHECK_EQ(ibv_destroy_qp(r2), 0);
-	CHECK_EQ(ibv_destroy_srq(srq), 0);
-	CHECK_EQ(ibv_destroy_cq(c), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){ .cq = c, .srq = srq, .qp = { s1, s2, r1, r2 } });
 }
 
 /* A SEND to a QP with a receive queue but no WR posted: with RNR retry 0
@@ -674,7 +646,7 @@ static void test_rnr(void)
 {
 	struct ibv_cq *c = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp *s, *r;
-	struct ibv_qp_attr at;
+	struct gdak_vt_path at;
 	struct ibv_sge sg = { (uintptr_t)lbuf, 64, 0 };
 	struct ibv_wc wc;
 
@@ -688,18 +660,11 @@ static void test_rnr(void)
 	REQUIRE_EQ(to_rtr(s, r->qp_num, 0x77, 0), 0);
 	REQUIRE_EQ(to_rtr(r, s->qp_num, 0x66, 0), 0);
 	REQUIRE_EQ(to_rts(r, 0x77, 0), 0);
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 14;
-	at.retry_cnt = 7;
+	/* the sender gives up at the first RNR NAK */
+	at = path(0, 0x66);
 	at.rnr_retry = 0;
-	at.sq_psn = 0x66;
 	at.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(s, &at,
-				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC),
-		   0);
+	REQUIRE_EQ(gdak_vt_to_rts(s, &at, 0), 0);
 	CHECK_EQ(post(s, IBV_WR_SEND, 111, IBV_SEND_SIGNALED, &sg, 1, 0, 0), 0);
 	REQUIRE_EQ(poll_n(c, &wc, 1), 1);
 	CHECK_EQ(wc.wr_id, 111);
@@ -833,13 +798,8 @@ int main(void)
 	test_srq();
 	test_rnr();
 	test_errors(a, b);
-	CHECK_EQ(ibv_destroy_qp(a), 0);
-	CHECK_EQ(ibv_destroy_qp(b), 0);
-	CHECK_EQ(ibv_destroy_cq(cq), 0);
-	CHECK_EQ(ibv_dereg_mr(lmr), 0);
-	CHECK_EQ(ibv_dereg_mr(rmr), 0);
-	CHECK_EQ(ibv_dealloc_pd(pd), 0);
-	CHECK_EQ(ibv_close_device(ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = ctx, .pd = pd, .cq = cq, .qp = { a, b }, .mr = { lmr, rmr } });
 	free(lbuf);
 	free(rbuf);
 	return gdak_test_end();

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define BUF (256 * 1024)
 
@@ -56,25 +57,11 @@ static int xfer(int fd, void *out, const void *in, size_t n)
 	return 0;
 }
 
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int r;
-
-	while ((r = ibv_poll_cq(cq, 1, wc)) == 0)
-		;
-	return r;
-}
-
 static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 {
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr qa;
-	struct ibv_qp_attr a;
+	struct gdak_vt_path p;
 
-	REQUIRE(l && l[0]);
-	s->ctx = ibv_open_device(l[0]);
-	ibv_free_device_list(l);
-	REQUIRE(s->ctx != NULL);
+	s->ctx = gdak_vt_open_first();
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
 	s->buf = aligned_alloc(4096, BUF);
@@ -84,22 +71,11 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	REQUIRE(s->mr != NULL);
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = qa.recv_cq = s->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(s->pd, &qa);
+	s->qp = gdak_vt_rc_qp(s->pd, s->cq, 16, 16);
 	REQUIRE(s->qp != NULL);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	REQUIRE_EQ(
-		ibv_modify_qp(s->qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
+	REQUIRE_EQ(gdak_vt_to_init(s->qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC),
+		   0);
 	s->me.qpn = s->qp->qp_num;
 	s->me.psn = psn;
 	s->me.rkey = s->mr->rkey;
@@ -115,33 +91,11 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	REQUIRE_EQ(xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
 	/* two processes: two addresses */
 	CHECK(memcmp(s->me.gid.raw, s->peer.gid.raw, 16) != 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = s->peer.qpn;
-	a.rq_psn = s->peer.psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = s->peer.gid;
-	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
-				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER),
-		   0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = psn;
-	a.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
-				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC),
-		   0);
+	p = gdak_vt_path_1024(s->peer.gid, s->peer.qpn, s->peer.psn, 1);
+	p.sq_psn = psn;
+	p.hop_limit = 0; /* left to the library's default */
+	REQUIRE_EQ(gdak_vt_to_rtr(s->qp, &p, 0), 0);
+	REQUIRE_EQ(gdak_vt_to_rts(s->qp, &p, 0), 0);
 }
 
 static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff, uint32_t len,
@@ -180,16 +134,16 @@ static void client(int fd)
 	REQUIRE(expect != NULL);
 	gdak_test_fill(expect, BUF, 2); /* the server's pattern */
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 1, 0, 65536, 0, s.peer.rkey), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 1);
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_READ, 2, 65536, 32768, 65536, s.peer.rkey), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
 	CHECK_MEM(s.buf + 65536, expect + 65536, 32768);
 	CHECK_EQ(post1(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 200000, 8, 200000, s.peer.rkey), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	{
 		uint64_t orig, was;
@@ -199,20 +153,17 @@ static void client(int fd)
 		CHECK_EQ(be64toh(was), orig);
 	}
 	CHECK_EQ(post1(&s, IBV_WR_SEND_WITH_IMM, 3, 100000, 3000, 0, 0), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_SEND);
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 5, 0, 64, 0, s.peer.rkey + 0x4400), 0);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 5);
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
 	CHECK_EQ(xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
-	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
-	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
-	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
-	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
 	free(expect);
 	free(s.buf);
 }
@@ -230,7 +181,7 @@ static void server(int fd)
 	REQUIRE(cli && mine);
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
-	REQUIRE_EQ(wait_wc(s.cq, &wc), 1);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 77);
 	CHECK_EQ(wc.opcode, IBV_WC_RECV);
@@ -245,11 +196,8 @@ static void server(int fd)
 	memcpy(&v, s.buf + 200000, 8);
 	CHECK_EQ(v, orig + 5);			       /* the FETCH_ADD */
 	CHECK_MEM(s.buf + 65536, mine + 65536, 65536); /* READ source untouched */
-	CHECK_EQ(ibv_destroy_qp(s.qp), 0);
-	CHECK_EQ(ibv_dereg_mr(s.mr), 0);
-	CHECK_EQ(ibv_destroy_cq(s.cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(s.pd), 0);
-	CHECK_EQ(ibv_close_device(s.ctx), 0);
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
 	free(cli);
 	free(mine);
 	free(s.buf);

@@ -12,37 +12,14 @@
 
 #include "fid_util.h"
 
-static struct gdak_ctx *ctx;
-static uint8_t src[4096], dst[4096];
-static struct gdak_mr *ms, *md;
+static struct fid_env F;
 
 static void case_no_dbrec(void)
 {
-	struct gdak_qp_attr attr = { .sq_depth = 32,
-				     .cq_depth = 32,
-				     .flags = GDAK_QP_F_SQ_NO_DBREC |
-					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
-	uint64_t n = 0;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	fid_no_dbrec_pair(&F, 20, 60000, &a, &b);
 	CHECK(a.d->scq.flags & GDAK_DEV_CQ_F_OVERRUN_IGNORE);
-	for (int r = 0; r < 20; r++) {
-		unsigned k = 1 + (unsigned)r % 5;
-
-		for (unsigned i = 0; i < k; i++) {
-			uint64_t off = (n + i) * 16 % sizeof(dst);
-
-			fid_write(&a, src + off, 16, gdak_mr_lkey(ms), (uintptr_t)(dst + off),
-				  gdak_mr_rkey(md), FID_CQ_UPDATE);
-		}
-		fid_ring(&a, a.pi); /* the register alone: no record */
-		for (unsigned i = 0; i < k; i++, n++)
-			REQUIRE(fid_cqe_at(&a.d->scq, n, 60000) != NULL);
-	}
-	CHECK_MEM(dst, src, n * 16);
-	CHECK_EQ(a.d->dbrec[MLX5_SND_DBR], 0);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	nu_destroy(&a);
 	nu_destroy(&b);
@@ -56,14 +33,14 @@ static void case_collapsed(void)
 					      GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	struct nu_qp a, b;
 
-	memset(dst, 0, sizeof(dst));
-	REQUIRE_EQ(nu_pair(ctx, &attr, &a, &b), 0);
+	memset(F.dst, 0, sizeof(F.dst));
+	REQUIRE_EQ(nu_pair(F.ctx, &attr, &a, &b), 0);
 	CHECK(a.d->scq.flags & GDAK_DEV_CQ_F_COLLAPSED);
 	for (unsigned i = 0; i < 40; i++) {
 		const uint8_t *c = (const uint8_t *)a.d->scq.cqes;
 
-		fid_write(&a, src + i * 64, 64, gdak_mr_lkey(ms), (uintptr_t)(dst + i * 64),
-			  gdak_mr_rkey(md), FID_CQ_UPDATE);
+		fid_write(&a, F.src + i * 64, 64, gdak_mr_lkey(F.ms), (uintptr_t)(F.dst + i * 64),
+			  gdak_mr_rkey(F.md), FID_CQ_UPDATE);
 		fid_submit_rdmacore(&a);
 		/* entry 0 holds the newest CQE: its wqe_counter reaches this WQE */
 		while (fid_get_be16(c + 60) != (uint16_t)i ||
@@ -71,7 +48,7 @@ static void case_collapsed(void)
 			sched_yield();
 		CHECK_EQ(gdak_dev_load_acquire_u8(c + 63) >> 4, MLX5_CQE_REQ);
 	}
-	CHECK_MEM(dst, src, 40 * 64);
+	CHECK_MEM(F.dst, F.src, 40 * 64);
 	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
 	nu_destroy(&a);
 	nu_destroy(&b);
@@ -80,18 +57,18 @@ static void case_collapsed(void)
 int main(void)
 {
 	const char *dev = getenv("GDAK_HW_DEVICE");
-	int ret = gdak_open(dev && *dev ? dev : "mlx5_0", &ctx);
+	int ret = gdak_open(dev && *dev ? dev : "mlx5_0", &F.ctx);
 
 	if (ret)
 		GDAK_TEST_SKIP("cannot open %s: %s", dev && *dev ? dev : "mlx5_0",
 			       gdak_strerror(ret));
-	gdak_test_fill(src, sizeof(src), 9);
-	REQUIRE_EQ(gdak_mr_reg(ctx, src, sizeof(src), GDAK_ACCESS_ALL, &ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(ctx, dst, sizeof(dst), GDAK_ACCESS_ALL, &md), 0);
+	gdak_test_fill(F.src, sizeof(F.src), 9);
+	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.src, sizeof(F.src), GDAK_ACCESS_ALL, &F.ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.dst, sizeof(F.dst), GDAK_ACCESS_ALL, &F.md), 0);
 	case_no_dbrec();
 	case_collapsed();
-	gdak_mr_dereg(ms);
-	gdak_mr_dereg(md);
-	gdak_close(ctx);
+	gdak_mr_dereg(F.ms);
+	gdak_mr_dereg(F.md);
+	gdak_close(F.ctx);
 	return gdak_test_end();
 }

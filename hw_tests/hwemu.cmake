@@ -16,10 +16,15 @@ if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak-demo AND TARGET gdak-per
     set_tests_properties(gdak.hw.emu.${name} PROPERTIES LABELS hwemu TIMEOUT 300
       SKIP_RETURN_CODE 77 ENVIRONMENT "${_hwemu_env};GDAK_HW_QP_PATH=${path}")
   endfunction()
-  gdak_hwemu_test(demo verbs demo)
-  foreach(t write_bw write_lat atomic_rate send_bw)
-    gdak_hwemu_test(perf_${t} verbs perf ${t})
-  endforeach()
-  gdak_hwemu_test(scenarios verbs scenarios)
-  gdak_hwemu_test(scenarios_traced verbs scenarios traced)
+  # the demo, the perf tests and the scenarios (plain and traced) on one QP
+  # path; PREFIX starts their names
+  function(gdak_hwemu_suite prefix path)
+    gdak_hwemu_test(${prefix}demo ${path} demo)
+    foreach(t write_bw write_lat atomic_rate send_bw)
+      gdak_hwemu_test(${prefix}perf_${t} ${path} perf ${t})
+    endforeach()
+    gdak_hwemu_test(${prefix}scenarios ${path} scenarios)
+    gdak_hwemu_test(${prefix}scenarios_traced ${path} scenarios traced)
+  endfunction()
+  gdak_hwemu_suite("" verbs)
 endif()

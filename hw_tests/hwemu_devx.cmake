@@ -3,13 +3,8 @@
 # hwemu.cmake makes for the verbs path, plus the DEVX context flags, and the
 # CUDA twin.  GDAK_HW_QP_PATH=devx; gdak's DEVX layer (nic_model/ibv/dx_*.c)
 # parses every mailbox hw_devx.c sends.
-if(COMMAND gdak_hwemu_test)
-  gdak_hwemu_test(devx_demo devx demo)
-  foreach(t write_bw write_lat atomic_rate send_bw)
-    gdak_hwemu_test(devx_perf_${t} devx perf ${t})
-  endforeach()
-  gdak_hwemu_test(devx_scenarios devx scenarios)
-  gdak_hwemu_test(devx_scenarios_traced devx scenarios traced)
+if(COMMAND gdak_hwemu_suite)
+  gdak_hwemu_suite(devx_ devx)
 endif()
 
 if(TARGET gdak-run AND TARGET gdak_mlx5)

@@ -23,22 +23,9 @@
 #include <gdak/gdak.h>
 #include <gdak/dev/dev.h>
 
-extern "C" {
-#include "gdak_test.h"
-}
+#include "../cuda_util.h"
 
 #define LEN 65536u
-#define WAIT_NS 10000000000ull	/* hang guard inside the kernel */
-
-#define CU_OK(call)                                                                         \
-	do {                                                                                \
-		cudaError_t e_ = (call);                                                    \
-		if (e_ != cudaSuccess) {                                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call,                 \
-				       cudaGetErrorString(e_));                             \
-			exit(gdak_test_end() ? 1 : 1);                                      \
-		}                                                                           \
-	} while (0)
 
 /* Offsets in the GPU buffers. */
 enum { SRC = 0, DST = 0, BACK = 16384, SIG = 32768, WORD = 32776, RES = 32784, BAD = 40960 };
@@ -65,30 +52,30 @@ __global__ void k_scen(struct kargs x, struct kout *o)
 	for (int i = 0; i < 12; i++)
 		o->rc[i] = -1;
 	o->rc[k++] = gdak_dev_put(qp, &s, x.b + DST, x.b_rkey, 0, &t);
-	o->rc[k++] = gdak_dev_wait_timeout(qp, t, WAIT_NS, &o->err);
+	o->rc[k++] = gdak_dev_wait_timeout(qp, t, CU_WAIT_NS, &o->err);
 	s = {x.a + BACK, 4096, x.a_lkey};
 	o->rc[k++] = gdak_dev_get(qp, &s, x.b + DST, x.b_rkey, 0, &t);
-	o->rc[k++] = gdak_dev_wait_timeout(qp, t, WAIT_NS, &o->err);
+	o->rc[k++] = gdak_dev_wait_timeout(qp, t, CU_WAIT_NS, &o->err);
 	/* put+signal; the "target" (this thread too) waits for the signal */
 	s = {x.a + 4096, 4096, x.a_lkey};
 	o->rc[k++] = gdak_dev_put_signal(qp, &s, x.b + 4096, x.b_rkey, x.b + SIG, x.b_rkey, 1, 0,
 					 &t);
 	o->rc[k++] = gdak_dev_signal_wait_timeout((const uint64_t *)(x.b + SIG), GDAK_DEV_CMP_GE,
-						  1, WAIT_NS, &o->v[0]);
+						  1, CU_WAIT_NS, &o->v[0]);
 	o->rc[k++] = gdak_dev_fetch_add_timeout(qp, x.b + WORD, x.b_rkey, 5,
-						(uint64_t *)(x.a + RES), x.a_lkey, &old, WAIT_NS,
+						(uint64_t *)(x.a + RES), x.a_lkey, &old, CU_WAIT_NS,
 						&o->err);
 	o->v[1] = old;
 	o->rc[k++] = gdak_dev_compare_swap_timeout(qp, x.b + WORD, x.b_rkey, 105, 7,
 						   (uint64_t *)(x.a + RES), x.a_lkey, &old,
-						   WAIT_NS, &o->err);
+						   CU_WAIT_NS, &o->err);
 	o->v[2] = old;
-	o->rc[k++] = gdak_dev_quiet_timeout(qp, WAIT_NS, &o->err);
+	o->rc[k++] = gdak_dev_quiet_timeout(qp, CU_WAIT_NS, &o->err);
 	/* last: a wrong rkey breaks the QP */
 	s = {x.a + SRC, 256, x.a_lkey};
 	o->rc[k++] = gdak_dev_put(qp, &s, x.b + BAD, x.b_rkey ^ 0x00a5a500u, GDAK_DEV_WQE_SIGNAL,
 				  &t);
-	o->rc[k++] = gdak_dev_wait_timeout(qp, t, WAIT_NS, &o->err);
+	o->rc[k++] = gdak_dev_wait_timeout(qp, t, CU_WAIT_NS, &o->err);
 	o->v[3] = t;
 }
 
@@ -133,8 +120,8 @@ int main(int argc, char **argv)
 	gdak_set_log_level(GDAK_LOG_WARN);
 	printf("CUDA scenarios on %s%s\n", dev,
 	       argc > 2 && !strcmp(argv[2], "queues-gpu") ? ", queues in GPU memory" : "");
-	CU_OK(cudaSetDevice(0));
-	CU_OK(cudaFree(0));
+	CU_REQUIRE(cudaSetDevice(0));
+	CU_REQUIRE(cudaFree(0));
 
 	REQUIRE(!gdak_open(dev, &ctx));
 	memset(&a, 0, sizeof(a));
@@ -147,7 +134,7 @@ int main(int argc, char **argv)
 		a.flags = GDAK_QP_F_QUEUES_GPU;
 	for (int i = 0; i < 2; i++) {
 		REQUIRE(!gdak_mem_alloc(ctx, LEN, GDAK_MEM_GPU, (void **)&buf[i]));
-		CU_OK(cudaMemset(buf[i], 0, LEN));
+		CU_REQUIRE(cudaMemset(buf[i], 0, LEN));
 		REQUIRE(!gdak_mr_reg(ctx, buf[i], LEN, GDAK_ACCESS_ALL, &mr[i]));
 		REQUIRE(!gdak_qp_create(ctx, &a, &qp[i]));
 		REQUIRE(!gdak_qp_info(qp[i], &info[i]));
@@ -166,9 +153,9 @@ int main(int argc, char **argv)
 	back = (uint8_t *)malloc(LEN);
 	REQUIRE(host && back);
 	gdak_test_fill(host, 8192, 11);
-	CU_OK(cudaMemcpy(buf[0], host, 8192, cudaMemcpyHostToDevice));
-	CU_OK(cudaMemcpy(buf[1] + WORD, &w, 8, cudaMemcpyHostToDevice));
-	CU_OK(cudaMalloc((void **)&o_d, sizeof(*o_d)));
+	CU_REQUIRE(cudaMemcpy(buf[0], host, 8192, cudaMemcpyHostToDevice));
+	CU_REQUIRE(cudaMemcpy(buf[1] + WORD, &w, 8, cudaMemcpyHostToDevice));
+	CU_REQUIRE(cudaMalloc((void **)&o_d, sizeof(*o_d)));
 
 	x.qp = dq;
 	x.a = (uint64_t)(uintptr_t)buf[0];
@@ -176,10 +163,10 @@ int main(int argc, char **argv)
 	x.a_lkey = gdak_mr_lkey(mr[0]);
 	x.b_rkey = gdak_mr_rkey(mr[1]);
 	k_scen<<<1, 1>>>(x, o_d);
-	CU_OK(cudaGetLastError());
-	CU_OK(cudaDeviceSynchronize());
-	CU_OK(cudaMemcpy(&o, o_d, sizeof(o), cudaMemcpyDeviceToHost));
-	CU_OK(cudaMemcpy(back, buf[1], LEN, cudaMemcpyDeviceToHost));
+	CU_REQUIRE(cudaGetLastError());
+	CU_REQUIRE(cudaDeviceSynchronize());
+	CU_REQUIRE(cudaMemcpy(&o, o_d, sizeof(o), cudaMemcpyDeviceToHost));
+	CU_REQUIRE(cudaMemcpy(back, buf[1], LEN, cudaMemcpyDeviceToHost));
 
 	for (int i = 0; i < 9; i++)
 		CHECK_EQ(o.rc[i], 0);
@@ -189,7 +176,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(o.v[2], 105);				/* compare-swap hit */
 	memcpy(&v, back + WORD, 8);
 	CHECK_EQ(v, 7);
-	CU_OK(cudaMemcpy(back, buf[0] + BACK, 4096, cudaMemcpyDeviceToHost));
+	CU_REQUIRE(cudaMemcpy(back, buf[0] + BACK, 4096, cudaMemcpyDeviceToHost));
 	CHECK_MEM(back, host, 4096);			/* get */
 	CHECK_EQ(o.rc[9], 0);				/* the bad put was posted */
 	CHECK_EQ(o.rc[10], -EIO);			/* and failed */

@@ -157,3 +157,14 @@ int gdak_test_popen(const char *cmd, char *out, size_t cap)
 	st = pclose(p);
 	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int gdak_test_count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	while ((s = strstr(s, needle))) {
+		n++;
+		s += strlen(needle);
+	}
+	return n;
+}

@@ -98,6 +98,8 @@ int gdak_test_popen(const char *cmd, char *out, size_t cap);
 /* The whole file at path in memory, NUL-terminated (one byte past *len),
  * for free(); NULL when it cannot be read. */
 void *gdak_test_slurp(const char *path, size_t *len);
+/* How many times needle occurs in s, not overlapping. */
+int gdak_test_count(const char *s, const char *needle);
 /* 1 when one line of out contains every needle (a NULL-terminated list). */
 int gdak_test_has_line(const char *out, const char *const *needles);
 

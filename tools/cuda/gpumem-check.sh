@@ -132,6 +132,27 @@ field() {
 		sed -n "s/.*\"$3\": \([-0-9.e+]*\).*/\1/p"
 }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "-"}'; }
+# row FILE PROGRAM [NAME VARIANT KEY]...: the awk PROGRAM run once with each
+# NAME set to field FILE VARIANT KEY (0 when the row or key is absent)
+row() {
+	local j=$1 prog=$2 v args=()
+	shift 2
+	while [ $# -ge 3 ]; do
+		v=$(field "$j" "$2" "$3")
+		args+=(-v "$1=${v:-0}")
+		shift 3
+	done
+	awk "${args[@]}" "BEGIN { $prog }"
+}
+# medians FILE COLUMN...: the median of each COLUMN of FILE, on one line
+medians() {
+	local f=$1 k m=""
+	shift
+	for k in "$@"; do
+		m="$m $(awk -v k="$k" '{print $k}' "$f" | median)"
+	done
+	echo "$m"
+}
 
 for i in $(seq 1 "$runs"); do
 	for mode in $modes; do
@@ -159,20 +180,13 @@ say "per run: mode run | gpu-mem rate M/s | host-mapped rate M/s | gpu/mapped |"
 for mode in $modes; do
 	: >"$out/.m-$mode"
 	for i in $(seq 1 "$runs"); do
-		j="$out/perf-$mode-$i.json"
-		rg=$(field "$j" "DB gpu-mem put 8B" msg_rate)
-		rm=$(field "$j" "DB mapped put 8B" msg_rate)
-		lg=$(field "$j" "DB gpu-dst gpu-desc" lat_p50_ns)
-		lgr=$(field "$j" "DB gpu-dst gpu-desc" pingpong_ratio)
-		ll=$(field "$j" "DB gpu-dst local-desc" lat_p50_ns)
-		llr=$(field "$j" "DB gpu-dst local-desc" pingpong_ratio)
-		pp=$(field "$j" "DB gpu-dst gpu-desc" pingpong_p50_ns)
-		bg=$(field "$j" "gpu->gpu pipelined" memcpy_ratio)
-		line=$(awk -v rg="${rg:-0}" -v rm="${rm:-0}" -v lg="${lg:-0}" -v lgr="${lgr:-0}" \
-			-v ll="${ll:-0}" -v llr="${llr:-0}" -v pp="${pp:-0}" -v bg="${bg:-0}" 'BEGIN {
-			printf "%.3f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.3f",
+		line=$(row "$out/perf-$mode-$i.json" 'printf "%.3f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.3f",
 				rg / 1e6, rm / 1e6, (rm > 0 ? rg / rm : 0), lg / 1e3, lgr,
-				ll / 1e3, llr, pp / 1e3, bg }')
+				ll / 1e3, llr, pp / 1e3, bg' \
+			rg "DB gpu-mem put 8B" msg_rate rm "DB mapped put 8B" msg_rate \
+			lg "DB gpu-dst gpu-desc" lat_p50_ns lgr "DB gpu-dst gpu-desc" pingpong_ratio \
+			ll "DB gpu-dst local-desc" lat_p50_ns llr "DB gpu-dst local-desc" pingpong_ratio \
+			pp "DB gpu-dst gpu-desc" pingpong_p50_ns bg "gpu->gpu pipelined" memcpy_ratio)
 		echo "$line" >>"$out/.m-$mode"
 		set -- $line
 		say "  $mode $i | $1 | $2 | $3 | $4 ($5x) | $6 ($7x) | $8 | $9"
@@ -183,11 +197,7 @@ say ""
 say "medians of $runs runs (target: gpu-mem rate >= 5 M/s and >= 0.25x mapped;"
 say "  latency <= 1.5x ping-pong; 16 MiB >= 0.9x median and >= 0.8x every run):"
 for mode in $modes; do
-	m=""
-	for k in 1 2 3 5 7 8 9; do
-		m="$m $(awk -v k=$k '{print $k}' "$out/.m-$mode" | median)"
-	done
-	set -- $m
+	set -- $(medians "$out/.m-$mode" 1 2 3 5 7 8 9)
 	minbig=$(awk '{print $9}' "$out/.m-$mode" | sort -g | head -1)
 	say "  $mode: gpu-mem $1 M/s, mapped $2 M/s (x$3), lat gpu-desc x$4, local-desc x$5," \
 	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
@@ -212,28 +222,17 @@ say "  mode run | floor p50 us | PROXY p50 us (x floor) | DB p50 us (x floor) |"
 for mode in $modes; do
 	: >"$out/.r-$mode"
 	for i in $(seq 1 "$runs"); do
-		j="$out/perf-$mode-$i.json"
-		fl=$(field "$j" "d2h fetch + h2d cqe" lat_p50_ns)
-		px=$(field "$j" "PROXY gpu-rings gpu-desc" lat_p50_ns)
-		pr=$(field "$j" "PROXY gpu-rings gpu-desc" pingpong_ratio)
-		db=$(field "$j" "DB gpu-rings gpu-desc" lat_p50_ns)
-		dr=$(field "$j" "DB gpu-rings gpu-desc" pingpong_ratio)
-		bf=$(field "$j" "BF gpu-rings gpu-desc" lat_p50_ns)
-		br=$(field "$j" "BF gpu-rings gpu-desc" pingpong_ratio)
-		gr=$(field "$j" "DB gpu-rings put 8B" msg_rate)
-		line=$(awk -v fl="${fl:-0}" -v px="${px:-0}" -v pr="${pr:-0}" -v db="${db:-0}" \
-			-v dr="${dr:-0}" -v bf="${bf:-0}" -v br="${br:-0}" -v gr="${gr:-0}" 'BEGIN {
-			printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f",
-				fl / 1e3, px / 1e3, pr, db / 1e3, dr, bf / 1e3, br, gr / 1e6 }')
+		line=$(row "$out/perf-$mode-$i.json" 'printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f",
+				fl / 1e3, px / 1e3, pr, db / 1e3, dr, bf / 1e3, br, gr / 1e6' \
+			fl "d2h fetch + h2d cqe" lat_p50_ns px "PROXY gpu-rings gpu-desc" lat_p50_ns \
+			pr "PROXY gpu-rings gpu-desc" pingpong_ratio db "DB gpu-rings gpu-desc" lat_p50_ns \
+			dr "DB gpu-rings gpu-desc" pingpong_ratio bf "BF gpu-rings gpu-desc" lat_p50_ns \
+			br "BF gpu-rings gpu-desc" pingpong_ratio gr "DB gpu-rings put 8B" msg_rate)
 		echo "$line" >>"$out/.r-$mode"
 		set -- $line
 		say "  $mode $i | $1 | $2 ($3x) | $4 ($5x) | $6 ($7x) | $8"
 	done
-	m=""
-	for k in 1 3 5 7 8; do
-		m="$m $(awk -v k=$k '{print $k}' "$out/.r-$mode" | median)"
-	done
-	set -- $m
+	set -- $(medians "$out/.r-$mode" 1 3 5 7 8)
 	say "  $mode medians: floor $1 us, PROXY x$2, DB x$3, BF x$4, 64 CTAs $5 M/s"
 done
 rm -f "$out"/.r-*

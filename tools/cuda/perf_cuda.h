@@ -115,6 +115,12 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99);
 
 /* ---- perf_cuda_bw.cu -------------------------------------------------------- */
 int pc_write_bw(const struct pc_opts *o);
+/* The rate kernel: CTA c puts n times from src + c * size to dst + c * size
+ * on qps[c], then waits for all of them; its clock at start and end in
+ * t0[c] and t1[c], its status in rc[c] (perf_cuda_bw.cu). */
+__global__ void pc_k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
+			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
+			  int *rc);
 int pc_big_bw(const struct pc_opts *o);
 /* ---- perf_cuda_dc.cu ----------------------------------------------------- */
 int pc_dc_bw(const struct pc_opts *o);

@@ -28,8 +28,9 @@
 #define HANG_S 300
 #define MAX_CTAS 1024
 
-__global__ void k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
-		       uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1, int *rc)
+__global__ void pc_k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
+			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
+			  int *rc)
 {
 	unsigned c = blockIdx.x;
 	struct gdak_dev_qp *qp = &qps[c];
@@ -56,6 +57,26 @@ struct rate_env {
 	int *rc;			/* mapped */
 };
 
+/* src and dst: len bytes of kind, registered as ms and md; hs and hd: host
+ * buffers of len, hs holding byte i = i * mul + add, which src then holds. */
+static int bufs_make(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, unsigned mul,
+		     unsigned add, uint8_t **src, uint8_t **dst, struct gdak_mr **ms,
+		     struct gdak_mr **md, uint8_t **hs, uint8_t **hd)
+{
+	PC_GDAK(gdak_mem_alloc(ctx, len, kind, (void **)src));
+	PC_GDAK(gdak_mem_alloc(ctx, len, kind, (void **)dst));
+	PC_GDAK(gdak_mr_reg(ctx, *src, len, GDAK_ACCESS_ALL, ms));
+	PC_GDAK(gdak_mr_reg(ctx, *dst, len, GDAK_ACCESS_ALL, md));
+	*hs = (uint8_t *)malloc(len);
+	*hd = (uint8_t *)malloc(len);
+	if (!*hs || !*hd)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		(*hs)[i] = (uint8_t)(i * mul + add);
+	PC_CHECK(cudaMemcpy(*src, *hs, len, cudaMemcpyDefault));
+	return 0;
+}
+
 static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t size,
 		    enum gdak_mem_kind kind, unsigned n, const char *note)
 {
@@ -67,22 +88,15 @@ static int rate_run(struct rate_env *e, unsigned ctas, unsigned nict, size_t siz
 	cudaStream_t s;
 	int bad = 0;
 
-	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&src));
-	PC_GDAK(gdak_mem_alloc(e->ctx, len, kind, (void **)&dst));
-	PC_GDAK(gdak_mr_reg(e->ctx, src, len, GDAK_ACCESS_ALL, &ms));
-	PC_GDAK(gdak_mr_reg(e->ctx, dst, len, GDAK_ACCESS_ALL, &md));
-	hs = (uint8_t *)malloc(len);
-	hd = (uint8_t *)malloc(len);
-	if (!hs || !hd)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		hs[i] = (uint8_t)(i * 131 + 7);
-	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyDefault));
+	int err = bufs_make(e->ctx, len, kind, 131, 7, &src, &dst, &ms, &md, &hs, &hd);
+
+	if (err)
+		return err;
 	PC_CHECK(cudaMemset(dst, 0, len));
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (unsigned c = 0; c < ctas; c++)
 		e->rc[c] = -1;
-	k_rate<<<ctas, 1, 0, s>>>(e->slots, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
+	pc_k_rate<<<ctas, 1, 0, s>>>(e->slots, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
 				  (uint64_t)(uintptr_t)dst, gdak_mr_rkey(md), (uint32_t)size, n,
 				  e->t0, e->t1, e->rc);
 	if (pc_wait(s, HANG_S, note))
@@ -228,6 +242,25 @@ __global__ void k_big(struct gdak_dev_qp *qp, uint64_t src, uint32_t lkey, uint6
 	*rc = r;
 }
 
+/* A big_base row: n copies of len bytes since t0 (ns), what they were in
+ * note. */
+static void big_base_row(const char *note, size_t len, unsigned n, uint64_t t0, double base_bw)
+{
+	struct pc_row r;
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "big_base");
+	strcpy(r.note, note);
+	r.bytes = len;
+	r.ctas = 0;
+	r.ops = n;
+	r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
+	r.bw = r.msg_rate * (double)len;
+	r.base_bw = base_bw;
+	r.verified = 1;
+	pc_add_row(&r);
+}
+
 int pc_big_bw(const struct pc_opts *o)
 {
 	size_t len = o->big_size;
@@ -252,17 +285,9 @@ int pc_big_bw(const struct pc_opts *o)
 	rc = pc_pair_make(ctx, GDAK_DEV_DB_DB, 64, 0, o->gpu_desc, slot, &p);
 	if (rc)
 		return rc;
-	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&src));
-	PC_GDAK(gdak_mem_alloc(ctx, len, GDAK_MEM_GPU, (void **)&dst));
-	PC_GDAK(gdak_mr_reg(ctx, src, len, GDAK_ACCESS_ALL, &ms));
-	PC_GDAK(gdak_mr_reg(ctx, dst, len, GDAK_ACCESS_ALL, &md));
-	hs = (uint8_t *)malloc(len);
-	hd = (uint8_t *)malloc(len);
-	if (!hs || !hd)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++)
-		hs[i] = (uint8_t)(i * 197 + 3);
-	PC_CHECK(cudaMemcpy(src, hs, len, cudaMemcpyHostToDevice));
+	rc = bufs_make(ctx, len, GDAK_MEM_GPU, 197, 3, &src, &dst, &ms, &md, &hs, &hd);
+	if (rc)
+		return rc;
 
 	/* baseline: cudaMemcpy D2D, warm-up first.  A device-to-device
 	 * cudaMemcpy returns before the copy is done, so this is copies back
@@ -280,7 +305,6 @@ int pc_big_bw(const struct pc_opts *o)
 	 * synchronize per copy (GDAK_CUDA_COPY_STREAMS=4 in the engine) */
 	for (int split = 1; split <= 4; split *= 4) {
 		cudaStream_t ss[4];
-		struct pc_row r;
 
 		for (int k = 0; k < split; k++)
 			PC_CHECK(cudaStreamCreateWithFlags(&ss[k], cudaStreamNonBlocking));
@@ -295,17 +319,8 @@ int pc_big_bw(const struct pc_opts *o)
 			for (int k = 0; k < split; k++)
 				PC_CHECK(cudaStreamSynchronize(ss[k]));
 		}
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "big_base");
-		strcpy(r.note, split == 1 ? "memcpyAsync+sync per op" : "4 streams+sync per op");
-		r.bytes = len;
-		r.ctas = 0;
-		r.ops = n;
-		r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
-		r.bw = r.msg_rate * (double)len;
-		r.base_bw = base_bw;
-		r.verified = 1;
-		pc_add_row(&r);
+		big_base_row(split == 1 ? "memcpyAsync+sync per op" : "4 streams+sync per op", len, n,
+			     t0, base_bw);
 		for (int k = 0; k < split; k++)
 			cudaStreamDestroy(ss[k]);
 	}
@@ -316,7 +331,6 @@ int pc_big_bw(const struct pc_opts *o)
 	{
 		enum { K = 4 };
 		cudaEvent_t ev[K];
-		struct pc_row r;
 
 		for (int k = 0; k < K; k++)
 			PC_CHECK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
@@ -331,17 +345,7 @@ int pc_big_bw(const struct pc_opts *o)
 				PC_CHECK(cudaEventRecord(ev[i % K], s));
 			}
 		}
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "big_base");
-		strcpy(r.note, "async, 4 in flight, events");
-		r.bytes = len;
-		r.ctas = 0;
-		r.ops = n;
-		r.msg_rate = (double)n / ((double)(pc_now_ns() - t0) / 1e9);
-		r.bw = r.msg_rate * (double)len;
-		r.base_bw = base_bw;
-		r.verified = 1;
-		pc_add_row(&r);
+		big_base_row("async, 4 in flight, events", len, n, t0, base_bw);
 		for (int k = 0; k < K; k++)
 			cudaEventDestroy(ev[k]);
 	}

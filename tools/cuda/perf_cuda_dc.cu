@@ -44,28 +44,6 @@ __global__ void k_dc_rate(struct gdak_dev_qp *qps, const struct gdak_dev_av *avs
 	rc[c] = r;
 }
 
-/* RC baseline: the same puts, each CTA on its own connected QP */
-__global__ void k_rc_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, uint64_t dst,
-			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
-			  int *rc)
-{
-	unsigned c = blockIdx.x;
-	struct gdak_dev_qp *qp = &qps[c];
-	struct gdak_dev_sge s = {src + (uint64_t)c * size, size, lkey};
-	int r = 0;
-
-	t0[c] = gdak_dev_now_ns();
-	for (unsigned i = 0; i < n && !r; i++) {
-		uint64_t t;
-
-		r = gdak_dev_put(qp, &s, dst + (uint64_t)c * size, rkey, 0, &t);
-	}
-	if (!r)
-		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
-	t1[c] = gdak_dev_now_ns();
-	rc[c] = r;
-}
-
 struct dc_env {
 	struct gdak_ctx *ctx;
 	unsigned ctas, T, n;
@@ -79,6 +57,23 @@ struct dc_env {
 	uint8_t *src, *dst;
 	struct gdak_mr *ms, *md;
 };
+
+/* A dc_put_bw row of ctas CTAs x e->n puts at rate (per second); the note
+ * and the verdict are the caller's. */
+static struct pc_row dc_row(const struct dc_env *e, unsigned ctas, unsigned T, double rate)
+{
+	struct pc_row r;
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "dc_put_bw");
+	r.bytes = e->size;
+	r.ctas = ctas;
+	r.nic_threads = T;
+	r.ops = (uint64_t)ctas * e->n;
+	r.msg_rate = rate;
+	r.bw = rate * (double)e->size;
+	return r;
+}
 
 static double span_rate(const struct dc_env *e, int *bad)
 {
@@ -210,25 +205,17 @@ static int dc_one(const struct pc_opts *o, unsigned ctas, unsigned T)
 		return ret;
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-	/* the RC baseline first */
-	k_rc_rate<<<ctas, 1, 0, s>>>(e.rc_slots, (uint64_t)(uintptr_t)e.src, gdak_mr_lkey(e.ms),
+	/* the RC baseline first: the same puts, each CTA on its own connected QP */
+	pc_k_rate<<<ctas, 1, 0, s>>>(e.rc_slots, (uint64_t)(uintptr_t)e.src, gdak_mr_lkey(e.ms),
 				     (uint64_t)(uintptr_t)e.dst, gdak_mr_rkey(e.md),
 				     (uint32_t)e.size, e.n, e.t0, e.t1, e.rc);
 	if (pc_wait(s, HANG_S, "dc_put_bw RC baseline"))
 		exit(1);
 	rc_rate = span_rate(&e, &bad);
 	{
-		struct pc_row r;
+		struct pc_row r = dc_row(&e, ctas, T, rc_rate);
 
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "dc_put_bw");
 		strcpy(r.note, "RC baseline, 1 peer/QP");
-		r.bytes = e.size;
-		r.ctas = ctas;
-		r.nic_threads = T;
-		r.ops = (uint64_t)ctas * e.n;
-		r.msg_rate = rc_rate;
-		r.bw = rc_rate * (double)e.size;
 		r.verified = !bad && !memcmp(e.dst, e.src, (size_t)ctas * e.size);
 		pc_add_row(&r);
 	}
@@ -245,16 +232,9 @@ static int dc_one(const struct pc_opts *o, unsigned ctas, unsigned T)
 		if (pc_wait(s, HANG_S, "dc_put_bw"))
 			exit(1);
 		rate = span_rate(&e, &bad);
-		memset(&r, 0, sizeof(r));
-		strcpy(r.test, "dc_put_bw");
+		r = dc_row(&e, ctas, T, rate);
 		snprintf(r.note, sizeof(r.note), "DC %s AV, %u peers", full ? "full" : "compact",
 			 DC_PEERS);
-		r.bytes = e.size;
-		r.ctas = ctas;
-		r.nic_threads = T;
-		r.ops = (uint64_t)ctas * e.n;
-		r.msg_rate = rate;
-		r.bw = rate * (double)e.size;
 		r.base_bw = rc_rate * (double)e.size; /* bw/base = DC / RC */
 		r.verified = !bad && dc_verify(&e);
 		if (!r.verified)

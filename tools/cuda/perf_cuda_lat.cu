@@ -50,6 +50,23 @@ struct pp_cpu {
 	int timed_out;
 };
 
+/* Spin until the kernel's ping reaches i: 0, or -1 past deadline (the
+ * clock read only every 2^20 spins, off the answer's path). */
+static inline int wait_ping(volatile uint64_t *ping, uint64_t i, uint64_t deadline)
+{
+	unsigned spins = 0;
+
+	while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != i) {
+		__builtin_ia32_pause();
+		if (++spins == 0x100000) {
+			spins = 0;
+			if (pc_now_ns() > deadline)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* The CPU side: answer each ping; a hang guard, never a sleep. */
 static void *pp_answer(void *arg)
 {
@@ -57,16 +74,9 @@ static void *pp_answer(void *arg)
 	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 
 	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		unsigned spins = 0;
-		while (__atomic_load_n(c->ping, __ATOMIC_ACQUIRE) != i) {
-			__builtin_ia32_pause();
-			if (++spins == 0x100000) {
-				spins = 0;
-				if (pc_now_ns() > deadline) {
-					c->timed_out = 1;
-					return NULL;
-				}
-			}
+		if (wait_ping(c->ping, i, deadline)) {
+			c->timed_out = 1;
+			return NULL;
 		}
 		__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
 	}
@@ -187,16 +197,9 @@ static void *fl_answer(void *arg)
 	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 
 	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		unsigned spins = 0;
-		while (__atomic_load_n(c->ping, __ATOMIC_ACQUIRE) != i) {
-			__builtin_ia32_pause();
-			if (++spins == 0x100000) {
-				spins = 0;
-				if (pc_now_ns() > deadline) {
-					c->timed_out = 1;
-					return NULL;
-				}
-			}
+		if (wait_ping(c->ping, i, deadline)) {
+			c->timed_out = 1;
+			return NULL;
 		}
 		if (cudaMemcpyAsync(c->hw, c->wqe, 64, cudaMemcpyDeviceToHost, c->s) ||
 		    cudaStreamSynchronize(c->s)) {

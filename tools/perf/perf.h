@@ -237,6 +237,9 @@ int perf_emu_test(void *env, const struct perf_opts *o, size_t size, uint64_t it
 /* Seed of the data pattern a test of this size moves (both processes of a
  * server/client run derive the same bytes from it). */
 #define PERF_SEED(size) ((uint64_t)(size) + 7)
+/* The server's local buffer for a round (perf_net_round): zeroed where
+ * the client reads or updates it (zero), else the pattern of size. */
+void perf_server_fill(struct perf_conn *c, size_t len, int zero, size_t size);
 
 /* ---- perf_net.c: server/client mode over the TCP bootstrap ----------------- */
 /* Both sides: connect to / wait for the peer, agree on the test, create this

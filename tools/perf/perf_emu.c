@@ -192,6 +192,21 @@ static void free_regions(struct perf_env *env, struct perf_conn *c)
 	c->region = 0;
 }
 
+/* len bytes of kind in *buf, registered for all access as *mr; *buf stays
+ * NULL when the allocation fails, the buffer is kept when only the
+ * registration does. */
+static int region_make(struct perf_env *env, size_t len, enum gdak_mem_kind kind, void **buf,
+		       struct gdak_mr **mr)
+{
+	int ret;
+
+	*buf = NULL;
+	ret = gdak_mem_alloc(env->ctx, len, kind, buf);
+	if (ret)
+		return ret;
+	return gdak_mr_reg(env->ctx, *buf, len, GDAK_ACCESS_ALL, mr);
+}
+
 int perf_env_regions(struct perf_env *env, const struct perf_opts *o, size_t region)
 {
 	unsigned i;
@@ -204,11 +219,8 @@ int perf_env_regions(struct perf_env *env, const struct perf_opts *o, size_t reg
 		if (c->region >= region)
 			continue;
 		free_regions(env, c);
-		ret = gdak_mem_alloc(env->ctx, region, o->mem, &l);
-		if (ret)
-			return ret;
+		ret = region_make(env, region, o->mem, &l, &c->lmr);
 		c->lbuf = l;
-		ret = gdak_mr_reg(env->ctx, c->lbuf, region, GDAK_ACCESS_ALL, &c->lmr);
 		if (ret)
 			return ret;
 		c->region = region;
@@ -221,11 +233,8 @@ int perf_env_regions(struct perf_env *env, const struct perf_opts *o, size_t reg
 			}
 			continue;
 		}
-		ret = gdak_mem_alloc(env->ctx, region, o->mem, &r);
-		if (ret)
-			return ret;
+		ret = region_make(env, region, o->mem, &r, &c->rmr);
 		c->rbuf = r;
-		ret = gdak_mr_reg(env->ctx, c->rbuf, region, GDAK_ACCESS_ALL, &c->rmr);
 		if (ret)
 			return ret;
 		c->raddr = (uint64_t)(uintptr_t)c->rbuf;

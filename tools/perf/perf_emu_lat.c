@@ -96,10 +96,10 @@ static void prepare(const struct lat_ctx *lc)
 
 	if (!c->rbuf) {
 		/* the server prepared its side (perf_net_round) */
-		if (lc->o->test->id == PERF_READ_LAT || lc->o->test->id == PERF_ATOMIC_LAT)
-			memset(c->lbuf, 0, len);
-		else
-			perf_fill(c->lbuf, len, PERF_SEED(lc->size));
+		perf_server_fill(c, len,
+				 lc->o->test->id == PERF_READ_LAT ||
+					 lc->o->test->id == PERF_ATOMIC_LAT,
+				 lc->size);
 		return;
 	}
 	if (lc->o->test->id == PERF_READ_LAT) {

@@ -332,10 +332,10 @@ static void prepare(const struct rate_ctx *rc, struct perf_conn *c)
 
 	if (!c->rbuf) {
 		/* the server prepared its side (perf_net_round) */
-		if (rc->o->test->id == PERF_READ_BW || rc->o->test->id == PERF_ATOMIC_RATE)
-			memset(c->lbuf, 0, len);
-		else
-			perf_fill(c->lbuf, len, PERF_SEED(rc->size));
+		perf_server_fill(c, len,
+				 rc->o->test->id == PERF_READ_BW ||
+					 rc->o->test->id == PERF_ATOMIC_RATE,
+				 rc->size);
 		return;
 	}
 	switch (rc->o->test->id) {

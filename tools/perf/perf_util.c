@@ -54,6 +54,14 @@ void perf_fill(void *buf, size_t len, uint64_t seed)
 	}
 }
 
+void perf_server_fill(struct perf_conn *c, size_t len, int zero, size_t size)
+{
+	if (zero)
+		memset(c->lbuf, 0, len);
+	else
+		perf_fill(c->lbuf, len, PERF_SEED(size));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

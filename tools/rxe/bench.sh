@@ -65,6 +65,8 @@ OUT=${TMPDIR:-/tmp}/gdak-bench.$$
 mkdir -p "$OUT" || exit 1
 trap 'rm -rf "$OUT"' EXIT
 
+. "$(dirname "$0")/bench_lib.sh"
+
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # perftest: server in the background, client prints the data row.
@@ -76,13 +78,7 @@ rxe_row() {
 	timeout 120 $1 -d "$DEV" -x 1 -F -n "$3" -s "$2" 127.0.0.1 >"$OUT/cli" 2>&1
 	rc=$?
 	wait $sp 2>/dev/null
-	row=$(awk -v s="$2" '$1 == s && NF >= 4 { print; exit }' "$OUT/cli")
-	if [ $rc -ne 0 ] || [ -z "$row" ]; then
-		echo "# $1 -s $2 failed (rc $rc): $(tail -n 2 "$OUT/cli" | tr '\n' ' ')" >&2
-		echo "-"
-		return
-	fi
-	echo "$row"
+	take_row "$OUT/cli" "$2" 4 $rc "$1 -s $2" "$(tail -n 2 "$OUT/cli" | tr '\n' ' ')"
 }
 
 # gdak-perf: $1 test, $2 size, $3 iterations, then env assignments
@@ -92,18 +88,10 @@ gdak_row() {
 	env "$@" timeout 200 "$PERF" -d emu:udp -r "$ROUNDS" -n "$n" -s "$s" --no-baseline \
 		--quiet "$t" >"$OUT/g" 2>&1
 	rc=$?
-	row=$(awk -v s="$s" '$1 == s && NF >= 4 { print; exit }' "$OUT/g")
-	if [ $rc -ne 0 ] || [ -z "$row" ]; then
-		echo "# gdak-perf $t -s $s $* failed (rc $rc): $(grep -iE 'error|fail' "$OUT/g" |
-			head -n 2 | tr '\n' ' ')" >&2
-		echo "-"
-		return
-	fi
-	echo "$row"
+	take_row "$OUT/g" "$s" 4 $rc "gdak-perf $t -s $s $*" \
+		"$(grep -iE 'error|fail' "$OUT/g" | head -n 2 | tr '\n' ' ')"
 }
 
-# field $2 of row $1 ("-" stays "-")
-f() { [ "$1" = "-" ] && echo "-" || echo "$1" | awk -v k="$2" '{ print $k }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
 	else printf "%.2f\n", a / b }'; }
 

@@ -39,6 +39,8 @@ else
 	echo "# no network namespace (not root, or no ip netns): gdak's rows in this one"
 fi
 
+. "$(dirname "$0")/bench_lib.sh"
+
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# gdak build: $B"
 
@@ -86,13 +88,8 @@ pt() {
 	fi
 	[ $rc -ne 0 ] && kill $sp 2>/dev/null
 	wait $sp 2>/dev/null
-	row=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$OUT/cli")
-	if [ $rc -ne 0 ] || [ -z "$row" ]; then
-		echo "# $way $prog -s $size failed (rc $rc): $(tail -n 2 "$OUT/cli" | tr '\n' ' ')" >&2
-		echo "-"
-		return
-	fi
-	echo "$row"
+	take_row "$OUT/cli" "$size" 5 $rc "$way $prog -s $size" \
+		"$(tail -n 2 "$OUT/cli" | tr '\n' ' ')"
 }
 
 # gp TEST SIZE ITERS: gdak-perf server + client; prints the client's row or "-"
@@ -113,16 +110,10 @@ gp() {
 	rc=$?
 	[ $rc -ne 0 ] && kill $sp 2>/dev/null
 	wait $sp 2>/dev/null
-	row=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$OUT/gcli")
-	if [ $rc -ne 0 ] || [ -z "$row" ]; then
-		echo "# gdak-perf $t -s $size failed (rc $rc): $(tail -n 3 "$OUT/gcli" | tr '\n' ' ')" >&2
-		echo "-"
-		return
-	fi
-	echo "$row"
+	take_row "$OUT/gcli" "$size" 5 $rc "gdak-perf $t -s $size" \
+		"$(tail -n 3 "$OUT/gcli" | tr '\n' ' ')"
 }
 
-f() { [ "$1" = "-" ] && echo "-" || echo "$1" | awk -v k="$2" '{ print $k }'; }
 
 # one line per round and case into $OUT/res: case rxe gdak-run gdak-perf
 # (bandwidth: MiB/s, perftest's BW average and gdak-perf's BW avg, both

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdak_verbs.h - the verbs steps that every RC test takes the same way:
+ * open the first device, create an RC QP, walk it RESET -> INIT -> RTR ->
+ * RTS, wait for a completion, and load the CUDA driver API at run time.
+ *
+ * Built against rdma-core's <infiniband/verbs.h> only: a test links the
+ * libibverbs it means (gdak's or the system's) and gdak_testlib_verbs.
+ * The functions return what verbs returns, so each test keeps its own
+ * REQUIRE/CHECK on every step.
+ */
+#ifndef GDAK_VERBS_H
+#define GDAK_VERBS_H
+
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* The far end of an RC connection and the limits each side states.  The
+ * timeout (14) and retry count (7) are the same in every test; what is 0
+ * here is left 0 in the attributes, as a memset'd ibv_qp_attr would be. */
+struct gdak_vt_path {
+	union ibv_gid dgid;
+	uint32_t dqpn;
+	uint32_t rq_psn, sq_psn;
+	enum ibv_mtu mtu;
+	uint8_t max_dest_rd_atomic, max_rd_atomic;
+	uint8_t min_rnr_timer, hop_limit, rnr_retry;
+};
+
+/* The path most tests take: MTU 1024, RNR timer 12, hop limit 1, RNR retry 7
+ * (endless), rq_psn = sq_psn = psn, rd_atomic reads in flight each way. */
+struct gdak_vt_path gdak_vt_path_1024(union ibv_gid dgid, uint32_t dqpn, uint32_t psn,
+				      uint8_t rd_atomic);
+
+/* The first device of ibv_get_device_list(), opened; the test ends (REQUIRE)
+ * when there is none or it does not open. */
+struct ibv_context *gdak_vt_open_first(void);
+/* An RC QP on pd with cq for both queues, one SGE each way. */
+struct ibv_qp *gdak_vt_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
+			     uint32_t recv_wr);
+/* RESET -> INIT on port 1, pkey 0, with the given remote access. */
+int gdak_vt_to_init(struct ibv_qp *qp, unsigned access);
+/* INIT -> RTR and RTR -> RTS along p; the bits of mask_drop are left out of
+ * the attribute mask (a test of the kernel's mask rules). */
+int gdak_vt_to_rtr(struct ibv_qp *qp, const struct gdak_vt_path *p, int mask_drop);
+int gdak_vt_to_rts(struct ibv_qp *qp, const struct gdak_vt_path *p, int mask_drop);
+/* Poll cq until it gives one completion (bounded by the test's timeout,
+ * never by a clock); ibv_poll_cq's result. */
+int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc);
+
+/* What a test made, destroyed in the order verbs needs (QPs, SRQ, CQ, MRs,
+ * PD, device), each destroy CHECKed to return 0; NULL entries are passed over. */
+struct gdak_vt_objs {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp[4];
+	struct ibv_mr *mr[4];
+};
+void gdak_vt_destroy(const struct gdak_vt_objs *o);
+
+/* The CUDA driver API, loaded at run time so that a test builds anywhere. */
+struct gdak_vt_cuda {
+	void *lib;
+	void *ctx;
+	int (*mem_alloc)(unsigned long long *dptr, size_t len);
+	int (*mem_free)(unsigned long long dptr);
+	int (*htod)(unsigned long long dst, const void *src, size_t len);
+	int (*dtoh)(void *dst, unsigned long long src, size_t len);
+};
+/* libcuda.so.1 loaded, device 0's primary context current; exits 77 (skip)
+ * saying why when there is no library, no entry point or no usable GPU. */
+void gdak_vt_cuda_open(struct gdak_vt_cuda *cu);
+
+#endif
