@@ -86,6 +86,9 @@ git clone -q "$src" "$root/root/gdak"
 head=$(git -C "$root/root/gdak" log -1 --format='%h %s')
 say "clone of $src at $head"
 
+# The root is a mount of its own, as / is on an installed system: `ip netns`
+# (gdak.net.netns) remounts / and fails on a plain directory.
+mount --bind "$root" "$root" && mount --make-private "$root" && mounts+=("$root")
 mount -t proc proc "$root/proc" && mounts+=("$root/proc")
 for d in sys dev; do
 	mount --rbind "/$d" "$root/$d" && mount --make-rslave "$root/$d" && mounts+=("$root/$d")
