@@ -47,7 +47,19 @@ if(NOT GDAK_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES ${GDAK_CUDA_ARCH})
     endif()
     enable_language(CUDA)
+    # Debian 12's CMake (3.25) FindCUDAToolkit stops the configure step with
+    # a toolkit that no longer ships nvToolsExt (CUDA 13): it marks the
+    # CUDA::nvToolsExt target deprecated without checking that it made it,
+    # when the project requires 3.25 or later.  The minimum version is read
+    # there only to decide about that warning, so it is lowered around the
+    # call.  (The development machine's copy of the module had been patched
+    # by hand; a fresh Debian 12 with /usr/local/cuda failed here.)
+    set(_gdak_min_version ${CMAKE_MINIMUM_REQUIRED_VERSION})
+    if(CMAKE_VERSION VERSION_LESS 3.27)
+      set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
+    endif()
     find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_MINIMUM_REQUIRED_VERSION ${_gdak_min_version})
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)

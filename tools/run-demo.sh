@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run-demo.sh - the main job: install the dependencies (apt), configure and
-# build with the `default` preset, then run the demo.  Until gdak-demo exists
-# it runs gdak-info (backends, build configuration, CUDA, verbs devices, the
-# NIC model's settings).
+# run-demo.sh - the main job: install the dependencies (apt), configure with
+# the `default` preset, build what the demo runs (gdak-demo and gdak-trace,
+# which it calls to show its trace; run-tests.sh builds the rest), then run
+# gdak-demo.
 #
 #   bash tools/run-demo.sh [arguments for the demo]
 #
@@ -18,13 +18,7 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "== configure (preset default)"
 cmake --preset default
-echo "== build (-j$jobs)"
-cmake --build --preset default -j "$jobs"
-
-demo=$(find build/default -maxdepth 3 -type f -name gdak-demo -perm -u+x -print -quit)
-if [[ -n $demo ]]; then
-	echo "== $demo $*"
-	exec "$demo" "$@"
-fi
-echo "== gdak-demo is not part of this tree yet; gdak-info shows what gdak can do here"
-exec build/default/tools/gdak-info "$@"
+echo "== build gdak-demo gdak-trace (-j$jobs)"
+cmake --build --preset default -j "$jobs" --target gdak-demo gdak-trace
+echo "== build/default/tools/gdak-demo $*"
+exec build/default/tools/gdak-demo "$@"

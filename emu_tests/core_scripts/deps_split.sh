@@ -7,7 +7,7 @@
 # right after its dependency step.
 #   deps_split.sh SOURCE_DIR
 set -uo pipefail
-src=$1
+src=$(cd "$1" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gdak-deps.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fails=0 passes=0
@@ -67,5 +67,15 @@ echo "$out"; cat "$tmp/apt.log"
 check "run-tests.sh got past its deps step (fake cmake: 3, got $rc)" '[[ $rc == 3 ]]'
 check "run-tests.sh installs the optional test tools" 'grep -q "install .*valgrind" "$tmp/apt.log"'
 check "run-tests.sh: MPI among them" 'grep -q "libopenmpi-dev" "$tmp/apt.log"'
+
+# The README's two commands are these scripts, as written, and CI (.ci/run)
+# runs the second one: a user and CI set up and test the same way.
+two=$(sed -n '/^## The two commands/,/^## /p' "$src/README.md" | sed -n '/^```sh$/,/^```$/p' |
+	sed 's/[[:space:]]*#.*//' | grep -v '^```')
+echo "README's two commands:"; echo "$two"
+check "README shows exactly run-demo.sh and run-tests.sh" \
+	'[[ $two == "bash tools/run-demo.sh"$'"'"'\n'"'"'"bash tools/run-tests.sh" ]]'
+check ".ci/run runs README's test command" \
+	'grep -qE "^[^#]*[[:space:]]bash tools/run-tests.sh([[:space:]]|$)" "$src/.ci/run"'
 echo "$passes passed, $fails failed"
 [[ $fails == 0 ]]
