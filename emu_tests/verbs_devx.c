@@ -104,7 +104,7 @@ static void check_queries(void)
 	query_cap(0x3, out, sizeof(out));
 	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
 	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0);	/* no DC */
+	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc); /* 4 and 8 bytes on DC */
 	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	/* 8-byte atomics in host endianness */
 	query_cap(0x4, out, sizeof(out));
 	CHECK_EQ(get(out, CAP(0xf0, 16)), 255);	   /* roce_address_table_size */

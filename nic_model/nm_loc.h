@@ -701,6 +701,9 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op);
 struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op);
 /* The LID the loop transport gives a context's QPs (nonzero, per process). */
 uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx);
+/* udp transport, a DCI's request: executed in place on the DCT of this
+ * process its AV names (as the loop transport executes it) */
+enum nm_tx_result nm_dc_udp_post_send(struct nm_qp *qp, struct nm_op *op);
 
 /* ---- nm_comp.c ---------------------------------------------------------------------- */
 

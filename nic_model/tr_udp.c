@@ -662,6 +662,8 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			     .cmp = op->compare};
 	int r;
 
+	if (__builtin_expect(qp->dc != NULL, 0))
+		return nm_dc_udp_post_send(qp, op);
 	switch (op->opcode) {
 	case MLX5_OPCODE_RDMA_WRITE: wr.op = ROCE_WR_WRITE; break;
 	case MLX5_OPCODE_RDMA_WRITE_IMM: wr.op = ROCE_WR_WRITE_IMM; break;

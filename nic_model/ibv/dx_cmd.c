@@ -49,6 +49,10 @@ static const struct op_name op_names[] = {
 	{ DX_OP_DESTROY_SRQ, "DESTROY_SRQ" },
 	{ DX_OP_QUERY_SRQ, "QUERY_SRQ" },
 	{ DX_OP_CREATE_DCT, "CREATE_DCT" },
+	{ DX_OP_DESTROY_DCT, "DESTROY_DCT" },
+	{ DX_OP_DRAIN_DCT, "DRAIN_DCT" },
+	{ DX_OP_QUERY_DCT, "QUERY_DCT" },
+	{ DX_OP_ARM_DCT_FOR_KEY_VIOLATION, "ARM_DCT_FOR_KEY_VIOLATION" },
 	{ DX_OP_QUERY_VPORT_STATE, "QUERY_VPORT_STATE" },
 	{ DX_OP_QUERY_NIC_VPORT_CONTEXT, "QUERY_NIC_VPORT_CONTEXT" },
 	{ DX_OP_QUERY_ROCE_ADDRESS, "QUERY_ROCE_ADDRESS" },
@@ -162,6 +166,13 @@ static void cap_general(void *o, size_t n)
 	dx_set(o, n, DXF_CAP_LOG_MAX_MSG, 30);
 	dx_set(o, n, DXF_CAP_CQE_VERSION, 1);
 	dx_set(o, n, DXF_CAP_COMPACT_AV, 1);
+	/* DC (nm_dc.c): DCTs, DCIs of up to 16 streams; an error fails the
+	 * whole DCI (no errored streams of their own); the requester never
+	 * scatters READ / atomic responses to the CQE */
+	dx_set(o, n, DXF_CAP_DCT, 1);
+	dx_set(o, n, DXF_CAP_DC_REQ_SCAT_CQE, 0);
+	dx_set(o, n, DXF_CAP_LOG_MAX_DCI_STREAMS, 4);
+	dx_set(o, n, DXF_CAP_LOG_MAX_DCI_ERRORED, 0);
 	dx_set(o, n, DXF_CAP_ROCE, 1);
 	dx_set(o, n, DXF_CAP_ATOMIC, 1);
 	dx_set(o, n, DXF_CAP_CQ_OI, 1);
@@ -186,9 +197,9 @@ static void cap_atomic(void *o, size_t n)
 	dx_set(o, n, DXF_ATOM_8B_ENDIANNESS, 1);
 	/* CAS, FA, masked CAS, masked FA */
 	dx_set(o, n, DXF_ATOM_OPERATIONS, 0xf);
-	/* bit n: 2^n-byte operands - 4 and 8 bytes on RC; no DC here */
+	/* bit n: 2^n-byte operands - 4 and 8 bytes, on RC and on DC alike */
 	dx_set(o, n, DXF_ATOM_SIZE_QP, 1u << 2 | 1u << 3);
-	dx_set(o, n, DXF_ATOM_SIZE_DC, 0);
+	dx_set(o, n, DXF_ATOM_SIZE_DC, 1u << 2 | 1u << 3);
 }
 
 static void cap_roce(void *o, size_t n)

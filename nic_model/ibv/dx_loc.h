@@ -59,6 +59,8 @@
 	X(CAP_LOG_MAX_MSG, "cmd_hca_cap.log_max_msg", 0x80 + 0x1c3, 5)                             \
 	X(CAP_CQE_VERSION, "cmd_hca_cap.cqe_version", 0x80 + 0x1fc, 4)                             \
 	X(CAP_COMPACT_AV, "cmd_hca_cap.compact_address_vector", 0x80 + 0x200, 1)                   \
+	X(CAP_DC_REQ_SCAT_CQE, "cmd_hca_cap.dc_req_scat_data_cqe", 0x80 + 0x20c, 1)                \
+	X(CAP_DCT, "cmd_hca_cap.dct", 0x80 + 0x21a, 1)                                             \
 	X(CAP_ROCE, "cmd_hca_cap.roce", 0x80 + 0x21d, 1)                                           \
 	X(CAP_ATOMIC, "cmd_hca_cap.atomic", 0x80 + 0x21e, 1)                                       \
 	X(CAP_CQ_OI, "cmd_hca_cap.cq_oi", 0x80 + 0x220, 1)                                         \
@@ -71,6 +73,8 @@
 	X(CAP_MAX_WQE_SZ_RQ, "cmd_hca_cap.max_wqe_sz_rq", 0x80 + 0x2b0, 16)                        \
 	X(CAP_LOG_MAX_PD, "cmd_hca_cap.log_max_pd", 0x80 + 0x32b, 5)                               \
 	X(CAP_LOG_MAX_UCTX, "cmd_hca_cap.log_max_uctx", 0x80 + 0x463, 5)                           \
+	X(CAP_LOG_MAX_DCI_STREAMS, "cmd_hca_cap.log_max_dci_stream_channels", 0x80 + 0x58b, 5)     \
+	X(CAP_LOG_MAX_DCI_ERRORED, "cmd_hca_cap.log_max_dci_errored_streams", 0x80 + 0x593, 5)     \
 	X(ATOM_8B_ENDIANNESS, "atomic_caps.atomic_req_8B_endianness_mode", 0x80 + 0x40, 2)         \
 	X(ATOM_8B_MODE1_SUP, "atomic_caps.supported_atomic_req_8B_endianness_mode_1", 0x80 + 0x46, \
 	  1)                                                                                       \
@@ -164,11 +168,34 @@
 	X(QPC_SRQN, "qpc.srqn_rmpn_xrqn", 0xc0 + 0x568, 24)                                        \
 	X(QPC_HW_SQ_WQEBB_COUNTER, "qpc.hw_sq_wqebb_counter", 0xc0 + 0x5a0, 16)                    \
 	X(QPC_SW_SQ_WQEBB_COUNTER, "qpc.sw_sq_wqebb_counter", 0xc0 + 0x5b0, 16)                    \
+	X(QPC_DC_ACCESS_KEY, "qpc.dc_access_key", 0xc0 + 0x640, 64)                                \
 	X(QPC_DBR_UMEM_VALID, "qpc.dbr_umem_valid", 0xc0 + 0x683, 1)                               \
 	X(QPC_DBR_UMEM_ID, "qpc.dbr_umem_id", 0xc0 + 0x720, 32)                                    \
 	X(QP_WQ_UMEM_OFFSET, "create_qp_in.wq_umem_offset", 0x800, 64)                             \
 	X(QP_WQ_UMEM_ID, "create_qp_in.wq_umem_id", 0x840, 32)                                     \
-	X(QP_WQ_UMEM_VALID, "create_qp_in.wq_umem_valid", 0x860, 1)
+	X(QP_WQ_UMEM_VALID, "create_qp_in.wq_umem_valid", 0x860, 1)                                \
+	/* CREATE_DCT / QUERY_DCT: dct_context_entry (dctc) at 0x80 */                             \
+	X(DCTC_STATE, "dctc.state", 0x80 + 0x04, 4)                                                \
+	X(DCTC_USER_INDEX, "dctc.user_index", 0x80 + 0x28, 24)                                     \
+	X(DCTC_CQN, "dctc.cqn", 0x80 + 0x48, 24)                                                   \
+	X(DCTC_ATOMIC_MODE, "dctc.atomic_mode", 0x80 + 0x68, 4)                                    \
+	X(DCTC_RRE, "dctc.rre", 0x80 + 0x6c, 1)                                                    \
+	X(DCTC_RWE, "dctc.rwe", 0x80 + 0x6d, 1)                                                    \
+	X(DCTC_RAE, "dctc.rae", 0x80 + 0x6e, 1)                                                    \
+	X(DCTC_CS_RES, "dctc.cs_res", 0x80 + 0x88, 8)                                              \
+	X(DCTC_MIN_RNR_NAK, "dctc.min_rnr_nak", 0x80 + 0x93, 5)                                    \
+	X(DCTC_SRQN, "dctc.srqn_xrqn", 0x80 + 0xa8, 24)                                            \
+	X(DCTC_PD, "dctc.pd", 0x80 + 0xc8, 24)                                                     \
+	X(DCTC_TCLASS, "dctc.tclass", 0x80 + 0xe0, 8)                                              \
+	X(DCTC_FLOW_LABEL, "dctc.flow_label", 0x80 + 0xec, 20)                                     \
+	X(DCTC_DC_ACCESS_KEY, "dctc.dc_access_key", 0x80 + 0x100, 64)                              \
+	X(DCTC_MTU, "dctc.mtu", 0x80 + 0x145, 3)                                                   \
+	X(DCTC_PORT, "dctc.port", 0x80 + 0x148, 8)                                                 \
+	X(DCTC_PKEY_INDEX, "dctc.pkey_index", 0x80 + 0x150, 16)                                    \
+	X(DCTC_MY_ADDR_INDEX, "dctc.my_addr_index", 0x80 + 0x168, 8)                               \
+	X(DCTC_HOP_LIMIT, "dctc.hop_limit", 0x80 + 0x178, 8)                                       \
+	X(DCTC_KEY_VIOLATIONS, "dctc.dc_access_key_violation_count", 0x80 + 0x180, 32)             \
+	X(DCTC_DSCP, "dctc.dscp", 0x80 + 0x1ba, 6)
 
 #define DX_ENUM(id, name, bit, w) DXF_##id,
 enum dx_field_id {
@@ -246,6 +273,10 @@ enum dx_opcode {
 	DX_OP_DESTROY_SRQ = 0x701,
 	DX_OP_QUERY_SRQ = 0x702,
 	DX_OP_CREATE_DCT = 0x710,
+	DX_OP_DESTROY_DCT = 0x711,
+	DX_OP_DRAIN_DCT = 0x712,
+	DX_OP_QUERY_DCT = 0x713,
+	DX_OP_ARM_DCT_FOR_KEY_VIOLATION = 0x714,
 	DX_OP_QUERY_VPORT_STATE = 0x750,
 	DX_OP_QUERY_NIC_VPORT_CONTEXT = 0x754,
 	DX_OP_QUERY_ROCE_ADDRESS = 0x760,
@@ -286,6 +317,9 @@ enum dx_cap_type {
 #define DX_QUERY_QP_OUT_LEN (0x880u / 8)
 #define DX_ROCE_ADDR_OUT_LEN (0x80u / 8 + 0x100u / 8)
 #define DX_NIC_VPORT_OUT_LEN (0x80u / 8 + 0x800u / 8)
+#define DX_DCT_IN_LEN (0x280u / 8)	  /* create_dct_in up to the end of the dctc */
+#define DX_QUERY_DCT_OUT_LEN (0x280u / 8) /* query_dct_out: header, dctc */
+#define DX_DCTC_LEN (0x200u / 8)
 
 struct gdak_ctx;
 struct dx_obj;
@@ -333,6 +367,7 @@ enum dx_obj_type {
 	DX_OBJ_TD,
 	DX_OBJ_CQ,
 	DX_OBJ_QP,
+	DX_OBJ_DCT,
 };
 
 #define DX_UAR_PAGE 4096u
@@ -376,7 +411,16 @@ struct dx_obj {
 			struct gdak_qp *qp;
 			uint8_t *mb;	/* a create_qp_in image: what QUERY_QP reports */
 			unsigned state; /* PRM qpc.state as last moved by a command */
+			unsigned st;	/* qpc.st: RC or DCI */
+			void *srq;	/* the verbs SRQ it names (struct gv_srq), or NULL */
 		} qp;
+		struct {
+			struct gdak_qp *qp;
+			uint8_t dctc[0x200 / 8]; /* as created: what QUERY_DCT reports */
+			unsigned state;		 /* dctc.state: ACTIVE, DRAINED */
+			void *srq;		 /* struct gv_srq */
+			void *ring;		 /* the NIC-model QP's unrung send queue, record */
+		} dct;
 	} u;
 };
 
@@ -422,5 +466,18 @@ int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_destroy(struct dx_obj *o);
+
+/* dx_dct.c: DC targets (CREATE_DCT, DRAIN_DCT, QUERY_DCT, DESTROY_DCT) on the
+ * NIC model's DC (nm_dc.c through nm_ext.h).  create: without c->lock;
+ * destroy: under it. */
+int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		  struct dx_obj **obj);
+int dx_dct_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_dct_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_dct_destroy(struct dx_obj *o);
+/* The verbs SRQ of this number on the context's device, counted as used by
+ * a DEVX object (srq_put releases it); NULL when there is none. */
+void *dx_srq_get(struct dx_ctx *c, uint32_t srqn);
+void dx_srq_put(void *srq);
 
 #endif /* DX_LOC_H */

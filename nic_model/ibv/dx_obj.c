@@ -2,7 +2,7 @@
 /*
  * dx_obj.c - DEVX objects of one device: the list, umem, UAR pages, PDs,
  * and the dispatch of obj_create / modify / query / destroy by opcode
- * (CQs and QPs: dx_queue.c).
+ * (CQs and QPs: dx_queue.c; DCTs: dx_dct.c).
  *
  * What the kernel decides before a command reaches ConnectX is decided
  * here the same way and answered with its errno, the output mailbox
@@ -198,11 +198,11 @@ static int create_kind(unsigned op)
 	case DX_OP_ALLOC_TRANSPORT_DOMAIN:
 	case DX_OP_CREATE_CQ:
 	case DX_OP_CREATE_QP:
+	case DX_OP_CREATE_DCT:
 		return 2;
 	case DX_OP_CREATE_MKEY:
 	case DX_OP_CREATE_SRQ:
 	case DX_OP_CREATE_RMP:
-	case DX_OP_CREATE_DCT:
 	case DX_OP_CREATE_GENERAL_OBJECT:
 	case 0x705: /* CREATE_XRC_SRQ */
 	case 0x717: /* CREATE_XRQ */
@@ -272,6 +272,8 @@ int dx_obj_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 		return simple_create(c, DX_OBJ_TD, in, inlen, out, outlen, obj);
 	case DX_OP_CREATE_CQ:
 		return dx_cq_create(c, in, inlen, out, outlen, obj);
+	case DX_OP_CREATE_DCT:
+		return dx_dct_create(c, in, inlen, out, outlen, obj);
 	default: /* DX_OP_CREATE_QP */
 		return dx_qp_create(c, in, inlen, out, outlen, obj);
 	}
@@ -292,6 +294,10 @@ int dx_obj_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	op = dx_get(in, inlen, DXF_IN_OPCODE);
 	if (o->type == DX_OBJ_QP && dx_qp_is_modify(op) && names_obj(o, in, inlen))
 		return dx_qp_modify(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_DCT &&
+	    (op == DX_OP_DRAIN_DCT || op == DX_OP_ARM_DCT_FOR_KEY_VIOLATION) &&
+	    names_obj(o, in, inlen))
+		return dx_dct_modify(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_CQ && op == DX_OP_MODIFY_CQ && names_obj(o, in, inlen))
 		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_OP, 0, "in.opcode",
 			       "MODIFY_CQ (moderation, resize) is not executed by gdak's device");
@@ -311,6 +317,8 @@ int dx_obj_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 		return dx_qp_query(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_CQ && op == DX_OP_QUERY_CQ && names_obj(o, in, inlen))
 		return dx_cq_query(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_DCT && op == DX_OP_QUERY_DCT && names_obj(o, in, inlen))
+		return dx_dct_query(o, in, inlen, out, outlen);
 	GDAK_INFO("devx", o->id, "obj_query: %s (0x%x) is not a query of this object: EINVAL",
 		  dx_op_name(op), op);
 	return -EINVAL;
@@ -339,6 +347,9 @@ int dx_obj_destroy(struct dx_obj *o)
 		break;
 	case DX_OBJ_QP:
 		ret = dx_qp_destroy(o);
+		break;
+	case DX_OBJ_DCT:
+		ret = dx_dct_destroy(o);
 		break;
 	case DX_OBJ_UAR:
 		munmap(o->u.uar.page, DX_UAR_PAGE);
