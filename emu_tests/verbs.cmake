@@ -48,6 +48,10 @@ target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/
 # raw PRM commands over umem, WQEs and CQEs checked byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
 target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
+# DC through gdak's libmlx5: DCTs and DCIs by mlx5dv_create_qp and by DEVX,
+# DC WQEs posted by hand to several DCTs, the error syndromes
+gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc.c)
+target_link_libraries(gdak_verbs_dc PRIVATE gdak_mlx5)
 # DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
 gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx_cuda.c cuda)
 target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)

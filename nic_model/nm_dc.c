@@ -366,7 +366,7 @@ static int udp_target_ok(struct nm_qp *qp, struct nm_op *op, const struct nm_dc_
 	int st;
 
 	memset(&in, 0, sizeof(in));
-	if (s->av_ds != 3 || dct->ctx->tr->qp_info(dct, &in) || memcmp(s->gid, in.gid, 16)) {
+	if (dct->ctx->tr->qp_info(dct, &in) || s->av_ds != 3 || memcmp(s->gid, in.gid, 16)) {
 		char g[48];
 
 		gid_text(g, sizeof(g), in.gid);

@@ -589,13 +589,19 @@ static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 
 	if (ret)
 		return ret;
-	ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
-	if (!ret)
-		ret = nm_tr_udp_set_retry(o->u.qp.qp,
-					  (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT),
-					  (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY));
-	if (!ret)
+	if (o->u.qp.st == QPC_ST_DCI) {
+		/* executed in place on each DCT (nm_dc.c): no wire requester to
+		 * give the PSN and retry counts (kept for QUERY_QP) */
 		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
+	} else {
+		ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
+		if (!ret)
+			ret = nm_tr_udp_set_retry(o->u.qp.qp,
+						  (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT),
+						  (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY));
+		if (!ret)
+			ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
+	}
 	if (ret)
 		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
 	keep(o, in, inlen, rts_fields, sizeof(rts_fields) / sizeof(rts_fields[0]));

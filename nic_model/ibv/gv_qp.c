@@ -143,6 +143,20 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	bbs = gdak_dev_wqe_bbs_sge(1, a->cap.max_send_sge ? a->cap.max_send_sge : 1);
 	if (gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data) > bbs)
 		bbs = gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data);
+	if (dci) {
+		/* and a DCI's carry the 48-byte address vector after the ctrl
+		 * segment; an atomic (ctrl, AV, raddr, atomic, data: 112 bytes)
+		 * is the least they must hold */
+		uint32_t sge = a->cap.max_send_sge ? a->cap.max_send_sge : 1;
+		uint32_t b = 16 + 48 + 16 + 16 * sge;
+		uint32_t in = 16 + 48 + 16 + ((4 + a->cap.max_inline_data + 15) & ~15u);
+
+		if (in > b)
+			b = in;
+		if (b < 112)
+			b = 112;
+		bbs = (b + 63) / 64;
+	}
 	max_wr = a->cap.max_send_wr ? a->cap.max_send_wr : 1;
 	sq = roundup_pow2(max_wr * bbs);
 	if (sq < 4)
@@ -565,7 +579,13 @@ static int connect_nic(struct gv_qp *q)
 /* RTR -> RTS: the requester starts at the program's send PSN. */
 static int start_nic(struct gv_qp *q)
 {
-	int ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
+	int ret;
+
+	/* a DCI's requests are executed in place on their DCT (nm_dc.c): no
+	 * wire requester to give a PSN or retry counts */
+	if (q->dc_type)
+		return gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
+	ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
 
 	/* the program's retry counts: an RNR retry of 0 fails at the first RNR
 	 * NAK, 7 waits forever (IBA 9.7.5.2.8) */
