@@ -513,6 +513,25 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	}
 }
 
+/* A DEVX DCI in ERR: 2RST, then up again as a program recovers it. */
+static void ddci_restart(struct devx_dci *x, struct dci *d)
+{
+	uint8_t in[0x800 / 8];
+	unsigned st;
+
+	memset(in, 0, sizeof(in));
+	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x50a, in, 16, &st), 0);
+	d->pi = 0;
+	memset(in, 0, sizeof(in));
+	set(in, ADS(0x128, 8), 1);
+	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x502, in, sizeof(in), &st), 0);
+	memset(in, 0, sizeof(in));
+	set(in, QPC(0x40, 3), 5);
+	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x503, in, sizeof(in), &st), 0);
+	memset(in, 0, sizeof(in));
+	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x504, in, sizeof(in), &st), 0);
+}
+
 static void ddci_destroy(struct devx_dci *x)
 {
 	CHECK_EQ(mlx5dv_devx_obj_destroy(x->qp), 0);
@@ -824,6 +843,12 @@ int main(void)
 	post(&dd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 512, (uintptr_t)(buf + 49152), 0, 0);
 	check_ok(&dd, idx);
 	CHECK_MEM(buf + 49152, buf, 512);
+	/* a SEND to it: no receive queue to take a WQE from (its SRQ has no
+	 * ring in gdak), answered as a responder without one answers */
+	idx = dd.pi;
+	post(&dd, MLX5_OPCODE_SEND, &av, 0, buf, 64, 0, 0, 0);
+	check_err(&dd, idx, 0x12); /* REMOTE_INVAL_REQ_ERR: the DCT's no_rq */
+	ddci_restart(&xd, &dd);
 	CHECK_EQ(mlx5dv_devx_obj_destroy(xd.cq), EBUSY); /* the DCI's */
 	CHECK_EQ(ibv_destroy_cq(rcq), EBUSY);		 /* the DCTs' */
 
@@ -893,23 +918,9 @@ int main(void)
 	/* 4. the DEVX DCT drained: DRAINED, connects unanswered */
 	{
 		uint8_t in[16] = { 0 }, out[16];
-		unsigned st;
-		struct {
-			uint8_t in[0x800 / 8];
-		} m;
 
-		/* the DEVX DCI went to ERR at the key violation: 2RST, up again */
-		memset(m.in, 0, sizeof(m.in));
-		CHECK_EQ(dx_modify(xd.qp, dd.qpn, 0x50a, m.in, 16, &st), 0);
-		dd.pi = 0;
-		memset(m.in, 0, sizeof(m.in));
-		set(m.in, ADS(0x128, 8), 1);
-		CHECK_EQ(dx_modify(xd.qp, dd.qpn, 0x502, m.in, sizeof(m.in), &st), 0);
-		memset(m.in, 0, sizeof(m.in));
-		set(m.in, QPC(0x40, 3), 5);
-		CHECK_EQ(dx_modify(xd.qp, dd.qpn, 0x503, m.in, sizeof(m.in), &st), 0);
-		memset(m.in, 0, sizeof(m.in));
-		CHECK_EQ(dx_modify(xd.qp, dd.qpn, 0x504, m.in, sizeof(m.in), &st), 0);
+		/* the DEVX DCI went to ERR at the key violation */
+		ddci_restart(&xd, &dd);
 		make_av(&av, ddctn, KEYX);
 		idx = dd.pi;
 		post(&dd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf + 1024, 128, (uintptr_t)(buf + 57344),

@@ -14,8 +14,10 @@
  * What the NIC model cannot execute is refused as ConnectX refuses a bad
  * value, with a log line saying so: responder scatter to the CQE
  * (cs_res), and SENDs: gdak's SRQs have no ring a DEVX object could take
- * WQEs from, so a DEVX DCT has no receive queue and a SEND to it finds
- * none (an RNR answer) - WRITE, READ and the atomics are what it serves.
+ * WQEs from, so a DEVX DCT has no receive queue and a SEND to it fails
+ * as a SEND to a responder without one (REMOTE_INVAL_REQ_ERR at the DCI,
+ * rule no_rq; the DCT stays ready) - WRITE, READ and the atomics are what
+ * it serves.
  * Verbs DCTs (mlx5dv_create_qp) take their SRQ's WRs and serve SENDs too.
  */
 #include <errno.h>
