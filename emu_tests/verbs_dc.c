@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -390,6 +391,7 @@ struct devx_dci {
 	struct mlx5dv_devx_umem *wq_um, *cq_um, *dbr_um;
 	struct mlx5dv_devx_obj *cq, *qp;
 	uint32_t cqn;
+	void *alias; /* the UAR page mapped again through cmd_fd */
 };
 
 static int dx_modify(struct mlx5dv_devx_obj *o, uint32_t num, unsigned op, uint8_t *in,
@@ -476,7 +478,16 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	d->sq = x->wq;
 	d->wqebbs = 1u << LOG_SQ;
 	d->dbrec = (__be32 *)&x->dbr[1];
-	d->reg = x->uar->reg_addr;
+	/* rung through a second mapping of its UAR page, as a program maps it
+	 * with mmap(cmd_fd, mmap_off): the same register */
+	REQUIRE(ctx->cmd_fd >= 0);
+	x->alias = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+			x->uar->mmap_off);
+	REQUIRE(x->alias != MAP_FAILED);
+	((volatile uint8_t *)x->uar->base_addr)[0x40] = 0x5a;
+	CHECK_EQ(((volatile uint8_t *)x->alias)[0x40], 0x5a);
+	((volatile uint8_t *)x->uar->base_addr)[0x40] = 0;
+	d->reg = (uint8_t *)x->alias + ((uint8_t *)x->uar->reg_addr - (uint8_t *)x->uar->base_addr);
 	d->cqb = x->cqb;
 	d->ncqe = 1u << LOG_CQ;
 	d->cq_dbrec = (__be32 *)&x->dbr[16];
@@ -539,6 +550,7 @@ static void ddci_destroy(struct devx_dci *x)
 	CHECK_EQ(mlx5dv_devx_umem_dereg(x->wq_um), 0);
 	CHECK_EQ(mlx5dv_devx_umem_dereg(x->cq_um), 0);
 	CHECK_EQ(mlx5dv_devx_umem_dereg(x->dbr_um), 0);
+	munmap(x->alias, 4096);
 	mlx5dv_devx_free_uar(x->uar);
 	free(x->wq);
 	free(x->cqb);

@@ -335,6 +335,10 @@ struct dx_ctx {
 	struct dx_obj *head;
 	uint32_t next_id; /* PD numbers, umem ids, UAR page ids */
 	unsigned nobj;
+	/* the UAR pages' backing file: page id n at offset n << 12, what
+	 * mlx5dv_devx_uar.mmap_off says and a program may mmap through the
+	 * context's cmd_fd, as on a ConnectX (-1 until the first page) */
+	int uar_fd;
 };
 
 /* The kernel's errno for a command ConnectX ran and failed: the output
@@ -439,6 +443,9 @@ void *dx_umem_at(struct dx_ctx *c, uint32_t id, uint64_t off, uint64_t len, stru
 
 int dx_umem_reg(struct dx_ctx *c, void *addr, size_t size, uint32_t access, struct dx_obj **out);
 int dx_uar_alloc(struct dx_ctx *c, unsigned type, struct dx_obj **out);
+void dx_uar_free_page(struct dx_obj *uar);
+/* the UAR pages' file (-1: none yet) */
+int dx_uar_fd(struct dx_ctx *c);
 
 int dx_obj_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
 		  struct dx_obj **obj);
