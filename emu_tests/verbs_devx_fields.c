@@ -55,6 +55,24 @@ static const struct ref refs[] = {
 	{ "cmd_hca_cap.compact_address_vector", 0x80 + 0x200, 1 },
 	/* umr_fence[2] at 0x20a, then dc_req_scat_data_cqe; rf at 0x219, then dct */
 	{ "cmd_hca_cap.dc_req_scat_data_cqe", 0x80 + 0x20c, 1 },
+	/* query_vport_state_in / query_hca_vport_context_in: other_vport is the
+	 * first bit after the header; port_num after reserved_at_41[0xb] */
+	{ "query_*vport*_in.other_vport", 0x40, 1 },
+	{ "query_hca_vport_context_in.port_num", 0x40 + 0x1 + 0xb, 4 },
+	{ "query_*vport*_in.vport_number", 0x40 + 0x10, 16 },
+	/* query_vport_state_out: admin_state, state at the end of dword 3 */
+	{ "query_vport_state_out.admin_state", 0x60 + 0x18, 4 },
+	{ "query_vport_state_out.state", 0x60 + 0x1c, 4 },
+	/* hca_vport_context after the 0x80-bit header: field_select[0x20],
+	 * reserved[0xe0], four flags, reserved[0xc], then the states */
+	{ "hca_vport_context.port_physical_state", 0x80 + 0x100 + 0x4 + 0xc, 4 },
+	{ "hca_vport_context.port_state", 0x80 + 0x100 + 0x18, 4 },
+	{ "hca_vport_context.vport_state", 0x80 + 0x100 + 0x1c, 4 },
+	{ "hca_vport_context.system_image_guid", 0x80 + 0x140, 64 },
+	{ "hca_vport_context.port_guid", 0x80 + 0x180, 64 },
+	{ "hca_vport_context.node_guid", 0x80 + 0x1c0, 64 },
+	/* after cap_mask1/2 and their selects (4 x 0x20 from 0x200), reserved[0x80] */
+	{ "hca_vport_context.lid", 0x80 + 0x200 + 0x80 + 0x80, 16 },
 	{ "cmd_hca_cap.dct", 0x80 + 0x21a, 1 },
 	/* after reserved_at_580[0xb] and reserved_at_590[0x3] */
 	{ "cmd_hca_cap.log_max_dci_stream_channels", 0x80 + 0x580 + 0xb, 5 },

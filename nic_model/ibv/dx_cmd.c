@@ -287,6 +287,60 @@ static int query_nic_vport(const void *in, size_t inlen, void *out, size_t outle
 	return ret;
 }
 
+/* The device's own vport only: no e-switch manager here to ask about
+ * another function's. */
+static int own_vport(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	if (dx_get(in, inlen, DXF_VP_IN_OTHER_VPORT) || dx_get(in, inlen, DXF_VP_IN_VPORT_NUMBER))
+		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_PARAM, 0,
+			       dx_get(in, inlen, DXF_VP_IN_OTHER_VPORT)
+				       ? "query_*vport*_in.other_vport"
+				       : "query_*vport*_in.vport_number",
+			       "vport %u: gdak's device is one function, vport 0, and manages no "
+			       "e-switch",
+			       dx_get(in, inlen, DXF_VP_IN_VPORT_NUMBER));
+	return 0;
+}
+
+/* the vNIC vport: up, administratively up */
+static int query_vport_state(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = own_vport(in, inlen, out, outlen);
+
+	if (!ret)
+		ret = dx_out_begin(out, outlen, DX_VPORT_STATE_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	dx_set(out, outlen, DXF_VPS_ADMIN_STATE, 1);
+	dx_set(out, outlen, DXF_VPS_STATE, 1);
+	return 0;
+}
+
+/* the port as verbs reports it (gv_device.c): active, link up, the node
+ * GUID for every GUID, no LID on Ethernet */
+static int query_hca_vport(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned port = dx_get(in, inlen, DXF_VP_IN_PORT_NUM);
+	int ret = own_vport(in, inlen, out, outlen);
+
+	if (!ret && port > 1)
+		ret = dx_fail(out, outlen, in, inlen, DX_ST_BAD_PARAM, 0,
+			      "query_hca_vport_context_in.port_num", "port %u (the device has 1)",
+			      port);
+	if (!ret)
+		ret = dx_out_begin(out, outlen, DX_HCA_VPORT_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	dx_set(out, outlen, DXF_HVC_PORT_PHYS_STATE, 5); /* LinkUp */
+	dx_set(out, outlen, DXF_HVC_PORT_STATE, 4);	 /* ACTIVE */
+	dx_set(out, outlen, DXF_HVC_VPORT_STATE, 4);
+	dx_set64(out, outlen, DXF_HVC_SYS_IMAGE_GUID, c->guid);
+	dx_set64(out, outlen, DXF_HVC_PORT_GUID, c->guid);
+	dx_set64(out, outlen, DXF_HVC_NODE_GUID, c->guid);
+	dx_set(out, outlen, DXF_HVC_LID, 0);
+	return 0;
+}
+
 int dx_general(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned op = dx_get(in, inlen, DXF_IN_OPCODE);
@@ -298,6 +352,10 @@ int dx_general(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t
 		return query_roce_address(c, in, inlen, out, outlen);
 	case DX_OP_QUERY_NIC_VPORT_CONTEXT:
 		return query_nic_vport(in, inlen, out, outlen);
+	case DX_OP_QUERY_VPORT_STATE:
+		return query_vport_state(in, inlen, out, outlen);
+	case DX_OP_QUERY_HCA_VPORT_CONTEXT:
+		return query_hca_vport(c, in, inlen, out, outlen);
 	case DX_OP_NOP:
 		return dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
 	default:

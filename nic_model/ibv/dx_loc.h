@@ -98,6 +98,19 @@
 	X(RA_OUT_VERSION, "roce_addr_layout.roce_version", 0x80 + 0xd8, 8)                         \
 	/* QUERY_NIC_VPORT_CONTEXT */                                                              \
 	X(NVC_ROCE_EN, "nic_vport_context.roce_en", 0x80 + 0x1f, 1)                                \
+	/* QUERY_VPORT_STATE / QUERY_HCA_VPORT_CONTEXT */                                          \
+	X(VP_IN_OTHER_VPORT, "query_*vport*_in.other_vport", 0x40, 1)                              \
+	X(VP_IN_PORT_NUM, "query_hca_vport_context_in.port_num", 0x4c, 4)                          \
+	X(VP_IN_VPORT_NUMBER, "query_*vport*_in.vport_number", 0x50, 16)                           \
+	X(VPS_ADMIN_STATE, "query_vport_state_out.admin_state", 0x78, 4)                           \
+	X(VPS_STATE, "query_vport_state_out.state", 0x7c, 4)                                       \
+	X(HVC_PORT_PHYS_STATE, "hca_vport_context.port_physical_state", 0x80 + 0x110, 4)           \
+	X(HVC_PORT_STATE, "hca_vport_context.port_state", 0x80 + 0x118, 4)                         \
+	X(HVC_VPORT_STATE, "hca_vport_context.vport_state", 0x80 + 0x11c, 4)                       \
+	X(HVC_SYS_IMAGE_GUID, "hca_vport_context.system_image_guid", 0x80 + 0x140, 64)             \
+	X(HVC_PORT_GUID, "hca_vport_context.port_guid", 0x80 + 0x180, 64)                          \
+	X(HVC_NODE_GUID, "hca_vport_context.node_guid", 0x80 + 0x1c0, 64)                          \
+	X(HVC_LID, "hca_vport_context.lid", 0x80 + 0x300, 16)                                      \
 	/* CREATE_CQ: cq_context at 0x80 */                                                        \
 	X(CQC_STATUS, "cqc.status", 0x80 + 0x00, 4)                                                \
 	X(CQC_DBR_UMEM_VALID, "cqc.dbr_umem_valid", 0x80 + 0x06, 1)                                \
@@ -317,6 +330,10 @@ enum dx_cap_type {
 #define DX_QUERY_QP_OUT_LEN (0x880u / 8)
 #define DX_ROCE_ADDR_OUT_LEN (0x80u / 8 + 0x100u / 8)
 #define DX_NIC_VPORT_OUT_LEN (0x80u / 8 + 0x800u / 8)
+#define DX_VPORT_STATE_OUT_LEN (0x80u / 8)
+/* query_hca_vport_context_out up to the end of the fields gdak fills
+ * (lid and the SM words after it) */
+#define DX_HCA_VPORT_OUT_LEN (0x80u / 8 + 0x340u / 8)
 #define DX_DCT_IN_LEN (0x280u / 8)	  /* create_dct_in up to the end of the dctc */
 #define DX_QUERY_DCT_OUT_LEN (0x280u / 8) /* query_dct_out: header, dctc */
 #define DX_DCTC_LEN (0x200u / 8)
@@ -332,6 +349,7 @@ struct dx_ctx {
 	struct gdak_ctx *g;
 	uint8_t gid[16]; /* GID index 0 */
 	uint8_t mac[6];	 /* what the device's RoCE address reports */
+	uint64_t guid;	 /* node / port / system image GUID (host order) */
 	struct dx_obj *head;
 	uint32_t next_id; /* PD numbers, umem ids, UAR page ids */
 	unsigned nobj;

@@ -48,6 +48,7 @@ struct dx_ctx *dx_ctx_of(struct ibv_context *ibctx)
 		memcpy(c->mac + 2, gid.raw + 12, 4);
 		c->next_id = 1;
 		c->uar_fd = -1;
+		c->guid = d->guid;
 	}
 	pthread_mutex_unlock(&ctxs_lock);
 	return c;
