@@ -921,6 +921,40 @@ int main(void)
 		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
 		vdci_up(&vd);
 	}
+	/* the verbs DCI brought up again by DEVX commands alone, as NVSHMEM
+	 * drives verbs-created QPs (mlx5dv_devx_qp_modify); the DCT is not a
+	 * QP object to QP commands: EINVAL */
+	{
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
+		uint8_t in[0x800 / 8], out[16];
+
+		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
+		vd.pi = 0;
+		memset(in, 0, sizeof(in));
+		set(in, OPCODE, 0x502);
+		set(in, OBJ, vdci->qp_num);
+		set(in, ADS(0x128, 8), 1);
+		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
+		memset(in, 0, sizeof(in));
+		set(in, OPCODE, 0x503);
+		set(in, OBJ, vdci->qp_num);
+		set(in, QPC(0x40, 3), 5);
+		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
+		set(in, OPCODE, 0x504);
+		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
+		CHECK_EQ(ibv_query_qp(vdci, &qa, IBV_QP_STATE, &(struct ibv_qp_init_attr){ 0 }), 0);
+		CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+		memset(in, 0, sizeof(in));
+		set(in, OPCODE, 0x502);
+		set(in, OBJ, dct[0]->qp_num);
+		CHECK_EQ(mlx5dv_devx_qp_modify(dct[0], in, sizeof(in), out, sizeof(out)), EINVAL);
+		make_av(&av, dct[1]->qp_num, KEY1);
+		idx = vd.pi;
+		post(&vd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf + 2048, 200, (uintptr_t)(buf + 61440),
+		     0, 0);
+		check_ok(&vd, idx);
+		CHECK_MEM(buf + 61440, buf + 2048, 200);
+	}
 	/* 3. a compact AV on RoCE: no GID to route by */
 	make_av(&av, dct[0]->qp_num, KEY0);
 	av.dqp_dct = htobe32(dct[0]->qp_num);
