@@ -52,6 +52,14 @@ target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
 # DC WQEs posted by hand to several DCTs, the error syndromes
 gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc.c)
 target_link_libraries(gdak_verbs_dc PRIVATE gdak_mlx5)
+if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  add_test(NAME gdak.verbs.dc.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_verbs_dc>)
+  set_tests_properties(gdak.verbs.dc.memcheck PROPERTIES TIMEOUT 1200
+    SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
+endif()
 # its GPU twin: a CUDA thread writes the DC WQEs, rings and polls the CQE
 # (exits 77 without a GPU; built wherever nvcc is)
 if(GDAK_HAVE_CUDA)
