@@ -42,14 +42,7 @@ enum {
 
 void *dx_srq_get(struct dx_ctx *c, uint32_t srqn)
 {
-	struct gv_srq *s = srqn ? gv_srq_find(c->dev, srqn) : NULL;
-
-	if (s) {
-		pthread_mutex_lock(&s->lock);
-		s->devx_users++;
-		pthread_mutex_unlock(&s->lock);
-	}
-	return s;
+	return srqn ? gv_srq_hold(c->dev, srqn) : NULL;
 }
 
 void dx_srq_put(void *srq)

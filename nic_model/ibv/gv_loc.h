@@ -159,7 +159,7 @@ struct gv_ah {
 
 struct gv_srq {
 	struct ibv_srq srq;
-	struct gv_srq *next; /* every SRQ of the process, by number (gv_srq_find) */
+	struct gv_srq *next; /* every SRQ of the process, by number (gv_srq_hold) */
 	uint32_t srqn;	     /* 24-bit, what mlx5dv_init_obj(SRQ) reports */
 	pthread_mutex_t lock;
 	uint32_t max_wr, max_sge, limit;
@@ -177,8 +177,9 @@ static inline struct gv_srq *gv_srq_of(struct ibv_srq *s)
 	return gv_container_of(s, struct gv_srq, srq);
 }
 
-/* The SRQ of this number on a context of device d, or NULL (any thread). */
-struct gv_srq *gv_srq_find(const struct gv_device *d, uint32_t srqn);
+/* The SRQ of this number on a context of device d, counted in its
+ * devx_users (ibv_destroy_srq refuses it until released), or NULL. */
+struct gv_srq *gv_srq_hold(const struct gv_device *d, uint32_t srqn);
 
 /* ---- gv_qp.c / gv_post.c --------------------------------------------------------------- */
 

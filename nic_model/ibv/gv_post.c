@@ -582,7 +582,9 @@ static pthread_mutex_t srqs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gv_srq *srqs;
 static uint32_t srq_next = 1;
 
-struct gv_srq *gv_srq_find(const struct gv_device *d, uint32_t srqn)
+/* Lock order: srqs_lock, then an SRQ's lock (ibv_destroy_srq too), so a
+ * DEVX object cannot take an SRQ that is being destroyed. */
+struct gv_srq *gv_srq_hold(const struct gv_device *d, uint32_t srqn)
 {
 	struct gv_srq *s;
 
@@ -590,6 +592,11 @@ struct gv_srq *gv_srq_find(const struct gv_device *d, uint32_t srqn)
 	for (s = srqs; s; s = s->next)
 		if (s->srqn == srqn && gv_ctx(s->srq.context)->dev == d)
 			break;
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		s->devx_users++;
+		pthread_mutex_unlock(&s->lock);
+	}
 	pthread_mutex_unlock(&srqs_lock);
 	return s;
 }
@@ -683,13 +690,14 @@ GV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct gv_srq *s = gv_srq_of(srq);
 
+	pthread_mutex_lock(&srqs_lock);
 	pthread_mutex_lock(&s->lock);
 	if (s->nqps || s->devx_users) {
 		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&srqs_lock);
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&s->lock);
-	pthread_mutex_lock(&srqs_lock);
 	for (struct gv_srq **p = &srqs; *p; p = &(*p)->next)
 		if (*p == s) {
 			*p = s->next;
