@@ -44,6 +44,27 @@ target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/
 # raw PRM commands over umem, WQEs and CQEs checked byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
 target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
+# DC through gdak's libmlx5: DCTs and DCIs by mlx5dv_create_qp and by DEVX,
+# DC WQEs posted by hand to several DCTs, the error syndromes
+gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc.c)
+target_link_libraries(gdak_verbs_dc PRIVATE gdak_mlx5)
+if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
+  add_test(NAME gdak.verbs.dc.memcheck
+    COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
+            --errors-for-leak-kinds=definite --track-origins=yes --quiet
+            $<TARGET_FILE:gdak_verbs_dc>)
+  set_tests_properties(gdak.verbs.dc.memcheck PROPERTIES TIMEOUT 1200
+    SKIP_RETURN_CODE 77 LABELS "memcheck" ENVIRONMENT "GDAK_UNDER_VALGRIND=1")
+endif()
+# its GPU twin: a CUDA thread writes the DC WQEs, rings and polls the CQE
+# (exits 77 without a GPU; built wherever nvcc is)
+if(GDAK_HAVE_CUDA)
+  gdak_add_verbs_lib_test(gdak.verbs.dc_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc_cuda.cu cuda)
+  target_link_libraries(gdak_verbs_dc_cuda PRIVATE gdak_mlx5)
+  target_compile_options(gdak_verbs_dc_cuda PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+  set_tests_properties(gdak.verbs.dc_cuda PROPERTIES RESOURCE_LOCK gdak_gpu)
+endif()
 # DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
 gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx_cuda.c cuda)
 target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)

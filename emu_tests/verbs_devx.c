@@ -104,7 +104,7 @@ static void check_queries(void)
 	query_cap(0x3, out, sizeof(out));
 	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
 	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0);	/* no DC */
+	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc); /* 4 and 8 bytes on DC */
 	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	/* 8-byte atomics in host endianness */
 	query_cap(0x4, out, sizeof(out));
 	CHECK_EQ(get(out, CAP(0xf0, 16)), 255);	   /* roce_address_table_size */
@@ -126,6 +126,39 @@ static void check_queries(void)
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), ra, sizeof(ra)), EREMOTEIO);
 	CHECK_EQ(get(ra, STATUS), ST_BAD_PARAM);
 	CHECK(get(ra, SYNDROME) != 0);
+
+	/* QUERY_VPORT_STATE: up; another vport: BAD_PARAM (no e-switch) */
+	{
+		uint8_t vin[16] = { 0 }, vout[16];
+		static uint8_t hout[16 + 0x340 / 8];
+
+		set(vin, OPCODE, 0x750);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), vout, sizeof(vout)), 0);
+		CHECK_EQ(get(vout, 0x7c, 4), 1);
+		CHECK_EQ(get(vout, 0x78, 4), 1);
+		set(vin, 0x40, 1, 1);
+		set(vin, 0x50, 16, 3);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), vout, sizeof(vout)),
+			 EREMOTEIO);
+		CHECK_EQ(get(vout, STATUS), ST_BAD_PARAM);
+		/* QUERY_HCA_VPORT_CONTEXT: the port active, link up, the node GUID */
+		memset(vin, 0, sizeof(vin));
+		set(vin, OPCODE, 0x762);
+		set(vin, 0x4c, 4, 1);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, sizeof(hout)), 0);
+		CHECK_EQ(get(hout, 0x80 + 0x118, 4), 4);
+		CHECK_EQ(get(hout, 0x80 + 0x110, 4), 5);
+		CHECK_EQ(
+			((uint64_t)get(hout, 0x80 + 0x1c0, 32) << 32 | get(hout, 0x80 + 0x1e0, 32)),
+			be64toh(ibv_get_device_guid(ctx->device)));
+		CHECK_EQ(get(hout, 0x80 + 0x300, 16), 0);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, 32), EREMOTEIO);
+		CHECK_EQ(get(hout, STATUS), ST_BAD_OUTPUT_LEN);
+		set(vin, 0x4c, 4, 2);
+		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, sizeof(hout)),
+			 EREMOTEIO);
+		CHECK_EQ(get(hout, STATUS), ST_BAD_PARAM);
+	}
 }
 
 /* Unknown and malformed commands: ConnectX's status, or the kernel's errno. */
@@ -178,7 +211,8 @@ static void check_refusals(void)
 	{
 		static uint8_t rin[0x200], rout[0x1100];
 		static const unsigned ops[] = { 0x100, 0x400, 0x500, 0x502, 0x503, 0x504,
-						0x50b, 0x754, 0x760, 0x800, 0x816, 0xb00 };
+						0x50b, 0x754, 0x760, 0x800, 0x816, 0xb00,
+						0x710, 0x712, 0x713, 0x750, 0x762 };
 		uint64_t seed = 7;
 
 		for (unsigned i = 0; i < 400; i++) {

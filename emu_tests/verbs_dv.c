@@ -179,7 +179,8 @@ int main(void)
 	REQUIRE(cqx != NULL);
 	cq = ibv_cq_ex_to_cq(cqx);
 
-	/* create_qp: DC refused; RC with a scatter-to-CQE flag taken */
+	/* create_qp: DC on a QP type that is not IBV_QPT_DRIVER refused (DC
+	 * itself: verbs_dc.c); RC with a scatter-to-CQE flag taken */
 	{
 		struct ibv_qp_init_attr_ex x;
 		struct mlx5dv_qp_init_attr d;
@@ -187,9 +188,10 @@ int main(void)
 		rc_attr(&x, &d, cq);
 		x.cap.max_send_wr = 4;
 		d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+		d.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
 		errno = 0;
 		CHECK(mlx5dv_create_qp(ctx, &x, &d) == NULL);
-		CHECK_EQ(errno, EOPNOTSUPP);
+		CHECK_EQ(errno, EINVAL);
 	}
 	a = dv_qp(cq);
 	b = dv_qp(cq);
@@ -241,17 +243,30 @@ int main(void)
 		CHECK(*(void **)old.cq_uar == dcq.cq_uar);
 		CHECK_EQ(old.cqn, dcq.cqn);
 	}
-	/* SRQs have no mlx5 ring in gdak */
+	/* SRQs have no mlx5 ring in gdak: the number only (what NVSHMEM's
+	 * DEVX QPs name), two SRQs two numbers */
 	{
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
-		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
-		struct mlx5dv_srq ds;
+		struct ibv_srq *srq = ibv_create_srq(pd, &sa), *srq2 = ibv_create_srq(pd, &sa);
+		struct mlx5dv_srq ds, ds2;
 
-		REQUIRE(srq != NULL);
+		REQUIRE(srq != NULL && srq2 != NULL);
 		memset(&obj, 0, sizeof(obj));
+		memset(&ds, 0xee, sizeof(ds));
+		ds.comp_mask = MLX5DV_SRQ_MASK_SRQN;
 		obj.srq.in = srq;
 		obj.srq.out = &ds;
-		CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ), EOPNOTSUPP);
+		CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ), 0);
+		CHECK_EQ(ds.comp_mask, MLX5DV_SRQ_MASK_SRQN);
+		CHECK(ds.srqn != 0 && ds.srqn <= 0xffffff);
+		CHECK(ds.buf == NULL && ds.dbrec == NULL && ds.stride == 0);
+		memset(&ds2, 0, sizeof(ds2));
+		ds2.comp_mask = MLX5DV_SRQ_MASK_SRQN;
+		obj.srq.in = srq2;
+		obj.srq.out = &ds2;
+		CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ), 0);
+		CHECK(ds2.srqn != ds.srqn && ds2.srqn != 0);
+		CHECK_EQ(ibv_destroy_srq(srq2), 0);
 		CHECK_EQ(ibv_destroy_srq(srq), 0);
 	}
 	/* AH: the address vector */

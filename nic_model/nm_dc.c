@@ -380,6 +380,81 @@ static struct nm_qp *no_answer(struct nm_op *op, const char *rule)
 	return NULL;
 }
 
+/*
+ * A DCT of this process on the udp transport (gdak's libibverbs: every
+ * device is a RoCE endpoint): the AV must be a full one naming the DCT's
+ * own GID - RoCE routes by GID, ConnectX ignores the AV's LID there - and
+ * the DCT must answer (RTR, key).  The request is then executed in place,
+ * as the loop transport executes it (nm_dc_udp_post_send); a DCT in
+ * another process is not reached this way (dct_find misses it: the
+ * connect goes unanswered).
+ */
+static int udp_target_ok(struct nm_qp *qp, struct nm_op *op, const struct nm_dc_stream *s,
+			 struct nm_qp *dct)
+{
+	struct gdak_qp_info in;
+	int st;
+
+	memset(&in, 0, sizeof(in));
+	if (dct->ctx->tr->qp_info(dct, &in) || s->av_ds != 3 || memcmp(s->gid, in.gid, 16)) {
+		char g[48];
+
+		gid_text(g, sizeof(g), in.gid);
+		nm_violation(
+			qp, op->wqe_index, "dc_av_target",
+			MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			"AV names DCT 0x%x %s; on RoCE it needs a full AV with the DCT's GID %s",
+			op->dc_dctn, s->av_ds != 3 ? "with a compact AV" : "at another GID", g);
+		op->flags |= NM_OPF_VIOLATION;
+		no_answer(op, "dc_av_target");
+		return 0;
+	}
+	st = nm_qp_state(dct);
+	if (st != GDAK_QPS_RTR) {
+		GDAK_WARN_RL("qp", qp->id,
+			     "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes unanswered",
+			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn,
+			     gdak_qp_state_name((enum gdak_qp_state)st));
+		no_answer(op, "dc_dct_state");
+		return 0;
+	}
+	if (op->dc_key != dct->dc->key) {
+		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x WQE %u presents key 0x%" PRIx64,
+			     qp->base.qpn, op->wqe_index, op->dc_key);
+		no_answer(op, "dc_key_violation");
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * udp transport, NIC thread: 1 when the DCT a DCI's full AV names is one of
+ * this process's (its number and its GID): gdak's emulated mlx5 device
+ * reaches it in place, as the loop transport does (the same checks and
+ * syndromes, no socket round trip); 0 sends it on the wire (docs/UDP.md
+ * "DC").
+ */
+int nm_dc_udp_local(struct nm_qp *qp, const struct nm_op *op)
+{
+	struct gdak_qp_info in;
+	struct nm_qp *dct;
+
+	if (op->av_ds != 3 || !op->av)
+		return 0;
+	dct = dct_find(op->dc_dctn);
+	if (!dct || dct->ctx->tr == &nm_tr_loop_ops)
+		return 0;
+	memset(&in, 0, sizeof(in));
+	return !dct->ctx->tr->qp_info(dct, &in) && !memcmp(op->av + 32, in.gid, 16);
+}
+
+enum nm_tx_result nm_dc_udp_post_send(struct nm_qp *qp, struct nm_op *op)
+{
+	return nm_tr_loop_ops.post_send(qp, op);
+}
+
 struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
 {
 	struct nm_dc_stream *s;
@@ -407,6 +482,8 @@ struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
 		ce->dctn = op->dc_dctn;
 		ce->gen = gen;
 	}
+	if (dct->ctx->tr != &nm_tr_loop_ops)
+		return udp_target_ok(qp, op, s, dct) ? dct : NULL;
 	if (s->lid != nm_dc_loop_lid(dct->ctx)) {
 		nm_violation(qp, op->wqe_index, "dc_av_target",
 			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,

@@ -185,6 +185,13 @@ uint32_t nm_ext_cq_num(const struct nm_cq *cq)
 	return cq ? cq->cqn : 0;
 }
 
+struct nm_cq *nm_ext_cq_find(struct gdak_ctx *ctx, uint32_t cqn)
+{
+	struct nm_cq *cq = nm_ext_cq_lookup(cqn);
+
+	return cq && &cq->ctx->base == ctx ? cq : NULL;
+}
+
 uint64_t nm_ext_cq_produced(const struct nm_cq *cq)
 {
 	return cq ? nm_cq_produced(cq) : 0;
@@ -226,12 +233,17 @@ int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struc
 	    (a->flags & ~(unsigned)NM_EXT_QP_NO_DBREC) ||
 	    (unsigned)a->handler >= GDAK_DEV_DB_HANDLER_COUNT ||
 	    (a->sharing != GDAK_DEV_EXCLUSIVE && a->sharing != GDAK_DEV_SHARED) ||
-	    (a->mtu && (a->mtu < 256 || a->mtu > 4096 || !is_pow2(a->mtu)))) {
-		GDAK_ERR("ctx", ctx->id,
-			 "bad QP: sq %u WQEBBs (power of two, 4..32768), rq %u x %u bytes (power "
-			 "of two <= 32768, stride 16..256), flags 0x%x, handler %d, mtu %u",
-			 a->sq_wqebb_cnt, a->rq_wqe_cnt, a->rq_stride, a->flags, (int)a->handler,
-			 a->mtu);
+	    (a->mtu && (a->mtu < 256 || a->mtu > 4096 || !is_pow2(a->mtu))) ||
+	    a->type > GDAK_QPT_DCT ||
+	    (a->type == GDAK_QPT_DCI &&
+	     (!is_pow2(a->dci_streams) || a->dci_streams > GDAK_DCI_MAX_STREAMS))) {
+		GDAK_ERR(
+			"ctx", ctx->id,
+			"bad QP: sq %u WQEBBs (power of two, 4..32768), rq %u x %u bytes (power "
+			"of two <= 32768, stride 16..256), flags 0x%x, handler %d, mtu %u, type %u "
+			"(%u DCI streams: power of two <= 16)",
+			a->sq_wqebb_cnt, a->rq_wqe_cnt, a->rq_stride, a->flags, (int)a->handler,
+			a->mtu, a->type, a->dci_streams);
 		return -EINVAL;
 	}
 	if (!a->scq || !a->scq->ext || (a->rq_wqe_cnt && (!a->rcq || !a->rcq->ext))) {
@@ -273,6 +285,9 @@ int nm_ext_qp_create(struct gdak_ctx *ctx, const struct nm_ext_qp_attr *a, struc
 	qa.sharing = a->sharing;
 	qa.mtu = a->mtu ? a->mtu : 1024;
 	qa.nic_thread = a->nic_thread;
+	qa.type = a->type;
+	qa.dci_streams = a->type == GDAK_QPT_DCI ? a->dci_streams : 0;
+	qa.dc_key = a->type == GDAK_QPT_DCT ? a->dc_key : 0;
 	qa.flags = (a->flags & NM_EXT_QP_NO_DBREC ? GDAK_QP_F_SQ_NO_DBREC : 0) |
 		   (a->scq->flags & NM_CQ_OI ? GDAK_QP_F_SCQ_OVERRUN_IGNORE : 0) |
 		   (a->scq->flags & NM_CQ_CC ? GDAK_QP_F_SCQ_COLLAPSED : 0);

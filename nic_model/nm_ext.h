@@ -89,6 +89,9 @@ uint32_t nm_ext_cq_num(const struct nm_cq *cq);
 uint64_t nm_ext_cq_produced(const struct nm_cq *cq);
 /* QPs attached now. */
 uint32_t nm_ext_cq_users(const struct nm_cq *cq);
+/* The CQ of this number on ctx (made by nm_ext_cq_create: a DEVX or a
+ * verbs CQ alike), or NULL.  Valid while its creator keeps it. */
+struct nm_cq *nm_ext_cq_find(struct gdak_ctx *ctx, uint32_t cqn);
 
 /* ---- QPs -------------------------------------------------------------- */
 
@@ -123,6 +126,12 @@ struct nm_ext_qp_attr {
 	enum gdak_dev_sharing sharing;
 	uint32_t mtu;
 	int nic_thread;
+	/* Dynamically Connected (gdak_qp_attr's fields of the same names; all
+	 * 0: RC).  A DCT still takes a send queue here (4 WQEBBs will do):
+	 * nothing rings it, it only keeps the QP's layout uniform. */
+	uint32_t type; /* enum gdak_qp_type */
+	uint32_t dci_streams;
+	uint64_t dc_key;
 };
 
 /* A QP on caller rings, in RESET.  0 and *out, or -EINVAL (bad sizes,

@@ -705,6 +705,8 @@ void nm_dc_streams_close(struct nm_qp *qp, const char *why);
  * + 16 into op.  Returns its DS count (1 or 3), 0 when the opcode takes
  * none, or -1 with op->status set. */
 int nm_dc_decode_av(struct nm_qp *qp, struct nm_op *op, const uint8_t *w, uint32_t ds);
+int nm_dc_udp_local(struct nm_qp *qp, const struct nm_op *op);
+enum nm_tx_result nm_dc_udp_post_send(struct nm_qp *qp, struct nm_op *op);
 /* Before EXECUTE: the op's stream is open to its target (opening it, or
  * closing the stream's previous target first).  1 while it must wait for
  * the ops still in flight on the old target. */
@@ -718,6 +720,8 @@ struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op);
 int nm_dc_dct_check(struct nm_qp *dct, uint64_t key, uint32_t dci);
 /* The LID the loop transport gives a context's QPs (nonzero, per process). */
 uint16_t nm_dc_loop_lid(const struct nm_ctx *ctx);
+/* udp transport, a DCI's request: executed in place on the DCT of this
+ * process its AV names (as the loop transport executes it) */
 
 /* ---- nm_comp.c ---------------------------------------------------------------------- */
 

@@ -675,7 +675,12 @@ static enum nm_tx_result dc_route(struct udp_qp *u, struct nm_op *op, struct roc
 	path = (struct roce_path){
 		.sip = u->addr.s_addr, .dip = dip, .sport = u->port, .dport = port
 	};
-	r = roce_dc_retarget(&u->rqp, op->dc_dctn, nm_rand_seq24(NM_RAND_PSN), &path, port);
+	/* A DCT on its own port answers from it; one behind a device's 4791
+	 * (gdak's libibverbs, a ConnectX) answers from whatever source port
+	 * its QP sends from - RoCEv2's source port is flow entropy, and rxe
+	 * checks the address only */
+	r = roce_dc_retarget(&u->rqp, op->dc_dctn, nm_rand_seq24(NM_RAND_PSN), &path,
+			     port == ROCE_UDP_PORT ? 0 : port);
 	if (r == -EBUSY)
 		return NM_TX_BUSY;
 	if (r) {
@@ -961,7 +966,12 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	if (op->fm_ce_se & MLX5_WQE_CTRL_SOLICITED)
 		wr.flags |= ROCE_WRF_SOLICITED;
 	if (u->rqp.dc == ROCE_DC_INITIATOR) {
-		enum nm_tx_result t = dc_route(u, op, &wr);
+		enum nm_tx_result t;
+
+		/* a DCT of this process: in place (nm_dc.c), else the wire */
+		if (nm_dc_udp_local(qp, op))
+			return nm_dc_udp_post_send(qp, op);
+		t = dc_route(u, op, &wr);
 
 		if (t != NM_TX_PENDING)
 			return t;

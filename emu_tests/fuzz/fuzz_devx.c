@@ -8,9 +8,10 @@
  *   op   0 general_cmd, 1 obj_create, 2 obj_modify, 3 obj_query,
  *        4 obj_destroy (of live object [k]), 5 umem_reg, 6 alloc_uar
  *   k    which live object
- *   fix  bits: 1 the UAR page id, 2 the umem ids, 4 a live CQ's number,
- *        8 object [k]'s number patched into the mailbox where PRM fields
- *        name them, so the fuzzer gets past the existence checks
+ *   fix  bits: 1 the UAR page id, 2 the umem ids, 4 a live CQ's number
+ *        (and the SRQ's, for a DCT or a DCI), 8 object [k]'s number patched
+ *        into the mailbox where PRM fields name them, so the fuzzer gets
+ *        past the existence checks
  *   inlen, outlen (u16 each, capped), then inlen mailbox bytes
  * At the end every live object is destroyed (in any order that works:
  * an object in use is EBUSY and retried once its users are gone).
@@ -38,6 +39,9 @@ static struct mlx5dv_devx_uar *uar;
 static struct mlx5dv_devx_umem *umem;
 static void *umem_buf;
 static union ibv_gid gid;
+static struct ibv_pd *pd;
+static struct ibv_srq *srq; /* what DC mailboxes name (CREATE_DCT, a DCI's srqn) */
+static uint32_t srqn;
 
 struct live {
 	struct mlx5dv_devx_obj *o;
@@ -83,11 +87,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	memset(umem_buf, 0, UMEM);
 	umem = mlx5dv_devx_umem_reg(ctx, umem_buf, UMEM, IBV_ACCESS_LOCAL_WRITE);
 	FUZZ_ASSERT(umem, "umem_reg");
+	{
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		struct mlx5dv_srq ds = { .comp_mask = MLX5DV_SRQ_MASK_SRQN };
+		struct mlx5dv_obj o = { .srq = { .out = &ds } };
+
+		pd = ibv_alloc_pd(ctx);
+		FUZZ_ASSERT(pd, "alloc_pd");
+		srq = ibv_create_srq(pd, &sa);
+		FUZZ_ASSERT(srq, "create_srq");
+		o.srq.in = srq;
+		FUZZ_ASSERT(mlx5dv_init_obj(&o, MLX5DV_OBJ_SRQ) == 0, "init_obj srq");
+		srqn = ds.srqn;
+	}
 	return 0;
 }
 
 void fuzz_fini(void)
 {
+	ibv_destroy_srq(srq);
+	ibv_dealloc_pd(pd);
 	mlx5dv_devx_umem_dereg(umem);
 	mlx5dv_devx_free_uar(uar);
 	free(umem_buf);
@@ -107,6 +126,14 @@ static void fixup(uint8_t *in, size_t inlen, unsigned fix, const struct live *ob
 
 	if ((fix & 8) && k < n && inlen >= 16)
 		put32(in, 0x48, 24, objs[k].id);
+	if (op == 0x710 && inlen >= 0x280 / 8 && (fix & 4)) {
+		put32(in, 0x80 + 0xa8, 24, srqn); /* dctc.srqn_xrqn */
+		for (unsigned i = 0; i < n; i++)
+			if (objs[i].op == 0x400) {
+				put32(in, 0x80 + 0x48, 24, objs[i].id); /* dctc.cqn */
+				break;
+			}
+	}
 	if (inlen < 0x880 / 8)
 		return;
 	/* the fields of the command the mailbox carries (contexts overlap) */
@@ -124,6 +151,8 @@ static void fixup(uint8_t *in, size_t inlen, unsigned fix, const struct live *ob
 			put32(in, 0xc0 + 0x720, 32, umem->umem_id); /* qpc.dbr_umem_id */
 			put32(in, 0x840, 32, umem->umem_id);	    /* create_qp_in.wq_umem_id */
 		}
+		if (fix & 4)
+			put32(in, 0xc0 + 0x568, 24, srqn); /* qpc.srqn_rmpn_xrqn */
 		for (unsigned i = 0; (fix & 4) && i < n; i++)
 			if (objs[i].op == 0x400) {
 				put32(in, 0xc0 + 0x3e8, 24, objs[i].id); /* qpc.cqn_snd */

@@ -98,6 +98,10 @@ GV_EXPORT int gdak_dx_uar_alloc(struct ibv_context *ctx, unsigned type, struct g
 	ret = dx_uar_alloc(c, type, &o);
 	if (ret)
 		return ret;
+	/* what mmap_off is an offset into (a ConnectX context's command fd;
+	 * gdak's contexts have none until then) */
+	if (ctx->cmd_fd < 0)
+		ctx->cmd_fd = dx_uar_fd(c);
 	*uar = (struct gdak_dx_obj *)o;
 	*page = o->u.uar.page;
 	*page_id = o->id;

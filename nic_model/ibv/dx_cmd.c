@@ -49,6 +49,10 @@ static const struct op_name op_names[] = {
 	{ DX_OP_DESTROY_SRQ, "DESTROY_SRQ" },
 	{ DX_OP_QUERY_SRQ, "QUERY_SRQ" },
 	{ DX_OP_CREATE_DCT, "CREATE_DCT" },
+	{ DX_OP_DESTROY_DCT, "DESTROY_DCT" },
+	{ DX_OP_DRAIN_DCT, "DRAIN_DCT" },
+	{ DX_OP_QUERY_DCT, "QUERY_DCT" },
+	{ DX_OP_ARM_DCT_FOR_KEY_VIOLATION, "ARM_DCT_FOR_KEY_VIOLATION" },
 	{ DX_OP_QUERY_VPORT_STATE, "QUERY_VPORT_STATE" },
 	{ DX_OP_QUERY_NIC_VPORT_CONTEXT, "QUERY_NIC_VPORT_CONTEXT" },
 	{ DX_OP_QUERY_ROCE_ADDRESS, "QUERY_ROCE_ADDRESS" },
@@ -162,6 +166,13 @@ static void cap_general(void *o, size_t n)
 	dx_set(o, n, DXF_CAP_LOG_MAX_MSG, 30);
 	dx_set(o, n, DXF_CAP_CQE_VERSION, 1);
 	dx_set(o, n, DXF_CAP_COMPACT_AV, 1);
+	/* DC (nm_dc.c): DCTs, DCIs of up to 16 streams; an error fails the
+	 * whole DCI (no errored streams of their own); the requester never
+	 * scatters READ / atomic responses to the CQE */
+	dx_set(o, n, DXF_CAP_DCT, 1);
+	dx_set(o, n, DXF_CAP_DC_REQ_SCAT_CQE, 0);
+	dx_set(o, n, DXF_CAP_LOG_MAX_DCI_STREAMS, 4);
+	dx_set(o, n, DXF_CAP_LOG_MAX_DCI_ERRORED, 0);
 	dx_set(o, n, DXF_CAP_ROCE, 1);
 	dx_set(o, n, DXF_CAP_ATOMIC, 1);
 	dx_set(o, n, DXF_CAP_CQ_OI, 1);
@@ -186,9 +197,9 @@ static void cap_atomic(void *o, size_t n)
 	dx_set(o, n, DXF_ATOM_8B_ENDIANNESS, 1);
 	/* CAS, FA, masked CAS, masked FA */
 	dx_set(o, n, DXF_ATOM_OPERATIONS, 0xf);
-	/* bit n: 2^n-byte operands - 4 and 8 bytes on RC; no DC here */
+	/* bit n: 2^n-byte operands - 4 and 8 bytes, on RC and on DC alike */
 	dx_set(o, n, DXF_ATOM_SIZE_QP, 1u << 2 | 1u << 3);
-	dx_set(o, n, DXF_ATOM_SIZE_DC, 0);
+	dx_set(o, n, DXF_ATOM_SIZE_DC, 1u << 2 | 1u << 3);
 }
 
 static void cap_roce(void *o, size_t n)
@@ -276,6 +287,60 @@ static int query_nic_vport(const void *in, size_t inlen, void *out, size_t outle
 	return ret;
 }
 
+/* The device's own vport only: no e-switch manager here to ask about
+ * another function's. */
+static int own_vport(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	if (dx_get(in, inlen, DXF_VP_IN_OTHER_VPORT) || dx_get(in, inlen, DXF_VP_IN_VPORT_NUMBER))
+		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_PARAM, 0,
+			       dx_get(in, inlen, DXF_VP_IN_OTHER_VPORT)
+				       ? "query_*vport*_in.other_vport"
+				       : "query_*vport*_in.vport_number",
+			       "vport %u: gdak's device is one function, vport 0, and manages no "
+			       "e-switch",
+			       dx_get(in, inlen, DXF_VP_IN_VPORT_NUMBER));
+	return 0;
+}
+
+/* the vNIC vport: up, administratively up */
+static int query_vport_state(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = own_vport(in, inlen, out, outlen);
+
+	if (!ret)
+		ret = dx_out_begin(out, outlen, DX_VPORT_STATE_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	dx_set(out, outlen, DXF_VPS_ADMIN_STATE, 1);
+	dx_set(out, outlen, DXF_VPS_STATE, 1);
+	return 0;
+}
+
+/* the port as verbs reports it (gv_device.c): active, link up, the node
+ * GUID for every GUID, no LID on Ethernet */
+static int query_hca_vport(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned port = dx_get(in, inlen, DXF_VP_IN_PORT_NUM);
+	int ret = own_vport(in, inlen, out, outlen);
+
+	if (!ret && port > 1)
+		ret = dx_fail(out, outlen, in, inlen, DX_ST_BAD_PARAM, 0,
+			      "query_hca_vport_context_in.port_num", "port %u (the device has 1)",
+			      port);
+	if (!ret)
+		ret = dx_out_begin(out, outlen, DX_HCA_VPORT_OUT_LEN, in, inlen);
+	if (ret)
+		return ret;
+	dx_set(out, outlen, DXF_HVC_PORT_PHYS_STATE, 5); /* LinkUp */
+	dx_set(out, outlen, DXF_HVC_PORT_STATE, 4);	 /* ACTIVE */
+	dx_set(out, outlen, DXF_HVC_VPORT_STATE, 4);
+	dx_set64(out, outlen, DXF_HVC_SYS_IMAGE_GUID, c->guid);
+	dx_set64(out, outlen, DXF_HVC_PORT_GUID, c->guid);
+	dx_set64(out, outlen, DXF_HVC_NODE_GUID, c->guid);
+	dx_set(out, outlen, DXF_HVC_LID, 0);
+	return 0;
+}
+
 int dx_general(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned op = dx_get(in, inlen, DXF_IN_OPCODE);
@@ -287,6 +352,10 @@ int dx_general(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t
 		return query_roce_address(c, in, inlen, out, outlen);
 	case DX_OP_QUERY_NIC_VPORT_CONTEXT:
 		return query_nic_vport(in, inlen, out, outlen);
+	case DX_OP_QUERY_VPORT_STATE:
+		return query_vport_state(in, inlen, out, outlen);
+	case DX_OP_QUERY_HCA_VPORT_CONTEXT:
+		return query_hca_vport(c, in, inlen, out, outlen);
 	case DX_OP_NOP:
 		return dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
 	default:

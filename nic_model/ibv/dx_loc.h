@@ -59,6 +59,8 @@
 	X(CAP_LOG_MAX_MSG, "cmd_hca_cap.log_max_msg", 0x80 + 0x1c3, 5)                             \
 	X(CAP_CQE_VERSION, "cmd_hca_cap.cqe_version", 0x80 + 0x1fc, 4)                             \
 	X(CAP_COMPACT_AV, "cmd_hca_cap.compact_address_vector", 0x80 + 0x200, 1)                   \
+	X(CAP_DC_REQ_SCAT_CQE, "cmd_hca_cap.dc_req_scat_data_cqe", 0x80 + 0x20c, 1)                \
+	X(CAP_DCT, "cmd_hca_cap.dct", 0x80 + 0x21a, 1)                                             \
 	X(CAP_ROCE, "cmd_hca_cap.roce", 0x80 + 0x21d, 1)                                           \
 	X(CAP_ATOMIC, "cmd_hca_cap.atomic", 0x80 + 0x21e, 1)                                       \
 	X(CAP_CQ_OI, "cmd_hca_cap.cq_oi", 0x80 + 0x220, 1)                                         \
@@ -71,6 +73,8 @@
 	X(CAP_MAX_WQE_SZ_RQ, "cmd_hca_cap.max_wqe_sz_rq", 0x80 + 0x2b0, 16)                        \
 	X(CAP_LOG_MAX_PD, "cmd_hca_cap.log_max_pd", 0x80 + 0x32b, 5)                               \
 	X(CAP_LOG_MAX_UCTX, "cmd_hca_cap.log_max_uctx", 0x80 + 0x463, 5)                           \
+	X(CAP_LOG_MAX_DCI_STREAMS, "cmd_hca_cap.log_max_dci_stream_channels", 0x80 + 0x58b, 5)     \
+	X(CAP_LOG_MAX_DCI_ERRORED, "cmd_hca_cap.log_max_dci_errored_streams", 0x80 + 0x593, 5)     \
 	X(ATOM_8B_ENDIANNESS, "atomic_caps.atomic_req_8B_endianness_mode", 0x80 + 0x40, 2)         \
 	X(ATOM_8B_MODE1_SUP, "atomic_caps.supported_atomic_req_8B_endianness_mode_1", 0x80 + 0x46, \
 	  1)                                                                                       \
@@ -94,6 +98,19 @@
 	X(RA_OUT_VERSION, "roce_addr_layout.roce_version", 0x80 + 0xd8, 8)                         \
 	/* QUERY_NIC_VPORT_CONTEXT */                                                              \
 	X(NVC_ROCE_EN, "nic_vport_context.roce_en", 0x80 + 0x1f, 1)                                \
+	/* QUERY_VPORT_STATE / QUERY_HCA_VPORT_CONTEXT */                                          \
+	X(VP_IN_OTHER_VPORT, "query_*vport*_in.other_vport", 0x40, 1)                              \
+	X(VP_IN_PORT_NUM, "query_hca_vport_context_in.port_num", 0x4c, 4)                          \
+	X(VP_IN_VPORT_NUMBER, "query_*vport*_in.vport_number", 0x50, 16)                           \
+	X(VPS_ADMIN_STATE, "query_vport_state_out.admin_state", 0x78, 4)                           \
+	X(VPS_STATE, "query_vport_state_out.state", 0x7c, 4)                                       \
+	X(HVC_PORT_PHYS_STATE, "hca_vport_context.port_physical_state", 0x80 + 0x110, 4)           \
+	X(HVC_PORT_STATE, "hca_vport_context.port_state", 0x80 + 0x118, 4)                         \
+	X(HVC_VPORT_STATE, "hca_vport_context.vport_state", 0x80 + 0x11c, 4)                       \
+	X(HVC_SYS_IMAGE_GUID, "hca_vport_context.system_image_guid", 0x80 + 0x140, 64)             \
+	X(HVC_PORT_GUID, "hca_vport_context.port_guid", 0x80 + 0x180, 64)                          \
+	X(HVC_NODE_GUID, "hca_vport_context.node_guid", 0x80 + 0x1c0, 64)                          \
+	X(HVC_LID, "hca_vport_context.lid", 0x80 + 0x300, 16)                                      \
 	/* CREATE_CQ: cq_context at 0x80 */                                                        \
 	X(CQC_STATUS, "cqc.status", 0x80 + 0x00, 4)                                                \
 	X(CQC_DBR_UMEM_VALID, "cqc.dbr_umem_valid", 0x80 + 0x06, 1)                                \
@@ -164,11 +181,34 @@
 	X(QPC_SRQN, "qpc.srqn_rmpn_xrqn", 0xc0 + 0x568, 24)                                        \
 	X(QPC_HW_SQ_WQEBB_COUNTER, "qpc.hw_sq_wqebb_counter", 0xc0 + 0x5a0, 16)                    \
 	X(QPC_SW_SQ_WQEBB_COUNTER, "qpc.sw_sq_wqebb_counter", 0xc0 + 0x5b0, 16)                    \
+	X(QPC_DC_ACCESS_KEY, "qpc.dc_access_key", 0xc0 + 0x640, 64)                                \
 	X(QPC_DBR_UMEM_VALID, "qpc.dbr_umem_valid", 0xc0 + 0x683, 1)                               \
 	X(QPC_DBR_UMEM_ID, "qpc.dbr_umem_id", 0xc0 + 0x720, 32)                                    \
 	X(QP_WQ_UMEM_OFFSET, "create_qp_in.wq_umem_offset", 0x800, 64)                             \
 	X(QP_WQ_UMEM_ID, "create_qp_in.wq_umem_id", 0x840, 32)                                     \
-	X(QP_WQ_UMEM_VALID, "create_qp_in.wq_umem_valid", 0x860, 1)
+	X(QP_WQ_UMEM_VALID, "create_qp_in.wq_umem_valid", 0x860, 1)                                \
+	/* CREATE_DCT / QUERY_DCT: dct_context_entry (dctc) at 0x80 */                             \
+	X(DCTC_STATE, "dctc.state", 0x80 + 0x04, 4)                                                \
+	X(DCTC_USER_INDEX, "dctc.user_index", 0x80 + 0x28, 24)                                     \
+	X(DCTC_CQN, "dctc.cqn", 0x80 + 0x48, 24)                                                   \
+	X(DCTC_ATOMIC_MODE, "dctc.atomic_mode", 0x80 + 0x68, 4)                                    \
+	X(DCTC_RRE, "dctc.rre", 0x80 + 0x6c, 1)                                                    \
+	X(DCTC_RWE, "dctc.rwe", 0x80 + 0x6d, 1)                                                    \
+	X(DCTC_RAE, "dctc.rae", 0x80 + 0x6e, 1)                                                    \
+	X(DCTC_CS_RES, "dctc.cs_res", 0x80 + 0x88, 8)                                              \
+	X(DCTC_MIN_RNR_NAK, "dctc.min_rnr_nak", 0x80 + 0x93, 5)                                    \
+	X(DCTC_SRQN, "dctc.srqn_xrqn", 0x80 + 0xa8, 24)                                            \
+	X(DCTC_PD, "dctc.pd", 0x80 + 0xc8, 24)                                                     \
+	X(DCTC_TCLASS, "dctc.tclass", 0x80 + 0xe0, 8)                                              \
+	X(DCTC_FLOW_LABEL, "dctc.flow_label", 0x80 + 0xec, 20)                                     \
+	X(DCTC_DC_ACCESS_KEY, "dctc.dc_access_key", 0x80 + 0x100, 64)                              \
+	X(DCTC_MTU, "dctc.mtu", 0x80 + 0x145, 3)                                                   \
+	X(DCTC_PORT, "dctc.port", 0x80 + 0x148, 8)                                                 \
+	X(DCTC_PKEY_INDEX, "dctc.pkey_index", 0x80 + 0x150, 16)                                    \
+	X(DCTC_MY_ADDR_INDEX, "dctc.my_addr_index", 0x80 + 0x168, 8)                               \
+	X(DCTC_HOP_LIMIT, "dctc.hop_limit", 0x80 + 0x178, 8)                                       \
+	X(DCTC_KEY_VIOLATIONS, "dctc.dc_access_key_violation_count", 0x80 + 0x180, 32)             \
+	X(DCTC_DSCP, "dctc.dscp", 0x80 + 0x1ba, 6)
 
 #define DX_ENUM(id, name, bit, w) DXF_##id,
 enum dx_field_id {
@@ -246,6 +286,10 @@ enum dx_opcode {
 	DX_OP_DESTROY_SRQ = 0x701,
 	DX_OP_QUERY_SRQ = 0x702,
 	DX_OP_CREATE_DCT = 0x710,
+	DX_OP_DESTROY_DCT = 0x711,
+	DX_OP_DRAIN_DCT = 0x712,
+	DX_OP_QUERY_DCT = 0x713,
+	DX_OP_ARM_DCT_FOR_KEY_VIOLATION = 0x714,
 	DX_OP_QUERY_VPORT_STATE = 0x750,
 	DX_OP_QUERY_NIC_VPORT_CONTEXT = 0x754,
 	DX_OP_QUERY_ROCE_ADDRESS = 0x760,
@@ -286,6 +330,13 @@ enum dx_cap_type {
 #define DX_QUERY_QP_OUT_LEN (0x880u / 8)
 #define DX_ROCE_ADDR_OUT_LEN (0x80u / 8 + 0x100u / 8)
 #define DX_NIC_VPORT_OUT_LEN (0x80u / 8 + 0x800u / 8)
+#define DX_VPORT_STATE_OUT_LEN (0x80u / 8)
+/* query_hca_vport_context_out up to the end of the fields gdak fills
+ * (lid and the SM words after it) */
+#define DX_HCA_VPORT_OUT_LEN (0x80u / 8 + 0x340u / 8)
+#define DX_DCT_IN_LEN (0x280u / 8)	  /* create_dct_in up to the end of the dctc */
+#define DX_QUERY_DCT_OUT_LEN (0x280u / 8) /* query_dct_out: header, dctc */
+#define DX_DCTC_LEN (0x200u / 8)
 
 struct gdak_ctx;
 struct dx_obj;
@@ -298,9 +349,14 @@ struct dx_ctx {
 	struct gdak_ctx *g;
 	uint8_t gid[16]; /* GID index 0 */
 	uint8_t mac[6];	 /* what the device's RoCE address reports */
+	uint64_t guid;	 /* node / port / system image GUID (host order) */
 	struct dx_obj *head;
 	uint32_t next_id; /* PD numbers, umem ids, UAR page ids */
 	unsigned nobj;
+	/* the UAR pages' backing file: page id n at offset n << 12, what
+	 * mlx5dv_devx_uar.mmap_off says and a program may mmap through the
+	 * context's cmd_fd, as on a ConnectX (-1 until the first page) */
+	int uar_fd;
 };
 
 /* The kernel's errno for a command ConnectX ran and failed: the output
@@ -333,6 +389,7 @@ enum dx_obj_type {
 	DX_OBJ_TD,
 	DX_OBJ_CQ,
 	DX_OBJ_QP,
+	DX_OBJ_DCT,
 };
 
 #define DX_UAR_PAGE 4096u
@@ -376,7 +433,16 @@ struct dx_obj {
 			struct gdak_qp *qp;
 			uint8_t *mb;	/* a create_qp_in image: what QUERY_QP reports */
 			unsigned state; /* PRM qpc.state as last moved by a command */
+			unsigned st;	/* qpc.st: RC or DCI */
+			void *srq;	/* the verbs SRQ it names (struct gv_srq), or NULL */
 		} qp;
+		struct {
+			struct gdak_qp *qp;
+			uint8_t dctc[0x200 / 8]; /* as created: what QUERY_DCT reports */
+			unsigned state;		 /* dctc.state: ACTIVE, DRAINED */
+			void *srq;		 /* struct gv_srq */
+			void *ring;		 /* the NIC-model QP's unrung send queue, record */
+		} dct;
 	} u;
 };
 
@@ -395,6 +461,9 @@ void *dx_umem_at(struct dx_ctx *c, uint32_t id, uint64_t off, uint64_t len, stru
 
 int dx_umem_reg(struct dx_ctx *c, void *addr, size_t size, uint32_t access, struct dx_obj **out);
 int dx_uar_alloc(struct dx_ctx *c, unsigned type, struct dx_obj **out);
+void dx_uar_free_page(struct dx_obj *uar);
+/* the UAR pages' file (-1: none yet) */
+int dx_uar_fd(struct dx_ctx *c);
 
 int dx_obj_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
 		  struct dx_obj **obj);
@@ -422,5 +491,18 @@ int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_destroy(struct dx_obj *o);
+
+/* dx_dct.c: DC targets (CREATE_DCT, DRAIN_DCT, QUERY_DCT, DESTROY_DCT) on the
+ * NIC model's DC (nm_dc.c through nm_ext.h).  create: without c->lock;
+ * destroy: under it. */
+int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		  struct dx_obj **obj);
+int dx_dct_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_dct_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_dct_destroy(struct dx_obj *o);
+/* The verbs SRQ of this number on the context's device, counted as used by
+ * a DEVX object (srq_put releases it); NULL when there is none. */
+void *dx_srq_get(struct dx_ctx *c, uint32_t srqn);
+void dx_srq_put(void *srq);
 
 #endif /* DX_LOC_H */

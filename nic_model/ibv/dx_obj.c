@@ -2,7 +2,7 @@
 /*
  * dx_obj.c - DEVX objects of one device: the list, umem, UAR pages, PDs,
  * and the dispatch of obj_create / modify / query / destroy by opcode
- * (CQs and QPs: dx_queue.c).
+ * (CQs and QPs: dx_queue.c; DCTs: dx_dct.c).
  *
  * What the kernel decides before a command reaches ConnectX is decided
  * here the same way and answered with its errno, the output mailbox
@@ -13,10 +13,14 @@
  * still uses fails as ConnectX fails it (RESOURCE_BUSY), which the kernel
  * returns as EBUSY; nothing changes.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dx_loc.h"
 #include "gv_loc.h"
@@ -43,6 +47,8 @@ struct dx_ctx *dx_ctx_of(struct ibv_context *ibctx)
 		c->mac[1] = 0x00;
 		memcpy(c->mac + 2, gid.raw + 12, 4);
 		c->next_id = 1;
+		c->uar_fd = -1;
+		c->guid = d->guid;
 	}
 	pthread_mutex_unlock(&ctxs_lock);
 	return c;
@@ -164,27 +170,67 @@ void *dx_umem_at(struct dx_ctx *c, uint32_t id, uint64_t off, uint64_t len, stru
 
 /* ---- UAR pages ------------------------------------------------------------------------- */
 
+/*
+ * Each page is page id << 12 of one memory file of the device (created at
+ * the first page), mapped shared: mlx5dv_devx_uar.mmap_off is that offset,
+ * and mmap(ctx->cmd_fd, mmap_off) - how a ConnectX program maps a UAR a
+ * second time, into another address range or for a GPU mapping - gives
+ * another view of the same register page, which the NIC model watches.
+ */
 int dx_uar_alloc(struct dx_ctx *c, unsigned type, struct dx_obj **out)
 {
 	struct dx_obj *o;
-	void *page;
+	void *page = MAP_FAILED;
+	off_t off;
 
-	page = mmap(NULL, DX_UAR_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
-		return -ENOMEM;
 	o = dx_obj_new(c, DX_OBJ_UAR);
-	if (!o) {
-		munmap(page, DX_UAR_PAGE);
+	if (!o)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	if (c->uar_fd < 0)
+		c->uar_fd = memfd_create("gdak-uar", MFD_CLOEXEC);
+	o->id = dx_new_id(c);
+	off = (off_t)o->id << 12;
+	if (c->uar_fd >= 0) {
+		struct stat st;
+
+		if (!fstat(c->uar_fd, &st) &&
+		    (st.st_size >= off + DX_UAR_PAGE || !ftruncate(c->uar_fd, off + DX_UAR_PAGE)))
+			page = mmap(NULL, DX_UAR_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				    c->uar_fd, off);
+	}
+	if (page == MAP_FAILED) {
+		pthread_mutex_unlock(&c->lock);
+		GDAK_ERR("devx", o->id, "UAR page: %s", strerror(errno));
+		free(o);
 		return -ENOMEM;
 	}
 	o->u.uar.page = page;
 	o->u.uar.type = type;
-	pthread_mutex_lock(&c->lock);
-	o->id = dx_new_id(c);
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	*out = o;
 	return 0;
+}
+
+/* Under c->lock: unmap the page and give its memory back (the file's
+ * range stays, a hole). */
+void dx_uar_free_page(struct dx_obj *o)
+{
+	munmap(o->u.uar.page, DX_UAR_PAGE);
+	if (o->c->uar_fd >= 0)
+		(void)fallocate(o->c->uar_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)o->id << 12, DX_UAR_PAGE);
+}
+
+int dx_uar_fd(struct dx_ctx *c)
+{
+	int fd;
+
+	pthread_mutex_lock(&c->lock);
+	fd = c->uar_fd;
+	pthread_mutex_unlock(&c->lock);
+	return fd;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
@@ -198,11 +244,11 @@ static int create_kind(unsigned op)
 	case DX_OP_ALLOC_TRANSPORT_DOMAIN:
 	case DX_OP_CREATE_CQ:
 	case DX_OP_CREATE_QP:
+	case DX_OP_CREATE_DCT:
 		return 2;
 	case DX_OP_CREATE_MKEY:
 	case DX_OP_CREATE_SRQ:
 	case DX_OP_CREATE_RMP:
-	case DX_OP_CREATE_DCT:
 	case DX_OP_CREATE_GENERAL_OBJECT:
 	case 0x705: /* CREATE_XRC_SRQ */
 	case 0x717: /* CREATE_XRQ */
@@ -272,6 +318,8 @@ int dx_obj_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 		return simple_create(c, DX_OBJ_TD, in, inlen, out, outlen, obj);
 	case DX_OP_CREATE_CQ:
 		return dx_cq_create(c, in, inlen, out, outlen, obj);
+	case DX_OP_CREATE_DCT:
+		return dx_dct_create(c, in, inlen, out, outlen, obj);
 	default: /* DX_OP_CREATE_QP */
 		return dx_qp_create(c, in, inlen, out, outlen, obj);
 	}
@@ -292,6 +340,10 @@ int dx_obj_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	op = dx_get(in, inlen, DXF_IN_OPCODE);
 	if (o->type == DX_OBJ_QP && dx_qp_is_modify(op) && names_obj(o, in, inlen))
 		return dx_qp_modify(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_DCT &&
+	    (op == DX_OP_DRAIN_DCT || op == DX_OP_ARM_DCT_FOR_KEY_VIOLATION) &&
+	    names_obj(o, in, inlen))
+		return dx_dct_modify(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_CQ && op == DX_OP_MODIFY_CQ && names_obj(o, in, inlen))
 		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_OP, 0, "in.opcode",
 			       "MODIFY_CQ (moderation, resize) is not executed by gdak's device");
@@ -311,6 +363,8 @@ int dx_obj_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 		return dx_qp_query(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_CQ && op == DX_OP_QUERY_CQ && names_obj(o, in, inlen))
 		return dx_cq_query(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_DCT && op == DX_OP_QUERY_DCT && names_obj(o, in, inlen))
+		return dx_dct_query(o, in, inlen, out, outlen);
 	GDAK_INFO("devx", o->id, "obj_query: %s (0x%x) is not a query of this object: EINVAL",
 		  dx_op_name(op), op);
 	return -EINVAL;
@@ -340,8 +394,11 @@ int dx_obj_destroy(struct dx_obj *o)
 	case DX_OBJ_QP:
 		ret = dx_qp_destroy(o);
 		break;
+	case DX_OBJ_DCT:
+		ret = dx_dct_destroy(o);
+		break;
 	case DX_OBJ_UAR:
-		munmap(o->u.uar.page, DX_UAR_PAGE);
+		dx_uar_free_page(o);
 		break;
 	default:
 		break;

@@ -27,6 +27,7 @@
 
 enum {
 	QPC_ST_RC = 0x0,
+	QPC_ST_DCI = 0x5,
 	QPC_RQ_REGULAR = 0x0,
 	QPC_RQ_SRQ = 0x1,
 	QPC_RQ_ZERO = 0x3,
@@ -175,6 +176,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	struct dx_obj *o, *uar, *scq, *rcq = NULL, *wq = NULL, *dbr = NULL, *pd;
 	struct gdak_qp_info info;
 	unsigned st, rq_type, log_sq, log_rq = 0, dbr_mode;
+	void *srq = NULL;
 	uint64_t woff, doff, rq_bytes, sq_bytes;
 	void *ring;
 	int ret;
@@ -186,9 +188,10 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	if (ret)
 		return ret;
 	st = dx_get(in, inlen, DXF_QPC_ST);
-	if (st != QPC_ST_RC)
+	if (st != QPC_ST_RC && st != QPC_ST_DCI)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.st",
-			    "service type 0x%x: gdak's NIC model executes RC (0x0) only", st);
+			    "service type 0x%x: gdak's NIC model executes RC (0x0) and DCI (0x5)",
+			    st);
 	if (dx_get(in, inlen, DXF_QPC_NO_SQ))
 		return FAIL(DX_ST_BAD_PARAM, "qpc.no_sq",
 			    "receive-only QPs are not executed by gdak");
@@ -196,7 +199,21 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	if (log_sq < 2 || log_sq > 15)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.log_sq_size", "%u (2..log_max_qp_sz 15)", log_sq);
 	rq_type = dx_get(in, inlen, DXF_QPC_RQ_TYPE);
-	if (rq_type == QPC_RQ_REGULAR) {
+	if (st == QPC_ST_DCI) {
+		/* a DCI receives nothing: no receive queue, or an SRQ it never
+		 * takes from (NVSHMEM names its DCT's) that must exist all the same */
+		if (rq_type == QPC_RQ_SRQ) {
+			srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
+			if (!srq)
+				return FAIL(DX_ST_BAD_RES, "qpc.srqn_rmpn_xrqn",
+					    "SRQ 0x%x is no SRQ of this device",
+					    dx_get(in, inlen, DXF_QPC_SRQN));
+		} else if (rq_type != QPC_RQ_ZERO) {
+			return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type",
+				    "%u: a DCI has no receive queue (zero-length RQ or SRQ)",
+				    rq_type);
+		}
+	} else if (rq_type == QPC_RQ_REGULAR) {
 		log_rq = dx_get(in, inlen, DXF_QPC_LOG_RQ_SIZE);
 		if (log_rq > 15)
 			return FAIL(DX_ST_BAD_PARAM, "qpc.log_rq_size", "%u > 15", log_rq);
@@ -211,12 +228,14 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	}
 	dbr_mode = dx_get(in, inlen, DXF_QPC_SEND_DBR_MODE);
 	if (dbr_mode != QPC_DBR_VALID && dbr_mode != QPC_DBR_NO_DBR_EXT)
-		return FAIL(DX_ST_BAD_PARAM, "qpc.send_dbr_mode",
-			    "%u (cmd_hca_cap_2 offers 0 and NO_DBR_EXT only)", dbr_mode);
-	if (dx_get(in, inlen, DXF_QPC_PAGE_OFFSET))
-		return FAIL(DX_ST_BAD_PARAM, "qpc.page_offset", "must be 0 with a umem");
-	if (!dx_get(in, inlen, DXF_QPC_PD))
-		return FAIL(DX_ST_BAD_RES, "qpc.pd", "PD 0 does not exist");
+		ret = FAIL(DX_ST_BAD_PARAM, "qpc.send_dbr_mode",
+			   "%u (cmd_hca_cap_2 offers 0 and NO_DBR_EXT only)", dbr_mode);
+	else if (dx_get(in, inlen, DXF_QPC_PAGE_OFFSET))
+		ret = FAIL(DX_ST_BAD_PARAM, "qpc.page_offset", "must be 0 with a umem");
+	else if (!dx_get(in, inlen, DXF_QPC_PD))
+		ret = FAIL(DX_ST_BAD_RES, "qpc.pd", "PD 0 does not exist");
+	if (ret)
+		goto err_srq;
 
 	memset(&a, 0, sizeof(a));
 	a.sq_wqebb_cnt = 1u << log_sq;
@@ -228,13 +247,19 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	a.handler = GDAK_DEV_DB_DB;
 	a.sharing = GDAK_DEV_SHARED;
 	a.nic_thread = -1;
+	if (st == QPC_ST_DCI) {
+		a.type = GDAK_QPT_DCI;
+		a.dci_streams = 1;
+	}
 	rq_bytes = (uint64_t)a.rq_wqe_cnt * a.rq_stride;
 	sq_bytes = (uint64_t)a.sq_wqebb_cnt * 64;
 	woff = dx_get64(in, inlen, DXF_QP_WQ_UMEM_OFFSET);
 	doff = dx_get64(in, inlen, DXF_QPC_DBR_ADDR);
-	if (doff % 8)
-		return FAIL(DX_ST_BAD_PARAM, "qpc.dbr_addr", "0x%llx is not 8-byte aligned",
-			    (unsigned long long)doff);
+	if (doff % 8) {
+		ret = FAIL(DX_ST_BAD_PARAM, "qpc.dbr_addr", "0x%llx is not 8-byte aligned",
+			   (unsigned long long)doff);
+		goto err_srq;
+	}
 
 	pthread_mutex_lock(&c->lock);
 	uar = dx_find(c, DX_OBJ_UAR, dx_get(in, inlen, DXF_QPC_UAR_PAGE));
@@ -247,9 +272,9 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	a.dbrec = dx_umem_at(c, dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), doff, 8, &dbr);
 	pthread_mutex_unlock(&c->lock);
 	if (!uar)
-		return FAIL(DX_ST_BAD_RES, "qpc.uar_page", "0x%x is no UAR of this context",
-			    dx_get(in, inlen, DXF_QPC_UAR_PAGE));
-	if (!scq)
+		ret = FAIL(DX_ST_BAD_RES, "qpc.uar_page", "0x%x is no UAR of this context",
+			   dx_get(in, inlen, DXF_QPC_UAR_PAGE));
+	else if (!scq)
 		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_snd", "CQ 0x%x is no DEVX CQ of this context",
 			   dx_get(in, inlen, DXF_QPC_CQN_SND));
 	else if (a.rq_wqe_cnt && !rcq)
@@ -265,7 +290,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 			   "umem 0x%x does not hold the record at 0x%llx",
 			   dx_get(in, inlen, DXF_QPC_DBR_UMEM_ID), (unsigned long long)doff);
 	if (ret)
-		return ret;
+		goto err_srq;
 	a.rq = a.rq_wqe_cnt ? ring : NULL;
 	a.sq = (char *)ring + rq_bytes;
 	a.uar = uar->u.uar.page;
@@ -308,6 +333,8 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	}
 	memcpy(o->u.qp.mb, in, DX_QP_IN_LEN);
 	o->u.qp.state = QPS_RST;
+	o->u.qp.st = st;
+	o->u.qp.srq = srq;
 	pthread_mutex_lock(&c->lock);
 	if (uar->u.uar.qps++)
 		GDAK_WARN("devx", uar->id,
@@ -323,8 +350,9 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
-	GDAK_DBG("devx", o->id, "CREATE_QP: RC, sq %u WQEBBs, rq %u x %u%s", a.sq_wqebb_cnt,
-		 a.rq_wqe_cnt, a.rq_stride, a.flags & NM_EXT_QP_NO_DBREC ? ", no dbrec" : "");
+	GDAK_DBG("devx", o->id, "CREATE_QP: %s, sq %u WQEBBs, rq %u x %u%s",
+		 st == QPC_ST_DCI ? "DCI" : "RC", a.sq_wqebb_cnt, a.rq_wqe_cnt, a.rq_stride,
+		 a.flags & NM_EXT_QP_NO_DBREC ? ", no dbrec" : "");
 	*obj = o;
 	return 0;
 
@@ -332,6 +360,8 @@ err_obj:
 	if (o)
 		free(o->u.qp.mb);
 	free(o);
+err_srq:
+	dx_srq_put(srq);
 	return ret;
 }
 
@@ -344,6 +374,7 @@ int dx_qp_destroy(struct dx_obj *o)
 	dir_del(o);
 	if (o->deps[0] && o->deps[0]->type == DX_OBJ_UAR)
 		o->deps[0]->u.uar.qps--;
+	dx_srq_put(o->u.qp.srq);
 	free(o->u.qp.mb);
 	return 0;
 }
@@ -409,11 +440,13 @@ static const enum dx_field_id rts_fields[] = {
 	DXF_QPC_NEXT_SEND_PSN, DXF_ADS_ACK_TIMEOUT,
 };
 
+/* RST2INIT names the port; a later transition may leave it 0, the port
+ * the QP has (NVSHMEM's INIT2RTR mailboxes do) */
 static int check_port(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned port = dx_get(in, inlen, DXF_ADS_VHCA_PORT_NUM);
 
-	if (port != 1)
+	if (port != 1 && (port || dx_get(in, inlen, DXF_IN_OPCODE) == DX_OP_RST2INIT_QP))
 		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.vhca_port_num",
 			    "port %u (the device has port 1)", port);
 	return 0;
@@ -454,7 +487,36 @@ static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, si
 			return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
 	}
 	keep(o, in, inlen, init_fields, sizeof(init_fields) / sizeof(init_fields[0]));
+	if (o->u.qp.st == QPC_ST_DCI) {
+		/* a DCI's WQEs carry the key each DCT checks; the context's copy is
+		 * kept for QUERY_QP */
+		static const enum dx_field_id k = DXF_QPC_DC_ACCESS_KEY;
+
+		keep(o, in, inlen, &k, 1);
+	}
 	o->u.qp.state = QPS_INIT;
+	return 0;
+}
+
+/* A DCI's INIT2RTR: no peer, no address path to check beyond the port
+ * (the AV of each WQE is the address); MTU and message size as for RC. */
+static int dci_to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
+	int ret = check_port(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
+	if (mtu < 1 || mtu > 5)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.mtu", "%u (1 = 256 .. 5 = 4096)", mtu);
+	if (dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX) > 30)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.log_msg_max", "%u > log_max_msg 30",
+			    dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX));
+	ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, NULL);
+	if (ret)
+		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+	keep(o, in, inlen, rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]));
+	o->u.qp.state = QPS_RTR;
 	return 0;
 }
 
@@ -527,13 +589,19 @@ static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 
 	if (ret)
 		return ret;
-	ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
-	if (!ret)
-		ret = nm_tr_udp_set_retry(o->u.qp.qp,
-					  (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT),
-					  (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY));
-	if (!ret)
+	if (o->u.qp.st == QPC_ST_DCI) {
+		/* executed in place on each DCT (nm_dc.c): no wire requester to
+		 * give the PSN and retry counts (kept for QUERY_QP) */
 		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
+	} else {
+		ret = nm_tr_udp_set_sq_psn(o->u.qp.qp, dx_get(in, inlen, DXF_QPC_NEXT_SEND_PSN));
+		if (!ret)
+			ret = nm_tr_udp_set_retry(o->u.qp.qp,
+						  (uint8_t)dx_get(in, inlen, DXF_QPC_RETRY_COUNT),
+						  (uint8_t)dx_get(in, inlen, DXF_QPC_RNR_RETRY));
+		if (!ret)
+			ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
+	}
 	if (ret)
 		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
 	keep(o, in, inlen, rts_fields, sizeof(rts_fields) / sizeof(rts_fields[0]));
@@ -582,6 +650,8 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 	case DX_OP_INIT2RTR_QP:
 		if (from != QPS_INIT)
 			break;
+		if (o->u.qp.st == QPC_ST_DCI)
+			return dci_to_rtr(o, in, inlen, out, outlen);
 		return to_rtr(o, in, inlen, out, outlen);
 	case DX_OP_RTR2RTS_QP:
 		if (from != QPS_RTR)

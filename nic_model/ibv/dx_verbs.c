@@ -133,11 +133,22 @@ GV_EXPORT int gdak_dx_verbs_qp_query(struct ibv_qp *qp, const void *in, size_t i
 
 /* The qpc of a transition as ibv_qp_attr and the mask RC requires. */
 static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, size_t outlen,
-		       struct ibv_qp_attr *a, int *mask)
+		       struct ibv_qp_attr *a, int *mask, int dci)
 {
 	int ret;
 
 	memset(a, 0, sizeof(*a));
+	if (dci && op == DX_OP_INIT2RTR_QP) {
+		/* a DCI connects to nobody: the MTU is all INIT2RTR gives it */
+		unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
+
+		if (mtu < 1 || mtu > 5)
+			return VFAIL(DX_ST_BAD_PARAM, "qpc.mtu", "%u (1 = 256 .. 5 = 4096)", mtu);
+		a->qp_state = IBV_QPS_RTR;
+		a->path_mtu = (enum ibv_mtu)mtu;
+		*mask = IBV_QP_STATE | IBV_QP_PATH_MTU;
+		return 0;
+	}
 	switch (op) {
 	case DX_OP_RST2INIT_QP:
 	case DX_OP_INIT2INIT_QP:
@@ -218,12 +229,16 @@ GV_EXPORT int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t 
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr a;
 	unsigned op;
-	int mask, ret;
+	int mask = IBV_QP_STATE, ret;
 
 	if (!qp || !gdak_dx_is_ours(qp->context))
 		return -EOPNOTSUPP;
 	op = dx_get(in, inlen, DXF_IN_OPCODE);
 	if (!verbs_cmd_ok(in, inlen, out, outlen, qp->qp_num) || !dx_qp_is_modify(op))
+		return -EINVAL;
+	/* a verbs DCT is a DCT object, which QP commands do not name (the
+	 * kernel's EINVAL); a verbs DCI takes them */
+	if (qp->qp_type == IBV_QPT_DRIVER && qp->srq)
 		return -EINVAL;
 	if (op != DX_OP_2ERR_QP && op != DX_OP_2RST_QP && inlen < DX_QP_MOD_IN_LEN)
 		return VFAIL(DX_ST_BAD_INPUT_LEN, NULL, "input mailbox %zu bytes, %s reads %u",
@@ -243,7 +258,8 @@ GV_EXPORT int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t 
 			return VFAIL(DX_ST_BAD_QP_STATE, "qpc.state",
 				     "%s of a verbs-created QP in state %u", dx_op_name(op),
 				     prm_state(a.qp_state));
-		ret = qpc_to_attr(op, in, inlen, out, outlen, &a, &mask);
+		ret = qpc_to_attr(op, in, inlen, out, outlen, &a, &mask,
+				  ia.qp_type == IBV_QPT_DRIVER);
 		if (ret)
 			return ret;
 	}

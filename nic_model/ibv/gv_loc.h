@@ -163,6 +163,8 @@ struct gv_ah {
 
 struct gv_srq {
 	struct ibv_srq srq;
+	struct gv_srq *next; /* every SRQ of the process, by number (gv_srq_hold) */
+	uint32_t srqn;	     /* 24-bit, what mlx5dv_init_obj(SRQ) reports */
 	pthread_mutex_t lock;
 	uint32_t max_wr, max_sge, limit;
 	/* WRs posted, not yet handed to a QP: a ring */
@@ -171,12 +173,17 @@ struct gv_srq {
 	uint32_t head, count;
 	struct gv_qp **qps; /* attached QPs (destroy_srq refuses while any) */
 	unsigned nqps, qcap;
+	unsigned devx_users; /* DEVX QPs / DCTs naming it (under lock; destroy refuses) */
 };
 
 static inline struct gv_srq *gv_srq_of(struct ibv_srq *s)
 {
 	return gv_container_of(s, struct gv_srq, srq);
 }
+
+/* The SRQ of this number on a context of device d, counted in its
+ * devx_users (ibv_destroy_srq refuses it until released), or NULL. */
+struct gv_srq *gv_srq_hold(const struct gv_device *d, uint32_t srqn);
 
 /* ---- gv_qp.c / gv_post.c --------------------------------------------------------------- */
 
@@ -211,7 +218,8 @@ struct gv_qp {
 	size_t qbuf_len, sq_off;
 	uint32_t rq_stride;
 	uint32_t *dbrec;
-	bool ex; /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
+	bool ex;	 /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
+	uint8_t dc_type; /* 0 (RC), GDAK_QPT_DCI, GDAK_QPT_DCT (mlx5dv_create_qp) */
 	bool sig_all;
 	enum ibv_qp_state state; /* as last modified (the NIC may have moved it to ERR) */
 	struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */

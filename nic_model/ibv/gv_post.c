@@ -29,6 +29,7 @@
 #include <gdak/dev/wqe.h>
 
 #include "gv_loc.h"
+#include "gv_private.h"
 #include "nm_loc.h"
 
 /* ---- completions ------------------------------------------------------------------ */
@@ -581,6 +582,38 @@ int gv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 	return ret;
 }
 
+/* Every SRQ of the process: DEVX commands name them by number. */
+static pthread_mutex_t srqs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gv_srq *srqs;
+static uint32_t srq_next = 1;
+
+/* Lock order: srqs_lock, then an SRQ's lock (ibv_destroy_srq too), so a
+ * DEVX object cannot take an SRQ that is being destroyed. */
+struct gv_srq *gv_srq_hold(const struct gv_device *d, uint32_t srqn)
+{
+	struct gv_srq *s;
+
+	pthread_mutex_lock(&srqs_lock);
+	for (s = srqs; s; s = s->next)
+		if (s->srqn == srqn && gv_ctx(s->srq.context)->dev == d)
+			break;
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		s->devx_users++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&srqs_lock);
+	return s;
+}
+
+GV_EXPORT int gdak_ibv_srq_num(struct ibv_srq *srq, uint32_t *srqn)
+{
+	if (!srq || !srqn || !gdak_ibv_is_device(srq->context->device))
+		return EINVAL;
+	*srqn = gv_srq_of(srq)->srqn;
+	return 0;
+}
+
 GV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 {
 	struct gv_srq *s;
@@ -618,6 +651,13 @@ GV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
 	pthread_cond_init(&s->srq.cond, NULL);
 	a->attr.max_wr = max_wr;
 	a->attr.max_sge = max_sge;
+	pthread_mutex_lock(&srqs_lock);
+	s->srqn = srq_next++ & 0xffffff;
+	if (!s->srqn)
+		s->srqn = srq_next++ & 0xffffff;
+	s->next = srqs;
+	srqs = s;
+	pthread_mutex_unlock(&srqs_lock);
 	return &s->srq;
 }
 
@@ -655,12 +695,20 @@ GV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct gv_srq *s = gv_srq_of(srq);
 
+	pthread_mutex_lock(&srqs_lock);
 	pthread_mutex_lock(&s->lock);
-	if (s->nqps) {
+	if (s->nqps || s->devx_users) {
 		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&srqs_lock);
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&s->lock);
+	for (struct gv_srq **p = &srqs; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	pthread_mutex_unlock(&srqs_lock);
 	free(s->wr);
 	free(s->sge);
 	free(s->qps);

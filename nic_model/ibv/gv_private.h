@@ -57,4 +57,23 @@ int gdak_ibv_ah_av(struct ibv_ah *ah, struct mlx5_wqe_av **av);
 /* The NIC-model context behind a verbs context (nic_model/nm_ext.h takes it). */
 int gdak_ibv_nic_ctx(struct ibv_context *ctx, struct gdak_ctx **out);
 
+/* A Dynamically Connected QP (mlx5dv_create_qp's dc_init_attr).  The
+ * types are gdak_qp_type's values (gv_qp.c checks). */
+enum {
+	GDAK_IBV_DCI = 1,
+	GDAK_IBV_DCT = 2
+};
+struct gdak_ibv_dc_attr {
+	uint32_t type;	  /* GDAK_IBV_DCI or GDAK_IBV_DCT */
+	uint32_t streams; /* DCI: concurrent streams, power of two 1..16 */
+	uint64_t key;	  /* DCT: the access key (host order) */
+};
+/* qp_type IBV_QPT_DRIVER; a DCT needs the SRQ and the receive CQ, a DCI its
+ * send CQ (its receive side is ignored, as ConnectX has none).  The QP or
+ * NULL with errno, as ibv_create_qp_ex. */
+struct ibv_qp *gdak_ibv_create_dc_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
+				     const struct gdak_ibv_dc_attr *dc);
+/* The 24-bit SRQ number (what a DEVX QP or DCT names in srqn). */
+int gdak_ibv_srq_num(struct ibv_srq *srq, uint32_t *srqn);
+
 #endif /* GV_PRIVATE_H */

@@ -22,6 +22,7 @@
 #include <gdak/dev/wqe.h>
 
 #include "gv_loc.h"
+#include "gv_private.h"
 #include "nm_ext.h"
 #include "tr_udp.h"
 
@@ -56,7 +57,19 @@ static const char *qpt_name(enum ibv_qp_type t)
 	}
 }
 
-static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+/*
+ * dc: a Dynamically Connected QP (gdak_ibv_create_dc_qp), else RC.  A DCI
+ * is a send queue whose WQEs carry an address vector; it has no receive
+ * queue (ConnectX's DCI has none: the receive attributes are ignored, as
+ * the kernel ignores them).  A DCT takes its receive WRs from the SRQ it
+ * needs and has no send queue of its own: the NIC-model QP gets a 4-WQEBB
+ * one nobody rings, reported as max_send_wr 0.
+ */
+_Static_assert((int)GDAK_IBV_DCI == (int)GDAK_QPT_DCI && (int)GDAK_IBV_DCT == (int)GDAK_QPT_DCT,
+	       "gv_private.h's DC types are gdak_qp_type's");
+
+static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
+				const struct gdak_ibv_dc_attr *dc)
 {
 	struct gv_context *c = gv_ctx(ctx);
 	struct nm_ext_qp_attr ga;
@@ -66,7 +79,31 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	uint32_t bbs, sq, rq = 0, rsge = 1, max_wr;
 	int ret;
 
-	if (a->qp_type != IBV_QPT_RC) {
+	uint32_t dct = dc && dc->type == GDAK_QPT_DCT, dci = dc && dc->type == GDAK_QPT_DCI;
+
+	if (dc && (a->qp_type != IBV_QPT_DRIVER || (!dct && !dci))) {
+		GDAK_ERR(NULL, 0,
+			 "create DC QP: qp_type %d (DC QPs are IBV_QPT_DRIVER), DC type %u",
+			 a->qp_type, dc->type);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (dct && (!a->srq || !a->recv_cq)) {
+		/* the kernel's answer: a DCT receives through its SRQ into its CQ */
+		GDAK_ERR(NULL, 0, "create DCT: needs %s", !a->srq ? "an SRQ" : "a receive CQ");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (dct && !a->send_cq)
+		a->send_cq = a->recv_cq; /* only what the NIC-model QP is built on */
+	if (dci) {
+		a->srq = NULL;
+		a->recv_cq = NULL;
+		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+	}
+	if (dct)
+		a->cap.max_send_wr = a->cap.max_send_sge = a->cap.max_inline_data = 0;
+	if (!dc && a->qp_type != IBV_QPT_RC) {
 		/* UC, UD, XRC, raw packet: the NIC model speaks RC.  EOPNOTSUPP,
 		 * as the kernel's mlx5 and rxe drivers answer a type they lack */
 		GDAK_ERR(NULL, 0,
@@ -77,7 +114,7 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 		return NULL;
 	}
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq ||
-	    (!a->recv_cq && !a->srq) ||
+	    (!a->recv_cq && !a->srq && !dci) ||
 	    (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 					IBV_QP_INIT_ATTR_CREATE_FLAGS))) {
 		errno = EINVAL;
@@ -106,6 +143,20 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	bbs = gdak_dev_wqe_bbs_sge(1, a->cap.max_send_sge ? a->cap.max_send_sge : 1);
 	if (gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data) > bbs)
 		bbs = gdak_dev_wqe_bbs_inline(1, a->cap.max_inline_data);
+	if (dci) {
+		/* and a DCI's carry the 48-byte address vector after the ctrl
+		 * segment; an atomic (ctrl, AV, raddr, atomic, data: 112 bytes)
+		 * is the least they must hold */
+		uint32_t sge = a->cap.max_send_sge ? a->cap.max_send_sge : 1;
+		uint32_t b = 16 + 48 + 16 + 16 * sge;
+		uint32_t in = 16 + 48 + 16 + ((4 + a->cap.max_inline_data + 15) & ~15u);
+
+		if (in > b)
+			b = in;
+		if (b < 112)
+			b = 112;
+		bbs = (b + 63) / 64;
+	}
 	max_wr = a->cap.max_send_wr ? a->cap.max_send_wr : 1;
 	sq = roundup_pow2(max_wr * bbs);
 	if (sq < 4)
@@ -155,6 +206,11 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	ga.sharing = GDAK_DEV_EXCLUSIVE;
 	ga.mtu = 4096; /* the path MTU is the smaller of this and the peer's (RTR) */
 	ga.nic_thread = -1;
+	if (dc) {
+		ga.type = dc->type;
+		ga.dci_streams = dci ? dc->streams : 0;
+		ga.dc_key = dct ? dc->key : 0;
+	}
 	ret = nm_ext_qp_create(c->dev->g, &ga, &q->g);
 	if (ret)
 		goto err;
@@ -178,9 +234,10 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	q->ex = (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
 	q->sig_all = a->sq_sig_all != 0;
 	q->state = IBV_QPS_RESET;
-	q->cap.max_send_wr = sq / bbs;
+	q->dc_type = (uint8_t)(dc ? dc->type : 0);
+	q->cap.max_send_wr = dct ? 0 : sq / bbs;
 	q->cap.max_recv_wr = a->srq ? 0 : rq;
-	q->cap.max_send_sge = a->cap.max_send_sge;
+	q->cap.max_send_sge = dct ? 0 : a->cap.max_send_sge;
 	q->cap.max_recv_sge = a->srq ? 0 : rsge;
 	q->cap.max_inline_data = a->cap.max_inline_data;
 	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -194,7 +251,7 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	q->qpx.qp_base.handle = gdak_qp_num(q->g);
 	q->qpx.qp_base.qp_num = gdak_qp_num(q->g);
 	q->qpx.qp_base.state = IBV_QPS_RESET;
-	q->qpx.qp_base.qp_type = IBV_QPT_RC;
+	q->qpx.qp_base.qp_type = dc ? IBV_QPT_DRIVER : IBV_QPT_RC;
 	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&q->qpx.qp_base.cond, NULL);
 	gv_qp_init_wr_ops(q);
@@ -242,8 +299,11 @@ static struct ibv_qp *qp_create(struct ibv_context *ctx, struct ibv_qp_init_attr
 	if (a->srq)
 		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
 	GDAK_DBG("qp", q->qpx.qp_base.qp_num,
-		 "verbs RC QP: sq %u WQEBBs (%u WRs), rq %u x %u sge%s", sq, q->cap.max_send_wr, rq,
-		 rsge, a->srq ? " (SRQ)" : "");
+		 "verbs %s QP: sq %u WQEBBs (%u WRs), rq %u x %u sge%s",
+		 dct   ? "DCT"
+		 : dci ? "DCI"
+		       : "RC",
+		 sq, q->cap.max_send_wr, rq, rsge, a->srq ? " (SRQ)" : "");
 	return &q->qpx.qp_base;
 
 err_srq:
@@ -278,7 +338,26 @@ struct ibv_qp *gv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 		errno = EINVAL;
 		return NULL;
 	}
-	return qp_create(ctx, a);
+	return qp_create(ctx, a, NULL);
+}
+
+GV_EXPORT struct ibv_qp *gdak_ibv_create_dc_qp(struct ibv_context *ctx,
+					       struct ibv_qp_init_attr_ex *a,
+					       const struct gdak_ibv_dc_attr *dc)
+{
+	struct ibv_qp_init_attr_ex x;
+	struct ibv_qp *qp;
+
+	if (!ctx || !a || !dc || !gdak_ibv_is_device(ctx->device)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* qp_create adjusts what a DC type ignores: on a copy */
+	x = *a;
+	qp = qp_create(ctx, &x, dc);
+	if (qp)
+		a->cap = x.cap;
+	return qp;
 }
 
 GV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
@@ -294,7 +373,7 @@ GV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	memcpy(&x, a, sizeof(*a));
 	x.comp_mask = IBV_QP_INIT_ATTR_PD;
 	x.pd = pd;
-	qp = qp_create(pd->context, &x);
+	qp = qp_create(pd->context, &x, NULL);
 	if (qp)
 		a->cap = x.cap;
 	return qp;
@@ -421,6 +500,43 @@ static void rc_masks(enum ibv_qp_state from, enum ibv_qp_state to, uint32_t *req
 	}
 }
 
+/*
+ * DC transitions.  A DCT: RESET -> INIT with exactly access flags, P_Key
+ * index and port; INIT -> RTR with exactly the minimum RNR timer, the
+ * address (its own GID: RoCE) and the path MTU (the kernel's
+ * mlx5_ib_modify_dct, which creates the DCT at RTR); nothing goes to RTS.
+ * A DCI: the kernel checks no mask for it (mlx5_ib_modify_qp skips
+ * ib_modify_qp_is_ok for DCIs), so every attribute of the RC tables is
+ * optional; the values are checked below as for RC.
+ */
+static void dc_masks(uint8_t type, enum ibv_qp_state from, enum ibv_qp_state to, uint32_t *req,
+		     uint32_t *opt)
+{
+	*req = UINT32_MAX;
+	*opt = 0;
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) {
+		*req = IBV_QP_STATE;
+		return;
+	}
+	if (type == GDAK_QPT_DCT) {
+		if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+			*req = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
+			*req = IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU;
+		return;
+	}
+	if ((from == IBV_QPS_RESET && to == IBV_QPS_INIT) ||
+	    (from == IBV_QPS_INIT && (to == IBV_QPS_INIT || to == IBV_QPS_RTR)) ||
+	    (from == IBV_QPS_RTR && to == IBV_QPS_RTS) ||
+	    (from == IBV_QPS_RTS && to == IBV_QPS_RTS)) {
+		uint32_t r, o;
+
+		rc_masks(from, to, &r, &o);
+		*req = IBV_QP_STATE & r;
+		*opt = (r | o) & ~*req;
+	}
+}
+
 static uint32_t mtu_bytes(enum ibv_mtu m)
 {
 	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 0;
@@ -467,7 +583,13 @@ static int connect_nic(struct gv_qp *q)
 /* RTR -> RTS: the requester starts at the program's send PSN. */
 static int start_nic(struct gv_qp *q)
 {
-	int ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
+	int ret;
+
+	/* a DCI's requests are executed in place on their DCT (nm_dc.c): no
+	 * wire requester to give a PSN or retry counts */
+	if (q->dc_type)
+		return gdak_qp_modify(q->g, GDAK_QPS_RTS, NULL);
+	ret = nm_tr_udp_set_sq_psn(q->g, q->attr.sq_psn);
 
 	/* the program's retry counts: an RNR retry of 0 fails at the first RNR
 	 * NAK, 7 waits forever (IBA 9.7.5.2.8) */
@@ -492,7 +614,10 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (from != cur_state(q) && !(from == IBV_QPS_RTS && cur_state(q) == IBV_QPS_RTS))
 		return EINVAL;
 	to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
-	rc_masks(from, to, &req, &opt);
+	if (q->dc_type)
+		dc_masks(q->dc_type, from, to, &req, &opt);
+	else
+		rc_masks(from, to, &req, &opt);
 	if (req == UINT32_MAX || (mask & req) != req || (mask & ~(req | opt))) {
 		GDAK_DBG("qp", qp->qp_num,
 			 "modify %d -> %d: mask 0x%x, required 0x%x, optional 0x%x", from, to, mask,
@@ -598,7 +723,15 @@ GV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (mask & IBV_QP_PATH_MIG_STATE)
 		q->attr.path_mig_state = attr->path_mig_state;
 
-	if (to == IBV_QPS_RTR && from == IBV_QPS_INIT) {
+	if (to == IBV_QPS_RTR && from == IBV_QPS_INIT && q->dc_type) {
+		/* a DCT starts answering, a DCI connects to nobody */
+		ret = gdak_qp_modify(q->g, GDAK_QPS_RTR, NULL);
+		if (ret) {
+			GDAK_ERR("qp", qp->qp_num, "modify to RTR: the NIC-model DC QP: %s",
+				 gdak_strerror(ret));
+			return -ret;
+		}
+	} else if (to == IBV_QPS_RTR && from == IBV_QPS_INIT) {
 		ret = connect_nic(q);
 		if (ret) {
 			GDAK_ERR("qp", qp->qp_num, "modify to RTR: connecting the NIC-model QP: %s",

@@ -174,8 +174,12 @@ int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs
 		attrs_out->num_lag_ports = 1;
 	if (want & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD)
 		memset(&attrs_out->sig_caps, 0, sizeof(attrs_out->sig_caps));
-	if (want & MLX5DV_CONTEXT_MASK_DCI_STREAMS)
-		memset(&attrs_out->dci_streams_caps, 0, sizeof(attrs_out->dci_streams_caps));
+	if (want & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
+		/* up to 16 concurrent streams (the NIC model's GDAK_DCI_MAX_STREAMS);
+		 * an error fails the whole DCI, no stream errors on its own */
+		attrs_out->dci_streams_caps.max_log_num_concurent = 4;
+		attrs_out->dci_streams_caps.max_log_num_errored = 0;
+	}
 	if (want & MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH)
 		attrs_out->max_wr_memcpy_length = 0;
 	if (want & MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD)
@@ -323,6 +327,31 @@ static int get_ah(struct ibv_ah *in, struct mlx5dv_ah *out)
 	return 0;
 }
 
+/* gdak's SRQs hand receive WRs to the QPs' own rings as messages need
+ * them: there is no SRQ ring to give (buf, record and stride stay NULL / 0,
+ * and a program that writes SRQ WQEs itself finds nothing to write to).
+ * The number is real: what a DEVX QP or DCT names in its srqn (NVSHMEM's
+ * DCIs do, and never post to it). */
+static int get_srq(struct ibv_srq *in, struct mlx5dv_srq *out)
+{
+	uint32_t srqn;
+	uint64_t want;
+	int ret;
+
+	if (!out)
+		return EINVAL;
+	ret = gdak_ibv_srq_num(in, &srqn);
+	if (ret)
+		return ret;
+	want = out->comp_mask;
+	memset(out, 0, sizeof(*out));
+	if (want & MLX5DV_SRQ_MASK_SRQN) {
+		out->srqn = srqn;
+		out->comp_mask = MLX5DV_SRQ_MASK_SRQN;
+	}
+	return 0;
+}
+
 static int init_obj(struct mlx5dv_obj *obj, uint64_t obj_type, int v1_0)
 {
 	struct ibv_context *ctx = NULL;
@@ -351,13 +380,14 @@ static int init_obj(struct mlx5dv_obj *obj, uint64_t obj_type, int v1_0)
 		return EINVAL;
 	if (!ours(ctx))
 		return not_supported("mlx5dv_init_obj");
-	if (obj_type & (MLX5DV_OBJ_SRQ | MLX5DV_OBJ_RWQ | MLX5DV_OBJ_DM)) {
-		/* gdak's SRQs hand receive WRs to the QPs' own rings: there is
-		 * no SRQ ring to give; RWQs and device memory do not exist */
-		dv_log("mlx5dv_init_obj", "SRQ / RWQ / DM objects have no mlx5 ring in gdak");
+	if (obj_type & (MLX5DV_OBJ_RWQ | MLX5DV_OBJ_DM)) {
+		/* RWQs and device memory do not exist in gdak */
+		dv_log("mlx5dv_init_obj", "RWQ / DM objects do not exist in gdak");
 		return EOPNOTSUPP;
 	}
-	if (obj_type & MLX5DV_OBJ_QP)
+	if (obj_type & MLX5DV_OBJ_SRQ)
+		ret = get_srq(obj->srq.in, obj->srq.out);
+	if (!ret && (obj_type & MLX5DV_OBJ_QP))
 		ret = get_qp(obj->qp.in, obj->qp.out);
 	if (!ret && (obj_type & MLX5DV_OBJ_CQ))
 		ret = get_cq(obj->cq.in, obj->cq.out, v1_0);
@@ -389,6 +419,47 @@ int mlx5dv_set_context_attr(struct ibv_context *context, enum mlx5dv_set_ctx_att
 
 /* ---- MLX5_1.3 ---- */
 
+/* A DCT (its access key) or a DCI (its streams), as NVSHMEM's IBGDA
+ * creates its DCT: IBV_QPT_DRIVER, an SRQ and a receive CQ. */
+static struct ibv_qp *create_dc(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
+				const struct mlx5dv_qp_init_attr *dv)
+{
+	struct gdak_ibv_dc_attr dc = { 0 };
+
+	if (qp_attr->qp_type != IBV_QPT_DRIVER) {
+		dv_log(__func__, "DC QPs are created with qp_type IBV_QPT_DRIVER");
+		errno = EINVAL;
+		return NULL;
+	}
+	switch (dv->dc_init_attr.dc_type) {
+	case MLX5DV_DCTYPE_DCT:
+		dc.type = GDAK_IBV_DCT;
+		dc.key = dv->dc_init_attr.dct_access_key;
+		break;
+	case MLX5DV_DCTYPE_DCI:
+		dc.type = GDAK_IBV_DCI;
+		dc.streams = 1;
+		if (dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) {
+			const struct mlx5dv_dci_streams *st = &dv->dc_init_attr.dci_streams;
+
+			/* what mlx5dv_query_device's dci_streams_caps offers */
+			if (st->log_num_concurent > 4 || st->log_num_errored > 0) {
+				dv_log(__func__, "DCI streams beyond dci_streams_caps (16 "
+						 "concurrent, no errored streams)");
+				errno = EOPNOTSUPP;
+				return NULL;
+			}
+			dc.streams = 1u << st->log_num_concurent;
+		}
+		break;
+	default:
+		dv_log(__func__, "unknown DC type");
+		errno = EINVAL;
+		return NULL;
+	}
+	return gdak_ibv_create_dc_qp(context, qp_attr, &dc);
+}
+
 struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
 				struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 {
@@ -413,9 +484,11 @@ struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_
 			errno = EINVAL;
 			return NULL;
 		}
-		if (m & (MLX5DV_QP_INIT_ATTR_MASK_DC | MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS)) {
-			dv_log(__func__, "DC transport: not supported (RC only)");
-			errno = EOPNOTSUPP;
+		if ((m & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) &&
+		    (!(m & MLX5DV_QP_INIT_ATTR_MASK_DC) ||
+		     mlx5_qp_attr->dc_init_attr.dc_type != MLX5DV_DCTYPE_DCI)) {
+			dv_log(__func__, "DCI streams on a QP that is not a DCI");
+			errno = EINVAL;
 			return NULL;
 		}
 		if ((m & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) && mlx5_qp_attr->send_ops_flags) {
@@ -430,6 +503,8 @@ struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
+		if (m & MLX5DV_QP_INIT_ATTR_MASK_DC)
+			return create_dc(context, qp_attr, mlx5_qp_attr);
 	}
 	return ibv_create_qp_ex(context, qp_attr);
 }

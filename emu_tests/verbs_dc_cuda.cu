@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_dc_cuda.cu - the GPU twin of verbs_dc.c: a CUDA thread drives a DCI
+ * of gdak's emulated mlx5 device as NVSHMEM's IBGDA kernels do.  The host
+ * creates two DCTs and a DCI with mlx5dv_create_qp, takes the DCI's SQ,
+ * doorbell record, BlueFlame register and CQ ring from mlx5dv_init_obj and
+ * maps them for the GPU (cudaHostRegister: all are ordinary host memory);
+ * the kernel writes each WQE (ctrl, 48-byte AV, raddr / atomic / data),
+ * the record, the 8-byte doorbell, and polls the CQE: WRITE into GPU
+ * memory, READ back, fetch-add and CAS on a GPU word, SEND into the DCTs'
+ * SRQ, then a wrong access key (TRANSPORT_RETRY_EXC_ERR).  The host checks
+ * every byte and CQE field the kernel recorded.  Exits 77 without a GPU.
+ */
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+extern "C" {
+#include "gdak_test.h"
+}
+
+#define LEN 4096
+#define KEY0 0x1122334455667788ull
+#define KEY1 0x0badc0ffee000001ull
+#define NOPS 6
+
+#define CU(call)                                                                            \
+	do {                                                                                \
+		cudaError_t e_ = (call);                                                    \
+		if (e_ != cudaSuccess) {                                                    \
+			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call,                 \
+				       cudaGetErrorString(e_));                             \
+			exit(1);                                                            \
+		}                                                                           \
+	} while (0)
+
+struct ring {
+	uint8_t *sq;
+	uint32_t wqebbs, qpn;
+	uint32_t *dbrec; /* the send record (be32) */
+	uint64_t *reg;	 /* the doorbell register */
+	uint8_t *cq;
+	uint32_t ncqe;
+	uint32_t *cq_dbrec;
+};
+
+struct op {
+	uint8_t opcode;
+	uint8_t av; /* which AV: 0, 1, 2 (the wrong key) */
+	uint32_t len;
+	uint64_t laddr, raddr, add_swap, cmp;
+};
+
+struct args {
+	struct ring r;
+	struct mlx5_wqe_av av[3];
+	uint32_t lkey, rkey;
+	struct op ops[NOPS];
+};
+
+struct result {
+	uint8_t opcode[NOPS], syndrome[NOPS];
+	uint16_t wqe_counter[NOPS];
+	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	int timed_out;
+};
+
+__device__ static uint32_t be32(uint32_t v)
+{
+	return __byte_perm(v, 0, 0x0123);
+}
+
+__device__ static uint64_t be64(uint64_t v)
+{
+	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
+}
+
+__device__ static void put16(uint8_t *p, const void *src)
+{
+	const uint32_t *s = (const uint32_t *)src;
+	volatile uint32_t *d = (volatile uint32_t *)p;
+
+	for (int i = 0; i < 4; i++)
+		d[i] = s[i];
+}
+
+__global__ void k_dc(struct args a, struct result *res)
+{
+	uint32_t pi = 0, ci = 0;
+
+	for (int n = 0; n < NOPS; n++) {
+		const struct op *o = &a.ops[n];
+		uint8_t *w = a.r.sq + (pi % a.r.wqebbs) * 64, *p = w + 16;
+		uint32_t seg[4];
+		unsigned ds;
+
+		/* the AV as the host built it (48 bytes), then the op's segments */
+		for (int i = 0; i < 3; i++)
+			put16(p + 16 * i, (const uint8_t *)&a.av[o->av] + 16 * i);
+		p += 48;
+		if (o->opcode != MLX5_OPCODE_SEND) {
+			uint64_t ra = be64(o->raddr);
+
+			memcpy(seg, &ra, 8);
+			seg[2] = be32(a.rkey);
+			seg[3] = 0;
+			put16(p, seg);
+			p += 16;
+		}
+		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
+			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
+
+			put16(p, v);
+			p += 16;
+		}
+		{
+			uint64_t la = be64(o->laddr);
+
+			seg[0] = be32(o->len);
+			seg[1] = be32(a.lkey);
+			memcpy(seg + 2, &la, 8);
+			put16(p, seg);
+			p += 16;
+		}
+		ds = (unsigned)(p - w) / 16;
+		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
+		seg[1] = be32(a.r.qpn << 8 | ds);
+		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
+		seg[3] = 0;
+		put16(w, seg);
+		pi += 2;
+		/* WQE before the record, the record before the doorbell (what the
+		 * NIC model reads, in host memory: system scope) */
+		__threadfence_system();
+		*(volatile uint32_t *)a.r.dbrec = be32(pi & 0xffff);
+		__threadfence_system();
+		*(volatile uint64_t *)a.r.reg = *(volatile uint64_t *)w;
+		__threadfence_system();
+
+		/* the CQE: owner bit of this pass, opcode not INVALID */
+		{
+			volatile struct mlx5_cqe64 *e =
+				(volatile struct mlx5_cqe64 *)(a.r.cq + (ci % a.r.ncqe) * 64);
+			uint32_t owner = (ci / a.r.ncqe) & 1;
+			long long t0 = clock64();
+
+			for (;;) {
+				uint8_t oo = e->op_own;
+
+				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
+					break;
+				if (clock64() - t0 > 40000000000ll) {
+					res->timed_out = 1;
+					return;
+				}
+			}
+			__threadfence_system();
+			res->opcode[n] = e->op_own >> 4;
+			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
+			res->byte_cnt[n] = be32(e->byte_cnt);
+			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
+				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
+
+				res->syndrome[n] = x->syndrome;
+				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
+			} else {
+				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
+			}
+			ci++;
+			*(volatile uint32_t *)a.r.cq_dbrec = be32(ci & 0xffffff);
+			__threadfence_system();
+		}
+	}
+}
+
+/* Map host memory (a ring, a record, the register page) for the GPU; memory
+ * registered already (a neighbour's page) is fine. */
+static void *gpu_view(void *p, size_t len)
+{
+	uintptr_t b = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t l = (((uintptr_t)p + len + 4095) & ~(uintptr_t)4095) - b;
+	cudaError_t e = cudaHostRegister((void *)b, l, cudaHostRegisterMapped);
+	void *d = NULL;
+
+	if (e == cudaErrorHostMemoryAlreadyRegistered)
+		(void)cudaGetLastError();
+	else
+		CU(e);
+	CU(cudaHostGetDevicePointer(&d, p, 0));
+	return d;
+}
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+
+static struct ibv_qp *dc_create(int dct, uint64_t key, struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr_ex x;
+	struct mlx5dv_qp_init_attr d;
+
+	memset(&x, 0, sizeof(x));
+	memset(&d, 0, sizeof(d));
+	x.qp_type = IBV_QPT_DRIVER;
+	x.comp_mask = IBV_QP_INIT_ATTR_PD;
+	x.pd = pd;
+	x.send_cq = x.recv_cq = cq;
+	x.srq = dct ? srq : NULL;
+	x.cap.max_send_wr = 16;
+	x.cap.max_send_sge = 1;
+	d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+	d.dc_init_attr.dc_type = dct ? MLX5DV_DCTYPE_DCT : MLX5DV_DCTYPE_DCI;
+	if (dct)
+		d.dc_init_attr.dct_access_key = key;
+	return mlx5dv_create_qp(ctx, &x, &d);
+}
+
+static void up(struct ibv_qp *q, int dct)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	REQUIRE_EQ(ibv_modify_qp(q, &a,
+				 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 (dct ? IBV_QP_ACCESS_FLAGS : 0)),
+		   0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.port_num = 1;
+	REQUIRE_EQ(ibv_modify_qp(q, &a,
+				 dct ? IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						 IBV_QP_MIN_RNR_TIMER
+				     : IBV_QP_STATE | IBV_QP_PATH_MTU),
+		   0);
+	if (dct)
+		return;
+	a.qp_state = IBV_QPS_RTS;
+	REQUIRE_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+int main(void)
+{
+	struct ibv_device **l;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_srq *srq;
+	struct ibv_qp *dct[2], *dci;
+	struct ibv_mr *hmr, *gmr;
+	struct ibv_ah *ah;
+	struct mlx5dv_obj o;
+	struct mlx5dv_qp dq;
+	struct mlx5dv_cq dc;
+	struct mlx5dv_ah dah;
+	struct args a;
+	struct result *res;
+	uint8_t *h, *g, *chk;
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
+		GDAK_TEST_SKIP("no usable GPU");
+	l = ibv_get_device_list(&n);
+	REQUIRE(l && n >= 1);
+	ctx = ibv_open_device(l[0]);
+	REQUIRE(ctx != NULL);
+	ibv_free_device_list(l);
+	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd != NULL);
+
+	/* h: host memory both sides reach (source, READ target, atomic
+	 * results); g: GPU memory, the DCTs' side */
+	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
+	CU(cudaMalloc((void **)&g, 2 * LEN));
+	CU(cudaMemset(g, 0, 2 * LEN));
+	res = NULL;
+	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
+	memset(res, 0, sizeof(*res));
+	memset(h, 0, 4 * LEN);
+	gdak_test_fill(h, LEN, 21);
+	hmr = ibv_reg_mr(pd, h, 4 * LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+	gmr = ibv_reg_mr(pd, g, 2 * LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+	if (!gmr)
+		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
+			       strerror(errno));
+	REQUIRE(hmr != NULL);
+	{
+		uint64_t v = 500;
+
+		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
+	}
+
+	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	{
+		struct ibv_srq_init_attr sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = 16;
+		sa.attr.max_sge = 1;
+		srq = ibv_create_srq(pd, &sa);
+	}
+	REQUIRE(scq && rcq && srq);
+	dct[0] = dc_create(1, KEY0, rcq, srq);
+	dct[1] = dc_create(1, KEY1, rcq, srq);
+	dci = dc_create(0, 0, scq, NULL);
+	REQUIRE(dct[0] && dct[1] && dci);
+	up(dct[0], 1);
+	up(dct[1], 1);
+	up(dci, 0);
+
+	memset(&o, 0, sizeof(o));
+	o.qp.in = dci;
+	o.qp.out = &dq;
+	o.cq.in = scq;
+	o.cq.out = &dc;
+	REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ), 0);
+	memset(&a, 0, sizeof(a));
+	a.r.sq = (uint8_t *)gpu_view(dq.sq.buf, (size_t)dq.sq.wqe_cnt * 64);
+	a.r.wqebbs = dq.sq.wqe_cnt;
+	a.r.qpn = dci->qp_num;
+	a.r.dbrec = (uint32_t *)gpu_view(&dq.dbrec[MLX5_SND_DBR], 4);
+	a.r.reg = (uint64_t *)gpu_view(dq.bf.reg, 8);
+	a.r.cq = (uint8_t *)gpu_view(dc.buf, (size_t)dc.cqe_cnt * 64);
+	a.r.ncqe = dc.cqe_cnt;
+	a.r.cq_dbrec = (uint32_t *)gpu_view(dc.dbrec, 4);
+	a.lkey = hmr->lkey;
+	a.rkey = gmr->rkey;
+
+	/* the AVs: an AH's, with each DCT's number and key; the third one
+	 * names DCT 0 with DCT 1's key */
+	{
+		struct ibv_ah_attr aa;
+
+		memset(&aa, 0, sizeof(aa));
+		aa.is_global = 1;
+		aa.grh.dgid = gid;
+		aa.grh.hop_limit = 64;
+		aa.port_num = 1;
+		ah = ibv_create_ah(pd, &aa);
+		REQUIRE(ah != NULL);
+		memset(&o, 0, sizeof(o));
+		o.ah.in = ah;
+		o.ah.out = &dah;
+		REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_AH), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		memcpy(&a.av[i], dah.av, sizeof(a.av[i]));
+		a.av[i].key.dc_key = htobe64(i == 1 ? KEY1 : i == 2 ? KEY1 : KEY0);
+		a.av[i].dqp_dct = htobe32(1u << 31 | dct[i == 1 ? 1 : 0]->qp_num);
+	}
+
+	/* WRITE h -> g via DCT 0, READ g -> h+LEN via DCT 1, FA and CAS on the
+	 * GPU word, SEND h -> the SRQ via DCT 1, WRITE with the wrong key */
+	a.ops[0] = (struct op){ MLX5_OPCODE_RDMA_WRITE, 0, 3000, (uintptr_t)h, (uintptr_t)g, 0, 0 };
+	a.ops[1] = (struct op){ MLX5_OPCODE_RDMA_READ,	1,	   3000, (uintptr_t)(h + LEN),
+				(uintptr_t)g,		0, 0 };
+	a.ops[2] = (struct op){ MLX5_OPCODE_ATOMIC_FA,	  0, 8, (uintptr_t)(h + 2 * LEN),
+				(uintptr_t)(g + LEN), 25, 0 };
+	a.ops[3] = (struct op){ MLX5_OPCODE_ATOMIC_CS,	    1, 8, (uintptr_t)(h + 2 * LEN + 8),
+				(uintptr_t)(g + LEN), 9, 525 };
+	a.ops[4] = (struct op){ MLX5_OPCODE_SEND, 1, 600, (uintptr_t)(h + 100), 0, 0, 0 };
+	a.ops[5] = (struct op){ MLX5_OPCODE_RDMA_WRITE, 2, 64, (uintptr_t)h, (uintptr_t)g, 0, 0 };
+	{
+		struct ibv_sge sge = { (uintptr_t)(h + 3 * LEN), 1024, hmr->lkey };
+		struct ibv_recv_wr rw, *bad;
+
+		memset(&rw, 0, sizeof(rw));
+		rw.wr_id = 77;
+		rw.sg_list = &sge;
+		rw.num_sge = 1;
+		REQUIRE_EQ(ibv_post_srq_recv(srq, &rw, &bad), 0);
+	}
+	k_dc<<<1, 1>>>(a, res);
+	CU(cudaGetLastError());
+	CU(cudaDeviceSynchronize());
+
+	CHECK_EQ(res->timed_out, 0);
+	for (int i = 0; i < NOPS; i++) {
+		CHECK_EQ(res->qpn[i], dci->qp_num);
+		CHECK_EQ(res->wqe_counter[i], 2 * i);
+		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
+	}
+	CHECK_EQ(res->byte_cnt[1], 3000);
+	CHECK_EQ(res->syndrome[5], 0x15); /* TRANSPORT_RETRY_EXC_ERR */
+	chk = (uint8_t *)malloc(2 * LEN);
+	REQUIRE(chk != NULL);
+	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
+	CHECK_MEM(chk, h, 3000);
+	CHECK_MEM(h + LEN, h, 3000);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
+	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
+	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	{
+		struct ibv_wc wc;
+		int k;
+
+		do
+			k = ibv_poll_cq(rcq, 1, &wc);
+		while (k == 0 && (sched_yield(), 1));
+		CHECK_EQ(k, 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.byte_len, 600);
+		CHECK_EQ(wc.wr_id, 77);
+		CHECK_EQ(wc.qp_num, dct[1]->qp_num);
+	}
+
+	free(chk);
+	CHECK_EQ(ibv_destroy_qp(dci), 0);
+	CHECK_EQ(ibv_destroy_qp(dct[0]), 0);
+	CHECK_EQ(ibv_destroy_qp(dct[1]), 0);
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK_EQ(ibv_destroy_cq(scq), 0);
+	CHECK_EQ(ibv_destroy_cq(rcq), 0);
+	CHECK_EQ(ibv_dereg_mr(gmr), 0);
+	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return gdak_test_end();
+}
