@@ -189,10 +189,17 @@ static void *gpu_view(void *p, size_t len)
 	cudaError_t e = cudaHostRegister((void *)b, l, cudaHostRegisterMapped);
 	void *d = NULL;
 
-	if (e == cudaErrorHostMemoryAlreadyRegistered)
+	if (e != cudaSuccess) {
+		/* registered already, whole or in part (the NIC model maps
+		 * what it shares with the GPU itself): the pointer tells */
 		(void)cudaGetLastError();
-	else
-		CU(e);
+		if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
+			fprintf(stderr, "cudaHostRegister(%p, %zu): %s\n", (void *)b, l,
+				cudaGetErrorString(e));
+			CU(e);
+		}
+		return d;
+	}
 	CU(cudaHostGetDevicePointer(&d, p, 0));
 	return d;
 }
