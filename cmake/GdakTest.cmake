@@ -57,5 +57,7 @@ function(gdak_add_fake_libcuda tgt src dir)
   add_library(${tgt} SHARED ${src})
   set_target_properties(${tgt} PROPERTIES PREFIX "" OUTPUT_NAME "libcuda"
     SUFFIX ".so.1" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${dir})
+  # the stand-ins share emu_tests/cuda/fake_cuda_mem.h
+  target_include_directories(${tgt} PRIVATE ${PROJECT_SOURCE_DIR}/emu_tests/cuda)
   gdak_set_warnings(${tgt})
 endfunction()

@@ -23,7 +23,7 @@
 #include <gdak/gdak.h>
 #include <gdak/dev/dev.h>
 
-#include "../cuda_util.h"
+#include "../cuda/cuda_util.h"
 
 #define LEN 65536u
 

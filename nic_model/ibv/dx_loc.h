@@ -16,7 +16,7 @@
  * bit of the first big-endian dword; an offset is from the start of the
  * command's input (in.*, *_in.*) or output (out.*, *_out.*) mailbox.  The
  * table is written from the PRM structure layouts (mlx5_ifc.h) and is
- * pinned by emu_tests/verbs_devx_fields.c, which holds its own copy of the
+ * pinned by emu_tests/verbs/verbs_devx_fields.c, which holds its own copy of the
  * numbers; hw_mlx5/hw_devx.c keeps a third, separate one.
  */
 #ifndef DX_LOC_H

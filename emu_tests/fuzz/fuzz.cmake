@@ -5,7 +5,7 @@
 #   gdak-fuzz-<t>  (-DGDAK_FUZZ=ON with clang, preset `fuzz`) the libFuzzer
 #                  binary for long runs
 # gdak-fuzz-seeds writes the generated part of the seed corpora.
-set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
+set(_fz ${CMAKE_CURRENT_LIST_DIR})
 
 # The replays also carry the label of the suite they belong to (unit / emu),
 # so the asan and tsan presets (labels unit|emu|net) replay the corpora

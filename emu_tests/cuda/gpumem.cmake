@@ -1,6 +1,6 @@
 # GPU-memory WRITEs through the CUDA engine's batches (GDAK_CUDA_BATCH,
 # docs/CUDA.md).  One binary, three runs: against the stand-in driver
-# (gpumem_fake.c, built as libcuda.so.1 in its own folder; label unit, runs
+# (cuda/gpumem_fake.c, built as libcuda.so.1 in its own folder; label unit, runs
 # everywhere) with batching on and off, and against the real driver (label
 # cuda: skips without a GPU; tools/cuda/gpumem-check.sh runs it on the H200).
 gdak_add_test(NAME gdak.cuda.gpu_batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch.c
@@ -10,7 +10,7 @@ set_tests_properties(gdak.cuda.gpu_batch PROPERTIES RESOURCE_LOCK gdak_gpu)
 gdak_add_fake_libcuda(gdak_gpumem_fake_cuda ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c gpumemfake)
 target_include_directories(gdak_gpumem_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda)
-# A stand-in libgdrapi.so.2 (gdr_fake.c) in a folder of its own: the same
+# A stand-in libgdrapi.so.2 (cuda/gdr_fake.c) in a folder of its own: the same
 # test with GDRCopy mappings (gdak.nic.gpu_batch_gdr).
 add_library(gdak_gdr_fake SHARED ${CMAKE_CURRENT_LIST_DIR}/gdr_fake.c)
 set_target_properties(gdak_gdr_fake PROPERTIES PREFIX "" OUTPUT_NAME "libgdrapi"
@@ -52,7 +52,7 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_old gdak_cuda_gpu_batch ENV
 add_test(NAME gdak.cuda.gpu_batch_stream COMMAND gdak_cuda_gpu_batch)
 set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
   LABELS cuda RESOURCE_LOCK gdak_gpu ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream")
-# Kernels with their data in GPU memory (cuda_gpumem.cu), with the batches
+# Kernels with their data in GPU memory (cuda/cuda_gpumem.cu), with the batches
 # and with the per-copy path.
 if(GDAK_HAVE_CUDA)
   gdak_add_test(NAME gdak.cuda.gpumem SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_gpumem.cu
@@ -84,7 +84,7 @@ endif()
 # The older GPU-memory tests against the stand-in driver too, with the
 # batches on: the engine alone (gdak_cuda_dma) and the loop transport's
 # pipelined GPU WRITEs (gdak_nic_gpu_pipe).
-# (nic.cmake defines gdak_nic_gpu_pipe after this file: add_test resolves
+# (nic/nic.cmake defines gdak_nic_gpu_pipe after this file: add_test resolves
 # target names at generation; the stand-in is part of the default build.)
 foreach(_t cuda_dma nic_gpu_pipe)
   gdak_add_fake_cuda_test(gdak.nic.fake_${_t} gdak_${_t} ENV

@@ -5,7 +5,7 @@
  * QP pairs, one per NIC thread, that must go on working after every piece
  * of bad input thrown at other QPs (rel_bystanders_ok).
  *
- * Built on emu_tests/nic_util.h (host threads play the device).
+ * Built on emu_tests/nic/nic_util.h (host threads play the device).
  */
 #ifndef GDAK_REL_UTIL_H
 #define GDAK_REL_UTIL_H

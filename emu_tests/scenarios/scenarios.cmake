@@ -10,7 +10,7 @@ add_library(gdak_scenarios STATIC
   scenarios/scen_rma.c
   scenarios/scen_run.c
   scenarios/scen_twosided.c)
-target_include_directories(gdak_scenarios PUBLIC ${CMAKE_CURRENT_LIST_DIR}/scenarios)
+target_include_directories(gdak_scenarios PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gdak_scenarios PUBLIC gdak gdak_testlib)
 gdak_set_warnings(gdak_scenarios)
 

@@ -2,7 +2,7 @@
 # rdma-core programs (ibverbs-utils, perftest, pyverbs) run unmodified
 # through gdak-run on the emulated NIC.
 #
-# The test's environment (emu_tests/verbs_bin.cmake): GDAK_RUN (gdak-run),
+# The test's environment (emu_tests/verbs/verbs_bin.cmake): GDAK_RUN (gdak-run),
 # GDAK_TRACE_TOOL (gdak-trace), VB_NET (1..254, from the build directory's
 # path) and VB_SLOT (this test's number): the test's two devices live on
 # 127.NET.SLOT.1 and 127.NET.SLOT.2, so tests run by ctest -j never share

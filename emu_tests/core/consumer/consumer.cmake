@@ -1,5 +1,5 @@
 # gdak.core.consumer: cmake --install into a temporary prefix, then build and
-# run emu_tests/consumer/ against it with find_package(gdak) and with
+# run emu_tests/core/consumer/ against it with find_package(gdak) and with
 # pkg-config (run.sh).  Reads the build tree, so it runs after the build.
 add_test(NAME gdak.core.consumer
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run.sh ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_LIST_DIR}

@@ -9,7 +9,7 @@ gdak_add_test(NAME gdak.trace.tshark SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_tsh
 # the gdak-trace binary: text, JSON, summary, filters.
 gdak_add_test(NAME gdak.trace.golden SOURCES ${CMAKE_CURRENT_LIST_DIR}/trace_golden.c
   LIBS gdak_trace_tool LABELS unit
-  ARGS $<TARGET_FILE:gdak-trace> ${CMAKE_CURRENT_LIST_DIR}/data/trace)
+  ARGS $<TARGET_FILE:gdak-trace> ${CMAKE_CURRENT_LIST_DIR}/../data/trace)
 add_dependencies(gdak_trace_golden gdak-trace)
 # Truncated (every prefix) and corrupt (every byte flipped) traces, specific
 # damage with specific messages, the command line, --follow.

@@ -25,22 +25,22 @@ set_tests_properties(gdak.rxe.peer_selftest PROPERTIES LABELS rxe TIMEOUT 120
   SKIP_RETURN_CODE 77)
 
 # The verbs transport's tables (runs anywhere).
-gdak_add_test(NAME gdak.rxe.verbs_map SOURCES rxe_verbs_map.c LABELS "unit;rxe" TIMEOUT 30 MEMCHECK)
+gdak_add_test(NAME gdak.rxe.verbs_map SOURCES rxe/rxe_verbs_map.c LABELS "unit;rxe" TIMEOUT 30 MEMCHECK)
 target_include_directories(gdak_rxe_verbs_map PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 
 # Guest side: the scenario library over emu:verbs:rxe0.
-gdak_add_test(NAME gdak.rxe.verbs_scenarios SOURCES rxe_verbs_scenarios.c
+gdak_add_test(NAME gdak.rxe.verbs_scenarios SOURCES rxe/rxe_verbs_scenarios.c
               LIBS gdak_scenarios LABELS rxe TIMEOUT 300)
 
 # Guest side: wire interop, gdak's udp transport (netns gdakns) <-> kernel rxe1
 # (gdak-rxe-peer, plain verbs), traffic both ways, data verified.
-gdak_add_test(NAME gdak.rxe.interop SOURCES rxe_interop.c LABELS rxe TIMEOUT 180
+gdak_add_test(NAME gdak.rxe.interop SOURCES rxe/rxe_interop.c LABELS rxe TIMEOUT 180
               ARGS $<TARGET_FILE:gdak-rxe-peer>)
 
 # Guest side: the bounce-buffer path GPU memory takes without dma-buf, with
 # host memory forced through it (GDAK_VERBS_STAGE=all, a test hook).
-gdak_add_test(NAME gdak.rxe.verbs_stage SOURCES rxe_verbs_stage.c LABELS rxe TIMEOUT 180)
+gdak_add_test(NAME gdak.rxe.verbs_stage SOURCES rxe/rxe_verbs_stage.c LABELS rxe TIMEOUT 180)
 
 # Guest side: two processes, each its own NIC model on emu:verbs:rxe0, RDMA
 # each other with the device rkeys gdak_mr_rkey hands out.
-gdak_add_test(NAME gdak.rxe.verbs_2proc SOURCES rxe_verbs_2proc.c LABELS rxe TIMEOUT 180)
+gdak_add_test(NAME gdak.rxe.verbs_2proc SOURCES rxe/rxe_verbs_2proc.c LABELS rxe TIMEOUT 180)

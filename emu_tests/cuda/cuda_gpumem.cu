@@ -2,7 +2,7 @@
 /*
  * cuda_gpumem.cu - kernels whose data lives in GPU memory, the NIC model
  * moving it with the CUDA engine (run with GDAK_CUDA_BATCH=kernel, =off and =copy,
- * emu_tests/gpumem.cmake).  Every byte is checked.
+ * emu_tests/cuda/gpumem.cmake).  Every byte is checked.
  *
  *   ctas      64 CTAs x 300 puts of 8 bytes, each CTA its own QP, all on one
  *             NIC thread, every put a different value into one of four

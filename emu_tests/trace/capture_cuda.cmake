@@ -10,7 +10,7 @@ gdak_add_test(NAME gdak.capture.cuda SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_c
 add_dependencies(gdak_capture_cuda gdak-trace)
 target_link_libraries(gdak_capture_cuda PRIVATE ${CMAKE_DL_LIBS})
 
-# The same binary against a stand-in libcuda.so.1 (capture_cuda_fake.c:
+# The same binary against a stand-in libcuda.so.1 (trace/capture_cuda_fake.c:
 # device memory the host cannot touch, contexts and streams checked), so the
 # dlopen / context / stream / copy code runs on machines without a GPU too.
 gdak_add_fake_libcuda(gdak_fake_libcuda ${CMAKE_CURRENT_LIST_DIR}/capture_cuda_fake.c fakecuda)

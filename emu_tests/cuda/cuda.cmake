@@ -12,12 +12,12 @@ if(GDAK_HAVE_CUDA)
     # several at once (ctest -j), so give each one NIC thread of its own
     set_tests_properties(gdak.cuda.${name} PROPERTIES RESOURCE_LOCK gdak_gpu)
   endfunction()
-  gdak_cuda_test(ops cuda_ops.cu TIMEOUT 180)
-  gdak_cuda_test(scopes cuda_scopes.cu TIMEOUT 180)
-  gdak_cuda_test(ctas cuda_ctas.cu TIMEOUT 180)
-  gdak_cuda_test(errors cuda_errors.cu TIMEOUT 180)
-  gdak_cuda_test(handlers cuda_handlers.cu TIMEOUT 180)
-  gdak_cuda_test(dc cuda_dc.cu TIMEOUT 180)
+  gdak_cuda_test(ops cuda/cuda_ops.cu TIMEOUT 180)
+  gdak_cuda_test(scopes cuda/cuda_scopes.cu TIMEOUT 180)
+  gdak_cuda_test(ctas cuda/cuda_ctas.cu TIMEOUT 180)
+  gdak_cuda_test(errors cuda/cuda_errors.cu TIMEOUT 180)
+  gdak_cuda_test(handlers cuda/cuda_handlers.cu TIMEOUT 180)
+  gdak_cuda_test(dc cuda/cuda_dc.cu TIMEOUT 180)
   # the same kernels with their rings in GPU memory (GDAK_QP_F_QUEUES_GPU,
   # nic_model/nm_ring_gpu.c): every handler, SQ and CQ wrap-around, 64 CTAs,
   # every operation
@@ -29,6 +29,6 @@ if(GDAK_HAVE_CUDA)
 endif()
 # The engine alone (host threads post, data in GPU memory): a C test, built
 # everywhere; it skips when the NIC model has no CUDA engine.
-gdak_add_test(NAME gdak.cuda.dma SOURCES cuda_dma.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
+gdak_add_test(NAME gdak.cuda.dma SOURCES cuda/cuda_dma.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
 # it also drives the engine's asynchronous copies (nic_model/nm_cuda.h)
 target_include_directories(gdak_cuda_dma PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)

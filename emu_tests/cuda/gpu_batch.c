@@ -2,7 +2,7 @@
 /*
  * gpu_batch.c - WRITEs into GPU memory as the CUDA engine batches them
  * (GDAK_CUDA_BATCH=kernel|memop|copy, docs/CUDA.md), host threads posting.
- * The same binary runs several ways (emu_tests/gpumem.cmake):
+ * The same binary runs several ways (emu_tests/cuda/gpumem.cmake):
  *   gdak.nic.gpu_batch      against the stand-in driver (gpumem_fake.c,
  *                           asynchronous, chains run in adversarial order),
  *                           batching on: also checks that the copies went

@@ -16,19 +16,19 @@ function(gdak_add_verbs_lib_test name src)
     LABELS "${labels}")
 endfunction()
 
-gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib.c)
-gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_2proc.c)
+gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_lib.c)
+gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_lib_2proc.c)
 # an idle verbs process's NIC thread blocks (switches and CPU time counted),
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
-gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs_idle.c)
+gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_idle.c)
 # gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
 if(TARGET gdak_mlx5)
-  gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dv.c)
+  gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dv.c)
   target_link_libraries(gdak_verbs_dv PRIVATE gdak_mlx5)
 endif()
 # cudaMalloc'd memory as an MR (the CUDA driver API loaded at run time: builds
 # everywhere, skips without a GPU)
-gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_lib_cuda.c cuda)
+gdak_add_verbs_lib_test(gdak.verbs.lib_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_lib_cuda.c cuda)
 # Valgrind twin of the single-process test (label memcheck), as
 # gdak_add_test(MEMCHECK) makes them.
 gdak_add_memcheck(gdak.verbs.lib gdak_verbs_lib 1200)
@@ -37,16 +37,16 @@ gdak_add_memcheck(gdak.verbs.lib gdak_verbs_lib 1200)
 # own offsets (a table of its own, independent of the parser's and of
 # hw_mlx5/hw_devx.c's)
 gdak_add_test(NAME gdak.verbs.devx_fields
-  SOURCES verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
+  SOURCES verbs/verbs_devx_fields.c ${PROJECT_SOURCE_DIR}/nic_model/ibv/dx_field.c
   LABELS unit TIMEOUT 30 MEMCHECK)
 target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
 # DEVX end to end through gdak's libmlx5.so.1: queues created and connected by
 # raw PRM commands over umem, WQEs and CQEs checked byte for byte
-gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx.c)
+gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx.c)
 target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
 # DC through gdak's libmlx5: DCTs and DCIs by mlx5dv_create_qp and by DEVX,
 # DC WQEs posted by hand to several DCTs, the error syndromes
-gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc.c)
+gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dc.c)
 target_link_libraries(gdak_verbs_dc PRIVATE gdak_mlx5)
 if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   add_test(NAME gdak.verbs.dc.memcheck
@@ -59,12 +59,12 @@ endif()
 # its GPU twin: a CUDA thread writes the DC WQEs, rings and polls the CQE
 # (exits 77 without a GPU; built wherever nvcc is)
 if(GDAK_HAVE_CUDA)
-  gdak_add_verbs_lib_test(gdak.verbs.dc_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_dc_cuda.cu cuda)
+  gdak_add_verbs_lib_test(gdak.verbs.dc_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dc_cuda.cu cuda)
   target_link_libraries(gdak_verbs_dc_cuda PRIVATE gdak_mlx5)
   target_compile_options(gdak_verbs_dc_cuda PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   set_tests_properties(gdak.verbs.dc_cuda PROPERTIES RESOURCE_LOCK gdak_gpu)
 endif()
 # DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
-gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs_devx_cuda.c cuda)
+gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_cuda.c cuda)
 target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)

@@ -105,7 +105,7 @@ static struct gdak_qp_attr cu_attr(enum gdak_dev_db_handler h, enum gdak_dev_sha
 	a.sharing = s;
 	a.mtu = 1024;
 	a.nic_thread = -1;
-	/* the *_gpurings twins (emu_tests/cuda.cmake): SQ, RQ, CQs and records
+	/* the *_gpurings twins (emu_tests/cuda/cuda.cmake): SQ, RQ, CQs and records
 	 * in GPU memory, what DOCA GPUNetIO does */
 	if (getenv("GDAK_TEST_QUEUES_GPU"))
 		a.flags |= GDAK_QP_F_QUEUES_GPU;

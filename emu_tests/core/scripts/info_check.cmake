@@ -1,4 +1,4 @@
-# gdak.core.info: cmake -DINFO=<gdak-info> -DVERSION=<x.y.z> -P core_scripts/info_check.cmake
+# gdak.core.info: cmake -DINFO=<gdak-info> -DVERSION=<x.y.z> -P scripts/info_check.cmake
 # Text and --json output, the NIC-model environment as read, bad flags -> 2.
 set(fails 0)
 set(checks 0)
