@@ -909,8 +909,14 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	CS_ADD(copies_submitted, c->live);
 	if (c->live > cs.max_batch)
 		cs.max_batch = c->live;
-	/* the device sees the CQE bodies the completer wrote before their words */
+	/* the device sees the CQE bodies the completer wrote before their words
+	 * (TSan has no thread fence: the reader is the GPU, which it does not
+	 * see anyway) */
+#if defined(__SANITIZE_THREAD__)
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+#else
 	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
 	r = (nm_cu_result)cb_memops(c);
 	if (r) {
 		r = r < 0;
