@@ -533,6 +533,12 @@ static void ddci_restart(struct devx_dci *x, struct dci *d)
 
 	memset(in, 0, sizeof(in));
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x50a, in, 16, &st), 0);
+	/* The send record is the program's: libmlx5 zeroes a verbs QP's at
+	 * RESET, a DEVX program must zero its own.  Left at the old producer,
+	 * it announces WQEs the ring still holds from before the reset, and
+	 * the NIC may run them as soon as the QP is in RTS - before the new
+	 * WQE 0 is written. */
+	__atomic_store_n(d->dbrec, 0, __ATOMIC_RELEASE);
 	d->pi = 0;
 	memset(in, 0, sizeof(in));
 	set(in, ADS(0x128, 8), 1);
