@@ -16,8 +16,15 @@
  *    test asserts on switches and CPU consumed, not on any latency.
  * 2. Passive target: the server makes no verbs call at all (it waits in
  *    read()) while the client WRITEs 8 B, 4 KiB, 64 KiB and 200000 B (many
- *    packets) into its buffer and polls its own CQ; then the server checks
- *    every byte.  Its NIC thread, asleep, must be woken by each packet.
+ *    packets) into its buffer and polls its own CQ.  Its NIC thread, asleep,
+ *    must be woken by each packet.  Then the client SENDs one last message
+ *    into the receive WQE the server posted before the idle second, and the
+ *    server checks every byte after that receive completion: RC executes in
+ *    order, so the completion follows the WRITEs in the server's own NIC
+ *    thread.  The client's word over the socketpair alone would not order
+ *    the server's reads after its NIC thread's writes, as TSan sees it: the
+ *    chain (NIC writes, ACK, client CQE, socket) runs through the other
+ *    process.
  * 3. Idle again after traffic: the same checks (the back-off after work
  *    must not come back either).
  */
@@ -36,6 +43,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 #define BUF (512 * 1024)
 /* what an idle second may cost the NIC thread: a handful of wakeups (a
@@ -227,16 +235,23 @@ static void teardown(struct side *s)
 static const struct {
 	uint32_t off, len;
 } writes[] = { { 0, 8 }, { 4096, 4096 }, { 65536, 65536 }, { 200000, 200000 } };
+/* the last SEND: its source at the client, its receive WQE at the server
+ * (past the WRITEs' regions) */
+#define SEND_SRC 450000
+#define SEND_DST 460000
+#define SEND_LEN 64
 
 /* One idle second of the calling process, sampled around sleep() (client)
- * or around the peer's two messages (server, blocked in read()). */
+ * or around the peer's messages (server, blocked in read()).  The client
+ * sleeps only once the server has taken its first sample, so that each
+ * side's window holds the whole second however late a process wakes. */
 static void idle_client(int fd, const char *who)
 {
 	struct nic_sample a, b;
 	char m = 'i', r;
 
 	REQUIRE_EQ(nic_sample(&a), 0);
-	REQUIRE_EQ(write(fd, &m, 1), 1); /* the server samples now too */
+	REQUIRE_EQ(xfer(fd, &r, &m, 1), 0); /* the server has sampled */
 	sleep(1);
 	REQUIRE_EQ(nic_sample(&b), 0);
 	REQUIRE_EQ(xfer(fd, &r, &m, 1), 0); /* the server samples, then answers */
@@ -250,6 +265,7 @@ static void idle_server(int fd, const char *who)
 
 	REQUIRE_EQ(read(fd, &m, 1), 1);
 	REQUIRE_EQ(nic_sample(&a), 0);
+	REQUIRE_EQ(write(fd, &r, 1), 1);
 	REQUIRE_EQ(read(fd, &m, 1), 1);
 	REQUIRE_EQ(nic_sample(&b), 0);
 	REQUIRE_EQ(write(fd, &r, 1), 1);
@@ -285,6 +301,21 @@ static void client(int fd)
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.wr_id, 10 + i);
 	}
+	{
+		struct ibv_sge sg = { (uintptr_t)s.buf + SEND_SRC, SEND_LEN, s.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = 20,
+					 .sg_list = &sg,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		REQUIRE_EQ(ibv_post_send(s.qp, &w, &bad), 0);
+		REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 20);
+		CHECK_EQ(wc.opcode, IBV_WC_SEND);
+	}
 	REQUIRE_EQ(xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 'c');
 	idle_client(fd, "client, after traffic");
@@ -294,6 +325,7 @@ static void client(int fd)
 static void server(int fd)
 {
 	struct side s;
+	struct ibv_wc wc;
 	uint8_t *cli = malloc(BUF), *mine = malloc(BUF);
 	char done = 0, ack = 'c';
 	uint32_t end = 0;
@@ -303,10 +335,24 @@ static void server(int fd)
 	REQUIRE(cli && mine);
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
+	{
+		/* before the idle second, so that the client's SEND finds it */
+		struct ibv_sge sg = { (uintptr_t)s.buf + SEND_DST, SEND_LEN, s.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 30, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		REQUIRE_EQ(ibv_post_recv(s.qp, &rw, &bad), 0);
+	}
 	idle_server(fd, "server, connected");
 	/* passive: no verbs call until the client says it is done */
 	REQUIRE_EQ(read(fd, &done, 1), 1);
 	CHECK_EQ(done, 'd');
+	/* what orders the reads below after the NIC thread's writes */
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 30);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, SEND_LEN);
+	CHECK_MEM(s.buf + SEND_DST, cli + SEND_SRC, SEND_LEN);
 	for (unsigned i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
 		CHECK_MEM(s.buf + writes[i].off, cli + writes[i].off, writes[i].len);
 		end = writes[i].off + writes[i].len;
@@ -315,7 +361,9 @@ static void server(int fd)
 	CHECK_MEM(s.buf + 8, mine + 8, 4096 - 8);
 	CHECK_MEM(s.buf + 8192, mine + 8192, 65536 - 8192);
 	CHECK_MEM(s.buf + 131072, mine + 131072, 200000 - 131072);
-	CHECK_MEM(s.buf + end, mine + end, BUF - end);
+	CHECK_MEM(s.buf + end, mine + end, SEND_DST - end);
+	CHECK_MEM(s.buf + SEND_DST + SEND_LEN, mine + SEND_DST + SEND_LEN,
+		  BUF - SEND_DST - SEND_LEN);
 	REQUIRE_EQ(write(fd, &ack, 1), 1);
 	idle_server(fd, "server, after traffic");
 	teardown(&s);
