@@ -66,6 +66,16 @@ static int cu_ordinal;
 static struct nm_cuda_stats cs;
 #define CS_ADD(f, v) __atomic_fetch_add(&cs.f, (uint64_t)(v), __ATOMIC_RELAXED)
 
+/* every NIC thread's batches and the stats report share the maximum */
+static void cs_max_batch(uint64_t n)
+{
+	uint64_t m = __atomic_load_n(&cs.max_batch, __ATOMIC_RELAXED);
+
+	while (n > m && !__atomic_compare_exchange_n(&cs.max_batch, &m, n, 1, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+}
+
 /* ---- per-thread state: current context and the thread's own streams ---- */
 
 #define NM_CUDA_MAX_STREAMS 8
@@ -907,8 +917,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	c->n_batched = c->n_replaced = 0;
 	__atomic_fetch_add(why, 1, __ATOMIC_RELAXED);
 	CS_ADD(copies_submitted, c->live);
-	if (c->live > cs.max_batch)
-		cs.max_batch = c->live;
+	cs_max_batch(c->live);
 	/* the device sees the CQE bodies the completer wrote before their words
 	 * (TSan has no thread fence: the reader is the GPU, which it does not
 	 * see anyway) */
@@ -1703,7 +1712,7 @@ void nm_cuda_stats_report(const char *when)
 		o[i] = a[i] - b[i];
 	d.max_batch = now.max_batch;
 	last = now;
-	cs.max_batch = 0;
+	__atomic_store_n(&cs.max_batch, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
 	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr && !d.cqes_stream)

@@ -19,6 +19,9 @@
  *   - the kernel's chains run interleaved, last chain first, one descriptor
  *     at a time (blocks run in any order on a GPU): a batch that relied on
  *     an order between chains gets it wrong here;
+ *   - a stream write-value lands as release stores, its last byte last
+ *     (store_value): a CPU that polls a CQE's owner byte or the NIC's
+ *     completion word with an acquire load sees all the stream did before;
  *   - with GDAK_FAKE_GPU_ASYNC=1 a thread of the stand-in also runs work
  *     every few tens of microseconds, as a GPU does with nobody asking
  *     (stream-ordered CQEs, GDAK_CUDA_CQE=stream, need it: there the NIC
@@ -209,6 +212,40 @@ static int need_ctx(void)
 	return current ? OK : E_INVALID_CONTEXT;
 }
 
+/*
+ * A stream write-value (4 or 8 bytes, aligned) as the GPU does it: after
+ * a memory barrier (everything before it on the stream is visible first),
+ * one store - which a CPU poller sees with an acquire load of the whole
+ * word (the NIC's completion word) or of its last byte (a CQE's op_own,
+ * the word being a CQE's last 8 bytes).  C11 has no mixed-size atomics and
+ * ThreadSanitizer pairs a release only with an acquire at the same
+ * address, so the store is two release stores: the word with its last
+ * byte still the old one, then the last byte.  Whoever polls either sees
+ * everything before the write-value; a whole-word reader may see the last
+ * byte one step late (the NIC's completion word never changes it).
+ * Little-endian like the GPU: the last byte is the value's top one.
+ */
+static void store_value(uint8_t *d, uint64_t v, size_t len)
+{
+	uint8_t b[8];
+
+	if (len == 8) {
+		uint64_t w = __atomic_load_n((uint64_t *)(void *)d, __ATOMIC_RELAXED);
+
+		memcpy(b, &v, 8);
+		memcpy(&w, b, 7);
+		__atomic_store_n((uint64_t *)(void *)d, w, __ATOMIC_RELEASE);
+	} else {
+		uint32_t w = __atomic_load_n((uint32_t *)(void *)d, __ATOMIC_RELAXED),
+			 v32 = (uint32_t)v;
+
+		memcpy(b, &v32, 4);
+		memcpy(&w, b, 3);
+		__atomic_store_n((uint32_t *)(void *)d, w, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(d + len - 1, b[len - 1], __ATOMIC_RELEASE);
+}
+
 /* Under lock: run one operation. */
 static void run_op(struct fop *o)
 {
@@ -224,7 +261,7 @@ static void run_op(struct fop *o)
 			sticky = E_ILLEGAL_ADDRESS;
 			return;
 		}
-		memcpy(d, &o->seq, o->len);
+		store_value(d, o->seq, o->len);
 		watch_note(o->dst, d, o->len, 1);
 		n_memop++;
 		return;
