@@ -183,7 +183,7 @@ static int tx_flush(struct udp_qp *u)
 		int n = udp_inbox_push(u->peer_inbox, u->addr.s_addr, u->port, u->txv, u->ntx);
 
 		if (n >= 0) {
-			u->rqp.stats.tx_local += (unsigned)n;
+			ROCE_STAT_ADD(u->rqp.stats, tx_local, (unsigned)n);
 			tx_drop_head(u, (unsigned)n);
 			return u->ntx ? -EAGAIN : 0;
 		}
@@ -522,7 +522,7 @@ static struct roce_qp *dc_flow(struct roce_qp *r, const struct roce_path *rx, co
 			if (!d)
 				return &g->rqp;
 			if (d < 0 && !g->rqp.resp_err) {
-				r->stats.dup_reqs++;
+				ROCE_STAT(r->stats, dup_reqs);
 				GDAK_DBG("qp", u->qp->id,
 					 "DCT: packet of DCI 0x%x's connection %u, now %u: dropped",
 					 dci, conn, g->rqp.dc_conn);
@@ -1516,10 +1516,11 @@ int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 	qp = nm_qp_of(bqp);
 	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv))
 		return -EINVAL;
-	*st = u->rqp.stats;
-	st->icrc_errors += u->rctx.stats.icrc_errors;
-	st->icrc_ip_id += u->rctx.stats.icrc_ip_id;
-	st->bad_pkts += u->rctx.stats.bad_pkts;
+	/* called from any thread while the NIC thread counts: relaxed loads */
+	roce_stats_read(st, &u->rqp.stats);
+	st->icrc_errors += __atomic_load_n(&u->rctx.stats.icrc_errors, __ATOMIC_RELAXED);
+	st->icrc_ip_id += __atomic_load_n(&u->rctx.stats.icrc_ip_id, __ATOMIC_RELAXED);
+	st->bad_pkts += __atomic_load_n(&u->rctx.stats.bad_pkts, __ATOMIC_RELAXED);
 	return 0;
 }
 

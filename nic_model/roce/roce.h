@@ -84,7 +84,8 @@ struct roce_wr {
 };
 
 /* Engine statistics (per QP; the context keeps those of packets that never
- * reached a QP).  One writer. */
+ * reached a QP).  One writer, the QP's NIC thread (ROCE_STAT); any thread may
+ * read them (roce_stats_read), so every access is a relaxed atomic. */
 struct roce_stats {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retransmits;	/* packets sent again */
@@ -108,6 +109,37 @@ struct roce_stats {
 	uint64_t unsolicited;	/* dropped: ACK/NAK/response with nothing outstanding */
 	uint64_t f_drop, f_dup, f_reorder, f_corrupt, f_delay; /* injected */
 };
+
+/* The single writer needs no read-modify-write: a relaxed load and store
+ * keep a reader on another thread race-free and cost what a plain add does. */
+static inline void roce_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+#define ROCE_STAT(st, field) roce_stat_add(&(st).field, 1)
+#define ROCE_STAT_ADD(st, field, n) roce_stat_add(&(st).field, (n))
+
+/* A snapshot of counters that the NIC thread may be updating: each field on
+ * its own (the set as a whole is not one instant, which no reader needs). */
+static inline void roce_stats_read(struct roce_stats *dst, const struct roce_stats *src)
+{
+	_Static_assert(sizeof(struct roce_stats) % sizeof(uint64_t) == 0,
+		       "roce_stats: uint64_t counters only");
+	const uint64_t *s = (const uint64_t *)src;
+	uint64_t *d = (uint64_t *)dst;
+
+	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+static inline void roce_stats_zero(struct roce_stats *st)
+{
+	uint64_t *d = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&d[i], 0, __ATOMIC_RELAXED);
+}
 
 enum roce_qp_state { ROCE_QPS_RESET = 0, ROCE_QPS_RTS, ROCE_QPS_ERR };
 

@@ -255,8 +255,8 @@ static int wire(struct roce_qp *qp, const uint8_t *pkt, uint32_t len)
 	int rc = qp->ctx->ops->xmit(qp, pkt, len);
 
 	if (rc != -EAGAIN) {
-		qp->stats.tx_pkts++;
-		qp->stats.tx_bytes += len;
+		ROCE_STAT(qp->stats, tx_pkts);
+		ROCE_STAT_ADD(qp->stats, tx_bytes, len);
 		if (qp->ctx->ops->trace_pkt)
 			qp->ctx->ops->trace_pkt(qp, 0, pkt, len, NULL, 0);
 	}
@@ -331,22 +331,22 @@ int roce_emit(struct roce_qp *qp, uint8_t *pkt, uint32_t len)
 		return wire(qp, pkt, len);
 	hit = decide(f, qp, bth_opcode(pkt), &delay);
 	if (hit & (1u << F_DROP)) {
-		qp->stats.f_drop++;
+		ROCE_STAT(qp->stats, f_drop);
 		return 0;
 	}
 	if (hit & (1u << F_CORRUPT)) {
 		/* one flipped bit anywhere before the ICRC: the receiver must notice */
 		uint64_t x = rnd(f);
 		pkt[(x >> 8) % (len - ROCE_ICRC_LEN)] ^= (uint8_t)(1u << (x & 7));
-		qp->stats.f_corrupt++;
+		ROCE_STAT(qp->stats, f_corrupt);
 	}
 	if (hit & (1u << F_DELAY)) {
-		qp->stats.f_delay++;
+		ROCE_STAT(qp->stats, f_delay);
 		hold(qp, pkt, len, qp->now_ns + delay);
 		return 0;
 	}
 	if (hit & (1u << F_REORDER)) {
-		qp->stats.f_reorder++;
+		ROCE_STAT(qp->stats, f_reorder);
 		hold(qp, pkt, len, 0);
 		return 0;
 	}
@@ -354,7 +354,7 @@ int roce_emit(struct roce_qp *qp, uint8_t *pkt, uint32_t len)
 	if (rc == -EAGAIN)
 		return rc;
 	if (hit & (1u << F_DUP)) {
-		qp->stats.f_dup++;
+		ROCE_STAT(qp->stats, f_dup);
 		(void)wire(qp, pkt, len);
 	}
 	/* a packet held for reordering goes out behind this one */

@@ -42,7 +42,7 @@ int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const s
 	struct roce_cfg c = cfg ? *cfg : (struct roce_cfg){0};
 
 	memset(qp, 0, offsetof(struct roce_qp, pkt_own));
-	memset(&qp->stats, 0, sizeof(qp->stats));
+	roce_stats_zero(&qp->stats);
 	if (!c.mtu)
 		c.mtu = 1024;
 	if (!c.sq_size)
@@ -220,19 +220,19 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	uint16_t ip_id;
 
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_MAX_PKT) {
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("ctx", ctx->id, "dropped a %u-byte datagram: not a RoCEv2 packet", len);
 		return -EBADMSG;
 	}
 	if (!gdak_roce_icrc_check(path, pkt, len, &ip_id)) {
-		ctx->stats.icrc_errors++;
+		ROCE_STAT(ctx->stats, icrc_errors);
 		GDAK_WARN_RL("ctx", ctx->id, "dropped %s PSN 0x%06x to QP 0x%06x: ICRC mismatch",
 			     gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), bth_qpn(pkt));
 		return -EBADMSG;
 	}
 	if (ip_id) {
 		/* a kernel RoCE stack (rxe) numbers its IPv4 datagrams */
-		ctx->stats.icrc_ip_id++;
+		ROCE_STAT(ctx->stats, icrc_ip_id);
 		GDAK_DBG("ctx", ctx->id, "%s PSN 0x%06x: ICRC matches with IPv4 ID 0x%04x",
 			 gdak_roce_op_name(bth_opcode(pkt)), bth_psn(pkt), ip_id);
 	}
@@ -240,7 +240,7 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	hdr = oi->hdr_len;
 	if (!(oi->mask & ROCE_M_VALID) || bth_tver(pkt) != 0 ||
 	    hdr + bth_pad(pkt) + ROCE_ICRC_LEN > len) {
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("ctx", ctx->id,
 			     "dropped opcode 0x%02x (%s) TVer %u, %u bytes: "
 			     "unsupported or truncated",
@@ -250,13 +250,13 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	}
 	plen = len - hdr - bth_pad(pkt) - ROCE_ICRC_LEN;
 	if ((!(oi->mask & ROCE_M_PAYLOAD) && (plen || bth_pad(pkt))) || plen > ROCE_MAX_MTU) {
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("ctx", ctx->id, "dropped %s with %u payload bytes", oi->name, plen);
 		return -EPROTO;
 	}
 	qp = ctx->ops->lookup(ctx, bth_qpn(pkt));
 	if (!qp) {
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("ctx", ctx->id, "dropped %s for unknown QP 0x%06x", oi->name,
 			     bth_qpn(pkt));
 		return -ENOENT;
@@ -267,7 +267,7 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	if (!!(oi->mask & ROCE_M_DC) != !!qp->dc) {
 		/* an RC QP takes no DC packet, a DC one no RC packet: refused
 		 * at dispatch, as an opcode the QP does not know */
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("qp", qp->qpn, "dropped %s: QP 0x%06x is %s", oi->name, qp->qpn,
 			     qp->dc ? "a DC QP" : "an RC QP");
 		return -EPROTO;
@@ -276,21 +276,21 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 		unsigned mc = (oi->mask & ROCE_M_DCETH) ? dceth_mtu(pkt + ROCE_BTH_LEN) : 0;
 
 		if (!(oi->mask & ROCE_M_DCETH) || !qp->ctx->ops->dc_flow || mc < 1 || mc > 5) {
-			ctx->stats.bad_pkts++;
+			ROCE_STAT(ctx->stats, bad_pkts);
 			GDAK_WARN_RL("qp", qp->qpn, "DCT dropped %s: %s", oi->name,
 				     (oi->mask & ROCE_M_DCETH) ? "DCETH MTU code not 1..5"
 							       : "not a DC request");
 			return -EPROTO;
 		}
 		/* the DCT took it in (its context counts again what it executes) */
-		qp->stats.rx_pkts++;
-		qp->stats.rx_bytes += len;
+		ROCE_STAT(qp->stats, rx_pkts);
+		ROCE_STAT_ADD(qp->stats, rx_bytes, len);
 		qp = qp->ctx->ops->dc_flow(qp, path, pkt);
 		if (!qp)
 			return -EACCES;
 		qp->now_ns = now_ns;
 	} else if (qp->dc == ROCE_DC_INITIATOR && (oi->mask & ROCE_M_REQ)) {
-		ctx->stats.bad_pkts++;
+		ROCE_STAT(ctx->stats, bad_pkts);
 		GDAK_WARN_RL("qp", qp->qpn, "DCI dropped request %s: a DCI takes responses only",
 			     oi->name);
 		return -EPROTO;
@@ -300,16 +300,16 @@ int roce_rx(struct roce_ctx *ctx, const struct roce_path *path, const uint8_t *p
 	 * from how its packet is treated, and cannot move the PSN. */
 	if (qp->state == ROCE_QPS_RTS &&
 	    (path->sip != qp->path.dip || (qp->peer_sport && path->sport != qp->peer_sport))) {
-		qp->stats.foreign_pkts++;
+		ROCE_STAT(qp->stats, foreign_pkts);
 		if (qp->ctx->ops->rx_foreign)
 			qp->ctx->ops->rx_foreign(qp, path, pkt, len);
 		return -EPERM;
 	}
-	qp->stats.rx_pkts++;
-	qp->stats.rx_bytes += len;
+	ROCE_STAT(qp->stats, rx_pkts);
+	ROCE_STAT_ADD(qp->stats, rx_bytes, len);
 	/* P_Key: the low 15 bits name the partition (IBA 10.9.3) */
 	if (qp->state != ROCE_QPS_RTS || ((bth_pkey(pkt) ^ qp->cfg.pkey) & 0x7fff)) {
-		qp->stats.bad_pkts++;
+		ROCE_STAT(qp->stats, bad_pkts);
 		return -ENOENT;
 	}
 	if (oi->mask & ROCE_M_DC) {

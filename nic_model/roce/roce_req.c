@@ -145,7 +145,7 @@ static int idle(struct roce_qp *qp, const char *what, uint32_t psn)
 		if (wr->sent)
 			return 0;
 	}
-	qp->stats.unsolicited++;
+	ROCE_STAT(qp->stats, unsolicited);
 	GDAK_WARN_RL("qp", qp->qpn, "dropped %s PSN 0x%06x: nothing outstanding", what, psn);
 	return 1;
 }
@@ -275,7 +275,7 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 
 	switch (syn & AETH_TYPE_MASK) {
 	case AETH_ACK:
-		qp->stats.acks_rcvd++;
+		ROCE_STAT(qp->stats, acks_rcvd);
 		r = ack_upto(qp, psn_add(psn, 1));
 		if (r < 0)
 			goto bad;
@@ -283,7 +283,7 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 			go_back(qp, "ACK past an unanswered READ/atomic");
 		return;
 	case AETH_RNR_NAK:
-		qp->stats.rnr_naks_rcvd++;
+		ROCE_STAT(qp->stats, rnr_naks_rcvd);
 		/* a NAK names a PSN that was sent (IBA 9.7.5.1.1) */
 		if (psn_diff(psn, qp->max_psn) >= 0)
 			goto bad;
@@ -291,7 +291,7 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		if (r < 0)
 			goto bad;
 		if (qp->state != ROCE_QPS_RTS || psn != qp->una_psn) {
-			qp->stats.dup_resps++;
+			ROCE_STAT(qp->stats, dup_resps);
 			return;
 		}
 		if (idle(qp, "RNR NAK", psn))
@@ -315,18 +315,18 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		if (qp->state != ROCE_QPS_RTS)
 			return;
 		if ((syn & 0x1f) == AETH_NAK_PSN_SEQ) {
-			qp->stats.seq_naks_rcvd++;
+			ROCE_STAT(qp->stats, seq_naks_rcvd);
 			if (psn_diff(psn, qp->una_psn) < 0 && !r) {
-				qp->stats.dup_resps++;
+				ROCE_STAT(qp->stats, dup_resps);
 				return;
 			}
 			if (qp->retry_armed)
 				go_back(qp, "NAK PSN sequence error");
 			return;
 		}
-		qp->stats.err_naks_rcvd++;
+		ROCE_STAT(qp->stats, err_naks_rcvd);
 		if (psn != qp->una_psn) {
-			qp->stats.dup_resps++;
+			ROCE_STAT(qp->stats, dup_resps);
 			return;
 		}
 		if (idle(qp, "NAK", psn))
@@ -337,7 +337,7 @@ static void rx_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 		goto bad;
 	}
 bad:
-	qp->stats.bad_pkts++;
+	ROCE_STAT(qp->stats, bad_pkts);
 	GDAK_WARN_RL("qp", qp->qpn, "dropped %s PSN 0x%06x syndrome 0x%02x: beyond PSN 0x%06x sent",
 		     "ACK", psn, syn, qp->max_psn);
 }
@@ -352,22 +352,22 @@ static void rx_data_resp(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 	int r, st;
 
 	if (oi->off_aeth && (aeth_syn(pkt + oi->off_aeth) & AETH_TYPE_MASK) != AETH_ACK) {
-		qp->stats.bad_pkts++;
+		ROCE_STAT(qp->stats, bad_pkts);
 		return;
 	}
 	r = ack_upto(qp, psn);
 	if (r < 0) {
-		qp->stats.bad_pkts++;
+		ROCE_STAT(qp->stats, bad_pkts);
 		return;
 	}
 	if (qp->state != ROCE_QPS_RTS)
 		return;
 	if (psn_diff(psn, qp->una_psn) < 0) {
-		qp->stats.dup_resps++;
+		ROCE_STAT(qp->stats, dup_resps);
 		return;
 	}
 	if (psn != qp->una_psn) {
-		qp->stats.ooo_drops++;
+		ROCE_STAT(qp->stats, ooo_drops);
 		if (qp->retry_armed)
 			go_back(qp, "gap in READ responses / missing atomic ACK");
 		return;
@@ -448,13 +448,13 @@ void roce_req_timer(struct roce_qp *qp)
 		return;
 	if (qp->rto_ns < qp->cfg.timeout_ns) {
 		/* early (RTT-adaptive) expiry: resend, back off, keep the retries */
-		qp->stats.early_timeouts++;
+		ROCE_STAT(qp->stats, early_timeouts);
 		qp->rto_ns = 2 * qp->rto_ns < qp->cfg.timeout_ns ? 2 * qp->rto_ns : qp->cfg.timeout_ns;
 		go_back(qp, "early retransmission timeout");
 		qp->rto_due_ns = qp->now_ns + qp->rto_ns;
 		return;
 	}
-	qp->stats.timeouts++;
+	ROCE_STAT(qp->stats, timeouts);
 	if (!qp->retry_left && !qp->cfg.retry_forever) {
 		fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
 			  "no response within the retransmission timeout, retries exhausted");
@@ -604,11 +604,11 @@ int roce_req_send(struct roce_qp *qp, int budget)
 		}
 		rc = roce_emit(qp, qp->pkt, (uint32_t)len);
 		if (rc == -EAGAIN) {
-			qp->stats.xmit_busy++;
+			ROCE_STAT(qp->stats, xmit_busy);
 			break;
 		}
 		if (psn_diff(psn, qp->max_psn) < 0)
-			qp->stats.retransmits++;
+			ROCE_STAT(qp->stats, retransmits);
 		else if (!qp->rtt_t0) {
 			qp->rtt_psn = psn;	/* first transmission: time it */
 			qp->rtt_t0 = qp->now_ns ? qp->now_ns : 1;

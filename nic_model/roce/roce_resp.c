@@ -67,7 +67,7 @@ static void fatal(struct roce_qp *qp, int st, const char *why)
 		qp->err_syn = (uint8_t)st;
 		qp->err_why = why;
 	}
-	qp->stats.err_naks_sent++;
+	ROCE_STAT(qp->stats, err_naks_sent);
 	if (qp->rmsg.active) {
 		qp->rmsg.active = 0;
 		qp->ctx->ops->resp_end(qp, &qp->rmsg, st);
@@ -80,7 +80,7 @@ static void rnr(struct roce_qp *qp, uint32_t psn)
 {
 	set_ack(qp, AETH_RNR_NAK | (qp->cfg.min_rnr_timer & 0x1f), psn);
 	qp->nak_sent = 1;
-	qp->stats.rnr_naks_sent++;
+	ROCE_STAT(qp->stats, rnr_naks_sent);
 }
 
 static uint32_t job_cap(const struct roce_qp *qp) { return 2 * qp->cfg.max_rd_atomic; }
@@ -122,7 +122,7 @@ static void duplicate(struct roce_qp *qp, const uint8_t *pkt)
 	struct roce_rd_res *r;
 	struct roce_job *j;
 
-	qp->stats.dup_reqs++;
+	ROCE_STAT(qp->stats, dup_reqs);
 	if (op == ROCE_READ_REQ) {
 		const uint8_t *h = pkt + oi->off_reth;
 		uint64_t va = reth_va(h);
@@ -133,7 +133,7 @@ static void duplicate(struct roce_qp *qp, const uint8_t *pkt)
 		if (!r || reth_rkey(h) != r->rkey ||
 		    va != r->va + (uint64_t)psn_diff(psn, r->psn) * qp->cfg.mtu ||
 		    va + len != r->va + r->len) {
-			qp->stats.ooo_drops++;
+			ROCE_STAT(qp->stats, ooo_drops);
 			return;
 		}
 		/* duplicates use at most half the FIFO: the other half is for new
@@ -148,7 +148,7 @@ static void duplicate(struct roce_qp *qp, const uint8_t *pkt)
 	if (oi->mask & ROCE_M_ATOMIC) {
 		r = res_find(qp, op, psn);
 		if (!r || r->psn != psn) {
-			qp->stats.ooo_drops++;
+			ROCE_STAT(qp->stats, ooo_drops);
 			return;
 		}
 		if (qp->job_tail - qp->job_head >= qp->cfg.max_rd_atomic)
@@ -385,7 +385,7 @@ static void rx_xatomic(struct roce_qp *qp, const uint8_t *pkt)
 	if (!qp->ctx->ops->resp_xatomic)
 		bad = "extended atomics are not supported by this responder";
 	if (bad) {
-		qp->stats.bad_xatomics++;
+		ROCE_STAT(qp->stats, bad_xatomics);
 		fatal(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, bad);
 		return;
 	}
@@ -441,11 +441,11 @@ void roce_resp_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 	if (qp->resp_err || qp->state != ROCE_QPS_RTS)
 		return;
 	if (d > 0) {
-		qp->stats.ooo_drops++;
+		ROCE_STAT(qp->stats, ooo_drops);
 		if (!qp->nak_sent) {
 			set_ack(qp, AETH_NAK | AETH_NAK_PSN_SEQ, qp->epsn);
 			qp->nak_sent = 1;
-			qp->stats.seq_naks_sent++;
+			ROCE_STAT(qp->stats, seq_naks_sent);
 		}
 		return;
 	}
@@ -476,11 +476,11 @@ int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 	len = roce_pkt_finish(qp, ROCE_ACK, 0, 0, psn, 0);
 	rc = roce_emit(qp, qp->pkt, len);
 	if (rc == -EAGAIN) {
-		qp->stats.xmit_busy++;
+		ROCE_STAT(qp->stats, xmit_busy);
 		return rc;
 	}
 	if ((syn & AETH_TYPE_MASK) == AETH_ACK)
-		qp->stats.acks_sent++;
+		ROCE_STAT(qp->stats, acks_sent);
 	return 0;
 }
 
@@ -531,7 +531,7 @@ int roce_resp_send(struct roce_qp *qp, int budget)
 			break;
 		}
 		if (roce_emit(qp, qp->pkt, (uint32_t)len) == -EAGAIN) {
-			qp->stats.xmit_busy++;
+			ROCE_STAT(qp->stats, xmit_busy);
 			return n;
 		}
 		n++;
