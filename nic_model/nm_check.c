@@ -548,3 +548,177 @@ void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_
 	GDAK_WARN_RL("qp", qp->id, "check %s fired at WQE %u: %s", rule, wqe_index, text);
 	NM_TRACE(qp, gdak_trace_violation, qp->base.qpn, wqe_index, rule, syndrome, text);
 }
+
+/* ---- DC: the DCI's address vector and the DCT it names (nm_dc.c, tr_udp.c) ------------ */
+
+/* dc_av_size - ConnectX: LOCAL_QP_OP_ERR when the DS count cannot hold the
+ * ctrl segment and the AV form bit 31 of dqp_dct selects.  gdak: the same
+ * (op->av_ds is the form: 1 or 3 DS). */
+int nm_check_dc_av_size(struct nm_qp *qp, struct nm_op *op)
+{
+	char t[96];
+
+	if (op->ds >= 1u + op->av_ds)
+		return 0;
+	snprintf(t, sizeof(t), "DS %u cannot hold the ctrl segment and a %s address vector", op->ds,
+		 op->av_ds == 3 ? "48-byte" : "16-byte");
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "dc_av_size", 1, t);
+}
+
+/* dc_av_reserved - ConnectX: ignores bits 30..24 of dqp_dct.  gdak: strict:
+ * flagged (warning): a DCT number over 24 bits is a bug in whoever built the
+ * AV. */
+void nm_check_dc_av_reserved(struct nm_qp *qp, const struct nm_op *op, uint32_t dqp)
+{
+	if ((dqp & 0x7f000000u) && nm_strict())
+		nm_violation(qp, op->wqe_index, "dc_av_reserved", 0,
+			     "AV dqp_dct 0x%08x: bits 30..24 are reserved", dqp);
+}
+
+/* The DC connect goes unanswered: ConnectX's DCI retries out,
+ * TRANSPORT_RETRY_EXC_ERR (vendor 0x81), the DCI to ERR. */
+static int dc_unanswered(struct nm_op *op, const char *rule)
+{
+	op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+	op->rule = rule;
+	return 1;
+}
+
+/* dc_no_av - a DC target asked for a WQE without an AV (NOP, WAIT, DUMP
+ * stay on the DCI: a model bug, not the user's).  gdak:
+ * TRANSPORT_RETRY_EXC_ERR rather than a crash. */
+int nm_check_dc_no_av(struct nm_op *op)
+{
+	return op->av_ds ? 0 : dc_unanswered(op, "dc_no_av");
+}
+
+/* dc_no_dct - ConnectX: an AV naming no DCT (a free number, an RC QP's)
+ * leaves the connect unanswered: TRANSPORT_RETRY_EXC_ERR, DCI to ERR.
+ * gdak: the same, at once for a DCT of this process (over udp the far side
+ * drops the request and the DCI's engine retries out). */
+int nm_check_dc_no_dct(struct nm_qp *qp, struct nm_op *op, const struct nm_qp *dct)
+{
+	if (dct)
+		return 0;
+	GDAK_WARN_RL("qp", qp->id,
+		     "WQE %u (%s): AV names DCT 0x%x, which does not exist: the DC connect goes "
+		     "unanswered",
+		     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn);
+	return dc_unanswered(op, "dc_no_dct");
+}
+
+/* dc_av_target - ConnectX: an AV whose address is not where the DCT it
+ * numbers is reaches another node or nobody: unanswered,
+ * TRANSPORT_RETRY_EXC_ERR.  gdak: the same, counted as a violation (the AV
+ * was built from the wrong gdak_qp_info).  In-process transport: the DCT's
+ * LID, and no GID (its QPs have none). */
+int nm_check_dc_av_target_loop(struct nm_qp *qp, struct nm_op *op, uint16_t lid, uint16_t dct_lid,
+			       const uint8_t gid[16])
+{
+	static const uint8_t zero[16];
+
+	if (lid != dct_lid) {
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at LID 0x%x, that DCT is at LID 0x%x", op->dc_dctn,
+			     lid, dct_lid);
+	} else if (op->av_ds == 3 && memcmp(gid, zero, 16)) {
+		nm_violation(qp, op->wqe_index, "dc_av_target",
+			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			     "AV names DCT 0x%x at a GID; in-process DCTs have none (all zero)",
+			     op->dc_dctn);
+	} else {
+		return 0;
+	}
+	op->flags |= NM_OPF_VIOLATION;
+	return dc_unanswered(op, "dc_av_target");
+}
+
+/* dc_av_target on RoCE (udp), a DCT of this process: RoCE routes by GID
+ * (ConnectX ignores the AV's LID there), so a full AV with the DCT's own
+ * GID.  dct_gid: the DCT's, or NULL when it has none to give. */
+int nm_check_dc_av_target_gid(struct nm_qp *qp, struct nm_op *op, const uint8_t gid[16],
+			      const uint8_t *dct_gid)
+{
+	char g[48] = "(none)";
+	const uint8_t *d = dct_gid;
+
+	if (d && op->av_ds == 3 && !memcmp(gid, d, 16))
+		return 0;
+	if (d)
+		snprintf(g, sizeof(g),
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+			 d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11],
+			 d[12], d[13], d[14], d[15]);
+	nm_violation(qp, op->wqe_index, "dc_av_target", MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+		     "AV names DCT 0x%x %s; on RoCE it needs a full AV with the DCT's GID %s",
+		     op->dc_dctn, op->av_ds != 3 ? "with a compact AV" : "at another GID", g);
+	op->flags |= NM_OPF_VIOLATION;
+	return dc_unanswered(op, "dc_av_target");
+}
+
+/* dc_av_compact - ConnectX: a compact AV has no GRH; on RoCE it has nothing
+ * to route by (what the HCA does then is not documented).  gdak (udp):
+ * LOCAL_QP_OP_ERR, strict.  dc_av_target on the udp wire: a GID that is no
+ * IPv4-mapped address is unreachable for it: TRANSPORT_RETRY_EXC_ERR. */
+int nm_check_dc_av_route(struct nm_qp *qp, struct nm_op *op)
+{
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (op->av_ds != 3)
+		return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "dc_av_compact", 1,
+				     "a compact AV (no GRH) cannot reach a DCT over RoCE");
+	if (!memcmp(op->av + 32, v4map, 12))
+		return 0;
+	nm_violation(qp, op->wqe_index, "dc_av_target", MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+		     "AV names DCT 0x%x at a GID that is no IPv4-mapped address: the udp transport "
+		     "cannot reach it",
+		     op->dc_dctn);
+	op->flags |= NM_OPF_VIOLATION;
+	return dc_unanswered(op, "dc_av_target");
+}
+
+/* dc_dct_state - ConnectX: a DCT not in RTR (RESET, INIT, ERR, drained)
+ * does not answer: TRANSPORT_RETRY_EXC_ERR on the DCI.  gdak: the same.
+ * Both ends call it: the DCI side (op: the WQE, failed at once for a DCT
+ * of this process) and the DCT side (op NULL: the request from DCI dci is
+ * dropped, its engine retries out). */
+int nm_check_dc_dct_state(struct nm_qp *dct, uint32_t dci, struct nm_qp *qp, struct nm_op *op)
+{
+	int st = nm_qp_state(dct);
+
+	if (st == GDAK_QPS_RTR)
+		return 0;
+	if (!op) {
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT is in %s: the DC request of DCI 0x%x goes unanswered",
+			     gdak_qp_state_name((enum gdak_qp_state)st), dci);
+		return 1;
+	}
+	GDAK_WARN_RL("qp", qp->id, "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes unanswered",
+		     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), dct->base.qpn,
+		     gdak_qp_state_name((enum gdak_qp_state)st));
+	return dc_unanswered(op, "dc_dct_state");
+}
+
+/* dc_key_violation - ConnectX: the DCT drops a connect with the wrong access
+ * key and counts it (dctc.dc_access_key_violation_count, the
+ * DCT_KEY_VIOLATION event); the DCI retries out: TRANSPORT_RETRY_EXC_ERR.
+ * gdak: the same, counted in *count (gdak_nic_dc_stats key_violations;
+ * several DCIs may hit one DCT at once).  Both ends, as dc_dct_state. */
+int nm_check_dc_key_violation(struct nm_qp *dct, uint64_t want, uint64_t key, uint64_t *count,
+			      uint32_t dci, struct nm_op *op)
+{
+	if (key == want)
+		return 0;
+	__atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+	if (op)
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x WQE %u presents key 0x%llx", dci,
+			     op->wqe_index, (unsigned long long)key);
+	else
+		GDAK_WARN_RL("qp", dct->id,
+			     "DCT access key violation: DCI 0x%x presents key 0x%llx", dci,
+			     (unsigned long long)key);
+	return op ? dc_unanswered(op, "dc_key_violation") : 1;
+}

@@ -38,7 +38,8 @@
  *     REMOTE_ACCESS_ERR and so on, from nm_resp.c.
  * Strict checks on the AV (size vs DS, reserved bits, a compact AV on the
  * udp transport) fail the WQE with LOCAL_QP_OP_ERR / are reported as
- * violations.
+ * violations.  The rules themselves (dc_*) are nm_check.c's DC block; this
+ * file says where each applies.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -299,24 +300,9 @@ int nm_dc_decode_av(struct nm_qp *qp, struct nm_op *op, const uint8_t *w, uint32
 	op->dc_dctn = dqp & 0xffffff;
 	op->dc_key = (uint64_t)rd32(av) << 32 | rd32(av + 4);
 	op->dc_stream = (uint8_t)(((uint32_t)w[9] << 8 | w[10]) & (qp->dc->nstreams - 1));
-	if (ds < 1u + op->av_ds) {
-		char t[96];
-
-		snprintf(t, sizeof(t), "DS %u cannot hold the ctrl segment and a %s address vector",
-			 ds, full ? "48-byte" : "16-byte");
-		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		op->rule = "dc_av_size";
-		op->flags |= NM_OPF_VIOLATION;
-		nm_violation(qp, op->wqe_index, op->rule, op->status, "%s WQE: %s",
-			     gdak_mlx5_opcode_name(op->opcode), t);
+	if (nm_check_dc_av_size(qp, op))
 		return -1;
-	}
-	if ((dqp & 0x7f000000u) && nm_strict()) {
-		/* ConnectX ignores them; a DCT number over 24 bits is a bug in
-		 * whoever built the AV */
-		nm_violation(qp, op->wqe_index, "dc_av_reserved", 0,
-			     "AV dqp_dct 0x%08x: bits 30..24 are reserved", dqp);
-	}
+	nm_check_dc_av_reserved(qp, op, dqp);
 	return op->av_ds;
 }
 
@@ -353,31 +339,39 @@ int nm_dc_stream_enter(struct nm_qp *qp, struct nm_op *op)
 	return 0;
 }
 
+/* Whether the DCT answers DCI dci presenting key (nm_check.c dc_dct_state,
+ * dc_key_violation): on the DCI's side for a DCT of this process (op: its
+ * WQE fails), on the DCT's side for a request off the wire (op NULL). */
+static int dct_answers(struct nm_qp *dct, uint64_t key, uint32_t dci, struct nm_qp *qp,
+		       struct nm_op *op)
+{
+	return !nm_check_dc_dct_state(dct, dci, qp, op) &&
+	       !nm_check_dc_key_violation(dct, dct->dc->key, key, &dct->dc->stats.key_violations,
+					  dci, op);
+}
+
 int nm_dc_dct_check(struct nm_qp *dct, uint64_t key, uint32_t dci)
 {
-	int st = nm_qp_state(dct);
-
-	if (st != GDAK_QPS_RTR) {
-		GDAK_WARN_RL("qp", dct->id,
-			     "DCT is in %s: the DC request of DCI 0x%x goes unanswered",
-			     gdak_qp_state_name((enum gdak_qp_state)st), dci);
+	if (nm_check_dc_dct_state(dct, dci, NULL, NULL))
 		return -EAGAIN;
-	}
-	if (key != dct->dc->key) {
-		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
-		GDAK_WARN_RL("qp", dct->id,
-			     "DCT access key violation: DCI 0x%x presents key 0x%" PRIx64, dci,
-			     key);
+	if (nm_check_dc_key_violation(dct, dct->dc->key, key, &dct->dc->stats.key_violations, dci,
+				      NULL))
 		return -EACCES;
-	}
 	return 0;
 }
 
-static struct nm_qp *no_answer(struct nm_op *op, const char *rule)
+/* A udp DCT's GID (its IPv4-mapped address): 0, or -1 when it has none to
+ * give.  RoCE routes by GID, so both the choice of the in-place path and
+ * the target check compare the AV's GID with this. */
+static int dct_gid(struct nm_qp *dct, uint8_t gid[16])
 {
-	op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
-	op->rule = rule;
-	return NULL;
+	struct gdak_qp_info in;
+
+	memset(&in, 0, sizeof(in));
+	if (dct->ctx->tr->qp_info(dct, &in))
+		return -1;
+	memcpy(gid, in.gid, 16);
+	return 0;
 }
 
 /*
@@ -392,41 +386,12 @@ static struct nm_qp *no_answer(struct nm_op *op, const char *rule)
 static int udp_target_ok(struct nm_qp *qp, struct nm_op *op, const struct nm_dc_stream *s,
 			 struct nm_qp *dct)
 {
-	struct gdak_qp_info in;
-	int st;
+	uint8_t g[16];
+	int have = !dct_gid(dct, g);
 
-	memset(&in, 0, sizeof(in));
-	if (dct->ctx->tr->qp_info(dct, &in) || s->av_ds != 3 || memcmp(s->gid, in.gid, 16)) {
-		char g[48];
-
-		gid_text(g, sizeof(g), in.gid);
-		nm_violation(
-			qp, op->wqe_index, "dc_av_target",
-			MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-			"AV names DCT 0x%x %s; on RoCE it needs a full AV with the DCT's GID %s",
-			op->dc_dctn, s->av_ds != 3 ? "with a compact AV" : "at another GID", g);
-		op->flags |= NM_OPF_VIOLATION;
-		no_answer(op, "dc_av_target");
+	if (nm_check_dc_av_target_gid(qp, op, s->gid, have ? g : NULL))
 		return 0;
-	}
-	st = nm_qp_state(dct);
-	if (st != GDAK_QPS_RTR) {
-		GDAK_WARN_RL("qp", qp->id,
-			     "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes unanswered",
-			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn,
-			     gdak_qp_state_name((enum gdak_qp_state)st));
-		no_answer(op, "dc_dct_state");
-		return 0;
-	}
-	if (op->dc_key != dct->dc->key) {
-		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
-		GDAK_WARN_RL("qp", dct->id,
-			     "DCT access key violation: DCI 0x%x WQE %u presents key 0x%" PRIx64,
-			     qp->base.qpn, op->wqe_index, op->dc_key);
-		no_answer(op, "dc_key_violation");
-		return 0;
-	}
-	return 1;
+	return dct_answers(dct, op->dc_key, qp->base.qpn, qp, op);
 }
 
 /*
@@ -438,16 +403,16 @@ static int udp_target_ok(struct nm_qp *qp, struct nm_op *op, const struct nm_dc_
  */
 int nm_dc_udp_local(struct nm_qp *qp, const struct nm_op *op)
 {
-	struct gdak_qp_info in;
 	struct nm_qp *dct;
+	uint8_t g[16];
 
+	(void)qp;
 	if (op->av_ds != 3 || !op->av)
 		return 0;
 	dct = dct_find(op->dc_dctn);
 	if (!dct || dct->ctx->tr == &nm_tr_loop_ops)
 		return 0;
-	memset(&in, 0, sizeof(in));
-	return !dct->ctx->tr->qp_info(dct, &in) && !memcmp(op->av + 32, in.gid, 16);
+	return !dct_gid(dct, g) && !memcmp(op->av + 32, g, 16);
 }
 
 enum nm_tx_result nm_dc_udp_post_send(struct nm_qp *qp, struct nm_op *op)
@@ -461,64 +426,24 @@ struct nm_qp *nm_dc_target(struct nm_qp *qp, struct nm_op *op)
 	struct nm_dc_cache *ce;
 	struct nm_qp *dct;
 	uint32_t gen = atomic_load_explicit(&dct_gen, memory_order_acquire);
-	int st;
 
-	if (!op->av_ds)
-		return no_answer(op, "dc_no_av");
+	if (nm_check_dc_no_av(op))
+		return NULL;
 	s = &qp->dc->st[op->dc_stream];
 	ce = &qp->dc->cache[op->dc_dctn % NM_DC_CACHE];
 	if (ce->dct && ce->gen == gen && ce->dctn == op->dc_dctn) {
 		dct = ce->dct;
 	} else {
 		dct = dct_find(op->dc_dctn);
-		if (!dct) {
-			GDAK_WARN_RL("qp", qp->id,
-				     "WQE %u (%s): AV names DCT 0x%x, which does not "
-				     "exist: the DC connect goes unanswered",
-				     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn);
-			return no_answer(op, "dc_no_dct");
-		}
+		if (nm_check_dc_no_dct(qp, op, dct))
+			return NULL;
 		ce->dct = dct;
 		ce->dctn = op->dc_dctn;
 		ce->gen = gen;
 	}
 	if (dct->ctx->tr != &nm_tr_loop_ops)
 		return udp_target_ok(qp, op, s, dct) ? dct : NULL;
-	if (s->lid != nm_dc_loop_lid(dct->ctx)) {
-		nm_violation(qp, op->wqe_index, "dc_av_target",
-			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-			     "AV names DCT 0x%x at LID 0x%x, that DCT is at LID 0x%x", op->dc_dctn,
-			     s->lid, nm_dc_loop_lid(dct->ctx));
-		op->flags |= NM_OPF_VIOLATION;
-		return no_answer(op, "dc_av_target");
-	}
-	if (s->av_ds == 3 && memcmp(s->gid, zero_gid, 16)) {
-		/* the loop transport's QPs have no GID: a full AV naming one
-		 * routes to another node */
-		nm_violation(qp, op->wqe_index, "dc_av_target",
-			     MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-			     "AV names DCT 0x%x at a GID; in-process DCTs have none (all zero)",
-			     op->dc_dctn);
-		op->flags |= NM_OPF_VIOLATION;
-		return no_answer(op, "dc_av_target");
-	}
-	st = nm_qp_state(dct);
-	if (st != GDAK_QPS_RTR) {
-		GDAK_WARN_RL("qp", qp->id,
-			     "WQE %u (%s): DCT 0x%x is in %s: the DC connect goes "
-			     "unanswered",
-			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode), op->dc_dctn,
-			     gdak_qp_state_name((enum gdak_qp_state)st));
-		return no_answer(op, "dc_dct_state");
-	}
-	if (op->dc_key != dct->dc->key) {
-		/* counted by the DCT (several DCIs may hit it at once) */
-		__atomic_fetch_add(&dct->dc->stats.key_violations, 1, __ATOMIC_RELAXED);
-		GDAK_WARN_RL("qp", dct->id,
-			     "DCT access key violation: DCI 0x%x WQE %u presents key "
-			     "0x%" PRIx64,
-			     qp->base.qpn, op->wqe_index, op->dc_key);
-		return no_answer(op, "dc_key_violation");
-	}
-	return dct;
+	if (nm_check_dc_av_target_loop(qp, op, s->lid, nm_dc_loop_lid(dct->ctx), s->gid))
+		return NULL;
+	return dct_answers(dct, op->dc_key, qp->base.qpn, qp, op) ? dct : NULL;
 }

@@ -791,6 +791,21 @@ int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, 
 			      uint64_t va, uint32_t sz);
 /* Completer: */
 int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index);
+/* DC (nm_dc.c, tr_udp.c): the DCI's AV and the DCT it names.  The DCT
+ * checks take op NULL on the DCT side (the request is dropped, 1 returned). */
+int nm_check_dc_av_size(struct nm_qp *qp, struct nm_op *op);
+void nm_check_dc_av_reserved(struct nm_qp *qp, const struct nm_op *op, uint32_t dqp);
+int nm_check_dc_no_av(struct nm_op *op);
+int nm_check_dc_no_dct(struct nm_qp *qp, struct nm_op *op, const struct nm_qp *dct);
+int nm_check_dc_av_target_loop(struct nm_qp *qp, struct nm_op *op, uint16_t lid, uint16_t dct_lid,
+			       const uint8_t gid[16]);
+int nm_check_dc_av_target_gid(struct nm_qp *qp, struct nm_op *op, const uint8_t gid[16],
+			      const uint8_t *dct_gid);
+/* dc_av_compact, dc_av_target: an AV the udp wire can route */
+int nm_check_dc_av_route(struct nm_qp *qp, struct nm_op *op);
+int nm_check_dc_dct_state(struct nm_qp *dct, uint32_t dci, struct nm_qp *qp, struct nm_op *op);
+int nm_check_dc_key_violation(struct nm_qp *dct, uint64_t want, uint64_t key, uint64_t *count,
+			      uint32_t dci, struct nm_op *op);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));

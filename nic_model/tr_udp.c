@@ -637,32 +637,14 @@ static void dc_engine_init(struct udp_qp *u)
  * reading; 0: 4791). */
 static enum nm_tx_result dc_route(struct udp_qp *u, struct nm_op *op, struct roce_wr *wr)
 {
-	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct nm_qp *qp = u->qp;
 	struct roce_path path;
 	uint16_t port;
 	uint32_t dip;
 	int r;
 
-	if (op->av_ds != 3) {
-		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		op->rule = "dc_av_compact";
-		op->flags |= NM_OPF_VIOLATION;
-		nm_violation(qp, op->wqe_index, op->rule, op->status,
-			     "%s WQE: a compact AV (no GRH) cannot reach a DCT over RoCE",
-			     gdak_mlx5_opcode_name(op->opcode));
+	if (nm_check_dc_av_route(qp, op))
 		return NM_TX_DONE;
-	}
-	if (memcmp(op->av + 32, v4map, 12)) {
-		op->status = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
-		op->rule = "dc_av_target";
-		op->flags |= NM_OPF_VIOLATION;
-		nm_violation(qp, op->wqe_index, op->rule, op->status,
-			     "AV names DCT 0x%x at a GID that is no IPv4-mapped address: the "
-			     "udp transport cannot reach it",
-			     op->dc_dctn);
-		return NM_TX_DONE;
-	}
 	memcpy(&dip, op->av + 44, 4);
 	port = (uint16_t)(op->av[14] << 8 | op->av[15]);
 	if (!port)

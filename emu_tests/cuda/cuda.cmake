@@ -18,6 +18,8 @@ if(GDAK_HAVE_CUDA)
   gdak_cuda_test(errors cuda/cuda_errors.cu TIMEOUT 180)
   gdak_cuda_test(handlers cuda/cuda_handlers.cu TIMEOUT 180)
   gdak_cuda_test(dc cuda/cuda_dc.cu TIMEOUT 180)
+  # DC between two processes over emu:udp, kernels on both sides
+  gdak_cuda_test(udp_dc cuda/cuda_udp_dc.cu TIMEOUT 180)
   # the same kernels with their rings in GPU memory (GDAK_QP_F_QUEUES_GPU,
   # nic_model/nm_ring_gpu.c): every handler, SQ and CQ wrap-around, 64 CTAs,
   # every operation

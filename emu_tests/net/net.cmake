@@ -29,6 +29,14 @@ foreach(_p 1 5 20)
   gdak_add_test(NAME gdak.net.udp_dc_loss${_p} SOURCES net/net_udp_dc.c ARGS loss ${_p} LABELS net
                 TIMEOUT 180)
 endforeach()
+# A DCI with four streams in flight to three DCTs (net/net_dc_streams.c):
+# in one process, over emu:udp between two, and with loss.
+gdak_add_test(NAME gdak.net.dc_streams SOURCES net/net_dc_streams.c ARGS udp LABELS net
+              TIMEOUT 180)
+add_test(NAME gdak.net.dc_streams_loop COMMAND gdak_net_dc_streams loop)
+add_test(NAME gdak.net.dc_streams_loss5 COMMAND gdak_net_dc_streams udp 5)
+set_tests_properties(gdak.net.dc_streams_loop gdak.net.dc_streams_loss5 PROPERTIES LABELS net
+                     TIMEOUT 180)
 
 # Two network namespaces joined by a veth pair (creates and removes them; 77
 # without the rights): every operation across them, traced; tc netem where the
