@@ -591,6 +591,7 @@ enum {
 static int cb_mode;
 static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
 static int memop_refused;	   /* cuStreamBatchMemOp failed once */
+static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -797,10 +798,22 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
  * value from host memory at an aligned address, then the stream-ordered
  * CQE words and the completion word, in one cuStreamBatchMemOp (each
  * operation after the ones before it).  1 done, 0 not such a batch (or the
- * driver refused: the next path does it), -1 failed.  Locked. */
+ * driver refused: the next path does it), -1 failed.  Locked.
+ *
+ * Barriers.  A write-value with default flags waits until every write
+ * before it on the stream is visible (__threadfence_system), which the GPU's
+ * front end pays for each time.  The values of a batch need it only
+ * against each other where they meet, and against what came before the
+ * batch: the batch's first value and every value that is not the first
+ * live copy of its chain (it meets an earlier one) keep the barrier; the
+ * others are NO_MEMORY_BARRIER and may land in any order among themselves.
+ * The CQE words and the completion word after them keep theirs, so none
+ * becomes visible before any value of the batch.  GDAK_CUDA_VALUE_FENCES=1
+ * puts the barrier back on every value. */
 static int cb_memops(struct cb_ctx *c)
 {
-	uint32_t k = 0;
+	uint32_t k = 0, unfenced = 0;
+	uint64_t seen[NM_CB_DESC / 64];
 	nm_cu_result r;
 
 	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp || memop_refused ||
@@ -815,15 +828,22 @@ static int cb_memops(struct cb_ctx *c)
 		    (e->dst & (e->len - 1)))
 			return 0;
 	}
+	memset(seen, 0, sizeof(seen));
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct nm_ck_desc *e = &c->ent[i];
 		struct nm_cu_memop *o = &c->mop[k];
-		uint32_t v32;
+		uint32_t ch = c->ent_chain[i], v32;
+		int first = !(seen[ch / 64] >> (ch % 64) & 1);
 
 		if (e->flags & NM_CK_F_DEAD)
 			continue;
+		seen[ch / 64] |= (uint64_t)1 << (ch % 64);
 		memset(o, 0, sizeof(*o));
 		o->addr = e->dst;
+		if (k && first && !value_fences) {
+			o->flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+			unfenced++;
+		}
 		if (e->len == 8) {
 			o->op = NM_CU_MEMOP_WRITE_VALUE_64;
 			memcpy(&o->value, e->inl, 8);
@@ -839,6 +859,20 @@ static int cb_memops(struct cb_ctx *c)
 	k = cb_tail_ops(c, k);
 	r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
 	CS_ADD(calls_memop, 1);
+	if (r && unfenced) {
+		/* a driver that takes no NO_MEMORY_BARRIER: every value fenced */
+		GDAK_WARN(
+			"cuda", cu_ordinal,
+			"cuStreamBatchMemOp (%u write-values, %u without a barrier): %s: a barrier "
+			"before every value from now on",
+			k, unfenced, cu_err(r));
+		value_fences = 1;
+		unfenced = 0;
+		for (uint32_t i = 0; i < k; i++)
+			c->mop[i].flags = 0;
+		r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+		CS_ADD(calls_memop, 1);
+	}
 	if (r) {
 		/* once: the driver will not take them later either */
 		GDAK_WARN("cuda", cu_ordinal,
@@ -849,6 +883,7 @@ static int cb_memops(struct cb_ctx *c)
 		return 0;
 	}
 	CS_ADD(batches_memop, 1);
+	CS_ADD(values_unfenced, unfenced);
 	return 1;
 }
 
@@ -1723,7 +1758,8 @@ void nm_cuda_stats_report(const char *when)
 		"copies/batch %.1f, max %llu, chains/kernel %.1f; closed by poll %llu, full "
 		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
-		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu\n",
+		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
+		"%llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1744,7 +1780,7 @@ void nm_cuda_stats_report(const char *when)
 				  (double)batches
 			: 0.0,
 		(unsigned long long)d.cqes_stream, (unsigned long long)d.copies_direct,
-		(unsigned long long)d.cqe_drains);
+		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced);
 }
 
 static void stats_atexit(void)
@@ -1832,6 +1868,11 @@ static void cb_setup(void *lib)
 		cb_max = (uint32_t)m;
 	if (gdak_env_choice("GDAK_CUDA_CQE", &cqe_stream) < 0)
 		cqe_stream = 0;
+	{
+		int on = 0;
+
+		value_fences = gdak_env_bool("GDAK_CUDA_VALUE_FENCES", &on) == 0 && on;
+	}
 	if (!cb_mode) {
 		cqe_stream = 0;
 		return;
