@@ -1430,6 +1430,15 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 	return queued;
 }
 
+/*
+ * The pass end submits the open batch - unless all it holds are copies
+ * already on the stream (direct: 16 MiB WRITEs) and no CQE word: then its
+ * completion word, bookkeeping only, waits for the next batch that has
+ * work (or a drain, a poll from outside the pass).  A write-value between
+ * two large copies makes the stream wait for the first to be visible
+ * before the second starts, a gap in the copy engine's work every pass;
+ * without it consecutive passes' copies run back to back.
+ */
 void nm_cuda_pass_end(void)
 {
 	struct cb_ctx *c = tls_cb;
@@ -1438,7 +1447,8 @@ void nm_cuda_pass_end(void)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
-	cb_flush(c, &cs.flush_poll);
+	if (c->n || c->ntail || !c->direct)
+		cb_flush(c, &cs.flush_poll);
 	pthread_mutex_unlock(&c->lk);
 }
 
@@ -1496,6 +1506,10 @@ static int cb_busy_mine(void)
 	if (!c)
 		return 0;
 	pthread_mutex_lock(&c->lk);
+	/* copies left on the stream by the pass end: their word now, so that
+	 * the queue can be seen to land */
+	if (!c->n && !c->ntail && c->direct)
+		cb_flush(c, &cs.flush_other);
 	cb_progress(c, 0);
 	busy = cb_pending(c);
 	pthread_mutex_unlock(&c->lk);

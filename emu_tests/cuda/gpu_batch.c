@@ -72,6 +72,7 @@ static void (*fake_hold)(int), (*fake_no_done)(int);
 static void *(*fake_rw)(uint64_t, size_t);
 static unsigned long long (*fake_memops)(void);
 static unsigned long long (*fake_unfenced)(void);
+static unsigned long long (*fake_copies_queued)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
 static uint8_t *g_dst, *g_src, *h_src, *h_got;
@@ -324,6 +325,62 @@ static void test_big(struct nu_qp *a)
 	nu_ring(a);
 	reap(a, 1);
 	check_dst(a, model, LEN, "big and small writes");
+	free(model);
+}
+
+/*
+ * GDAK_CUDA_CQE=stream: large WRITEs (too big for a batch: copies of their
+ * own on the batch stream) in consecutive NIC passes, one doorbell each,
+ * rung after the NIC has queued the previous copy, then a signalled NOP.
+ * Every range lands and the NOP's CQE comes after them; with the stand-in,
+ * no write-value between the copies (the pass end does not submit a batch
+ * of copies already on the stream): the NOP's CQE word and the one
+ * completion word are the only ones (one would run before the CQE shows
+ * for every pass that submitted its copies' completion word).
+ */
+static void test_big_passes(struct nu_qp *a)
+{
+	enum {
+		K = 6,
+		LEN = 256 << 10
+	};
+	uint8_t *model = calloc(1, (size_t)K * LEN);
+	unsigned long long v0 = 0, v1 = 0;
+	int count = fake && cqe_stream && fake_memops && fake_copies_queued;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, K * LEN);
+	if (count)
+		v0 = fake_memops();
+	for (unsigned i = 0; i < K; i++) {
+		unsigned long long q0 = count ? fake_copies_queued() : 0;
+		uint64_t t0 = gdak_test_now_ns();
+
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + i * 4096, LEN, gdak_mr_lkey(m_src),
+			     (uint64_t)(uintptr_t)(g_dst + (size_t)i * LEN), gdak_mr_rkey(m_dst), 0,
+			     0);
+		memcpy(model + (size_t)i * LEN, gsrc_model + i * 4096, LEN);
+		nu_ring(a);
+		/* the NIC has taken it (no CQE to say so: unsignalled) */
+		while (count && fake_copies_queued() == q0 &&
+		       gdak_test_now_ns() - t0 < TMO * 1000000ull)
+			sched_yield();
+		if (count)
+			CHECK(fake_copies_queued() > q0);
+	}
+	nu_post_nop(a, NU_SIG);
+	nu_ring(a);
+	reap(a, 1);
+	if (count)
+		v1 = fake_memops();
+	check_dst(a, model, K * LEN, "large WRITEs in consecutive passes");
+	if (count) {
+		printf("big passes: %llu write-values for %u large WRITEs and a NOP\n", v1 - v0,
+		       (unsigned)K);
+		/* the CQE word has run; the completion word after it may not
+		 * have yet (the stand-in's stream thread) */
+		CHECK(v1 - v0 >= 1 && v1 - v0 <= 2);
+	}
 	free(model);
 }
 
@@ -827,6 +884,7 @@ int main(void)
 		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
 		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
 		*(void **)(&fake_unfenced) = dlsym(lib, "gdak_fake_gpu_unfenced");
+		*(void **)(&fake_copies_queued) = dlsym(lib, "gdak_fake_gpu_copies_queued");
 		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
 		fake = fake_hold && fake_stats;
 	}
@@ -874,6 +932,7 @@ int main(void)
 	test_overlap(&a);
 	test_readdep(&a);
 	test_big(&a);
+	test_big_passes(&a);
 	test_wrap();
 	test_qps();
 	test_values(&a);

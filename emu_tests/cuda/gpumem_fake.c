@@ -32,6 +32,7 @@
  * work), gdak_fake_gpu_rw (the writable view of device memory),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
  * gdak_fake_gpu_unfenced (write-values without a barrier),
+ * gdak_fake_gpu_copies_queued (copies accepted),
  * gdak_fake_gpu_watch / gdak_fake_gpu_watched (the order in which the
  * last byte of each 64-byte slot of a range - a CQ's owner bytes - was
  * written, by which kind of operation, with which value).
@@ -89,7 +90,8 @@ static __thread int current;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
-static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy, n_nobar;
+static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy, n_nobar,
+	n_copy_q;
 static int module_magic, func_magic;
 
 API void gdak_fake_gpu_hold(int on)
@@ -116,6 +118,17 @@ API unsigned long long gdak_fake_gpu_unfenced(void)
 
 	pthread_mutex_lock(&lock);
 	n = n_nobar;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* Copies accepted (cuMemcpyAsync, each copy of a cuMemcpyBatchAsync). */
+API unsigned long long gdak_fake_gpu_copies_queued(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_copy_q;
 	pthread_mutex_unlock(&lock);
 	return n;
 }
@@ -611,6 +624,8 @@ static int memcpy_async(devptr dst, devptr src, size_t len, struct fstream *s)
 			memcpy(o->stage, (const void *)(uintptr_t)src, len);
 	}
 	r = enqueue(s, o);
+	if (!r)
+		n_copy_q++;
 	pthread_mutex_unlock(&lock);
 	return r;
 }
