@@ -574,6 +574,9 @@ struct cb_ctx {
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
+	/* the stream's last operation is a write-value with its barrier (the
+	 * completion word of a batch): a value after it needs none */
+	int fenced;
 	/* counters of the open batch, added to cs when it is submitted (one
 	 * atomic add per batch, not per copy) */
 	uint32_t n_batched, n_replaced;
@@ -804,9 +807,11 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
  * before it on the stream is visible (__threadfence_system), which the GPU's
  * front end pays for each time.  The values of a batch need it only
  * against each other where they meet, and against what came before the
- * batch: the batch's first value and every value that is not the first
- * live copy of its chain (it meets an earlier one) keep the barrier; the
- * others are NO_MEMORY_BARRIER and may land in any order among themselves.
+ * batch: the batch's first value (unless the stream's last operation was
+ * a write-value with its barrier, which already ordered everything before
+ * it) and every value that is not the first live copy of its chain (it
+ * meets an earlier one) keep the barrier; the others are NO_MEMORY_BARRIER
+ * and may land in any order among themselves.
  * The CQE words and the completion word after them keep theirs, so none
  * becomes visible before any value of the batch.  GDAK_CUDA_VALUE_FENCES=1
  * puts the barrier back on every value. */
@@ -840,7 +845,8 @@ static int cb_memops(struct cb_ctx *c)
 		seen[ch / 64] |= (uint64_t)1 << (ch % 64);
 		memset(o, 0, sizeof(*o));
 		o->addr = e->dst;
-		if (k && first && !value_fences) {
+		if ((k || c->fenced) && first &&
+		    !__atomic_load_n(&value_fences, __ATOMIC_RELAXED)) {
 			o->flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
 			unfenced++;
 		}
@@ -866,7 +872,7 @@ static int cb_memops(struct cb_ctx *c)
 			"cuStreamBatchMemOp (%u write-values, %u without a barrier): %s: a barrier "
 			"before every value from now on",
 			k, unfenced, cu_err(r));
-		value_fences = 1;
+		__atomic_store_n(&value_fences, 1, __ATOMIC_RELAXED);
 		unfenced = 0;
 		for (uint32_t i = 0; i < k; i++)
 			c->mop[i].flags = 0;
@@ -944,6 +950,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	unsigned long long seq = ntail ? c->open_seq - 1 : c->open_seq;
 	nm_cu_result r;
 	void *args[6];
+	int fenced = 1;
 
 	if (!n && !ntail && !c->direct)
 		return;
@@ -1006,7 +1013,11 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	/* the kernel writes the done word itself; CQE words go after it */
 	if (!r && ntail)
 		r = cb_memop_submit(c, cb_tail_ops(c, 0));
+	else if (!r)
+		fenced = 0;
 launched:
+	/* every other path ends with the completion word's write-value */
+	c->fenced = !r && fenced;
 	sl->seq = c->open_seq;
 	sl->failed = r != 0;
 	if (r) {
@@ -1312,6 +1323,7 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
+		c->fenced = 0;
 		CS_ADD(calls_memcpy, 1);
 		CS_ADD(copies_direct, 1);
 		if (!r) {
@@ -1345,6 +1357,7 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
 	if (!r)
 		r = cu.EventRecord(t->ev, c->s);
+	c->fenced = 0;
 	CS_ADD(calls_memcpy, len != 0);
 	CS_ADD(calls_event, 1);
 	pthread_mutex_unlock(&c->lk);
