@@ -595,6 +595,7 @@ static int cb_mode;
 static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
 static int memop_refused;	   /* cuStreamBatchMemOp failed once */
 static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
+static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -1451,6 +1452,7 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
  * two large copies makes the stream wait for the first to be visible
  * before the second starts, a gap in the copy engine's work every pass;
  * without it consecutive passes' copies run back to back.
+ * GDAK_CUDA_PASS_WORD=1 submits it at every pass end (for an A/B run).
  */
 void nm_cuda_pass_end(void)
 {
@@ -1460,7 +1462,7 @@ void nm_cuda_pass_end(void)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
-	if (c->n || c->ntail || !c->direct)
+	if (c->n || c->ntail || !c->direct || pass_word)
 		cb_flush(c, &cs.flush_poll);
 	pthread_mutex_unlock(&c->lk);
 }
@@ -1899,6 +1901,8 @@ static void cb_setup(void *lib)
 		int on = 0;
 
 		value_fences = gdak_env_bool("GDAK_CUDA_VALUE_FENCES", &on) == 0 && on;
+		on = 0;
+		pass_word = gdak_env_bool("GDAK_CUDA_PASS_WORD", &on) == 0 && on;
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;

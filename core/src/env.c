@@ -102,6 +102,10 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_CUDA_VALUE_FENCES", "0", "cuda",
 	  "1: a memory barrier before every value write-value of a memop batch (default: only "
 	  "before the first and those meeting an earlier one; docs/CUDA.md)"),
+	B("GDAK_CUDA_PASS_WORD", "0", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: every NIC pass end submits its batch's completion "
+	  "word, also between large copies already on the stream (default: with the next "
+	  "batch that has work)"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
 	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace",
