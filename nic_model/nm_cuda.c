@@ -574,6 +574,9 @@ struct cb_ctx {
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
+	/* the stream's last operation is a write-value with its barrier (the
+	 * completion word of a batch): a value after it needs none */
+	int fenced;
 	/* counters of the open batch, added to cs when it is submitted (one
 	 * atomic add per batch, not per copy) */
 	uint32_t n_batched, n_replaced;
@@ -591,6 +594,8 @@ enum {
 static int cb_mode;
 static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
 static int memop_refused;	   /* cuStreamBatchMemOp failed once */
+static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
+static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -797,10 +802,24 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
  * value from host memory at an aligned address, then the stream-ordered
  * CQE words and the completion word, in one cuStreamBatchMemOp (each
  * operation after the ones before it).  1 done, 0 not such a batch (or the
- * driver refused: the next path does it), -1 failed.  Locked. */
+ * driver refused: the next path does it), -1 failed.  Locked.
+ *
+ * Barriers.  A write-value with default flags waits until every write
+ * before it on the stream is visible (__threadfence_system), which the GPU's
+ * front end pays for each time.  The values of a batch need it only
+ * against each other where they meet, and against what came before the
+ * batch: the batch's first value (unless the stream's last operation was
+ * a write-value with its barrier, which already ordered everything before
+ * it) and every value that is not the first live copy of its chain (it
+ * meets an earlier one) keep the barrier; the others are NO_MEMORY_BARRIER
+ * and may land in any order among themselves.
+ * The CQE words and the completion word after them keep theirs, so none
+ * becomes visible before any value of the batch.  GDAK_CUDA_VALUE_FENCES=1
+ * puts the barrier back on every value. */
 static int cb_memops(struct cb_ctx *c)
 {
-	uint32_t k = 0;
+	uint32_t k = 0, unfenced = 0;
+	uint64_t seen[NM_CB_DESC / 64];
 	nm_cu_result r;
 
 	if ((cb_mode != CB_MEMOP && cb_mode != CB_COPY) || !cu.StreamBatchMemOp || memop_refused ||
@@ -815,15 +834,23 @@ static int cb_memops(struct cb_ctx *c)
 		    (e->dst & (e->len - 1)))
 			return 0;
 	}
+	memset(seen, 0, sizeof(seen));
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct nm_ck_desc *e = &c->ent[i];
 		struct nm_cu_memop *o = &c->mop[k];
-		uint32_t v32;
+		uint32_t ch = c->ent_chain[i], v32;
+		int first = !(seen[ch / 64] >> (ch % 64) & 1);
 
 		if (e->flags & NM_CK_F_DEAD)
 			continue;
+		seen[ch / 64] |= (uint64_t)1 << (ch % 64);
 		memset(o, 0, sizeof(*o));
 		o->addr = e->dst;
+		if ((k || c->fenced) && first &&
+		    !__atomic_load_n(&value_fences, __ATOMIC_RELAXED)) {
+			o->flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+			unfenced++;
+		}
 		if (e->len == 8) {
 			o->op = NM_CU_MEMOP_WRITE_VALUE_64;
 			memcpy(&o->value, e->inl, 8);
@@ -839,6 +866,20 @@ static int cb_memops(struct cb_ctx *c)
 	k = cb_tail_ops(c, k);
 	r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
 	CS_ADD(calls_memop, 1);
+	if (r && unfenced) {
+		/* a driver that takes no NO_MEMORY_BARRIER: every value fenced */
+		GDAK_WARN(
+			"cuda", cu_ordinal,
+			"cuStreamBatchMemOp (%u write-values, %u without a barrier): %s: a barrier "
+			"before every value from now on",
+			k, unfenced, cu_err(r));
+		__atomic_store_n(&value_fences, 1, __ATOMIC_RELAXED);
+		unfenced = 0;
+		for (uint32_t i = 0; i < k; i++)
+			c->mop[i].flags = 0;
+		r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+		CS_ADD(calls_memop, 1);
+	}
 	if (r) {
 		/* once: the driver will not take them later either */
 		GDAK_WARN("cuda", cu_ordinal,
@@ -849,6 +890,7 @@ static int cb_memops(struct cb_ctx *c)
 		return 0;
 	}
 	CS_ADD(batches_memop, 1);
+	CS_ADD(values_unfenced, unfenced);
 	return 1;
 }
 
@@ -909,6 +951,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	unsigned long long seq = ntail ? c->open_seq - 1 : c->open_seq;
 	nm_cu_result r;
 	void *args[6];
+	int fenced = 1;
 
 	if (!n && !ntail && !c->direct)
 		return;
@@ -971,7 +1014,11 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	/* the kernel writes the done word itself; CQE words go after it */
 	if (!r && ntail)
 		r = cb_memop_submit(c, cb_tail_ops(c, 0));
+	else if (!r)
+		fenced = 0;
 launched:
+	/* every other path ends with the completion word's write-value */
+	c->fenced = !r && fenced;
 	sl->seq = c->open_seq;
 	sl->failed = r != 0;
 	if (r) {
@@ -1277,6 +1324,7 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
+		c->fenced = 0;
 		CS_ADD(calls_memcpy, 1);
 		CS_ADD(copies_direct, 1);
 		if (!r) {
@@ -1310,6 +1358,7 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
 	if (!r)
 		r = cu.EventRecord(t->ev, c->s);
+	c->fenced = 0;
 	CS_ADD(calls_memcpy, len != 0);
 	CS_ADD(calls_event, 1);
 	pthread_mutex_unlock(&c->lk);
@@ -1395,6 +1444,16 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 	return queued;
 }
 
+/*
+ * The pass end submits the open batch - unless all it holds are copies
+ * already on the stream (direct: 16 MiB WRITEs) and no CQE word: then its
+ * completion word, bookkeeping only, waits for the next batch that has
+ * work (or a drain, a poll from outside the pass).  A write-value between
+ * two large copies makes the stream wait for the first to be visible
+ * before the second starts, a gap in the copy engine's work every pass;
+ * without it consecutive passes' copies run back to back.
+ * GDAK_CUDA_PASS_WORD=1 submits it at every pass end (for an A/B run).
+ */
 void nm_cuda_pass_end(void)
 {
 	struct cb_ctx *c = tls_cb;
@@ -1403,7 +1462,8 @@ void nm_cuda_pass_end(void)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
-	cb_flush(c, &cs.flush_poll);
+	if (c->n || c->ntail || !c->direct || pass_word)
+		cb_flush(c, &cs.flush_poll);
 	pthread_mutex_unlock(&c->lk);
 }
 
@@ -1461,6 +1521,10 @@ static int cb_busy_mine(void)
 	if (!c)
 		return 0;
 	pthread_mutex_lock(&c->lk);
+	/* copies left on the stream by the pass end: their word now, so that
+	 * the queue can be seen to land */
+	if (!c->n && !c->ntail && c->direct)
+		cb_flush(c, &cs.flush_other);
 	cb_progress(c, 0);
 	busy = cb_pending(c);
 	pthread_mutex_unlock(&c->lk);
@@ -1723,7 +1787,8 @@ void nm_cuda_stats_report(const char *when)
 		"copies/batch %.1f, max %llu, chains/kernel %.1f; closed by poll %llu, full "
 		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
-		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu\n",
+		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
+		"%llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1744,7 +1809,7 @@ void nm_cuda_stats_report(const char *when)
 				  (double)batches
 			: 0.0,
 		(unsigned long long)d.cqes_stream, (unsigned long long)d.copies_direct,
-		(unsigned long long)d.cqe_drains);
+		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced);
 }
 
 static void stats_atexit(void)
@@ -1832,6 +1897,13 @@ static void cb_setup(void *lib)
 		cb_max = (uint32_t)m;
 	if (gdak_env_choice("GDAK_CUDA_CQE", &cqe_stream) < 0)
 		cqe_stream = 0;
+	{
+		int on = 0;
+
+		value_fences = gdak_env_bool("GDAK_CUDA_VALUE_FENCES", &on) == 0 && on;
+		on = 0;
+		pass_word = gdak_env_bool("GDAK_CUDA_PASS_WORD", &on) == 0 && on;
+	}
 	if (!cb_mode) {
 		cqe_stream = 0;
 		return;

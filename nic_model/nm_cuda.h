@@ -35,6 +35,7 @@ typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 #define NM_CU_EVENT_DISABLE_TIMING 0x2
 #define NM_CU_MEMOP_WRITE_VALUE_32 2 /* CUstreamBatchMemOpType */
 #define NM_CU_MEMOP_WRITE_VALUE_64 5
+#define NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER 0x1
 #define NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
 #define NM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE 1
 
@@ -184,9 +185,10 @@ struct nm_cuda_stats {
 	uint64_t calls_event;	     /* cuEventRecord */
 	uint64_t calls_sync;	     /* cuStreamSynchronize */
 	/* GDAK_CUDA_CQE=stream */
-	uint64_t copies_direct; /* unbatched copies on the batch stream, no event */
-	uint64_t cqes_stream;	/* CQEs whose last words the stream wrote */
-	uint64_t cqe_drains;	/* CQEs (or copies) that waited for the stream to land */
+	uint64_t copies_direct;	  /* unbatched copies on the batch stream, no event */
+	uint64_t cqes_stream;	  /* CQEs whose last words the stream wrote */
+	uint64_t cqe_drains;	  /* CQEs (or copies) that waited for the stream to land */
+	uint64_t values_unfenced; /* value write-values without a memory barrier */
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

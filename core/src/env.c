@@ -99,6 +99,13 @@ static const struct gdak_env_var table[] = {
 	  "round trip; docs/CUDA.md)"),
 	U("GDAK_CUDA_BATCH_MAX", 8, 262144, "16384", "cuda",
 	  "largest copy that goes into a batch; larger ones are a cuMemcpyAsync each"),
+	B("GDAK_CUDA_VALUE_FENCES", "0", "cuda",
+	  "1: a memory barrier before every value write-value of a memop batch (default: only "
+	  "before the first and those meeting an earlier one; docs/CUDA.md)"),
+	B("GDAK_CUDA_PASS_WORD", "0", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: every NIC pass end submits its batch's completion "
+	  "word, also between large copies already on the stream (default: with the next "
+	  "batch that has work)"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
 	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace",

@@ -71,6 +71,8 @@ static void (*fake_batch_calls)(unsigned long long *, unsigned long long *);
 static void (*fake_hold)(int), (*fake_no_done)(int);
 static void *(*fake_rw)(uint64_t, size_t);
 static unsigned long long (*fake_memops)(void);
+static unsigned long long (*fake_unfenced)(void);
+static unsigned long long (*fake_copies_queued)(void);
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
 static uint8_t *g_dst, *g_src, *h_src, *h_got;
@@ -323,6 +325,74 @@ static void test_big(struct nu_qp *a)
 	nu_ring(a);
 	reap(a, 1);
 	check_dst(a, model, LEN, "big and small writes");
+	free(model);
+}
+
+/*
+ * GDAK_CUDA_CQE=stream: large WRITEs (too big for a batch: copies of their
+ * own on the batch stream) in consecutive NIC passes, one doorbell each,
+ * rung after the NIC has queued the previous copy, then a signalled NOP.
+ * Every range lands and the NOP's CQE comes after them; with the stand-in,
+ * no write-value between the copies (the pass end does not submit a batch
+ * of copies already on the stream): the NOP's CQE word and the one
+ * completion word are the only ones (one would run before the CQE shows
+ * for every pass that submitted its copies' completion word).
+ */
+static void test_big_passes(struct nu_qp *a)
+{
+	enum {
+		K = 6,
+		LEN = 256 << 10
+	};
+	uint8_t *model = calloc(1, (size_t)K * LEN);
+	unsigned long long v0 = 0, v1 = 0;
+	const char *pw = gdak_env_raw("GDAK_CUDA_PASS_WORD");
+	int count = fake && cqe_stream && fake_memops && fake_copies_queued &&
+		    !(pw && !strcmp(pw, "1"));
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, K * LEN);
+	if (count)
+		v0 = fake_memops();
+	for (unsigned i = 0; i < K; i++) {
+		unsigned long long q0 = count ? fake_copies_queued() : 0;
+		uint64_t t0 = gdak_test_now_ns();
+
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + i * 4096, LEN, gdak_mr_lkey(m_src),
+			     (uint64_t)(uintptr_t)(g_dst + (size_t)i * LEN), gdak_mr_rkey(m_dst), 0,
+			     0);
+		memcpy(model + (size_t)i * LEN, gsrc_model + i * 4096, LEN);
+		nu_ring(a);
+		/* the NIC has taken it (no CQE to say so: unsignalled) */
+		while (count && fake_copies_queued() == q0 &&
+		       gdak_test_now_ns() - t0 < TMO * 1000000ull)
+			sched_yield();
+		if (count)
+			CHECK(fake_copies_queued() > q0);
+	}
+	nu_post_nop(a, NU_SIG);
+	nu_ring(a);
+	reap(a, 1);
+	if (count)
+		v1 = fake_memops();
+	check_dst(a, model, K * LEN, "large WRITEs in consecutive passes");
+	if (count) {
+		printf("big passes: %llu write-values for %u large WRITEs and a NOP\n", v1 - v0,
+		       (unsigned)K);
+		/* the CQE word has run; the completion word after it may not
+		 * have yet (the stand-in's stream thread) */
+		CHECK(v1 - v0 >= 1 && v1 - v0 <= 2);
+	}
+	/* a value into the range of a large copy just before it (under one
+	 * doorbell) lands after it: the first value after a copy keeps its
+	 * barrier (the stand-in lands one without it before the copy) */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src, LEN, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)g_dst, gdak_mr_rkey(m_dst), 0, 0);
+	memcpy(model, gsrc_model, LEN);
+	post_write(a, S_INLINE, 3000, 128, 8, NU_SIG, model, gsrc_model);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, K * LEN, "a value after a large copy into its range");
 	free(model);
 }
 
@@ -661,21 +731,31 @@ static void test_replace(struct nu_qp *a)
 
 /* 200 aligned 8-byte inline WRITEs to distinct words under one doorbell:
  * with memop / copy, stream memory operations in a few cuStreamBatchMemOp
- * calls (not one call per value) and no kernel. */
+ * calls (not one call per value), most without a memory barrier (they
+ * meet nothing), and no kernel.  Then values that meet under one doorbell:
+ * an 8-byte word, then a 4-byte value into its upper half, 32 times side
+ * by side - the second of each pair must keep its barrier (the stand-in
+ * lands a value without one before everything since the last barrier). */
 static void test_values_many(struct nu_qp *a)
 {
 	enum {
 		N = 200,
-		LEN = 2048
+		LEN = 2048,
+		PAIRS = 32
 	};
 	uint8_t *model = calloc(1, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1, m0 = 0, m1 = 0, k0 = 0, k1 = 0;
+	unsigned long long u0 = 0, u1 = 0, u2 = 0;
+	const char *fences = gdak_env_raw("GDAK_CUDA_VALUE_FENCES");
+	int fenced = fences && !strcmp(fences, "1");
 
 	REQUIRE(model != NULL);
 	reset_dst(a, model, LEN);
 	stats(&l0, &c0, &d0);
 	if (fake_batch_calls)
 		fake_batch_calls(&m0, &k0);
+	if (fake_unfenced)
+		u0 = fake_unfenced();
 	for (unsigned i = 0; i < N; i++)
 		post_write(a, S_INLINE, i * 8, i * 8, 8, i == N - 1 ? NU_SIG : 0, model,
 			   gsrc_model);
@@ -684,12 +764,40 @@ static void test_values_many(struct nu_qp *a)
 	stats(&l1, &c1, &d1);
 	if (fake_batch_calls)
 		fake_batch_calls(&m1, &k1);
+	if (fake_unfenced)
+		u1 = fake_unfenced();
 	check_dst(a, model, LEN, "200 values under one doorbell");
 	if (fake && (memop || copymode) && fake_batch_calls) {
-		printf("values: %llu cuStreamBatchMemOp calls for %u values\n", m1 - m0, N);
+		printf("values: %llu cuStreamBatchMemOp calls for %u values, %llu without a "
+		       "barrier\n",
+		       m1 - m0, N, u1 - u0);
 		CHECK_EQ(l1 - l0, 0);
 		CHECK_EQ(c1 - c0, 0);
 		CHECK(m1 - m0 >= 1 && m1 - m0 <= N / 4);
+		/* all but (at most) the first of each batch */
+		if (fake_unfenced && fenced)
+			CHECK_EQ(u1 - u0, 0);
+		else if (fake_unfenced)
+			CHECK(u1 - u0 >= N - (m1 - m0) * 2 && u1 - u0 <= N);
+	}
+	reset_dst(a, model, LEN);
+	for (unsigned i = 0; i < PAIRS; i++) {
+		post_write(a, S_INLINE, 1000 + i * 8, i * 16, 8, 0, model, gsrc_model);
+		post_write(a, S_INLINE, 1400 + i * 4, i * 16 + 4, 4, i == PAIRS - 1 ? NU_SIG : 0,
+			   model, gsrc_model);
+	}
+	nu_ring(a);
+	reap(a, 1);
+	if (fake_unfenced)
+		u2 = fake_unfenced();
+	check_dst(a, model, LEN, "meeting values under one doorbell land in WQE order");
+	if (fake && (memop || copymode) && fake_unfenced && !fenced) {
+		printf("values: %llu of %u meeting values without a barrier\n", u2 - u1, 2 * PAIRS);
+		/* memop: at most the first of each pair (copy mode closes the
+		 * batch before the second: the completion word orders them) */
+		if (memop)
+			CHECK(u2 - u1 <= PAIRS);
+		CHECK(u2 - u1 > 0);
 	}
 	free(model);
 }
@@ -789,6 +897,8 @@ int main(void)
 		*(void **)(&fake_stats) = dlsym(lib, "gdak_fake_gpu_stats");
 		*(void **)(&fake_no_done) = dlsym(lib, "gdak_fake_gpu_no_done");
 		*(void **)(&fake_memops) = dlsym(lib, "gdak_fake_gpu_memops");
+		*(void **)(&fake_unfenced) = dlsym(lib, "gdak_fake_gpu_unfenced");
+		*(void **)(&fake_copies_queued) = dlsym(lib, "gdak_fake_gpu_copies_queued");
 		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
 		fake = fake_hold && fake_stats;
 	}
@@ -836,6 +946,7 @@ int main(void)
 	test_overlap(&a);
 	test_readdep(&a);
 	test_big(&a);
+	test_big_passes(&a);
 	test_wrap();
 	test_qps();
 	test_values(&a);

@@ -22,6 +22,8 @@
  *   - a stream write-value lands as release stores, its last byte last
  *     (store_value): a CPU that polls a CQE's owner byte or the NIC's
  *     completion word with an acquire load sees all the stream did before;
+ *     one with NO_MEMORY_BARRIER lands before everything queued since the
+ *     stream's last barrier (enqueue);
  *   - with GDAK_FAKE_GPU_ASYNC=1 a thread of the stand-in also runs work
  *     every few tens of microseconds, as a GPU does with nobody asking
  *     (stream-ordered CQEs, GDAK_CUDA_CQE=stream, need it: there the NIC
@@ -29,6 +31,8 @@
  * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
  * work), gdak_fake_gpu_rw (the writable view of device memory),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
+ * gdak_fake_gpu_unfenced (write-values without a barrier),
+ * gdak_fake_gpu_copies_queued (copies accepted),
  * gdak_fake_gpu_watch / gdak_fake_gpu_watched (the order in which the
  * last byte of each 64-byte slot of a range - a CQ's owner bytes - was
  * written, by which kind of operation, with which value).
@@ -72,6 +76,7 @@ struct fop {
 	struct fevent *ev;
 	uint64_t desc, chain, count, done, seq;
 	uint32_t nchain;
+	int nobar; /* OP_VALUE: CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER */
 	struct fop *next;
 };
 
@@ -85,7 +90,8 @@ static __thread int current;
 static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
-static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy;
+static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy, n_nobar,
+	n_copy_q;
 static int module_magic, func_magic;
 
 API void gdak_fake_gpu_hold(int on)
@@ -101,6 +107,28 @@ API unsigned long long gdak_fake_gpu_memops(void)
 
 	pthread_mutex_lock(&lock);
 	n = n_memop;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* Stream write-values accepted with NO_MEMORY_BARRIER. */
+API unsigned long long gdak_fake_gpu_unfenced(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_nobar;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* Copies accepted (cuMemcpyAsync, each copy of a cuMemcpyBatchAsync). */
+API unsigned long long gdak_fake_gpu_copies_queued(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_copy_q;
 	pthread_mutex_unlock(&lock);
 	return n;
 }
@@ -381,14 +409,37 @@ static void async_start(void)
 	pthread_attr_destroy(&at);
 }
 
+/*
+ * Under lock.  A write-value with NO_MEMORY_BARRIER may become visible
+ * before the writes issued ahead of it on its stream (copies, kernels,
+ * other such write-values), up to the last operation that orders them (a
+ * write-value with its barrier, an event): here it is queued right behind
+ * that one, i.e. it lands before all of them, the latest first - an engine
+ * that dropped a barrier it needs gets the bytes wrong.
+ */
 static int enqueue(struct fstream *s, struct fop *o)
 {
+	struct fop **at;
+
 	if (!s || s < streams || s >= streams + MAX_STREAMS || !s->live) {
 		free(o->stage);
 		free(o);
 		return E_INVALID_HANDLE;
 	}
 	o->next = NULL;
+	if (o->kind == OP_VALUE && o->nobar) {
+		struct fop *fence = NULL;
+
+		for (struct fop *p = s->head; p; p = p->next)
+			if ((p->kind == OP_VALUE && !p->nobar) || p->kind == OP_EVENT)
+				fence = p;
+		at = fence ? &fence->next : &s->head;
+		o->next = *at;
+		*at = o;
+		if (!o->next)
+			s->tail = o;
+		return OK;
+	}
 	if (s->tail)
 		s->tail->next = o;
 	else
@@ -573,6 +624,8 @@ static int memcpy_async(devptr dst, devptr src, size_t len, struct fstream *s)
 			memcpy(o->stage, (const void *)(uintptr_t)src, len);
 	}
 	r = enqueue(s, o);
+	if (!r)
+		n_copy_q++;
 	pthread_mutex_unlock(&lock);
 	return r;
 }
@@ -589,7 +642,7 @@ static int write_value(struct fstream *s, devptr addr, uint64_t v, size_t len, u
 
 	if (r)
 		return r;
-	if (flags || (addr & (len - 1)))
+	if ((flags & ~1u) || (addr & (len - 1)))
 		return E_INVALID_VALUE;
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -598,8 +651,11 @@ static int write_value(struct fstream *s, devptr addr, uint64_t v, size_t len, u
 	o->dst = addr;
 	o->len = len;
 	o->seq = v;
+	o->nobar = flags & 1;
 	pthread_mutex_lock(&lock);
 	r = sticky ? sticky : enqueue(s, o);
+	if (!r && o->nobar)
+		n_nobar++;
 	pthread_mutex_unlock(&lock);
 	return r;
 }
@@ -630,14 +686,15 @@ API int cuStreamBatchMemOp_v2(struct fstream *s, unsigned count, struct fmemop *
 		return r;
 	if (!count || count >= 256 || flags || !ops)
 		return E_INVALID_VALUE;
-	for (unsigned i = 0; i < count; i++) /* write-value 32 (2) and 64 (5) only */
-		if ((ops[i].op != 2 && ops[i].op != 5) || ops[i].flags ||
+	/* write-value 32 (2) and 64 (5) only; flags: NO_MEMORY_BARRIER or none */
+	for (unsigned i = 0; i < count; i++)
+		if ((ops[i].op != 2 && ops[i].op != 5) || (ops[i].flags & ~1u) ||
 		    (ops[i].addr & (ops[i].op == 5 ? 7 : 3)))
 			return E_INVALID_VALUE;
 	for (unsigned i = 0; i < count; i++) {
 		r = write_value(s, ops[i].addr,
 				ops[i].op == 5 ? ops[i].value : (uint32_t)ops[i].value,
-				ops[i].op == 5 ? 8 : 4, 0);
+				ops[i].op == 5 ? 8 : 4, ops[i].flags);
 		if (r)
 			return r;
 	}

@@ -11,7 +11,13 @@
 #
 #   tools/cuda/gpumem-check.sh --bin DIR [--out DIR] [--runs N]
 #                              [--modes "off copy copy+stream memop+stream kernel+stream"]
-#                              [--no-tests] [--no-bench]
+#                              [--big-iters N] [--no-tests] [--no-bench]
+#
+# A mode is BATCH[+CQE][,VAR=VALUE...]: GDAK_CUDA_BATCH=BATCH,
+# GDAK_CUDA_CQE=CQE (default cpu) and any further variables, e.g.
+# "memop+stream,GDAK_CUDA_VALUE_FENCES=1,GDAK_CUDA_PASS_WORD=1" (the engine
+# of the eighth version) next to "memop+stream" for an A/B in one run.
+# --big-iters: 16 MiB WRITEs per big_bw row (20).
 #
 # DIR: binaries packed with tools/cuda/run-gpu.sh --pack (gdak_cuda_*,
 # gdak-perf-cuda).  Built elsewhere like this:
@@ -41,7 +47,7 @@
 # test passed and every benchmark row verified its data.
 set -u
 
-bin="" out="gpumem-logs" runs=5 tests=1 bench=1
+bin="" out="gpumem-logs" runs=5 tests=1 bench=1 big_iters=20
 modes="off copy copy+stream memop+stream kernel+stream"
 die() { echo "gpumem-check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -50,9 +56,10 @@ while [ $# -gt 0 ]; do
 	--out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
 	--runs) [ $# -ge 2 ] || die "--runs needs a number"; runs=$2; shift 2 ;;
 	--modes) [ $# -ge 2 ] || die "--modes needs a list"; modes=$2; shift 2 ;;
+	--big-iters) [ $# -ge 2 ] || die "--big-iters needs a number"; big_iters=$2; shift 2 ;;
 	--no-tests) tests=0; shift ;;
 	--no-bench) bench=0; shift ;;
-	-h|--help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
 	esac
 done
@@ -63,11 +70,13 @@ out=$(cd "$out" && pwd)
 summary="$out/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary" >/dev/null; }
-# the environment of a mode: BATCH or BATCH+CQE
+# the environment of a mode: BATCH[+CQE][,VAR=VALUE...]
 mode_env() {
-	local b=${1%%+*} q=cpu
-	[ "$b" != "$1" ] && q=${1#*+}
-	echo "GDAK_CUDA_BATCH=$b GDAK_CUDA_CQE=$q"
+	local m=${1%%,*} extra="" b q=cpu
+	[ "$m" != "$1" ] && extra=$(echo "${1#*,}" | tr ',' ' ')
+	b=${m%%+*}
+	[ "$b" != "$m" ] && q=${m#*+}
+	echo "GDAK_CUDA_BATCH=$b GDAK_CUDA_CQE=$q $extra"
 }
 status=0
 
@@ -160,7 +169,7 @@ for i in $(seq 1 "$runs"); do
 		env GDAK_LOG=${GDAK_LOG:-warn} $(mode_env $mode) GDAK_CUDA_STATS=1 \
 			timeout "${GDAK_BENCH_TIMEOUT:-150}" \
 			"$perf" -t lat,bw,big --ctas 64 --nic-threads 1 --lat-iters 3000 \
-			--bw-iters 2000 --big-iters 20 --json "$j" >"$out/perf-$mode-$i.txt" 2>&1
+			--bw-iters 2000 --big-iters "$big_iters" --json "$j" >"$out/perf-$mode-$i.txt" 2>&1
 		rc=$?
 		if [ $rc != 0 ]; then
 			say "perf run $i ($mode): rc=$rc (see perf-$mode-$i.txt)"
