@@ -426,6 +426,11 @@ struct nm_qp {
 	 * libibverbs feeds a QP from its SRQ this way). */
 	_Atomic(void (*)(void *arg)) rq_empty;
 	void *rq_empty_arg;
+	/* Optional, with rq_empty: the index the receive CQE names for each RQ
+	 * slot (rq_cnt entries), written by the hook with the WQE it posts.  A
+	 * DEVX RMP's WQEs complete with their index in the RMP's ring, not
+	 * the position in this QP's RQ the hook copied them to. */
+	uint16_t *rq_wqe_id;
 
 	/* error state */
 	pthread_mutex_t err_lock;

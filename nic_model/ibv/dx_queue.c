@@ -9,7 +9,7 @@
  * BAD_RES for an object that does not exist, BAD_QP_STATE for a
  * transition from the wrong state); a value ConnectX accepts that gdak's
  * NIC model cannot execute (128-byte CQEs, CQE compression, UD/UC,
- * SRQs on DEVX QPs, ...) is refused the same way with a log line saying
+ * a verbs SRQ feeding a DEVX RC QP, ...) is refused the same way with a log line saying
  * so, never accepted and misexecuted.
  */
 #include <errno.h>
@@ -177,6 +177,8 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	struct gdak_qp_info info;
 	unsigned st, rq_type, log_sq, log_rq = 0, dbr_mode;
 	void *srq = NULL;
+	struct dx_obj *rmp = NULL;
+	struct dx_rq_att *att = NULL;
 	uint64_t woff, doff, rq_bytes, sq_bytes;
 	void *ring;
 	int ret;
@@ -203,11 +205,16 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 		/* a DCI receives nothing: no receive queue, or an SRQ it never
 		 * takes from (NVSHMEM names its DCT's) that must exist all the same */
 		if (rq_type == QPC_RQ_SRQ) {
-			srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
-			if (!srq)
+			pthread_mutex_lock(&c->lock);
+			rmp = dx_find(c, DX_OBJ_RMP, dx_get(in, inlen, DXF_QPC_SRQN));
+			pthread_mutex_unlock(&c->lock);
+			if (!rmp)
+				srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
+			if (!srq && !rmp)
 				return FAIL(DX_ST_BAD_RES, "qpc.srqn_rmpn_xrqn",
-					    "SRQ 0x%x is no SRQ of this device",
+					    "SRQ 0x%x is no SRQ or RMP of this device",
 					    dx_get(in, inlen, DXF_QPC_SRQN));
+			/* held as a dependency all the same; never taken from */
 		} else if (rq_type != QPC_RQ_ZERO) {
 			return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type",
 				    "%u: a DCI has no receive queue (zero-length RQ or SRQ)",
@@ -221,10 +228,27 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 			return FAIL(DX_ST_BAD_PARAM, "qpc.log_rq_stride",
 				    "%u: receive WQEs of 16 segments at most (stride 256)",
 				    dx_get(in, inlen, DXF_QPC_LOG_RQ_STRIDE));
+	} else if (rq_type == QPC_RQ_SRQ) {
+		/* a DEVX RMP: its ring feeds this QP (dx_rmp.c) */
+		pthread_mutex_lock(&c->lock);
+		rmp = dx_find(c, DX_OBJ_RMP, dx_get(in, inlen, DXF_QPC_SRQN));
+		pthread_mutex_unlock(&c->lock);
+		if (!rmp)
+			srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
+		if (srq) {
+			dx_srq_put(srq);
+			return FAIL(DX_ST_BAD_PARAM, "qpc.srqn_rmpn_xrqn",
+				    "0x%x is a verbs SRQ: gdak feeds DEVX RC QPs from DEVX RMPs "
+				    "(CREATE_RMP) only",
+				    dx_get(in, inlen, DXF_QPC_SRQN));
+		}
+		if (!rmp)
+			return FAIL(DX_ST_BAD_RES, "qpc.srqn_rmpn_xrqn",
+				    "0x%x is no RMP of this context",
+				    dx_get(in, inlen, DXF_QPC_SRQN));
 	} else if (rq_type != QPC_RQ_ZERO) {
-		return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type", "%u: %s", rq_type,
-			    rq_type == QPC_RQ_SRQ ? "SRQs are not executed on DEVX QPs by gdak"
-						  : "not a receive queue type of an RC QP");
+		return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type",
+			    "%u: not a receive queue type of an RC QP", rq_type);
 	}
 	dbr_mode = dx_get(in, inlen, DXF_QPC_SEND_DBR_MODE);
 	if (dbr_mode != QPC_DBR_VALID && dbr_mode != QPC_DBR_NO_DBR_EXT)
@@ -265,7 +289,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	uar = dx_find(c, DX_OBJ_UAR, dx_get(in, inlen, DXF_QPC_UAR_PAGE));
 	pd = dx_find(c, DX_OBJ_PD, dx_get(in, inlen, DXF_QPC_PD));
 	scq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_SND));
-	if (a.rq_wqe_cnt)
+	if (a.rq_wqe_cnt || (rmp && st != QPC_ST_DCI))
 		rcq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_RCV));
 	/* the QP buffer: the receive queue first, the send queue after it (PRM) */
 	ring = dx_umem_at(c, dx_get(in, inlen, DXF_QP_WQ_UMEM_ID), woff, rq_bytes + sq_bytes, &wq);
@@ -277,7 +301,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	else if (!scq)
 		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_snd", "CQ 0x%x is no DEVX CQ of this context",
 			   dx_get(in, inlen, DXF_QPC_CQN_SND));
-	else if (a.rq_wqe_cnt && !rcq)
+	else if ((a.rq_wqe_cnt || (rmp && st != QPC_ST_DCI)) && !rcq)
 		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_rcv", "CQ 0x%x is no DEVX CQ of this context",
 			   dx_get(in, inlen, DXF_QPC_CQN_RCV));
 	else if (!ring)
@@ -293,6 +317,13 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 		goto err_srq;
 	a.rq = a.rq_wqe_cnt ? ring : NULL;
 	a.sq = (char *)ring + rq_bytes;
+	if (rmp && st != QPC_ST_DCI) {
+		att = dx_rq_att_new(rmp, &a);
+		if (!att) {
+			ret = FAIL(DX_ST_NO_RES, NULL, "out of memory");
+			goto err_srq;
+		}
+	}
 	a.uar = uar->u.uar.page;
 	/* The NIC model reads the doorbell register as memory, where ConnectX
 	 * sees write events: a page whose last QP is gone still holds that
@@ -320,6 +351,8 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	}
 	o->id = gdak_qp_num(o->u.qp.qp);
 	o->destroy_op = DX_OP_DESTROY_QP;
+	if (att)
+		dx_rq_att_bind(att, o->u.qp.qp);
 	/* its packets arrive on the device's 4791, as a verbs QP's (gv_qp.c) */
 	ret = nm_tr_udp_set_rx_port(o->u.qp.qp, GV_ROCE_PORT);
 	if (!ret)
@@ -335,6 +368,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	o->u.qp.state = QPS_RST;
 	o->u.qp.st = st;
 	o->u.qp.srq = srq;
+	o->u.qp.att = att;
 	pthread_mutex_lock(&c->lock);
 	if (uar->u.uar.qps++)
 		GDAK_WARN("devx", uar->id,
@@ -347,6 +381,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	dx_obj_hold(o, rcq);
 	dx_obj_hold(o, wq);
 	dx_obj_hold(o, dbr);
+	dx_obj_hold(o, rmp);
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
@@ -361,6 +396,7 @@ err_obj:
 		free(o->u.qp.mb);
 	free(o);
 err_srq:
+	dx_rq_att_free(att);
 	dx_srq_put(srq);
 	return ret;
 }
@@ -375,6 +411,7 @@ int dx_qp_destroy(struct dx_obj *o)
 	if (o->deps[0] && o->deps[0]->type == DX_OBJ_UAR)
 		o->deps[0]->u.uar.qps--;
 	dx_srq_put(o->u.qp.srq);
+	dx_rq_att_free(o->u.qp.att);
 	free(o->u.qp.mb);
 	return 0;
 }
@@ -628,6 +665,8 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RESET, NULL);
 		if (ret)
 			return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+		if (o->u.qp.att)
+			dx_rq_att_reset(o->u.qp.att);
 		o->u.qp.state = QPS_RST;
 		return 0;
 	case DX_OP_2ERR_QP:
