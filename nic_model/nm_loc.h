@@ -482,6 +482,11 @@ int nm_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void
 int nm_mem_free(struct gdak_ctx *ctx, void *addr);
 enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *ctx, const void *addr);
 int nm_mr_reg(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, struct gdak_mr **mr);
+/* The same with the key's low byte chosen by the caller (variant 0..255; -1:
+ * random): a DEVX CREATE_MKEY's mkc.mkey_7_0, which the program ORs into
+ * the key it computes from the mkey index. */
+int nm_mr_reg_variant(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, int variant,
+		      struct gdak_mr **mr);
 int nm_mr_dereg(struct gdak_mr *mr);
 void nm_mem_ctx_fini(struct nm_ctx *ctx);
 

@@ -38,8 +38,8 @@ static inline void rmp_fill(uint8_t *in, uint32_t pdn, uint32_t log_sz, uint32_t
 {
 	memset(in, 0, RMP_IN_LEN);
 	prm_set(in, PRM_OPCODE, 0x90c);
-	prm_set(in, RMPC(0x08, 4), 1);	 /* state RDY */
-	prm_set(in, RMPWQ(0x00, 4), 0);	 /* wq_type linked list */
+	prm_set(in, RMPC(0x08, 4), 1);	/* state RDY */
+	prm_set(in, RMPWQ(0x00, 4), 0); /* wq_type linked list */
 	prm_set(in, RMPWQ(0x30, 16), lwm);
 	prm_set(in, RMPWQ(0x48, 24), pdn);
 	prm_set64(in, RMPWQ_DBR_ADDR, dbr_off);

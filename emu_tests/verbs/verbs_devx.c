@@ -170,7 +170,7 @@ static void check_refusals(void)
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EINVAL);
-	prm_set(in, PRM_OPCODE, 0x200); /* CREATE_MKEY */
+	prm_set(in, PRM_OPCODE, 0x908); /* CREATE_RQ (Ethernet RQs) */
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EREMOTEIO);
@@ -349,6 +349,65 @@ static void connect(struct dqp *q, uint32_t peer_qpn)
 	CHECK_EQ(modify(q, 0x503, in, sizeof(in), &st), 0);
 	fill_rtr2rts(in);
 	CHECK_EQ(modify(q, 0x504, in, sizeof(in), &st), 0);
+}
+
+static uint32_t query_field(struct dqp *q, unsigned bit, unsigned w)
+{
+	uint8_t in[16] = { 0 };
+	static uint8_t out[0x880 / 8];
+
+	prm_set(in, PRM_OPCODE, 0x50b);
+	prm_set(in, PRM_OBJ, q->qpn);
+	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
+	return prm_get(out, bit, w);
+}
+
+/*
+ * The optional parameters of RTS2RTS (opt_param_mask at 0x80, the
+ * kernel's MLX5_QP_OPTPAR_* bits): what the mask names is taken and
+ * QUERY_QP shows it, what it does not name is left as it was; bits that
+ * are no optional parameter of the transition, an alternate path (APM, not
+ * executed) and a path-migration state other than MIGRATED are BAD_PARAM,
+ * changing nothing.  NVSHMEM's and DOCA's RTR2RTS set no optional
+ * parameter: their mandatory fields were checked by connect().
+ */
+static void check_optional_params(struct dqp *q)
+{
+	uint8_t in[0x800 / 8];
+	unsigned st;
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, 0x80, 32,
+		1u << 6 | 1u << 14 | 1u << 7); /* RNR_TIMEOUT, ACK_TIMEOUT, PRI_PATH */
+	prm_set(in, QPC(0x4a3, 5), 18);
+	prm_set(in, ADS(0x40, 5), 16);
+	prm_set(in, ADS(0x10a, 6), 26); /* dscp (rts2rts_qp_dscp) */
+	prm_set(in, QPC(0x38d, 3), 3);	/* retry_count: not named, not taken */
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x4a3, 5)), 18);
+	CHECK_EQ(query_field(q, ADS(0x40, 5)), 16);
+	CHECK_EQ(query_field(q, ADS(0x10a, 6)), 26);
+	CHECK_EQ(query_field(q, QPC(0x38d, 3)), 7);
+	/* no mask: nothing changes */
+	prm_set(in, 0x80, 32, 0);
+	prm_set(in, QPC(0x4a3, 5), 1);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x4a3, 5)), 18);
+	/* retry_count (bit 12) is RTR2RTS's, not RTS2RTS's; APM; ARMED */
+	prm_set(in, 0x80, 32, 1u << 12);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(query_field(q, QPC(0x38d, 3)), 7);
+	prm_set(in, 0x80, 32, 1u << 0);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	prm_set(in, 0x80, 32, 1u << 10);
+	prm_set(in, QPC(0x13, 2), 1);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	prm_set(in, QPC(0x13, 2), 3);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x0, 4)), 3);
 }
 
 static unsigned query_state(struct dqp *q)
@@ -761,6 +820,25 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_EQ(ibv_query_qp(bad, &at, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
 
+	/* RTS2RTS on the verbs QP: what opt_param_mask names (min_rnr_nak,
+	 * bit 6) and verbs can change reaches ibv_query_qp; a field not named
+	 * does not (ack_timeout without bit 14 is still 14); an alternate path
+	 * (bit 0): BAD_PARAM, nothing changes */
+	fill_rtr2rts(in);
+	prm_set(in, 0x80, 32, 1u << 6);
+	prm_set(in, QPC(0x4a3, 5), 20);
+	prm_set(in, ADS(0x40, 5), 9);
+	CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT, &ia), 0);
+	CHECK_EQ(at.min_rnr_timer, 20);
+	CHECK_EQ(at.timeout, 14);
+	prm_set(in, 0x80, 32, 1u << 0 | 1u << 6);
+	prm_set(in, QPC(0x4a3, 5), 3);
+	CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_MIN_RNR_TIMER, &ia), 0);
+	CHECK_EQ(at.min_rnr_timer, 20);
+
 	CHECK_EQ(ibv_destroy_qp(bad), 0);
 	CHECK_EQ(ibv_destroy_qp(qa), 0);
 	CHECK_EQ(ibv_destroy_qp(qb), 0);
@@ -828,6 +906,7 @@ int main(void)
 	connect(&b, a.qpn);
 	CHECK_EQ(query_state(&a), 3);
 	CHECK_EQ(query_state(&b), 3);
+	check_optional_params(&a);
 
 	/* RDMA WRITE a -> b: data and the requester CQE */
 	gdak_test_fill(buf, 4096, 11);

@@ -21,13 +21,10 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_devx_qp.h"
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
-
-#define CQC(off, w) 0x80 + (off), (w)
-#define QPC(off, w) 0xc0 + (off), (w)
-#define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
 
 enum {
 	ST_BAD_OP = 0x02,
@@ -36,10 +33,8 @@ enum {
 	ST_BAD_RES_STATE = 0x09,
 	ST_BAD_INPUT_LEN = 0x50,
 	SYND_RNR_RETRY_EXC = 0x16, /* MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR */
-	LOG_SQ = 5,
-	LOG_CQ = 5,
-	LOG_RMP = 3,	    /* 8 WQEs */
-	LOG_RMP_STRIDE = 6, /* 64 bytes: the next segment and 3 data segments */
+	LOG_RMP = 3,		   /* 8 WQEs */
+	LOG_RMP_STRIDE = 6,	   /* 64 bytes: the next segment and 3 data segments */
 };
 
 static struct ibv_context *ctx;
@@ -53,158 +48,6 @@ static void *page_alloc(size_t n)
 	REQUIRE(posix_memalign(&p, 4096, n) == 0);
 	memset(p, 0, n);
 	return p;
-}
-
-struct tqp {
-	struct mlx5dv_devx_uar *uar;
-	uint8_t *sq, *cqb;
-	uint32_t *dbr; /* [0..1] QP record, [16] CQ record */
-	struct mlx5dv_devx_umem *sq_um, *cq_um, *dbr_um;
-	struct mlx5dv_devx_obj *cq, *qp;
-	uint32_t cqn, qpn, pi, ci;
-};
-
-/* An RC QP with no receive queue of its own: rq_type zero-length (the
- * sender) or SRQ naming rmpn (the receiver). */
-static int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
-{
-	uint8_t in[0x880 / 8];
-
-	if (!q->uar) {
-		q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
-		q->sq = page_alloc((1u << LOG_SQ) * 64);
-		q->cqb = page_alloc((1u << LOG_CQ) * 64);
-		q->dbr = page_alloc(4096);
-		REQUIRE(q->uar != NULL);
-		for (unsigned i = 0; i < (1u << LOG_CQ); i++)
-			q->cqb[i * 64 + 63] = 0xf1;
-		q->sq_um = mlx5dv_devx_umem_reg(ctx, q->sq, (1u << LOG_SQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, (1u << LOG_CQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-		REQUIRE(q->sq_um && q->cq_um && q->dbr_um);
-
-		memset(in, 0, sizeof(in));
-		prm_set(in, PRM_OPCODE, 0x400);
-		prm_set(in, CQC(0x63, 5), LOG_CQ);
-		prm_set(in, CQC(0x68, 24), q->uar->page_id);
-		{
-			uint32_t eqn = 0;
-
-			CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-			prm_set(in, CQC(0xb8, 8), eqn);
-		}
-		prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-		prm_set64(in, 0x80 + 0x1c0, 64);
-		prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-		q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, 16);
-		REQUIRE(q->cq != NULL);
-		q->cqn = prm_get(out, PRM_OBJ);
-	}
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, QPC(0x13, 2), 3);
-	prm_set(in, QPC(0x28, 24), pdn);
-	prm_set(in, QPC(0x51, 4), LOG_SQ);
-	prm_set(in, QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, QPC(0x565, 3), rmpn ? 1 : 3);
-	prm_set(in, QPC(0x568, 24), rmpn);
-	prm_set(in, QPC(0x3e8, 24), q->cqn);
-	prm_set(in, QPC(0x4e8, 24), q->cqn);
-	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set(in, 0x840, 32, q->sq_um->umem_id);
-	q->qp = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, 16);
-	if (!q->qp)
-		return -1;
-	q->qpn = prm_get(out, PRM_OBJ);
-	return 0;
-}
-
-static void tqp_modify(struct tqp *q, unsigned op, uint8_t *in)
-{
-	uint8_t out[16] = { 0 };
-
-	prm_set(in, PRM_OPCODE, op);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_modify(q->qp, in, 0x800 / 8, out, sizeof(out)), 0);
-}
-
-static void tqp_connect(struct tqp *q, uint32_t peer, unsigned rnr_retry)
-{
-	uint8_t in[0x800 / 8];
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x490, 1), 1);
-	prm_set(in, QPC(0x491, 1), 1);
-	prm_set(in, ADS(0x128, 8), 1);
-	tqp_modify(q, 0x502, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x40, 3), 3);
-	prm_set(in, QPC(0x43, 5), 30);
-	prm_set(in, QPC(0xa8, 24), peer);
-	prm_set(in, QPC(0x4a8, 24), 0x200);
-	prm_set(in, QPC(0x4a3, 5), 1);
-	prm_set(in, ADS(0x128, 8), 1);
-	prm_set(in, ADS(0x28, 1), 1);
-	prm_set(in, ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
-	tqp_modify(q, 0x503, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x3c8, 24), 0x200);
-	prm_set(in, QPC(0x38d, 3), 7);
-	prm_set(in, QPC(0x390, 3), rnr_retry);
-	prm_set(in, ADS(0x40, 5), 14);
-	tqp_modify(q, 0x504, in);
-}
-
-static void tqp_send(struct tqp *q, const void *laddr, uint32_t lkey, uint32_t len)
-{
-	uint8_t *w = q->sq + (q->pi % (1u << LOG_SQ)) * 64;
-	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	struct mlx5_wqe_data_seg *d = (void *)(w + 16);
-
-	memset(w, 0, 64);
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | MLX5_OPCODE_SEND);
-	c->qpn_ds = htobe32(q->qpn << 8 | 2);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	d->byte_count = htobe32(len);
-	d->lkey = htobe32(lkey);
-	d->addr = htobe64((uintptr_t)laddr);
-	q->pi++;
-	__atomic_store_n(&q->dbr[1], htobe32(q->pi & 0xffff), __ATOMIC_RELEASE);
-	__atomic_store_n((uint64_t *)q->uar->reg_addr, *(uint64_t *)(void *)c, __ATOMIC_RELEASE);
-}
-
-static struct mlx5_cqe64 *tqp_cqe(struct tqp *q)
-{
-	struct mlx5_cqe64 *e = (void *)(q->cqb + (q->ci % (1u << LOG_CQ)) * 64);
-	unsigned owner = (q->ci >> LOG_CQ) & 1;
-
-	for (;;) {
-		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
-
-		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
-			break;
-		sched_yield();
-	}
-	q->ci++;
-	__atomic_store_n(&q->dbr[16], htobe32(q->ci & 0xffffff), __ATOMIC_RELEASE);
-	return e;
-}
-
-static void tqp_destroy(struct tqp *q)
-{
-	if (q->qp)
-		CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->sq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
-	free(q->sq);
-	free(q->cqb);
-	free(q->dbr);
 }
 
 /* QUERY_RMP: RDY, the ring as created, the counters and the limit. */
@@ -355,6 +198,9 @@ int main(void)
 	/* a QP naming an RMP that does not exist: BAD_RES; then the real one */
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
+	a.ctx = b.ctx = ctx;
+	a.gid = b.gid = gid.raw;
+	a.pdn = b.pdn = pdn;
 	CHECK_EQ(tqp_create(&b, rmpn ^ 0x7ff, out), -1);
 	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
 	REQUIRE_EQ(tqp_create(&b, rmpn, out), 0);

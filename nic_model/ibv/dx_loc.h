@@ -232,7 +232,31 @@
 	X(WQ_WQ_UMEM_VALID, "rmpc.wq.wq_umem_valid", 0x280 + 0x121, 1)                             \
 	X(WQ_DBR_UMEM_ID, "rmpc.wq.dbr_umem_id", 0x280 + 0x140, 32)                                \
 	X(WQ_WQ_UMEM_ID, "rmpc.wq.wq_umem_id", 0x280 + 0x160, 32)                                  \
-	X(WQ_WQ_UMEM_OFFSET, "rmpc.wq.wq_umem_offset", 0x280 + 0x180, 64)
+	X(WQ_WQ_UMEM_OFFSET, "rmpc.wq.wq_umem_offset", 0x280 + 0x180, 64)                          \
+	/* CREATE_MKEY: mkc at 0x80 (QUERY_MKEY: the same offset in its output) */                 \
+	X(MKEY_PG_ACCESS, "create_mkey_in.pg_access", 0x60, 1)                                     \
+	X(MKEY_UMEM_VALID, "create_mkey_in.mkey_umem_valid", 0x61, 1)                              \
+	X(MKC_FREE, "mkc.free", 0x80 + 0x01, 1)                                                    \
+	X(MKC_ACCESS_MODE_4_2, "mkc.access_mode_4_2", 0x80 + 0x03, 3)                              \
+	X(MKC_UMR_EN, "mkc.umr_en", 0x80 + 0x10, 1)                                                \
+	X(MKC_A, "mkc.a", 0x80 + 0x11, 1)                                                          \
+	X(MKC_RW, "mkc.rw", 0x80 + 0x12, 1)                                                        \
+	X(MKC_RR, "mkc.rr", 0x80 + 0x13, 1)                                                        \
+	X(MKC_LW, "mkc.lw", 0x80 + 0x14, 1)                                                        \
+	X(MKC_LR, "mkc.lr", 0x80 + 0x15, 1)                                                        \
+	X(MKC_ACCESS_MODE_1_0, "mkc.access_mode_1_0", 0x80 + 0x16, 2)                              \
+	X(MKC_QPN, "mkc.qpn", 0x80 + 0x20, 24)                                                     \
+	X(MKC_MKEY_7_0, "mkc.mkey_7_0", 0x80 + 0x38, 8)                                            \
+	X(MKC_LENGTH64, "mkc.length64", 0x80 + 0x60, 1)                                            \
+	X(MKC_BSF_EN, "mkc.bsf_en", 0x80 + 0x61, 1)                                                \
+	X(MKC_PD, "mkc.pd", 0x80 + 0x68, 24)                                                       \
+	X(MKC_START_ADDR, "mkc.start_addr", 0x80 + 0x80, 64)                                       \
+	X(MKC_LEN, "mkc.len", 0x80 + 0xc0, 64)                                                     \
+	X(MKC_TRANSLATIONS_SIZE, "mkc.translations_octword_size", 0x80 + 0x1a0, 32)                \
+	X(MKC_LOG_PAGE_SIZE, "mkc.log_page_size", 0x80 + 0x1db, 5)                                 \
+	X(MKC_CRYPTO_EN, "mkc.crypto_en", 0x80 + 0x1e3, 2)                                         \
+	X(MKEY_UMEM_ID, "create_mkey_in.mkey_umem_id", 0x320, 32)                                  \
+	X(MKEY_UMEM_OFFSET, "create_mkey_in.mkey_umem_offset", 0x340, 64)
 
 #define DX_ENUM(id, name, bit, w) DXF_##id,
 enum dx_field_id {
@@ -288,6 +312,7 @@ enum dx_opcode {
 	DX_OP_QUERY_ADAPTER = 0x101,
 	DX_OP_QUERY_ISSI = 0x10a,
 	DX_OP_CREATE_MKEY = 0x200,
+	DX_OP_QUERY_MKEY = 0x201,
 	DX_OP_DESTROY_MKEY = 0x202,
 	DX_OP_CREATE_EQ = 0x301,
 	DX_OP_CREATE_CQ = 0x400,
@@ -367,6 +392,9 @@ enum dx_cap_type {
 #define DX_RMP_IN_LEN (0x880u / 8)
 #define DX_RMPC_OFF (0x100u / 8)
 #define DX_RMPC_LEN (0x780u / 8)
+#define DX_MKEY_IN_LEN (0x880u / 8)	   /* create_mkey_in without its translations */
+#define DX_QUERY_MKEY_OUT_LEN (0x280u / 8) /* query_mkey_out: header, mkc */
+#define DX_MKC_LEN (0x200u / 8)
 
 struct gdak_ctx;
 struct dx_obj;
@@ -421,6 +449,7 @@ enum dx_obj_type {
 	DX_OBJ_QP,
 	DX_OBJ_DCT,
 	DX_OBJ_RMP,
+	DX_OBJ_MKEY,
 };
 
 #define DX_UAR_PAGE 4096u
@@ -489,6 +518,10 @@ struct dx_obj {
 			bool overrun;		 /* reported once */
 			uint8_t rmpc[0x780 / 8]; /* as created: what QUERY_RMP reports */
 		} rmp;
+		struct {
+			struct gdak_mr *mr;	/* the NIC model's region, key as the mkc asks */
+			uint8_t mkc[0x200 / 8]; /* as created: what QUERY_MKEY reports */
+		} mkey;
 	} u;
 };
 
@@ -535,6 +568,9 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 int dx_qp_init_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen);
+/* opt_param_mask against the transition's optional parameters (the
+ * _ok checks above include it; RTS2RTS has only it) */
+int dx_qp_optpar_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_destroy(struct dx_obj *o);
 
@@ -571,5 +607,13 @@ void dx_rq_att_bind(struct dx_rq_att *t, struct gdak_qp *qp);
 /* after the QP went to RESET */
 void dx_rq_att_reset(struct dx_rq_att *t);
 void dx_rq_att_free(struct dx_rq_att *t);
+
+/* dx_mkey.c: CREATE_MKEY / QUERY_MKEY / DESTROY_MKEY - MTT mkeys over a
+ * umem, NIC-model memory regions whose key the mkc gives.  create:
+ * without c->lock; destroy: under it. */
+int dx_mkey_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		   struct dx_obj **obj);
+int dx_mkey_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_mkey_destroy(struct dx_obj *o);
 
 #endif /* DX_LOC_H */
