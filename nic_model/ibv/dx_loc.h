@@ -9,7 +9,9 @@
  *               writes, as (bit offset, width) in its mailbox; accessors
  *   dx_cmd.c    the command layer: opcode table, lengths, status and
  *               syndrome, the queries (HCA caps, RoCE address, vport)
- *   dx_obj.c    objects: umem, UAR, PD, CQ, QP, SRQ/RMP, over nm_ext
+ *   dx_obj.c    objects: umem, UAR, PD, the dispatch of CQ, QP, DCT, RMP, MKEY
+ *   dx_queue.c  CQs and QPs over nm_ext; dx_dct.c DCTs; dx_rmp.c RMP rings;
+ *   dx_mkey.c   MTT mkeys over umem; dx_verbs.c commands on verbs objects
  *   dx_api.c    the private entry points (what libmlx5 calls)
  *
  * Field positions use the PRM's numbering: bit 0 is the most significant
