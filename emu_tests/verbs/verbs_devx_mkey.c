@@ -39,7 +39,11 @@ enum {
 	ST_BAD_INPUT_LEN = 0x50,
 	SYND_LOCAL_PROT = 0x04,	   /* MLX5_CQE_SYNDROME_LOCAL_PROT_ERR */
 	SYND_REMOTE_ACCESS = 0x13, /* MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR */
-	MKC_LR = 1, MKC_LW = 2, MKC_RR = 4, MKC_RW = 8, MKC_A = 16,
+	MKC_LR = 1,
+	MKC_LW = 2,
+	MKC_RR = 4,
+	MKC_RW = 8,
+	MKC_A = 16,
 };
 
 static struct ibv_context *ctx;
@@ -93,12 +97,12 @@ static void check_refusals(const struct mlx5dv_devx_umem *um, uint8_t *addr)
 {
 	uint8_t in[MKEY_IN_LEN], out[16];
 
-#define REFUSED(status)                                                                        \
-	do {                                                                                   \
-		errno = 0;                                                                     \
+#define REFUSED(status)                                                                       \
+	do {                                                                                  \
+		errno = 0;                                                                    \
 		CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL); \
-		CHECK_EQ(errno, EREMOTEIO);                                                    \
-		CHECK_EQ(prm_get(out, PRM_STATUS), (status));                                  \
+		CHECK_EQ(errno, EREMOTEIO);                                                   \
+		CHECK_EQ(prm_get(out, PRM_STATUS), (status));                                 \
 	} while (0)
 
 	mkey_fill(in, um, addr, 4096, MKC_LR, 1);
