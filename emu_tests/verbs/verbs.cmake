@@ -52,6 +52,9 @@ target_link_libraries(gdak_verbs_devx_rmp PRIVATE gdak_mlx5)
 # refusals, access errors
 gdak_add_verbs_lib_test(gdak.verbs.devx_mkey ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_mkey.c)
 target_link_libraries(gdak_verbs_devx_mkey PRIVATE gdak_mlx5)
+# the RMP hook and the mkey regions read program memory: Valgrind twins
+gdak_add_memcheck(gdak.verbs.devx_rmp gdak_verbs_devx_rmp 600)
+gdak_add_memcheck(gdak.verbs.devx_mkey gdak_verbs_devx_mkey 600)
 # DC through gdak's libmlx5: DCTs and DCIs by mlx5dv_create_qp and by DEVX,
 # DC WQEs posted by hand to several DCTs, the error syndromes
 gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dc.c)
