@@ -9,7 +9,8 @@
  * the 48-byte address vector copied from an AH's mlx5dv_ah with the DC key
  * and the DCT number put in, raddr, atomic and data segments - to several
  * DCTs: WRITE, READ, fetch-add, CAS, SEND, the data checked byte for byte
- * and the CQEs read raw from the CQ rings.  The error cases get the CQE
+ * and the CQEs read raw from the CQ rings; a SEND into the ring of a DEVX
+ * RMP behind a DEVX DCT.  The error cases get the CQE
  * syndrome nm_dc.c gives (a DC connect that goes unanswered completes with
  * TRANSPORT_RETRY_EXC_ERR): a wrong access key (and the DCT's violation
  * count in QUERY_DCT), a DCT destroyed, a DCT in ERR, a drained DEVX DCT,
