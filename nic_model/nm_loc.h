@@ -426,6 +426,11 @@ struct nm_qp {
 	 * libibverbs feeds a QP from its SRQ this way). */
 	_Atomic(void (*)(void *arg)) rq_empty;
 	void *rq_empty_arg;
+	/* Optional, with rq_empty: the index the receive CQE names for each RQ
+	 * slot (rq_cnt entries), written by the hook with the WQE it posts.  A
+	 * DEVX RMP's WQEs complete with their index in the RMP's ring, not
+	 * the position in this QP's RQ the hook copied them to. */
+	uint16_t *rq_wqe_id;
 
 	/* error state */
 	pthread_mutex_t err_lock;
@@ -477,6 +482,11 @@ int nm_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void
 int nm_mem_free(struct gdak_ctx *ctx, void *addr);
 enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *ctx, const void *addr);
 int nm_mr_reg(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, struct gdak_mr **mr);
+/* The same with the key's low byte chosen by the caller (variant 0..255; -1:
+ * random): a DEVX CREATE_MKEY's mkc.mkey_7_0, which the program ORs into
+ * the key it computes from the mkey index. */
+int nm_mr_reg_variant(struct gdak_ctx *ctx, void *addr, size_t len, unsigned access, int variant,
+		      struct gdak_mr **mr);
 int nm_mr_dereg(struct gdak_mr *mr);
 void nm_mem_ctx_fini(struct nm_ctx *ctx);
 

@@ -4,7 +4,8 @@
  *
  * Keys are verbs-like: lkey = rkey = slot index << 8 | an 8-bit variant.
  * The variant is random (nm_rand.c: a stranger cannot walk the keys as
- * 0x101, 0x202, ...), never 0 (so never key 0 nor MLX5_INVALID_LKEY 0x100)
+ * 0x101, 0x202, ...), never 0 (so never key 0 nor MLX5_INVALID_LKEY 0x100),
+ * unless the caller names it (nm_mr_reg_variant: a DEVX MKEY's mkey_7_0)
  * and differs from the slot's previous one, so a stale key of a recycled
  * slot does not match; the index makes two live keys differ by
  * construction.  The data path looks keys up without a lock (nm_mr_get in nm_loc.h):
@@ -144,6 +145,12 @@ static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx, uint8_t *prev_key)
 
 int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, struct gdak_mr **out)
 {
+	return nm_mr_reg_variant(bctx, addr, len, access, -1, out);
+}
+
+int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, int variant,
+		      struct gdak_mr **out)
+{
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
 	struct nm_mr *mr = calloc(1, sizeof(*mr));
 	uint32_t idx;
@@ -171,8 +178,11 @@ int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, st
 
 	pthread_mutex_lock(&ctx->lock);
 	ret = slot_alloc(ctx, &idx, &prev);
+	if (!ret && variant == 0 && idx == 1)
+		/* 0x100 is MLX5_INVALID_LKEY: slot 1 stays unused */
+		ret = slot_alloc(ctx, &idx, &prev);
 	if (!ret) {
-		uint8_t key = nm_rand_key8(prev);
+		uint8_t key = variant >= 0 ? (uint8_t)variant : nm_rand_key8(prev);
 		mr->index = idx;
 		mr->base.lkey = mr->base.rkey = idx << 8 | key;
 		if (mr->wire_keys) /* what a peer's requests must carry */

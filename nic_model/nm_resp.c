@@ -137,7 +137,8 @@ static int take_rwqe(struct nm_resp_msg *m)
 		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, "rq_overrun",
 			      "receive queue overrun");
 	}
-	m->rwqe_index = (uint16_t)qp->rq_ci;
+	m->rwqe_index = qp->rq_wqe_id ? qp->rq_wqe_id[qp->rq_ci & (qp->rq_cnt - 1)]
+				      : (uint16_t)qp->rq_ci;
 	seg = (const void *)(qp->rq + (size_t)(qp->rq_ci & (qp->rq_cnt - 1)) * qp->rq_stride);
 	qp->rq_ci++;
 	pthread_spin_unlock(&qp->resp_lock);

@@ -44,6 +44,17 @@ target_include_directories(gdak_verbs_devx_fields PRIVATE ${PROJECT_SOURCE_DIR}/
 # raw PRM commands over umem, WQEs and CQEs checked byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.devx ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx.c)
 target_link_libraries(gdak_verbs_devx PRIVATE gdak_mlx5)
+# a DEVX RMP over umem feeding an RC QP: SENDs into its linked-list ring
+# (receive CQEs name the RMP WQE), QUERY/MODIFY_RMP, RNR on an empty ring
+gdak_add_verbs_lib_test(gdak.verbs.devx_rmp ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_rmp.c)
+target_link_libraries(gdak_verbs_devx_rmp PRIVATE gdak_mlx5)
+# DEVX CREATE_MKEY over umem: the program's key as lkey / rkey, QUERY_MKEY,
+# refusals, access errors
+gdak_add_verbs_lib_test(gdak.verbs.devx_mkey ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_mkey.c)
+target_link_libraries(gdak_verbs_devx_mkey PRIVATE gdak_mlx5)
+# the RMP hook and the mkey regions read program memory: Valgrind twins
+gdak_add_memcheck(gdak.verbs.devx_rmp gdak_verbs_devx_rmp 600)
+gdak_add_memcheck(gdak.verbs.devx_mkey gdak_verbs_devx_mkey 600)
 # DC through gdak's libmlx5: DCTs and DCIs by mlx5dv_create_qp and by DEVX,
 # DC WQEs posted by hand to several DCTs, the error syndromes
 gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dc.c)

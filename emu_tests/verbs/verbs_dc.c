@@ -9,7 +9,8 @@
  * the 48-byte address vector copied from an AH's mlx5dv_ah with the DC key
  * and the DCT number put in, raddr, atomic and data segments - to several
  * DCTs: WRITE, READ, fetch-add, CAS, SEND, the data checked byte for byte
- * and the CQEs read raw from the CQ rings.  The error cases get the CQE
+ * and the CQEs read raw from the CQ rings; a SEND into the ring of a DEVX
+ * RMP behind a DEVX DCT.  The error cases get the CQE
  * syndrome nm_dc.c gives (a DC connect that goes unanswered completes with
  * TRANSPORT_RETRY_EXC_ERR): a wrong access key (and the DCT's violation
  * count in QUERY_DCT), a DCT destroyed, a DCT in ERR, a drained DEVX DCT,
@@ -27,41 +28,12 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_prm.h"
+#include "gdak_rmp.h"
 #include "gdak_test.h"
 
-/* ---- PRM accessors and offsets (mlx5_ifc.h numbering, this test's own) ---- */
+/* ---- PRM offsets (mlx5_ifc.h numbering, this test's own; accessors: gdak_prm.h) ---- */
 
-static void set(void *mb, unsigned bit, unsigned w, uint32_t v)
-{
-	uint32_t *dw = (uint32_t *)mb + bit / 32;
-	unsigned sh = 32 - w - bit % 32;
-	uint32_t mask = (w == 32 ? 0xffffffffu : ((1u << w) - 1)) << sh;
-
-	*dw = htobe32((be32toh(*dw) & ~mask) | ((v << sh) & mask));
-}
-
-static uint32_t get(const void *mb, unsigned bit, unsigned w)
-{
-	uint32_t v = be32toh(((const uint32_t *)mb)[bit / 32]);
-
-	return w == 32 ? v : (v >> (32 - w - bit % 32)) & ((1u << w) - 1);
-}
-
-static void set64(void *mb, unsigned bit, uint64_t v)
-{
-	set(mb, bit, 32, (uint32_t)(v >> 32));
-	set(mb, bit + 32, 32, (uint32_t)v);
-}
-
-static uint64_t get64(const void *mb, unsigned bit)
-{
-	return (uint64_t)get(mb, bit, 32) << 32 | get(mb, bit + 32, 32);
-}
-
-#define OPCODE 0x00, 16
-#define OP_MOD 0x30, 16
-#define OBJ 0x48, 24
-#define STATUS 0x00, 8
 #define CAP(off, w) 0x80 + (off), (w)
 #define CQC(off, w) 0x80 + (off), (w)
 #define QPC(off, w) 0xc0 + (off), (w)
@@ -401,10 +373,10 @@ static int dx_modify(struct mlx5dv_devx_obj *o, uint32_t num, unsigned op, uint8
 	uint8_t out[16] = { 0 };
 	int ret;
 
-	set(in, OPCODE, op);
-	set(in, OBJ, num);
+	prm_set(in, PRM_OPCODE, op);
+	prm_set(in, PRM_OBJ, num);
 	ret = mlx5dv_devx_obj_modify(o, in, inlen, out, sizeof(out));
-	*status = get(out, STATUS);
+	*status = prm_get(out, PRM_STATUS);
 	return ret;
 }
 
@@ -427,55 +399,55 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	REQUIRE(x->wq_um && x->cq_um && x->dbr_um);
 
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x400);
-	set(in, CQC(0x63, 5), LOG_CQ);
-	set(in, CQC(0x68, 24), x->uar->page_id);
+	prm_set(in, PRM_OPCODE, 0x400);
+	prm_set(in, CQC(0x63, 5), LOG_CQ);
+	prm_set(in, CQC(0x68, 24), x->uar->page_id);
 	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	set(in, CQC(0xb8, 8), eqn);
-	set(in, CQC(0x20, 32), x->dbr_um->umem_id);
-	set64(in, 0x80 + 0x1c0, 64);
-	set(in, 0x2c0, 32, x->cq_um->umem_id);
+	prm_set(in, CQC(0xb8, 8), eqn);
+	prm_set(in, CQC(0x20, 32), x->dbr_um->umem_id);
+	prm_set64(in, 0x80 + 0x1c0, 64);
+	prm_set(in, 0x2c0, 32, x->cq_um->umem_id);
 	x->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
 	REQUIRE(x->cq != NULL);
-	x->cqn = get(out, OBJ);
+	x->cqn = prm_get(out, PRM_OBJ);
 
 	/* CREATE_QP as NVSHMEM's ibgda_create_qp fills it for a DCI */
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x500);
-	set(in, 0x840, 32, x->wq_um->umem_id);
-	set(in, 0x860, 1, 1);
-	set(in, QPC(0x08, 8), 0x5); /* st DCI */
-	set(in, QPC(0x13, 2), 3);
-	set(in, QPC(0x28, 24), pdn);
-	set(in, QPC(0x68, 24), x->uar->page_id);
-	set(in, QPC(0x565, 3), 1); /* rq_type SRQ */
-	set(in, QPC(0x568, 24), srqn);
-	set(in, QPC(0x3e8, 24), x->cqn);
-	set(in, QPC(0x4e8, 24), rcqn);
-	set(in, QPC(0x51, 4), LOG_SQ);
-	set(in, QPC(0x683, 1), 1);
-	set64(in, 0xc0 + 0x500, 0);
-	set(in, QPC(0x720, 32), x->dbr_um->umem_id);
+	prm_set(in, PRM_OPCODE, 0x500);
+	prm_set(in, 0x840, 32, x->wq_um->umem_id);
+	prm_set(in, 0x860, 1, 1);
+	prm_set(in, QPC(0x08, 8), 0x5); /* st DCI */
+	prm_set(in, QPC(0x13, 2), 3);
+	prm_set(in, QPC(0x28, 24), pdn);
+	prm_set(in, QPC(0x68, 24), x->uar->page_id);
+	prm_set(in, QPC(0x565, 3), 1); /* rq_type SRQ */
+	prm_set(in, QPC(0x568, 24), srqn);
+	prm_set(in, QPC(0x3e8, 24), x->cqn);
+	prm_set(in, QPC(0x4e8, 24), rcqn);
+	prm_set(in, QPC(0x51, 4), LOG_SQ);
+	prm_set(in, QPC(0x683, 1), 1);
+	prm_set64(in, 0xc0 + 0x500, 0);
+	prm_set(in, QPC(0x720, 32), x->dbr_um->umem_id);
 
 	/* refusals first: a DCI with a regular RQ, an SRQ that does not
 	 * exist, a service type gdak does not execute (UD) */
-	set(in, QPC(0x565, 3), 0);
+	prm_set(in, QPC(0x565, 3), 0);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
-	set(in, QPC(0x565, 3), 1);
-	set(in, QPC(0x568, 24), 0xabcdef);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_set(in, QPC(0x565, 3), 1);
+	prm_set(in, QPC(0x568, 24), 0xabcdef);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_RES);
-	set(in, QPC(0x568, 24), srqn);
-	set(in, QPC(0x08, 8), 0x3);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
+	prm_set(in, QPC(0x568, 24), srqn);
+	prm_set(in, QPC(0x08, 8), 0x3);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
-	set(in, QPC(0x08, 8), 0x5);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_set(in, QPC(0x08, 8), 0x5);
 
 	x->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
 	REQUIRE(x->qp != NULL);
 	d->name = "DEVX DCI";
-	d->qpn = get(out, OBJ);
+	d->qpn = prm_get(out, PRM_OBJ);
 	d->sq = x->wq;
 	d->wqebbs = 1u << LOG_SQ;
 	d->dbrec = (__be32 *)&x->dbr[1];
@@ -496,32 +468,32 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	/* RST2INIT, INIT2RTR, RTR2RTS as NVSHMEM's: the key in the DCI's
 	 * context, no peer, no port at INIT2RTR */
 	memset(in, 0, 0x800 / 8);
-	set64(in, 0xc0 + 0x640, KEY0);
-	set(in, ADS(0x128, 8), 1);
-	set(in, QPC(0x13, 2), 3);
+	prm_set64(in, 0xc0 + 0x640, KEY0);
+	prm_set(in, ADS(0x128, 8), 1);
+	prm_set(in, QPC(0x13, 2), 3);
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x502, in, 0x800 / 8, &st), 0);
 	memset(in, 0, 0x800 / 8);
-	set(in, QPC(0x40, 3), 5);
-	set(in, QPC(0x43, 5), 30);
-	set(in, ADS(0x64, 8), 0);
+	prm_set(in, QPC(0x40, 3), 5);
+	prm_set(in, QPC(0x43, 5), 30);
+	prm_set(in, ADS(0x64, 8), 0);
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x503, in, 0x800 / 8, &st), 0);
 	memset(in, 0, 0x800 / 8);
-	set(in, QPC(0x388, 3), 4);
-	set(in, QPC(0x38d, 3), 7);
-	set(in, QPC(0x390, 3), 7);
-	set(in, ADS(0x40, 5), 20);
+	prm_set(in, QPC(0x388, 3), 4);
+	prm_set(in, QPC(0x38d, 3), 7);
+	prm_set(in, QPC(0x390, 3), 7);
+	prm_set(in, ADS(0x40, 5), 20);
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x504, in, 0x800 / 8, &st), 0);
 	/* QUERY_QP: RTS, st DCI, the key RST2INIT gave */
 	{
 		static uint8_t qout[0x880 / 8];
 
 		memset(in, 0, 16);
-		set(in, OPCODE, 0x50b);
-		set(in, OBJ, d->qpn);
+		prm_set(in, PRM_OPCODE, 0x50b);
+		prm_set(in, PRM_OBJ, d->qpn);
 		CHECK_EQ(mlx5dv_devx_obj_query(x->qp, in, 16, qout, sizeof(qout)), 0);
-		CHECK_EQ(get(qout, QPC(0x0, 4)), 3);
-		CHECK_EQ(get(qout, QPC(0x08, 8)), 0x5);
-		CHECK_EQ(get64(qout, 0xc0 + 0x640), KEY0);
+		CHECK_EQ(prm_get(qout, QPC(0x0, 4)), 3);
+		CHECK_EQ(prm_get(qout, QPC(0x08, 8)), 0x5);
+		CHECK_EQ(prm_get64(qout, 0xc0 + 0x640), KEY0);
 	}
 }
 
@@ -541,10 +513,10 @@ static void ddci_restart(struct devx_dci *x, struct dci *d)
 	__atomic_store_n(d->dbrec, 0, __ATOMIC_RELEASE);
 	d->pi = 0;
 	memset(in, 0, sizeof(in));
-	set(in, ADS(0x128, 8), 1);
+	prm_set(in, ADS(0x128, 8), 1);
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x502, in, sizeof(in), &st), 0);
 	memset(in, 0, sizeof(in));
-	set(in, QPC(0x40, 3), 5);
+	prm_set(in, QPC(0x40, 3), 5);
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x503, in, sizeof(in), &st), 0);
 	memset(in, 0, sizeof(in));
 	CHECK_EQ(dx_modify(x->qp, d->qpn, 0x504, in, sizeof(in), &st), 0);
@@ -568,19 +540,19 @@ static void ddci_destroy(struct devx_dci *x)
 static void fill_dct(uint8_t *in, size_t len)
 {
 	memset(in, 0, len);
-	set(in, OPCODE, 0x710);
-	set(in, DCTC(0xc8, 24), pdn);
-	set(in, DCTC(0xa8, 24), srqn);
-	set(in, DCTC(0x48, 24), rcqn);
-	set64(in, DCTC_KEY, KEYX);
-	set(in, DCTC(0x6c, 1), 1);
-	set(in, DCTC(0x6d, 1), 1);
-	set(in, DCTC(0x6e, 1), 1);
-	set(in, DCTC(0x68, 4), 3);
-	set(in, DCTC(0x148, 8), 1);
-	set(in, DCTC(0x93, 5), 12);
-	set(in, DCTC(0x145, 3), 5);
-	set(in, DCTC(0x178, 8), 64);
+	prm_set(in, PRM_OPCODE, 0x710);
+	prm_set(in, DCTC(0xc8, 24), pdn);
+	prm_set(in, DCTC(0xa8, 24), srqn);
+	prm_set(in, DCTC(0x48, 24), rcqn);
+	prm_set64(in, DCTC_KEY, KEYX);
+	prm_set(in, DCTC(0x6c, 1), 1);
+	prm_set(in, DCTC(0x6d, 1), 1);
+	prm_set(in, DCTC(0x6e, 1), 1);
+	prm_set(in, DCTC(0x68, 4), 3);
+	prm_set(in, DCTC(0x148, 8), 1);
+	prm_set(in, DCTC(0x93, 5), 12);
+	prm_set(in, DCTC(0x145, 3), 5);
+	prm_set(in, DCTC(0x178, 8), 64);
 }
 
 static struct mlx5dv_devx_obj *ddct_create(uint32_t *dctn)
@@ -594,31 +566,31 @@ static struct mlx5dv_devx_obj *ddct_create(uint32_t *dctn)
 	fill_dct(in, sizeof(in));
 	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x200 / 8, out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_INPUT_LEN);
-	set(in, DCTC(0x145, 3), 7);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
+	prm_set(in, DCTC(0x145, 3), 7);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 	fill_dct(in, sizeof(in));
-	set(in, DCTC(0x48, 24), 0);
+	prm_set(in, DCTC(0x48, 24), 0);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_RES);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
 	fill_dct(in, sizeof(in));
-	set(in, DCTC(0xa8, 24), 0);
+	prm_set(in, DCTC(0xa8, 24), 0);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_RES);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
 	fill_dct(in, sizeof(in));
-	set(in, DCTC(0x148, 8), 2);
+	prm_set(in, DCTC(0x148, 8), 2);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 	fill_dct(in, sizeof(in));
-	set(in, DCTC(0x88, 8), 2);
+	prm_set(in, DCTC(0x88, 8), 2);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 
 	fill_dct(in, sizeof(in));
 	o = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
 	REQUIRE(o != NULL);
-	*dctn = get(out, OBJ);
+	*dctn = prm_get(out, PRM_OBJ);
 	CHECK(*dctn != 0);
 	return o;
 }
@@ -629,20 +601,106 @@ static void ddct_query(struct mlx5dv_devx_obj *o, uint32_t dctn, unsigned state,
 {
 	uint8_t in[16] = { 0 }, out[0x280 / 8];
 
-	set(in, OPCODE, 0x713);
-	set(in, OBJ, dctn);
+	prm_set(in, PRM_OPCODE, 0x713);
+	prm_set(in, PRM_OBJ, dctn);
 	memset(out, 0xee, sizeof(out));
 	CHECK_EQ(mlx5dv_devx_obj_query(o, in, sizeof(in), out, sizeof(out)), 0);
-	CHECK_EQ(get(out, STATUS), 0);
-	CHECK_EQ(get(out, DCTC(0x04, 4)), state);
-	CHECK_EQ(get64(out, DCTC_KEY), KEYX);
-	CHECK_EQ(get(out, DCTC(0x48, 24)), rcqn);
-	CHECK_EQ(get(out, DCTC(0xa8, 24)), srqn);
-	CHECK_EQ(get(out, DCTC(0x145, 3)), 5);
-	CHECK_EQ(get(out, DCTC(0x180, 32)), violations);
+	CHECK_EQ(prm_get(out, PRM_STATUS), 0);
+	CHECK_EQ(prm_get(out, DCTC(0x04, 4)), state);
+	CHECK_EQ(prm_get64(out, DCTC_KEY), KEYX);
+	CHECK_EQ(prm_get(out, DCTC(0x48, 24)), rcqn);
+	CHECK_EQ(prm_get(out, DCTC(0xa8, 24)), srqn);
+	CHECK_EQ(prm_get(out, DCTC(0x145, 3)), 5);
+	CHECK_EQ(prm_get(out, DCTC(0x180, 32)), violations);
 	/* a query naming another object: the kernel's EINVAL */
-	set(in, OBJ, dctn ^ 1);
+	prm_set(in, PRM_OBJ, dctn ^ 1);
 	CHECK_EQ(mlx5dv_devx_obj_query(o, in, sizeof(in), out, sizeof(out)), EINVAL);
+}
+
+/* A DEVX DCT on a DEVX RMP (its own CQ): a SEND from the DCI lands in the
+ * RMP's ring, the receive CQE names the DCT and the RMP WQE. */
+static void rmp_dct_send(struct devx_dci *x, struct dci *d)
+{
+	uint8_t in[RMP_IN_LEN], out[16], *cqb = page_alloc(4096);
+	struct mlx5dv_devx_umem *ring_um, *rec_um, *cq_um;
+	struct mlx5dv_devx_obj *cq, *rmp, *dct;
+	static const uint16_t link[8] = { 1, 2, 3, 4, 5, 6, 7, 0 };
+	struct mlx5_wqe_av av;
+	struct mlx5_cqe64 *e;
+	struct trmp r;
+	uint32_t cqn, rmpn, dctn, eqn = 0, idx;
+	uint8_t *dst = buf + 20480;
+
+	memset(&r, 0, sizeof(r));
+	r.log_sz = 3;
+	r.stride = 64;
+	r.ring = page_alloc(4096);
+	r.dbr = page_alloc(4096);
+	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
+		cqb[i * 64 + 63] = 0xf1;
+	ring_um = mlx5dv_devx_umem_reg(ctx, r.ring, 512, IBV_ACCESS_LOCAL_WRITE);
+	rec_um = mlx5dv_devx_umem_reg(ctx, r.dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
+	cq_um = mlx5dv_devx_umem_reg(ctx, cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(ring_um && rec_um && cq_um);
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, PRM_OPCODE, 0x400);
+	prm_set(in, CQC(0x63, 5), LOG_CQ);
+	prm_set(in, CQC(0x68, 24), x->uar->page_id);
+	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
+	prm_set(in, CQC(0xb8, 8), eqn);
+	prm_set(in, CQC(0x20, 32), rec_um->umem_id);
+	prm_set64(in, 0x80 + 0x1c0, 64); /* the CQ's record at +64, the RMP's at 0 */
+	prm_set(in, 0x2c0, 32, cq_um->umem_id);
+	cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
+	REQUIRE(cq != NULL);
+	cqn = prm_get(out, PRM_OBJ);
+
+	rmp_link(&r, link);
+	rmp_fill(in, pdn, 3, 6, ring_um->umem_id, rec_um->umem_id, 0, 0);
+	rmp = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	REQUIRE(rmp != NULL);
+	rmpn = prm_get(out, PRM_OBJ);
+	fill_dct(in, 0x400 / 8);
+	prm_set(in, DCTC(0xa8, 24), rmpn);
+	prm_set(in, DCTC(0x48, 24), cqn);
+	dct = mlx5dv_devx_obj_create(ctx, in, 0x400 / 8, out, sizeof(out));
+	REQUIRE(dct != NULL);
+	dctn = prm_get(out, PRM_OBJ);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(rmp), EBUSY); /* the DCT's */
+
+	/* one WQE of two 512-byte segments; a 700-byte SEND spans both */
+	memset(dst, 0, 1100);
+	gdak_test_fill(buf + 8192, 700, 7);
+	CHECK_EQ(rmp_post(&r, dst, mr->lkey, 512, 2), 0);
+	make_av(&av, dctn, KEYX);
+	idx = d->pi;
+	post(d, MLX5_OPCODE_SEND, &av, 0, buf + 8192, 700, 0, 0, 0);
+	check_ok(d, idx);
+	{
+		struct dci rc = { .name = "RMP DCT CQ",
+				  .cqb = cqb,
+				  .ncqe = 1u << LOG_CQ,
+				  .cq_dbrec = (__be32 *)(void *)(r.dbr + 16) };
+
+		e = next_cqe(&rc);
+		CHECK_EQ(e->op_own >> 4, MLX5_CQE_RESP_SEND);
+		CHECK_EQ(be32toh(e->byte_cnt), 700);
+		CHECK_EQ(be16toh(e->wqe_counter), 0);
+		CHECK_EQ(be32toh(e->sop_drop_qpn) & 0xffffff, dctn);
+	}
+	CHECK_MEM(dst, buf + 8192, 700);
+	CHECK_EQ(dst[700], 0);
+
+	CHECK_EQ(mlx5dv_devx_obj_destroy(dct), 0);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(rmp), 0);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(cq), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(ring_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(rec_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(cq_um), 0);
+	free(r.ring);
+	free(r.dbr);
+	free(cqb);
 }
 
 /* ---- the traffic ----------------------------------------------------------------- */
@@ -653,16 +711,16 @@ static void check_caps(void)
 	uint8_t in[16] = { 0 };
 	struct mlx5dv_context dv;
 
-	set(in, OPCODE, 0x100);
-	set(in, OP_MOD, 0x0 << 1 | 1);
+	prm_set(in, PRM_OPCODE, 0x100);
+	prm_set(in, PRM_OP_MOD, 0x0 << 1 | 1);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
-	CHECK_EQ(get(out, CAP(0x21a, 1)), 1); /* dct */
-	CHECK_EQ(get(out, CAP(0x20c, 1)), 0); /* dc_req_scat_data_cqe */
-	CHECK_EQ(get(out, CAP(0x58b, 5)), 4); /* log_max_dci_stream_channels */
-	CHECK_EQ(get(out, CAP(0x593, 5)), 0); /* log_max_dci_errored_streams */
-	set(in, OP_MOD, 0x3 << 1 | 1);
+	CHECK_EQ(prm_get(out, CAP(0x21a, 1)), 1); /* dct */
+	CHECK_EQ(prm_get(out, CAP(0x20c, 1)), 0); /* dc_req_scat_data_cqe */
+	CHECK_EQ(prm_get(out, CAP(0x58b, 5)), 4); /* log_max_dci_stream_channels */
+	CHECK_EQ(prm_get(out, CAP(0x593, 5)), 0); /* log_max_dci_errored_streams */
+	prm_set(in, PRM_OP_MOD, 0x3 << 1 | 1);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), 0);
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc); /* atomic_size_dc: 4 and 8 bytes */
+	CHECK_EQ(prm_get(out, CAP(0xd0, 16)), 0xc); /* atomic_size_dc: 4 and 8 bytes */
 	memset(&dv, 0, sizeof(dv));
 	dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS;
 	CHECK_EQ(mlx5dv_query_device(ctx, &dv), 0);
@@ -852,6 +910,7 @@ int main(void)
 	ddci_create(&xd, &dd);
 	traffic(&vd, dct, keys, 1);
 	traffic(&dd, dct, keys, 2);
+	rmp_dct_send(&xd, &dd);
 
 	/* a DEVX DCT: WRITE and READ through it; its violation count */
 	ddct = ddct_create(&ddctn);
@@ -862,8 +921,9 @@ int main(void)
 	post(&dd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 512, (uintptr_t)(buf + 49152), 0, 0);
 	check_ok(&dd, idx);
 	CHECK_MEM(buf + 49152, buf, 512);
-	/* a SEND to it: no receive queue to take a WQE from (its SRQ has no
-	 * ring in gdak), answered as a responder without one answers */
+	/* a SEND to it: no receive queue to take a WQE from (a verbs SRQ has
+	 * no ring a DEVX DCT could take from; rmp_dct_send's DCT on an RMP
+	 * has one), answered as a responder without one answers */
 	idx = dd.pi;
 	post(&dd, MLX5_OPCODE_SEND, &av, 0, buf, 64, 0, 0, 0);
 	check_err(&dd, idx, 0x12); /* REMOTE_INVAL_REQ_ERR: the DCT's no_rq */
@@ -938,22 +998,22 @@ int main(void)
 		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
 		vd.pi = 0;
 		memset(in, 0, sizeof(in));
-		set(in, OPCODE, 0x502);
-		set(in, OBJ, vdci->qp_num);
-		set(in, ADS(0x128, 8), 1);
+		prm_set(in, PRM_OPCODE, 0x502);
+		prm_set(in, PRM_OBJ, vdci->qp_num);
+		prm_set(in, ADS(0x128, 8), 1);
 		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
 		memset(in, 0, sizeof(in));
-		set(in, OPCODE, 0x503);
-		set(in, OBJ, vdci->qp_num);
-		set(in, QPC(0x40, 3), 5);
+		prm_set(in, PRM_OPCODE, 0x503);
+		prm_set(in, PRM_OBJ, vdci->qp_num);
+		prm_set(in, QPC(0x40, 3), 5);
 		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
-		set(in, OPCODE, 0x504);
+		prm_set(in, PRM_OPCODE, 0x504);
 		CHECK_EQ(mlx5dv_devx_qp_modify(vdci, in, sizeof(in), out, sizeof(out)), 0);
 		CHECK_EQ(ibv_query_qp(vdci, &qa, IBV_QP_STATE, &(struct ibv_qp_init_attr){ 0 }), 0);
 		CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
 		memset(in, 0, sizeof(in));
-		set(in, OPCODE, 0x502);
-		set(in, OBJ, dct[0]->qp_num);
+		prm_set(in, PRM_OPCODE, 0x502);
+		prm_set(in, PRM_OBJ, dct[0]->qp_num);
 		CHECK_EQ(mlx5dv_devx_qp_modify(dct[0], in, sizeof(in), out, sizeof(out)), EINVAL);
 		make_av(&av, dct[1]->qp_num, KEY1);
 		idx = vd.pi;
@@ -982,11 +1042,11 @@ int main(void)
 		check_ok(&dd, idx);
 		CHECK_MEM(buf + 57344, buf + 1024, 128);
 
-		set(in, OPCODE, 0x714); /* ARM_DCT_FOR_KEY_VIOLATION: no events here */
-		set(in, OBJ, ddctn);
+		prm_set(in, PRM_OPCODE, 0x714); /* ARM_DCT_FOR_KEY_VIOLATION: no events here */
+		prm_set(in, PRM_OBJ, ddctn);
 		CHECK_EQ(mlx5dv_devx_obj_modify(ddct, in, sizeof(in), out, sizeof(out)), EREMOTEIO);
-		CHECK_EQ(get(out, STATUS), ST_BAD_OP);
-		set(in, OPCODE, 0x712);
+		CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OP);
+		prm_set(in, PRM_OPCODE, 0x712);
 		CHECK_EQ(mlx5dv_devx_obj_modify(ddct, in, sizeof(in), out, sizeof(out)), 0);
 		ddct_query(ddct, ddctn, 2, 1);
 		idx = dd.pi;

@@ -24,37 +24,11 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_prm.h"
 #include "gdak_test.h"
 
-/* ---- the test's own PRM accessors and offsets (mlx5_ifc.h numbering) ---- */
+/* ---- the test's own PRM offsets (mlx5_ifc.h numbering; accessors: gdak_prm.h) ---- */
 
-static void set(void *mb, unsigned bit, unsigned w, uint32_t v)
-{
-	uint32_t *dw = (uint32_t *)mb + bit / 32;
-	unsigned sh = 32 - w - bit % 32;
-	uint32_t mask = (w == 32 ? 0xffffffffu : ((1u << w) - 1)) << sh;
-
-	*dw = htobe32((be32toh(*dw) & ~mask) | ((v << sh) & mask));
-}
-
-static uint32_t get(const void *mb, unsigned bit, unsigned w)
-{
-	uint32_t v = be32toh(((const uint32_t *)mb)[bit / 32]);
-
-	return w == 32 ? v : (v >> (32 - w - bit % 32)) & ((1u << w) - 1);
-}
-
-static void set64(void *mb, unsigned bit, uint64_t v)
-{
-	set(mb, bit, 32, (uint32_t)(v >> 32));
-	set(mb, bit + 32, 32, (uint32_t)v);
-}
-
-#define OPCODE 0x00, 16
-#define OP_MOD 0x30, 16
-#define OBJ 0x48, 24
-#define STATUS 0x00, 8
-#define SYNDROME 0x20, 32
 #define CAP(off, w) 0x80 + (off), (w)
 #define CQC(off, w) 0x80 + (off), (w)
 #define QPC(off, w) 0xc0 + (off), (w)
@@ -79,10 +53,10 @@ static void query_cap(unsigned type, uint8_t *out, size_t outlen)
 	uint8_t in[16] = { 0 };
 
 	memset(out, 0, outlen);
-	set(in, OPCODE, 0x100);
-	set(in, OP_MOD, type << 1 | 1);
+	prm_set(in, PRM_OPCODE, 0x100);
+	prm_set(in, PRM_OP_MOD, type << 1 | 1);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, outlen), 0);
-	CHECK_EQ(get(out, STATUS), 0);
+	CHECK_EQ(prm_get(out, PRM_STATUS), 0);
 }
 
 static void check_queries(void)
@@ -91,73 +65,73 @@ static void check_queries(void)
 	uint8_t in[16] = { 0 }, ra[16 + 32];
 
 	query_cap(0x0, out, sizeof(out));
-	CHECK_EQ(get(out, CAP(0x1b6, 2)), 1);	  /* port_type: Ethernet */
-	CHECK_EQ(get(out, CAP(0x1fc, 4)), 1);	  /* cqe_version */
-	CHECK_EQ(get(out, CAP(0x88, 8)), 15);	  /* log_max_qp_sz */
-	CHECK_EQ(get(out, CAP(0x290, 16)), 1024); /* max_wqe_sz_sq */
-	CHECK_EQ(get(out, CAP(0x2b0, 16)), 256);  /* max_wqe_sz_rq */
-	CHECK_EQ(get(out, CAP(0x26b, 5)), 9);	  /* log_bf_reg_size */
-	CHECK_EQ(get(out, CAP(0x21d, 1)), 1);	  /* roce */
-	CHECK_EQ(get(out, CAP(0x21e, 1)), 1);	  /* atomic */
-	CHECK_EQ(get(out, CAP(0x200, 1)), 1);	  /* compact_address_vector */
-	CHECK_EQ(get(out, CAP(0x16a, 1)), 1);	  /* rts2rts_qp_dscp */
+	CHECK_EQ(prm_get(out, CAP(0x1b6, 2)), 1);     /* port_type: Ethernet */
+	CHECK_EQ(prm_get(out, CAP(0x1fc, 4)), 1);     /* cqe_version */
+	CHECK_EQ(prm_get(out, CAP(0x88, 8)), 15);     /* log_max_qp_sz */
+	CHECK_EQ(prm_get(out, CAP(0x290, 16)), 1024); /* max_wqe_sz_sq */
+	CHECK_EQ(prm_get(out, CAP(0x2b0, 16)), 256);  /* max_wqe_sz_rq */
+	CHECK_EQ(prm_get(out, CAP(0x26b, 5)), 9);     /* log_bf_reg_size */
+	CHECK_EQ(prm_get(out, CAP(0x21d, 1)), 1);     /* roce */
+	CHECK_EQ(prm_get(out, CAP(0x21e, 1)), 1);     /* atomic */
+	CHECK_EQ(prm_get(out, CAP(0x200, 1)), 1);     /* compact_address_vector */
+	CHECK_EQ(prm_get(out, CAP(0x16a, 1)), 1);     /* rts2rts_qp_dscp */
 	query_cap(0x3, out, sizeof(out));
-	CHECK_EQ(get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
-	CHECK_EQ(get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc); /* 4 and 8 bytes on DC */
-	CHECK_EQ(get(out, CAP(0x40, 2)), 1);	/* 8-byte atomics in host endianness */
+	CHECK_EQ(prm_get(out, CAP(0x90, 16)), 0xf); /* CAS, FA, masked CAS, masked FA */
+	CHECK_EQ(prm_get(out, CAP(0xb0, 16)), 0xc); /* 4 and 8 bytes on RC */
+	CHECK_EQ(prm_get(out, CAP(0xd0, 16)), 0xc); /* 4 and 8 bytes on DC */
+	CHECK_EQ(prm_get(out, CAP(0x40, 2)), 1);    /* 8-byte atomics in host endianness */
 	query_cap(0x4, out, sizeof(out));
-	CHECK_EQ(get(out, CAP(0xf0, 16)), 255);	   /* roce_address_table_size */
-	CHECK_EQ(get(out, CAP(0xd0, 16)), 0xc000); /* r_roce_min_src_udp_port */
-	CHECK_EQ(get(out, CAP(0xc0, 16)), 0xffff); /* r_roce_max_src_udp_port */
+	CHECK_EQ(prm_get(out, CAP(0xf0, 16)), 255);    /* roce_address_table_size */
+	CHECK_EQ(prm_get(out, CAP(0xd0, 16)), 0xc000); /* r_roce_min_src_udp_port */
+	CHECK_EQ(prm_get(out, CAP(0xc0, 16)), 0xffff); /* r_roce_max_src_udp_port */
 	query_cap(0x20, out, sizeof(out));
-	CHECK_EQ(get(out, CAP(0x2e1, 1)), 1); /* send_dbr_mode_no_dbr_ext */
+	CHECK_EQ(prm_get(out, CAP(0x2e1, 1)), 1); /* send_dbr_mode_no_dbr_ext */
 
 	/* QUERY_ROCE_ADDRESS 0: the GID verbs report, RoCE v2 over IPv4 */
-	set(in, OPCODE, 0x760);
-	set(in, 0x5c, 4, 1);
+	prm_set(in, PRM_OPCODE, 0x760);
+	prm_set(in, 0x5c, 4, 1);
 	memset(ra, 0, sizeof(ra));
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), ra, sizeof(ra)), 0);
 	CHECK_MEM(ra + 16, gid.raw, 16);
-	CHECK_EQ(get(ra, 0x80 + 0xd8, 8), 2);
-	CHECK_EQ(get(ra, 0x80 + 0x90, 16), 0x0200); /* MAC 02:00:<IPv4> */
-	CHECK_EQ(get(ra, 0x80 + 0xa0, 32), be32toh(*(uint32_t *)(void *)(gid.raw + 12)));
-	set(in, 0x40, 16, 300); /* past the table */
+	CHECK_EQ(prm_get(ra, 0x80 + 0xd8, 8), 2);
+	CHECK_EQ(prm_get(ra, 0x80 + 0x90, 16), 0x0200); /* MAC 02:00:<IPv4> */
+	CHECK_EQ(prm_get(ra, 0x80 + 0xa0, 32), be32toh(*(uint32_t *)(void *)(gid.raw + 12)));
+	prm_set(in, 0x40, 16, 300); /* past the table */
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), ra, sizeof(ra)), EREMOTEIO);
-	CHECK_EQ(get(ra, STATUS), ST_BAD_PARAM);
-	CHECK(get(ra, SYNDROME) != 0);
+	CHECK_EQ(prm_get(ra, PRM_STATUS), ST_BAD_PARAM);
+	CHECK(prm_get(ra, PRM_SYNDROME) != 0);
 
 	/* QUERY_VPORT_STATE: up; another vport: BAD_PARAM (no e-switch) */
 	{
 		uint8_t vin[16] = { 0 }, vout[16];
 		static uint8_t hout[16 + 0x340 / 8];
 
-		set(vin, OPCODE, 0x750);
+		prm_set(vin, PRM_OPCODE, 0x750);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), vout, sizeof(vout)), 0);
-		CHECK_EQ(get(vout, 0x7c, 4), 1);
-		CHECK_EQ(get(vout, 0x78, 4), 1);
-		set(vin, 0x40, 1, 1);
-		set(vin, 0x50, 16, 3);
+		CHECK_EQ(prm_get(vout, 0x7c, 4), 1);
+		CHECK_EQ(prm_get(vout, 0x78, 4), 1);
+		prm_set(vin, 0x40, 1, 1);
+		prm_set(vin, 0x50, 16, 3);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), vout, sizeof(vout)),
 			 EREMOTEIO);
-		CHECK_EQ(get(vout, STATUS), ST_BAD_PARAM);
+		CHECK_EQ(prm_get(vout, PRM_STATUS), ST_BAD_PARAM);
 		/* QUERY_HCA_VPORT_CONTEXT: the port active, link up, the node GUID */
 		memset(vin, 0, sizeof(vin));
-		set(vin, OPCODE, 0x762);
-		set(vin, 0x4c, 4, 1);
+		prm_set(vin, PRM_OPCODE, 0x762);
+		prm_set(vin, 0x4c, 4, 1);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, sizeof(hout)), 0);
-		CHECK_EQ(get(hout, 0x80 + 0x118, 4), 4);
-		CHECK_EQ(get(hout, 0x80 + 0x110, 4), 5);
-		CHECK_EQ(
-			((uint64_t)get(hout, 0x80 + 0x1c0, 32) << 32 | get(hout, 0x80 + 0x1e0, 32)),
-			be64toh(ibv_get_device_guid(ctx->device)));
-		CHECK_EQ(get(hout, 0x80 + 0x300, 16), 0);
+		CHECK_EQ(prm_get(hout, 0x80 + 0x118, 4), 4);
+		CHECK_EQ(prm_get(hout, 0x80 + 0x110, 4), 5);
+		CHECK_EQ(((uint64_t)prm_get(hout, 0x80 + 0x1c0, 32) << 32 |
+			  prm_get(hout, 0x80 + 0x1e0, 32)),
+			 be64toh(ibv_get_device_guid(ctx->device)));
+		CHECK_EQ(prm_get(hout, 0x80 + 0x300, 16), 0);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, 32), EREMOTEIO);
-		CHECK_EQ(get(hout, STATUS), ST_BAD_OUTPUT_LEN);
-		set(vin, 0x4c, 4, 2);
+		CHECK_EQ(prm_get(hout, PRM_STATUS), ST_BAD_OUTPUT_LEN);
+		prm_set(vin, 0x4c, 4, 2);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, vin, sizeof(vin), hout, sizeof(hout)),
 			 EREMOTEIO);
-		CHECK_EQ(get(hout, STATUS), ST_BAD_PARAM);
+		CHECK_EQ(prm_get(hout, PRM_STATUS), ST_BAD_PARAM);
 	}
 }
 
@@ -168,45 +142,45 @@ static void check_refusals(void)
 
 	memset(in, 0, sizeof(in));
 	/* not a query the kernel passes through general_cmd */
-	set(in, OPCODE, 0x500);
+	prm_set(in, PRM_OPCODE, 0x500);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EINVAL);
 	/* mailboxes shorter than the header */
-	set(in, OPCODE, 0x100);
+	prm_set(in, PRM_OPCODE, 0x100);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, 8, out, sizeof(out)), EINVAL);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, 8), EINVAL);
 	/* a general-range command the device does not have */
-	set(in, OPCODE, 0xb42);
+	prm_set(in, PRM_OPCODE, 0xb42);
 	memset(out, 0xee, sizeof(out));
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OP);
 	/* QUERY_HCA_CAP into a mailbox too small for the capability */
-	set(in, OPCODE, 0x100);
+	prm_set(in, PRM_OPCODE, 0x100);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_OUTPUT_LEN);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OUTPUT_LEN);
 	/* a capability type the device does not have */
 	{
 		static uint8_t big[16 + 4096];
 
-		set(in, OP_MOD, 0x7 << 1);
+		prm_set(in, PRM_OP_MOD, 0x7 << 1);
 		CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), big, sizeof(big)), EREMOTEIO);
-		CHECK_EQ(get(big, STATUS), ST_BAD_PARAM);
+		CHECK_EQ(prm_get(big, PRM_STATUS), ST_BAD_PARAM);
 	}
 	/* obj_create: not a create command; a create command gdak does not run */
-	set(in, OPCODE, 0x100);
+	prm_set(in, PRM_OPCODE, 0x100);
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EINVAL);
-	set(in, OPCODE, 0x200); /* CREATE_MKEY */
+	prm_set(in, PRM_OPCODE, 0x908); /* CREATE_RQ (Ethernet RQs) */
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_OP);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OP);
 	/* CREATE_CQ with the input mailbox cut short */
-	set(in, OPCODE, 0x400);
+	prm_set(in, PRM_OPCODE, 0x400);
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_INPUT_LEN);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
 	/* random mailboxes of every opcode the layer knows: no crash, an answer */
 	{
 		static uint8_t rin[0x200], rout[0x1100];
@@ -221,7 +195,7 @@ static void check_refusals(void)
 			size_t ol = gdak_test_rand(&seed) % sizeof(rout);
 
 			gdak_test_fill(rin, sizeof(rin), seed);
-			set(rin, OPCODE, ops[i % (sizeof(ops) / sizeof(ops[0]))]);
+			prm_set(rin, PRM_OPCODE, ops[i % (sizeof(ops) / sizeof(ops[0]))]);
 			(void)mlx5dv_devx_general_cmd(ctx, rin, il, rout, ol);
 			o = mlx5dv_devx_obj_create(ctx, rin, il, rout, ol);
 			if (o)
@@ -280,40 +254,40 @@ static void dqp_create(struct dqp *q, int no_dbrec)
 	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
 
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x400);
-	set(in, CQC(0x63, 5), LOG_CQ);
-	set(in, CQC(0x68, 24), q->uar->page_id);
+	prm_set(in, PRM_OPCODE, 0x400);
+	prm_set(in, CQC(0x63, 5), LOG_CQ);
+	prm_set(in, CQC(0x68, 24), q->uar->page_id);
 	{
 		uint32_t eqn = 0;
 
 		CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-		set(in, CQC(0xb8, 8), eqn);
+		prm_set(in, CQC(0xb8, 8), eqn);
 	}
-	set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-	set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
-	set(in, 0x2c0, 32, q->cq_um->umem_id);
-	set64(in, 0x280, 0);
+	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
+	prm_set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
+	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
+	prm_set64(in, 0x280, 0);
 	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
 	REQUIRE(q->cq != NULL);
-	q->cqn = get(out, OBJ);
+	q->cqn = prm_get(out, PRM_OBJ);
 
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x500);
-	set(in, QPC(0x13, 2), 3); /* pm_state migrated */
-	set(in, QPC(0x28, 24), pdn);
-	set(in, QPC(0x51, 4), LOG_SQ);
-	set(in, QPC(0x49, 4), LOG_RQ);
-	set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
-	set(in, QPC(0x68, 24), q->uar->page_id);
-	set(in, QPC(0x80, 2), no_dbrec ? 1 : 0);
-	set(in, QPC(0x3e8, 24), q->cqn);
-	set(in, QPC(0x4e8, 24), q->cqn);
-	set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	set64(in, 0xc0 + 0x500, 0);
-	set(in, 0x840, 32, q->wq_um->umem_id);
+	prm_set(in, PRM_OPCODE, 0x500);
+	prm_set(in, QPC(0x13, 2), 3); /* pm_state migrated */
+	prm_set(in, QPC(0x28, 24), pdn);
+	prm_set(in, QPC(0x51, 4), LOG_SQ);
+	prm_set(in, QPC(0x49, 4), LOG_RQ);
+	prm_set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
+	prm_set(in, QPC(0x68, 24), q->uar->page_id);
+	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0);
+	prm_set(in, QPC(0x3e8, 24), q->cqn);
+	prm_set(in, QPC(0x4e8, 24), q->cqn);
+	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
+	prm_set64(in, 0xc0 + 0x500, 0);
+	prm_set(in, 0x840, 32, q->wq_um->umem_id);
 	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
 	REQUIRE(q->qp != NULL);
-	q->qpn = get(out, OBJ);
+	q->qpn = prm_get(out, PRM_OBJ);
 }
 
 static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigned *status)
@@ -321,10 +295,10 @@ static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigne
 	uint8_t out[16] = { 0 };
 	int ret;
 
-	set(in, OPCODE, op);
-	set(in, OBJ, q->qpn);
+	prm_set(in, PRM_OPCODE, op);
+	prm_set(in, PRM_OBJ, q->qpn);
 	ret = mlx5dv_devx_obj_modify(q->qp, in, inlen, out, sizeof(out));
-	*status = get(out, STATUS);
+	*status = prm_get(out, PRM_STATUS);
 	return ret;
 }
 
@@ -332,36 +306,36 @@ static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigne
 static void fill_rst2init(uint8_t *in)
 {
 	memset(in, 0, 0x800 / 8);
-	set(in, QPC(0x490, 1), 1);
-	set(in, QPC(0x491, 1), 1);
-	set(in, QPC(0x492, 1), 1);
-	set(in, QPC(0x48c, 4), 3);
-	set(in, ADS(0x128, 8), 1);
+	prm_set(in, QPC(0x490, 1), 1);
+	prm_set(in, QPC(0x491, 1), 1);
+	prm_set(in, QPC(0x492, 1), 1);
+	prm_set(in, QPC(0x48c, 4), 3);
+	prm_set(in, ADS(0x128, 8), 1);
 }
 
 static void fill_init2rtr(uint8_t *in, uint32_t peer_qpn)
 {
 	memset(in, 0, 0x800 / 8);
-	set(in, QPC(0x40, 3), 3); /* 1024 */
-	set(in, QPC(0x43, 5), 30);
-	set(in, QPC(0xa8, 24), peer_qpn);
-	set(in, QPC(0x4a8, 24), 0x100);
-	set(in, QPC(0x488, 3), 2);
-	set(in, QPC(0x4a3, 5), 12);
-	set(in, ADS(0x128, 8), 1);
-	set(in, ADS(0x28, 1), 1);
-	set(in, ADS(0x58, 8), 64);
+	prm_set(in, QPC(0x40, 3), 3); /* 1024 */
+	prm_set(in, QPC(0x43, 5), 30);
+	prm_set(in, QPC(0xa8, 24), peer_qpn);
+	prm_set(in, QPC(0x4a8, 24), 0x100);
+	prm_set(in, QPC(0x488, 3), 2);
+	prm_set(in, QPC(0x4a3, 5), 12);
+	prm_set(in, ADS(0x128, 8), 1);
+	prm_set(in, ADS(0x28, 1), 1);
+	prm_set(in, ADS(0x58, 8), 64);
 	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
 }
 
 static void fill_rtr2rts(uint8_t *in)
 {
 	memset(in, 0, 0x800 / 8);
-	set(in, QPC(0x3c8, 24), 0x100);
-	set(in, QPC(0x38d, 3), 7);
-	set(in, QPC(0x390, 3), 7);
-	set(in, ADS(0x40, 5), 14);
-	set(in, QPC(0x388, 3), 2);
+	prm_set(in, QPC(0x3c8, 24), 0x100);
+	prm_set(in, QPC(0x38d, 3), 7);
+	prm_set(in, QPC(0x390, 3), 7);
+	prm_set(in, ADS(0x40, 5), 14);
+	prm_set(in, QPC(0x388, 3), 2);
 }
 
 static void connect(struct dqp *q, uint32_t peer_qpn)
@@ -377,15 +351,74 @@ static void connect(struct dqp *q, uint32_t peer_qpn)
 	CHECK_EQ(modify(q, 0x504, in, sizeof(in), &st), 0);
 }
 
+static uint32_t query_field(struct dqp *q, unsigned bit, unsigned w)
+{
+	uint8_t in[16] = { 0 };
+	static uint8_t out[0x880 / 8];
+
+	prm_set(in, PRM_OPCODE, 0x50b);
+	prm_set(in, PRM_OBJ, q->qpn);
+	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
+	return prm_get(out, bit, w);
+}
+
+/*
+ * The optional parameters of RTS2RTS (opt_param_mask at 0x80, the
+ * kernel's MLX5_QP_OPTPAR_* bits): what the mask names is taken and
+ * QUERY_QP shows it, what it does not name is left as it was; bits that
+ * are no optional parameter of the transition, an alternate path (APM, not
+ * executed) and a path-migration state other than MIGRATED are BAD_PARAM,
+ * changing nothing.  NVSHMEM's and DOCA's RTR2RTS set no optional
+ * parameter: their mandatory fields were checked by connect().
+ */
+static void check_optional_params(struct dqp *q)
+{
+	uint8_t in[0x800 / 8];
+	unsigned st;
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, 0x80, 32,
+		1u << 6 | 1u << 14 | 1u << 7); /* RNR_TIMEOUT, ACK_TIMEOUT, PRI_PATH */
+	prm_set(in, QPC(0x4a3, 5), 18);
+	prm_set(in, ADS(0x40, 5), 16);
+	prm_set(in, ADS(0x10a, 6), 26); /* dscp (rts2rts_qp_dscp) */
+	prm_set(in, QPC(0x38d, 3), 3);	/* retry_count: not named, not taken */
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x4a3, 5)), 18);
+	CHECK_EQ(query_field(q, ADS(0x40, 5)), 16);
+	CHECK_EQ(query_field(q, ADS(0x10a, 6)), 26);
+	CHECK_EQ(query_field(q, QPC(0x38d, 3)), 7);
+	/* no mask: nothing changes */
+	prm_set(in, 0x80, 32, 0);
+	prm_set(in, QPC(0x4a3, 5), 1);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x4a3, 5)), 18);
+	/* retry_count (bit 12) is RTR2RTS's, not RTS2RTS's; APM; ARMED */
+	prm_set(in, 0x80, 32, 1u << 12);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(query_field(q, QPC(0x38d, 3)), 7);
+	prm_set(in, 0x80, 32, 1u << 0);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	prm_set(in, 0x80, 32, 1u << 10);
+	prm_set(in, QPC(0x13, 2), 1);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	prm_set(in, QPC(0x13, 2), 3);
+	CHECK_EQ(modify(q, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(query_field(q, QPC(0x0, 4)), 3);
+}
+
 static unsigned query_state(struct dqp *q)
 {
 	uint8_t in[16] = { 0 };
 	static uint8_t out[0x880 / 8];
 
-	set(in, OPCODE, 0x50b);
-	set(in, OBJ, q->qpn);
+	prm_set(in, PRM_OPCODE, 0x50b);
+	prm_set(in, PRM_OBJ, q->qpn);
 	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return get(out, QPC(0x0, 4));
+	return prm_get(out, QPC(0x0, 4));
 }
 
 /* Post one WQE at q->pi; ring the record and the register (or BlueFlame only). */
@@ -479,36 +512,36 @@ static void check_create_refusals(struct dqp *q)
 
 	/* a QP on a CQ that does not exist: BAD_RES */
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x500);
-	set(in, QPC(0x28, 24), pdn);
-	set(in, QPC(0x51, 4), LOG_SQ);
-	set(in, QPC(0x565, 3), 3); /* zero-size RQ */
-	set(in, QPC(0x68, 24), q->uar->page_id);
-	set(in, QPC(0x3e8, 24), 0xabcde);
-	set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	set(in, 0x840, 32, q->wq_um->umem_id);
+	prm_set(in, PRM_OPCODE, 0x500);
+	prm_set(in, QPC(0x28, 24), pdn);
+	prm_set(in, QPC(0x51, 4), LOG_SQ);
+	prm_set(in, QPC(0x565, 3), 3); /* zero-size RQ */
+	prm_set(in, QPC(0x68, 24), q->uar->page_id);
+	prm_set(in, QPC(0x3e8, 24), 0xabcde);
+	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
+	prm_set(in, 0x840, 32, q->wq_um->umem_id);
 	errno = 0;
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
 	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_RES);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
 	/* UD: not executed by gdak, refused with BAD_PARAM */
-	set(in, QPC(0x3e8, 24), q->cqn);
-	set(in, QPC(0x8, 8), 0x3);
+	prm_set(in, QPC(0x3e8, 24), q->cqn);
+	prm_set(in, QPC(0x8, 8), 0x3);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 	/* a send queue larger than the umem */
-	set(in, QPC(0x8, 8), 0);
-	set(in, QPC(0x51, 4), 12);
+	prm_set(in, QPC(0x8, 8), 0);
+	prm_set(in, QPC(0x51, 4), 12);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 	/* 128-byte CQEs */
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x400);
-	set(in, CQC(0x8, 3), 1);
-	set(in, CQC(0x63, 5), 4);
-	set(in, CQC(0x68, 24), q->uar->page_id);
+	prm_set(in, PRM_OPCODE, 0x400);
+	prm_set(in, CQC(0x8, 3), 1);
+	prm_set(in, CQC(0x63, 5), 4);
+	prm_set(in, CQC(0x68, 24), q->uar->page_id);
 	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 }
 
 /* DEVX commands on verbs-created objects (mlx5dv_devx_qp/cq_query/modify). */
@@ -537,13 +570,13 @@ static void check_verbs_objects(struct ibv_pd *pd)
 	CHECK_EQ(mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ), 0);
 
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x50b);
-	set(in, OBJ, qp->qp_num);
+	prm_set(in, PRM_OPCODE, 0x50b);
+	prm_set(in, PRM_OBJ, qp->qp_num);
 	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
-	CHECK_EQ(get(out, QPC(0x0, 4)), 0);	      /* RESET */
-	CHECK_EQ(get(out, QPC(0x3e8, 24)), dvcq.cqn); /* cqn_snd */
-	CHECK_EQ(get(out, QPC(0x4e8, 24)), dvcq.cqn); /* cqn_rcv */
-	CHECK(get(out, QPC(0x51, 4)) >= 4);	      /* 16 WRs: 16 WQEBBs at least */
+	CHECK_EQ(prm_get(out, QPC(0x0, 4)), 0);		  /* RESET */
+	CHECK_EQ(prm_get(out, QPC(0x3e8, 24)), dvcq.cqn); /* cqn_snd */
+	CHECK_EQ(prm_get(out, QPC(0x4e8, 24)), dvcq.cqn); /* cqn_rcv */
+	CHECK(prm_get(out, QPC(0x51, 4)) >= 4);		  /* 16 WRs: 16 WQEBBs at least */
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_state = IBV_QPS_INIT;
 	qa.port_num = 1;
@@ -553,33 +586,33 @@ static void check_verbs_objects(struct ibv_pd *pd)
 			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
 		0);
 	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), 0);
-	CHECK_EQ(get(out, QPC(0x0, 4)), 1);   /* INIT */
-	CHECK_EQ(get(out, QPC(0x491, 1)), 1); /* rwe */
-	CHECK_EQ(get(out, QPC(0x490, 1)), 0); /* rre */
+	CHECK_EQ(prm_get(out, QPC(0x0, 4)), 1);	  /* INIT */
+	CHECK_EQ(prm_get(out, QPC(0x491, 1)), 1); /* rwe */
+	CHECK_EQ(prm_get(out, QPC(0x490, 1)), 0); /* rre */
 	/* another QP's number: the kernel's EINVAL */
-	set(in, OBJ, qp->qp_num ^ 1);
+	prm_set(in, PRM_OBJ, qp->qp_num ^ 1);
 	CHECK_EQ(mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)), EINVAL);
 	/* INIT2RTR naming port 0: ConnectX's BAD_PARAM, the QP stays in INIT */
 	memset(in, 0, sizeof(in));
-	set(in, OPCODE, 0x503);
-	set(in, OBJ, qp->qp_num);
+	prm_set(in, PRM_OPCODE, 0x503);
+	prm_set(in, PRM_OBJ, qp->qp_num);
 	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, sizeof(in), out, 16), EREMOTEIO);
-	CHECK_EQ(get(out, STATUS), ST_BAD_PARAM);
+	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 	memset(&qa, 0, sizeof(qa));
 	CHECK_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(qa.qp_state, IBV_QPS_INIT);
 	/* 2ERR through DEVX: verbs see ERR */
-	set(in, OPCODE, 0x507);
+	prm_set(in, PRM_OPCODE, 0x507);
 	CHECK_EQ(mlx5dv_devx_qp_modify(qp, in, 16, out, 16), 0);
 	memset(&qa, 0, sizeof(qa));
 	CHECK_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
 	/* QUERY_CQ of the verbs CQ */
 	memset(in, 0, 16);
-	set(in, OPCODE, 0x402);
-	set(in, OBJ, dvcq.cqn);
+	prm_set(in, PRM_OPCODE, 0x402);
+	prm_set(in, PRM_OBJ, dvcq.cqn);
 	CHECK_EQ(mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)), 0);
-	CHECK_EQ(1u << get(out, CQC(0x63, 5)), dvcq.cqe_cnt);
+	CHECK_EQ(1u << prm_get(out, CQC(0x63, 5)), dvcq.cqe_cnt);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	CHECK_EQ(ibv_destroy_cq(cq), 0);
 }
@@ -589,10 +622,10 @@ static int vmodify(struct ibv_qp *qp, unsigned op, uint8_t *in, size_t inlen, un
 	uint8_t out[16] = { 0 };
 	int ret;
 
-	set(in, OPCODE, op);
-	set(in, OBJ, qp->qp_num);
+	prm_set(in, PRM_OPCODE, op);
+	prm_set(in, PRM_OBJ, qp->qp_num);
 	ret = mlx5dv_devx_qp_modify(qp, in, inlen, out, sizeof(out));
-	*status = get(out, STATUS);
+	*status = prm_get(out, PRM_STATUS);
 	return ret;
 }
 
@@ -650,7 +683,7 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_EQ(vmodify(qa, 0x502, in, 16, &st), EREMOTEIO);
 	CHECK_EQ(st, ST_BAD_INPUT_LEN);
 	/* pkey_index 1: BAD_PARAM, still RESET */
-	set(in, ADS(0x10, 16), 1);
+	prm_set(in, ADS(0x10, 16), 1);
 	CHECK_EQ(vmodify(qa, 0x502, in, sizeof(in), &st), EREMOTEIO);
 	CHECK_EQ(st, ST_BAD_PARAM);
 	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
@@ -666,11 +699,11 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 		 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	/* mtu 0 and log_rra_max 5: BAD_PARAM each, the QP stays in INIT */
 	fill_init2rtr(in, qb->qp_num);
-	set(in, QPC(0x40, 3), 0);
+	prm_set(in, QPC(0x40, 3), 0);
 	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
 	CHECK_EQ(st, ST_BAD_PARAM);
 	fill_init2rtr(in, qb->qp_num);
-	set(in, QPC(0x488, 3), 5);
+	prm_set(in, QPC(0x488, 3), 5);
 	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
 	CHECK_EQ(st, ST_BAD_PARAM);
 	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
@@ -682,7 +715,7 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_EQ(vmodify(qb, 0x503, in, sizeof(in), &st), 0);
 	/* log_sra_max 5: BAD_PARAM, still RTR */
 	fill_rtr2rts(in);
-	set(in, QPC(0x388, 3), 5);
+	prm_set(in, QPC(0x388, 3), 5);
 	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), EREMOTEIO);
 	CHECK_EQ(st, ST_BAD_PARAM);
 	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
@@ -717,12 +750,12 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_MEM(at.ah_attr.grh.dgid.raw, gid.raw, 16);
 	/* and the DEVX view */
 	memset(in, 0, 16);
-	set(in, OPCODE, 0x50b);
-	set(in, OBJ, qa->qp_num);
+	prm_set(in, PRM_OPCODE, 0x50b);
+	prm_set(in, PRM_OBJ, qa->qp_num);
 	CHECK_EQ(mlx5dv_devx_qp_query(qa, in, 16, out, sizeof(out)), 0);
-	CHECK_EQ(get(out, QPC(0x0, 4)), 3);
-	CHECK_EQ(get(out, QPC(0xa8, 24)), qb->qp_num);
-	CHECK_EQ(get(out, QPC(0x40, 3)), 3);
+	CHECK_EQ(prm_get(out, QPC(0x0, 4)), 3);
+	CHECK_EQ(prm_get(out, QPC(0xa8, 24)), qb->qp_num);
+	CHECK_EQ(prm_get(out, QPC(0x40, 3)), 3);
 
 	/* RDMA WRITE qa -> qb's memory */
 	gdak_test_fill(buf + 32768, 3000, 21);
@@ -787,6 +820,25 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_EQ(ibv_query_qp(bad, &at, IBV_QP_STATE, &ia), 0);
 	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
 
+	/* RTS2RTS on the verbs QP: what opt_param_mask names (min_rnr_nak,
+	 * bit 6) and verbs can change reaches ibv_query_qp; a field not named
+	 * does not (ack_timeout without bit 14 is still 14); an alternate path
+	 * (bit 0): BAD_PARAM, nothing changes */
+	fill_rtr2rts(in);
+	prm_set(in, 0x80, 32, 1u << 6);
+	prm_set(in, QPC(0x4a3, 5), 20);
+	prm_set(in, ADS(0x40, 5), 9);
+	CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), 0);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT, &ia), 0);
+	CHECK_EQ(at.min_rnr_timer, 20);
+	CHECK_EQ(at.timeout, 14);
+	prm_set(in, 0x80, 32, 1u << 0 | 1u << 6);
+	prm_set(in, QPC(0x4a3, 5), 3);
+	CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_MIN_RNR_TIMER, &ia), 0);
+	CHECK_EQ(at.min_rnr_timer, 20);
+
 	CHECK_EQ(ibv_destroy_qp(bad), 0);
 	CHECK_EQ(ibv_destroy_qp(qa), 0);
 	CHECK_EQ(ibv_destroy_qp(qb), 0);
@@ -825,10 +877,10 @@ int main(void)
 	check_verbs_devx_connect(pd, mr, buf);
 
 	memset(in, 0, 16);
-	set(in, OPCODE, 0x800);
+	prm_set(in, PRM_OPCODE, 0x800);
 	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
 	REQUIRE(pdo != NULL);
-	pdn = get(out, OBJ);
+	pdn = prm_get(out, PRM_OBJ);
 	CHECK(pdn != 0);
 
 	memset(&a, 0, sizeof(a));
@@ -846,14 +898,15 @@ int main(void)
 	{
 		uint8_t o2[16];
 
-		set(in, OPCODE, 0x502);
-		set(in, OBJ, b.qpn);
+		prm_set(in, PRM_OPCODE, 0x502);
+		prm_set(in, PRM_OBJ, b.qpn);
 		CHECK_EQ(mlx5dv_devx_obj_modify(a.qp, in, sizeof(in), o2, sizeof(o2)), EINVAL);
 	}
 	connect(&a, b.qpn);
 	connect(&b, a.qpn);
 	CHECK_EQ(query_state(&a), 3);
 	CHECK_EQ(query_state(&b), 3);
+	check_optional_params(&a);
 
 	/* RDMA WRITE a -> b: data and the requester CQE */
 	gdak_test_fill(buf, 4096, 11);

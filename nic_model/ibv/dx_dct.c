@@ -11,13 +11,16 @@
  * one of gdak's libibverbs (its number: mlx5dv_init_obj SRQ), and writes
  * completions to dctc.cqn, a DEVX or a verbs CQ of the context.
  *
+ * The SRQ may also be a DEVX RMP (dx_rmp.c): the DCT then takes SENDs'
+ * receive WQEs from the RMP's ring, and its receive CQEs name them by
+ * their RMP index.
+ *
  * What the NIC model cannot execute is refused as ConnectX refuses a bad
  * value, with a log line saying so: responder scatter to the CQE
- * (cs_res), and SENDs: gdak's SRQs have no ring a DEVX object could take
- * WQEs from, so a DEVX DCT has no receive queue and a SEND to it fails
- * as a SEND to a responder without one (REMOTE_INVAL_REQ_ERR at the DCI,
- * rule no_rq; the DCT stays ready) - WRITE, READ and the atomics are what
- * it serves.
+ * (cs_res); and a SEND to a DCT on a verbs SRQ: gdak's verbs SRQs have no
+ * ring a DEVX object could take WQEs from, so that DCT has no receive
+ * queue and a SEND to it fails as a SEND to a responder without one
+ * (REMOTE_INVAL_REQ_ERR at the DCI, rule no_rq; the DCT stays ready).
  * Verbs DCTs (mlx5dv_create_qp) take their SRQ's WRs and serve SENDs too.
  */
 #include <errno.h>
@@ -95,9 +98,10 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 		  struct dx_obj **obj)
 {
 	struct nm_ext_qp_attr a;
-	struct dx_obj *o = NULL, *dcq, *pd;
+	struct dx_obj *o = NULL, *dcq, *pd, *rmp;
 	struct nm_cq *cq;
-	struct gv_srq *srq;
+	struct gv_srq *srq = NULL;
+	struct dx_rq_att *att = NULL;
 	uint32_t cqn, srqn;
 	int ret;
 
@@ -115,15 +119,17 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	pthread_mutex_lock(&c->lock);
 	dcq = dx_find(c, DX_OBJ_CQ, cqn);
 	pd = dx_find(c, DX_OBJ_PD, dx_get(in, inlen, DXF_DCTC_PD));
+	rmp = dx_find(c, DX_OBJ_RMP, srqn);
 	pthread_mutex_unlock(&c->lock);
 	/* a DEVX CQ, or a verbs one (its number from mlx5dv_init_obj) */
 	cq = dcq ? dcq->u.cq.cq : nm_ext_cq_find(c->g, cqn);
 	if (!cq)
 		return FAIL(DX_ST_BAD_RES, "dctc.cqn", "CQ 0x%x is no CQ of this context", cqn);
-	srq = dx_srq_get(c, srqn);
-	if (!srq)
-		return FAIL(DX_ST_BAD_RES, "dctc.srqn_xrqn", "SRQ 0x%x is no SRQ of this device",
-			    srqn);
+	if (!rmp)
+		srq = dx_srq_get(c, srqn);
+	if (!srq && !rmp)
+		return FAIL(DX_ST_BAD_RES, "dctc.srqn_xrqn",
+			    "SRQ 0x%x is no SRQ or RMP of this device", srqn);
 
 	o = dx_obj_new(c, DX_OBJ_DCT);
 	if (o)
@@ -144,12 +150,22 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	a.nic_thread = -1;
 	a.type = GDAK_QPT_DCT;
 	a.dc_key = dx_get64(in, inlen, DXF_DCTC_DC_ACCESS_KEY);
+	if (rmp) {
+		a.rcq = cq;
+		att = dx_rq_att_new(rmp, &a);
+		if (!att) {
+			ret = FAIL(DX_ST_NO_RES, NULL, "out of memory");
+			goto err;
+		}
+	}
 	ret = nm_ext_qp_create(c->g, &a, &o->u.dct.qp);
 	if (ret) {
 		ret = FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
 			   "the NIC model refused the DCT: %s", gdak_strerror(ret));
 		goto err;
 	}
+	if (att)
+		dx_rq_att_bind(att, o->u.dct.qp);
 	/* created ready: it answers from here on */
 	ret = gdak_qp_modify(o->u.dct.qp, GDAK_QPS_INIT, NULL);
 	if (!ret)
@@ -162,21 +178,24 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	o->id = gdak_qp_num(o->u.dct.qp);
 	o->destroy_op = DX_OP_DESTROY_DCT;
 	o->u.dct.srq = srq;
+	o->u.dct.att = att;
 	o->u.dct.state = DCTC_ACTIVE;
 	memcpy(o->u.dct.dctc, (const uint8_t *)in + 0x80 / 8, DX_DCTC_LEN);
 	pthread_mutex_lock(&c->lock);
 	dx_obj_hold(o, dcq);
 	dx_obj_hold(o, pd);
+	dx_obj_hold(o, rmp);
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
-	GDAK_DBG("devx", o->id, "CREATE_DCT: CQ 0x%x, SRQ 0x%x (SENDs: no receive queue)", cqn,
-		 srqn);
+	GDAK_DBG("devx", o->id, "CREATE_DCT: CQ 0x%x, %s 0x%x%s", cqn, rmp ? "RMP" : "SRQ", srqn,
+		 rmp ? "" : " (SENDs: no receive queue)");
 	*obj = o;
 	return 0;
 
 err:
 	dx_srq_put(srq);
+	dx_rq_att_free(att);
 	if (o)
 		free(o->u.dct.ring);
 	free(o);
@@ -226,6 +245,7 @@ int dx_dct_destroy(struct dx_obj *o)
 	if (ret)
 		return ret;
 	dx_srq_put(o->u.dct.srq);
+	dx_rq_att_free(o->u.dct.att);
 	free(o->u.dct.ring);
 	return 0;
 }

@@ -9,7 +9,9 @@
  *               writes, as (bit offset, width) in its mailbox; accessors
  *   dx_cmd.c    the command layer: opcode table, lengths, status and
  *               syndrome, the queries (HCA caps, RoCE address, vport)
- *   dx_obj.c    objects: umem, UAR, PD, CQ, QP, SRQ/RMP, over nm_ext
+ *   dx_obj.c    objects: umem, UAR, PD, the dispatch of CQ, QP, DCT, RMP, MKEY
+ *   dx_queue.c  CQs and QPs over nm_ext; dx_dct.c DCTs; dx_rmp.c RMP rings;
+ *   dx_mkey.c   MTT mkeys over umem; dx_verbs.c commands on verbs objects
  *   dx_api.c    the private entry points (what libmlx5 calls)
  *
  * Field positions use the PRM's numbering: bit 0 is the most significant
@@ -23,6 +25,7 @@
 #define DX_LOC_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -208,7 +211,54 @@
 	X(DCTC_MY_ADDR_INDEX, "dctc.my_addr_index", 0x80 + 0x168, 8)                               \
 	X(DCTC_HOP_LIMIT, "dctc.hop_limit", 0x80 + 0x178, 8)                                       \
 	X(DCTC_KEY_VIOLATIONS, "dctc.dc_access_key_violation_count", 0x80 + 0x180, 32)             \
-	X(DCTC_DSCP, "dctc.dscp", 0x80 + 0x1ba, 6)
+	X(DCTC_DSCP, "dctc.dscp", 0x80 + 0x1ba, 6)                                                 \
+	/* CREATE_RMP / QUERY_RMP / MODIFY_RMP: rmpc at 0x100, its wq at rmpc + 0x180 */           \
+	X(RMP_IN_STATE, "modify_rmp_in.rmp_state", 0x40, 4)                                        \
+	X(RMP_BITMASK_LWM, "modify_rmp_in.bitmask.lwm", 0x80 + 0x3f, 1)                            \
+	X(RMP_BITMASK_HI, "modify_rmp_in.bitmask[63:32]", 0x80, 32)                                \
+	X(RMP_BITMASK_LO, "modify_rmp_in.bitmask[31:0]", 0xa0, 32)                                 \
+	X(RMPC_STATE, "rmpc.state", 0x100 + 0x08, 4)                                               \
+	X(RMPC_BASIC_CYCLIC, "rmpc.basic_cyclic_rcv_wqe", 0x100 + 0x20, 1)                         \
+	X(WQ_TYPE, "rmpc.wq.wq_type", 0x280 + 0x00, 4)                                             \
+	X(WQ_SIGNATURE, "rmpc.wq.wq_signature", 0x280 + 0x04, 1)                                   \
+	X(WQ_PAGE_OFFSET, "rmpc.wq.page_offset", 0x280 + 0x2b, 5)                                  \
+	X(WQ_LWM, "rmpc.wq.lwm", 0x280 + 0x30, 16)                                                 \
+	X(WQ_PD, "rmpc.wq.pd", 0x280 + 0x48, 24)                                                   \
+	X(WQ_DBR_ADDR, "rmpc.wq.dbr_addr", 0x280 + 0x80, 64)                                       \
+	X(WQ_HW_COUNTER, "rmpc.wq.hw_counter", 0x280 + 0xc0, 32)                                   \
+	X(WQ_SW_COUNTER, "rmpc.wq.sw_counter", 0x280 + 0xe0, 32)                                   \
+	X(WQ_LOG_STRIDE, "rmpc.wq.log_wq_stride", 0x280 + 0x10c, 4)                                \
+	X(WQ_LOG_PG_SZ, "rmpc.wq.log_wq_pg_sz", 0x280 + 0x113, 5)                                  \
+	X(WQ_LOG_SZ, "rmpc.wq.log_wq_sz", 0x280 + 0x11b, 5)                                        \
+	X(WQ_DBR_UMEM_VALID, "rmpc.wq.dbr_umem_valid", 0x280 + 0x120, 1)                           \
+	X(WQ_WQ_UMEM_VALID, "rmpc.wq.wq_umem_valid", 0x280 + 0x121, 1)                             \
+	X(WQ_DBR_UMEM_ID, "rmpc.wq.dbr_umem_id", 0x280 + 0x140, 32)                                \
+	X(WQ_WQ_UMEM_ID, "rmpc.wq.wq_umem_id", 0x280 + 0x160, 32)                                  \
+	X(WQ_WQ_UMEM_OFFSET, "rmpc.wq.wq_umem_offset", 0x280 + 0x180, 64)                          \
+	/* CREATE_MKEY: mkc at 0x80 (QUERY_MKEY: the same offset in its output) */                 \
+	X(MKEY_PG_ACCESS, "create_mkey_in.pg_access", 0x60, 1)                                     \
+	X(MKEY_UMEM_VALID, "create_mkey_in.mkey_umem_valid", 0x61, 1)                              \
+	X(MKC_FREE, "mkc.free", 0x80 + 0x01, 1)                                                    \
+	X(MKC_ACCESS_MODE_4_2, "mkc.access_mode_4_2", 0x80 + 0x03, 3)                              \
+	X(MKC_UMR_EN, "mkc.umr_en", 0x80 + 0x10, 1)                                                \
+	X(MKC_A, "mkc.a", 0x80 + 0x11, 1)                                                          \
+	X(MKC_RW, "mkc.rw", 0x80 + 0x12, 1)                                                        \
+	X(MKC_RR, "mkc.rr", 0x80 + 0x13, 1)                                                        \
+	X(MKC_LW, "mkc.lw", 0x80 + 0x14, 1)                                                        \
+	X(MKC_LR, "mkc.lr", 0x80 + 0x15, 1)                                                        \
+	X(MKC_ACCESS_MODE_1_0, "mkc.access_mode_1_0", 0x80 + 0x16, 2)                              \
+	X(MKC_QPN, "mkc.qpn", 0x80 + 0x20, 24)                                                     \
+	X(MKC_MKEY_7_0, "mkc.mkey_7_0", 0x80 + 0x38, 8)                                            \
+	X(MKC_LENGTH64, "mkc.length64", 0x80 + 0x60, 1)                                            \
+	X(MKC_BSF_EN, "mkc.bsf_en", 0x80 + 0x61, 1)                                                \
+	X(MKC_PD, "mkc.pd", 0x80 + 0x68, 24)                                                       \
+	X(MKC_START_ADDR, "mkc.start_addr", 0x80 + 0x80, 64)                                       \
+	X(MKC_LEN, "mkc.len", 0x80 + 0xc0, 64)                                                     \
+	X(MKC_TRANSLATIONS_SIZE, "mkc.translations_octword_size", 0x80 + 0x1a0, 32)                \
+	X(MKC_LOG_PAGE_SIZE, "mkc.log_page_size", 0x80 + 0x1db, 5)                                 \
+	X(MKC_CRYPTO_EN, "mkc.crypto_en", 0x80 + 0x1e3, 2)                                         \
+	X(MKEY_UMEM_ID, "create_mkey_in.mkey_umem_id", 0x320, 32)                                  \
+	X(MKEY_UMEM_OFFSET, "create_mkey_in.mkey_umem_offset", 0x340, 64)
 
 #define DX_ENUM(id, name, bit, w) DXF_##id,
 enum dx_field_id {
@@ -264,6 +314,7 @@ enum dx_opcode {
 	DX_OP_QUERY_ADAPTER = 0x101,
 	DX_OP_QUERY_ISSI = 0x10a,
 	DX_OP_CREATE_MKEY = 0x200,
+	DX_OP_QUERY_MKEY = 0x201,
 	DX_OP_DESTROY_MKEY = 0x202,
 	DX_OP_CREATE_EQ = 0x301,
 	DX_OP_CREATE_CQ = 0x400,
@@ -303,6 +354,7 @@ enum dx_opcode {
 	DX_OP_NOP = 0x80d,
 	DX_OP_ALLOC_TRANSPORT_DOMAIN = 0x816,
 	DX_OP_CREATE_RMP = 0x90c,
+	DX_OP_MODIFY_RMP = 0x90d,
 	DX_OP_DESTROY_RMP = 0x90e,
 	DX_OP_QUERY_RMP = 0x90f,
 	DX_OP_CREATE_GENERAL_OBJECT = 0xa00,
@@ -337,6 +389,14 @@ enum dx_cap_type {
 #define DX_DCT_IN_LEN (0x280u / 8)	  /* create_dct_in up to the end of the dctc */
 #define DX_QUERY_DCT_OUT_LEN (0x280u / 8) /* query_dct_out: header, dctc */
 #define DX_DCTC_LEN (0x200u / 8)
+/* create_rmp_in / modify_rmp_in / query_rmp_out: header, rmpc (with its wq,
+ * no page list) */
+#define DX_RMP_IN_LEN (0x880u / 8)
+#define DX_RMPC_OFF (0x100u / 8)
+#define DX_RMPC_LEN (0x780u / 8)
+#define DX_MKEY_IN_LEN (0x880u / 8)	   /* create_mkey_in without its translations */
+#define DX_QUERY_MKEY_OUT_LEN (0x280u / 8) /* query_mkey_out: header, mkc */
+#define DX_MKC_LEN (0x200u / 8)
 
 struct gdak_ctx;
 struct dx_obj;
@@ -390,6 +450,8 @@ enum dx_obj_type {
 	DX_OBJ_CQ,
 	DX_OBJ_QP,
 	DX_OBJ_DCT,
+	DX_OBJ_RMP,
+	DX_OBJ_MKEY,
 };
 
 #define DX_UAR_PAGE 4096u
@@ -397,7 +459,7 @@ enum dx_obj_type {
 /* the send doorbell register at GDAK_MLX5_DB_OFFSET: two BlueFlame halves of
  * 256 bytes (the NIC model's NM_BF_LOG_HALF) */
 #define DX_UAR_DB_REGS 0x200u
-#define DX_MAX_DEPS 6
+#define DX_MAX_DEPS 8
 /* completion vectors of the device (ibv_context.num_comp_vectors) and the
  * EQ number mlx5dv_devx_query_eqn reports for each */
 #define DX_NUM_EQ 1u
@@ -431,10 +493,11 @@ struct dx_obj {
 		} cq;
 		struct {
 			struct gdak_qp *qp;
-			uint8_t *mb;	/* a create_qp_in image: what QUERY_QP reports */
-			unsigned state; /* PRM qpc.state as last moved by a command */
-			unsigned st;	/* qpc.st: RC or DCI */
-			void *srq;	/* the verbs SRQ it names (struct gv_srq), or NULL */
+			uint8_t *mb;	       /* a create_qp_in image: what QUERY_QP reports */
+			unsigned state;	       /* PRM qpc.state as last moved by a command */
+			unsigned st;	       /* qpc.st: RC or DCI */
+			void *srq;	       /* the verbs SRQ it names (struct gv_srq), or NULL */
+			struct dx_rq_att *att; /* its DEVX RMP (rq_type SRQ), or NULL */
 		} qp;
 		struct {
 			struct gdak_qp *qp;
@@ -442,7 +505,25 @@ struct dx_obj {
 			unsigned state;		 /* dctc.state: ACTIVE, DRAINED */
 			void *srq;		 /* struct gv_srq */
 			void *ring;		 /* the NIC-model QP's unrung send queue, record */
+			struct dx_rq_att *att;	 /* on a DEVX RMP, or NULL */
 		} dct;
+		struct {
+			pthread_mutex_t lock; /* the consumer state: QPs on any NIC thread */
+			uint8_t *ring;	      /* umem: 1 << log_sz WQEs of stride bytes */
+			uint32_t *dbrec;      /* umem: be32 [0] WQEs posted (16 bits) */
+			uint32_t log_sz, stride;
+			bool linked;		 /* linked list: follow next_wqe_index */
+			bool next_seg;		 /* the WQE starts with the 16-byte next segment */
+			uint32_t head;		 /* the WQE the next message takes */
+			uint16_t taken;		 /* WQEs taken (hw_counter) */
+			uint16_t lwm;		 /* limit (kept for QUERY_RMP: no event path) */
+			bool overrun;		 /* reported once */
+			uint8_t rmpc[0x780 / 8]; /* as created: what QUERY_RMP reports */
+		} rmp;
+		struct {
+			struct gdak_mr *mr;	/* the NIC model's region, key as the mkc asks */
+			uint8_t mkc[0x200 / 8]; /* as created: what QUERY_MKEY reports */
+		} mkey;
 	} u;
 };
 
@@ -489,6 +570,9 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 int dx_qp_init_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen);
+/* opt_param_mask against the transition's optional parameters (the
+ * _ok checks above include it; RTS2RTS has only it) */
+int dx_qp_optpar_ok(const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
 int dx_qp_destroy(struct dx_obj *o);
 
@@ -504,5 +588,34 @@ int dx_dct_destroy(struct dx_obj *o);
  * a DEVX object (srq_put releases it); NULL when there is none. */
 void *dx_srq_get(struct dx_ctx *c, uint32_t srqn);
 void dx_srq_put(void *srq);
+
+/* dx_rmp.c: RMPs with their receive ring in umem (CREATE / QUERY / MODIFY /
+ * DESTROY_RMP), and the QPs and DCTs that take their receive WQEs from one.
+ * create: without c->lock; destroy: under it. */
+int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		  struct dx_obj **obj);
+int dx_rmp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_rmp_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_rmp_destroy(struct dx_obj *o);
+/* A NIC-model QP (RC or DCT) is fed from rmp: the receive queue it is
+ * created with is the attachment's (dx_rq_att_attr), and a message that
+ * finds it empty takes the RMP's next WQE.  att_new before the QP exists
+ * (fills the queue's attributes), att_bind once it does, att_free after
+ * it is destroyed. */
+struct dx_rq_att;
+struct nm_ext_qp_attr;
+struct dx_rq_att *dx_rq_att_new(struct dx_obj *rmp, struct nm_ext_qp_attr *a);
+void dx_rq_att_bind(struct dx_rq_att *t, struct gdak_qp *qp);
+/* after the QP went to RESET */
+void dx_rq_att_reset(struct dx_rq_att *t);
+void dx_rq_att_free(struct dx_rq_att *t);
+
+/* dx_mkey.c: CREATE_MKEY / QUERY_MKEY / DESTROY_MKEY - MTT mkeys over a
+ * umem, NIC-model memory regions whose key the mkc gives.  create:
+ * without c->lock; destroy: under it. */
+int dx_mkey_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size_t outlen,
+		   struct dx_obj **obj);
+int dx_mkey_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen);
+int dx_mkey_destroy(struct dx_obj *o);
 
 #endif /* DX_LOC_H */

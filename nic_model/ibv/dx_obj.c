@@ -245,10 +245,10 @@ static int create_kind(unsigned op)
 	case DX_OP_CREATE_CQ:
 	case DX_OP_CREATE_QP:
 	case DX_OP_CREATE_DCT:
-		return 2;
-	case DX_OP_CREATE_MKEY:
-	case DX_OP_CREATE_SRQ:
 	case DX_OP_CREATE_RMP:
+	case DX_OP_CREATE_MKEY:
+		return 2;
+	case DX_OP_CREATE_SRQ: /* its ring is a page list, no umem: CREATE_RMP is DEVX's */
 	case DX_OP_CREATE_GENERAL_OBJECT:
 	case 0x705: /* CREATE_XRC_SRQ */
 	case 0x717: /* CREATE_XRQ */
@@ -320,6 +320,10 @@ int dx_obj_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 		return dx_cq_create(c, in, inlen, out, outlen, obj);
 	case DX_OP_CREATE_DCT:
 		return dx_dct_create(c, in, inlen, out, outlen, obj);
+	case DX_OP_CREATE_RMP:
+		return dx_rmp_create(c, in, inlen, out, outlen, obj);
+	case DX_OP_CREATE_MKEY:
+		return dx_mkey_create(c, in, inlen, out, outlen, obj);
 	default: /* DX_OP_CREATE_QP */
 		return dx_qp_create(c, in, inlen, out, outlen, obj);
 	}
@@ -344,6 +348,8 @@ int dx_obj_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	    (op == DX_OP_DRAIN_DCT || op == DX_OP_ARM_DCT_FOR_KEY_VIOLATION) &&
 	    names_obj(o, in, inlen))
 		return dx_dct_modify(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_RMP && op == DX_OP_MODIFY_RMP && names_obj(o, in, inlen))
+		return dx_rmp_modify(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_CQ && op == DX_OP_MODIFY_CQ && names_obj(o, in, inlen))
 		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_OP, 0, "in.opcode",
 			       "MODIFY_CQ (moderation, resize) is not executed by gdak's device");
@@ -365,6 +371,10 @@ int dx_obj_query(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 		return dx_cq_query(o, in, inlen, out, outlen);
 	if (o->type == DX_OBJ_DCT && op == DX_OP_QUERY_DCT && names_obj(o, in, inlen))
 		return dx_dct_query(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_RMP && op == DX_OP_QUERY_RMP && names_obj(o, in, inlen))
+		return dx_rmp_query(o, in, inlen, out, outlen);
+	if (o->type == DX_OBJ_MKEY && op == DX_OP_QUERY_MKEY && names_obj(o, in, inlen))
+		return dx_mkey_query(o, in, inlen, out, outlen);
 	GDAK_INFO("devx", o->id, "obj_query: %s (0x%x) is not a query of this object: EINVAL",
 		  dx_op_name(op), op);
 	return -EINVAL;
@@ -396,6 +406,12 @@ int dx_obj_destroy(struct dx_obj *o)
 		break;
 	case DX_OBJ_DCT:
 		ret = dx_dct_destroy(o);
+		break;
+	case DX_OBJ_RMP:
+		ret = dx_rmp_destroy(o);
+		break;
+	case DX_OBJ_MKEY:
+		ret = dx_mkey_destroy(o);
 		break;
 	case DX_OBJ_UAR:
 		dx_uar_free_page(o);

@@ -9,7 +9,7 @@
  * BAD_RES for an object that does not exist, BAD_QP_STATE for a
  * transition from the wrong state); a value ConnectX accepts that gdak's
  * NIC model cannot execute (128-byte CQEs, CQE compression, UD/UC,
- * SRQs on DEVX QPs, ...) is refused the same way with a log line saying
+ * a verbs SRQ feeding a DEVX RC QP, ...) is refused the same way with a log line saying
  * so, never accepted and misexecuted.
  */
 #include <errno.h>
@@ -177,6 +177,8 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	struct gdak_qp_info info;
 	unsigned st, rq_type, log_sq, log_rq = 0, dbr_mode;
 	void *srq = NULL;
+	struct dx_obj *rmp = NULL;
+	struct dx_rq_att *att = NULL;
 	uint64_t woff, doff, rq_bytes, sq_bytes;
 	void *ring;
 	int ret;
@@ -203,11 +205,16 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 		/* a DCI receives nothing: no receive queue, or an SRQ it never
 		 * takes from (NVSHMEM names its DCT's) that must exist all the same */
 		if (rq_type == QPC_RQ_SRQ) {
-			srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
-			if (!srq)
+			pthread_mutex_lock(&c->lock);
+			rmp = dx_find(c, DX_OBJ_RMP, dx_get(in, inlen, DXF_QPC_SRQN));
+			pthread_mutex_unlock(&c->lock);
+			if (!rmp)
+				srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
+			if (!srq && !rmp)
 				return FAIL(DX_ST_BAD_RES, "qpc.srqn_rmpn_xrqn",
-					    "SRQ 0x%x is no SRQ of this device",
+					    "SRQ 0x%x is no SRQ or RMP of this device",
 					    dx_get(in, inlen, DXF_QPC_SRQN));
+			/* held as a dependency all the same; never taken from */
 		} else if (rq_type != QPC_RQ_ZERO) {
 			return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type",
 				    "%u: a DCI has no receive queue (zero-length RQ or SRQ)",
@@ -221,10 +228,27 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 			return FAIL(DX_ST_BAD_PARAM, "qpc.log_rq_stride",
 				    "%u: receive WQEs of 16 segments at most (stride 256)",
 				    dx_get(in, inlen, DXF_QPC_LOG_RQ_STRIDE));
+	} else if (rq_type == QPC_RQ_SRQ) {
+		/* a DEVX RMP: its ring feeds this QP (dx_rmp.c) */
+		pthread_mutex_lock(&c->lock);
+		rmp = dx_find(c, DX_OBJ_RMP, dx_get(in, inlen, DXF_QPC_SRQN));
+		pthread_mutex_unlock(&c->lock);
+		if (!rmp)
+			srq = dx_srq_get(c, dx_get(in, inlen, DXF_QPC_SRQN));
+		if (srq) {
+			dx_srq_put(srq);
+			return FAIL(DX_ST_BAD_PARAM, "qpc.srqn_rmpn_xrqn",
+				    "0x%x is a verbs SRQ: gdak feeds DEVX RC QPs from DEVX RMPs "
+				    "(CREATE_RMP) only",
+				    dx_get(in, inlen, DXF_QPC_SRQN));
+		}
+		if (!rmp)
+			return FAIL(DX_ST_BAD_RES, "qpc.srqn_rmpn_xrqn",
+				    "0x%x is no RMP of this context",
+				    dx_get(in, inlen, DXF_QPC_SRQN));
 	} else if (rq_type != QPC_RQ_ZERO) {
-		return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type", "%u: %s", rq_type,
-			    rq_type == QPC_RQ_SRQ ? "SRQs are not executed on DEVX QPs by gdak"
-						  : "not a receive queue type of an RC QP");
+		return FAIL(DX_ST_BAD_PARAM, "qpc.rq_type",
+			    "%u: not a receive queue type of an RC QP", rq_type);
 	}
 	dbr_mode = dx_get(in, inlen, DXF_QPC_SEND_DBR_MODE);
 	if (dbr_mode != QPC_DBR_VALID && dbr_mode != QPC_DBR_NO_DBR_EXT)
@@ -265,7 +289,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	uar = dx_find(c, DX_OBJ_UAR, dx_get(in, inlen, DXF_QPC_UAR_PAGE));
 	pd = dx_find(c, DX_OBJ_PD, dx_get(in, inlen, DXF_QPC_PD));
 	scq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_SND));
-	if (a.rq_wqe_cnt)
+	if (a.rq_wqe_cnt || (rmp && st != QPC_ST_DCI))
 		rcq = dx_find(c, DX_OBJ_CQ, dx_get(in, inlen, DXF_QPC_CQN_RCV));
 	/* the QP buffer: the receive queue first, the send queue after it (PRM) */
 	ring = dx_umem_at(c, dx_get(in, inlen, DXF_QP_WQ_UMEM_ID), woff, rq_bytes + sq_bytes, &wq);
@@ -277,7 +301,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	else if (!scq)
 		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_snd", "CQ 0x%x is no DEVX CQ of this context",
 			   dx_get(in, inlen, DXF_QPC_CQN_SND));
-	else if (a.rq_wqe_cnt && !rcq)
+	else if ((a.rq_wqe_cnt || (rmp && st != QPC_ST_DCI)) && !rcq)
 		ret = FAIL(DX_ST_BAD_RES, "qpc.cqn_rcv", "CQ 0x%x is no DEVX CQ of this context",
 			   dx_get(in, inlen, DXF_QPC_CQN_RCV));
 	else if (!ring)
@@ -293,6 +317,13 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 		goto err_srq;
 	a.rq = a.rq_wqe_cnt ? ring : NULL;
 	a.sq = (char *)ring + rq_bytes;
+	if (rmp && st != QPC_ST_DCI) {
+		att = dx_rq_att_new(rmp, &a);
+		if (!att) {
+			ret = FAIL(DX_ST_NO_RES, NULL, "out of memory");
+			goto err_srq;
+		}
+	}
 	a.uar = uar->u.uar.page;
 	/* The NIC model reads the doorbell register as memory, where ConnectX
 	 * sees write events: a page whose last QP is gone still holds that
@@ -320,6 +351,8 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	}
 	o->id = gdak_qp_num(o->u.qp.qp);
 	o->destroy_op = DX_OP_DESTROY_QP;
+	if (att)
+		dx_rq_att_bind(att, o->u.qp.qp);
 	/* its packets arrive on the device's 4791, as a verbs QP's (gv_qp.c) */
 	ret = nm_tr_udp_set_rx_port(o->u.qp.qp, GV_ROCE_PORT);
 	if (!ret)
@@ -335,6 +368,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	o->u.qp.state = QPS_RST;
 	o->u.qp.st = st;
 	o->u.qp.srq = srq;
+	o->u.qp.att = att;
 	pthread_mutex_lock(&c->lock);
 	if (uar->u.uar.qps++)
 		GDAK_WARN("devx", uar->id,
@@ -347,6 +381,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	dx_obj_hold(o, rcq);
 	dx_obj_hold(o, wq);
 	dx_obj_hold(o, dbr);
+	dx_obj_hold(o, rmp);
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
@@ -361,6 +396,7 @@ err_obj:
 		free(o->u.qp.mb);
 	free(o);
 err_srq:
+	dx_rq_att_free(att);
 	dx_srq_put(srq);
 	return ret;
 }
@@ -375,6 +411,7 @@ int dx_qp_destroy(struct dx_obj *o)
 	if (o->deps[0] && o->deps[0]->type == DX_OBJ_UAR)
 		o->deps[0]->u.uar.qps--;
 	dx_srq_put(o->u.qp.srq);
+	dx_rq_att_free(o->u.qp.att);
 	free(o->u.qp.mb);
 	return 0;
 }
@@ -440,6 +477,106 @@ static const enum dx_field_id rts_fields[] = {
 	DXF_QPC_NEXT_SEND_PSN, DXF_ADS_ACK_TIMEOUT,
 };
 
+/* opt_param_mask (PRM "QP optional parameters"; the kernel's MLX5_QP_OPTPAR_*):
+ * which of a transition's optional fields the command sets. */
+enum {
+	OPT_ALT_PATH = 1u << 0,
+	OPT_RRE = 1u << 1,
+	OPT_RAE = 1u << 2,
+	OPT_RWE = 1u << 3,
+	OPT_PKEY_INDEX = 1u << 4,
+	OPT_Q_KEY = 1u << 5,
+	OPT_RNR_TIMEOUT = 1u << 6,
+	OPT_PRI_PATH = 1u << 7,
+	OPT_SRA_MAX = 1u << 8,
+	OPT_RRA_MAX = 1u << 9,
+	OPT_PM_STATE = 1u << 10,
+	OPT_RETRY_COUNT = 1u << 12,
+	OPT_RNR_RETRY = 1u << 13,
+	OPT_ACK_TIMEOUT = 1u << 14,
+	OPT_LAG_TX_AFF = 1u << 15,
+	OPT_PRI_PORT = 1u << 16,
+	QPC_PM_MIGRATED = 3,
+};
+
+/* The optional parameters an RC transition takes (the kernel's opt_mask
+ * table, and RTS2RTS's primary path and ack timeout that its
+ * rts2rts_qp_dscp / udp_sport / timeout paths send); RST2INIT has none
+ * (its mask is not read). */
+static uint32_t opt_allowed(unsigned op)
+{
+	switch (op) {
+	case DX_OP_INIT2INIT_QP:
+		return OPT_RRE | OPT_RAE | OPT_RWE | OPT_PKEY_INDEX | OPT_PRI_PORT | OPT_LAG_TX_AFF;
+	case DX_OP_INIT2RTR_QP:
+		return OPT_ALT_PATH | OPT_RRE | OPT_RAE | OPT_RWE | OPT_PKEY_INDEX | OPT_LAG_TX_AFF;
+	case DX_OP_RTR2RTS_QP:
+		return OPT_ALT_PATH | OPT_RRE | OPT_RAE | OPT_RWE | OPT_PM_STATE | OPT_RNR_TIMEOUT;
+	case DX_OP_RTS2RTS_QP:
+		return OPT_RRE | OPT_RAE | OPT_RWE | OPT_RNR_TIMEOUT | OPT_PM_STATE | OPT_ALT_PATH |
+		       OPT_PRI_PATH | OPT_ACK_TIMEOUT | OPT_LAG_TX_AFF;
+	default:
+		return ~0u;
+	}
+}
+
+int dx_qp_optpar_ok(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	unsigned op = dx_get(in, inlen, DXF_IN_OPCODE);
+	uint32_t m = dx_get(in, inlen, DXF_QP_OPT_PARAM_MASK);
+
+	if (op == DX_OP_RST2INIT_QP)
+		return 0;
+	if (m & ~opt_allowed(op))
+		return FAIL(DX_ST_BAD_PARAM, "create_qp_in.opt_param_mask",
+			    "0x%x: bits 0x%x are no optional parameters of %s on an RC QP", m,
+			    m & ~opt_allowed(op), dx_op_name(op));
+	if (m & OPT_ALT_PATH)
+		return FAIL(DX_ST_BAD_PARAM, "create_qp_in.opt_param_mask",
+			    "alternate path (APM) is not executed by gdak's NIC model");
+	if ((m & OPT_PM_STATE) && dx_get(in, inlen, DXF_QPC_PM_STATE) != QPC_PM_MIGRATED)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.pm_state",
+			    "%u: without an alternate path the QP stays MIGRATED (3)",
+			    dx_get(in, inlen, DXF_QPC_PM_STATE));
+	if ((m & OPT_PKEY_INDEX) && dx_get(in, inlen, DXF_ADS_PKEY_INDEX))
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.pkey_index",
+			    "%u (the P_Key table holds index 0)",
+			    dx_get(in, inlen, DXF_ADS_PKEY_INDEX));
+	if ((m & OPT_PRI_PATH) && dx_get(in, inlen, DXF_ADS_VHCA_PORT_NUM) > 1)
+		return FAIL(DX_ST_BAD_PARAM, "qpc.primary_address_path.vhca_port_num",
+			    "port %u (the device has port 1)",
+			    dx_get(in, inlen, DXF_ADS_VHCA_PORT_NUM));
+	return 0;
+}
+
+/* RTS2RTS: what its mask names, into the QUERY_QP image.  The NIC model's
+ * timing depends on none of them (the RNR and ack timers are its own),
+ * and the UDP wire carries no DSCP: they are kept, not executed. */
+static void rts2rts_keep(struct dx_obj *o, const void *in, size_t inlen)
+{
+	static const enum dx_field_id acc[] = { DXF_QPC_RRE, DXF_QPC_RWE, DXF_QPC_RAE };
+	static const enum dx_field_id rnr = DXF_QPC_MIN_RNR_NAK, ack = DXF_ADS_ACK_TIMEOUT,
+				      pm = DXF_QPC_PM_STATE;
+	static const enum dx_field_id path[] = { DXF_ADS_DSCP, DXF_ADS_UDP_SPORT, DXF_ADS_TCLASS,
+						 DXF_ADS_FLOW_LABEL, DXF_ADS_HOP_LIMIT };
+	uint32_t m = dx_get(in, inlen, DXF_QP_OPT_PARAM_MASK);
+
+	if (m & OPT_RRE)
+		keep(o, in, inlen, &acc[0], 1);
+	if (m & OPT_RWE)
+		keep(o, in, inlen, &acc[1], 1);
+	if (m & OPT_RAE)
+		keep(o, in, inlen, &acc[2], 1);
+	if (m & OPT_RNR_TIMEOUT)
+		keep(o, in, inlen, &rnr, 1);
+	if (m & OPT_ACK_TIMEOUT)
+		keep(o, in, inlen, &ack, 1);
+	if (m & OPT_PM_STATE)
+		keep(o, in, inlen, &pm, 1);
+	if (m & OPT_PRI_PATH)
+		keep(o, in, inlen, path, sizeof(path) / sizeof(path[0]));
+}
+
 /* RST2INIT names the port; a later transition may leave it 0, the port
  * the QP has (NVSHMEM's INIT2RTR mailboxes do) */
 static int check_port(const void *in, size_t inlen, void *out, size_t outlen)
@@ -457,7 +594,10 @@ static int check_port(const void *in, size_t inlen, void *out, size_t outlen)
 int dx_qp_init_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned am = dx_get(in, inlen, DXF_QPC_ATOMIC_MODE);
-	int ret;
+	int ret = dx_qp_optpar_ok(in, inlen, out, outlen);
+
+	if (ret)
+		return ret;
 
 	if (dx_get(in, inlen, DXF_IN_OPCODE) == DX_OP_RST2INIT_QP) {
 		ret = check_port(in, inlen, out, outlen);
@@ -528,6 +668,8 @@ int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen)
 	unsigned sidx = dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
 	int ret = check_port(in, inlen, out, outlen);
 
+	if (!ret)
+		ret = dx_qp_optpar_ok(in, inlen, out, outlen);
 	if (ret)
 		return ret;
 	if (mtu < 1 || mtu > 5)
@@ -577,7 +719,10 @@ static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 int dx_qp_rts_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned sra = dx_get(in, inlen, DXF_QPC_LOG_SRA_MAX);
+	int ret = dx_qp_optpar_ok(in, inlen, out, outlen);
 
+	if (ret)
+		return ret;
 	if (sra > 4)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.log_sra_max", "%u > log_max_ra_req_qp 4", sra);
 	return 0;
@@ -628,6 +773,8 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 		ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RESET, NULL);
 		if (ret)
 			return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
+		if (o->u.qp.att)
+			dx_rq_att_reset(o->u.qp.att);
 		o->u.qp.state = QPS_RST;
 		return 0;
 	case DX_OP_2ERR_QP:
@@ -660,9 +807,10 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 	case DX_OP_RTS2RTS_QP:
 		if (from != QPS_RTS)
 			break;
-		/* the optional parameters (DSCP, timeouts): kept for QUERY_QP; the
-		 * NIC model's timing does not depend on them */
-		keep(o, in, inlen, rts_fields + 4, 1);
+		ret = dx_qp_optpar_ok(in, inlen, out, outlen);
+		if (ret)
+			return ret;
+		rts2rts_keep(o, in, inlen);
 		return 0;
 	default: /* SQERR2RTS, SQD_RTS: the NIC model has no SQ error / drain states */
 		break;

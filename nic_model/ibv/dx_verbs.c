@@ -199,9 +199,38 @@ static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, siz
 		*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 		return 0;
-	default: /* RTS2RTS: its optional parameters do not change the NIC model */
+	default: /* RTS2RTS: what its opt_param_mask names and verbs can change */
+		ret = dx_qp_optpar_ok(in, inlen, out, outlen);
+		if (ret)
+			return ret;
 		a->qp_state = IBV_QPS_RTS;
 		*mask = IBV_QP_STATE;
+		{
+			uint32_t m = dx_get(in, inlen, DXF_QP_OPT_PARAM_MASK);
+
+			/* RRE (bit 1), RAE (2), RWE (3) each change their own right;
+			 * a holds the QP's attributes as queried */
+			static const struct {
+				uint32_t bit;
+				enum dx_field_id f;
+				unsigned flag;
+			} acc[] = { { 1u << 1, DXF_QPC_RRE, IBV_ACCESS_REMOTE_READ },
+				    { 1u << 2, DXF_QPC_RAE, IBV_ACCESS_REMOTE_ATOMIC },
+				    { 1u << 3, DXF_QPC_RWE, IBV_ACCESS_REMOTE_WRITE } };
+
+			for (unsigned i = 0; i < 3; i++) {
+				if (!(m & acc[i].bit))
+					continue;
+				a->qp_access_flags &= ~acc[i].flag;
+				if (dx_get(in, inlen, acc[i].f))
+					a->qp_access_flags |= acc[i].flag;
+				*mask |= IBV_QP_ACCESS_FLAGS;
+			}
+			if (m & (1u << 6)) { /* RNR_TIMEOUT */
+				a->min_rnr_timer = (uint8_t)dx_get(in, inlen, DXF_QPC_MIN_RNR_NAK);
+				*mask |= IBV_QP_MIN_RNR_TIMER;
+			}
+		}
 		return 0;
 	}
 }
