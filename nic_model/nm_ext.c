@@ -380,6 +380,21 @@ int nm_ext_qp_post_inline(struct gdak_qp *bqp)
 	return nm_thread_try_inline(qp->thr, qp, NULL, NULL);
 }
 
+int nm_ext_watch_hold(struct nm_ext_watch *w, int on)
+{
+	if (!w)
+		return -EINVAL;
+	nm_thread_hold(w->thr, on);
+	return 0;
+}
+
+int nm_ext_watch_park(struct nm_ext_watch *w, int on)
+{
+	if (!w)
+		return -EINVAL;
+	return nm_thread_park(w->thr, on);
+}
+
 struct nm_thread *nm_ext_watch_thread(const struct nm_ext_watch *w)
 {
 	return w ? w->thr : NULL;

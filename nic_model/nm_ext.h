@@ -180,6 +180,13 @@ void nm_ext_unwatch_fd(struct nm_ext_watch *w);
  * thread but a NIC thread; never blocks on the engine. */
 int nm_ext_qp_post_inline(struct gdak_qp *qp);
 int nm_ext_watch_inline(struct nm_ext_watch *w);
+/* Test hook: takes (on = 1) or gives back (on = 0, from the same thread)
+ * the engine lock of w's NIC thread (nm_thread_hold).  0 or -EINVAL. */
+int nm_ext_watch_hold(struct nm_ext_watch *w, int on);
+/* Test hook: parks (on = 1) / unparks w's NIC thread (nm_thread_park):
+ * parked, it runs nothing and leaves the engine to inline runs.  0 or
+ * -errno. */
+int nm_ext_watch_park(struct nm_ext_watch *w, int on);
 /* The NIC thread that runs w's callback (nm_thread_try_inline's thread). */
 struct nm_thread *nm_ext_watch_thread(const struct nm_ext_watch *w);
 

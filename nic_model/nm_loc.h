@@ -591,6 +591,13 @@ int nm_thread_try_inline(struct nm_thread *thr, struct nm_qp *qp, void (*pre)(vo
 /* A transport armed a deadline in_ns from now (ev_timer): in an inline
  * run, wakes the thread afterwards if its wait would end later. */
 void nm_thread_deadline(struct nm_thread *thr, uint64_t in_ns);
+/* Test hook: take (on) / give back the engine lock of thr from a thread
+ * that is not a NIC thread; while held, thr runs nothing. */
+void nm_thread_hold(struct nm_thread *thr, int on);
+/* Test hook: park (on) / unpark thr: parked, it runs nothing and leaves
+ * its engine lock free, so only inline runs drive the engine.  One thread
+ * parked at a time: 0, -EALREADY, -errno. */
+int nm_thread_park(struct nm_thread *thr, int on);
 /* The calling thread is in an inline run (not the NIC thread itself). */
 bool nm_thread_inline(void);
 uint64_t nm_now_ns(void);

@@ -745,6 +745,82 @@ void nm_thread_deadline(struct nm_thread *t, uint64_t in_ns)
 		t->timer_kick = true;
 }
 
+void nm_thread_hold(struct nm_thread *t, int on)
+{
+	if (on) {
+		pthread_mutex_lock(&t->elock);
+	} else {
+		pthread_mutex_unlock(&t->elock);
+		/* what waited meanwhile (kicks, packets) is the thread's again */
+		ev_async_send(t->loop, &t->async);
+	}
+}
+
+/*
+ * Test hook: park thread t - it lets go of its engine lock and waits on a
+ * condition until unparked, so the engine runs only in inline runs, which
+ * then always find the lock free.  What a test needs to show, without any
+ * timing, that post_send and poll_cq drive the engine themselves.  The
+ * park is a command run on t (nm_thread_call from a helper thread, which
+ * waits until it ends); nm_thread_park returns once t is parked.
+ */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int want, in;
+	pthread_t helper;
+	struct nm_thread *t;
+} park = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+
+static void park_on_thread(void *arg)
+{
+	struct nm_thread *t = arg;
+
+	pthread_mutex_unlock(&t->elock);
+	pthread_mutex_lock(&park.m);
+	park.in = 1;
+	pthread_cond_broadcast(&park.c);
+	while (park.want)
+		pthread_cond_wait(&park.c, &park.m);
+	park.in = 0;
+	pthread_mutex_unlock(&park.m);
+	pthread_mutex_lock(&t->elock);
+	/* whatever came meanwhile: look at every QP */
+	atomic_store(&t->kicked, 1);
+}
+
+static void *park_helper(void *arg)
+{
+	nm_thread_call(arg, park_on_thread, arg);
+	return NULL;
+}
+
+int nm_thread_park(struct nm_thread *t, int on)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&park.m);
+	if (on && !park.want) {
+		park.want = 1;
+		park.t = t;
+		ret = -pthread_create(&park.helper, NULL, park_helper, t);
+		if (ret)
+			park.want = 0;
+		while (!ret && !park.in)
+			pthread_cond_wait(&park.c, &park.m);
+	} else if (!on && park.want) {
+		park.want = 0;
+		pthread_cond_broadcast(&park.c);
+		pthread_mutex_unlock(&park.m);
+		pthread_join(park.helper, NULL);
+		return 0;
+	} else {
+		ret = -EALREADY;
+	}
+	pthread_mutex_unlock(&park.m);
+	return ret;
+}
+
 bool nm_thread_inline(void)
 {
 	return in_inline;

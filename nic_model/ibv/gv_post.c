@@ -34,8 +34,32 @@
 #include "gv_private.h"
 #include "nm_ext.h"
 #include "nm_loc.h"
+#include "nm_thread_test.h"
 
 /* ---- the engine in the caller's thread (docs/VERBS.md "Threads") ----------------------- */
+
+static _Atomic uint64_t st_post, st_poll;
+
+GV_EXPORT void gdak_ibv_engine_stats(struct gdak_ibv_engine_stats *st)
+{
+	st->post_inline = atomic_load_explicit(&st_post, memory_order_relaxed);
+	st->poll_inline = atomic_load_explicit(&st_poll, memory_order_relaxed);
+	st->busy = nm_thread_inline_busy();
+}
+
+GV_EXPORT int gdak_ibv_engine_hold(struct ibv_context *ctx, int on)
+{
+	if (!ctx || gv_device_index(ctx->device) < 0)
+		return EINVAL;
+	return -nm_ext_watch_hold(gv_ctx(ctx)->dev->rx_watch, on);
+}
+
+GV_EXPORT int gdak_ibv_engine_park(struct ibv_context *ctx, int on)
+{
+	if (!ctx || gv_device_index(ctx->device) < 0)
+		return EINVAL;
+	return -nm_ext_watch_park(gv_ctx(ctx)->dev->rx_watch, on);
+}
 
 bool gv_inline(void)
 {
@@ -84,6 +108,8 @@ int gv_cq_progress(struct gv_cq *cq)
 	ran = nm_ext_watch_inline(w);
 	for (unsigned k = 0; k < n; k++)
 		ran |= nm_thread_try_inline(thr[k], NULL, NULL, NULL);
+	if (ran)
+		atomic_fetch_add_explicit(&st_poll, 1, memory_order_relaxed);
 	return ran;
 }
 
@@ -450,7 +476,9 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
  */
 static void sq_go(struct gv_qp *q)
 {
-	if (!gv_inline() || !nm_ext_qp_post_inline(q->g))
+	if (gv_inline() && nm_ext_qp_post_inline(q->g))
+		atomic_fetch_add_explicit(&st_post, 1, memory_order_relaxed);
+	else
 		nm_thread_kick(nm_qp_of(q->g));
 }
 
