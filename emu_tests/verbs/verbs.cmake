@@ -22,7 +22,7 @@ target_include_directories(gdak_verbs_lib_2proc PRIVATE ${PROJECT_SOURCE_DIR}/ni
 # the same with both NIC threads parked: the programs' calls alone move it
 add_test(NAME gdak.verbs.lib_2proc_parked COMMAND gdak_verbs_lib_2proc)
 set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
-  LABELS "emu;net" ENVIRONMENT VERBS_TEST_PARK=1)
+  LABELS "emu;net" ENVIRONMENT "VERBS_TEST_PARK=1;GDAK_IBV_INLINE=1")
 # an idle verbs process's NIC thread blocks (switches and CPU time counted),
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_idle.c)

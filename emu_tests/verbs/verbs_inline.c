@@ -15,8 +15,9 @@
  * CQ is polled (the destination is unchanged); given back, the NIC thread
  * executes it.  Then two threads post and poll two QP pairs at once
  * (posters contending for the lock with each other and the NIC thread)
- * and every WRITE lands.  With GDAK_IBV_INLINE=0 (the ctest twin) nothing
- * runs inline and the same traffic completes through the NIC thread.
+ * and every WRITE lands.  The test turns GDAK_IBV_INLINE on (the library's
+ * default is off); with it 0 (the ctest twin) nothing runs inline and the
+ * same traffic completes through the NIC thread.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -294,6 +295,11 @@ int main(void)
 	const char *env = getenv("GDAK_IBV_INLINE");
 	int inl = !(env && (!strcmp(env, "0") || !strcmp(env, "off")));
 	struct gdak_ibv_engine_stats s0, s1;
+
+	/* the library reads it at the first post or poll: on unless the
+	 * twin turned it off */
+	if (inl)
+		setenv("GDAK_IBV_INLINE", "1", 1);
 	struct pair p, q;
 	struct ibv_wc wc;
 

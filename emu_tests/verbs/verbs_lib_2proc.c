@@ -11,7 +11,8 @@
  * everything before the SEND in the server's own NIC thread too (which is
  * what orders the server's reads after the NIC's writes, for TSan).
  *
- * With VERBS_TEST_PARK=1 (gdak.verbs.lib_2proc_parked) both processes park
+ * With VERBS_TEST_PARK=1 and GDAK_IBV_INLINE=1 (gdak.verbs.lib_2proc_parked,
+ * the engine in the program's calls turned on) both processes park
  * their NIC threads once connected (gdak_ibv_engine_park): the client's
  * posts execute in the client and its polls take the server's ACKs and
  * READ responses off its 4791 socket, the server's polls execute the

@@ -67,9 +67,12 @@ bool gv_inline(void)
 	int v = atomic_load_explicit(&on, memory_order_relaxed);
 
 	if (v < 0) {
-		v = 1;
+		/* off by default: measured, it costs more than it saves on few
+		 * CPUs (docs/BENCHMARKS.md "The engine in the program's
+		 * thread") */
+		v = 0;
 		if (gdak_env_bool("GDAK_IBV_INLINE", &v) < 0)
-			v = 1;
+			v = 0;
 		atomic_store_explicit(&on, v, memory_order_relaxed);
 	}
 	return v != 0;

@@ -127,7 +127,8 @@ while [ $r -le "$ROUNDS" ]; do
 		b=$(INL=1 pt gdak $prog "$2" "$3")
 		g=$(gp "$1" "$2" "$3")
 		# the same binary with the engine on the NIC thread alone
-		# (GDAK_IBV_INLINE=0: docs/VERBS.md "Threads")
+		# (GDAK_IBV_INLINE=0, the default; the gdak-run column has it
+		# in the program's calls: docs/VERBS.md "Threads")
 		n=$(INL=0 pt gdak $prog "$2" "$3")
 		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g] | gdak-run inline off [$n]"
 		if [ "$1" = write_bw ]; then
