@@ -363,6 +363,43 @@ void nm_ext_unwatch_fd(struct nm_ext_watch *w)
 	free(w);
 }
 
+int nm_ext_watch_inline(struct nm_ext_watch *w)
+{
+	if (!w)
+		return 0;
+	return nm_thread_try_inline(w->thr, NULL, w->cb, w->arg);
+}
+
+int nm_ext_qp_post_inline(struct gdak_qp *bqp)
+{
+	struct nm_qp *qp;
+
+	if (!bqp || !is_emu(bqp->ctx))
+		return 0;
+	qp = nm_qp_of(bqp);
+	return nm_thread_try_inline(qp->thr, qp, NULL, NULL);
+}
+
+int nm_ext_watch_hold(struct nm_ext_watch *w, int on)
+{
+	if (!w)
+		return -EINVAL;
+	nm_thread_hold(w->thr, on);
+	return 0;
+}
+
+int nm_ext_watch_park(struct nm_ext_watch *w, int on)
+{
+	if (!w)
+		return -EINVAL;
+	return nm_thread_park(w->thr, on);
+}
+
+struct nm_thread *nm_ext_watch_thread(const struct nm_ext_watch *w)
+{
+	return w ? w->thr : NULL;
+}
+
 int nm_ext_qp_doorbell_notify(struct gdak_qp *bqp, int on)
 {
 	if (!bqp || !is_emu(bqp->ctx))

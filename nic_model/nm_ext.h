@@ -53,6 +53,7 @@
 #include <gdak/gdak.h>
 
 struct nm_cq;
+struct nm_thread;
 
 /* ---- CQs -------------------------------------------------------------- */
 
@@ -166,6 +167,28 @@ struct nm_ext_watch;
 int nm_ext_watch_fd(struct gdak_ctx *ctx, int fd, void (*cb)(void *arg), void *arg,
 		    struct nm_ext_watch **out);
 void nm_ext_unwatch_fd(struct nm_ext_watch *w);
+
+/* The engine in the caller's thread, as rxe runs in the caller's system
+ * call: when the NIC thread's engine lock is free (a try-lock; else 0 and
+ * nothing done), do what that thread would do now - for
+ * nm_ext_qp_post_inline the QP's doorbell (its WQEs executed, their
+ * packets sent), for nm_ext_watch_inline the watched fd's callback (the
+ * device's receive socket drained into the QPs' inboxes) and then the
+ * passes of the QPs that gave work.  1: ran.  Same WQE rings, doorbells,
+ * traces, strict checks and fault injection as on the NIC thread, which
+ * stays for timers and for whatever these calls did not finish.  Any
+ * thread but a NIC thread; never blocks on the engine. */
+int nm_ext_qp_post_inline(struct gdak_qp *qp);
+int nm_ext_watch_inline(struct nm_ext_watch *w);
+/* Test hook: takes (on = 1) or gives back (on = 0, from the same thread)
+ * the engine lock of w's NIC thread (nm_thread_hold).  0 or -EINVAL. */
+int nm_ext_watch_hold(struct nm_ext_watch *w, int on);
+/* Test hook: parks (on = 1) / unparks w's NIC thread (nm_thread_park):
+ * parked, it runs nothing and leaves the engine to inline runs.  0 or
+ * -errno. */
+int nm_ext_watch_park(struct nm_ext_watch *w, int on);
+/* The NIC thread that runs w's callback (nm_thread_try_inline's thread). */
+struct nm_thread *nm_ext_watch_thread(const struct nm_ext_watch *w);
 
 /* ---- memory kind -------------------------------------------------------- */
 

@@ -593,6 +593,23 @@ void nm_thread_activate(struct nm_qp *qp);
  * completed ops with nm_comp_op_done) it reactivates the QP and ends the
  * thread's back-off sleep, so the CQEs are written without delay. */
 void nm_thread_kick(struct nm_qp *qp);
+/* Thread thr's engine work run in the calling thread when thr's engine
+ * lock is free (try-lock: never waits): pre(arg), then qp (may be NULL)
+ * activated and a few passes.  1 done, 0 not run (the caller kicks).
+ * nm_thread.c "inline runs". */
+int nm_thread_try_inline(struct nm_thread *thr, struct nm_qp *qp, void (*pre)(void *), void *arg);
+/* A transport armed a deadline in_ns from now (ev_timer): in an inline
+ * run, wakes the thread afterwards if its wait would end later. */
+void nm_thread_deadline(struct nm_thread *thr, uint64_t in_ns);
+/* Test hook: take (on) / give back the engine lock of thr from a thread
+ * that is not a NIC thread; while held, thr runs nothing. */
+void nm_thread_hold(struct nm_thread *thr, int on);
+/* Test hook: park (on) / unpark thr: parked, it runs nothing and leaves
+ * its engine lock free, so only inline runs drive the engine.  One thread
+ * parked at a time: 0, -EALREADY, -errno. */
+int nm_thread_park(struct nm_thread *thr, int on);
+/* The calling thread is in an inline run (not the NIC thread itself). */
+bool nm_thread_inline(void);
 uint64_t nm_now_ns(void);
 
 /* ---- nm_doorbell.c -------------------------------------------------------------- */

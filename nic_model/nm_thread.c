@@ -53,6 +53,8 @@
 #define NM_NAP_NS 5000000	/* ... then 50 us naps; after that 1 ms timer sleeps */
 #define NM_SPIN_YIELD_NS 16000	/* spin mode: empty time between sched_yield()s */
 #define NM_INNER_PASSES 64	/* passes per idle callback before libev polls again */
+#define NM_WD_NS 1000000	/* watchdog period while inline runs arm deadlines */
+#define NM_INLINE_PASSES 4	/* most passes one inline run makes */
 
 struct nm_cmd {
 	struct nm_cmd *next;
@@ -88,6 +90,19 @@ struct nm_thread {
 	uint64_t tr_gen;	/* generation of the trace tbuf belongs to */
 	struct gdak_trace_buf *tbuf;
 	bool in_pass;		/* records now belong to one trace batch (nm_tbuf_pass) */
+
+	/* The engine lock: the thread holds it at all times except while libev
+	 * waits in the kernel (its loop release/acquire callbacks), so another
+	 * thread that takes it (nm_thread_try_inline) is this thread for that
+	 * while, and everything the engine keeps per thread - the QP lists,
+	 * the trace buffer, the libev watchers - has one owner at a time. */
+	pthread_mutex_t elock;
+	ev_prepare prep;
+	ev_timer wd;	   /* watchdog: the wait's upper bound while inline work runs */
+	uint64_t wd_due;   /* its deadline (nm_now_ns), valid while active */
+	uint64_t wait_due; /* the thread wakes by then at the latest (UINT64_MAX: no bound) */
+	uint64_t inl_runs, inl_seen; /* inline runs, and the count the watchdog last saw */
+	bool timer_kick;	     /* an inline run armed a deadline before wait_due */
 };
 
 static struct {
@@ -99,8 +114,12 @@ static struct {
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
+static __thread bool in_inline;		      /* ... as an inline run (nm_thread_try_inline) */
 static _Atomic uint64_t work_yields;	      /* nm_thread_test.h */
 static _Atomic uint64_t blocks;		      /* nm_thread_test.h */
+static _Atomic uint64_t inline_runs;	      /* nm_thread_test.h */
+static _Atomic uint64_t inline_busy;	      /* nm_thread_test.h */
+static _Atomic uint64_t inline_wakes;	      /* inline runs that woke the thread after */
 __thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
 __thread struct nm_wqe_pend nm_pend;		/* nm_loc.h */
 
@@ -395,6 +414,62 @@ static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 		wake(t);
 }
 
+/*
+ * Before libev computes how long to wait: an upper bound on that wait for
+ * the inline runs that may arm deadlines meanwhile (nm_thread_deadline).
+ * A blocking thread that saw inline work since its last wait keeps a
+ * watchdog timer NM_WD_NS ahead, so an inline run that arms a deadline
+ * later than that (a retransmission timeout) needs no wakeup: the thread
+ * wakes by the watchdog and libev then counts the new timer in.  With no
+ * inline work since, the thread blocks without a bound and the first
+ * deadline an inline run arms wakes it once (timer_kick).
+ */
+static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct nm_thread *t = ev_userdata(loop);
+
+	(void)w;
+	(void)revents;
+	if (!t->sleeping) {
+		t->wait_due = 0; /* libev polls without waiting */
+		return;
+	}
+	if (t->inl_runs != t->inl_seen) {
+		t->inl_seen = t->inl_runs;
+		if (!ev_is_active(&t->wd)) {
+			ev_timer_set(&t->wd, NM_WD_NS * 1e-9, 0.);
+			ev_timer_start(loop, &t->wd);
+			t->wd_due = nm_now_ns() + NM_WD_NS;
+		}
+	}
+	t->wait_due = ev_is_active(&t->wd) ? t->wd_due : UINT64_MAX;
+}
+
+static void wd_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct nm_thread *t = ev_userdata(loop);
+
+	(void)w;
+	(void)revents;
+	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
+}
+
+/* libev's wait in the kernel is the only time the thread lets go of its
+ * engine lock. */
+static void release_cb(struct ev_loop *loop)
+{
+	struct nm_thread *t = ev_userdata(loop);
+
+	pthread_mutex_unlock(&t->elock);
+}
+
+static void acquire_cb(struct ev_loop *loop)
+{
+	struct nm_thread *t = ev_userdata(loop);
+
+	pthread_mutex_lock(&t->elock);
+}
+
 static void *thread_main(void *arg)
 {
 	struct nm_thread *t = arg;
@@ -403,7 +478,9 @@ static void *thread_main(void *arg)
 	snprintf(name, sizeof(name), "gdak-nic%u", t->id);
 	pthread_setname_np(pthread_self(), name);
 	cur_thread = t;
+	pthread_mutex_lock(&t->elock);
 	ev_run(t->loop, 0);
+	pthread_mutex_unlock(&t->elock);
 	return NULL;
 }
 
@@ -413,7 +490,9 @@ void nm_thread_call(struct nm_thread *t, void (*fn)(void *), void *arg)
 {
 	struct nm_cmd c = {.fn = fn, .arg = arg};
 
-	if (pthread_equal(pthread_self(), t->tid)) {
+	/* on the thread, or in an inline run that holds its engine lock
+	 * (waiting for the thread would wait for ourselves) */
+	if (cur_thread == t) {
 		fn(arg);
 		return;
 	}
@@ -579,13 +658,182 @@ void nm_thread_kick(struct nm_qp *qp)
 
 	if (!t)
 		return;
-	if (pthread_equal(pthread_self(), t->tid) && qp->on_thread) {
-		/* e.g. from a transport's ev_io callback: poll again at once */
+	if (cur_thread == t && qp->on_thread) {
+		/* e.g. from a transport's ev_io callback, or an inline run:
+		 * poll again at once */
 		nm_thread_activate(qp);
 		return;
 	}
 	atomic_store(&t->kicked, 1);
 	ev_async_send(t->loop, &t->async);
+}
+
+/* ---- inline runs -------------------------------------------------------------------- */
+
+/*
+ * The engine work of thread t run by the calling thread (a verbs program's
+ * post_send or poll_cq), as rxe runs its requester in the poster's system
+ * call: only when t's engine lock is free right now - t is waiting in the
+ * kernel, or between two of its passes - so nothing ever waits for it.
+ * pre(arg) first (e.g. the device's receive socket, a watch callback of
+ * thread t), then qp (NULL: none) is made active and up to
+ * NM_INLINE_PASSES passes of t's active QPs run, exactly the passes t
+ * would run: same rings, same doorbell checks, traces into t's buffer,
+ * strict checks and fault injection alike.  Afterwards t is left as it
+ * would have left itself: blocked again if may_block says so, else woken
+ * (an ev_async) to go on; also woken when a deadline was armed before the
+ * time t's wait ends (nm_thread_deadline).  1: done; 0: not run (the lock
+ * was taken, or the caller is a NIC thread or already in an inline run) -
+ * the caller kicks instead.
+ */
+int nm_thread_try_inline(struct nm_thread *t, struct nm_qp *qp, void (*pre)(void *), void *arg)
+{
+	bool need;
+
+	if (!t || cur_thread)
+		return 0;
+	if (pthread_mutex_trylock(&t->elock)) {
+		atomic_fetch_add_explicit(&inline_busy, 1, memory_order_relaxed);
+		return 0;
+	}
+	cur_thread = t;
+	in_inline = true;
+	t->inl_runs++;
+	atomic_fetch_add_explicit(&inline_runs, 1, memory_order_relaxed);
+	if (pre)
+		pre(arg);
+	if (qp && qp->on_thread)
+		activate(t, qp);
+	/* a post: one pass executes its WQEs and sends their packets, and
+	 * whatever the engine left (a full socket) wakes the thread below;
+	 * an empty poll: passes while they find work */
+	for (int k = 0; k < (qp ? 1 : NM_INLINE_PASSES); k++)
+		if (!pass(t))
+			break;
+	need = t->timer_kick;
+	t->timer_kick = false;
+	if (!t->sleeping && t->wait_due != 0) {
+		/* woken by what the run did (nm_thread_activate) while libev
+		 * waits: back to blocking, or tell it to poll */
+		if (may_block(t)) {
+			ev_idle_stop(t->loop, &t->idle);
+			t->sleeping = true;
+		} else {
+			need = true;
+		}
+	} else if (t->sleeping && !may_block(t)) {
+		wake(t);
+		need = true;
+	}
+	in_inline = false;
+	cur_thread = NULL;
+	pthread_mutex_unlock(&t->elock);
+	if (need) {
+		atomic_fetch_add_explicit(&inline_wakes, 1, memory_order_relaxed);
+		ev_async_send(t->loop, &t->async);
+	}
+	return 1;
+}
+
+void nm_thread_deadline(struct nm_thread *t, uint64_t in_ns)
+{
+	/* only an inline run needs it: on the thread itself libev counts the
+	 * timer in before it waits again */
+	if (!in_inline || cur_thread != t)
+		return;
+	if (nm_now_ns() + in_ns < t->wait_due)
+		t->timer_kick = true;
+}
+
+void nm_thread_hold(struct nm_thread *t, int on)
+{
+	if (on) {
+		pthread_mutex_lock(&t->elock);
+	} else {
+		pthread_mutex_unlock(&t->elock);
+		/* what waited meanwhile (kicks, packets) is the thread's again */
+		ev_async_send(t->loop, &t->async);
+	}
+}
+
+/*
+ * Test hook: park thread t - it lets go of its engine lock and waits on a
+ * condition until unparked, so the engine runs only in inline runs, which
+ * then always find the lock free.  What a test needs to show, without any
+ * timing, that post_send and poll_cq drive the engine themselves.  The
+ * park is a command run on t (nm_thread_call from a helper thread, which
+ * waits until it ends); nm_thread_park returns once t is parked.
+ */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int want, in;
+	pthread_t helper;
+	struct nm_thread *t;
+} park = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+
+static void park_on_thread(void *arg)
+{
+	struct nm_thread *t = arg;
+
+	pthread_mutex_unlock(&t->elock);
+	pthread_mutex_lock(&park.m);
+	park.in = 1;
+	pthread_cond_broadcast(&park.c);
+	while (park.want)
+		pthread_cond_wait(&park.c, &park.m);
+	park.in = 0;
+	pthread_mutex_unlock(&park.m);
+	pthread_mutex_lock(&t->elock);
+	/* whatever came meanwhile: look at every QP */
+	atomic_store(&t->kicked, 1);
+}
+
+static void *park_helper(void *arg)
+{
+	nm_thread_call(arg, park_on_thread, arg);
+	return NULL;
+}
+
+int nm_thread_park(struct nm_thread *t, int on)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&park.m);
+	if (on && !park.want) {
+		park.want = 1;
+		park.t = t;
+		ret = -pthread_create(&park.helper, NULL, park_helper, t);
+		if (ret)
+			park.want = 0;
+		while (!ret && !park.in)
+			pthread_cond_wait(&park.c, &park.m);
+	} else if (!on && park.want) {
+		park.want = 0;
+		pthread_cond_broadcast(&park.c);
+		pthread_mutex_unlock(&park.m);
+		pthread_join(park.helper, NULL);
+		return 0;
+	} else {
+		ret = -EALREADY;
+	}
+	pthread_mutex_unlock(&park.m);
+	return ret;
+}
+
+bool nm_thread_inline(void)
+{
+	return in_inline;
+}
+
+uint64_t nm_thread_inline_runs(void)
+{
+	return atomic_load_explicit(&inline_runs, memory_order_relaxed);
+}
+
+uint64_t nm_thread_inline_busy(void)
+{
+	return atomic_load_explicit(&inline_busy, memory_order_relaxed);
 }
 
 /* ---- engine ------------------------------------------------------------------------ */
@@ -595,6 +843,8 @@ static void stop_on_thread(void *p)
 	struct nm_thread *t = p;
 	ev_idle_stop(t->loop, &t->idle);
 	ev_timer_stop(t->loop, &t->timer);
+	ev_timer_stop(t->loop, &t->wd);
+	ev_prepare_stop(t->loop, &t->prep);
 	ev_async_stop(t->loop, &t->async);
 	ev_break(t->loop, EVBREAK_ALL);
 }
@@ -602,6 +852,7 @@ static void stop_on_thread(void *p)
 static void thread_fini(struct nm_thread *t)
 {
 	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->elock);
 	pthread_cond_destroy(&t->cond);
 	if (t->loop)
 		ev_loop_destroy(t->loop);
@@ -616,6 +867,18 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 	memset(t, 0, sizeof(*t));
 	t->id = id;
 	pthread_mutex_init(&t->lock, NULL);
+	{
+		/* the holder other than the thread is an inline run, a few
+		 * microseconds: a woken thread spins for it rather than sleep
+		 * and wait to be scheduled again */
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&t->elock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
+	t->wait_due = UINT64_MAX;
 	pthread_cond_init(&t->cond, NULL);
 	t->cmds_tail = &t->cmds;
 	t->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
@@ -624,10 +887,14 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 		return -ENOMEM;
 	}
 	ev_set_userdata(t->loop, t);
+	ev_set_loop_release_cb(t->loop, release_cb, acquire_cb);
 	ev_idle_init(&t->idle, idle_cb);
 	ev_async_init(&t->async, async_cb);
 	ev_timer_init(&t->timer, timer_cb, 0.001, 0.);
+	ev_timer_init(&t->wd, wd_cb, NM_WD_NS * 1e-9, 0.);
+	ev_prepare_init(&t->prep, prepare_cb);
 	ev_async_start(t->loop, &t->async);
+	ev_prepare_start(t->loop, &t->prep);
 	t->sleeping = true;	/* nothing to poll until a QP arrives */
 	ret = pthread_create(&t->tid, NULL, thread_main, t);
 	if (ret) {
@@ -687,6 +954,13 @@ void nm_engine_put(void)
 {
 	pthread_mutex_lock(&eng.lock);
 	if (--eng.refs == 0) {
+		GDAK_INFO("nic", 0,
+			  "engine: %llu inline runs (%llu woke the NIC thread), %llu not run "
+			  "(engine busy), %llu blocks",
+			  (unsigned long long)nm_thread_inline_runs(),
+			  (unsigned long long)atomic_load(&inline_wakes),
+			  (unsigned long long)nm_thread_inline_busy(),
+			  (unsigned long long)nm_thread_blocks());
 		stop_threads_locked();
 		nm_trace_engine_stopped();
 	}

@@ -16,5 +16,9 @@ uint64_t nm_thread_work_yields(void);
 /* How often a NIC thread blocked in the kernel with QPs to serve, all of
  * them doorbell-notified (nm_ext_qp_doorbell_notify), since the start. */
 uint64_t nm_thread_blocks(void);
+/* Inline runs (nm_thread_try_inline) made, and those not made because
+ * the thread's engine lock was taken, since the process began. */
+uint64_t nm_thread_inline_runs(void);
+uint64_t nm_thread_inline_busy(void);
 
 #endif

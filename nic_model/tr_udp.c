@@ -157,7 +157,10 @@ static uint64_t engine_now(struct udp_qp *u)
 {
 	const struct roce_qp *r = &u->rqp;
 
-	if (r->sq_una != r->sq_head || r->held || r->rnr_due_ns || u->rctx.faults || !thr_now)
+	/* an inline run's thread (nm_thread_try_inline) has no reading of
+	 * this QP's thread to share: its own may be older than the QP's */
+	if (r->sq_una != r->sq_head || r->held || r->rnr_due_ns || u->rctx.faults || !thr_now ||
+	    nm_thread_inline())
 		return clock_now();
 	return thr_now;
 }
@@ -774,6 +777,9 @@ static void arm_timer(struct udp_qp *u, uint64_t now)
 		return;
 	ev_timer_set(&u->timer, d > now ? (double)(d - now) * 1e-9 : 0., 0.);
 	ev_timer_start(loop, &u->timer);
+	/* armed by an inline run while the thread waits in libev: that wait
+	 * ends by its own bound, which may be later */
+	nm_thread_deadline(u->qp->thr, d > now ? d - now : 0);
 }
 
 /* One round of engine work on the QP's thread; returns work done. */

@@ -12,7 +12,9 @@
 # ratio perftest / gdak-perf of the same run.  The cases: write_bw 8 B,
 # write_bw 64 KiB, write_lat 8 B.  perftest runs with gdak's default
 # polling (its verbs QPs let the NIC thread block when idle; BENCH_GDAK_POLL=spin
-# spins it instead); gdak-perf's latency tests spin by default.
+# spins it instead); gdak-perf's latency tests spin by default.  Each
+# perftest case runs twice, GDAK_IBV_INLINE=1 (the engine in the program's
+# post_send / poll_cq) and =0 (on the NIC thread alone, the default).
 set -u
 rounds=3
 build=build/default
@@ -95,39 +97,42 @@ else:
 EOF
 }
 
-declare -A P G
+declare -A P G O
 cases=("write_bw 8 $n8" "write_bw 65536 $n64k" "write_lat 8 $nlat")
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg), nproc $(nproc)"
 for ((r = 1; r <= rounds; r++)); do
 	for c in "${cases[@]}"; do
 		set -- $c
-		if [[ $1 == write_lat ]]; then
-			p=$(perftest ib_write_lat "$2" "$3" GDAK_POLL=${BENCH_GDAK_POLL:-adaptive})
-		else
-			p=$(perftest ib_write_bw "$2" "$3")
-		fi
+		pe="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}"
+		p=$(perftest ib_$1 "$2" "$3" "$pe GDAK_IBV_INLINE=1")
 		g=$(gperf "$1" "$2" "$3")
-		echo "round $r $1 $2 B: perftest+gdak-run [$p]  gdak-perf [$g]  load $(cut -d' ' -f1 /proc/loadavg)"
+		# the same binary, the engine on the NIC thread alone
+		o=$(perftest ib_$1 "$2" "$3" "$pe GDAK_IBV_INLINE=0")
+		echo "round $r $1 $2 B: perftest+gdak-run [$p]  gdak-perf [$g]  inline off [$o]  load $(cut -d' ' -f1 /proc/loadavg)"
 		P["$1 $2"]+="$p;"
 		G["$1 $2"]+="$g;"
+		O["$1 $2"]+="$o;"
 	done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 for c in "${cases[@]}"; do
 	set -- $c
-	python3 - "$1 $2" "${P["$1 $2"]}" "${G["$1 $2"]}" <<'EOF'
+	python3 - "$1 $2" "${P["$1 $2"]}" "${G["$1 $2"]}" "${O["$1 $2"]}" <<'EOF'
 import statistics, sys
-name, p, g = sys.argv[1:4]
+name, p, g, o = sys.argv[1:5]
 def med(s, i):
     v = [float(x.split()[i]) for x in s.split(";") if x.strip() and x.strip() != "fail"]
     return statistics.median(v) if v else float("nan")
 if name.startswith("write_bw"):
     pr, pb, gr, gb = med(p, 0), med(p, 1), med(g, 0), med(g, 1)
+    orr, ob = med(o, 0), med(o, 1)
     print(f"{name} B: perftest {pr:.3f} Mpps {pb:.1f} MiB/s | gdak-perf {gr:.3f} Mpps "
-          f"{gb:.1f} MiB/s | ratio {pr / gr:.2f}")
+          f"{gb:.1f} MiB/s | ratio {pr / gr:.2f} | inline off {orr:.3f} Mpps {ob:.1f} MiB/s")
 else:
     p50, p99, g50, g99 = med(p, 0), med(p, 1), med(g, 0), med(g, 1)
+    o50, o99 = med(o, 0), med(o, 1)
     print(f"{name} B: perftest t_typical {p50:.1f} us 99% {p99:.1f} us | gdak-perf p50 "
-          f"{g50:.1f} us p99 {g99:.1f} us | ratio {p50 / g50:.2f}")
+          f"{g50:.1f} us p99 {g99:.1f} us | ratio {p50 / g50:.2f} | inline off t_typical "
+          f"{o50:.1f} us 99% {o99:.1f} us")
 EOF
 done

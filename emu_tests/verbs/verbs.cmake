@@ -18,9 +18,22 @@ endfunction()
 
 gdak_add_verbs_lib_test(gdak.verbs.lib ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_lib.c)
 gdak_add_verbs_lib_test(gdak.verbs.lib_2proc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_lib_2proc.c)
+target_include_directories(gdak_verbs_lib_2proc PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+# the same with both NIC threads parked: the programs' calls alone move it
+add_test(NAME gdak.verbs.lib_2proc_parked COMMAND gdak_verbs_lib_2proc)
+set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+  LABELS "emu;net" ENVIRONMENT "VERBS_TEST_PARK=1;GDAK_IBV_INLINE=1")
 # an idle verbs process's NIC thread blocks (switches and CPU time counted),
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_idle.c)
+# the engine in the program's thread: post_send / poll_cq with the NIC
+# thread parked (they do everything) and held (they fall back), threads
+# contending; the twin runs with it turned off (GDAK_IBV_INLINE=0)
+gdak_add_verbs_lib_test(gdak.verbs.inline ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_inline.c)
+target_include_directories(gdak_verbs_inline PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+add_test(NAME gdak.verbs.inline_off COMMAND gdak_verbs_inline)
+set_tests_properties(gdak.verbs.inline_off PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+  LABELS "emu;net" ENVIRONMENT GDAK_IBV_INLINE=0)
 # gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
 if(TARGET gdak_mlx5)
   gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dv.c)

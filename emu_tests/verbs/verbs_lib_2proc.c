@@ -10,10 +10,21 @@
  * its receive completion: RC executes in order, so that completion follows
  * everything before the SEND in the server's own NIC thread too (which is
  * what orders the server's reads after the NIC's writes, for TSan).
+ *
+ * With VERBS_TEST_PARK=1 and GDAK_IBV_INLINE=1 (gdak.verbs.lib_2proc_parked,
+ * the engine in the program's calls turned on) both processes park
+ * their NIC threads once connected (gdak_ibv_engine_park): the client's
+ * posts execute in the client and its polls take the server's ACKs and
+ * READ responses off its 4791 socket, the server's polls execute the
+ * client's requests - the two programs' own calls are the whole engine,
+ * as rxe's are the kernel's (docs/VERBS.md "Threads").  The server
+ * unparks at its receive completion (it then blocks in read(), which
+ * drives nothing), the client before it tears down.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -24,6 +35,7 @@
 
 #include "gdak_test.h"
 #include "gdak_verbs.h"
+#include "gv_private.h"
 
 #define BUF (256 * 1024)
 
@@ -56,6 +68,8 @@ static int xfer(int fd, void *out, const void *in, size_t n)
 	}
 	return 0;
 }
+
+static int parked; /* VERBS_TEST_PARK=1 */
 
 static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 {
@@ -96,6 +110,8 @@ static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
 	p.hop_limit = 0; /* left to the library's default */
 	REQUIRE_EQ(gdak_vt_to_rtr(s->qp, &p, 0), 0);
 	REQUIRE_EQ(gdak_vt_to_rts(s->qp, &p, 0), 0);
+	if (parked)
+		REQUIRE_EQ(gdak_ibv_engine_park(s->ctx, 1), 0);
 }
 
 static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff, uint32_t len,
@@ -160,6 +176,14 @@ static void client(int fd)
 	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 5);
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	if (parked) {
+		struct gdak_ibv_engine_stats st;
+
+		gdak_ibv_engine_stats(&st);
+		CHECK_EQ(st.post_inline, 5); /* every post ran in this thread */
+		CHECK(st.poll_inline > 0);
+		REQUIRE_EQ(gdak_ibv_engine_park(s.ctx, 0), 0);
+	}
 	CHECK_EQ(xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
 	gdak_vt_destroy(&(struct gdak_vt_objs){
@@ -188,6 +212,14 @@ static void server(int fd)
 	CHECK_EQ(wc.byte_len, 3000);
 	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
 	CHECK_EQ(be32toh(wc.imm_data), 0x1234abcd);
+	if (parked) {
+		struct gdak_ibv_engine_stats st;
+
+		gdak_ibv_engine_stats(&st);
+		CHECK_EQ(st.post_inline, 0); /* the server posts nothing */
+		CHECK(st.poll_inline > 0);
+		REQUIRE_EQ(gdak_ibv_engine_park(s.ctx, 0), 0);
+	}
 	CHECK_EQ(xfer(fd, &done, &ack, 1), 0);
 	CHECK_EQ(done, 1);
 	CHECK_MEM(s.buf, cli, 65536);		       /* the WRITE */
@@ -208,6 +240,7 @@ int main(void)
 	int sv[2], status = 0;
 	pid_t pid;
 
+	parked = getenv("VERBS_TEST_PARK") && !strcmp(getenv("VERBS_TEST_PARK"), "1");
 	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fork();
 	REQUIRE(pid >= 0);

@@ -153,6 +153,11 @@ static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)
 }
 
 int gv_cq_attach(struct gv_cq *cq, struct gv_wq *wq);
+/* GDAK_IBV_INLINE (default on): post_send and empty polls run the engine
+ * in the caller's thread when they can (gv_post.c) */
+bool gv_inline(void);
+/* An empty poll's engine run (gv_post.c); 1 when any ran. */
+int gv_cq_progress(struct gv_cq *cq);
 void gv_cq_detach(struct gv_cq *cq, struct gv_wq *wq);
 
 /* An AH and the mlx5 address vector mlx5dv_init_obj(AH) returns. */

@@ -28,9 +28,93 @@
 #include <gdak/dev/recv.h>
 #include <gdak/dev/wqe.h>
 
+#include <gdak/env.h>
+
 #include "gv_loc.h"
 #include "gv_private.h"
+#include "nm_ext.h"
 #include "nm_loc.h"
+#include "nm_thread_test.h"
+
+/* ---- the engine in the caller's thread (docs/VERBS.md "Threads") ----------------------- */
+
+static _Atomic uint64_t st_post, st_poll;
+
+GV_EXPORT void gdak_ibv_engine_stats(struct gdak_ibv_engine_stats *st)
+{
+	st->post_inline = atomic_load_explicit(&st_post, memory_order_relaxed);
+	st->poll_inline = atomic_load_explicit(&st_poll, memory_order_relaxed);
+	st->busy = nm_thread_inline_busy();
+}
+
+GV_EXPORT int gdak_ibv_engine_hold(struct ibv_context *ctx, int on)
+{
+	if (!ctx || gv_device_index(ctx->device) < 0)
+		return EINVAL;
+	return -nm_ext_watch_hold(gv_ctx(ctx)->dev->rx_watch, on);
+}
+
+GV_EXPORT int gdak_ibv_engine_park(struct ibv_context *ctx, int on)
+{
+	if (!ctx || gv_device_index(ctx->device) < 0)
+		return EINVAL;
+	return -nm_ext_watch_park(gv_ctx(ctx)->dev->rx_watch, on);
+}
+
+bool gv_inline(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+
+	if (v < 0) {
+		/* off by default: measured, it costs more than it saves on few
+		 * CPUs (docs/BENCHMARKS.md "The engine in the program's
+		 * thread") */
+		v = 0;
+		if (gdak_env_bool("GDAK_IBV_INLINE", &v) < 0)
+			v = 0;
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v != 0;
+}
+
+/*
+ * An empty CQ: drive the engine here, as rxe's receive work runs in
+ * softirq rather than on a thread to be scheduled - the device's 4791
+ * socket drained into the QPs' inboxes and their responders / completers
+ * run (NIC thread 0's work, nm_ext_watch_inline), then the passes of any
+ * other NIC thread this CQ's QPs are on.  Each a try-lock: a NIC thread
+ * that is running keeps its work, and nothing here waits for one.  The
+ * threads are taken under cq->lock (they outlive every QP), the runs made
+ * after it, so a pass never runs under a lock the program's other
+ * threads take.  1 when any ran.
+ */
+int gv_cq_progress(struct gv_cq *cq)
+{
+	struct gv_device *d = gv_ctx(cq->cqx.context)->dev;
+	struct nm_ext_watch *w = d->rx_watch;
+	struct nm_thread *w_thr = nm_ext_watch_thread(w), *thr[4];
+	unsigned n = 0;
+	int ran;
+
+	pthread_mutex_lock(&cq->lock);
+	for (unsigned i = 0; i < cq->nwq && n < 4; i++) {
+		struct nm_thread *t = nm_qp_of(cq->wq[i]->qp->g)->thr;
+		unsigned k;
+
+		for (k = 0; k < n && thr[k] != t; k++)
+			;
+		if (k == n && t && t != w_thr)
+			thr[n++] = t;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	ran = nm_ext_watch_inline(w);
+	for (unsigned k = 0; k < n; k++)
+		ran |= nm_thread_try_inline(thr[k], NULL, NULL, NULL);
+	if (ran)
+		atomic_fetch_add_explicit(&st_poll, 1, memory_order_relaxed);
+	return ran;
+}
 
 /* ---- completions ------------------------------------------------------------------ */
 
@@ -382,11 +466,23 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
 	gdak_dev_sq_update_dbrec(q->d, q->sq_pi);
 	gdak_dev_sq_ring_db(q->d, q->wr_last, q->sq_pi, q->wr_last == first, 0);
 	__atomic_store_n(&q->sq_pi_seen, q->sq_pi, __ATOMIC_RELEASE);
-	/* A ConnectX sees the doorbell at once; the NIC thread may be in its
-	 * back-off sleep (up to 1 ms).  The kick ends it: an ev_async that
-	 * costs a system call only while that thread is blocked, nothing
-	 * while it polls. */
-	nm_thread_kick(nm_qp_of(q->g));
+}
+
+/*
+ * After the doorbell (and after sq_lock: other posters of the QP do not
+ * wait on our engine work).  A ConnectX sees the doorbell at once; here
+ * the poster executes it itself when the QP's NIC thread is not running
+ * (nm_ext_qp_post_inline: the WQEs read from the ring just rung, their
+ * packets sent from this thread, as rxe's requester runs in the poster's
+ * system call), else kicks that thread: an ev_async that costs a system
+ * call only while the thread is blocked, nothing while it polls.
+ */
+static void sq_go(struct gv_qp *q)
+{
+	if (gv_inline() && nm_ext_qp_post_inline(q->g))
+		atomic_fetch_add_explicit(&st_post, 1, memory_order_relaxed);
+	else
+		nm_thread_kick(nm_qp_of(q->g));
 }
 
 static bool can_send(struct gv_qp *q)
@@ -400,6 +496,7 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 {
 	struct gv_qp *q = gv_qp_of(qp);
 	uint64_t first;
+	bool rang;
 	int ret = 0;
 
 	if (!can_send(q)) {
@@ -438,9 +535,12 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 			break;
 		}
 	}
-	if (q->sq_pi != first)
+	rang = q->sq_pi != first;
+	if (rang)
 		sq_ring(q, first);
 	pthread_spin_unlock(&q->sq_lock);
+	if (rang)
+		sq_go(q);
 	return ret;
 }
 
@@ -738,14 +838,18 @@ static int wr_complete(struct ibv_qp_ex *x)
 {
 	struct gv_qp *q = qx(x);
 	int ret = q->wr_err;
+	bool rang = false;
 
 	if (ret) {
 		q->sq_pi = q->wr_start_pi;
 		q->sq_wrs = q->wr_start_wrs;
 	} else if (q->sq_pi != q->wr_start_pi) {
 		sq_ring(q, q->wr_start_pi);
+		rang = true;
 	}
 	pthread_spin_unlock(&q->sq_lock);
+	if (rang)
+		sq_go(q);
 	return ret;
 }
 

@@ -76,4 +76,24 @@ struct ibv_qp *gdak_ibv_create_dc_qp(struct ibv_context *ctx, struct ibv_qp_init
 /* The 24-bit SRQ number (what a DEVX QP or DCT names in srqn). */
 int gdak_ibv_srq_num(struct ibv_srq *srq, uint32_t *srqn);
 
+/* The engine in the caller's thread (docs/VERBS.md "Threads"), for tests
+ * and tools: post_send calls whose WQEs the caller executed itself, empty
+ * polls that ran the engine, and attempts that found it busy (the NIC
+ * thread running, or held) and kicked the thread instead; counted since
+ * the process began. */
+struct gdak_ibv_engine_stats {
+	uint64_t post_inline, poll_inline, busy;
+};
+void gdak_ibv_engine_stats(struct gdak_ibv_engine_stats *st);
+/* Test hook: on = 1 takes the engine lock of the NIC thread that reads
+ * ctx's device (blocking: the thread stops between its passes), on = 0
+ * gives it back, from the same thread.  While held nothing executes: posts
+ * and polls fall back to kicking the thread, which runs once it is given
+ * back.  0, or EINVAL (not one of gdak's contexts). */
+int gdak_ibv_engine_hold(struct ibv_context *ctx, int on);
+/* Test hook: on = 1 parks that NIC thread (it runs nothing until on = 0),
+ * so only the program's own post_send / poll_cq calls drive the engine:
+ * with GDAK_IBV_INLINE=0 nothing completes then.  0, EINVAL, EALREADY. */
+int gdak_ibv_engine_park(struct ibv_context *ctx, int on);
+
 #endif /* GV_PRIVATE_H */

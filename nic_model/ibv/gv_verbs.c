@@ -561,9 +561,22 @@ void gv_cq_detach(struct gv_cq *cq, struct gv_wq *wq)
 	pthread_mutex_unlock(&cq->lock);
 }
 
+/* A program spinning on an empty CQ competes for the CPU with the NIC
+ * thread that would fill it (a ConnectX needs no CPU), and with the peer
+ * process on the same CPUs: after a run of empty polls, give the
+ * processor away on each one.  A poll that ran the engine (a system call
+ * on the device's socket, passes) counts as many: the run is about as
+ * long in time as the cheap polls' was. */
+static void cq_empty(struct gv_cq *cq, bool ran)
+{
+	if (atomic_fetch_add_explicit(&cq->empty_polls, ran ? 16 : 1, memory_order_relaxed) > 64)
+		sched_yield();
+}
+
 int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 {
 	struct gv_cq *cq = gv_cq_of(bcq);
+	bool ran = false;
 	int got = 0;
 
 	if (n <= 0)
@@ -572,13 +585,18 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 	while (got < n && gv_cq_poll1(cq, &wc[got]) > 0)
 		got++;
 	pthread_mutex_unlock(&cq->lock);
-	/* A program spinning on an empty CQ competes for the CPU with the NIC
-	 * thread that would fill it (a ConnectX needs no CPU): after a run of
-	 * empty polls, give the processor away on each one. */
+	/* empty: run the engine here (gv_cq_progress), then look again */
+	if (!got && gv_inline() && gv_cq_progress(cq)) {
+		ran = true;
+		pthread_mutex_lock(&cq->lock);
+		while (got < n && gv_cq_poll1(cq, &wc[got]) > 0)
+			got++;
+		pthread_mutex_unlock(&cq->lock);
+	}
 	if (got)
 		atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);
-	else if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
-		sched_yield();
+	else
+		cq_empty(cq, ran);
 	return got;
 }
 
@@ -586,14 +604,20 @@ int gv_poll_cq(struct ibv_cq *bcq, int n, struct ibv_wc *wc)
 static int cqx_start(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 {
 	struct gv_cq *cq = gv_container_of(x, struct gv_cq, cqx);
+	bool ran = false;
 	int got = 0;
 
 	pthread_mutex_lock(&cq->lock);
 	got = gv_cq_poll1(cq, &cq->cur) > 0;
+	if (!got && gv_inline()) {
+		pthread_mutex_unlock(&cq->lock);
+		ran = gv_cq_progress(cq) != 0;
+		pthread_mutex_lock(&cq->lock);
+		got = gv_cq_poll1(cq, &cq->cur) > 0;
+	}
 	if (!got) {
 		pthread_mutex_unlock(&cq->lock);
-		if (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) > 64)
-			sched_yield();
+		cq_empty(cq, ran);
 		return ENOENT;
 	}
 	atomic_store_explicit(&cq->empty_polls, 0, memory_order_relaxed);

@@ -35,6 +35,9 @@
 #   gdak-perf gdak's native path over the same transport (gdak-perf -d
 #             emu:udp:ADDR, server + client, one WQE per doorbell and a CQE
 #             per WQE as perftest posts them)
+#   inline-off the gdak-run command again with GDAK_IBV_INLINE=0 (the
+#             default; the gdak-run column runs with it 1: the engine in
+#             the program's post_send / poll_cq, docs/VERBS.md "Threads")
 # and prints each round and the medians with the ratios gdak-run / gdak-perf
 # and gdak-run / rxe (bandwidth: higher is better; latency: t_typical,
 # lower is better).  As tools/verbs_bench.sh on the host, the latency runs

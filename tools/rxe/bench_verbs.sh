@@ -77,7 +77,7 @@ pt() {
 		# gdak's default (adaptive) polling unless BENCH_GDAK_POLL says
 		# otherwise: spinning NIC threads of two processes on the guest's
 		# 2 vCPUs starve the pollers they serve
-		env=GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}
+		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive} GDAK_IBV_INLINE=${INL:-1}"
 		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
 			-n "$iters" -p $port >"$OUT/srv" 2>&1 &
 		sp=$!
@@ -124,15 +124,19 @@ while [ $r -le "$ROUNDS" ]; do
 		set -- $c
 		prog=ib_$1
 		a=$(pt rxe $prog "$2" "$3")
-		b=$(pt gdak $prog "$2" "$3")
+		b=$(INL=1 pt gdak $prog "$2" "$3")
 		g=$(gp "$1" "$2" "$3")
-		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g]"
+		# the same binary with the engine on the NIC thread alone
+		# (GDAK_IBV_INLINE=0, the default; the gdak-run column has it
+		# in the program's calls: docs/VERBS.md "Threads")
+		n=$(INL=0 pt gdak $prog "$2" "$3")
+		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g] | gdak-run inline off [$n]"
 		if [ "$1" = write_bw ]; then
 			# perftest: #bytes #iters BW_peak BW_avg MsgRate; gdak-perf: #bytes #iters BW_avg ...
-			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)|$(f "$n" 4)" >>"$OUT/res"
 		else
 			# perftest: #bytes #iters t_min t_max t_typical ...; gdak-perf: the same columns
-			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)|$(f "$n" 5)" >>"$OUT/res"
 		fi
 	done
 	r=$((r + 1))
@@ -140,7 +144,8 @@ done
 
 echo
 echo "# medians of $ROUNDS rounds; bandwidth MiB/s (higher is better), latency t_typical us (lower is better)"
-printf '%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" "gdak-run/rxe"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" \
+	"gdak-run/rxe" "inline-off" "inline-off/rxe"
 for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 	awk -F'|' -v c="$c" '
 		function med(a, n,   i, j, t) {
@@ -153,10 +158,11 @@ for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 			if ($2 != "-") ra[++nr] = $2 + 0
 			if ($3 != "-") ga[++ng] = $3 + 0
 			if ($4 != "-") pa[++np] = $4 + 0
+			if ($5 != "" && $5 != "-") oa[++no] = $5 + 0
 		}
 		END {
-			r = med(ra, nr); g = med(ga, ng); p = med(pa, np)
-			printf "%s B\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r)
+			r = med(ra, nr); g = med(ga, ng); p = med(pa, np); o = med(oa, no)
+			printf "%s B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r), o, q(o, r)
 		}' "$OUT/res"
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
