@@ -15,7 +15,6 @@
  *
  * Responder states (for logs): CHK_STATE, CHK_RKEY, CHK_RWQE, DATA, DONE, ERROR.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "nm_dma.h"
@@ -26,33 +25,20 @@ enum nm_resp_state { NM_RESP_CHK_STATE, NM_RESP_CHK_RKEY, NM_RESP_CHK_RWQE, NM_R
 static const char *const resp_state_names[] = {"CHK_STATE", "CHK_RKEY", "CHK_RWQE", "DATA",
 					       "DONE", "ERROR"};
 
+/* The request is refused in state st: synd for the requester, the rule
+ * that fired and why (logged, rate-limited). */
 static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
-		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
-		  const char *fmt, ...)
+		  const char *why)
 {
-	char text[160];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	m->rule = rule;
 	if (m->req_wqe != NM_WQE_NONE)
 		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s) for WQE %u of QP 0x%x: %s",
 			     resp_state_names[st], rule, gdak_mlx5_syndrome_name((uint8_t)synd),
-			     m->req_wqe, m->qp->peer_info.qpn, text);
+			     m->req_wqe, m->qp->peer_info.qpn, why);
 	else
-		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st], rule,
-			     gdak_mlx5_syndrome_name((uint8_t)synd), text);
+		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st],
+			     rule, gdak_mlx5_syndrome_name((uint8_t)synd), why);
 	return synd;
-}
-
-/* A rule of nm_check.c fired (synd, rule, why): refused in state st. */
-static int refused(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
-		   const char *why)
-{
-	return refuse(m, st, synd, rule, "%s", why);
 }
 
 /*
@@ -92,7 +78,7 @@ static int rkey_check(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t need, ui
 	int r = nm_check_rkey(qp, need, va, rkey, len, &mr, &rule, why, sizeof(why));
 
 	if (r)
-		return refused(m, NM_RESP_CHK_RKEY, r, rule, why);
+		return refuse(m, NM_RESP_CHK_RKEY, r, rule, why);
 	m->mr = mr;
 	m->va = (uint8_t *)(uintptr_t)va;
 	return 0;
@@ -123,7 +109,7 @@ static int take_rwqe(struct nm_resp_msg *m)
 	int r = nm_check_no_rq(qp, m->opcode, &rule, why, sizeof(why));
 
 	if (r)
-		return refused(m, NM_RESP_CHK_RWQE, r, rule, why);
+		return refuse(m, NM_RESP_CHK_RWQE, r, rule, why);
 	pthread_spin_lock(&qp->resp_lock);
 	avail = nm_resp_rq_avail(qp);
 	if (avail == 0) {
@@ -180,7 +166,7 @@ static int take_rwqe(struct nm_resp_msg *m)
 		r = nm_check_recv_too_small(m, m->len, &rule, why, sizeof(why));
 		if (r) {
 			rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, rule);
-			return refused(m, NM_RESP_CHK_RWQE, r, rule, why);
+			return refuse(m, NM_RESP_CHK_RWQE, r, rule, why);
 		}
 	}
 	return 0;
@@ -199,7 +185,7 @@ static int too_long(struct nm_resp_msg *m, uint64_t need)
 		return 0;
 	if (m->has_rwqe)
 		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, rule);
-	return refused(m, NM_RESP_DATA, r, rule, why);
+	return refuse(m, NM_RESP_DATA, r, rule, why);
 }
 
 /* length (nm_check_resp_length): refused in DATA */
@@ -209,7 +195,7 @@ static int seg_check(struct nm_resp_msg *m, uint32_t off, uint32_t len, bool nee
 	char why[128];
 	int r = nm_check_resp_length(m, off, len, need_mr, read, &rule, why, sizeof(why));
 
-	return r ? refused(m, NM_RESP_DATA, r, rule, why) : 0;
+	return r ? refuse(m, NM_RESP_DATA, r, rule, why) : 0;
 }
 
 int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
@@ -243,7 +229,7 @@ int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe,
 	if (!r)
 		r = nm_check_resp_opcode(opcode, &rule, why, sizeof(why));
 	if (r)
-		return refused(m, NM_RESP_CHK_STATE, r, rule, why);
+		return refuse(m, NM_RESP_CHK_STATE, r, rule, why);
 	switch (opcode) {
 	case MLX5_OPCODE_RDMA_WRITE:
 		return rkey_check(m, qp, GDAK_ACCESS_REMOTE_WRITE, va, rkey, len);
@@ -352,7 +338,7 @@ int nm_resp_end(struct nm_resp_msg *m, int status)
 		int r = nm_check_resp_len_known(m, &rule, why, sizeof(why));
 
 		if (r)
-			status = refused(m, NM_RESP_DATA, r, rule, why);
+			status = refuse(m, NM_RESP_DATA, r, rule, why);
 	}
 	if (status) {
 		rwqe_fail(m, MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, "aborted");
@@ -428,15 +414,16 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 	int r = nm_check_resp_ready(qp, rule, why, sizeof(why));
 
 	if (r) {
-		r = refused(&m, NM_RESP_CHK_STATE, r, *rule, why);
+		r = refuse(&m, NM_RESP_CHK_STATE, r, *rule, why);
 		*rule = m.rule;
 		return r;
 	}
 	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, sz);
 	if (!r && nm_check_atomic_unaligned(qp, viol_index(&m), m.req_wqe, opcode, va, sz)) {
+		snprintf(why, sizeof(why), "target 0x%llx not %u-byte aligned",
+			 (unsigned long long)va, sz);
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			   "atomic_unaligned", "target 0x%llx not %u-byte aligned",
-			   (unsigned long long)va, sz);
+			   "atomic_unaligned", why);
 	}
 	if (r) {
 		*rule = m.rule;
