@@ -459,6 +459,115 @@ int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, 
 	return 1;
 }
 
+/* The responder's rules as a message is applied: each fills *rule and why
+ * (the text the responder's refusal logs) and returns the syndrome the
+ * requester sees, 0 when it passed. */
+
+/* responder_not_ready - ConnectX: requests to a QP not in RTR/RTS are
+ * dropped; the requester retries out: TRANSPORT_RETRY_EXC_ERR.  gdak: the
+ * same syndrome, at once. */
+int nm_check_resp_ready(struct nm_qp *qp, const char **rule, char *why, size_t why_len)
+{
+	int st = nm_qp_state(qp);
+
+	if (st == GDAK_QPS_RTR || st == GDAK_QPS_RTS)
+		return 0;
+	*rule = "responder_not_ready";
+	snprintf(why, why_len, "responder QP is in %s; requests are dropped",
+		 gdak_qp_state_name((enum gdak_qp_state)st));
+	return MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+}
+
+/* bad_request - ConnectX: an invalid request NAK (REMOTE_INVAL_REQ_ERR)
+ * for an operation the responder does not serve.  gdak: the same for an
+ * opcode other than WRITE(_IMM), READ, SEND(_IMM) (atomics come by
+ * nm_resp_atomic). */
+int nm_check_resp_opcode(uint8_t opcode, const char **rule, char *why, size_t why_len)
+{
+	switch (opcode) {
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+	case MLX5_OPCODE_RDMA_READ:
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		return 0;
+	default:
+		*rule = "bad_request";
+		snprintf(why, why_len, "opcode %s is not a responder request",
+			 gdak_mlx5_opcode_name(opcode));
+		return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+	}
+}
+
+/* no_rq - ConnectX: REMOTE_INVAL_REQ_ERR for a SEND / WRITE_IMM to a QP
+ * without a receive queue.  gdak: the same. */
+int nm_check_no_rq(const struct nm_qp *qp, uint8_t opcode, const char **rule, char *why,
+		   size_t why_len)
+{
+	if (qp->rq_cnt)
+		return 0;
+	*rule = "no_rq";
+	snprintf(why, why_len, "%s to a QP without a receive queue", gdak_mlx5_opcode_name(opcode));
+	return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+}
+
+/* rnr - ConnectX: no receive WQE posted: an RNR NAK, the requester retries
+ * (nm_check_rnr_retry).  gdak: the same; counted.  avail: receive WQEs
+ * posted beyond the consumer.  NM_RESP_RNR when it fired. */
+int nm_check_resp_rnr(struct nm_qp *qp, uint32_t avail, const char **rule)
+{
+	if (avail)
+		return 0;
+	__atomic_fetch_add(&qp->st.rnr, 1, __ATOMIC_RELAXED);
+	*rule = "rnr";
+	return NM_RESP_RNR;
+}
+
+/* recv_too_small - ConnectX: LOCAL_LENGTH_ERR on the responder's receive CQ
+ * (the QP to ERR), REMOTE_INVAL_REQ_ERR to the requester.  gdak: the same.
+ * need: the message's bytes (at least that many while its length is not
+ * known yet, m->len_unknown) against the receive WQE's m->cap. */
+int nm_check_recv_too_small(const struct nm_resp_msg *m, uint64_t need, const char **rule,
+			    char *why, size_t why_len)
+{
+	if (need <= m->cap)
+		return 0;
+	*rule = "recv_too_small";
+	if (m->len_unknown)
+		snprintf(why, why_len, "message of at least %llu bytes, receive WQE holds %u",
+			 (unsigned long long)need, m->cap);
+	else
+		snprintf(why, why_len, "%u-byte message, receive WQE holds %llu", m->len,
+			 (unsigned long long)m->cap);
+	return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+}
+
+/* length (responder) - ConnectX: REMOTE_INVAL_REQ_ERR for data past the
+ * message's length (an RDMA longer than its RETH said) or a SEND whose
+ * length is still unknown at its end.  gdak: the same.  Segment off+len of
+ * m; need_mr: the segment goes to or from the rkey's region (there must be
+ * one); read: it is a READ's response data. */
+int nm_check_resp_length(const struct nm_resp_msg *m, uint32_t off, uint32_t len, bool need_mr,
+			 bool read, const char **rule, char *why, size_t why_len)
+{
+	if ((uint64_t)off + len <= m->len && (m->mr || !need_mr))
+		return 0;
+	*rule = "length";
+	snprintf(why, why_len, "%ssegment %u+%u beyond the %u-byte %s", read ? "read " : "", off,
+		 len, m->len, read ? "request" : "message");
+	return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+}
+
+int nm_check_resp_len_known(const struct nm_resp_msg *m, const char **rule, char *why,
+			    size_t why_len)
+{
+	if (!m->len_unknown)
+		return 0;
+	*rule = "length";
+	snprintf(why, why_len, "message of unknown length ended without one (nm_resp_end_len)");
+	return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+}
+
 /* ---- completer (nm_comp.c) ---------------------------------------------------------- */
 
 /* cq_overrun - ConnectX: a CQ without overrun-ignore that has no room is a
@@ -526,6 +635,85 @@ int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, uns
 	*len = l;
 	*mrp = mr;
 	return 0;
+}
+
+/* ---- emu:verbs transport (tr_verbs.c) -------------------------------------------------- */
+
+/* What the verbs transport cannot hand to the underlying verbs device (a
+ * plain verbs QP: rxe, or a ConnectX through rdma-core), each failing the
+ * WQE before it is posted.  ConnectX itself has none of these limits. */
+
+/* verbs_opcode - an opcode with no verbs work request (masked atomics,
+ * WAIT, DUMP, ...: docs/RXE.md): LOCAL_QP_OP_ERR.  has_wr: there is one. */
+int nm_check_verbs_opcode(struct nm_qp *qp, struct nm_op *op, bool has_wr)
+{
+	if (has_wr)
+		return 0;
+	GDAK_WARN_RL("qp", qp->id, "verbs: WQE %u: %s has no verbs work request", op->wqe_index,
+		     gdak_mlx5_opcode_name(op->opcode));
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "verbs_opcode", 0, "");
+}
+
+/* verbs_too_many_sge - more data segments than the verbs QP takes
+ * (max_sge): LOCAL_LENGTH_ERR. */
+int nm_check_verbs_nseg(struct nm_qp *qp, struct nm_op *op, unsigned max_sge)
+{
+	if (op->nseg <= max_sge)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "verbs_too_many_sge", 0,
+			     "");
+}
+
+/* verbs_reg_mr - a segment's region has no verbs registration and no
+ * bounce buffers (its registration with the device failed):
+ * LOCAL_PROT_ERR.  registered: it has one of them. */
+int nm_check_verbs_reg_mr(struct nm_qp *qp, struct nm_op *op, bool registered)
+{
+	if (registered)
+		return 0;
+	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, "verbs_reg_mr", 0, "");
+}
+
+/* rq_overrun (emu:verbs) - as the responder's rq_overrun, against the
+ * receive WQEs handed to the verbs QP: the producer prod more than the RQ
+ * ahead of posted (n WQEs) overwrote receive WQEs; LOCAL_QP_OP_ERR, the QP
+ * to ERR.  1 when it fired. */
+int nm_check_verbs_rq_overrun(struct nm_qp *qp, uint64_t posted, uint16_t prod, uint32_t n)
+{
+	if (n <= qp->rq_cnt)
+		return 0;
+	nm_violation(qp, (uint16_t)posted, "rq_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+		     "receive producer %u ahead of what was posted by %u, ring %u", prod, n,
+		     qp->rq_cnt);
+	nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, MLX5_OPCODE_SEND, (uint16_t)posted,
+			"rq_overrun", "receive queue producer overran the consumer");
+	return 1;
+}
+
+/* recv_bad_lkey (emu:verbs) - segment i (lkey, a, l) of receive WQE rwqe
+ * names no region that grants LOCAL_WRITE over it, or one with no verbs
+ * registration nor bounce buffers (registered false): reported; the
+ * transport posts it with a key no MR has, so that the message fails on
+ * this WQE with LOCAL_PROT_ERR as a ConnectX would.  1 when it fired. */
+int nm_check_verbs_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
+			    bool registered, uint32_t lkey, uint64_t a, uint32_t l)
+{
+	if (mr && (mr->base.access & GDAK_ACCESS_LOCAL_WRITE) && nm_mr_covers(mr, a, l) &&
+	    registered)
+		return 0;
+	nm_violation(qp, rwqe, "recv_bad_lkey", MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+		     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u", (unsigned)rwqe, i,
+		     lkey, (unsigned long long)a, l);
+	return 1;
+}
+
+/* recv_bounce - receive WQE rwqe needs len bytes of bounce buffer that
+ * cannot be had: reported; it is posted so that the message fails on it
+ * (LOCAL_PROT_ERR), as with a bad lkey. */
+void nm_check_verbs_recv_bounce(struct nm_qp *qp, uint16_t rwqe, uint32_t len)
+{
+	nm_violation(qp, rwqe, "recv_bounce", MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+		     "receive WQE %u: no bounce buffer for %u bytes", (unsigned)rwqe, len);
 }
 
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,

@@ -816,6 +816,19 @@ const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const
 			      uint32_t lkey, uint64_t a, uint32_t l);
 int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
 			      uint64_t va, uint32_t sz);
+/* responder_not_ready, bad_request, no_rq, rnr, recv_too_small, length:
+ * the syndrome for the requester (0: passed), *rule and why set */
+int nm_check_resp_ready(struct nm_qp *qp, const char **rule, char *why, size_t why_len);
+int nm_check_resp_opcode(uint8_t opcode, const char **rule, char *why, size_t why_len);
+int nm_check_no_rq(const struct nm_qp *qp, uint8_t opcode, const char **rule, char *why,
+		   size_t why_len);
+int nm_check_resp_rnr(struct nm_qp *qp, uint32_t avail, const char **rule);
+int nm_check_recv_too_small(const struct nm_resp_msg *m, uint64_t need, const char **rule,
+			    char *why, size_t why_len);
+int nm_check_resp_length(const struct nm_resp_msg *m, uint32_t off, uint32_t len, bool need_mr,
+			 bool read, const char **rule, char *why, size_t why_len);
+int nm_check_resp_len_known(const struct nm_resp_msg *m, const char **rule, char *why,
+			    size_t why_len);
 /* Completer: */
 int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index);
 /* DC (nm_dc.c, tr_udp.c): the DCI's AV and the DCT it names.  The DCT
@@ -833,6 +846,15 @@ int nm_check_dc_av_route(struct nm_qp *qp, struct nm_op *op);
 int nm_check_dc_dct_state(struct nm_qp *dct, uint32_t dci, struct nm_qp *qp, struct nm_op *op);
 int nm_check_dc_key_violation(struct nm_qp *dct, uint64_t want, uint64_t key, uint64_t *count,
 			      uint32_t dci, struct nm_op *op);
+/* emu:verbs (tr_verbs.c): verbs_opcode, verbs_too_many_sge, verbs_reg_mr
+ * (op failed: 1), its rq_overrun and recv_bad_lkey (reported: 1), recv_bounce */
+int nm_check_verbs_opcode(struct nm_qp *qp, struct nm_op *op, bool has_wr);
+int nm_check_verbs_nseg(struct nm_qp *qp, struct nm_op *op, unsigned max_sge);
+int nm_check_verbs_reg_mr(struct nm_qp *qp, struct nm_op *op, bool registered);
+int nm_check_verbs_rq_overrun(struct nm_qp *qp, uint64_t posted, uint16_t prod, uint32_t n);
+int nm_check_verbs_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
+			    bool registered, uint32_t lkey, uint64_t a, uint32_t l);
+void nm_check_verbs_recv_bounce(struct nm_qp *qp, uint16_t rwqe, uint32_t len);
 /* Report a strict-mode violation: counter, rate-limited log, trace record. */
 void nm_violation(struct nm_qp *qp, uint16_t wqe_index, const char *rule, uint8_t syndrome,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));

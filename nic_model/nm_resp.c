@@ -15,7 +15,6 @@
  *
  * Responder states (for logs): CHK_STATE, CHK_RKEY, CHK_RWQE, DATA, DONE, ERROR.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "nm_dma.h"
@@ -26,25 +25,19 @@ enum nm_resp_state { NM_RESP_CHK_STATE, NM_RESP_CHK_RKEY, NM_RESP_CHK_RWQE, NM_R
 static const char *const resp_state_names[] = {"CHK_STATE", "CHK_RKEY", "CHK_RWQE", "DATA",
 					       "DONE", "ERROR"};
 
+/* The request is refused in state st: synd for the requester, the rule
+ * that fired and why (logged, rate-limited). */
 static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
-		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int refuse(struct nm_resp_msg *m, enum nm_resp_state st, int synd, const char *rule,
-		  const char *fmt, ...)
+		  const char *why)
 {
-	char text[160];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	m->rule = rule;
 	if (m->req_wqe != NM_WQE_NONE)
 		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s) for WQE %u of QP 0x%x: %s",
 			     resp_state_names[st], rule, gdak_mlx5_syndrome_name((uint8_t)synd),
-			     m->req_wqe, m->qp->peer_info.qpn, text);
+			     m->req_wqe, m->qp->peer_info.qpn, why);
 	else
-		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st], rule,
-			     gdak_mlx5_syndrome_name((uint8_t)synd), text);
+		GDAK_WARN_RL("qp", m->qp->id, "responder %s: %s (%s): %s", resp_state_names[st],
+			     rule, gdak_mlx5_syndrome_name((uint8_t)synd), why);
 	return synd;
 }
 
@@ -85,7 +78,7 @@ static int rkey_check(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t need, ui
 	int r = nm_check_rkey(qp, need, va, rkey, len, &mr, &rule, why, sizeof(why));
 
 	if (r)
-		return refuse(m, NM_RESP_CHK_RKEY, r, rule, "%s", why);
+		return refuse(m, NM_RESP_CHK_RKEY, r, rule, why);
 	m->mr = mr;
 	m->va = (uint8_t *)(uintptr_t)va;
 	return 0;
@@ -111,10 +104,12 @@ static int take_rwqe(struct nm_resp_msg *m)
 	const struct mlx5_wqe_data_seg *seg;
 	uint64_t cap = 0;
 	uint32_t avail;
+	const char *rule;
+	char why[128];
+	int r = nm_check_no_rq(qp, m->opcode, &rule, why, sizeof(why));
 
-	if (!qp->rq_cnt)
-		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "no_rq",
-			      "%s to a QP without a receive queue", gdak_mlx5_opcode_name(m->opcode));
+	if (r)
+		return refuse(m, NM_RESP_CHK_RWQE, r, rule, why);
 	pthread_spin_lock(&qp->resp_lock);
 	avail = nm_resp_rq_avail(qp);
 	if (avail == 0) {
@@ -125,11 +120,10 @@ static int take_rwqe(struct nm_resp_msg *m)
 			avail = nm_resp_rq_avail(qp);
 		}
 	}
-	if (avail == 0) {
+	r = nm_check_resp_rnr(qp, avail, &m->rule);
+	if (r) {
 		pthread_spin_unlock(&qp->resp_lock);
-		__atomic_fetch_add(&qp->st.rnr, 1, __ATOMIC_RELAXED);
-		m->rule = "rnr";
-		return NM_RESP_RNR;
+		return r;
 	}
 	if (avail > qp->rq_cnt) {
 		pthread_spin_unlock(&qp->resp_lock);
@@ -151,7 +145,6 @@ static int take_rwqe(struct nm_resp_msg *m)
 		uint64_t a;
 		uint32_t l, lkey;
 		struct nm_mr *mr;
-		const char *rule;
 
 		gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
 		if (lkey == MLX5_INVALID_LKEY)
@@ -170,11 +163,12 @@ static int take_rwqe(struct nm_resp_msg *m)
 		cap += l;
 	}
 	m->cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-	if (m->opcode != MLX5_OPCODE_RDMA_WRITE_IMM && !m->len_unknown && cap < m->len) {
-		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "recv_too_small");
-		return refuse(m, NM_RESP_CHK_RWQE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			      "recv_too_small", "%u-byte message, receive WQE holds %llu", m->len,
-			      (unsigned long long)cap);
+	if (m->opcode != MLX5_OPCODE_RDMA_WRITE_IMM && !m->len_unknown) {
+		r = nm_check_recv_too_small(m, m->len, &rule, why, sizeof(why));
+		if (r) {
+			rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, rule);
+			return refuse(m, NM_RESP_CHK_RWQE, r, rule, why);
+		}
 	}
 	return 0;
 }
@@ -184,11 +178,25 @@ static int take_rwqe(struct nm_resp_msg *m)
  * requester (IBA 9.7.5.1.6, C9-88). */
 static int too_long(struct nm_resp_msg *m, uint64_t need)
 {
+	const char *rule;
+	char why[128];
+	int r = nm_check_recv_too_small(m, need, &rule, why, sizeof(why));
+
+	if (!r)
+		return 0;
 	if (m->has_rwqe)
-		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "recv_too_small");
-	return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "recv_too_small",
-		      "message of at least %llu bytes, receive WQE holds %u",
-		      (unsigned long long)need, m->cap);
+		rwqe_fail(m, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, rule);
+	return refuse(m, NM_RESP_DATA, r, rule, why);
+}
+
+/* length (nm_check_resp_length): refused in DATA */
+static int seg_check(struct nm_resp_msg *m, uint32_t off, uint32_t len, bool need_mr, bool read)
+{
+	const char *rule;
+	char why[128];
+	int r = nm_check_resp_length(m, off, len, need_mr, read, &rule, why, sizeof(why));
+
+	return r ? refuse(m, NM_RESP_DATA, r, rule, why) : 0;
 }
 
 int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint64_t va,
@@ -200,7 +208,8 @@ int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint6
 int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
 		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm)
 {
-	int st = nm_qp_state(qp);
+	const char *rule;
+	char why[128];
 	int r;
 
 	m->qp = qp;
@@ -217,10 +226,11 @@ int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe,
 	/* only a SEND may start without its length (no RETH carries it) */
 	m->len_unknown = len == NM_RESP_LEN_UNKNOWN &&
 			 (opcode == MLX5_OPCODE_SEND || opcode == MLX5_OPCODE_SEND_IMM);
-	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS)
-		return refuse(m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-			      "responder_not_ready", "responder QP is in %s; requests are dropped",
-			      gdak_qp_state_name((enum gdak_qp_state)st));
+	r = nm_check_resp_ready(qp, &rule, why, sizeof(why));
+	if (!r)
+		r = nm_check_resp_opcode(opcode, &rule, why, sizeof(why));
+	if (r)
+		return refuse(m, NM_RESP_CHK_STATE, r, rule, why);
 	switch (opcode) {
 	case MLX5_OPCODE_RDMA_WRITE:
 		return rkey_check(m, qp, GDAK_ACCESS_REMOTE_WRITE, va, rkey, len);
@@ -231,13 +241,8 @@ int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe,
 		if (r)
 			return r;
 		return take_rwqe(m);
-	case MLX5_OPCODE_SEND:
-	case MLX5_OPCODE_SEND_IMM:
+	default: /* SEND, SEND_IMM (nm_check_resp_opcode) */
 		return take_rwqe(m);
-	default:
-		return refuse(m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			      "bad_request", "opcode %s is not a responder request",
-			      gdak_mlx5_opcode_name(opcode));
 	}
 }
 
@@ -245,14 +250,11 @@ int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t 
 		  uint32_t len)
 {
 	const uint8_t *s = src;
+	int r = m->len_unknown ? too_long(m, (uint64_t)off + len) /* the receive WQE bounds it */
+			       : seg_check(m, off, len, false, false);
 
-	if (m->len_unknown) {
-		/* the total comes at the end: the receive WQE is the bound */
-		if ((uint64_t)off + len > m->cap)
-			return too_long(m, (uint64_t)off + len);
-	} else if ((uint64_t)off + len > m->len)
-		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
-			      "segment %u+%u beyond the %u-byte message", off, len, m->len);
+	if (r)
+		return r;
 	if (m->mr)
 		return nm_dma_copy(m->va + off, m->mr->kind, s, src_kind, len) ?
 			       MLX5_CQE_SYNDROME_REMOTE_OP_ERR : 0;
@@ -278,9 +280,10 @@ int nm_resp_write(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t 
 int nm_resp_write_start(struct nm_resp_msg *m, uint32_t off, const void *src, uint8_t src_kind,
 			uint32_t len, struct nm_dma_ticket *t)
 {
-	if (!m->mr || (uint64_t)off + len > m->len)
-		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
-			      "segment %u+%u beyond the %u-byte message", off, len, m->len);
+	int r = seg_check(m, off, len, true, false);
+
+	if (r)
+		return r;
 	if (nm_dma_get()->copy_start(m->va + off, (enum gdak_mem_kind)m->mr->kind, src,
 				     (enum gdak_mem_kind)src_kind, len, t)) {
 		m->rule = "copy_failed";
@@ -291,9 +294,10 @@ int nm_resp_write_start(struct nm_resp_msg *m, uint32_t off, const void *src, ui
 
 int nm_resp_read(struct nm_resp_msg *m, uint32_t off, void *dst, uint8_t dst_kind, uint32_t len)
 {
-	if ((uint64_t)off + len > m->len || !m->mr)
-		return refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
-			      "read segment %u+%u beyond the %u-byte request", off, len, m->len);
+	int r = seg_check(m, off, len, true, true);
+
+	if (r)
+		return r;
 	return nm_dma_copy(dst, dst_kind, m->va + off, m->mr->kind, len) ?
 		       MLX5_CQE_SYNDROME_REMOTE_OP_ERR : 0;
 }
@@ -310,8 +314,12 @@ int nm_resp_imm(struct nm_resp_msg *m, uint32_t imm)
 int nm_resp_end_len(struct nm_resp_msg *m, int status, uint32_t len)
 {
 	if (m->len_unknown && !status) {
-		if (len > m->cap && m->has_rwqe)
-			return too_long(m, len);
+		if (m->has_rwqe) {
+			int r = too_long(m, len);
+
+			if (r)
+				return r;
+		}
 		m->len = len;
 		m->len_unknown = false;
 	}
@@ -321,13 +329,18 @@ int nm_resp_end_len(struct nm_resp_msg *m, int status, uint32_t len)
 int nm_resp_end(struct nm_resp_msg *m, int status)
 {
 	struct nm_qp *qp = m->qp;
+	const char *rule;
+	char why[128];
 	uint8_t cqe_op;
 
 	if (!m->has_rwqe)
 		return status;
-	if (!status && m->len_unknown)
-		status = refuse(m, NM_RESP_DATA, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "length",
-				"message of unknown length ended without one (nm_resp_end_len)");
+	if (!status) {
+		int r = nm_check_resp_len_known(m, &rule, why, sizeof(why));
+
+		if (r)
+			status = refuse(m, NM_RESP_DATA, r, rule, why);
+	}
 	if (status) {
 		rwqe_fail(m, MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, "aborted");
 		return status;
@@ -397,22 +410,21 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 				 .opcode = opcode,
 				 .len = sz,
 				 .req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE };
-	int st = nm_qp_state(qp);
 	enum nm_atomic_op aop;
-	int r;
+	char why[128];
+	int r = nm_check_resp_ready(qp, rule, why, sizeof(why));
 
-	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS) {
-		r = refuse(&m, NM_RESP_CHK_STATE, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
-			   "responder_not_ready", "responder QP is in %s",
-			   gdak_qp_state_name((enum gdak_qp_state)st));
+	if (r) {
+		r = refuse(&m, NM_RESP_CHK_STATE, r, *rule, why);
 		*rule = m.rule;
 		return r;
 	}
 	r = rkey_check(&m, qp, GDAK_ACCESS_REMOTE_ATOMIC, va, rkey, sz);
 	if (!r && nm_check_atomic_unaligned(qp, viol_index(&m), m.req_wqe, opcode, va, sz)) {
+		snprintf(why, sizeof(why), "target 0x%llx not %u-byte aligned",
+			 (unsigned long long)va, sz);
 		r = refuse(&m, NM_RESP_CHK_RKEY, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
-			   "atomic_unaligned", "target 0x%llx not %u-byte aligned",
-			   (unsigned long long)va, sz);
+			   "atomic_unaligned", why);
 	}
 	if (r) {
 		*rule = m.rule;

@@ -489,13 +489,8 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 	unsigned need = 0;
 	int rc;
 
-	if (tv_wr_opcode(op->opcode, &wr.opcode)) {
-		op->status = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-		op->rule = "verbs_opcode";
-		GDAK_WARN_RL("qp", qp->id, "verbs: WQE %u: %s has no verbs work request",
-			     op->wqe_index, gdak_mlx5_opcode_name(op->opcode));
+	if (nm_check_verbs_opcode(qp, op, !tv_wr_opcode(op->opcode, &wr.opcode)))
 		return NM_TX_DONE;
-	}
 	if (op->opcode == MLX5_OPCODE_RDMA_READ || op->opcode == MLX5_OPCODE_ATOMIC_CS ||
 	    op->opcode == MLX5_OPCODE_ATOMIC_FA)
 		need = GDAK_ACCESS_LOCAL_WRITE;
@@ -511,11 +506,9 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 		struct tv_stage plan = { .nseg = 0 };
 		bool staged = false;
 
-		if (op->nseg > TV_MAX_SGE || op->nseg > tq->tc->max_sge) {
-			op->status = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			op->rule = "verbs_too_many_sge";
+		if (nm_check_verbs_nseg(
+			    qp, op, tq->tc->max_sge < TV_MAX_SGE ? tq->tc->max_sge : TV_MAX_SGE))
 			return NM_TX_DONE;
-		}
 		for (unsigned i = 0; i < op->nseg; i++) {
 			void *a;
 			uint32_t l;
@@ -530,11 +523,8 @@ static enum nm_tx_result verbs_post_send(struct nm_qp *qp, struct nm_op *op)
 			if (!l)
 				continue;
 			m = mr->tr_priv;
-			if (!m || (!m->staged && !m->vmr)) {
-				op->status = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-				op->rule = "verbs_reg_mr";
+			if (nm_check_verbs_reg_mr(qp, op, m && (m->staged || m->vmr)))
 				return NM_TX_DONE;
-			}
 			staged |= m->staged;
 			plan.seg[plan.nseg].addr = (uintptr_t)a;
 			plan.seg[plan.nseg].len = l;
@@ -669,15 +659,8 @@ static int post_recvs(struct tv_qp *tq)
 
 	if (!qp->rq_cnt || !n)
 		return 0;
-	if (n > qp->rq_cnt) {
-		nm_violation(qp, (uint16_t)tq->rq_posted, "rq_overrun", MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
-			     "receive producer %u ahead of what was posted by %u, ring %u", prod, n,
-			     qp->rq_cnt);
-		nm_qp_set_error(qp, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, MLX5_OPCODE_SEND,
-				(uint16_t)tq->rq_posted, "rq_overrun",
-				"receive queue producer overran the consumer");
+	if (nm_check_verbs_rq_overrun(qp, tq->rq_posted, prod, n))
 		return 0;
-	}
 	for (; n; n--) {
 		const struct mlx5_wqe_data_seg *seg = (const void *)(qp->rq +
 			(size_t)(tq->rq_posted & (qp->rq_cnt - 1)) * qp->rq_stride);
@@ -692,35 +675,27 @@ static int post_recvs(struct tv_qp *tq)
 			uint64_t a;
 			uint32_t l, lkey;
 			struct nm_mr *mr;
-			struct tv_mr *m = NULL;
+			struct tv_mr *m;
 
 			gdak_mlx5_data_decode(&seg[i], &a, &l, &lkey);
 			if (lkey == MLX5_INVALID_LKEY)
 				break; /* end of a short list (rdma-core convention) */
 			mr = nm_mr_get(qp->ctx, lkey);
-			if (mr && (mr->base.access & GDAK_ACCESS_LOCAL_WRITE) && nm_mr_covers(mr, a, l))
-				m = mr->tr_priv;
-			if (m && (m->vmr || m->staged)) {
-				staged |= m->staged;
-				plan.seg[plan.nseg].addr = (uintptr_t)a;
-				plan.seg[plan.nseg].len = l;
-				plan.seg[plan.nseg++].kind = mr->kind;
-				plan.len += l;
-			}
-			if (!m || (!m->vmr && !m->staged)) {
-				bad_seg = true;
+			m = mr ? mr->tr_priv : NULL;
+			if (nm_check_verbs_recv_sge(qp, (uint16_t)tq->rq_posted, i, mr,
+						    m && (m->vmr || m->staged), lkey, a, l)) {
 				/* posted with a key no MR has: the device then fails
-				 * the message with a local protection error, as a
-				 * ConnectX would on this WQE */
-				nm_violation(qp, (uint16_t)tq->rq_posted, "recv_bad_lkey",
-					     MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
-					     "receive WQE %u segment %u: lkey 0x%x addr 0x%llx len %u",
-					     (unsigned)(uint16_t)tq->rq_posted, i, lkey,
-					     (unsigned long long)a, l);
+				 * the message with a local protection error */
+				bad_seg = true;
 				sge[wr.num_sge++] = (struct ibv_sge){ .addr = a, .length = l ? l : 1,
 								      .lkey = 0 };
 				continue;
 			}
+			staged |= m->staged;
+			plan.seg[plan.nseg].addr = (uintptr_t)a;
+			plan.seg[plan.nseg].len = l;
+			plan.seg[plan.nseg++].kind = mr->kind;
+			plan.len += l;
 			if (l && m->vmr)
 				sge[wr.num_sge++] = (struct ibv_sge){ .addr = a, .length = l,
 								      .lkey = m->vmr->lkey };
@@ -733,12 +708,7 @@ static int post_recvs(struct tv_qp *tq)
 			if (r == 1)
 				break; /* the ring is full: posted once earlier receives are in */
 			if (r) {
-				/* no bounce room to be had: the message fails on this
-				 * receive (local protection), as with a bad lkey */
-				nm_violation(qp, (uint16_t)tq->rq_posted, "recv_bounce",
-					     MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
-					     "receive WQE %u: no bounce buffer for %u bytes",
-					     (unsigned)(uint16_t)tq->rq_posted, plan.len);
+				nm_check_verbs_recv_bounce(qp, (uint16_t)tq->rq_posted, plan.len);
 				sge[0] = (struct ibv_sge){ .addr = 0, .length = 1, .lkey = 0 };
 			}
 			wr.num_sge = 1;

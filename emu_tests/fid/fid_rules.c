@@ -50,130 +50,141 @@ static void expect(struct nu_qp *a, uint64_t idx, uint8_t opcode, uint8_t synd, 
 }
 #define EXPECT(a, i, op, s, r, v) expect(a, i, op, s, r, v, __LINE__)
 
+/* One rule's provocation: a fresh pair (rq receive WQEs on each), the case
+ * writes its WQE into w, finish() puts it (ds DS), submits it and checks the
+ * error CQE; end() destroys the pair. */
+struct fx {
+	struct nu_qp a, b;
+	uint8_t w[128];
+};
+
+static void begin(struct fx *x, uint32_t rq)
+{
+	pair(&x->a, &x->b, rq);
+	memset(x->w, 0, sizeof(x->w));
+}
+
+static void finish_at(struct fx *x, unsigned ds, void (*submit)(struct nu_qp *), uint8_t opcode,
+		      uint8_t synd, const char *rule, int violation, int line)
+{
+	uint64_t i = fid_put(&x->a, x->w, ds);
+
+	submit(&x->a);
+	expect(&x->a, i, opcode, synd, rule, violation, line);
+}
+#define FINISH(x, ds, submit, op, s, r, v) finish_at(x, ds, submit, op, s, r, v, __LINE__)
+
+static void end(struct fx *x)
+{
+	nu_destroy(&x->a);
+	nu_destroy(&x->b);
+}
+
 static void case_inline_not_allowed(void)
 {
-	struct nu_qp a, b;
-	uint8_t w[64];
-	uint64_t i;
+	struct fx x;
 
-	pair(&a, &b, 0);
-	fid_ctrl(w, 0, 0, MLX5_OPCODE_RDMA_READ, a.qpn, 3, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
-	fid_be32(w + 32, MLX5_INLINE_SEG | 8);
-	memset(w + 36, 0x5a, 12);
-	i = fid_put(&a, w, 3);
-	fid_submit_doca(&a);
-	EXPECT(&a, i, MLX5_OPCODE_RDMA_READ, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+	begin(&x, 0);
+	fid_ctrl(x.w, 0, 0, MLX5_OPCODE_RDMA_READ, x.a.qpn, 3, FID_CQ_UPDATE, 0);
+	fid_raddr(x.w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
+	fid_be32(x.w + 32, MLX5_INLINE_SEG | 8);
+	memset(x.w + 36, 0x5a, 12);
+	FINISH(&x, 3, fid_submit_doca, MLX5_OPCODE_RDMA_READ, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
 	       "inline_not_allowed", 1);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	end(&x);
 }
 
 static void case_atomic_length(void)
 {
-	struct nu_qp a, b;
-	uint8_t w[64];
-	uint64_t i;
+	struct fx x;
 
-	pair(&a, &b, 0);
-	fid_ctrl(w, 0, 0, MLX5_OPCODE_ATOMIC_FA, a.qpn, 4, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
-	fid_be64(w + 32, 1);
-	fid_be64(w + 40, 0);
-	fid_data(w + 48, 4, gdak_mr_lkey(mb), buf + 64);
-	i = fid_put(&a, w, 4);
-	fid_submit_nvshmem(&a);
-	EXPECT(&a, i, MLX5_OPCODE_ATOMIC_FA, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "atomic_length",
-	       1);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	begin(&x, 0);
+	fid_ctrl(x.w, 0, 0, MLX5_OPCODE_ATOMIC_FA, x.a.qpn, 4, FID_CQ_UPDATE, 0);
+	fid_raddr(x.w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
+	fid_be64(x.w + 32, 1);
+	fid_be64(x.w + 40, 0);
+	fid_data(x.w + 48, 4, gdak_mr_lkey(mb), buf + 64);
+	FINISH(&x, 4, fid_submit_nvshmem, MLX5_OPCODE_ATOMIC_FA, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
+	       "atomic_length", 1);
+	end(&x);
+}
+
+/* the record and the register announce one WQEBB */
+static void ring_one(struct nu_qp *a)
+{
+	fid_dbrec(a, 1);
+	fid_ring(a, 1);
 }
 
 static void case_wqe_past_producer(void)
 {
-	struct nu_qp a, b;
-	uint8_t w[128];
-	uint64_t i;
+	struct fx x;
 
-	pair(&a, &b, 0);
-	/* RDMA_WRITE with 6 data segments: DS 8, two WQEBBs */
-	fid_ctrl(w, 0, 0, MLX5_OPCODE_RDMA_WRITE, a.qpn, 8, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
+	begin(&x, 0);
+	/* RDMA_WRITE with 6 data segments: DS 8, two WQEBBs ... */
+	fid_ctrl(x.w, 0, 0, MLX5_OPCODE_RDMA_WRITE, x.a.qpn, 8, FID_CQ_UPDATE, 0);
+	fid_raddr(x.w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
 	for (int k = 0; k < 6; k++)
-		fid_data(w + 32 + 16 * k, 8, gdak_mr_lkey(mb), buf + 8 * k);
-	i = fid_put(&a, w, 8);
-	/* ... but the doorbell announces one WQEBB */
-	fid_dbrec(&a, 1);
-	fid_ring(&a, 1);
-	EXPECT(&a, i, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+		fid_data(x.w + 32 + 16 * k, 8, gdak_mr_lkey(mb), buf + 8 * k);
+	/* ... but the doorbell announces one */
+	FINISH(&x, 8, ring_one, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
 	       "wqe_past_producer", 1);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	end(&x);
 }
 
 static void case_length(void)
 {
-	struct nu_qp a, b;
-	uint8_t w[64];
-	uint64_t i;
+	struct fx x;
 
-	pair(&a, &b, 0);
-	fid_ctrl(w, 0, 0, MLX5_OPCODE_RDMA_WRITE, a.qpn, 4, FID_CQ_UPDATE, 0);
-	fid_raddr(w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
-	fid_data(w + 32, 0x50000000u, gdak_mr_lkey(mb), buf);
-	fid_data(w + 48, 0x50000000u, gdak_mr_lkey(mb), buf);
-	i = fid_put(&a, w, 4);
-	fid_submit_doca(&a);
-	EXPECT(&a, i, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, "length", 1);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	begin(&x, 0);
+	fid_ctrl(x.w, 0, 0, MLX5_OPCODE_RDMA_WRITE, x.a.qpn, 4, FID_CQ_UPDATE, 0);
+	fid_raddr(x.w + 16, (uintptr_t)buf, gdak_mr_rkey(mb));
+	fid_data(x.w + 32, 0x50000000u, gdak_mr_lkey(mb), buf);
+	fid_data(x.w + 48, 0x50000000u, gdak_mr_lkey(mb), buf);
+	FINISH(&x, 4, fid_submit_doca, MLX5_OPCODE_RDMA_WRITE, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
+	       "length", 1);
+	end(&x);
 }
 
-static uint64_t post_send(struct nu_qp *a)
+/* a 16-byte SEND (DS 2) */
+static void send_wqe(struct fx *x)
 {
-	uint8_t w[64];
-
-	fid_ctrl(w, 0, (uint16_t)a->pi, MLX5_OPCODE_SEND, a->qpn, 2, FID_CQ_UPDATE, 0);
-	fid_data(w + 16, 16, gdak_mr_lkey(mb), buf);
-	return fid_put(a, w, 2);
+	fid_ctrl(x->w, 0, 0, MLX5_OPCODE_SEND, x->a.qpn, 2, FID_CQ_UPDATE, 0);
+	fid_data(x->w + 16, 16, gdak_mr_lkey(mb), buf);
 }
 
 static void case_no_rq(void)
 {
-	struct nu_qp a, b;
-	uint64_t i;
+	struct fx x;
 
-	pair(&a, &b, 0);
-	i = post_send(&a);
-	fid_submit_doca(&a);
-	EXPECT(&a, i, MLX5_OPCODE_SEND, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, "no_rq", 0);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	begin(&x, 0);
+	send_wqe(&x);
+	FINISH(&x, 2, fid_submit_doca, MLX5_OPCODE_SEND, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR,
+	       "no_rq", 0);
+	end(&x);
 }
 
 static void case_rq_overrun(void)
 {
-	struct nu_qp a, b;
+	struct fx x;
 	struct gdak_qp_error e;
-	uint64_t i;
 	uint8_t rec[4];
 	uint32_t v;
 
-	pair(&a, &b, 4);
+	begin(&x, 4);
 	/* the responder's receive record claims 9 WQEs on a ring of 4 */
 	fid_be32(rec, 9);
 	memcpy(&v, rec, 4);
-	gdak_dev_store_release_u32(&b.d->dbrec[MLX5_RCV_DBR], v);
-	i = post_send(&a);
-	fid_submit_doca(&a);
-	EXPECT(&a, i, MLX5_OPCODE_SEND, MLX5_CQE_SYNDROME_REMOTE_OP_ERR, "rq_overrun", 0);
-	CHECK_EQ(nu_wait_state(&b, GDAK_QPS_ERR, 5000), 0);
-	REQUIRE_EQ(gdak_qp_query_error(b.qp, &e), 0);
+	gdak_dev_store_release_u32(&x.b.d->dbrec[MLX5_RCV_DBR], v);
+	send_wqe(&x);
+	FINISH(&x, 2, fid_submit_doca, MLX5_OPCODE_SEND, MLX5_CQE_SYNDROME_REMOTE_OP_ERR,
+	       "rq_overrun", 0);
+	CHECK_EQ(nu_wait_state(&x.b, GDAK_QPS_ERR, 5000), 0);
+	REQUIRE_EQ(gdak_qp_query_error(x.b.qp, &e), 0);
 	CHECK_STR(e.rule, "rq_overrun");
 	CHECK_EQ(e.syndrome, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
-	CHECK(fid_violations(&b) >= 1);
-	nu_destroy(&a);
-	nu_destroy(&b);
+	CHECK(fid_violations(&x.b) >= 1);
+	end(&x);
 }
 
 static const struct gdak_case cases[] = { GDAK_CASE(case_inline_not_allowed),

@@ -39,6 +39,42 @@ static struct gdak_mr *amr, *bmr;
 static uint64_t a_at(uint32_t off) { return (uint64_t)(uintptr_t)(abuf + off); }
 static uint64_t b_at(uint32_t off) { return (uint64_t)(uintptr_t)(bbuf + off); }
 
+/* n WRITEs (read: READs) of len bytes under one doorbell, A's k-th segment
+ * at a_off + k * a_step, B's at b_off + k * b_step, pattern seed + k; the
+ * destination cleared first and every byte verified after. */
+static void batch(int read, int n, uint32_t len, uint32_t a_off, uint32_t a_step, uint32_t b_off,
+		  uint32_t b_step, uint32_t seed)
+{
+	uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
+	uint8_t *src = read ? bbuf + b_off : abuf + a_off,
+		*dst = read ? abuf + a_off : bbuf + b_off;
+	uint32_t src_step = read ? b_step : a_step, dst_step = read ? a_step : b_step;
+	struct gdak_dev_cqe err;
+	int64_t first = -1, i = -1;
+
+	memset(dst, 0, (size_t)dst_step * (uint32_t)n);
+	for (int k = 0; k < n; k++) {
+		struct gdak_dev_sge s = { a_at(a_off + a_step * (uint32_t)k), len,
+					  gdak_mr_lkey(amr) };
+		uint64_t raddr = b_at(b_off + b_step * (uint32_t)k);
+
+		rx_pattern(src + src_step * (uint32_t)k, len, seed + (uint32_t)k);
+		i = rx_reserve(&A, nbb);
+		REQUIRE(i >= 0);
+		if (first < 0)
+			first = i;
+		if (read)
+			gdak_dev_wqe_read(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, raddr,
+					  gdak_mr_rkey(bmr), &s, 1);
+		else
+			gdak_dev_wqe_write(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL, raddr,
+					   gdak_mr_rkey(bmr), &s, 1);
+	}
+	CHECK_EQ(rx_submit_wait(&A, first, i, nbb, &err), 0);
+	for (int k = 0; k < n; k++)
+		CHECK_EQ(rx_pattern_diff(dst + dst_step * (uint32_t)k, len, seed + (uint32_t)k), 0);
+}
+
 static void writes(void)
 {
 	static const uint32_t sizes[] = { 1, 100, 4095, 4096, 4097, 10000, 70000 };
@@ -68,24 +104,7 @@ static void writes(void)
 	}
 	/* eight 1500-byte WRITEs under one doorbell: two fit the 4096-byte
 	 * ring at a time, the rest wait for room (and wrap around it) */
-	{
-		uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
-		int64_t first = -1, i = -1;
-
-		for (int k = 0; k < 8; k++) {
-			struct gdak_dev_sge s = { a_at(20000 + 1500u * k), 1500, gdak_mr_lkey(amr) };
-			rx_pattern(abuf + 20000 + 1500u * k, 1500, 40 + k);
-			i = rx_reserve(&A, nbb);
-			REQUIRE(i >= 0);
-			if (first < 0)
-				first = i;
-			gdak_dev_wqe_write(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL,
-					   b_at(40000 + 1600u * k), gdak_mr_rkey(bmr), &s, 1);
-		}
-		CHECK_EQ(rx_submit_wait(&A, first, i, nbb, &err), 0);
-		for (int k = 0; k < 8; k++)
-			CHECK_EQ(rx_pattern_diff(bbuf + 40000 + 1600u * k, 1500, 40 + k), 0);
-	}
+	batch(0, 8, 1500, 20000, 1500, 40000, 1600, 40);
 }
 
 static void reads(void)
@@ -121,25 +140,7 @@ static void reads(void)
 		CHECK_MEM(abuf + 200000, want + 1000, 5000);
 		free(want);
 	}
-	{
-		uint32_t nbb = gdak_dev_wqe_bbs_sge(1, 1);
-		int64_t first = -1, i = -1;
-
-		memset(abuf + 120000, 0, 6 * 2000);
-		for (int k = 0; k < 6; k++) {
-			struct gdak_dev_sge s = { a_at(120000 + 2000u * k), 2000, gdak_mr_lkey(amr) };
-			rx_pattern(bbuf + 60000 + 2048u * k, 2000, 70 + k);
-			i = rx_reserve(&A, nbb);
-			REQUIRE(i >= 0);
-			if (first < 0)
-				first = i;
-			gdak_dev_wqe_read(A.q, (uint64_t)i, GDAK_DEV_WQE_SIGNAL,
-					  b_at(60000 + 2048u * k), gdak_mr_rkey(bmr), &s, 1);
-		}
-		CHECK_EQ(rx_submit_wait(&A, first, i, nbb, &err), 0);
-		for (int k = 0; k < 6; k++)
-			CHECK_EQ(rx_pattern_diff(abuf + 120000 + 2000u * k, 2000, 70 + k), 0);
-	}
+	batch(1, 6, 2000, 120000, 2000, 60000, 2048, 70);
 }
 
 static void atomics(void)

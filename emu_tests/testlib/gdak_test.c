@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
@@ -167,4 +168,47 @@ int gdak_test_count(const char *s, const char *needle)
 		s += strlen(needle);
 	}
 	return n;
+}
+
+int gdak_test_xfer(int fd, void *out, const void *in, size_t n)
+{
+	if (write(fd, in, n) != (ssize_t)n)
+		return -1;
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)out + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
+{
+	int sv[2], status = 0;
+	pid_t pid;
+
+	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fflush(NULL); /* nothing buffered is printed twice */
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		child(sv[1]);
+		exit(gdak_test_end());
+	}
+	close(sv[1]);
+	parent(sv[0]);
+	close(sv[0]);
+	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		gdak_test_passed++;
+	else if (WIFEXITED(status))
+		gdak_test_fail(__FILE__, __LINE__, "the child process exited %d",
+			       WEXITSTATUS(status));
+	else
+		gdak_test_fail(__FILE__, __LINE__, "the child process ended by signal %d",
+			       WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+	return gdak_test_end();
 }

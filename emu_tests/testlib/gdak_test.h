@@ -102,5 +102,13 @@ void *gdak_test_slurp(const char *path, size_t *len);
 int gdak_test_count(const char *s, const char *needle);
 /* 1 when one line of out contains every needle (a NULL-terminated list). */
 int gdak_test_has_line(const char *out, const char *const *needles);
+/* Write n bytes from in to fd, then read n bytes from it into out (a swap
+ * with the process at the other end): 0, or -1 when either fails. */
+int gdak_test_xfer(int fd, void *out, const void *in, size_t n);
+/* Two processes over a socketpair: child(fd) runs in a forked child, which
+ * then exits with its gdak_test_end(); parent(fd) runs here.  Then the child
+ * is waited for and CHECKed to have exited 0 (its exit code or signal named
+ * when not); gdak_test_end()'s result. */
+int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd));
 
 #endif

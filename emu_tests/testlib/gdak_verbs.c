@@ -3,6 +3,7 @@
 #include "gdak_verbs.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gdak_test.h"
@@ -110,6 +111,44 @@ int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return r;
 }
 
+void gdak_vt_side_open(struct gdak_vt_side *s, size_t len, uint64_t seed, unsigned mr_access,
+		       uint32_t psn)
+{
+	unsigned remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC;
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = gdak_vt_open_first();
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, len);
+	REQUIRE(s->pd && s->cq && s->buf);
+	gdak_test_fill(s->buf, len, seed);
+	s->mr = ibv_reg_mr(s->pd, s->buf, len, (int)mr_access);
+	REQUIRE(s->mr != NULL);
+	s->qp = gdak_vt_rc_qp(s->pd, s->cq, 16, 16);
+	REQUIRE(s->qp != NULL);
+	REQUIRE_EQ(gdak_vt_to_init(s->qp, mr_access & remote), 0);
+	s->me.qpn = s->qp->qp_num;
+	s->me.psn = psn;
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
+	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
+}
+
+void gdak_vt_side_connect(struct gdak_vt_side *s, int fd)
+{
+	struct gdak_vt_path p;
+
+	REQUIRE_EQ(gdak_test_xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
+	CHECK(memcmp(s->me.gid.raw, s->peer.gid.raw, 16) != 0);
+	p = gdak_vt_path_1024(s->peer.gid, s->peer.qpn, s->peer.psn, 1);
+	p.sq_psn = s->me.psn;
+	p.hop_limit = 0;
+	REQUIRE_EQ(gdak_vt_to_rtr(s->qp, &p, 0), 0);
+	REQUIRE_EQ(gdak_vt_to_rts(s->qp, &p, 0), 0);
+}
+
 /* fn(x), CHECKed to return 0, when there is an x */
 #define VT_GONE(fn, x)                      \
 	do {                                \
@@ -153,4 +192,12 @@ void gdak_vt_cuda_open(struct gdak_vt_cuda *cu)
 			GDAK_TEST_SKIP("libcuda.so.1 lacks the driver API this test uses");
 	if (init(0) || dev_get(&dev, 0) || retain(&cu->ctx, dev) || set(cu->ctx))
 		GDAK_TEST_SKIP("no usable GPU");
+}
+
+void gdak_vt_side_close(struct gdak_vt_side *s)
+{
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.ctx = s->ctx, .pd = s->pd, .cq = s->cq, .qp = { s->qp }, .mr = { s->mr } });
+	free(s->buf);
+	s->buf = NULL;
 }

@@ -61,6 +61,40 @@ struct gdak_vt_objs {
 };
 void gdak_vt_destroy(const struct gdak_vt_objs *o);
 
+/* What two processes swap (gdak_test_xfer) to connect one RC QP each, as
+ * perftest swaps it over TCP. */
+struct gdak_vt_info {
+	uint32_t qpn, psn, rkey, pad;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+/* One process's end of a two-process RC test: its device, PD, CQ, QP and
+ * one MR over buf, what it tells the peer and what the peer told it. */
+struct gdak_vt_side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct gdak_vt_info me, peer;
+};
+
+/* The first device opened, a PD, a 64-entry CQ, len bytes of buf (filled
+ * with gdak_test_fill's seed pattern) registered with mr_access, an RC QP
+ * (16 WRs each way) in INIT with the remote part of mr_access; s->me says
+ * QPN, psn, rkey, address and GID 0.  Every step REQUIREd. */
+void gdak_vt_side_open(struct gdak_vt_side *s, size_t len, uint64_t seed, unsigned mr_access,
+		       uint32_t psn);
+/* Swap s->me for s->peer over fd, then INIT -> RTR -> RTS along
+ * gdak_vt_path_1024 (one read or atomic in flight each way, the hop limit
+ * left to the library); the two GIDs must differ (two processes, two
+ * addresses).  Every step REQUIREd. */
+void gdak_vt_side_connect(struct gdak_vt_side *s, int fd);
+/* gdak_vt_destroy of the side's objects, then buf freed. */
+void gdak_vt_side_close(struct gdak_vt_side *s);
+
 /* The CUDA driver API, loaded at run time so that a test builds anywhere. */
 struct gdak_vt_cuda {
 	void *lib;

@@ -35,8 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <endian.h>
 
@@ -52,40 +50,10 @@
 #define IDLE_MAX_SWITCHES 50
 #define IDLE_MAX_CPU_PCT 10
 
-struct info {
-	uint32_t qpn, psn, rkey, pad;
-	uint64_t addr;
-	union ibv_gid gid;
-};
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	struct info me, peer;
-};
-
 struct nic_sample {
 	unsigned long long switches, cpu_ticks;
 	uint64_t t_ns;
 };
-
-static int xfer(int fd, void *out, const void *in, size_t n)
-{
-	if (write(fd, in, n) != (ssize_t)n)
-		return -1;
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (char *)out + got, n - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
 
 /* The calling process's NIC thread: context switches and utime + stime
  * (clock ticks) from /proc/self/task/TID.  0, or -1 when there is none. */
@@ -154,83 +122,6 @@ static void idle_check(const char *who, const struct nic_sample *a, const struct
 	CHECK(cpu_ns * 100.0 < (double)wall * IDLE_MAX_CPU_PCT);
 }
 
-static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
-{
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr qa;
-	struct ibv_qp_attr a;
-
-	REQUIRE(l && l[0]);
-	s->ctx = ibv_open_device(l[0]);
-	ibv_free_device_list(l);
-	REQUIRE(s->ctx != NULL);
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, BUF);
-	REQUIRE(s->pd && s->cq && s->buf);
-	gdak_test_fill(s->buf, BUF, seed);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	REQUIRE(s->mr != NULL);
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = qa.recv_cq = s->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(s->pd, &qa);
-	REQUIRE(s->qp != NULL);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	REQUIRE_EQ(
-		ibv_modify_qp(s->qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
-	s->me.qpn = s->qp->qp_num;
-	s->me.psn = psn;
-	s->me.rkey = s->mr->rkey;
-	s->me.addr = (uintptr_t)s->buf;
-	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
-	REQUIRE_EQ(xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = s->peer.qpn;
-	a.rq_psn = s->peer.psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = s->peer.gid;
-	a.ah_attr.port_num = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
-				 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER),
-		   0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = psn;
-	a.max_rd_atomic = 1;
-	REQUIRE_EQ(ibv_modify_qp(s->qp, &a,
-				 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC),
-		   0);
-}
-
-static void teardown(struct side *s)
-{
-	CHECK_EQ(ibv_destroy_qp(s->qp), 0);
-	CHECK_EQ(ibv_dereg_mr(s->mr), 0);
-	CHECK_EQ(ibv_destroy_cq(s->cq), 0);
-	CHECK_EQ(ibv_dealloc_pd(s->pd), 0);
-	CHECK_EQ(ibv_close_device(s->ctx), 0);
-	free(s->buf);
-}
-
 /* the client's WRITEs: local offset = remote offset, each its own pattern region */
 static const struct {
 	uint32_t off, len;
@@ -251,10 +142,10 @@ static void idle_client(int fd, const char *who)
 	char m = 'i', r;
 
 	REQUIRE_EQ(nic_sample(&a), 0);
-	REQUIRE_EQ(xfer(fd, &r, &m, 1), 0); /* the server has sampled */
+	REQUIRE_EQ(gdak_test_xfer(fd, &r, &m, 1), 0); /* the server has sampled */
 	sleep(1);
 	REQUIRE_EQ(nic_sample(&b), 0);
-	REQUIRE_EQ(xfer(fd, &r, &m, 1), 0); /* the server samples, then answers */
+	REQUIRE_EQ(gdak_test_xfer(fd, &r, &m, 1), 0); /* the server samples, then answers */
 	idle_check(who, &a, &b);
 }
 
@@ -274,12 +165,12 @@ static void idle_server(int fd, const char *who)
 
 static void client(int fd)
 {
-	struct side s;
+	struct gdak_vt_side s;
 	struct ibv_wc wc;
 	char done = 'd', ack = 0;
 
-	memset(&s, 0, sizeof(s));
-	setup(&s, fd, 0x313131, 1);
+	gdak_vt_side_open(&s, BUF, 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0x313131);
+	gdak_vt_side_connect(&s, fd);
 	idle_client(fd, "client, connected");
 	for (unsigned i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
 		struct ibv_sge sg = { (uintptr_t)s.buf + writes[i].off, writes[i].len, s.mr->lkey };
@@ -316,22 +207,22 @@ static void client(int fd)
 		CHECK_EQ(wc.wr_id, 20);
 		CHECK_EQ(wc.opcode, IBV_WC_SEND);
 	}
-	REQUIRE_EQ(xfer(fd, &ack, &done, 1), 0);
+	REQUIRE_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 'c');
 	idle_client(fd, "client, after traffic");
-	teardown(&s);
+	gdak_vt_side_close(&s);
 }
 
 static void server(int fd)
 {
-	struct side s;
+	struct gdak_vt_side s;
 	struct ibv_wc wc;
 	uint8_t *cli = malloc(BUF), *mine = malloc(BUF);
 	char done = 0, ack = 'c';
 	uint32_t end = 0;
 
-	memset(&s, 0, sizeof(s));
-	setup(&s, fd, 0x424242, 2);
+	gdak_vt_side_open(&s, BUF, 2, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0x424242);
+	gdak_vt_side_connect(&s, fd);
 	REQUIRE(cli && mine);
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
@@ -366,30 +257,15 @@ static void server(int fd)
 		  BUF - SEND_DST - SEND_LEN);
 	REQUIRE_EQ(write(fd, &ack, 1), 1);
 	idle_server(fd, "server, after traffic");
-	teardown(&s);
+	gdak_vt_side_close(&s);
 	free(cli);
 	free(mine);
 }
 
 int main(void)
 {
-	int sv[2], status = 0;
-	pid_t pid;
-
 	/* the default polling (spin mode spins by request), one NIC thread */
 	setenv("GDAK_POLL", "adaptive", 1);
 	setenv("GDAK_NIC_THREADS", "1", 1);
-	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		server(sv[1]);
-		exit(gdak_test_end());
-	}
-	close(sv[1]);
-	client(sv[0]);
-	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	return gdak_test_2proc(server, client);
 }

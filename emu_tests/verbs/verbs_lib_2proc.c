@@ -26,8 +26,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <endian.h>
 
@@ -39,83 +37,43 @@
 
 #define BUF (256 * 1024)
 
-struct info {
-	uint32_t qpn, psn, rkey, pad;
-	uint64_t addr;
-	union ibv_gid gid;
-};
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	struct info me, peer;
-};
-
-static int xfer(int fd, void *out, const void *in, size_t n)
-{
-	if (write(fd, in, n) != (ssize_t)n)
-		return -1;
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (char *)out + got, n - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 static int parked; /* VERBS_TEST_PARK=1 */
 
-static void setup(struct side *s, int fd, uint32_t psn, uint64_t seed)
+/* both sides, once connected: the NIC thread runs nothing from here on */
+static void park(struct gdak_vt_side *s)
 {
-	struct gdak_vt_path p;
-
-	s->ctx = gdak_vt_open_first();
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, BUF);
-	REQUIRE(s->pd && s->cq && s->buf);
-	gdak_test_fill(s->buf, BUF, seed);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	REQUIRE(s->mr != NULL);
-	s->qp = gdak_vt_rc_qp(s->pd, s->cq, 16, 16);
-	REQUIRE(s->qp != NULL);
-	REQUIRE_EQ(gdak_vt_to_init(s->qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						  IBV_ACCESS_REMOTE_ATOMIC),
-		   0);
-	s->me.qpn = s->qp->qp_num;
-	s->me.psn = psn;
-	s->me.rkey = s->mr->rkey;
-	s->me.addr = (uintptr_t)s->buf;
-	REQUIRE_EQ(ibv_query_gid(s->ctx, 1, 0, &s->me.gid), 0);
-	/* the server posts its receive WQE before the client can send */
-	if (seed == 2) {
-		struct ibv_sge sg = { (uintptr_t)s->buf + 131072, 4096, s->mr->lkey };
-		struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &sg, .num_sge = 1 }, *bad;
-
-		REQUIRE_EQ(ibv_post_recv(s->qp, &rw, &bad), 0);
-	}
-	REQUIRE_EQ(xfer(fd, &s->peer, &s->me, sizeof(s->me)), 0);
-	/* two processes: two addresses */
-	CHECK(memcmp(s->me.gid.raw, s->peer.gid.raw, 16) != 0);
-	p = gdak_vt_path_1024(s->peer.gid, s->peer.qpn, s->peer.psn, 1);
-	p.sq_psn = psn;
-	p.hop_limit = 0; /* left to the library's default */
-	REQUIRE_EQ(gdak_vt_to_rtr(s->qp, &p, 0), 0);
-	REQUIRE_EQ(gdak_vt_to_rts(s->qp, &p, 0), 0);
 	if (parked)
 		REQUIRE_EQ(gdak_ibv_engine_park(s->ctx, 1), 0);
 }
 
-static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff, uint32_t len,
-		 uint64_t roff, uint32_t rkey)
+/* every post ran in this thread (posts), polls drove the engine */
+static void unpark(struct gdak_vt_side *s, uint64_t posts)
+{
+	struct gdak_ibv_engine_stats st;
+
+	if (!parked)
+		return;
+	gdak_ibv_engine_stats(&st);
+	CHECK_EQ(st.post_inline, posts);
+	CHECK(st.poll_inline > 0);
+	REQUIRE_EQ(gdak_ibv_engine_park(s->ctx, 0), 0);
+}
+
+/* the server posts its receive WQE before the client can send */
+static void server_recv(struct gdak_vt_side *s)
+{
+	struct ibv_sge sg = { (uintptr_t)s->buf + 131072, 4096, s->mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	REQUIRE_EQ(ibv_post_recv(s->qp, &rw, &bad), 0);
+}
+
+#define ACCESS                                                                       \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+static int post1(struct gdak_vt_side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t loff,
+		 uint32_t len, uint64_t roff, uint32_t rkey)
 {
 	struct ibv_sge sg = { (uintptr_t)s->buf + loff, len, s->mr->lkey };
 	struct ibv_send_wr w, *bad;
@@ -140,13 +98,14 @@ static int post1(struct side *s, enum ibv_wr_opcode op, uint64_t id, uint64_t lo
 
 static void client(int fd)
 {
-	struct side s;
+	struct gdak_vt_side s;
 	struct ibv_wc wc;
 	uint8_t *expect = malloc(BUF);
 	char done = 1, ack = 0;
 
-	memset(&s, 0, sizeof(s));
-	setup(&s, fd, 0x111111, 1);
+	gdak_vt_side_open(&s, BUF, 1, ACCESS, 0x111111);
+	gdak_vt_side_connect(&s, fd);
+	park(&s);
 	REQUIRE(expect != NULL);
 	gdak_test_fill(expect, BUF, 2); /* the server's pattern */
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 1, 0, 65536, 0, s.peer.rkey), 0);
@@ -176,32 +135,25 @@ static void client(int fd)
 	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 5);
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
-	if (parked) {
-		struct gdak_ibv_engine_stats st;
-
-		gdak_ibv_engine_stats(&st);
-		CHECK_EQ(st.post_inline, 5); /* every post ran in this thread */
-		CHECK(st.poll_inline > 0);
-		REQUIRE_EQ(gdak_ibv_engine_park(s.ctx, 0), 0);
-	}
-	CHECK_EQ(xfer(fd, &ack, &done, 1), 0);
+	unpark(&s, 5);
+	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
-	gdak_vt_destroy(&(struct gdak_vt_objs){
-		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
+	gdak_vt_side_close(&s);
 	free(expect);
-	free(s.buf);
 }
 
 static void server(int fd)
 {
-	struct side s;
+	struct gdak_vt_side s;
 	struct ibv_wc wc;
 	uint8_t *cli = malloc(BUF), *mine = malloc(BUF);
 	char done = 0, ack = 1;
 	uint64_t v, orig;
 
-	memset(&s, 0, sizeof(s));
-	setup(&s, fd, 0x222222, 2);
+	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
+	server_recv(&s);
+	gdak_vt_side_connect(&s, fd);
+	park(&s);
 	REQUIRE(cli && mine);
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
@@ -212,15 +164,8 @@ static void server(int fd)
 	CHECK_EQ(wc.byte_len, 3000);
 	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
 	CHECK_EQ(be32toh(wc.imm_data), 0x1234abcd);
-	if (parked) {
-		struct gdak_ibv_engine_stats st;
-
-		gdak_ibv_engine_stats(&st);
-		CHECK_EQ(st.post_inline, 0); /* the server posts nothing */
-		CHECK(st.poll_inline > 0);
-		REQUIRE_EQ(gdak_ibv_engine_park(s.ctx, 0), 0);
-	}
-	CHECK_EQ(xfer(fd, &done, &ack, 1), 0);
+	unpark(&s, 0); /* the server posts nothing */
+	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
 	CHECK_EQ(done, 1);
 	CHECK_MEM(s.buf, cli, 65536);		       /* the WRITE */
 	CHECK_MEM(s.buf + 131072, cli + 100000, 3000); /* the SEND */
@@ -228,30 +173,13 @@ static void server(int fd)
 	memcpy(&v, s.buf + 200000, 8);
 	CHECK_EQ(v, orig + 5);			       /* the FETCH_ADD */
 	CHECK_MEM(s.buf + 65536, mine + 65536, 65536); /* READ source untouched */
-	gdak_vt_destroy(&(struct gdak_vt_objs){
-		.ctx = s.ctx, .pd = s.pd, .cq = s.cq, .qp = { s.qp }, .mr = { s.mr } });
+	gdak_vt_side_close(&s);
 	free(cli);
 	free(mine);
-	free(s.buf);
 }
 
 int main(void)
 {
-	int sv[2], status = 0;
-	pid_t pid;
-
 	parked = getenv("VERBS_TEST_PARK") && !strcmp(getenv("VERBS_TEST_PARK"), "1");
-	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		server(sv[1]);
-		exit(gdak_test_end());
-	}
-	close(sv[1]);
-	client(sv[0]);
-	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	return gdak_test_2proc(server, client);
 }

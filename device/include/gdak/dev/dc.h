@@ -79,12 +79,8 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_sge_op(const struct gdak_dev_qp *qp, uint64_t 
 			      (av->ds != 1 && av->ds != 3)))
 		return 0;
 	k = 1 + gdak_dev_dc_set_av(qp, idx, av);
-	if (has_raddr)
-		gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, k++), raddr, rkey);
-	for (uint32_t i = 0; i < nsge; i++)
-		gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, k++), &sge[i]);
-	gdak_dev_wqe_set_ctrl(qp, idx, opcode, 0, ds, gdak_dev_wqe_fm_ce_se(flags), imm_be);
-	return gdak_mlx5_wqebbs(ds);
+	return gdak_dev_wqe_sge_tail(qp, idx, k, ds, opcode, flags, imm_be, has_raddr, raddr, rkey,
+				     sge, nsge);
 }
 
 /* ctrl + AV + optional raddr + inline data (len <= qp->max_inline). */

@@ -216,20 +216,33 @@ GDAK_DEV void gdak_dev_wqe_set_inline(const struct gdak_dev_qp *qp, uint64_t idx
 /* The DS budget of one WQE: 6-bit ds field. */
 #define GDAK_DEV_WQE_MAX_SGE (GDAK_MLX5_MAX_DS - 2)
 
-/* ctrl + optional raddr + nsge data segments. */
-GDAK_DEV uint32_t gdak_dev_wqe_sge_op(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
-				      uint32_t flags, uint32_t imm_be, int has_raddr, uint64_t raddr,
-				      uint32_t rkey, const struct gdak_dev_sge *sge, uint32_t nsge)
+/* The optional raddr and nsge data segments from DS k on, then the ctrl
+ * (ds in all): the WQEBBs the WQE takes.  The RC and DC builders' tail. */
+GDAK_DEV uint32_t gdak_dev_wqe_sge_tail(const struct gdak_dev_qp *qp, uint64_t idx, uint32_t k,
+					uint32_t ds, uint8_t opcode, uint32_t flags,
+					uint32_t imm_be, int has_raddr, uint64_t raddr,
+					uint32_t rkey, const struct gdak_dev_sge *sge,
+					uint32_t nsge)
 {
-	uint32_t k = 1, ds = 1 + (has_raddr ? 1 : 0) + nsge;
-	if (gdak_dev_unlikely(ds > GDAK_MLX5_MAX_DS || (nsge && !sge)))
-		return 0;
 	if (has_raddr)
 		gdak_dev_wqe_set_raddr(gdak_dev_wqe_ds(qp, idx, k++), raddr, rkey);
 	for (uint32_t i = 0; i < nsge; i++)
 		gdak_dev_wqe_set_data(gdak_dev_wqe_ds(qp, idx, k++), &sge[i]);
 	gdak_dev_wqe_set_ctrl(qp, idx, opcode, 0, ds, gdak_dev_wqe_fm_ce_se(flags), imm_be);
 	return gdak_mlx5_wqebbs(ds);
+}
+
+/* ctrl + optional raddr + nsge data segments. */
+GDAK_DEV uint32_t gdak_dev_wqe_sge_op(const struct gdak_dev_qp *qp, uint64_t idx, uint8_t opcode,
+				      uint32_t flags, uint32_t imm_be, int has_raddr,
+				      uint64_t raddr, uint32_t rkey, const struct gdak_dev_sge *sge,
+				      uint32_t nsge)
+{
+	uint32_t ds = 1 + (has_raddr ? 1 : 0) + nsge;
+	if (gdak_dev_unlikely(ds > GDAK_MLX5_MAX_DS || (nsge && !sge)))
+		return 0;
+	return gdak_dev_wqe_sge_tail(qp, idx, 1, ds, opcode, flags, imm_be, has_raddr, raddr, rkey,
+				     sge, nsge);
 }
 
 /* ctrl + optional raddr + inline data (len <= qp->max_inline). */
