@@ -11,6 +11,8 @@
  *   path 2 (GDAK_QP_F_QUEUES_GPU): rings and doorbell records in GPU memory,
  *     registered as DEVX umems, the CQs and QP created and moved through
  *     RESET->INIT->RTR->RTS with raw PRM commands (hw_devx.c).
+ * DC (DCI, DCT) takes path 1 only: mlx5dv_create_qp with the DC init
+ * attributes, DCI and DCT state masks as the kernel checks them.
  * When the UAR cannot be mapped into the GPU, the QP falls back to the
  * CPU-proxy doorbell handler (hw_proxy.c).
  *
@@ -141,6 +143,7 @@ struct hw_qp {
 	struct ibv_cq_ex *scq;
 	struct ibv_cq_ex *rcq;	/* NULL when there is no receive queue */
 	struct ibv_qp *qp;
+	struct ibv_srq *srq; /* DCT: the SRQ a ConnectX DCT needs (never posted) */
 
 	/* path 2 objects */
 	struct hw_devx_qp *dx;

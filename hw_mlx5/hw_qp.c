@@ -170,13 +170,22 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
 	}
-	if (attr->type != GDAK_QPT_RC) {
-		/* a DCI or DCT created as an RC QP would post WQEs a ConnectX
-		 * misreads (the address vector as a remote address segment) */
+	if (attr->type != GDAK_QPT_RC && wants_devx(attr->flags) != 0) {
+		/* DC is created by mlx5dv_create_qp (hw_verbs_qp.c); the DEVX
+		 * path has no CREATE_DCT / st=DCI contexts yet */
 		GDAK_ERR("ctx", ctx->id,
-			 "DC QPs (type %u) are not created on ConnectX by this "
-			 "backend yet",
+			 "DC QPs (type %u) are created on the verbs path only "
+			 "(GDAK_HW_QP_PATH=verbs, no GDAK_QP_F_* flags)",
 			 attr->type);
+		return -ENOTSUP;
+	}
+	if (attr->type == GDAK_QPT_DCT && attr->rq_depth) {
+		/* a ConnectX DCT receives through an SRQ, whose WQEs (next
+		 * segment first) the device API does not post */
+		GDAK_ERR("ctx", ctx->id,
+			 "a DCT with a receive queue (rq_depth %u) is not supported on "
+			 "ConnectX by this backend: SENDs to a DCT need SRQ posting",
+			 attr->rq_depth);
 		return -ENOTSUP;
 	}
 	hq = calloc(1, sizeof(*hq));
