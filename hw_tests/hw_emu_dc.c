@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hw_emu_dc.c - hw_mlx5's DC path (mlx5dv_create_qp DCI / DCT, the DC
- * state masks), host threads playing the device through gdak/dev/dc.h: one
- * DCI reaches two DCTs in two contexts (two PDs) with full address vectors
- * (and compact ones on InfiniBand) - WRITE, READ, fetch-add, compare-swap - data checked byte
- * for byte, the first CQE field by field; then a wrong access key, which a
- * ConnectX DCT drops silently so the DCI retries out
- * (TRANSPORT_RETRY_EXC_ERR, DCI in ERR, the DCT untouched).  Run on the
- * emulated mlx5 device under gdak-run (hw_tests/hwemu.cmake), on a
- * ConnectX too.  The device is $GDAK_HW_DEVICE; exits 77 when it cannot
- * be opened.
+ * state masks), host threads playing the device through gdak/dev/dc.h:
+ * one DCI reaches two DCTs in two contexts (two PDs) with full address
+ * vectors (and compact ones on InfiniBand) - WRITE, READ, fetch-add,
+ * compare-swap - data checked byte for byte, the first CQE field by field;
+ * then a wrong access key, which a ConnectX DCT drops silently so the DCI
+ * retries out (TRANSPORT_RETRY_EXC_ERR, DCI in ERR, the DCT untouched).
+ * GDAK_HW_QP_PATH=devx makes the DCIs by DEVX (CREATE_QP st=DCI, one
+ * stream); DCTs are verbs objects on both paths.  Run on the emulated
+ * mlx5 device under gdak-run (hw_tests/hwemu*.cmake), on a ConnectX too.
+ * The device is $GDAK_HW_DEVICE; exits 77 when it cannot be opened.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ static struct gdak_ctx *ctx_a, *ctx_b;
 static struct target tg[NDCT];
 static uint8_t *lmem; /* DCI side: source, READ landing, atomic results */
 static struct gdak_mr *lmr;
+static int devx; /* GDAK_HW_QP_PATH=devx: the DCIs by DEVX CREATE_QP st=DCI */
 
 static uint64_t va(const void *p)
 {
@@ -207,8 +209,20 @@ static void refusals(void)
 	struct gdak_qp *q = NULL;
 
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -ENOTSUP);
-	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI, .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCT,
+				   .dc_key = 1,
+				   .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
 	CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -ENOTSUP);
+	if (devx) {
+		/* the DEVX path sets no DCI stream context */
+		a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI, .dci_streams = 2 };
+		CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -ENOTSUP);
+	} else {
+		/* CQ flags are DEVX context fields */
+		a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI,
+					   .flags = GDAK_QP_F_SCQ_OVERRUN_IGNORE };
+		CHECK_EQ(gdak_qp_create(ctx_a, &a, &q), -ENOTSUP);
+	}
 	a = (struct gdak_qp_attr){ .type = GDAK_QPT_DCI };
 	REQUIRE_EQ(gdak_qp_create(ctx_a, &a, &q), 0);
 	CHECK_EQ(gdak_qp_connect(q, &tg[0].info), -EINVAL); /* a DCI connects to nobody */
@@ -219,7 +233,10 @@ int main(void)
 {
 	const char *env = getenv("GDAK_HW_DEVICE");
 	const char *dev = env && *env ? env : "mlx5_0";
+	const char *path = getenv("GDAK_HW_QP_PATH");
 	int ret = gdak_open(dev, &ctx_a);
+
+	devx = path && !strcmp(path, "devx");
 
 	if (ret)
 		GDAK_TEST_SKIP("cannot open %s: %s", dev, gdak_strerror(ret));
@@ -230,7 +247,8 @@ int main(void)
 	target_new(&tg[1], ctx_b, 0xdc);
 
 	ops(1);
-	ops(2);
+	if (!devx)
+		ops(2);
 	wrong_key();
 	refusals();
 
