@@ -27,6 +27,8 @@ int hw_qp_info(struct gdak_qp *qp, struct gdak_qp_info *out)
 	out->lid = hc->lid;
 	out->gid_index = hc->gid_index;
 	out->transport = GDAK_QPI_HW;
+	out->qp_type = (uint8_t)qp->attr.type;
+	out->dc_key = qp->attr.type == GDAK_QPT_DCT ? qp->attr.dc_key : 0;
 	return 0;
 }
 
@@ -96,7 +98,7 @@ int hw_qp_modify(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_qp
 	struct hw_qp *hq = hw_qp_of(qp);
 	int ret;
 
-	if (to == GDAK_QPS_RTR) {
+	if (to == GDAK_QPS_RTR && qp->attr.type == GDAK_QPT_RC) {
 		ret = check_peer(hq, peer);
 		if (ret)
 			return ret;

@@ -110,7 +110,8 @@ enum {
 #define QPC_NEXT_RCV_PSN 0x4a8, 24
 #define QPC_CQN_RCV 0x4e8, 24
 #define QPC_DBR_ADDR 0x500	/* 64 bits: offset in the dbr umem */
-#define QPC_RQ_TYPE 0x565, 3	/* 0 = regular, 3 = zero-size RQ */
+#define QPC_RQ_TYPE 0x565, 3	/* 0 = regular, 1 = SRQ, 3 = zero-size RQ */
+#define QPC_SRQN 0x568, 24	/* rq_type SRQ: its number (a DCI's) */
 #define QPC_DBR_UMEM_VALID 0x683, 1
 #define QPC_DBR_UMEM_ID 0x720, 32
 #define CREATE_QP_WQ_UMEM_ID 0x840, 32
@@ -118,8 +119,10 @@ enum {
 
 enum {
 	QPC_ST_RC = 0,
+	QPC_ST_DCI = 5,
 	QPC_PM_MIGRATED = 3,
 	QPC_RQ_REGULAR = 0,
+	QPC_RQ_SRQ = 1,
 	QPC_RQ_ZERO_SIZE = 3,
 	/* 8-byte standard atomics (the kernel's MLX5_ATOMIC_MODE_8B >> 16) */
 	QPC_ATOMIC_MODE_8B = 3,
@@ -186,7 +189,7 @@ static void fset64(void *buf, unsigned bit, uint64_t v)
 #define CREATE_QP_FIELDS(X)                                                              \
 	X(0, CMD_OPCODE) X(QPC, QPC_ST) X(QPC, QPC_PM_STATE) X(QPC, QPC_PD)                \
 	X(QPC, QPC_UAR_PAGE) X(QPC, QPC_SEND_DBR_MODE) X(QPC, QPC_LOG_PAGE_SIZE)          \
-	X(QPC, QPC_LOG_SQ_SIZE) X(QPC, QPC_RQ_TYPE) X(QPC, QPC_LOG_RQ_SIZE)               \
+	X(QPC, QPC_LOG_SQ_SIZE) X(QPC, QPC_RQ_TYPE) X(QPC, QPC_SRQN) X(QPC, QPC_LOG_RQ_SIZE) \
 	X(QPC, QPC_LOG_RQ_STRIDE) X(QPC, QPC_CQN_SND) X(QPC, QPC_CQN_RCV)                 \
 	X(QPC, QPC_DBR_UMEM_VALID) X(QPC, QPC_DBR_UMEM_ID) X(0, CREATE_QP_WQ_UMEM_ID)     \
 	X(0, CREATE_QP_WQ_UMEM_VALID)
@@ -279,6 +282,9 @@ struct hw_devx_qp {
 	struct mlx5dv_devx_obj *scq, *rcq, *qp;
 	uint32_t scqn, rcqn, pdn, eqn;
 	uint32_t sq_cnt, rq_cnt, rq_stride, scq_n, rcq_n;
+	int dci;	     /* st DCI: no RQ of its own, an SRQ named */
+	struct ibv_srq *srq; /* the DCI's (never posted) */
+	uint32_t srqn;
 };
 
 static uint32_t ilog2(uint32_t v) { return v ? 31u - (uint32_t)__builtin_clz(v) : 0; }
@@ -393,6 +399,36 @@ static struct mlx5dv_devx_obj *create_cq(struct hw_qp *hq, uint32_t n, size_t ri
 	return obj;
 }
 
+/* The SRQ a DCI's context names (created by verbs: its number is all
+ * CREATE_QP needs). */
+static int create_srq(struct hw_qp *hq)
+{
+	struct hw_devx_qp *dx = hq->dx;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+	struct mlx5dv_srq dv = { .comp_mask = MLX5DV_SRQ_MASK_SRQN };
+	struct mlx5dv_obj obj;
+	int ret;
+
+	dx->dci = 1;
+	dx->srq = ibv_create_srq(hq->ctx->pd, &sa);
+	if (!dx->srq) {
+		ret = errno ? errno : ENOMEM;
+		GDAK_ERR("ctx", hq->ctx->base.id, "ibv_create_srq (for a DCI): %s", strerror(ret));
+		return -ret;
+	}
+	memset(&obj, 0, sizeof(obj));
+	obj.srq.in = dx->srq;
+	obj.srq.out = &dv;
+	ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
+	if (ret || !(dv.comp_mask & MLX5DV_SRQ_MASK_SRQN)) {
+		GDAK_ERR("ctx", hq->ctx->base.id, "mlx5dv_init_obj(SRQ): %s",
+			 ret ? strerror(ret) : "no SRQ number");
+		return ret ? -ret : -ENOTSUP;
+	}
+	dx->srqn = dv.srqn;
+	return 0;
+}
+
 static int create_qp(struct hw_qp *hq)
 {
 	struct hw_devx_qp *dx = hq->dx;
@@ -402,7 +438,7 @@ static int create_qp(struct hw_qp *hq)
 	memset(in, 0, sizeof(in));
 	memset(out, 0, sizeof(out));
 	fset(in, 0, CMD_OPCODE, PRM_CREATE_QP);
-	fset(in, QPC, QPC_ST, QPC_ST_RC);
+	fset(in, QPC, QPC_ST, dx->dci ? QPC_ST_DCI : QPC_ST_RC);
 	fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
 	fset(in, QPC, QPC_PD, dx->pdn);
 	fset(in, QPC, QPC_UAR_PAGE, dx->uar->page_id);
@@ -410,7 +446,12 @@ static int create_qp(struct hw_qp *hq)
 	fset(in, QPC, QPC_SEND_DBR_MODE, hq->base.attr.flags & GDAK_QP_F_SQ_NO_DBREC ? 1 : 0);
 	fset(in, QPC, QPC_LOG_PAGE_SIZE, 0);
 	fset(in, QPC, QPC_LOG_SQ_SIZE, ilog2(dx->sq_cnt));
-	if (dx->rq_cnt) {
+	if (dx->dci) {
+		/* ConnectX creates a DCI with an SRQ-type RQ (the kernel names
+		 * an SRQ of its own; NVSHMEM and UCX one they made) */
+		fset(in, QPC, QPC_RQ_TYPE, QPC_RQ_SRQ);
+		fset(in, QPC, QPC_SRQN, dx->srqn);
+	} else if (dx->rq_cnt) {
 		fset(in, QPC, QPC_RQ_TYPE, QPC_RQ_REGULAR);
 		fset(in, QPC, QPC_LOG_RQ_SIZE, ilog2(dx->rq_cnt));
 		fset(in, QPC, QPC_LOG_RQ_STRIDE, ilog2(dx->rq_stride) - 4);
@@ -550,6 +591,11 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		if (!dx->rcq)
 			return -EIO;
 	}
+	if (hq->base.attr.type == GDAK_QPT_DCI) {
+		ret = create_srq(hq);
+		if (ret)
+			return ret;
+	}
 	ret = create_qp(hq);
 	if (ret)
 		return ret;
@@ -647,6 +693,8 @@ void hw_dqp_destroy(struct hw_qp *hq)
 		return;
 	if (dx->qp)
 		mlx5dv_devx_obj_destroy(dx->qp);
+	if (dx->srq)
+		ibv_destroy_srq(dx->srq);
 	if (dx->rcq)
 		mlx5dv_devx_obj_destroy(dx->rcq);
 	if (dx->scq)
@@ -737,6 +785,8 @@ int hw_dqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_
 		fset(in, QPC, QPC_PM_STATE, QPC_PM_MIGRATED);
 		fset(in, QPC + ADS, ADS_VHCA_PORT_NUM, hc->port);
 		fset(in, QPC + ADS, ADS_PKEY_INDEX, 0);
+		if (hq->dx->dci) /* a requester only: no responder rights */
+			return modify(hq, PRM_RST2INIT_QP, in, sizeof(in));
 		fset(in, QPC, QPC_RRE, 1);
 		fset(in, QPC, QPC_RWE, 1);
 		fset(in, QPC, QPC_RAE, 1);
@@ -746,6 +796,12 @@ int hw_dqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_
 		hw_conn_params(hq, peer, &p);
 		fset(in, QPC, QPC_MTU, (uint32_t)p.mtu);	/* ibv_mtu uses the IBA encoding */
 		fset(in, QPC, QPC_LOG_MSG_MAX, 30);
+		if (hq->dx->dci) {
+			/* the peer is named per WQE (its AV): no remote QPN,
+			 * PSN or address path */
+			hq->mtu = hw_mtu_bytes(p.mtu);
+			return modify(hq, PRM_INIT2RTR_QP, in, sizeof(in));
+		}
 		fset(in, QPC, QPC_REMOTE_QPN, peer->qpn);
 		fset(in, QPC, QPC_NEXT_RCV_PSN, peer->psn);
 		fset(in, QPC, QPC_LOG_RRA_MAX, ilog2(p.max_dest_rd_atomic));

@@ -11,6 +11,9 @@
  *   path 2 (GDAK_QP_F_QUEUES_GPU): rings and doorbell records in GPU memory,
  *     registered as DEVX umems, the CQs and QP created and moved through
  *     RESET->INIT->RTR->RTS with raw PRM commands (hw_devx.c).
+ * DC: path 1 makes DCIs and DCTs with mlx5dv_create_qp (the DC init
+ * attributes, the state masks the kernel checks); path 2 makes DCIs with
+ * CREATE_QP st=DCI.  A DCT has no rings: it is a verbs object on both.
  * When the UAR cannot be mapped into the GPU, the QP falls back to the
  * CPU-proxy doorbell handler (hw_proxy.c).
  *
@@ -141,6 +144,7 @@ struct hw_qp {
 	struct ibv_cq_ex *scq;
 	struct ibv_cq_ex *rcq;	/* NULL when there is no receive queue */
 	struct ibv_qp *qp;
+	struct ibv_srq *srq; /* DCT: the SRQ a ConnectX DCT needs (never posted) */
 
 	/* path 2 objects */
 	struct hw_devx_qp *dx;

@@ -170,13 +170,26 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 			 attr->flags & (GDAK_QP_F_ALL & ~GDAK_QP_F_QUEUES_GPU));
 		return -ENOTSUP;
 	}
-	if (attr->type != GDAK_QPT_RC) {
-		/* a DCI or DCT created as an RC QP would post WQEs a ConnectX
-		 * misreads (the address vector as a remote address segment) */
+	if (attr->type == GDAK_QPT_DCI && attr->dci_streams > 1 && wants_devx(attr->flags) != 0) {
 		GDAK_ERR("ctx", ctx->id,
-			 "DC QPs (type %u) are not created on ConnectX by this "
-			 "backend yet",
-			 attr->type);
+			 "a DCI with %u streams is created on the verbs path only "
+			 "(GDAK_HW_QP_PATH=verbs, no GDAK_QP_F_* flags): the DEVX path "
+			 "sets no DCI stream context yet",
+			 attr->dci_streams);
+		return -ENOTSUP;
+	}
+	if (attr->type == GDAK_QPT_DCT && attr->flags) {
+		/* a DCT has no rings: nothing for the ring flags to describe */
+		GDAK_ERR("ctx", ctx->id, "QP flags 0x%x on a DCT (it has no rings)", attr->flags);
+		return -ENOTSUP;
+	}
+	if (attr->type == GDAK_QPT_DCT && attr->rq_depth) {
+		/* a ConnectX DCT receives through an SRQ, whose WQEs (next
+		 * segment first) the device API does not post */
+		GDAK_ERR("ctx", ctx->id,
+			 "a DCT with a receive queue (rq_depth %u) is not supported on "
+			 "ConnectX by this backend: SENDs to a DCT need SRQ posting",
+			 attr->rq_depth);
 		return -ENOTSUP;
 	}
 	hq = calloc(1, sizeof(*hq));
@@ -205,6 +218,9 @@ int hw_qp_create(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct g
 		if (path)
 			hq->devx = path == 2;
 	}
+	/* a DCT has no rings the DEVX path would place: verbs on either path */
+	if (attr->type == GDAK_QPT_DCT)
+		hq->devx = 0;
 	hq->psn = random_psn();
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.handler = attr->handler;

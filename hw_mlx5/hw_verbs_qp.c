@@ -3,7 +3,9 @@
  * hw_verbs_qp.c - path 1: CQs and the RC QP created through verbs/mlx5dv in
  * host memory, their rings taken from mlx5dv_init_obj(), and the QP moved
  * through its states with ibv_modify_qp.  Works on any ConnectX with the
- * standard kernel driver.
+ * standard kernel driver.  DC too: a DCI is an RC-shaped send queue made by
+ * mlx5dv_create_qp (MLX5DV_DCTYPE_DCI), a DCT a receive-side object with
+ * an access key and an SRQ and no rings of its own.
  */
 #include <errno.h>
 #include <string.h>
@@ -135,6 +137,55 @@ static int choose_handler(struct hw_qp *hq, const struct mlx5dv_qp *dv, struct g
 	return 0;
 }
 
+/* A DCT: the CQ its responder errors complete on, the SRQ every ConnectX
+ * DCT is created with (nothing is ever posted: RDMA WRITE / READ / atomics
+ * consume no receive WQE), the access key.  It has no rings the device
+ * code drives, so its descriptor carries only the CQ. */
+static int create_dct(struct hw_qp *hq, struct gdak_dev_qp *t)
+{
+	const struct gdak_qp_attr *a = &hq->base.attr;
+	struct hw_ctx *hc = hq->ctx;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+	struct ibv_qp_init_attr_ex ia;
+	struct mlx5dv_qp_init_attr dia;
+	int ret;
+
+	hq->scq = create_cq(hc, a->cq_depth);
+	if (!hq->scq)
+		return -ENOMEM;
+	hq->srq = ibv_create_srq(hc->pd, &sa);
+	if (!hq->srq) {
+		ret = errno ? errno : ENOMEM;
+		GDAK_ERR("ctx", hc->base.id, "ibv_create_srq (for a DCT): %s", strerror(ret));
+		return -ret;
+	}
+	memset(&ia, 0, sizeof(ia));
+	memset(&dia, 0, sizeof(dia));
+	ia.qp_type = IBV_QPT_DRIVER;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	/* the context's PD: the MRs DCIs reach are registered on it */
+	ia.pd = hc->pd;
+	ia.srq = hq->srq;
+	ia.send_cq = ia.recv_cq = ibv_cq_ex_to_cq(hq->scq);
+	ia.cap.max_recv_sge = 1;
+	dia.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+	dia.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+	dia.dc_init_attr.dct_access_key = a->dc_key;
+	hq->qp = mlx5dv_create_qp(hc->ibctx, &ia, &dia);
+	if (!hq->qp) {
+		ret = errno ? errno : EINVAL;
+		GDAK_ERR("ctx", hc->base.id, "mlx5dv_create_qp(DCT, key 0x%llx): %s",
+			 (unsigned long long)a->dc_key, strerror(ret));
+		return -ret;
+	}
+	t->qpn = hq->qp->qp_num;
+	t->qpn_ds_be = gdak_htobe32(gdak_mlx5_ctrl_w1(t->qpn, 0));
+	/* nothing to ring: never the CPU proxy (it would watch an SQ there
+	 * is not) */
+	t->handler = GDAK_DEV_DB_DB;
+	return cq_obj(hq, hq->scq, &t->scq, &hq->scqes, &hq->scq_n);
+}
+
 int hw_vqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 {
 	const struct gdak_qp_attr *a = &hq->base.attr;
@@ -147,6 +198,8 @@ int hw_vqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	size_t span;
 	int ret;
 
+	if (a->type == GDAK_QPT_DCT)
+		return create_dct(hq, t);
 	alloc_td(hq);
 	hq->scq = create_cq(hc, a->cq_depth);
 	if (!hq->scq)
@@ -168,11 +221,24 @@ int hw_vqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 	ia.sq_sig_all = 0;	/* CQEs where the WQE's CQ_UPDATE bit asks for one */
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
 	ia.pd = hq->parent_pd ? hq->parent_pd : hc->pd;
+	if (a->type == GDAK_QPT_DCI) {
+		/* the WQEs carry the AV; the SQ is built as RC's is */
+		ia.qp_type = IBV_QPT_DRIVER;
+		dia.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+		dia.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+		if (a->dci_streams > 1) {
+			dia.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
+			dia.dc_init_attr.dci_streams.log_num_concurent = (uint8_t)__builtin_ctz(
+				a->dci_streams);
+			dia.dc_init_attr.dci_streams.log_num_errored = 0;
+		}
+	}
 	hq->qp = mlx5dv_create_qp(hc->ibctx, &ia, &dia);
 	if (!hq->qp) {
 		ret = errno ? errno : EINVAL;
-		GDAK_ERR("ctx", hc->base.id, "mlx5dv_create_qp(RC, sq %u, rq %u): %s", a->sq_depth,
-			 a->rq_depth, strerror(ret));
+		GDAK_ERR("ctx", hc->base.id, "mlx5dv_create_qp(%s, sq %u, rq %u, streams %u): %s",
+			 a->type == GDAK_QPT_DCI ? "DCI" : "RC", a->sq_depth, a->rq_depth,
+			 a->dci_streams, strerror(ret));
 		return -ret;
 	}
 	t->qpn = hq->qp->qp_num;
@@ -235,6 +301,8 @@ void hw_vqp_destroy(struct hw_qp *hq)
 
 	if (hq->qp && (ret = ibv_destroy_qp(hq->qp)))
 		GDAK_WARN("qp", hq->base.qpn, "ibv_destroy_qp: %s", strerror(ret));
+	if (hq->srq && (ret = ibv_destroy_srq(hq->srq)))
+		GDAK_WARN("qp", hq->base.qpn, "ibv_destroy_srq: %s", strerror(ret));
 	if (hq->rcq)
 		ibv_destroy_cq(ibv_cq_ex_to_cq(hq->rcq));
 	if (hq->scq)
@@ -245,6 +313,56 @@ void hw_vqp_destroy(struct hw_qp *hq)
 		ibv_dealloc_td(hq->td);
 }
 
+/* DCI and DCT: INIT and RTR take exactly the attribute masks the mlx5
+ * kernel driver accepts for them (a bit more or less is EINVAL); a DCI's
+ * RTR names no peer, a DCT's names only its own port's address (the
+ * source of its responses). */
+static int dc_modify(struct hw_qp *hq, enum gdak_qp_state to)
+{
+	struct hw_ctx *hc = hq->ctx;
+	int dct = hq->base.attr.type == GDAK_QPT_DCT;
+	struct ibv_qp_attr qa;
+	struct hw_conn_params p;
+	int mask = IBV_QP_STATE, ret;
+
+	memset(&qa, 0, sizeof(qa));
+	if (to == GDAK_QPS_INIT) {
+		qa.qp_state = IBV_QPS_INIT;
+		qa.pkey_index = 0;
+		qa.port_num = hc->port;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (dct) {
+			qa.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+	} else {
+		hw_conn_params(hq, NULL, &p);
+		qa.qp_state = IBV_QPS_RTR;
+		qa.path_mtu = p.mtu;
+		mask |= IBV_QP_PATH_MTU;
+		hq->mtu = hw_mtu_bytes(p.mtu);
+		if (dct) {
+			qa.min_rnr_timer = p.min_rnr_timer;
+			qa.ah_attr.port_num = hc->port;
+			if (hc->link_layer == IBV_LINK_LAYER_ETHERNET) {
+				qa.ah_attr.is_global = 1;
+				qa.ah_attr.grh.dgid = hc->gid;
+				qa.ah_attr.grh.sgid_index = hc->gid_index;
+				qa.ah_attr.grh.hop_limit = p.hop_limit;
+			}
+			mask |= IBV_QP_AV | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	ret = ibv_modify_qp(hq->qp, &qa, mask);
+	if (ret) {
+		GDAK_ERR("qp", hq->base.qpn, "ibv_modify_qp(%s -> %s): %s", dct ? "DCT" : "DCI",
+			 gdak_qp_state_name(to), strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
 int hw_vqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_info *peer)
 {
 	struct hw_ctx *hc = hq->ctx;
@@ -253,6 +371,8 @@ int hw_vqp_modify(struct hw_qp *hq, enum gdak_qp_state to, const struct gdak_qp_
 	int mask = IBV_QP_STATE, ret;
 
 	memset(&qa, 0, sizeof(qa));
+	if (hq->base.attr.type != GDAK_QPT_RC && (to == GDAK_QPS_INIT || to == GDAK_QPS_RTR))
+		return dc_modify(hq, to);
 	switch (to) {
 	case GDAK_QPS_RESET:
 		qa.qp_state = IBV_QPS_RESET;
