@@ -210,7 +210,7 @@ for mode in $modes; do
 	minbig=$(awk '{print $9}' "$out/.m-$mode" | sort -g | head -1)
 	say "  $mode: gpu-mem $1 M/s, mapped $2 M/s (x$3), lat gpu-desc x$4, local-desc x$5," \
 	    "pp $6 us, 16 MiB x$7 (lowest x$minbig)"
-	echo "$mode $m $minbig" >>"$out/.targets"
+	echo "$mode $* $minbig" >>"$out/.targets"
 done
 say ""
 say "targets (issue 21; medians of $runs runs, ratios to the same run's baselines):"
