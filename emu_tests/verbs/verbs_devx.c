@@ -838,6 +838,20 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	CHECK_EQ(st, ST_BAD_PARAM);
 	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_MIN_RNR_TIMER, &ia), 0);
 	CHECK_EQ(at.min_rnr_timer, 20);
+	/* RRE alone named (bit 1): remote read flips, write and atomic stay */
+	{
+		unsigned before;
+
+		CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_ACCESS_FLAGS, &ia), 0);
+		before = at.qp_access_flags;
+		CHECK(before & IBV_ACCESS_REMOTE_WRITE);
+		fill_rtr2rts(in);
+		prm_set(in, 0x80, 32, 1u << 1);
+		prm_set(in, QPC(0x490, 1), !(before & IBV_ACCESS_REMOTE_READ));
+		CHECK_EQ(vmodify(qa, 0x505, in, sizeof(in), &st), 0);
+		CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_ACCESS_FLAGS, &ia), 0);
+		CHECK_EQ(at.qp_access_flags, before ^ IBV_ACCESS_REMOTE_READ);
+	}
 
 	CHECK_EQ(ibv_destroy_qp(bad), 0);
 	CHECK_EQ(ibv_destroy_qp(qa), 0);

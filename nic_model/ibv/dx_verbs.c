@@ -133,7 +133,7 @@ GV_EXPORT int gdak_dx_verbs_qp_query(struct ibv_qp *qp, const void *in, size_t i
 
 /* The qpc of a transition as ibv_qp_attr and the mask RC requires. */
 static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, size_t outlen,
-		       struct ibv_qp_attr *a, int *mask, int dci)
+		       struct ibv_qp_attr *a, int *mask, int dci, unsigned cur_access)
 {
 	int ret;
 
@@ -208,8 +208,8 @@ static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, siz
 		{
 			uint32_t m = dx_get(in, inlen, DXF_QP_OPT_PARAM_MASK);
 
-			/* RRE (bit 1), RAE (2), RWE (3) each change their own right;
-			 * a holds the QP's attributes as queried */
+			/* RRE (bit 1), RAE (2), RWE (3) each change their own right,
+			 * the others stay as the QP has them (cur_access, queried) */
 			static const struct {
 				uint32_t bit;
 				enum dx_field_id f;
@@ -218,6 +218,7 @@ static int qpc_to_attr(unsigned op, const void *in, size_t inlen, void *out, siz
 				    { 1u << 2, DXF_QPC_RAE, IBV_ACCESS_REMOTE_ATOMIC },
 				    { 1u << 3, DXF_QPC_RWE, IBV_ACCESS_REMOTE_WRITE } };
 
+			a->qp_access_flags = cur_access;
 			for (unsigned i = 0; i < 3; i++) {
 				if (!(m & acc[i].bit))
 					continue;
@@ -281,14 +282,17 @@ GV_EXPORT int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t 
 		mask = IBV_QP_STATE;
 	} else {
 		memset(&a, 0, sizeof(a));
-		if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		unsigned cur_access;
+
+		if (ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &ia))
 			return VFAIL(DX_ST_INT_ERR, NULL, "QP 0x%x: query_qp failed", qp->qp_num);
+		cur_access = a.qp_access_flags;
 		if (a.qp_state != from_state(op))
 			return VFAIL(DX_ST_BAD_QP_STATE, "qpc.state",
 				     "%s of a verbs-created QP in state %u", dx_op_name(op),
 				     prm_state(a.qp_state));
 		ret = qpc_to_attr(op, in, inlen, out, outlen, &a, &mask,
-				  ia.qp_type == IBV_QPT_DRIVER);
+				  ia.qp_type == IBV_QPT_DRIVER, cur_access);
 		if (ret)
 			return ret;
 	}
