@@ -1064,12 +1064,15 @@ static void cb_drain(struct cb_ctx *c)
  * NIC at once: the completer's CQE words for it go on the same stream
  * behind it (nm_cuda_cqe_tail), so nobody can see the CQE before the data,
  * and the open batch is submitted at the pass end (nm_cuda_pass_end).
- * Elsewhere (the control path draining a QP) a ticket is done when its
+ * Elsewhere (the control path draining a QP, an inline run) a ticket is done when its
  * batch has landed, as without the mode.
  */
 static int cb_queued_done(struct cb_ctx *c)
 {
-	if (!cqe_stream || tls_cb != c || !nm_rg_in_pass)
+	/* an inline run (GDAK_IBV_INLINE) is the program's thread running a
+	 * pass: the QP's next pass, and its CQE, may come from the NIC thread's
+	 * own stream, which this copy is not on */
+	if (!cqe_stream || tls_cb != c || !nm_rg_in_pass || nm_thread_inline())
 		return 0;
 	nm_cuda_pass_pending = 1;
 	return 1;

@@ -153,7 +153,7 @@ static inline struct gv_cq *gv_cq_of(struct ibv_cq *cq)
 }
 
 int gv_cq_attach(struct gv_cq *cq, struct gv_wq *wq);
-/* GDAK_IBV_INLINE (default on): post_send and empty polls run the engine
+/* GDAK_IBV_INLINE (default off): post_send and empty polls run the engine
  * in the caller's thread when they can (gv_post.c) */
 bool gv_inline(void);
 /* An empty poll's engine run (gv_post.c); 1 when any ran. */
