@@ -31,6 +31,7 @@
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 /* ---- PRM offsets (mlx5_ifc.h numbering, this test's own; accessors: gdak_prm.h) ---- */
 
@@ -811,7 +812,6 @@ static void traffic(struct dci *d, struct ibv_qp *const dct[3], const uint64_t k
 
 int main(void)
 {
-	struct ibv_device **l;
 	struct ibv_qp *dct[3];
 	struct mlx5dv_devx_obj *ddct;
 	struct devx_dci xd;
@@ -819,13 +819,8 @@ int main(void)
 	struct mlx5_wqe_av av;
 	uint64_t keys[3] = { KEY0, KEY1, KEY0 };
 	uint32_t ddctn, idx;
-	int n;
 
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
+	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);

@@ -26,6 +26,7 @@
 
 #include "gdak_prm.h"
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 /* ---- the test's own PRM offsets (mlx5_ifc.h numbering; accessors: gdak_prm.h) ---- */
 
@@ -862,7 +863,6 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 
 int main(void)
 {
-	struct ibv_device **l;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct mlx5dv_devx_obj *pdo;
@@ -870,13 +870,8 @@ int main(void)
 	uint8_t *buf, in[0x800 / 8], out[16];
 	struct mlx5_cqe64 *e;
 	unsigned st;
-	int n;
 
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
+	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);

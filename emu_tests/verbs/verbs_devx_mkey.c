@@ -23,6 +23,7 @@
 #include "gdak_devx_qp.h"
 #include "gdak_prm.h"
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 /* create_mkey_in: mkc at 0x80; the umem after translations_octword_actual_size */
 #define MKEY_IN_LEN (0x880 / 8)
@@ -175,20 +176,14 @@ static void check_err(struct tqp *q, uint32_t idx, uint8_t synd)
 
 int main(void)
 {
-	struct ibv_device **l;
 	struct mlx5dv_devx_obj *pdo, *mk_src, *mk_dst, *mk_ro;
 	struct mlx5dv_devx_umem *src_um, *dst_um;
 	uint8_t *src, *dst, in[16], out[16];
 	uint32_t k_src, k_dst, k_ro;
 	struct mlx5_cqe64 *e;
 	struct tqp a, b;
-	int n;
 
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
+	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x800);

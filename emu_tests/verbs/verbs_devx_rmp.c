@@ -25,6 +25,7 @@
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 
 enum {
 	ST_BAD_OP = 0x02,
@@ -148,7 +149,6 @@ int main(void)
 	static const uint16_t link[8] = { 5, 4, 7, 0, 6, 2, 3, 1 };
 	static const uint32_t order[3] = { 0, 5, 2 };
 	static const uint32_t lens[3] = { 100, 2500, 1 };
-	struct ibv_device **l;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct mlx5dv_devx_obj *pdo, *rmp;
@@ -157,13 +157,8 @@ int main(void)
 	struct trmp r;
 	uint8_t *buf, in[RMP_IN_LEN], out[16];
 	uint32_t rmpn;
-	int n;
 
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
+	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
