@@ -29,15 +29,6 @@ enum {
 	TQP_LOG_CQ = 5,
 };
 
-static inline void *tqp_page(size_t n)
-{
-	void *p = NULL;
-
-	REQUIRE(posix_memalign(&p, 4096, n) == 0);
-	memset(p, 0, n);
-	return p;
-}
-
 struct tqp {
 	struct ibv_context *ctx; /* set by the caller, with gid and pdn */
 	const uint8_t *gid;
@@ -58,9 +49,9 @@ static inline int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
 
 	if (!q->uar) {
 		q->uar = mlx5dv_devx_alloc_uar(q->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
-		q->sq = tqp_page((1u << TQP_LOG_SQ) * 64);
-		q->cqb = tqp_page((1u << TQP_LOG_CQ) * 64);
-		q->dbr = tqp_page(4096);
+		q->sq = gdak_test_pages((1u << TQP_LOG_SQ) * 64);
+		q->cqb = gdak_test_pages((1u << TQP_LOG_CQ) * 64);
+		q->dbr = gdak_test_pages(4096);
 		REQUIRE(q->uar != NULL);
 		for (unsigned i = 0; i < (1u << TQP_LOG_CQ); i++)
 			q->cqb[i * 64 + 63] = 0xf1;

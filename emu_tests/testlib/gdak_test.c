@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +40,15 @@ uint64_t gdak_test_rand(uint64_t *s)
 	x ^= x << 17;
 	*s = x;
 	return x;
+}
+
+void *gdak_test_pages(size_t n)
+{
+	void *p = NULL;
+
+	REQUIRE(posix_memalign(&p, 4096, n) == 0);
+	memset(p, 0, n);
+	return p;
 }
 
 void gdak_test_fill(void *buf, size_t len, uint64_t seed)

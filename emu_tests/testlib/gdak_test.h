@@ -23,6 +23,8 @@ int gdak_test_end(void);
 /* Deterministic pseudo-random bytes (xorshift) for data patterns. */
 void gdak_test_fill(void *buf, size_t len, uint64_t seed);
 uint64_t gdak_test_rand(uint64_t *state);
+/* n zeroed bytes on a page boundary (umem, rings); REQUIREd, free() them. */
+void *gdak_test_pages(size_t n);
 /* Monotonic nanoseconds. */
 uint64_t gdak_test_now_ns(void);
 

@@ -63,15 +63,6 @@ static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static uint8_t *buf; /* 64 KiB, the MR */
 
-static void *page_alloc(size_t n)
-{
-	void *p = NULL;
-
-	REQUIRE(posix_memalign(&p, 4096, n) == 0);
-	memset(p, 0, n);
-	return p;
-}
-
 /* ---- a DCI as device code sees it: ring, record, register, CQ ring ---- */
 
 struct dci {
@@ -389,9 +380,9 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 
 	x->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
 	REQUIRE(x->uar != NULL);
-	x->wq = page_alloc((1u << LOG_SQ) * 64);
-	x->cqb = page_alloc((1u << LOG_CQ) * 64);
-	x->dbr = page_alloc(4096);
+	x->wq = gdak_test_pages((1u << LOG_SQ) * 64);
+	x->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
+	x->dbr = gdak_test_pages(4096);
 	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
 		x->cqb[i * 64 + 63] = 0xf1;
 	x->wq_um = mlx5dv_devx_umem_reg(ctx, x->wq, (1u << LOG_SQ) * 64, IBV_ACCESS_LOCAL_WRITE);
@@ -622,7 +613,7 @@ static void ddct_query(struct mlx5dv_devx_obj *o, uint32_t dctn, unsigned state,
  * RMP's ring, the receive CQE names the DCT and the RMP WQE. */
 static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 {
-	uint8_t in[RMP_IN_LEN], out[16], *cqb = page_alloc(4096);
+	uint8_t in[RMP_IN_LEN], out[16], *cqb = gdak_test_pages(4096);
 	struct mlx5dv_devx_umem *ring_um, *rec_um, *cq_um;
 	struct mlx5dv_devx_obj *cq, *rmp, *dct;
 	static const uint16_t link[8] = { 1, 2, 3, 4, 5, 6, 7, 0 };
@@ -635,8 +626,8 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	memset(&r, 0, sizeof(r));
 	r.log_sz = 3;
 	r.stride = 64;
-	r.ring = page_alloc(4096);
-	r.dbr = page_alloc(4096);
+	r.ring = gdak_test_pages(4096);
+	r.dbr = gdak_test_pages(4096);
 	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
 		cqb[i * 64 + 63] = 0xf1;
 	ring_um = mlx5dv_devx_umem_reg(ctx, r.ring, 512, IBV_ACCESS_LOCAL_WRITE);
@@ -824,7 +815,7 @@ int main(void)
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
-	buf = page_alloc(65536);
+	buf = gdak_test_pages(65536);
 	mr = ibv_reg_mr(pd, buf, 65536,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_ATOMIC);

@@ -227,15 +227,6 @@ struct dqp {
 
 static uint32_t pdn;
 
-static void *page_alloc(size_t n)
-{
-	void *p = NULL;
-
-	REQUIRE(posix_memalign(&p, 4096, n) == 0);
-	memset(p, 0, n);
-	return p;
-}
-
 static void dqp_create(struct dqp *q, int no_dbrec)
 {
 	uint8_t in[0x880 / 8 + 16], out[16];
@@ -244,9 +235,9 @@ static void dqp_create(struct dqp *q, int no_dbrec)
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
 	REQUIRE(q->uar != NULL);
 	CHECK((char *)q->uar->reg_addr - (char *)q->uar->base_addr == 0x800);
-	q->wq = page_alloc(RQ_BYTES + SQ_BYTES);
-	q->cqb = page_alloc((1u << LOG_CQ) * 64);
-	q->dbr = page_alloc(4096);
+	q->wq = gdak_test_pages(RQ_BYTES + SQ_BYTES);
+	q->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
+	q->dbr = gdak_test_pages(4096);
 	for (i = 0; i < (1u << LOG_CQ); i++)
 		q->cqb[i * 64 + 63] = 0xf1; /* opcode INVALID, owner 1 */
 	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
@@ -875,7 +866,7 @@ int main(void)
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
-	buf = page_alloc(65536);
+	buf = gdak_test_pages(65536);
 	mr = ibv_reg_mr(pd, buf, 65536,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	REQUIRE(mr != NULL);

@@ -191,8 +191,8 @@ int main(void)
 	REQUIRE(pdo != NULL);
 	pdn = prm_get(out, PRM_OBJ);
 
-	src = tqp_page(8192);
-	dst = tqp_page(8192);
+	src = gdak_test_pages(8192);
+	dst = gdak_test_pages(8192);
 	src_um = mlx5dv_devx_umem_reg(ctx, src, 8192, IBV_ACCESS_LOCAL_WRITE);
 	dst_um = mlx5dv_devx_umem_reg(ctx, dst, 8192,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |

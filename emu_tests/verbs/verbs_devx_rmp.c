@@ -42,15 +42,6 @@ static struct ibv_context *ctx;
 static union ibv_gid gid;
 static uint32_t pdn;
 
-static void *page_alloc(size_t n)
-{
-	void *p = NULL;
-
-	REQUIRE(posix_memalign(&p, 4096, n) == 0);
-	memset(p, 0, n);
-	return p;
-}
-
 /* QUERY_RMP: RDY, the ring as created, the counters and the limit. */
 static void rmp_query(struct mlx5dv_devx_obj *o, uint32_t rmpn, uint32_t taken, uint32_t posted,
 		      uint32_t lwm)
@@ -162,7 +153,7 @@ int main(void)
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
-	buf = page_alloc(65536);
+	buf = gdak_test_pages(65536);
 	mr = ibv_reg_mr(pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	REQUIRE(mr != NULL);
 	memset(in, 0, 16);
@@ -175,8 +166,8 @@ int main(void)
 	memset(&r, 0, sizeof(r));
 	r.log_sz = LOG_RMP;
 	r.stride = 1u << LOG_RMP_STRIDE;
-	r.ring = page_alloc(4096);
-	r.dbr = page_alloc(4096);
+	r.ring = gdak_test_pages(4096);
+	r.dbr = gdak_test_pages(4096);
 	rwq_um = mlx5dv_devx_umem_reg(ctx, r.ring, (1u << LOG_RMP) << LOG_RMP_STRIDE,
 				      IBV_ACCESS_LOCAL_WRITE);
 	rdbr_um = mlx5dv_devx_umem_reg(ctx, r.dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
