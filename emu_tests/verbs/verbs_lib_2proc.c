@@ -39,11 +39,19 @@
 
 static int parked; /* VERBS_TEST_PARK=1 */
 
-/* both sides, once connected: the NIC thread runs nothing from here on */
-static void park(struct gdak_vt_side *s)
+/* both sides, once connected: the NIC thread runs nothing from here on;
+ * a byte each way over fd then holds the client's first post until the
+ * server has parked too (else the server's NIC thread may take the
+ * client's requests and the server's polls find nothing to drive) */
+static void park(struct gdak_vt_side *s, int fd)
 {
-	if (parked)
-		REQUIRE_EQ(gdak_ibv_engine_park(s->ctx, 1), 0);
+	char mine = 1, theirs = 0;
+
+	if (!parked)
+		return;
+	REQUIRE_EQ(gdak_ibv_engine_park(s->ctx, 1), 0);
+	REQUIRE_EQ(gdak_test_xfer(fd, &theirs, &mine, 1), 0);
+	CHECK_EQ(theirs, 1);
 }
 
 /* every post ran in this thread (posts), polls drove the engine */
@@ -105,7 +113,7 @@ static void client(int fd)
 
 	gdak_vt_side_open(&s, BUF, 1, ACCESS, 0x111111);
 	gdak_vt_side_connect(&s, fd);
-	park(&s);
+	park(&s, fd);
 	REQUIRE(expect != NULL);
 	gdak_test_fill(expect, BUF, 2); /* the server's pattern */
 	CHECK_EQ(post1(&s, IBV_WR_RDMA_WRITE, 1, 0, 65536, 0, s.peer.rkey), 0);
@@ -153,7 +161,7 @@ static void server(int fd)
 	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
 	server_recv(&s);
 	gdak_vt_side_connect(&s, fd);
-	park(&s);
+	park(&s, fd);
 	REQUIRE(cli && mine);
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
