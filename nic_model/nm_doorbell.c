@@ -114,8 +114,10 @@ static uint64_t nm_db_reg_producer(const struct nm_qp *qp)
 	uint64_t r0, r1;
 	int h;
 	uint64_t reg = reg_newest(qp, &r0, &r1, &h);
+	uint64_t p = reg_producer(qp, reg, NULL, NULL);
 
-	return reg_producer(qp, reg, NULL, NULL);
+	/* the furthest rung, as db_poll keeps it */
+	return qp->rung_any && (int64_t)(qp->rung_pi - p) > 0 ? qp->rung_pi : p;
 }
 
 static void nm_db_forget_register(struct nm_qp *qp)
@@ -155,7 +157,10 @@ uint64_t nm_db_flush_producer(struct nm_qp *qp)
 void nm_db_reset(struct nm_qp *qp)
 {
 	qp->db_reg_last = 0;
-	qp->db_half_last[0] = qp->db_half_last[1] = 0;
+	/* what the halves hold from before (an earlier life of the QP, or a
+	 * UAR page the device had) is no ring: only a change from it is */
+	qp->db_half_last[0] = half_load(qp, 0);
+	qp->db_half_last[1] = half_load(qp, 1);
 	qp->reg_half = -1;
 	qp->bf_wait_half = 0;
 	/* what the halves hold now (zero, or the device's own page as it is) */
@@ -277,10 +282,21 @@ static int db_poll(struct nm_qp *qp)
 		uint64_t idx;
 		uint64_t prev_end = qp->rung_pi;
 		int prev_half = qp->reg_half;
+		uint64_t np = reg_producer(qp, reg, &ds, &idx);
+		/* A half that announces less than what is already rung was
+		 * written before the other half's newer ring: the stage read
+		 * the halves while the device wrote both and saw the newer one
+		 * first.  The HCA sees register writes in the order they were
+		 * made, so the furthest producer stands; taking the older one
+		 * would hold the requester behind a record that has moved on,
+		 * for good. */
+		bool stale = qp->rung_any && (int64_t)(np - qp->rung_pi) < 0;
 
-		qp->db_reg_last = reg;
-		qp->reg_half = (int8_t)half;
-		qp->rung_pi = reg_producer(qp, reg, &ds, &idx);
+		if (!stale) {
+			qp->db_reg_last = reg;
+			qp->reg_half = (int8_t)half;
+			qp->rung_pi = np;
+		}
 		qp->rung_any = true;
 		changed = 1;
 		nm_stat_add(&qp->st.doorbells, 1);
@@ -304,7 +320,8 @@ static int db_poll(struct nm_qp *qp)
 		qp->bf_since_ns = 0;
 		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
 		 * batches ring with the 8-byte form and leave stale bytes behind */
-		if ((qp->handler == GDAK_DEV_DB_BF ||
+		if (!stale &&
+		    (qp->handler == GDAK_DEV_DB_BF ||
 		     atomic_load_explicit(&qp->db_any, memory_order_relaxed)) &&
 		    nm_strict() && ds && ds <= 4 && idx == prev_end && idx >= qp->ci &&
 		    idx - qp->ci < qp->sq_cnt) {

@@ -5,9 +5,12 @@
  * rule gdak_qp_query_error() names, the violation counter, and the flush of
  * everything posted after the bad WQE (one WR_FLUSH_ERR CQE each), receive
  * queues included.  Also: relaxed mode, RNR, deregistered MR, peer gone,
- * injected faults, doorbell record without a ring.
+ * injected faults, doorbell record without a ring, register halves seen
+ * out of the order they were written.
  */
 #include <sched.h>
+
+#include <gdak/dev/wqe.h>
 
 #include "gdak_case.h"
 #include "gdak_test.h"
@@ -507,6 +510,49 @@ static void case_record_without_ring(void)
 	nu_destroy(&b);
 }
 
+/* The two register halves read while the device writes both: the newer
+ * ring (half 1) seen before the older one (half 0) shows up.  The older
+ * ring must not pull the rung producer back, or the requester stays behind
+ * the record for good (found as a rare hang of gdak.net.udp_dc_loss1). */
+static void case_halves_out_of_order(void)
+{
+	struct nu_qp a, b;
+	struct gdak_mlx5_cqe_fields f;
+	uint64_t *half0, *half1;
+	const uint64_t *w0, *w1;
+
+	pair(&a, &b, GDAK_DEV_DB_DB, 0);
+	half0 = a.d->db_reg;
+	half1 = (uint64_t *)(void *)((char *)a.d->db_reg + ((size_t)1 << a.d->bf_log_half));
+	REQUIRE(a.d->bf_log_half != 0);
+	memcpy(la, "first..!", 8);
+	memcpy(la + 8, "second.!", 8);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, la, 8, gdak_mr_lkey(ma), (uintptr_t)lb,
+		     gdak_mr_rkey(mb), 0, NU_SIG);
+	nu_post_rdma(&a, MLX5_OPCODE_RDMA_WRITE, la + 8, 8, gdak_mr_lkey(ma), (uintptr_t)lb + 8,
+		     gdak_mr_rkey(mb), 0, NU_SIG);
+	w0 = (const uint64_t *)gdak_dev_wqe_ptr(a.d, 0);
+	w1 = (const uint64_t *)gdak_dev_wqe_ptr(a.d, 1);
+	/* the record covers WQE 0; the ring of WQE 1 (producer 2) is seen */
+	__atomic_store_n(&a.d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value(1), __ATOMIC_RELEASE);
+	__atomic_store_n(half1, w1[0], __ATOMIC_RELEASE);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, 5000), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.wqe_counter, 0);
+	CHECK_MEM(lb, "first..!", 8);
+	/* now the older ring of WQE 0 (producer 1) lands, then the record */
+	__atomic_store_n(half0, w0[0], __ATOMIC_RELEASE);
+	__atomic_store_n(&a.d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value(2), __ATOMIC_RELEASE);
+	REQUIRE_EQ(nu_poll(&a, 0, &f, 5000), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(f.syndrome, 0);
+	CHECK_EQ(f.wqe_counter, 1);
+	CHECK_MEM(lb + 8, "second.!", 8);
+	CHECK_EQ(gdak_qp_state(a.qp), GDAK_QPS_RTS);
+	nu_destroy(&a);
+	nu_destroy(&b);
+}
+
 /* Each of these rules provoked alone on a fresh pair. */
 static void case_simple_rules(void)
 {
@@ -520,12 +566,19 @@ static void case_simple_rules(void)
 }
 
 static const struct gdak_case cases[] = {
-	GDAK_CASE(case_bad_lkey),     GDAK_CASE(case_simple_rules),
-	GDAK_CASE(case_relaxed),      GDAK_CASE(case_producer_overrun),
-	GDAK_CASE(case_cq_overrun),   GDAK_CASE(case_rnr_and_recv),
-	GDAK_CASE(case_bf_mismatch),  GDAK_CASE(case_bf_superseded),
-	GDAK_CASE(case_deregistered), GDAK_CASE(case_peer_gone_and_modify),
-	GDAK_CASE(case_fault),	      GDAK_CASE(case_record_without_ring),
+	GDAK_CASE(case_bad_lkey),
+	GDAK_CASE(case_simple_rules),
+	GDAK_CASE(case_relaxed),
+	GDAK_CASE(case_producer_overrun),
+	GDAK_CASE(case_cq_overrun),
+	GDAK_CASE(case_rnr_and_recv),
+	GDAK_CASE(case_bf_mismatch),
+	GDAK_CASE(case_bf_superseded),
+	GDAK_CASE(case_deregistered),
+	GDAK_CASE(case_peer_gone_and_modify),
+	GDAK_CASE(case_fault),
+	GDAK_CASE(case_record_without_ring),
+	GDAK_CASE(case_halves_out_of_order),
 };
 
 int main(int argc, char **argv)
