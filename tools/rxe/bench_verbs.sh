@@ -28,16 +28,51 @@ port=19800
 
 # gdak's devices bind ADDR:4791, which kernel rxe's socket (*:4791) holds
 # in the guest: gdak's rows run in a network namespace of their own (its
-# own loopback and ports), rxe's in the guest's.
+# own loopback and ports), rxe's in the guest's.  That needs iproute2's ip:
+# busybox's has no netns, and the guest's busybox-static prefers its own
+# applets - run through busybox's env or sh, "ip" is busybox's even where
+# iproute2's is installed.  So ip is looked up by path, and where no
+# namespace can be made while something holds UDP 4791 here, the bench
+# stops: gdak's rows would only fail to bind.
+IP=""
+for p in /sbin/ip /bin/ip /usr/sbin/ip /usr/bin/ip; do
+	[ -x "$p" ] || continue
+	case $(readlink -f "$p") in */busybox*) continue ;; esac
+	IP=$p
+	break
+done
 NS=""
-if [ "$(id -u)" = 0 ] && ip netns add gdakbench 2>/dev/null; then
-	ip -n gdakbench link set lo up
-	NS="ip netns exec gdakbench"
-	trap 'rm -rf "$OUT"; ip netns del gdakbench 2>/dev/null' EXIT
-	echo "# gdak-run and gdak-perf in network namespace gdakbench"
-else
-	echo "# no network namespace (not root, or no ip netns): gdak's rows in this one"
+NSERR="not root"
+if [ "$(id -u)" = 0 ]; then
+	NSERR="no iproute2 ip (busybox's has no netns)"
+	if [ -n "$IP" ]; then
+		mkdir -p /run/netns 2>/dev/null
+		"$IP" netns del gdakbench$$ 2>/dev/null
+		if NSERR=$("$IP" netns add gdakbench$$ 2>&1) &&
+			NSERR=$("$IP" -n gdakbench$$ link set lo up 2>&1); then
+			NS="$IP netns exec gdakbench$$"
+			trap 'rm -rf "$OUT"; "$IP" netns del gdakbench$$ 2>/dev/null' EXIT
+			echo "# gdak-run and gdak-perf in network namespace gdakbench$$ ($IP)"
+		else
+			NSERR="$IP netns add gdakbench$$: $NSERR"
+		fi
+	fi
 fi
+if [ -z "$NS" ]; then
+	# a wildcard bind of 4791 (0x12B7), as kernel rxe's, in local_address
+	if awk 'NR > 1 && $2 ~ /^0+:12B7$/ { f = 1 } END { exit !f }' /proc/net/udp /proc/net/udp6 2>/dev/null ||
+		ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+		echo "bench_verbs.sh: no network namespace for gdak's devices ($NSERR)," \
+			"and UDP port 4791 is taken here (kernel RDMA: $(ls /sys/class/infiniband/ 2>/dev/null | tr '\n' ' '))" >&2
+		exit 2
+	fi
+	echo "# no network namespace ($NSERR); UDP 4791 is free here: gdak's rows in this one"
+fi
+# wait_port's ss: iproute2's, from beside its ip
+SS=ss
+for p in /bin/ss /sbin/ss /usr/bin/ss /usr/sbin/ss; do
+	[ -x "$p" ] && SS=$p && break
+done
 
 . "$(dirname "$0")/bench_lib.sh"
 
@@ -49,8 +84,8 @@ echo "# gdak build: $B"
 wait_port() {
 	i=0
 	while [ $i -lt 300 ]; do
-		if command -v ss >/dev/null 2>&1; then
-			${3:-} ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		if command -v "$SS" >/dev/null 2>&1; then
+			${3:-} "$SS" -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
 		elif [ $i -ge 10 ]; then
 			return 0
 		fi
