@@ -45,6 +45,7 @@
 
 #include "nm_loc.h"
 #include "nm_thread_test.h"
+#include "tr_udp.h"
 
 #define NM_IDLE_DEACT 512	/* empty passes before a QP leaves the active list */
 #define NM_SWEEP 8		/* inactive QPs looked at per pass */
@@ -689,6 +690,8 @@ void nm_thread_kick(struct nm_qp *qp)
 int nm_thread_try_inline(struct nm_thread *t, struct nm_qp *qp, void (*pre)(void *), void *arg)
 {
 	bool need;
+	int wake_tx;
+	void *snd;
 
 	if (!t || cur_thread)
 		return 0;
@@ -710,7 +713,11 @@ int nm_thread_try_inline(struct nm_thread *t, struct nm_qp *qp, void (*pre)(void
 	for (int k = 0; k < (qp ? 1 : NM_INLINE_PASSES); k++)
 		if (!pass(t))
 			break;
-	need = t->timer_kick;
+	/* the run's packets leave after the lock is let go (tr_udp.c): a
+	 * poster preempted in its sendmmsg then holds up no NIC thread */
+	wake_tx = 0;
+	snd = nm_tr_udp_inline_detach(&wake_tx);
+	need = t->timer_kick || wake_tx;
 	t->timer_kick = false;
 	if (!t->sleeping && t->wait_due != 0) {
 		/* woken by what the run did (nm_thread_activate) while libev
@@ -728,6 +735,8 @@ int nm_thread_try_inline(struct nm_thread *t, struct nm_qp *qp, void (*pre)(void
 	in_inline = false;
 	cur_thread = NULL;
 	pthread_mutex_unlock(&t->elock);
+	if (snd)
+		(void)nm_tr_udp_inline_send(snd);
 	if (need) {
 		atomic_fetch_add_explicit(&inline_wakes, 1, memory_order_relaxed);
 		ev_async_send(t->loop, &t->async);

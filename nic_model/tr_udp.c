@@ -33,6 +33,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <ev.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -92,6 +95,16 @@ struct udp_flow {
 	uint64_t used; /* last packet, in the DCT's packet count (LRU) */
 };
 
+/* A transmit batch; each packet's destination (a DCT answers many DCIs,
+ * a DCI turns from one DCT to the next). */
+struct udp_txset {
+	unsigned n;
+	struct sockaddr_in a[BATCH];
+	struct mmsghdr m[BATCH];
+	struct iovec v[BATCH];
+	uint8_t *buf; /* BATCH * ROCE_MAX_PKT */
+};
+
 struct udp_qp {
 	struct roce_qp rqp;	/* engine; ->priv = this */
 	struct roce_ctx rctx;	/* one per QP: its own fault generator, no sharing */
@@ -119,13 +132,18 @@ struct udp_qp {
 	/* DCT: responder contexts, one per DCI (allocated as DCIs come) */
 	struct udp_flow *flows[UDP_DC_FLOWS];
 	uint64_t dc_pkts;
-	/* transmit batch; each packet's destination (a DCT answers many DCIs,
-	 * a DCI turns from one DCT to the next) */
-	unsigned ntx;
-	struct sockaddr_in txa[BATCH];
-	struct mmsghdr txm[BATCH];
-	struct iovec txv[BATCH];
-	uint8_t *txbuf;		/* BATCH * ROCE_MAX_PKT */
+	/* transmit batches: tx is filled by the engine (under its thread's
+	 * engine lock); out is one that an inline run detached to send after
+	 * it let go of that lock (inline_detach), older than everything in
+	 * tx, sent under txlock before tx by whoever sends: out_busy 1 while
+	 * that run sends it, 2 when the socket did not take all of it (the
+	 * NIC thread's then), 0 when empty */
+	struct udp_txset txs[2];
+	struct udp_txset *tx, *out;
+	_Atomic int out_busy;
+	pthread_mutex_t txlock;
+	struct udp_qp *defer_next; /* on this inline run's list (inline_defer) */
+	bool deferred;
 	/* receive batch */
 	struct mmsghdr rxm[BATCH];
 	struct iovec rxv[BATCH];
@@ -167,35 +185,24 @@ static uint64_t engine_now(struct udp_qp *u)
 
 /* ---- engine callbacks: wire ---------------------------------------------------- */
 
-/* Send the batch; keep what the socket did not take.  0 or -EAGAIN. */
-static void tx_drop_head(struct udp_qp *u, unsigned n)
+/* Drop the first n packets of set s (sent), moving the unsent tail to the
+ * front (rare: a full socket or inbox). */
+static void set_drop_head(struct udp_txset *s, unsigned n)
 {
-	/* move the unsent tail to the front (rare: a full socket or inbox) */
-	for (unsigned i = n; i < u->ntx; i++) {
-		memcpy(u->txbuf + (size_t)(i - n) * ROCE_MAX_PKT, u->txbuf + (size_t)i * ROCE_MAX_PKT,
-		       u->txv[i].iov_len);
-		u->txv[i - n].iov_len = u->txv[i].iov_len;
-		u->txa[i - n] = u->txa[i];
+	for (unsigned i = n; i < s->n; i++) {
+		memcpy(s->buf + (size_t)(i - n) * ROCE_MAX_PKT, s->buf + (size_t)i * ROCE_MAX_PKT,
+		       s->v[i].iov_len);
+		s->v[i - n].iov_len = s->v[i].iov_len;
+		s->a[i - n] = s->a[i];
 	}
-	u->ntx -= n;
+	s->n -= n;
 }
 
-static int tx_flush(struct udp_qp *u)
+/* Send set s through the socket; keep what it did not take.  0 or -EAGAIN. */
+static int set_send(struct udp_qp *u, struct udp_txset *s)
 {
-	if (u->peer_inbox && u->ntx) {
-		int n = udp_inbox_push(u->peer_inbox, u->addr.s_addr, u->port, u->txv, u->ntx);
-
-		if (n >= 0) {
-			ROCE_STAT_ADD(u->rqp.stats, tx_local, (unsigned)n);
-			tx_drop_head(u, (unsigned)n);
-			return u->ntx ? -EAGAIN : 0;
-		}
-		/* the peer QP is gone: what follows goes to its port, and is lost */
-		udp_inbox_put(u->peer_inbox);
-		u->peer_inbox = NULL;
-	}
-	while (u->ntx) {
-		int n = sendmmsg(u->fd, u->txm, u->ntx, MSG_DONTWAIT);
+	while (s->n) {
+		int n = sendmmsg(u->fd, s->m, s->n, MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -206,9 +213,123 @@ static int tx_flush(struct udp_qp *u)
 			GDAK_WARN_RL("qp", u->qp->id, "sendmmsg: %s", strerror(errno));
 			n = 1;
 		}
-		tx_drop_head(u, (unsigned)n);
+		set_drop_head(s, (unsigned)n);
 	}
 	return 0;
+}
+
+/* What an inline run detached and could not send all of goes first.  0, or
+ * -EAGAIN while some of it is still there (or its sender still sends). */
+static int out_flush(struct udp_qp *u)
+{
+	int r = 0;
+
+	if (!atomic_load_explicit(&u->out_busy, memory_order_acquire))
+		return 0;
+	if (pthread_mutex_trylock(&u->txlock))
+		return -EAGAIN; /* its sender is in sendmmsg: the tx batch waits */
+	if (u->out->n)
+		r = set_send(u, u->out);
+	atomic_store_explicit(&u->out_busy, u->out->n ? 2 : 0, memory_order_release);
+	pthread_mutex_unlock(&u->txlock);
+	return r;
+}
+
+/* This inline run's QPs with packets to send once it lets go of the engine
+ * lock (nm_tr_udp_inline_detach). */
+static __thread struct udp_qp *defer_head;
+
+static int tx_flush(struct udp_qp *u)
+{
+	struct udp_txset *s = u->tx;
+
+	if (u->peer_inbox && s->n) {
+		int n = udp_inbox_push(u->peer_inbox, u->addr.s_addr, u->port, s->v, s->n);
+
+		if (n >= 0) {
+			ROCE_STAT_ADD(u->rqp.stats, tx_local, (unsigned)n);
+			set_drop_head(s, (unsigned)n);
+			return s->n ? -EAGAIN : 0;
+		}
+		/* the peer QP is gone: what follows goes to its port, and is lost */
+		udp_inbox_put(u->peer_inbox);
+		u->peer_inbox = NULL;
+	}
+	if (!s->n)
+		return nm_thread_inline() ? 0 : out_flush(u);
+	/* In an inline run (the program's thread holding this QP's thread's
+	 * engine lock) the system call waits until the run has let go of the
+	 * lock: a sender preempted in sendmmsg - the peer it wakes tends to
+	 * take its CPU - then holds up nobody.  A full batch goes now. */
+	if (s->n < BATCH && nm_thread_inline() && nm_thread_is_current(u->qp->thr)) {
+		if (!u->deferred) {
+			u->deferred = true;
+			u->defer_next = defer_head;
+			defer_head = u;
+		}
+		return 0;
+	}
+	if (out_flush(u))
+		return -EAGAIN;
+	return set_send(u, s);
+}
+
+/* End of an inline run, still under the engine lock: each deferred QP's tx
+ * batch becomes its out batch, with its txlock taken, so that nothing
+ * later (the NIC thread, another run) sends before it.  The list of those
+ * to send; *wake: some stay for the NIC thread. */
+void *nm_tr_udp_inline_detach(int *wake)
+{
+	struct udp_qp *send = NULL, *u = defer_head, *next;
+
+	defer_head = NULL;
+	for (; u; u = next) {
+		next = u->defer_next;
+		u->deferred = false;
+		if (!u->tx->n)
+			continue;
+		pthread_mutex_lock(&u->txlock);
+		if (u->out->n) {
+			/* an earlier run's batch the socket did not take all of:
+			 * the NIC thread sends it, then this one */
+			pthread_mutex_unlock(&u->txlock);
+			*wake = 1;
+			continue;
+		}
+		struct udp_txset *t = u->tx;
+
+		u->tx = u->out;
+		u->out = t;
+		atomic_store_explicit(&u->out_busy, 1, memory_order_release);
+		u->defer_next = send;
+		send = u;
+	}
+	return send;
+}
+
+/* After the run let go of the engine lock: send what it detached, one
+ * sendmmsg per QP.  1 when the socket did not take everything: the QP's
+ * NIC thread has been kicked to send the rest. */
+int nm_tr_udp_inline_send(void *list)
+{
+	struct udp_qp *u = list, *next;
+	int left = 0;
+
+	/* in reverse order of detaching: any order will do, each QP's own
+	 * packets stay in theirs */
+	for (; u; u = next) {
+		next = u->defer_next;
+		if (set_send(u, u->out)) {
+			left = 1;
+			atomic_store_explicit(&u->out_busy, 2, memory_order_release);
+			nm_thread_kick(u->qp);
+		} else {
+			atomic_store_explicit(&u->out_busy, 0, memory_order_release);
+		}
+		/* u may be destroyed once this is let go (udp_qp_fini takes it) */
+		pthread_mutex_unlock(&u->txlock);
+	}
+	return left;
 }
 
 /* The engine builds its packets in the batch's next free slot: no copy in
@@ -217,9 +338,9 @@ static uint8_t *tx_buf(struct roce_qp *r)
 {
 	struct udp_qp *u = uqp_of(r);
 
-	if (u->ntx == BATCH && tx_flush(u))
+	if (u->tx->n == BATCH && tx_flush(u))
 		return r->pkt_own; /* full: xmit will say -EAGAIN */
-	return u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT;
+	return u->tx->buf + (size_t)u->tx->n * ROCE_MAX_PKT;
 }
 
 static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
@@ -227,16 +348,19 @@ static int xmit(struct roce_qp *r, const uint8_t *pkt, uint32_t len)
 	struct udp_qp *u = uqp_of(r);
 	uint8_t *slot;
 
-	if (u->ntx == BATCH && tx_flush(u))
+	struct udp_txset *s;
+
+	if (u->tx->n == BATCH && tx_flush(u))
 		return -EAGAIN;
-	slot = u->txbuf + (size_t)u->ntx * ROCE_MAX_PKT;
+	s = u->tx;
+	slot = s->buf + (size_t)s->n * ROCE_MAX_PKT;
 	if (pkt != slot)
 		memcpy(slot, pkt, len);
-	u->txv[u->ntx].iov_len = len;
-	u->txa[u->ntx] = (struct sockaddr_in){ .sin_family = AF_INET,
-					       .sin_port = htons(r->path.dport),
-					       .sin_addr.s_addr = r->path.dip };
-	u->ntx++;
+	s->v[s->n].iov_len = len;
+	s->a[s->n] = (struct sockaddr_in){ .sin_family = AF_INET,
+					   .sin_port = htons(r->path.dport),
+					   .sin_addr.s_addr = r->path.dip };
+	s->n++;
 	return 0;
 }
 
@@ -848,7 +972,8 @@ static int udp_qp_poll(struct nm_qp *qp)
 	/* Most passes: nothing arrived, nothing waits to go out, the socket is
 	 * not due for a read - then the engine has nothing to do either (its
 	 * deadlines are the ev_timer's), and the pass costs no clock read. */
-	if (!u->ntx && !u->more && (u->peer_inbox || u->rx_skip) &&
+	if (!u->tx->n && !u->more && (u->peer_inbox || u->rx_skip) &&
+	    !atomic_load_explicit(&u->out_busy, memory_order_acquire) &&
 	    !udp_inbox_peek(u->inbox, &len, &sip, &sport)) {
 		if (!u->peer_inbox)
 			u->rx_skip--;
@@ -885,7 +1010,11 @@ static int udp_qp_quiet(struct nm_qp *qp)
 	 * the deadlines are the ev_timer's */
 	if (!u || !u->watching)
 		return 1;
-	return !u->ntx && !u->more && !udp_inbox_peek(u->inbox, &len, &sip, &sport);
+	/* an out batch an inline run is sending is not the thread's to wait
+	 * for: that run kicks it if the socket leaves some */
+	return !u->tx->n && !u->more &&
+	       atomic_load_explicit(&u->out_busy, memory_order_acquire) != 2 &&
+	       !udp_inbox_peek(u->inbox, &len, &sip, &sport);
 }
 
 static void watch_on(void *arg)
@@ -1025,7 +1154,7 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			break;
 		}
 	}
-	if (qp->ci + op->bbs >= qp->pi || u->ntx == BATCH)
+	if (qp->ci + op->bbs >= qp->pi || u->tx->n == BATCH)
 		(void)tx_flush(u);
 	if (u->watching)
 		arm_timer(u, now);
@@ -1161,9 +1290,13 @@ static int udp_qp_init(struct nm_qp *qp)
 	if (!u)
 		return -ENOMEM;
 	u->qp = qp;
-	u->txbuf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	u->txs[0].buf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	u->txs[1].buf = malloc((size_t)BATCH * ROCE_MAX_PKT);
 	u->rxbuf = malloc((size_t)BATCH * ROCE_MAX_PKT);
-	if (!u->txbuf || !u->rxbuf) {
+	u->tx = &u->txs[0];
+	u->out = &u->txs[1];
+	pthread_mutex_init(&u->txlock, NULL);
+	if (!u->txs[0].buf || !u->txs[1].buf || !u->rxbuf) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -1185,11 +1318,15 @@ static int udp_qp_init(struct nm_qp *qp)
 	u->rqp.priv = u;
 	dc_engine_init(u);
 	for (unsigned i = 0; i < BATCH; i++) {
-		u->txv[i].iov_base = u->txbuf + (size_t)i * ROCE_MAX_PKT;
-		u->txm[i].msg_hdr = (struct msghdr){ .msg_name = &u->txa[i],
-						     .msg_namelen = sizeof(u->txa[i]),
-						     .msg_iov = &u->txv[i],
-						     .msg_iovlen = 1 };
+		for (unsigned k = 0; k < 2; k++) {
+			struct udp_txset *t = &u->txs[k];
+
+			t->v[i].iov_base = t->buf + (size_t)i * ROCE_MAX_PKT;
+			t->m[i].msg_hdr = (struct msghdr){ .msg_name = &t->a[i],
+							   .msg_namelen = sizeof(t->a[i]),
+							   .msg_iov = &t->v[i],
+							   .msg_iovlen = 1 };
+		}
 		u->rxv[i].iov_base = u->rxbuf + (size_t)i * ROCE_MAX_PKT;
 		u->rxv[i].iov_len = ROCE_MAX_PKT;
 		u->rxm[i].msg_hdr = (struct msghdr){.msg_name = &u->rxa[i],
@@ -1210,7 +1347,9 @@ err_fd:
 err_sock:
 	close(u->fd);
 err:
-	free(u->txbuf);
+	pthread_mutex_destroy(&u->txlock);
+	free(u->txs[0].buf);
+	free(u->txs[1].buf);
 	free(u->rxbuf);
 	free(u);
 	return ret;
@@ -1229,8 +1368,13 @@ static void udp_qp_fini(struct nm_qp *qp)
 	roce_ctx_fini(&u->rctx);
 	udp_inbox_close(u->inbox);
 	udp_inbox_put(u->peer_inbox);
+	/* an inline run's sendmmsg of this QP's out batch ends first */
+	pthread_mutex_lock(&u->txlock);
+	pthread_mutex_unlock(&u->txlock);
+	pthread_mutex_destroy(&u->txlock);
 	close(u->fd);
-	free(u->txbuf);
+	free(u->txs[0].buf);
+	free(u->txs[1].buf);
 	free(u->rxbuf);
 	free(u);
 	qp->tr_priv = NULL;
@@ -1250,7 +1394,11 @@ static void reset_on_thread(void *arg)
 		GDAK_ERR("qp", u->qp->id, "cannot reset the RoCE engine: out of memory");
 	u->rqp.priv = u;
 	dc_engine_init(u);
-	u->ntx = 0;
+	u->tx->n = 0;
+	pthread_mutex_lock(&u->txlock);
+	u->out->n = 0;
+	atomic_store_explicit(&u->out_busy, 0, memory_order_release);
+	pthread_mutex_unlock(&u->txlock);
 	u->more = 0;
 	u->psn0 = nm_rand_seq24(NM_RAND_PSN);
 }

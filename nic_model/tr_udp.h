@@ -47,6 +47,13 @@ struct nm_tr_udp_peek {
 };
 int nm_tr_udp_qp_peek(struct gdak_qp *qp, struct nm_tr_udp_peek *out);
 
+/* An inline run (nm_thread_try_inline) defers its QPs' sendmmsg until it has
+ * let go of the engine lock: detach (under the lock) hands back what to send
+ * and sets *wake when the NIC thread has some of it to send; send (after the
+ * lock) sends it, 1 when some stayed for the NIC thread (kicked). */
+void *nm_tr_udp_inline_detach(int *wake);
+int nm_tr_udp_inline_send(void *list);
+
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 
 struct iovec;

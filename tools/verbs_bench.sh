@@ -4,7 +4,7 @@
 # model's RoCEv2/UDP transport, alternating round by round so that both
 # see the same machine (docs/BENCHMARKS.md "Unmodified perftest").
 #
-#   tools/verbs_bench.sh [-r ROUNDS] [-b BUILD_DIR] [--quick]
+#   tools/verbs_bench.sh [-r ROUNDS] [-b BUILD_DIR] [--quick] [--no-gdak-perf]
 #
 # Per round and case: ib_write_bw / ib_write_lat (server + client, each
 # gdak-run on its own 127.0.0.N) then gdak-perf -d emu:udp:ADDR (server +
@@ -14,17 +14,20 @@
 # polling (its verbs QPs let the NIC thread block when idle; BENCH_GDAK_POLL=spin
 # spins it instead); gdak-perf's latency tests spin by default.  Each
 # perftest case runs twice, GDAK_IBV_INLINE=1 (the engine in the program's
-# post_send / poll_cq) and =0 (on the NIC thread alone, the default).
+# post_send / poll_cq) and =0 (on the NIC thread alone); --no-gdak-perf
+# leaves gdak-perf out (inline on against off only).
 set -u
 rounds=3
 build=build/default
 quick=0
+gp=1
 while (($#)); do
 	case $1 in
 	-r) rounds=${2:?}; shift 2 ;;
 	-b) build=${2:?}; shift 2 ;;
 	--quick) quick=1; shift ;;
-	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--no-gdak-perf) gp=0; shift ;;
+	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "verbs_bench.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -105,7 +108,8 @@ for ((r = 1; r <= rounds; r++)); do
 		set -- $c
 		pe="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}"
 		p=$(perftest ib_$1 "$2" "$3" "$pe GDAK_IBV_INLINE=1")
-		g=$(gperf "$1" "$2" "$3")
+		g=fail
+		((gp)) && g=$(gperf "$1" "$2" "$3")
 		# the same binary, the engine on the NIC thread alone
 		o=$(perftest ib_$1 "$2" "$3" "$pe GDAK_IBV_INLINE=0")
 		echo "round $r $1 $2 B: perftest+gdak-run [$p]  gdak-perf [$g]  inline off [$o]  load $(cut -d' ' -f1 /proc/loadavg)"
