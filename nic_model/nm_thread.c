@@ -104,6 +104,7 @@ struct nm_thread {
 	uint64_t wait_due; /* the thread wakes by then at the latest (UINT64_MAX: no bound) */
 	uint64_t inl_runs, inl_seen; /* inline runs, and the count the watchdog last saw */
 	bool timer_kick;	     /* an inline run armed a deadline before wait_due */
+	uint32_t fork_gen;	     /* fork_gen when the thread started (inherited()) */
 };
 
 static struct {
@@ -114,6 +115,16 @@ static struct {
 	_Atomic unsigned rr;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&eng.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&eng.lock);
+}
+
 static __thread struct nm_thread *cur_thread; /* the NIC thread running here */
 static __thread bool in_inline;		      /* ... as an inline run (nm_thread_try_inline) */
 static _Atomic uint64_t work_yields;	      /* nm_thread_test.h */
@@ -121,6 +132,53 @@ static _Atomic uint64_t blocks;		      /* nm_thread_test.h */
 static _Atomic uint64_t inline_runs;	      /* nm_thread_test.h */
 static _Atomic uint64_t inline_busy;	      /* nm_thread_test.h */
 static _Atomic uint64_t inline_wakes;	      /* inline runs that woke the thread after */
+static _Atomic uint64_t inline_forked;	      /* nm_thread_test.h */
+
+/*
+ * fork(): the child has copies of every NIC thread's state - its engine
+ * lock as it was (free while the thread waited in the kernel), its rings,
+ * its PSNs - and the very sockets the parent's threads read, but none of
+ * the threads.  rdma-core lets a child use none of its parent's resources
+ * (ibv_fork_init(3)); here the danger is that the copy still works: an
+ * inline run in the child would execute the parent's WQEs again and send
+ * with the parent's PSNs, or read the parent's packets off its socket.  So
+ * a thread started before the last fork of this process is inherited, and
+ * nothing runs it: no inline run, no kick, no call.
+ */
+static _Atomic uint32_t fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* eng.lock is held across fork() (fork_prepare) so that the child's copy is
+ * not one another thread held: a child may close its copies of the
+ * parent's devices, and then open its own. */
+static void fork_child(void)
+{
+	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
+	fork_parent();
+}
+
+static void fork_register(void)
+{
+	(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static bool inherited(const struct nm_thread *t)
+{
+	return t->fork_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+static void inherited_warn(const struct nm_thread *t, const char *what)
+{
+	static _Atomic int once;
+
+	atomic_fetch_add_explicit(&inline_forked, 1, memory_order_relaxed);
+	if (!atomic_exchange(&once, 1))
+		GDAK_WARN("nic", t->id,
+			  "%s in a child of fork(): the device belongs to the parent process "
+			  "(a child may use none of its parent's RDMA resources), nothing is "
+			  "executed",
+			  what);
+}
 __thread struct gdak_trace_buf *nm_tbuf_pass; /* nm_loc.h */
 __thread struct nm_wqe_pend nm_pend;		/* nm_loc.h */
 
@@ -497,6 +555,12 @@ void nm_thread_call(struct nm_thread *t, void (*fn)(void *), void *arg)
 		fn(arg);
 		return;
 	}
+	if (inherited(t)) {
+		/* no thread would ever answer (and its lock may be the copy
+		 * of one held at the fork) */
+		inherited_warn(t, "a call to the NIC thread");
+		return;
+	}
 	pthread_mutex_lock(&t->lock);
 	*t->cmds_tail = &c;
 	t->cmds_tail = &c.next;
@@ -657,7 +721,7 @@ void nm_thread_kick(struct nm_qp *qp)
 {
 	struct nm_thread *t = qp->thr;
 
-	if (!t)
+	if (!t || inherited(t))
 		return;
 	if (cur_thread == t && qp->on_thread) {
 		/* e.g. from a transport's ev_io callback, or an inline run:
@@ -695,6 +759,10 @@ int nm_thread_try_inline(struct nm_thread *t, struct nm_qp *qp, void (*pre)(void
 
 	if (!t || cur_thread)
 		return 0;
+	if (inherited(t)) {
+		inherited_warn(t, "post_send / poll_cq");
+		return 0;
+	}
 	if (pthread_mutex_trylock(&t->elock)) {
 		atomic_fetch_add_explicit(&inline_busy, 1, memory_order_relaxed);
 		return 0;
@@ -840,6 +908,11 @@ uint64_t nm_thread_inline_runs(void)
 	return atomic_load_explicit(&inline_runs, memory_order_relaxed);
 }
 
+uint64_t nm_thread_inline_forked(void)
+{
+	return atomic_load_explicit(&inline_forked, memory_order_relaxed);
+}
+
 uint64_t nm_thread_inline_busy(void)
 {
 	return atomic_load_explicit(&inline_busy, memory_order_relaxed);
@@ -875,6 +948,8 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
+	pthread_once(&fork_once, fork_register);
+	t->fork_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
 	pthread_mutex_init(&t->lock, NULL);
 	{
 		/* the holder other than the thread is an inline run, a few
@@ -917,8 +992,11 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 static void stop_threads_locked(void)
 {
 	for (unsigned i = 0; i < eng.n; i++) {
-		nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
-		pthread_join(eng.thr[i].tid, NULL);
+		/* a fork's child has the structures but not the thread */
+		if (!inherited(&eng.thr[i])) {
+			nm_thread_call(&eng.thr[i], stop_on_thread, &eng.thr[i]);
+			pthread_join(eng.thr[i].tid, NULL);
+		}
 		thread_fini(&eng.thr[i]);
 	}
 	free(eng.thr);
@@ -1017,12 +1095,12 @@ void nm_engine_sync(void)
 	n = eng.refs ? (eng.n < 64 ? eng.n : 64) : 0;
 	for (unsigned i = 0; i < n; i++) {
 		snap[i] = atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire);
-		if (!pthread_equal(pthread_self(), eng.thr[i].tid))
+		if (!pthread_equal(pthread_self(), eng.thr[i].tid) && !inherited(&eng.thr[i]))
 			ev_async_send(eng.thr[i].loop, &eng.thr[i].async);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct timespec ts = {0, 20000};
-		if (pthread_equal(pthread_self(), eng.thr[i].tid))
+		if (pthread_equal(pthread_self(), eng.thr[i].tid) || inherited(&eng.thr[i]))
 			continue;
 		while (atomic_load_explicit(&eng.thr[i].qseq, memory_order_acquire) == snap[i])
 			nanosleep(&ts, NULL);

@@ -20,5 +20,7 @@ uint64_t nm_thread_blocks(void);
  * the thread's engine lock was taken, since the process began. */
 uint64_t nm_thread_inline_runs(void);
 uint64_t nm_thread_inline_busy(void);
+/* calls in a child of fork() that found the parent's NIC thread and ran nothing */
+uint64_t nm_thread_inline_forked(void);
 
 #endif

@@ -34,6 +34,11 @@ target_include_directories(gdak_verbs_inline PRIVATE ${PROJECT_SOURCE_DIR}/nic_m
 add_test(NAME gdak.verbs.inline_off COMMAND gdak_verbs_inline)
 set_tests_properties(gdak.verbs.inline_off PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
   LABELS "emu;net" ENVIRONMENT GDAK_IBV_INLINE=0)
+# fork() with the engine in the program's thread: a child runs none of the
+# parent's copied engine (rdma-core: a child uses none of its parent's
+# resources), the parent's connection is untouched
+gdak_add_verbs_lib_test(gdak.verbs.fork ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_fork.c)
+target_include_directories(gdak_verbs_fork PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
 # gdak's libmlx5.so.1 on it: mlx5dv_init_obj'd rings driven by the program
 if(TARGET gdak_mlx5)
   gdak_add_verbs_lib_test(gdak.verbs.dv ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dv.c)

@@ -165,7 +165,10 @@ GV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
 
 /* The NIC model reads registered memory from this process's own threads,
  * never through page pins, so copy-on-write after fork() cannot tear a
- * registration from what the NIC sees: fork is always safe. */
+ * registration from what the NIC sees: fork is always safe for the parent.
+ * The child, which rdma-core lets use none of the parent's resources, runs
+ * none of the parent's engine (nm_thread.c: inherited threads): its posts
+ * and polls on the parent's objects execute nothing. */
 GV_EXPORT int ibv_fork_init(void)
 {
 	return 0;
