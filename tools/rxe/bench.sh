@@ -38,6 +38,10 @@
 #   inline-off the gdak-run command again with GDAK_IBV_INLINE=0 (the
 #             default; the gdak-run column runs with it 1: the engine in
 #             the program's post_send / poll_cq, docs/VERBS.md "Threads")
+# gdak's rows run in a network namespace of their own (kernel rxe holds
+# *:4791 in the guest's), made with iproute2's ip taken by path - the
+# guest's busybox env and sh run busybox's ip, which has no netns; where
+# none can be made while 4791 is taken, bench_verbs.sh stops with exit 2 -
 # and prints each round and the medians with the ratios gdak-run / gdak-perf
 # and gdak-run / rxe (bandwidth: higher is better; latency: t_typical,
 # lower is better).  As tools/verbs_bench.sh on the host, the latency runs
