@@ -142,7 +142,8 @@ struct udp_qp {
 	struct udp_txset *tx, *out;
 	_Atomic int out_busy;
 	pthread_mutex_t txlock;
-	struct udp_qp *defer_next; /* on this inline run's list (inline_defer) */
+	struct udp_qp *defer_next; /* on this inline run's list (under the engine lock) */
+	struct udp_qp *send_next;  /* on its send list (under txlock, after the lock) */
 	bool deferred;
 	/* receive batch */
 	struct mmsghdr rxm[BATCH];
@@ -301,7 +302,7 @@ void *nm_tr_udp_inline_detach(int *wake)
 		u->tx = u->out;
 		u->out = t;
 		atomic_store_explicit(&u->out_busy, 1, memory_order_release);
-		u->defer_next = send;
+		u->send_next = send;
 		send = u;
 	}
 	return send;
@@ -318,7 +319,7 @@ int nm_tr_udp_inline_send(void *list)
 	/* in reverse order of detaching: any order will do, each QP's own
 	 * packets stay in theirs */
 	for (; u; u = next) {
-		next = u->defer_next;
+		next = u->send_next;
 		if (set_send(u, u->out)) {
 			left = 1;
 			atomic_store_explicit(&u->out_busy, 2, memory_order_release);
