@@ -236,6 +236,22 @@ static int out_flush(struct udp_qp *u)
 	return r;
 }
 
+/* A batch's packet buffers and their message headers.  0 or -ENOMEM. */
+static int set_init(struct udp_txset *t)
+{
+	t->buf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	if (!t->buf)
+		return -ENOMEM;
+	for (unsigned i = 0; i < BATCH; i++) {
+		t->v[i].iov_base = t->buf + (size_t)i * ROCE_MAX_PKT;
+		t->m[i].msg_hdr = (struct msghdr){ .msg_name = &t->a[i],
+						   .msg_namelen = sizeof(t->a[i]),
+						   .msg_iov = &t->v[i],
+						   .msg_iovlen = 1 };
+	}
+	return 0;
+}
+
 /* This inline run's QPs with packets to send once it lets go of the engine
  * lock (nm_tr_udp_inline_detach). */
 static __thread struct udp_qp *defer_head;
@@ -299,6 +315,13 @@ void *nm_tr_udp_inline_detach(int *wake)
 		}
 		struct udp_txset *t = u->tx;
 
+		if (!u->out->buf && set_init(u->out)) {
+			/* no memory for a second batch: the NIC thread
+			 * sends this one, as without inline runs */
+			pthread_mutex_unlock(&u->txlock);
+			*wake = 1;
+			continue;
+		}
 		u->tx = u->out;
 		u->out = t;
 		atomic_store_explicit(&u->out_busy, 1, memory_order_release);
@@ -1291,13 +1314,14 @@ static int udp_qp_init(struct nm_qp *qp)
 	if (!u)
 		return -ENOMEM;
 	u->qp = qp;
-	u->txs[0].buf = malloc((size_t)BATCH * ROCE_MAX_PKT);
-	u->txs[1].buf = malloc((size_t)BATCH * ROCE_MAX_PKT);
+	/* the second batch only once an inline run detaches one (most QPs
+	 * never do: inline runs are off by default) */
+	set_init(&u->txs[0]);
 	u->rxbuf = malloc((size_t)BATCH * ROCE_MAX_PKT);
 	u->tx = &u->txs[0];
 	u->out = &u->txs[1];
 	pthread_mutex_init(&u->txlock, NULL);
-	if (!u->txs[0].buf || !u->txs[1].buf || !u->rxbuf) {
+	if (!u->txs[0].buf || !u->rxbuf) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -1319,15 +1343,6 @@ static int udp_qp_init(struct nm_qp *qp)
 	u->rqp.priv = u;
 	dc_engine_init(u);
 	for (unsigned i = 0; i < BATCH; i++) {
-		for (unsigned k = 0; k < 2; k++) {
-			struct udp_txset *t = &u->txs[k];
-
-			t->v[i].iov_base = t->buf + (size_t)i * ROCE_MAX_PKT;
-			t->m[i].msg_hdr = (struct msghdr){ .msg_name = &t->a[i],
-							   .msg_namelen = sizeof(t->a[i]),
-							   .msg_iov = &t->v[i],
-							   .msg_iovlen = 1 };
-		}
 		u->rxv[i].iov_base = u->rxbuf + (size_t)i * ROCE_MAX_PKT;
 		u->rxv[i].iov_len = ROCE_MAX_PKT;
 		u->rxm[i].msg_hdr = (struct msghdr){.msg_name = &u->rxa[i],
@@ -1364,6 +1379,12 @@ static void udp_qp_fini(struct nm_qp *qp)
 		return;
 	if (qp->thr)
 		nm_thread_call(qp->thr, watch_off, u);
+	/* what the engine already put out (the ACK of the peer's last
+	 * request, which an inline run left for later) leaves before the QP
+	 * goes, as an HCA's would: the peer would otherwise retry into a
+	 * closed port (best effort: a full socket keeps the rest) */
+	(void)out_flush(u);
+	(void)tx_flush(u);
 	roce_qp_fini(&u->rqp);
 	flows_free(u);
 	roce_ctx_fini(&u->rctx);
