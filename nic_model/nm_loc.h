@@ -374,6 +374,10 @@ struct nm_qp {
 	 * watches both.  db_reg_last is the newest value, db_half_last[] each
 	 * half's; reg_half the half written last (-1: none yet) */
 	uint64_t db_half_last[2];
+	/* the half still holds what it held at RESET: the device may write
+	 * those very bytes again (the first WQE of the new life rung as the
+	 * last one of the old), which no change shows (nm_db_reset) */
+	bool db_half_old[2];
 	int8_t reg_half;
 	uint8_t bf_wait_half; /* the half holding the BlueFlame copy to verify */
 	/* the device picks DB (8-byte) or BlueFlame (64-byte) per doorbell, as a

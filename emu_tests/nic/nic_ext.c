@@ -350,7 +350,27 @@ static void test_reset(struct ext_qp *A, struct ext_qp *B)
 	struct mlx5_cqe64 got, want;
 	uint8_t snap[64];
 	uint16_t idx;
+	uint64_t old_ring;
 
+	/* The old life's last rings were WQE 0 with the bytes the new life's
+	 * WQE 0 will ring again (an 8-byte doorbell: ctrl bytes 0..7): no
+	 * change of the register shows that ring, the record must
+	 * (nm_doorbell.c old_half_rung).  Written while in RTS they are
+	 * behind the consumer: nothing runs. */
+	{
+		uint8_t c8[16] __attribute__((aligned(16))) = { 0 };
+		struct gdak_mlx5_ctrl c = {
+			.opcode = MLX5_OPCODE_RDMA_WRITE, .wqe_index = 0, .qpn = A->q.qpn, .ds = 3
+		};
+		uint64_t v;
+
+		gdak_mlx5_ctrl_encode((void *)c8, &c);
+		memcpy(&v, c8, 8);
+		for (unsigned h = 0; h < 2; h++)
+			__atomic_store_n((uint64_t *)(void *)(A->uar + 0x800 + h * 256), v,
+					 __ATOMIC_RELEASE);
+		old_ring = v;
+	}
 	memcpy(snap, A->sq, 64);
 	REQUIRE_EQ(gdak_qp_modify(A->q.qp, GDAK_QPS_RESET, NULL), 0);
 	REQUIRE_EQ(gdak_qp_modify(B->q.qp, GDAK_QPS_RESET, NULL), 0);
@@ -370,6 +390,8 @@ static void test_reset(struct ext_qp *A, struct ext_qp *B)
 			   gdak_mr_rkey(mb), 0, NU_SIG);
 	CHECK_EQ(idx, 0);
 	nu_ring(&A->q);
+	CHECK_EQ(*(const uint64_t *)(const void *)(A->uar + 0x800), old_ring);
+	CHECK_EQ(*(const uint64_t *)(const void *)(A->uar + 0x900), old_ring);
 	REQUIRE_EQ(cq_take(&got), 0);
 	expect_cqe(&want, at, MLX5_CQE_REQ, A->q.qpn, 0, 100, 0);
 	CHECK_MEM(&got, &want, 64);
