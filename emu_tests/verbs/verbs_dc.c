@@ -28,6 +28,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cq_ring.h"
 #include "gdak_dc_verbs.h"
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
@@ -128,16 +129,8 @@ static void post(struct dci *d, uint8_t opcode, const struct mlx5_wqe_av *av, in
  * test's timeout only). */
 static struct mlx5_cqe64 *next_cqe(struct dci *d)
 {
-	struct mlx5_cqe64 *e = (void *)(d->cqb + (d->ci % d->ncqe) * 64);
-	unsigned owner = (d->ci / d->ncqe) & 1;
+	struct mlx5_cqe64 *e = gdak_cq_ring_wait(d->cqb, d->ncqe, d->ci);
 
-	for (;;) {
-		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
-
-		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
-			break;
-		sched_yield();
-	}
 	d->ci++;
 	__atomic_store_n(d->cq_dbrec, htobe32(d->ci & 0xffffff), __ATOMIC_RELEASE);
 	return e;
