@@ -30,16 +30,19 @@ if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak-demo AND TARGET gdak-per
 endif()
 
 # hw_mlx5's DC path (verbs: mlx5dv_create_qp DCI / DCT) against the emulated
-# device: one DCI, two DCTs in two PDs, WRITE / READ / atomics checked byte
-# for byte, a wrong access key retried out (TRANSPORT_RETRY_EXC_ERR)
-if(TARGET gdak-run AND TARGET gdak_mlx5)
-  add_executable(gdak_hw_emu_dc hw_emu_dc.c)
-  target_link_libraries(gdak_hw_emu_dc PRIVATE gdak gdak_testlib)
-  gdak_set_warnings(gdak_hw_emu_dc)
-  add_test(NAME gdak.hw.emu.dc
-    COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_emu_dc>)
-  set_tests_properties(gdak.hw.emu.dc PROPERTIES LABELS hwemu TIMEOUT 300
-    SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed"
-    FAIL_REGULAR_EXPRESSION "nm_violation"
-    ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=verbs;GDAK_LOG=warn")
+# device: the dc scenario (emu_tests/scenarios/scen_dc.c, gdak.nic.dc on the
+# NIC model) - one DCI, two DCTs in two PDs, WRITE / READ / atomics /
+# put+signal / inline puts checked byte for byte, a wrong access key retried
+# out (TRANSPORT_RETRY_EXC_ERR), the backend's refusals.  PATH picks the QP
+# path (hwemu_devx.cmake adds devx_dc).
+if(TARGET gdak-run AND TARGET gdak_mlx5 AND TARGET gdak_hw_scenarios)
+  function(gdak_hwemu_dc name path)
+    add_test(NAME gdak.hw.emu.${name}
+      COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_scenarios> mlx5_0 dc)
+    set_tests_properties(gdak.hw.emu.${name} PROPERTIES LABELS hwemu TIMEOUT 300
+      SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "scenario dc +DB +on mlx5_0: ok"
+      FAIL_REGULAR_EXPRESSION "nm_violation|FAILED|[1-9][0-9]* failed"
+      ENVIRONMENT "GDAK_HW_NO_GPU_MAP=1;GDAK_HW_QP_PATH=${path};GDAK_LOG=warn")
+  endfunction()
+  gdak_hwemu_dc(dc verbs)
 endif()

@@ -33,12 +33,21 @@ if(TARGET gdak-run AND TARGET gdak_mlx5)
   endif()
 endif()
 
-# the DC test (hwemu.cmake) with its DCIs by DEVX CREATE_QP st=DCI
-if(TARGET gdak_hw_emu_dc)
-  add_test(NAME gdak.hw.emu.devx_dc
-    COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_emu_dc>)
-  set_tests_properties(gdak.hw.emu.devx_dc PROPERTIES LABELS hwemu TIMEOUT 300
-    SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed"
+# the dc scenario (hwemu.cmake) with its DCIs by DEVX CREATE_QP st=DCI
+if(COMMAND gdak_hwemu_dc)
+  gdak_hwemu_dc(devx_dc devx)
+endif()
+
+# The GPU twin of the dc scenario through hw_mlx5 (label cuda; 77 without a
+# GPU): emu_tests/cuda/cuda_dc.cu given the emulated mlx5_0, a CUDA thread
+# driving the DCI, data in GPU memory.  The DEVX path, as
+# devx_scenarios_cuda: its rings map into the GPU, the UAR falls back to
+# the CPU proxy.
+if(GDAK_HAVE_CUDA AND TARGET gdak_cuda_dc AND COMMAND gdak_hwemu_dc)
+  add_test(NAME gdak.hw.emu.devx_dc_cuda
+    COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_cuda_dc> mlx5_0)
+  set_tests_properties(gdak.hw.emu.devx_dc_cuda PROPERTIES
+    LABELS "cuda;hwemu" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_gpu
     FAIL_REGULAR_EXPRESSION "nm_violation"
     ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=devx;GDAK_LOG=warn")
 endif()

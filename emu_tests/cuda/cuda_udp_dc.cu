@@ -31,6 +31,7 @@
 #include <gdak/nic.h>
 
 #include "cuda_util.h"
+#include "gdak_test_bs.h"
 
 #define NDCT 3
 #define NCTA 4
@@ -506,32 +507,7 @@ static int gpu_present(void)
 
 int main(void)
 {
-	struct gdak_bootstrap *bs;
-	int status = 0;
-	pid_t pid;
-
 	if (!gpu_present())
 		GDAK_TEST_SKIP("no usable GPU");
-	alarm(170); /* a hang becomes a failure, not a stuck suite */
-	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct gdak_bootstrap *c;
-		uint16_t port = gdak_bootstrap_port(bs);
-
-		gdak_bootstrap_close(bs);
-		alarm(170); /* not inherited */
-		REQUIRE_EQ(gdak_bootstrap_connect("127.0.0.1", port, 10000, &c), 0);
-		server(c);
-		gdak_bootstrap_close(c);
-		exit(gdak_test_end());
-	}
-	REQUIRE_EQ(gdak_bootstrap_accept(bs, 10000), 0);
-	client(bs);
-	gdak_bootstrap_close(bs);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	return gdak_test_bs_2proc(server, client, 170);
 }

@@ -38,6 +38,7 @@
 #include <gdak/nic.h>
 
 #include "gdak_test.h"
+#include "gdak_test_bs.h"
 
 #define NDCT 3
 #define NST 4
@@ -426,10 +427,6 @@ static void client(struct gdak_bootstrap *bs)
 
 int main(int argc, char **argv)
 {
-	struct gdak_bootstrap *bs;
-	int status = 0;
-	pid_t pid;
-
 	if (argc < 2 || (strcmp(argv[1], "loop") && strcmp(argv[1], "udp"))) {
 		fprintf(stderr, "usage: %s loop | udp [loss%%]\n", argv[0]);
 		return 2;
@@ -447,25 +444,5 @@ int main(int argc, char **argv)
 		targets_free(&T);
 		return gdak_test_end();
 	}
-	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct gdak_bootstrap *c;
-		uint16_t port = gdak_bootstrap_port(bs);
-
-		gdak_bootstrap_close(bs);
-		alarm(170);
-		REQUIRE_EQ(gdak_bootstrap_connect("127.0.0.1", port, 10000, &c), 0);
-		client(c);
-		gdak_bootstrap_close(c);
-		exit(gdak_test_end());
-	}
-	REQUIRE_EQ(gdak_bootstrap_accept(bs, 10000), 0);
-	server(bs);
-	gdak_bootstrap_close(bs);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	return gdak_test_bs_2proc(client, server, 170);
 }

@@ -40,6 +40,7 @@
 
 #include "fid_util.h"
 #include "gdak_test.h"
+#include "gdak_test_bs.h"
 #include "nic_util.h"
 #include "tr_udp.h"
 
@@ -530,8 +531,17 @@ static int side(int server, struct gdak_bootstrap *bs)
 	else
 		r = server ? server_ops(&e) : client_ops(&e);
 	ep_close(&e);
-	gdak_bootstrap_close(bs);
 	return r;
+}
+
+static void side_client(struct gdak_bootstrap *bs)
+{
+	side(0, bs);
+}
+
+static void side_server(struct gdak_bootstrap *bs)
+{
+	side(1, bs);
 }
 
 /* "env": each bad setting stops gdak_open with -EINVAL; good ones open. */
@@ -581,15 +591,12 @@ static int one_side(const char *role, const char *host, const char *port_s)
 		REQUIRE_EQ(gdak_bootstrap_connect(host, (uint16_t)port, 20000, &bs), 0);
 		side(0, bs);
 	}
+	gdak_bootstrap_close(bs);
 	return gdak_test_end();
 }
 
 int main(int argc, char **argv)
 {
-	struct gdak_bootstrap *bs;
-	int status = 0;
-	pid_t pid;
-
 	mode = argc > 1 ? argv[1] : "ops";
 	loss_pct = argc > 2 && argv[2][0] != '-' ? (unsigned)atoi(argv[2]) : 0;
 	alarm(110); /* a hang becomes a failure, not a stuck suite */
@@ -606,22 +613,5 @@ int main(int argc, char **argv)
 		dev = argv[i + 2];
 		return one_side(argv[i + 1], argv[i + 3], argv[i + 4]);
 	}
-	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct gdak_bootstrap *c;
-		uint16_t port = gdak_bootstrap_port(bs);
-
-		gdak_bootstrap_close(bs);
-		REQUIRE_EQ(gdak_bootstrap_connect("127.0.0.1", port, 10000, &c), 0);
-		side(0, c);
-		_exit(gdak_test_end());
-	}
-	REQUIRE_EQ(gdak_bootstrap_accept(bs, 10000), 0);
-	side(1, bs);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	return gdak_test_bs_2proc(side_client, side_server, 110);
 }

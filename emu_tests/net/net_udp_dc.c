@@ -34,6 +34,7 @@
 #include <gdak/nic.h>
 
 #include "gdak_test.h"
+#include "gdak_test_bs.h"
 
 #define NDCT 3
 #define T_NS 30000000000ull
@@ -438,36 +439,12 @@ static void client(struct gdak_bootstrap *bs)
 
 int main(int argc, char **argv)
 {
-	struct gdak_bootstrap *bs;
-	int status = 0;
-	pid_t pid;
-
 	mode = argc > 1 ? argv[1] : "ops";
 	loss_pct = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
 	if (strcmp(mode, "ops") && strcmp(mode, "errors") && strcmp(mode, "loss")) {
 		fprintf(stderr, "usage: %s ops|errors|loss P\n", argv[0]);
 		return 2;
 	}
-	alarm(170); /* a hang becomes a failure, not a stuck suite */
-	REQUIRE_EQ(gdak_bootstrap_listen("127.0.0.1", 0, &bs), 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct gdak_bootstrap *c;
-		uint16_t port = gdak_bootstrap_port(bs);
-
-		gdak_bootstrap_close(bs);
-		REQUIRE_EQ(gdak_bootstrap_connect("127.0.0.1", port, 10000, &c), 0);
-		client(c);
-		gdak_bootstrap_close(c);
-		/* exit, not _exit: the trace writer closes its file at exit */
-		exit(gdak_test_end());
-	}
-	REQUIRE_EQ(gdak_bootstrap_accept(bs, 10000), 0);
-	server(bs);
-	gdak_bootstrap_close(bs);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	return gdak_test_end();
+	/* the child exits through exit(): its trace writer closes its file */
+	return gdak_test_bs_2proc(client, server, 170);
 }

@@ -17,7 +17,10 @@ gdak_add_test(NAME gdak.nic.udp_resp SOURCES nic/nic_udp_resp.c LIBS gdak_nic_ut
 # GPU copies in flight in the loop transport: skips (77) without a GPU
 gdak_add_test(NAME gdak.nic.gpu_pipe SOURCES nic/nic_gpu_pipe.c LIBS gdak_nic_util LABELS cuda TIMEOUT 180)
 gdak_add_test(NAME gdak.nic.stall SOURCES nic/nic_stall.c LIBS gdak_nic_util LABELS emu TIMEOUT 60)
-gdak_add_test(NAME gdak.nic.dc SOURCES nic/nic_dc.c LABELS emu TIMEOUT 120 MEMCHECK)
+# the dc scenario (scenarios/scen_dc.c) on the NIC model; hw_tests runs it
+# through hw_mlx5 (gdak.hw.emu.dc)
+gdak_add_test(NAME gdak.nic.dc SOURCES scenarios/emu_scenarios.c LIBS gdak_scenarios
+              LABELS emu TIMEOUT 120 ARGS emu dc MEMCHECK)
 # The NIC thread hands its CPU over after work (adaptive mode), not after a
 # spin interval: the mechanism behind the demo's traced latency (counted,
 # not timed).

@@ -4,6 +4,7 @@
 # against a ConnectX.
 add_library(gdak_scenarios STATIC
   scenarios/scen_atomic.c
+  scenarios/scen_dc.c
   scenarios/scen_env.c
   scenarios/scen_errors.c
   scenarios/scen_hl.c

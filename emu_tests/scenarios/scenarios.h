@@ -36,6 +36,8 @@ struct gdak_scenario {
 	int (*run)(const struct gdak_scen_cfg *cfg);
 	/* 1: also run with the BF and CPU_PROXY doorbell handlers */
 	int all_handlers;
+	/* 1: run only when the filter names it (a suite of its own, e.g. dc) */
+	int on_request;
 };
 
 /* The scenarios, *n of them. */
@@ -46,7 +48,8 @@ const struct gdak_scenario *gdak_scenarios(size_t *n);
  * device: each once with the DB handler, the all_handlers ones also with BF
  * and CPU_PROXY.  Prints one line per run.  Returns the number of scenario
  * runs that failed a check.  $GDAK_SCEN_TIMEOUT_MS overrides the hang guard
- * (default 20000 ms), $GDAK_SCEN_FILTER the filter.
+ * (default 20000 ms), $GDAK_SCEN_FILTER the filter.  A filter that matches
+ * no scenario fails a check, so a misspelt suite cannot pass empty.
  */
 int gdak_scen_run(const char *device, const char *filter);
 
@@ -108,5 +111,7 @@ int scen_hl_put_get(const struct gdak_scen_cfg *cfg);
 int scen_hl_put_signal(const struct gdak_scen_cfg *cfg);
 int scen_hl_atomics(const struct gdak_scen_cfg *cfg);
 int scen_hl_shared(const struct gdak_scen_cfg *cfg);
+/* The DC transport: DCIs, DCTs, address vectors (scen_dc.c). */
+int scen_dc(const struct gdak_scen_cfg *cfg);
 
 #endif /* GDAK_SCENARIOS_H */

@@ -17,6 +17,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cq_ring.h"
 #include "gdak_prm.h"
 #include "gdak_test.h"
 
@@ -181,16 +182,8 @@ static inline void tqp_reset(struct tqp *q)
 
 static inline struct mlx5_cqe64 *tqp_cqe(struct tqp *q)
 {
-	struct mlx5_cqe64 *e = (void *)(q->cqb + (q->ci % (1u << TQP_LOG_CQ)) * 64);
-	unsigned owner = (q->ci >> TQP_LOG_CQ) & 1;
+	struct mlx5_cqe64 *e = gdak_cq_ring_wait(q->cqb, 1u << TQP_LOG_CQ, q->ci);
 
-	for (;;) {
-		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
-
-		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
-			break;
-		sched_yield();
-	}
 	q->ci++;
 	__atomic_store_n(&q->dbr[16], htobe32(q->ci & 0xffffff), __ATOMIC_RELEASE);
 	return e;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "gdak_case.h"
 #include "gdak_test.h"
+#include "gdak_test_proc.h"
 
 unsigned gdak_test_passed, gdak_test_failed;
 
@@ -197,7 +198,7 @@ int gdak_test_xfer(int fd, void *out, const void *in, size_t n)
 
 int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
 {
-	int sv[2], status = 0;
+	int sv[2];
 	pid_t pid;
 
 	REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -212,6 +213,14 @@ int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
 	close(sv[1]);
 	parent(sv[0]);
 	close(sv[0]);
+	gdak_test_reap(pid);
+	return gdak_test_end();
+}
+
+void gdak_test_reap(pid_t pid)
+{
+	int status = 0;
+
 	REQUIRE_EQ(waitpid(pid, &status, 0), pid);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		gdak_test_passed++;
@@ -221,5 +230,4 @@ int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
 	else
 		gdak_test_fail(__FILE__, __LINE__, "the child process ended by signal %d",
 			       WIFSIGNALED(status) ? WTERMSIG(status) : -1);
-	return gdak_test_end();
 }

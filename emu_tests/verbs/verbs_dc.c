@@ -28,6 +28,8 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cq_ring.h"
+#include "gdak_dc_verbs.h"
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
@@ -127,16 +129,8 @@ static void post(struct dci *d, uint8_t opcode, const struct mlx5_wqe_av *av, in
  * test's timeout only). */
 static struct mlx5_cqe64 *next_cqe(struct dci *d)
 {
-	struct mlx5_cqe64 *e = (void *)(d->cqb + (d->ci % d->ncqe) * 64);
-	unsigned owner = (d->ci / d->ncqe) & 1;
+	struct mlx5_cqe64 *e = gdak_cq_ring_wait(d->cqb, d->ncqe, d->ci);
 
-	for (;;) {
-		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
-
-		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
-			break;
-		sched_yield();
-	}
 	d->ci++;
 	__atomic_store_n(d->cq_dbrec, htobe32(d->ci & 0xffffff), __ATOMIC_RELEASE);
 	return e;
@@ -177,56 +171,22 @@ static uint32_t srqn, rcqn, pdn;
 
 static struct ibv_qp *dct_create(uint64_t key)
 {
-	struct ibv_qp_init_attr_ex x;
-	struct mlx5dv_qp_init_attr d;
-
-	memset(&x, 0, sizeof(x));
-	memset(&d, 0, sizeof(d));
-	x.qp_type = IBV_QPT_DRIVER;
-	x.comp_mask = IBV_QP_INIT_ATTR_PD;
-	x.pd = pd;
-	x.srq = srq;
-	x.send_cq = x.recv_cq = rcq;
-	x.cap.max_send_wr = 64; /* NVSHMEM passes its QP depth: a DCT sends nothing */
-	x.cap.max_recv_wr = 64;
-	x.cap.max_send_sge = x.cap.max_recv_sge = 1;
-	d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-	d.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
-	d.dc_init_attr.dct_access_key = key;
-	return mlx5dv_create_qp(ctx, &x, &d);
+	/* NVSHMEM passes its QP depth: a DCT sends nothing */
+	return gdak_dcv_create(ctx, pd, 1, key, rcq, srq, 64, 64);
 }
 
 static void dct_ready(struct ibv_qp *q)
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	gdak_dcv_dct_init(&a);
 	/* the kernel's DCT masks are exact: a mask bit more or less is EINVAL */
 	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
-	CHECK_EQ(ibv_modify_qp(q, &a,
-			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY),
-		 EINVAL);
-	CHECK_EQ(
-		ibv_modify_qp(q, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
+	CHECK_EQ(ibv_modify_qp(q, &a, GDAK_DCV_DCT_INIT_MASK | IBV_QP_QKEY), EINVAL);
+	CHECK_EQ(ibv_modify_qp(q, &a, GDAK_DCV_DCT_INIT_MASK), 0);
+	gdak_dcv_dct_rtr(&a, &gid);
 	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU), EINVAL);
-	CHECK_EQ(ibv_modify_qp(q, &a,
-			       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER),
-		 0);
+	CHECK_EQ(ibv_modify_qp(q, &a, GDAK_DCV_DCT_RTR_MASK), 0);
 	/* RTR is a DCT's working state */
 	a.qp_state = IBV_QPS_RTS;
 	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL);
@@ -323,28 +283,15 @@ static void vdci_create(struct dci *d)
 static void make_av(struct mlx5_wqe_av *av, uint32_t dctn, uint64_t key)
 {
 	static struct ibv_ah *ah;
-	struct mlx5dv_ah dah;
-	struct mlx5dv_obj o;
+	static struct mlx5_wqe_av base;
 
 	if (!ah) {
-		struct ibv_ah_attr aa;
-
-		memset(&aa, 0, sizeof(aa));
-		aa.is_global = 1;
-		aa.grh.dgid = gid;
-		aa.grh.hop_limit = 64;
-		aa.port_num = 1;
-		ah = ibv_create_ah(pd, &aa);
+		ah = gdak_dcv_ah(pd, &gid, &base);
 		REQUIRE(ah != NULL);
 	}
-	memset(&o, 0, sizeof(o));
-	o.ah.in = ah;
-	o.ah.out = &dah;
-	REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_AH), 0);
-	memcpy(av, dah.av, sizeof(*av));
+	memcpy(av, &base, sizeof(*av));
 	CHECK_MEM(av->rgid, gid.raw, 16);
-	av->key.dc_key = htobe64(key);
-	av->dqp_dct = htobe32(1u << 31 | dctn);
+	gdak_dcv_av_target(av, dctn, key);
 }
 
 /* ---- DEVX objects -------------------------------------------------------------- */
@@ -854,14 +801,7 @@ int main(void)
 		struct ibv_qp_init_attr_ex x;
 		struct mlx5dv_qp_init_attr d;
 
-		memset(&x, 0, sizeof(x));
-		memset(&d, 0, sizeof(d));
-		x.qp_type = IBV_QPT_DRIVER;
-		x.comp_mask = IBV_QP_INIT_ATTR_PD;
-		x.pd = pd;
-		x.send_cq = x.recv_cq = rcq;
-		d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-		d.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+		gdak_dcv_attr(&x, &d, pd, 1, 0, rcq, NULL, 0, 0);
 		errno = 0;
 		CHECK(mlx5dv_create_qp(ctx, &x, &d) == NULL);
 		CHECK_EQ(errno, EINVAL);

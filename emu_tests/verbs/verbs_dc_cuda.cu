@@ -25,6 +25,7 @@
 extern "C" {
 #include "gdak_test.h"
 }
+#include "gdak_dc_verbs.h"
 
 #define LEN 4096
 #define KEY0 0x1122334455667788ull
@@ -210,49 +211,21 @@ static union ibv_gid gid;
 
 static struct ibv_qp *dc_create(int dct, uint64_t key, struct ibv_cq *cq, struct ibv_srq *srq)
 {
-	struct ibv_qp_init_attr_ex x;
-	struct mlx5dv_qp_init_attr d;
-
-	memset(&x, 0, sizeof(x));
-	memset(&d, 0, sizeof(d));
-	x.qp_type = IBV_QPT_DRIVER;
-	x.comp_mask = IBV_QP_INIT_ATTR_PD;
-	x.pd = pd;
-	x.send_cq = x.recv_cq = cq;
-	x.srq = dct ? srq : NULL;
-	x.cap.max_send_wr = 16;
-	x.cap.max_send_sge = 1;
-	d.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-	d.dc_init_attr.dc_type = dct ? MLX5DV_DCTYPE_DCT : MLX5DV_DCTYPE_DCI;
-	if (dct)
-		d.dc_init_attr.dct_access_key = key;
-	return mlx5dv_create_qp(ctx, &x, &d);
+	return gdak_dcv_create(ctx, pd, dct, key, cq, srq, 16, 0);
 }
 
 static void up(struct ibv_qp *q, int dct)
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	gdak_dcv_dct_init(&a);
 	REQUIRE_EQ(ibv_modify_qp(q, &a,
-				 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					 (dct ? IBV_QP_ACCESS_FLAGS : 0)),
+				 dct ? GDAK_DCV_DCT_INIT_MASK
+				     : IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT),
 		   0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.port_num = 1;
+	gdak_dcv_dct_rtr(&a, &gid);
 	REQUIRE_EQ(ibv_modify_qp(q, &a,
-				 dct ? IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-						 IBV_QP_MIN_RNR_TIMER
-				     : IBV_QP_STATE | IBV_QP_PATH_MTU),
+				 dct ? GDAK_DCV_DCT_RTR_MASK : IBV_QP_STATE | IBV_QP_PATH_MTU),
 		   0);
 	if (dct)
 		return;
@@ -271,7 +244,7 @@ int main(void)
 	struct mlx5dv_obj o;
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dc;
-	struct mlx5dv_ah dah;
+	struct mlx5_wqe_av base;
 	struct args a;
 	struct result *res;
 	uint8_t *h, *g, *chk;
@@ -353,25 +326,11 @@ int main(void)
 
 	/* the AVs: an AH's, with each DCT's number and key; the third one
 	 * names DCT 0 with DCT 1's key */
-	{
-		struct ibv_ah_attr aa;
-
-		memset(&aa, 0, sizeof(aa));
-		aa.is_global = 1;
-		aa.grh.dgid = gid;
-		aa.grh.hop_limit = 64;
-		aa.port_num = 1;
-		ah = ibv_create_ah(pd, &aa);
-		REQUIRE(ah != NULL);
-		memset(&o, 0, sizeof(o));
-		o.ah.in = ah;
-		o.ah.out = &dah;
-		REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_AH), 0);
-	}
+	ah = gdak_dcv_ah(pd, &gid, &base);
+	REQUIRE(ah != NULL);
 	for (int i = 0; i < 3; i++) {
-		memcpy(&a.av[i], dah.av, sizeof(a.av[i]));
-		a.av[i].key.dc_key = htobe64(i == 1 ? KEY1 : i == 2 ? KEY1 : KEY0);
-		a.av[i].dqp_dct = htobe32(1u << 31 | dct[i == 1 ? 1 : 0]->qp_num);
+		memcpy(&a.av[i], &base, sizeof(a.av[i]));
+		gdak_dcv_av_target(&a.av[i], dct[i == 1 ? 1 : 0]->qp_num, i == 0 ? KEY0 : KEY1);
 	}
 
 	/* WRITE h -> g via DCT 0, READ g -> h+LEN via DCT 1, FA and CAS on the

@@ -24,6 +24,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cq_ring.h"
 #include "gdak_prm.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
@@ -470,16 +471,8 @@ static void post_recv(struct dqp *q, void *addr, uint32_t lkey, uint32_t len)
 /* The next CQE of q's CQ (waits, bounded by the test's timeout only). */
 static struct mlx5_cqe64 *next_cqe(struct dqp *q)
 {
-	struct mlx5_cqe64 *e = (void *)(q->cqb + (q->ci % (1u << LOG_CQ)) * 64);
-	unsigned owner = (q->ci >> LOG_CQ) & 1;
+	struct mlx5_cqe64 *e = gdak_cq_ring_wait(q->cqb, 1u << LOG_CQ, q->ci);
 
-	for (;;) {
-		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
-
-		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == owner)
-			break;
-		sched_yield();
-	}
 	q->ci++;
 	q->dbr[16] = htobe32(q->ci & 0xffffff);
 	return e;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* gdak_test_proc.h - child processes of a test (no gdak headers needed). */
+#ifndef GDAK_TEST_PROC_H
+#define GDAK_TEST_PROC_H
+
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wait for child process pid; CHECK that it exited 0 (naming its exit code
+ * or signal when not).  gdak_test_2proc and gdak_test_bs_2proc end so. */
+void gdak_test_reap(pid_t pid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GDAK_TEST_PROC_H */
