@@ -1244,14 +1244,13 @@ static void cb_ticket(struct cb_ctx *c, struct nm_cuda_ticket *t)
  * granule table's probes and marks.  Counted as replaced.  1: joined so.
  * Locked.
  */
-static int cb_same(struct cb_ctx *c, uint64_t d, uint64_t s, uint32_t len,
-		   struct nm_cuda_ticket *t)
+static int cb_same(struct cb_ctx *c, uint64_t d, uint64_t s, uint32_t len, struct nm_cuda_ticket *t)
 {
 	uint32_t h = (uint32_t)(d >> 3) % NM_CB_LAST, i = c->last_ent[h];
 	const struct nm_ck_desc *p = &c->ent[i];
 
-	if (c->last_gen[h] != c->gen || i >= c->n || c->tail[c->ent_chain[i]] != i ||
-	    p->dst != d || p->len != len || p->src != s ||
+	if (c->last_gen[h] != c->gen || i >= c->n || c->tail[c->ent_chain[i]] != i || p->dst != d ||
+	    p->len != len || p->src != s ||
 	    (p->flags & (NM_CK_F_DEAD | NM_CK_F_INL | NM_CK_F_SYS)) || (s < d + len && d < s + len))
 		return 0;
 	c->n_batched++;
