@@ -86,11 +86,25 @@ static void cs_max_batch(uint64_t n)
  * (0 otherwise: no clock read on the data path) */
 static int stats_on = -1;
 
+/* GDAK_CUDA_STATS, read once (the probe and the first report may race) */
+static int stats_enabled(void)
+{
+	int v = __atomic_load_n(&stats_on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		int on = 0;
+
+		v = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
+		__atomic_store_n(&stats_on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
 static uint64_t cs_clock(void)
 {
 	struct timespec ts;
 
-	if (stats_on <= 0)
+	if (__atomic_load_n(&stats_on, __ATOMIC_RELAXED) <= 0)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -1864,12 +1878,7 @@ void nm_cuda_stats_report(const char *when)
 	uint64_t *a, *b, *o;
 	uint64_t batches;
 
-	if (stats_on < 0) {
-		int on = 0;
-
-		stats_on = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
-	}
-	if (!stats_on || !probe_result)
+	if (!stats_enabled() || !probe_result)
 		return;
 	pthread_mutex_lock(&lk);
 	nm_cuda_stats_get(&now);
@@ -2000,11 +2009,7 @@ static void cb_setup(void *lib)
 	unsigned long long seq0 = 0;
 	void *args[6] = { &null, &null, &zero, &null, &null, &seq0 };
 
-	if (stats_on < 0) {
-		int on = 0;
-
-		stats_on = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
-	}
+	stats_enabled();
 	if (gdak_env_choice("GDAK_CUDA_BATCH", &cb_mode) < 0)
 		cb_mode = 0;
 	if (gdak_env_uint("GDAK_CUDA_BATCH_MAX", &m) >= 0 && m)
