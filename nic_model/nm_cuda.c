@@ -618,6 +618,7 @@ struct cb_ctx {
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
 	uint64_t direct_t0; /* GDAK_CUDA_STATS: when the first direct copy was queued */
+	uint64_t open_t0;   /* ... when the open batch got its first operation */
 	/* the stream's last operation is a write-value with its barrier (the
 	 * completion word of a batch): a value after it needs none */
 	int fenced;
@@ -1012,6 +1013,10 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 		CS_ADD(ns_direct_span, cs_since(c->direct_t0));
 		c->direct_t0 = 0;
 	}
+	if (c->open_t0) {
+		CS_ADD(ns_open, cs_since(c->open_t0));
+		c->open_t0 = 0;
+	}
 	CS_ADD(copies_batched, c->n_batched);
 	CS_ADD(copies_replaced, c->n_replaced);
 	c->n_batched = c->n_replaced = 0;
@@ -1348,6 +1353,8 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	c->ent_chain[c->n++] = (uint32_t)chain;
 	c->live++;
 	c->n_batched++;
+	if (!c->open_t0)
+		c->open_t0 = cs_clock();
 	cb_ticket(c, t);
 	if (c->n == NM_CB_DESC)
 		cb_flush(c, &cs.flush_full);
@@ -1434,6 +1441,8 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 			cs_max(&cs.ns_memcpy_max, dt);
 			if (!c->direct)
 				c->direct_t0 = t0;
+			if (!c->open_t0)
+				c->open_t0 = t0;
 		}
 		c->fenced = 0;
 		CS_ADD(calls_memcpy, 1);
@@ -1545,6 +1554,8 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 			c->ntail++;
 		}
 		CS_ADD(cqes_stream, 1);
+		if (!c->open_t0)
+			c->open_t0 = cs_clock();
 		queued = 1;
 		if (nm_rg_in_pass)
 			nm_cuda_pass_pending = 1;
@@ -1904,7 +1915,7 @@ void nm_cuda_stats_report(const char *when)
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
 		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
 		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
-		"span us %.1f\n",
+		"span us %.1f; open us/batch %.2f\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1927,7 +1938,8 @@ void nm_cuda_stats_report(const char *when)
 		(unsigned long long)d.cqes_stream, (unsigned long long)d.copies_direct,
 		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced,
 		(double)d.ns_memcpy / 1e3, (double)d.ns_memcpy_max / 1e3, (double)d.ns_memop / 1e3,
-		(double)d.ns_launch / 1e3, (double)d.ns_direct_span / 1e3);
+		(double)d.ns_launch / 1e3, (double)d.ns_direct_span / 1e3,
+		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0);
 }
 
 static void stats_atexit(void)

@@ -195,6 +195,7 @@ struct nm_cuda_stats {
 	uint64_t ns_memcpy, ns_memop, ns_launch;
 	uint64_t ns_memcpy_max;
 	uint64_t ns_direct_span;
+	uint64_t ns_open; /* from a batch's first operation to its submission */
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the
