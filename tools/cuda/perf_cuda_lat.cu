@@ -329,48 +329,77 @@ struct wv_cpu {
 	volatile uint64_t *ping;
 	uint64_t *pong, *done, *gword;
 	unsigned n, kind;
-	int failed;
+	int failed, timed_out;
+	int err;	  /* the driver's first error (CUresult) */
+	int all_fenced;	  /* the driver refused a write-value without a barrier */
 	cudaStream_t s;
 	int (*wv64)(void *s, unsigned long long addr, uint64_t v, unsigned flags);
 	int (*batch)(void *s, unsigned count, struct wv_op *ops, unsigned flags);
 };
 
+/* Answer ping i with the kind's write-values: 0, or the driver's error. */
+static int wv_submit(struct wv_cpu *c, uint64_t i)
+{
+	struct wv_op op[3];
+	unsigned k = 0;
+	int r;
+
+	if (c->kind == 0)
+		return c->wv64(c->s, (unsigned long long)(uintptr_t)c->pong, i, 0);
+	memset(op, 0, sizeof(op));
+	op[k].op = 5; /* WRITE_VALUE_64 */
+	op[k].addr = (uint64_t)(uintptr_t)c->gword;
+	op[k].value = i;
+	op[k++].flags = c->all_fenced ? 0 : 1; /* NO_MEMORY_BARRIER */
+	op[k].op = 5;
+	op[k].addr = (uint64_t)(uintptr_t)c->pong;
+	op[k].value = i;
+	op[k++].flags = 0;
+	if (c->kind == 2) {
+		op[k].op = 5;
+		op[k].addr = (uint64_t)(uintptr_t)c->done;
+		op[k].value = i;
+		op[k++].flags = 0;
+	}
+	r = c->batch(c->s, k, op, 0);
+	if (r && !c->all_fenced) {
+		/* as the engine does: a driver that takes no barrier-less value */
+		c->all_fenced = 1;
+		op[0].flags = 0;
+		r = c->batch(c->s, k, op, 0);
+	}
+	return r;
+}
+
+/* The CPU side.  Once the driver refuses a call, the kernel is answered
+ * with CPU stores (the row is then left out): a floor the driver cannot
+ * run must not hang the kernel, and with it every row after it. */
 static void *wv_answer(void *arg)
 {
 	struct wv_cpu *c = (struct wv_cpu *)arg;
 	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
-	struct wv_op op[3];
 
-	memset(op, 0, sizeof(op));
+	/* the driver API calls below need the context current on this thread */
+	cudaSetDevice(0);
 	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		unsigned k = 0;
+		int r;
 
 		if (wait_ping(c->ping, i, deadline)) {
-			c->failed = 1;
+			c->timed_out = 1;
 			return NULL;
 		}
-		if (c->kind == 0) {
-			if (c->wv64(c->s, (unsigned long long)(uintptr_t)c->pong, i, 0))
+		if (!c->failed) {
+			r = wv_submit(c, i);
+			if (r) {
+				c->err = r;
 				c->failed = 1;
-			continue;
+			}
 		}
-		op[k].op = 5; /* WRITE_VALUE_64 */
-		op[k].addr = (uint64_t)(uintptr_t)c->gword;
-		op[k].value = i;
-		op[k++].flags = 1; /* NO_MEMORY_BARRIER */
-		op[k].op = 5;
-		op[k].addr = (uint64_t)(uintptr_t)c->pong;
-		op[k].value = i;
-		op[k++].flags = 0;
-		if (c->kind == 2) {
-			op[k].op = 5;
-			op[k].addr = (uint64_t)(uintptr_t)c->done;
-			op[k].value = i;
-			op[k++].flags = 0;
-		}
-		if (c->batch(c->s, k, op, 0)) {
-			c->failed = 1;
-			return NULL;
+		if (c->failed) {
+			if (c->gword)
+				cudaMemcpyAsync(c->gword, &i, 8, cudaMemcpyHostToDevice, c->s);
+			cudaStreamSynchronize(c->s);
+			__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
 		}
 	}
 	cudaStreamSynchronize(c->s);
@@ -430,10 +459,21 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	rc = pc_wait(s, HANG_S, "floor");
 	if (rc) {
 		fprintf(stderr, "gdak-perf-cuda: floor %s hung (cpu side %s)\n", note[kind],
-			c.failed ? "failed or timed out" : "waiting");
+			c.timed_out ? "timed out" : c.failed ? "failed" : "waiting");
 		exit(1);
 	}
 	pthread_join(tid, NULL);
+	if (c.failed || c.timed_out) {
+		/* the driver cannot run this floor: say why, leave the row out */
+		fprintf(stderr, "gdak-perf-cuda: floor %s: %s (CUresult %d); row left out\n",
+			note[kind], c.timed_out ? "no ping from the kernel" : "the driver refused it",
+			c.err);
+		rc = 0;
+		goto out;
+	}
+	if (c.all_fenced)
+		fprintf(stderr, "gdak-perf-cuda: floor %s: the driver took no write-value "
+			"without a barrier; every value has one\n", note[kind]);
 	rc = samples_to(dev_ns, iters, v, calib);
 	memset(&r, 0, sizeof(r));
 	strcpy(r.test, "floor");
@@ -452,6 +492,8 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	r.base_p50_ns = base_p50;
 	r.base_p99_ns = base_p99;
 	pc_add_row(&r);
+	rc = r.verified ? 0 : -EIO;
+out:
 	cudaStreamDestroy(s);
 	cudaStreamDestroy(c.s);
 	cudaFree(dev_ns);
@@ -460,7 +502,7 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	cudaFreeHost(calib);
 	cudaFreeHost(bad);
 	free(v);
-	return r.verified ? 0 : -EIO;
+	return rc;
 }
 
 int pc_wv_floors(unsigned iters, double base_p50, double base_p99, double *engine_p50)
