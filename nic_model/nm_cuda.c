@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gdak/env.h>
@@ -67,13 +68,51 @@ static struct nm_cuda_stats cs;
 #define CS_ADD(f, v) __atomic_fetch_add(&cs.f, (uint64_t)(v), __ATOMIC_RELAXED)
 
 /* every NIC thread's batches and the stats report share the maximum */
+static void cs_max(uint64_t *f, uint64_t n)
+{
+	uint64_t m = __atomic_load_n(f, __ATOMIC_RELAXED);
+
+	while (n > m &&
+	       !__atomic_compare_exchange_n(f, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static void cs_max_batch(uint64_t n)
 {
-	uint64_t m = __atomic_load_n(&cs.max_batch, __ATOMIC_RELAXED);
+	cs_max(&cs.max_batch, n);
+}
 
-	while (n > m && !__atomic_compare_exchange_n(&cs.max_batch, &m, n, 1, __ATOMIC_RELAXED,
-						     __ATOMIC_RELAXED))
-		;
+/* GDAK_CUDA_STATS=1: the driver calls of the asynchronous paths are timed
+ * (0 otherwise: no clock read on the data path) */
+static int stats_on = -1;
+
+/* GDAK_CUDA_STATS, read once (the probe and the first report may race) */
+static int stats_enabled(void)
+{
+	int v = __atomic_load_n(&stats_on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		int on = 0;
+
+		v = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
+		__atomic_store_n(&stats_on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+static uint64_t cs_clock(void)
+{
+	struct timespec ts;
+
+	if (__atomic_load_n(&stats_on, __ATOMIC_RELAXED) <= 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cs_since(uint64_t t0)
+{
+	return t0 ? cs_clock() - t0 : 0;
 }
 
 /* ---- per-thread state: current context and the thread's own streams ---- */
@@ -532,6 +571,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_MEMOPS 254	 /* cuStreamBatchMemOp takes fewer than 256, and the done word */
 #define NM_CB_TAILS 128		 /* stream-ordered CQE words per batch */
 #define NM_CK_F_DEAD 0x80000000u /* replaced by a later copy: not submitted */
+#define NM_CB_LAST 64		 /* the open batch's last copies, by destination */
 
 struct cb_slot {
 	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
@@ -566,6 +606,9 @@ struct cb_ctx {
 	uint32_t cursor[NM_CB_DESC];
 	uint32_t tail[NM_CB_DESC]; /* the last copy of each chain */
 	struct cb_gran ht[NM_CB_HT];
+	/* the last copy into each destination slot (hashed): a copy equal to
+	 * it is found without the granule table */
+	uint32_t last_ent[NM_CB_LAST], last_gen[NM_CB_LAST];
 	/* copy mode's arguments */
 	nm_cu_ptr cp_dst[NM_CB_DESC], cp_src[NM_CB_DESC];
 	size_t cp_len[NM_CB_DESC];
@@ -574,6 +617,8 @@ struct cb_ctx {
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
+	uint64_t direct_t0; /* GDAK_CUDA_STATS: when the first direct copy was queued */
+	uint64_t open_t0;   /* ... when the open batch got its first operation */
 	/* the stream's last operation is a write-value with its barrier (the
 	 * completion word of a batch): a value after it needs none */
 	int fenced;
@@ -596,6 +641,7 @@ static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
 static int memop_refused;	   /* cuStreamBatchMemOp failed once */
 static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
 static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
+static int same_off;		   /* GDAK_CUDA_SAME=0: equal copies take the granule table */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -777,7 +823,10 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
 	nm_cu_result r = 0;
 
 	if (cu.StreamBatchMemOp && !memop_refused) {
+		uint64_t t0 = cs_clock();
+
 		r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+		CS_ADD(ns_memop, cs_since(t0));
 		CS_ADD(calls_memop, 1);
 		if (!r)
 			return 0;
@@ -864,7 +913,12 @@ static int cb_memops(struct cb_ctx *c)
 	/* default flags: a memory barrier before each, the values are visible
 	 * when the CPU sees the word or the device a CQE word */
 	k = cb_tail_ops(c, k);
-	r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+	{
+		uint64_t t0 = cs_clock();
+
+		r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+		CS_ADD(ns_memop, cs_since(t0));
+	}
 	CS_ADD(calls_memop, 1);
 	if (r && unfenced) {
 		/* a driver that takes no NO_MEMORY_BARRIER: every value fenced */
@@ -955,6 +1009,14 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 
 	if (!n && !ntail && !c->direct)
 		return;
+	if (c->direct_t0) {
+		CS_ADD(ns_direct_span, cs_since(c->direct_t0));
+		c->direct_t0 = 0;
+	}
+	if (c->open_t0) {
+		CS_ADD(ns_open, cs_since(c->open_t0));
+		c->open_t0 = 0;
+	}
 	CS_ADD(copies_batched, c->n_batched);
 	CS_ADD(copies_replaced, c->n_replaced);
 	c->n_batched = c->n_replaced = 0;
@@ -1005,7 +1067,12 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	args[3] = &c->count;
 	args[4] = &hp;
 	args[5] = &seq;
-	r = cu.LaunchKernel(cb_fn, nc, 1, 1, NM_CK_THREADS, 1, 1, 0, c->s, args, NULL);
+	{
+		uint64_t t0 = cs_clock();
+
+		r = cu.LaunchKernel(cb_fn, nc, 1, 1, NM_CK_THREADS, 1, 1, 0, c->s, args, NULL);
+		CS_ADD(ns_launch, cs_since(t0));
+	}
 	CS_ADD(calls_launch, 1);
 	if (!r) {
 		CS_ADD(batches_kernel, 1);
@@ -1035,6 +1102,7 @@ launched:
 	c->n = c->live = c->nchain = c->pay_used = c->ht_used = 0;
 	if (++c->gen == 0) {
 		memset(c->ht, 0, sizeof(c->ht));
+		memset(c->last_gen, 0, sizeof(c->last_gen));
 		c->gen = 1;
 	}
 }
@@ -1176,6 +1244,40 @@ static uint32_t cb_grans(uint64_t a, uint32_t len)
 	return n;
 }
 
+static void cb_ticket(struct cb_ctx *c, struct nm_cuda_ticket *t)
+{
+	t->batch = c;
+	t->seq = c->open_seq;
+	t->done = cb_queued_done(c);
+	t->stream = NM_CUDA_BATCH_STREAM;
+}
+
+/*
+ * A copy equal to the last copy of its chain - the same GPU source, the
+ * same destination, the same length, the two ranges apart - adds nothing:
+ * the batch copies the same bytes to the same place at the same point of
+ * the chain (nothing after it in the chain, so nothing in the batch
+ * writes the source or the destination in between; anything outside the
+ * batch that could, closes it first).  A CTA putting one buffer to one
+ * address over and over is then one table look-up per WQE instead of the
+ * granule table's probes and marks.  Counted as replaced.  1: joined so.
+ * Locked.
+ */
+static int cb_same(struct cb_ctx *c, uint64_t d, uint64_t s, uint32_t len, struct nm_cuda_ticket *t)
+{
+	uint32_t h = (uint32_t)(d >> 3) % NM_CB_LAST, i = c->last_ent[h];
+	const struct nm_ck_desc *p = &c->ent[i];
+
+	if (c->last_gen[h] != c->gen || i >= c->n || c->tail[c->ent_chain[i]] != i || p->dst != d ||
+	    p->len != len || p->src != s ||
+	    (p->flags & (NM_CK_F_DEAD | NM_CK_F_INL | NM_CK_F_SYS)) || (s < d + len && d < s + len))
+		return 0;
+	c->n_batched++;
+	c->n_replaced++;
+	cb_ticket(c, t);
+	return 1;
+}
+
 /* Add dst <- src (len bytes, 0 < len <= cb_max, dst in GPU memory) to the
  * open batch.  Locked. */
 static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, uint32_t len,
@@ -1188,6 +1290,8 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 	struct nm_ck_desc *e;
 	int chain, replace;
 
+	if (src_gpu && c->n && !same_off && cb_same(c, d, s, len, t))
+		return;
 	for (;;) {
 		if (!c->n)
 			cb_slot_wait(c, c->open_seq);
@@ -1244,13 +1348,14 @@ static void cb_add(struct cb_ctx *c, void *dst, const void *src, int src_gpu, ui
 		c->pay_used += pay;
 	}
 	c->tail[chain] = c->n;
+	c->last_ent[(d >> 3) % NM_CB_LAST] = c->n;
+	c->last_gen[(d >> 3) % NM_CB_LAST] = c->gen;
 	c->ent_chain[c->n++] = (uint32_t)chain;
 	c->live++;
 	c->n_batched++;
-	t->batch = c;
-	t->seq = c->open_seq;
-	t->done = cb_queued_done(c);
-	t->stream = NM_CUDA_BATCH_STREAM;
+	if (!c->open_t0)
+		c->open_t0 = cs_clock();
+	cb_ticket(c, t);
 	if (c->n == NM_CB_DESC)
 		cb_flush(c, &cs.flush_full);
 }
@@ -1326,7 +1431,19 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 			cb_flush(c, &cs.flush_other);
 		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
-		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
+		{
+			uint64_t t0 = cs_clock(), dt;
+
+			r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src,
+					   len, c->s);
+			dt = cs_since(t0);
+			CS_ADD(ns_memcpy, dt);
+			cs_max(&cs.ns_memcpy_max, dt);
+			if (!c->direct)
+				c->direct_t0 = t0;
+			if (!c->open_t0)
+				c->open_t0 = t0;
+		}
 		c->fenced = 0;
 		CS_ADD(calls_memcpy, 1);
 		CS_ADD(copies_direct, 1);
@@ -1437,6 +1554,8 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 			c->ntail++;
 		}
 		CS_ADD(cqes_stream, 1);
+		if (!c->open_t0)
+			c->open_t0 = cs_clock();
 		queued = 1;
 		if (nm_rg_in_pass)
 			nm_cuda_pass_pending = 1;
@@ -1580,7 +1699,16 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 			return cu_errno(r);
 		}
 	}
-	r = len ? cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, s) : 0;
+	{
+		uint64_t t0 = cs_clock(), dt;
+
+		r = len ? cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len,
+					 s)
+			: 0;
+		dt = cs_since(t0);
+		CS_ADD(ns_memcpy, dt);
+		cs_max(&cs.ns_memcpy_max, dt);
+	}
 	if (!r)
 		r = cu.EventRecord(t->ev, s);
 	CS_ADD(copies_single, 1);
@@ -1753,8 +1881,6 @@ void nm_cuda_stats_get(struct nm_cuda_stats *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-static int stats_on = -1;
-
 void nm_cuda_stats_report(const char *when)
 {
 	static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
@@ -1763,12 +1889,7 @@ void nm_cuda_stats_report(const char *when)
 	uint64_t *a, *b, *o;
 	uint64_t batches;
 
-	if (stats_on < 0) {
-		int on = 0;
-
-		stats_on = gdak_env_bool("GDAK_CUDA_STATS", &on) == 0 && on;
-	}
-	if (!stats_on || !probe_result)
+	if (!stats_enabled() || !probe_result)
 		return;
 	pthread_mutex_lock(&lk);
 	nm_cuda_stats_get(&now);
@@ -1778,8 +1899,10 @@ void nm_cuda_stats_report(const char *when)
 	for (size_t i = 0; i < sizeof(d) / 8; i++)
 		o[i] = a[i] - b[i];
 	d.max_batch = now.max_batch;
+	d.ns_memcpy_max = now.ns_memcpy_max;
 	last = now;
 	__atomic_store_n(&cs.max_batch, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cs.ns_memcpy_max, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
 	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr && !d.cqes_stream)
@@ -1791,7 +1914,8 @@ void nm_cuda_stats_report(const char *when)
 		"%llu, conflict %llu, other %llu; slot waits %llu; calls: launch %llu, memop "
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
 		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
-		"%llu\n",
+		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
+		"span us %.1f; open us/batch %.2f\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1812,7 +1936,10 @@ void nm_cuda_stats_report(const char *when)
 				  (double)batches
 			: 0.0,
 		(unsigned long long)d.cqes_stream, (unsigned long long)d.copies_direct,
-		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced);
+		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced,
+		(double)d.ns_memcpy / 1e3, (double)d.ns_memcpy_max / 1e3, (double)d.ns_memop / 1e3,
+		(double)d.ns_launch / 1e3, (double)d.ns_direct_span / 1e3,
+		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0);
 }
 
 static void stats_atexit(void)
@@ -1894,6 +2021,7 @@ static void cb_setup(void *lib)
 	unsigned long long seq0 = 0;
 	void *args[6] = { &null, &null, &zero, &null, &null, &seq0 };
 
+	stats_enabled();
 	if (gdak_env_choice("GDAK_CUDA_BATCH", &cb_mode) < 0)
 		cb_mode = 0;
 	if (gdak_env_uint("GDAK_CUDA_BATCH_MAX", &m) >= 0 && m)
@@ -1906,6 +2034,8 @@ static void cb_setup(void *lib)
 		value_fences = gdak_env_bool("GDAK_CUDA_VALUE_FENCES", &on) == 0 && on;
 		on = 0;
 		pass_word = gdak_env_bool("GDAK_CUDA_PASS_WORD", &on) == 0 && on;
+		on = 1;
+		same_off = gdak_env_bool("GDAK_CUDA_SAME", &on) == 0 && !on;
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;

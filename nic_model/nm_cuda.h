@@ -189,6 +189,13 @@ struct nm_cuda_stats {
 	uint64_t cqes_stream;	  /* CQEs whose last words the stream wrote */
 	uint64_t cqe_drains;	  /* CQEs (or copies) that waited for the stream to land */
 	uint64_t values_unfenced; /* value write-values without a memory barrier */
+	/* GDAK_CUDA_STATS=1 only: host time inside the submitting driver calls
+	 * of the asynchronous paths, and from a batch's first direct copy to
+	 * its submission (how fast the NIC feeds the stream) */
+	uint64_t ns_memcpy, ns_memop, ns_launch;
+	uint64_t ns_memcpy_max;
+	uint64_t ns_direct_span;
+	uint64_t ns_open; /* from a batch's first operation to its submission */
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

@@ -110,6 +110,9 @@ static const struct gdak_env_var table[] = {
 	  "with GDAK_CUDA_CQE=stream: 1: every NIC pass end submits its batch's completion "
 	  "word, also between large copies already on the stream (default: with the next "
 	  "batch that has work)"),
+	B("GDAK_CUDA_SAME", "1", "cuda",
+	  "1: a batched GPU copy equal to the last one of its chain (same source, destination "
+	  "and length) joins it without the granule table; 0: it goes through the table (A/B)"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
 	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace",

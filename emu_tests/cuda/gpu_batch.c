@@ -40,6 +40,9 @@
  *   visible   (stand-in) each CQE, the moment it shows, after the bytes of
  *             its WQE and those before it, in the stand-in's device memory;
  *             again on a collapsed CQ
+ *   same      128 puts alternating between two GPU sources and
+ *             destinations, a WRITE into one source, other sources in
+ *             between, a self-overlapping WRITE twice: WQE order's bytes
  *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
  *             copy a few cuStreamBatchMemOp calls, no kernel
  *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
@@ -736,6 +739,66 @@ static void test_replace(struct nu_qp *a)
  * an 8-byte word, then a 4-byte value into its upper half, 32 times side
  * by side - the second of each pair must keep its barrier (the stand-in
  * lands a value without one before everything since the last barrier). */
+/*
+ * same: 8-byte puts from one GPU source to one destination over and over
+ * (the engine joins an equal copy without the granule table), under one
+ * doorbell with what must break that: a WRITE into the source between two
+ * equal puts (the later one carries the new bytes), another source to the
+ * destination and then the first again, and a WRITE whose source meets
+ * its destination posted twice (both run: the second reads what the first
+ * wrote).
+ */
+static void test_same(struct nu_qp *a)
+{
+	enum {
+		N = 64,
+		LEN = 1024
+	};
+	uint8_t *model = calloc(1, LEN);
+	struct nm_cuda_stats s0;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	for (unsigned i = 0; i < LEN; i++)
+		model[i] = (uint8_t)(i * 7 + 3);
+	gpu_set(a, g_dst, m_dst, model, LEN);
+	nm_cuda_stats_get(&s0);
+	for (unsigned i = 0; i < N; i++) {
+		post_write(a, S_GPU, 1000, 0, 8, 0, model, gsrc_model);
+		post_write(a, S_GPU, 1016, 8, 8, 0, model, gsrc_model);
+	}
+	/* g_src[1000..1008) <- host bytes, then the equal put again */
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, h_src + 3000, 8, gdak_mr_lkey(m_hsrc),
+		     (uint64_t)(uintptr_t)(g_src + 1000), gdak_mr_rkey(m_src), 0, 0);
+	memcpy(gsrc_model + 1000, h_src + 3000, 8);
+	post_write(a, S_GPU, 1000, 0, 8, 0, model, gsrc_model);
+	post_write(a, S_GPU, 1000, 0, 8, 0, model, gsrc_model);
+	/* another source into 8..16, then the first one's again */
+	post_write(a, S_GPU, 1032, 8, 8, 0, model, gsrc_model);
+	post_write(a, S_GPU, 1016, 8, 8, 0, model, gsrc_model);
+	/* 68..76 <- 64..72, twice */
+	for (int k = 0; k < 2; k++) {
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 64, 8, gdak_mr_lkey(m_dst),
+			     (uint64_t)(uintptr_t)(g_dst + 68), gdak_mr_rkey(m_dst), 0,
+			     k ? NU_SIG : 0);
+		memmove(model + 68, model + 64, 8);
+	}
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, LEN, "equal puts, a WRITE into their source, a self-overlapping pair");
+	{
+		uint8_t got[8];
+
+		gpu_get(a, got, g_src + 1000, m_src, 8);
+		CHECK_MEM(got, gsrc_model + 1000, 8);
+	}
+	if (batching) {
+		printf("same: %llu of %u copies replaced\n", replaced_since(&s0), 2 * N + 7);
+		CHECK(replaced_since(&s0) >= N);
+	}
+	free(model);
+}
+
 static void test_values_many(struct nu_qp *a)
 {
 	enum {
@@ -953,6 +1016,7 @@ int main(void)
 	test_error(&a);
 	test_visible(&a);
 	test_replace(&a);
+	test_same(&a);
 	test_values_many(&a);
 	if (fake && batching) {
 		test_hold(&a);

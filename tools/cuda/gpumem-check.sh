@@ -225,6 +225,43 @@ while read -r mode rg rm rr lg ll pp bg lo; do
 done <"$out/.targets"
 rm -f "$out"/.m-* "$out/.targets"
 say ""
+say "floors of the GPU-memory rows (same run): write-value floors p50 us (x pp): host word /"
+say "  value + host word / value + cqe + done (the engine's batch) | lat gpu-desc and local-desc"
+say "  x that last floor | 16 MiB: a thread's copies + flag while a kernel waits, x cudaMemcpy |"
+say "  16 MiB pipelined x that floor"
+for mode in $modes; do
+	: >"$out/.f-$mode"
+	for i in $(seq 1 "$runs"); do
+		line=$(row "$out/perf-$mode-$i.json" 'printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.3f %.3f",
+				w0 / 1e3, w0r, w1 / 1e3, w1r, w2 / 1e3, w2r,
+				(w2 > 0 ? lg / w2 : 0), (w2 > 0 ? ll / w2 : 0), bf,
+				(bf > 0 ? bg / bf : 0)' \
+			w0 "wv host word" lat_p50_ns w0r "wv host word" pingpong_ratio \
+			w1 "wv gpu value + host word" lat_p50_ns \
+			w1r "wv gpu value + host word" pingpong_ratio \
+			w2 "wv value + cqe + done" lat_p50_ns w2r "wv value + cqe + done" pingpong_ratio \
+			lg "DB gpu-dst gpu-desc" lat_p50_ns ll "DB gpu-dst local-desc" lat_p50_ns \
+			bf "thread copies+flag, kernel waits" memcpy_ratio \
+			bg "gpu->gpu pipelined" memcpy_ratio)
+		echo "$line" >>"$out/.f-$mode"
+		set -- $line
+		say "  $mode $i | $1 ($2x) / $3 ($4x) / $5 ($6x) | x$7 / x$8 | x$9 | x${10}"
+	done
+	set -- $(medians "$out/.f-$mode" 1 3 5 6 7 8 9 10)
+	say "  $mode medians: floors $1 / $2 / $3 us (last x$4 pp), lat x$5 / x$6 floor," \
+	    "16 MiB floor x$7, pipelined x$8 floor"
+done
+rm -f "$out"/.f-*
+say ""
+say "16 MiB timeline of each run (GPU clock from the kernel's start):"
+for mode in $modes; do
+	for i in $(seq 1 "$runs"); do
+		grep -h 'big_bw gpu->gpu pipelined: first post' "$out/perf-$mode-$i.txt" 2>/dev/null |
+			sed "s/^gdak-perf-cuda: big_bw gpu->gpu pipelined: /  $mode $i: /" |
+			tee -a "$summary" >/dev/null
+	done
+done
+say ""
 say "rings in GPU memory (target: PROXY gpu-rings p50 <= 1.5x the floor, 64 CTAs >= 2 M/s):"
 say "  mode run | floor p50 us | PROXY p50 us (x floor) | DB p50 us (x floor) |" \
     "BF p50 us (x floor) | 64 CTAs gpu-rings M/s"

@@ -19,7 +19,10 @@
  *              host-to-device (body copy, then cuStreamWriteValue32 of its
  *              last word), the kernel polls it: one fetch plus one delivery,
  *              the floor of a CPU NIC without a mapping of GPU memory; the
- *              gpu-rings write_lat rows are judged by it
+ *              gpu-rings write_lat rows are judged by it; and "wv ..." rows:
+ *              a CPU thread answers a kernel's host word with stream
+ *              write-values (a value into GPU memory, a host word), the
+ *              floor of the gpu-dst write_lat rows (perf_cuda_lat.cu)
  *   dc_put_bw  write_bw's shape on DCIs, each put to the next of 8 DCTs
  *              (compact and full AV), vs the same puts on RC QPs
  *
@@ -111,6 +114,10 @@ void pc_pair_destroy(struct pc_pair *p);
 int pc_pingpong(unsigned iters, double *p50, double *p99);
 /* One device-to-host fetch plus one host-to-device CQE delivery: p50/p99. */
 int pc_floor(unsigned iters, double *p50, double *p99);
+/* The stream write-value floors of a GPU-memory WRITE (floor rows "wv ..."):
+ * *engine_p50 is the one shaped like the engine's batch (value, CQE word,
+ * completion word). */
+int pc_wv_floors(unsigned iters, double base_p50, double base_p99, double *engine_p50);
 int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99);
 
 /* ---- perf_cuda_bw.cu -------------------------------------------------------- */

@@ -19,6 +19,7 @@
  * time - on both sides of the ratio.  (CUDA's bandwidthTest reports
  * device-to-device copies as read + write, twice that; gdak does not.)
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,11 +236,85 @@ __global__ void k_big(struct gdak_dev_qp *qp, uint64_t src, uint32_t lkey, uint6
 		r = gdak_dev_put(qp, &s, dst, rkey, window == 1 ? GDAK_DEV_WQE_SIGNAL : 0, &tk);
 		if (!r && window == 1)
 			r = gdak_dev_wait_timeout(qp, tk, 30000000000ull, NULL);
+		if (i == 0) /* where the time goes: the first and the last post */
+			t[2] = gdak_dev_now_ns();
 	}
+	t[3] = gdak_dev_now_ns();
 	if (!r)
 		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
 	t[1] = gdak_dev_now_ns();
 	*rc = r;
+}
+
+/* The floor of the engine's 16 MiB path: the kernel stores a host word
+ * (the doorbell) and spins on another; a CPU thread queues the copies on a
+ * non-blocking stream and a write-value of that word behind them (the CQE
+ * word), as the engine does with GDAK_CUDA_CQE=stream. */
+__global__ void k_bigfloor(uint64_t *go, const uint64_t *done, uint64_t *t)
+{
+	t[0] = gdak_dev_now_ns();
+	gdak_dev_store_release_u64(go, 1);
+	while (gdak_dev_load_acquire_u64(done) != 1)
+		;
+	t[1] = gdak_dev_now_ns();
+}
+
+static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, double base_bw)
+{
+	int (*wv64)(void *s, unsigned long long addr, uint64_t v, unsigned flags) = NULL;
+	uint64_t *w = NULL, deadline;
+	cudaStream_t ks, cs;
+	struct pc_row r;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int bad = 0;
+
+	if (lib)
+		*(void **)(&wv64) = dlsym(lib, "cuStreamWriteValue64_v2");
+	if (!wv64)
+		return 0;
+	PC_CHECK(cudaHostAlloc((void **)&w, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
+	memset(w, 0, 4096);
+	PC_CHECK(cudaStreamCreateWithFlags(&ks, cudaStreamNonBlocking));
+	PC_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+	PC_CHECK(cudaDeviceSynchronize());
+	k_bigfloor<<<1, 1, 0, ks>>>(w, w + 16, w + 32);
+	deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
+	while (__atomic_load_n((volatile uint64_t *)w, __ATOMIC_ACQUIRE) != 1 && !bad)
+		bad = pc_now_ns() > deadline ? -1 : 0;
+	for (unsigned i = 0; i < n && !bad; i++)
+		bad = cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, cs) != cudaSuccess;
+	if (!bad)
+		bad = wv64(cs, (unsigned long long)(uintptr_t)(w + 16), 1, 0);
+	if (bad) {
+		/* a floor the driver cannot run must not hang the kernel and
+		 * every row after it: release it, leave the row out */
+		cudaStreamSynchronize(cs);
+		__atomic_store_n(&w[16], 1, __ATOMIC_RELEASE);
+	}
+	if (pc_wait(ks, HANG_S, "big floor")) {
+		fprintf(stderr, "gdak-perf-cuda: big floor hung\n");
+		exit(1);
+	}
+	if (bad) {
+		fprintf(stderr, "gdak-perf-cuda: big floor: %s (%d); row left out\n",
+			bad < 0 ? "the kernel did not start" : "the driver refused a call", bad);
+		goto out;
+	}
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "big_base");
+	strcpy(r.note, "thread copies+flag, kernel waits");
+	r.bytes = len;
+	r.ops = n;
+	r.msg_rate = (double)n / ((double)(w[33] - w[32]) / 1e9);
+	r.bw = r.msg_rate * (double)len;
+	r.base_bw = base_bw;
+	r.verified = 1;
+	pc_add_row(&r);
+out:
+	cudaStreamDestroy(ks);
+	cudaStreamDestroy(cs);
+	cudaFreeHost(w);
+	return 0;
 }
 
 /* A big_base row: n copies of len bytes since t0 (ns), what they were in
@@ -279,7 +354,7 @@ int pc_big_bw(const struct pc_opts *o)
 	PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
 	PC_GDAK(gdak_open("emu", &ctx));
 	PC_CHECK(cudaMalloc((void **)&slot, sizeof(*slot)));
-	PC_CHECK(cudaHostAlloc((void **)&t, 16, cudaHostAllocMapped));
+	PC_CHECK(cudaHostAlloc((void **)&t, 64, cudaHostAllocMapped));
 	PC_CHECK(cudaHostAlloc((void **)&krc, sizeof(int), cudaHostAllocMapped));
 	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	rc = pc_pair_make(ctx, GDAK_DEV_DB_DB, 64, 0, o->gpu_desc, slot, &p);
@@ -349,6 +424,9 @@ int pc_big_bw(const struct pc_opts *o)
 		for (int k = 0; k < K; k++)
 			cudaEventDestroy(ev[k]);
 	}
+	rc = big_floor(dst, src, len, n, base_bw);
+	if (rc)
+		return rc;
 	PC_CHECK(cudaMemset(dst, 0, len));
 	PC_CHECK(cudaDeviceSynchronize());
 
@@ -373,6 +451,11 @@ int pc_big_bw(const struct pc_opts *o)
 		r.bw = r.msg_rate * (double)len;
 		r.base_bw = base_bw;
 		r.verified = *krc == 0 && !memcmp(hs, hd, len);
+		fprintf(stderr,
+			"gdak-perf-cuda: big_bw %s: first post returned at %.1f us, last at %.1f "
+			"us, all complete at %.1f us (%u x %zu bytes)\n",
+			r.note, (double)(t[2] - t[0]) / 1e3, (double)(t[3] - t[0]) / 1e3,
+			(double)(t[1] - t[0]) / 1e3, n, len);
 		if (!r.verified)
 			fprintf(stderr, "gdak-perf-cuda: big_bw: kernel rc %d, data %s\n", *krc,
 				memcmp(hs, hd, len) ? "differs" : "right");

@@ -288,6 +288,237 @@ int pc_floor(unsigned iters, double *p50, double *p99)
 	return r.verified ? 0 : -EIO;
 }
 
+/* ---- the floor of a GPU-memory WRITE without a CPU mapping -------------------------
+ *
+ * What the CUDA engine's stream-ordered path costs at the least: a kernel
+ * stores a host word (the doorbell), a CPU thread spinning on it submits
+ * stream memory operations on a non-blocking stream of its own while the
+ * kernel spins on a host word the stream writes (the CQE's last word).
+ * Kinds: one write-value of the host word (the driver submission and the
+ * GPU front end's pick-up alone); a value into GPU memory without a
+ * barrier, then the host word with one (an 8-byte put and its CQE word);
+ * the same plus a second host word with a barrier (the engine's batch of
+ * value, CQE word, completion word).  The kernel checks the GPU word once
+ * it sees the host word: the value must have landed first. */
+__global__ void k_wvfloor(uint64_t *ping, const uint64_t *pong, const volatile uint64_t *gword,
+			  unsigned n, uint32_t *cyc, uint64_t *calib, int *bad)
+{
+	calib_mark(calib, 0);
+	for (unsigned i = 1; i <= n + WARM; i++) {
+		long long t0 = clock64();
+		gdak_dev_store_release_u64(ping, i);
+		while (gdak_dev_load_acquire_u64(pong) != i)
+			;
+		if (gword && *gword != i)
+			(*bad)++;
+		if (i > WARM)
+			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
+	}
+	calib_mark(calib, 1);
+}
+
+/* CUstreamBatchMemOpParams' writeValue member (the union is 48 bytes) */
+struct wv_op {
+	uint32_t op, pad0;
+	uint64_t addr, value;
+	uint32_t flags, pad1;
+	uint64_t alias, pad2;
+};
+
+struct wv_cpu {
+	volatile uint64_t *ping;
+	uint64_t *pong, *done, *gword;
+	unsigned n, kind;
+	int failed, timed_out;
+	int err;	  /* the driver's first error (CUresult) */
+	int all_fenced;	  /* the driver refused a write-value without a barrier */
+	cudaStream_t s;
+	int (*wv64)(void *s, unsigned long long addr, uint64_t v, unsigned flags);
+	int (*batch)(void *s, unsigned count, struct wv_op *ops, unsigned flags);
+};
+
+/* Answer ping i with the kind's write-values: 0, or the driver's error. */
+static int wv_submit(struct wv_cpu *c, uint64_t i)
+{
+	struct wv_op op[3];
+	unsigned k = 0;
+	int r;
+
+	if (c->kind == 0)
+		return c->wv64(c->s, (unsigned long long)(uintptr_t)c->pong, i, 0);
+	memset(op, 0, sizeof(op));
+	op[k].op = 5; /* WRITE_VALUE_64 */
+	op[k].addr = (uint64_t)(uintptr_t)c->gword;
+	op[k].value = i;
+	op[k++].flags = c->all_fenced ? 0 : 1; /* NO_MEMORY_BARRIER */
+	op[k].op = 5;
+	op[k].addr = (uint64_t)(uintptr_t)c->pong;
+	op[k].value = i;
+	op[k++].flags = 0;
+	if (c->kind == 2) {
+		op[k].op = 5;
+		op[k].addr = (uint64_t)(uintptr_t)c->done;
+		op[k].value = i;
+		op[k++].flags = 0;
+	}
+	r = c->batch(c->s, k, op, 0);
+	if (r && !c->all_fenced) {
+		/* as the engine does: a driver that takes no barrier-less value */
+		c->all_fenced = 1;
+		op[0].flags = 0;
+		r = c->batch(c->s, k, op, 0);
+	}
+	return r;
+}
+
+/* The CPU side.  Once the driver refuses a call, the kernel is answered
+ * with CPU stores (the row is then left out): a floor the driver cannot
+ * run must not hang the kernel, and with it every row after it. */
+static void *wv_answer(void *arg)
+{
+	struct wv_cpu *c = (struct wv_cpu *)arg;
+	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
+
+	/* the driver API calls below need the context current on this thread */
+	cudaSetDevice(0);
+	for (uint64_t i = 1; i <= c->n + WARM; i++) {
+		int r;
+
+		if (wait_ping(c->ping, i, deadline)) {
+			c->timed_out = 1;
+			return NULL;
+		}
+		if (!c->failed) {
+			r = wv_submit(c, i);
+			if (r) {
+				c->err = r;
+				c->failed = 1;
+			}
+		}
+		if (c->failed) {
+			if (c->gword)
+				cudaMemcpyAsync(c->gword, &i, 8, cudaMemcpyHostToDevice, c->s);
+			cudaStreamSynchronize(c->s);
+			__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
+		}
+	}
+	cudaStreamSynchronize(c->s);
+	return NULL;
+}
+
+/* One kind (above); its p50 in *p50 (0 when the driver lacks the calls). */
+static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_p99, double *p50)
+{
+	static const char *const note[] = { "wv host word", "wv gpu value + host word",
+					    "wv value + cqe + done" };
+	uint64_t *flags = NULL, *calib = NULL, *g = NULL;
+	uint32_t *dev_ns = NULL;
+	int *bad = NULL;
+	double *v = (double *)malloc(iters * sizeof(double));
+	struct wv_cpu c;
+	struct pc_row r;
+	pthread_t tid;
+	cudaStream_t s;
+	void *lib;
+	int rc;
+
+	*p50 = 0;
+	if (!v)
+		return -ENOMEM;
+	memset(&c, 0, sizeof(c));
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (lib) {
+		*(void **)(&c.wv64) = dlsym(lib, "cuStreamWriteValue64_v2");
+		*(void **)(&c.batch) = dlsym(lib, "cuStreamBatchMemOp_v2");
+	}
+	if (!c.wv64 || !c.batch) {
+		fprintf(stderr, "gdak-perf-cuda: floor %s: no stream memory operations\n",
+			note[kind]);
+		free(v);
+		return 0;
+	}
+	PC_CHECK(cudaHostAlloc((void **)&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
+	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
+	PC_CHECK(cudaHostAlloc((void **)&bad, 64, cudaHostAllocMapped));
+	PC_CHECK(cudaMalloc((void **)&dev_ns, iters * sizeof(uint32_t)));
+	PC_CHECK(cudaMalloc((void **)&g, 64));
+	PC_CHECK(cudaMemset(g, 0, 64));
+	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	PC_CHECK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
+	PC_CHECK(cudaDeviceSynchronize());
+	memset(flags, 0, 4096);
+	*bad = 0;
+	c.ping = flags;
+	c.pong = flags + 16;
+	c.done = flags + 32;
+	c.gword = g;
+	c.n = iters;
+	c.kind = kind;
+	pthread_create(&tid, NULL, wv_answer, &c);
+	k_wvfloor<<<1, 1, 0, s>>>(flags, flags + 16, kind ? g : NULL, iters, dev_ns, calib, bad);
+	rc = pc_wait(s, HANG_S, "floor");
+	if (rc) {
+		fprintf(stderr, "gdak-perf-cuda: floor %s hung (cpu side %s)\n", note[kind],
+			c.timed_out ? "timed out" : c.failed ? "failed" : "waiting");
+		exit(1);
+	}
+	pthread_join(tid, NULL);
+	if (c.failed || c.timed_out) {
+		/* the driver cannot run this floor: say why, leave the row out */
+		fprintf(stderr, "gdak-perf-cuda: floor %s: %s (CUresult %d); row left out\n",
+			note[kind], c.timed_out ? "no ping from the kernel" : "the driver refused it",
+			c.err);
+		rc = 0;
+		goto out;
+	}
+	if (c.all_fenced)
+		fprintf(stderr, "gdak-perf-cuda: floor %s: the driver took no write-value "
+			"without a barrier; every value has one\n", note[kind]);
+	rc = samples_to(dev_ns, iters, v, calib);
+	memset(&r, 0, sizeof(r));
+	strcpy(r.test, "floor");
+	snprintf(r.note, sizeof(r.note), "%s", note[kind]);
+	r.bytes = 8;
+	r.ctas = 1;
+	r.ops = iters;
+	r.verified = !rc && !c.failed && !*bad && flags[16] == iters + WARM &&
+		     (kind < 2 || flags[32] == iters + WARM);
+	if (!r.verified)
+		fprintf(stderr, "gdak-perf-cuda: floor %s: %d values late, cpu side %s\n",
+			note[kind], *bad, c.failed ? "failed" : "ok");
+	r.min_ns = pc_percentile(v, iters, 0.0);
+	r.p50_ns = *p50 = pc_percentile(v, iters, 0.5);
+	r.p99_ns = pc_percentile(v, iters, 0.99);
+	r.base_p50_ns = base_p50;
+	r.base_p99_ns = base_p99;
+	pc_add_row(&r);
+	rc = r.verified ? 0 : -EIO;
+out:
+	cudaStreamDestroy(s);
+	cudaStreamDestroy(c.s);
+	cudaFree(dev_ns);
+	cudaFree(g);
+	cudaFreeHost(flags);
+	cudaFreeHost(calib);
+	cudaFreeHost(bad);
+	free(v);
+	return rc;
+}
+
+int pc_wv_floors(unsigned iters, double base_p50, double base_p99, double *engine_p50)
+{
+	double p50;
+	int rc = 0;
+
+	*engine_p50 = 0;
+	for (unsigned k = 0; k < 3; k++) {
+		rc |= wv_floor(iters, k, base_p50, base_p99, &p50);
+		if (k == 2)
+			*engine_p50 = p50;
+	}
+	return rc ? -EIO : 0;
+}
+
 /* ---- write_lat ---------------------------------------------------------------- */
 
 /* The high-level path: put_value (signalled), wait(ticket).  post[]: the
@@ -450,6 +681,10 @@ int pc_write_lat(const struct pc_opts *o, double base_p50, double base_p99)
 	struct gdak_ctx *ctx = NULL;
 	int rc = 0;
 
+	double wv50 = 0;
+
+	/* the floor of the gpu-dst rows, before the NIC threads exist */
+	rc |= pc_wv_floors(o->lat_iters, base_p50, base_p99, &wv50);
 	PC_GDAK(gdak_nic_set_threads(1));
 	PC_GDAK(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN));
 	PC_GDAK(gdak_open("emu", &ctx));
