@@ -115,3 +115,12 @@ if(TARGET gdak_mlx5)
     LABELS "emu;net" ENVIRONMENT
     "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_DMA=0;DEVX_GPU_EXPECT_REFUSAL=1")
 endif()
+# its CUDA twin: a kernel as the device of DEVX QPs on cudaMalloc umem
+if(GDAK_HAVE_CUDA AND TARGET gdak_mlx5)
+  gdak_add_verbs_lib_test(gdak.verbs.devx_gpu_cuda
+    ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_gpu_cuda.cu cuda)
+  target_link_libraries(gdak_verbs_devx_gpu_cuda PRIVATE gdak_mlx5)
+  target_compile_options(gdak_verbs_devx_gpu_cuda PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+  set_tests_properties(gdak.verbs.devx_gpu_cuda PROPERTIES RESOURCE_LOCK gdak_gpu)
+endif()
