@@ -6,10 +6,11 @@
  * page is host memory.  The program plays the GPU: it writes WQEs and
  * records with host-to-device copies, rings the register, and reads CQEs
  * back with device-to-host copies.  An RDMA WRITE, a READ, a SEND into the
- * QP's own GPU receive ring, fetch-add and compare-and-swap; then an RMP
- * whose ring and record are GPU memory feeding an RC QP (SENDs into it, the
- * receive CQEs naming the RMP WQE, QUERY_RMP's counter read from the GPU
- * record).  Data and CQE fields are checked byte for byte; against the
+ * QP's own GPU receive ring, fetch-add and compare-and-swap, 70 WRITEs
+ * wrapping the send ring and the CQ (the NIC reads the GPU consumer record
+ * when the CQ looks full); then an RMP whose ring and record are GPU memory
+ * feeding an RC QP (SENDs into it, the receive CQEs naming the RMP WQE,
+ * QUERY_RMP's counter read from the GPU record).  Data and CQE fields are checked byte for byte; against the
  * stand-in driver (emu_tests/cuda/gpumem_fake.c, GPU memory the CPU cannot
  * load from) every CQE's owner byte is checked to land after its body.
  *
@@ -416,6 +417,25 @@ static void check_rc(struct ibv_mr *mr, uint8_t *buf)
 	CHECK_EQ(*ctr, 7);
 	CHECK_EQ(be64toh(res[2]), 7);
 	check_owner_last(a.ci);
+
+	/* b -> a: 70 WRITEs, each CQE consumed before the next post: the
+	 * send ring and b's CQ (2 CQEs in already) wrap, the owner bit flips,
+	 * and the CQ looks full to the NIC until it reads the consumer
+	 * counter from the GPU record */
+	for (unsigned i = 0; i < 70; i++) {
+		uint8_t *src = buf + 40960 + (i % 8) * 64, *dst = buf + 45056 + (i % 8) * 64;
+
+		gdak_test_fill(src, 64, 100 + i);
+		post(&b, MLX5_OPCODE_RDMA_WRITE, src, mr->lkey, 64, (uintptr_t)dst, mr->rkey, 0, 0,
+		     1);
+		next_cqe(&b, &e);
+		CHECK_EQ(e.op_own >> 4, MLX5_CQE_REQ);
+		CHECK_EQ(be16toh(e.wqe_counter), i);
+		CHECK_EQ(be32toh(e.sop_drop_qpn) & 0xffffff, b.qpn);
+		CHECK_MEM(dst, src, 64);
+	}
+	CHECK_EQ(b.ci, 72);
+	CHECK_EQ(query_state(&b), 3);
 
 	/* a WRITE to a key that does not exist: the error CQE, from GPU memory */
 	post(&a, MLX5_OPCODE_RDMA_WRITE, buf, mr->lkey, 64, (uintptr_t)(buf + 8192),
