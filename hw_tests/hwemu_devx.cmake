@@ -30,6 +30,14 @@ if(TARGET gdak-run AND TARGET gdak_mlx5)
     set_tests_properties(gdak.hw.emu.devx_scenarios_cuda PROPERTIES
       LABELS "cuda;hwemu" TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=devx;GDAK_LOG=warn")
+    # ... and with the rings, CQs and records in GPU memory (queues-gpu:
+    # GDAK_QP_F_QUEUES_GPU, hw_devx.c's cudaMalloc umem), which the emulated
+    # device runs through its GPU-memory ring engine (nm_ring_gpu.c)
+    add_test(NAME gdak.hw.emu.devx_scenarios_cuda_gpu
+      COMMAND $<TARGET_FILE:gdak-run> -- $<TARGET_FILE:gdak_hw_scenarios_cuda> --hw queues-gpu)
+    set_tests_properties(gdak.hw.emu.devx_scenarios_cuda_gpu PROPERTIES
+      LABELS "cuda;hwemu" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK gdak_gpu
+      ENVIRONMENT "GDAK_HW_DEVICE=mlx5_0;GDAK_HW_QP_PATH=devx;GDAK_LOG=warn")
   endif()
 endif()
 

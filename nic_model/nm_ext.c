@@ -6,8 +6,11 @@
  * nm_qp.c (nm_qp_create_ext); CQEs go through nm_comp.c under the CQ's
  * producer lock.
  */
+#define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <ev.h>
 
@@ -28,13 +31,56 @@ static int is_emu(struct gdak_ctx *ctx)
 	return ctx && ctx->ops == &gdak_nm_backend_ops;
 }
 
+/* 1 when the CPU can load every page of [addr, addr + len), 0 when some
+ * page faults, -1 when the kernel does not say (no process_vm_readv). */
+static int cpu_readable(const void *addr, size_t len)
+{
+	enum {
+		BATCH = 64
+	};
+	uintptr_t p = (uintptr_t)addr & ~(uintptr_t)4095, end = (uintptr_t)addr + (len ? len : 1);
+	char sink[BATCH];
+	struct iovec lv = { sink, 0 }, rv[BATCH];
+
+	while (p < end) {
+		unsigned n = 0;
+		ssize_t got;
+
+		for (; n < BATCH && p < end; n++, p += 4096) {
+			rv[n].iov_base = (void *)(p < (uintptr_t)addr ? (uintptr_t)addr : p);
+			rv[n].iov_len = 1;
+		}
+		lv.iov_len = n;
+		got = process_vm_readv(getpid(), &lv, 1, rv, n, 0);
+		if (got < 0)
+			return errno == EFAULT ? 0 : -1;
+		if ((size_t)got != n)
+			return 0;
+	}
+	return 1;
+}
+
 int nm_ext_ring_kind(struct gdak_ctx *ctx, const void *addr, size_t len, const char *what)
 {
 	enum gdak_mem_kind k = nm_mem_kind_of(ctx, addr);
 
-	(void)len;
-	if (k != GDAK_MEM_GPU)
+	if (k != GDAK_MEM_GPU) {
+		/* the memory engine says host memory, but only the CUDA engine can
+		 * tell GPU memory apart (GDAK_CUDA_DMA=0, or a driver that does
+		 * not know the pointer): memory the CPU cannot load would fault
+		 * on the NIC's first ring read, so it is refused here */
+		if (!cpu_readable(addr, len)) {
+			GDAK_ERR("ctx", ctx->id,
+				 "%s at %p (+%zu): the CPU cannot read it and the NIC model "
+				 "does not know it as GPU memory (%s)",
+				 what, addr, len,
+				 nm_rg_available() ? "not CUDA memory of this process"
+						   : "no CUDA memory engine: no GPU / "
+						     "libcuda.so.1, or GDAK_CUDA_DMA=0");
+			return -ENOTSUP;
+		}
 		return 0;
+	}
 	if (!nm_rg_available()) {
 		/* the data path reads rings with plain loads; GPU memory needs the
 		 * GPU-memory ring engine's driver calls (nm_ring_gpu.c) */

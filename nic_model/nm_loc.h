@@ -1023,6 +1023,8 @@ static inline void nm_rg_sq_need(struct nm_qp *qp, uint64_t to)
 /* record reads: the SQ record (idle check), the receive record and newly
  * posted receive WQEs (returns receive WQEs available), the CQ consumer */
 int nm_rg_sq_rec_read(struct nm_qp *qp);
+/* len bytes of GPU memory into dst, waited for (DEVX RMP rings); 0 or -EIO */
+int nm_rg_read(void *dst, const void *gpu, size_t len);
 uint32_t nm_rg_rq_refresh(struct nm_qp *qp);
 void nm_rg_cq_rec_read(struct nm_cq *cq);
 /* CQE write: cqe (in the shadow, complete) to GPU slot `slot` */

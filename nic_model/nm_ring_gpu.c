@@ -166,6 +166,15 @@ static int rg_d2h(void *dst, const void *src, size_t len)
 	return 0;
 }
 
+int nm_rg_read(void *dst, const void *gpu, size_t len)
+{
+	int ret = rg_d2h(dst, gpu, len);
+
+	if (!ret)
+		atomic_fetch_add_explicit(&rgs.fetches, 1, memory_order_relaxed);
+	return ret;
+}
+
 /* A ring read failed: the QP cannot go on (what a ConnectX does when its
  * DMA read of a queue fails: a local QP operation error). */
 static void rg_fail(struct nm_qp *qp, const char *what)
@@ -315,7 +324,9 @@ uint32_t nm_rg_rq_refresh(struct nm_qp *qp)
 	uint32_t avail, n, first, k, stride = qp->rq_stride;
 	uint64_t from, to;
 
-	if (g->dbrec) {
+	/* a QP fed by an RMP (dx_rmp.c): its receive word is the hook's, kept
+	 * in the shadow; the program's word there is unused and stays unread */
+	if (g->dbrec && !atomic_load_explicit(&qp->rq_empty, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&rgs.rec_reads, 1, memory_order_relaxed);
 		if (rg_d2h(&qp->dbrec[MLX5_RCV_DBR], &g->dbrec[MLX5_RCV_DBR], 4))
 			return 0;

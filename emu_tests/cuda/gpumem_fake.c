@@ -635,6 +635,40 @@ API int cuMemcpyAsync(devptr dst, devptr src, size_t len, struct fstream *s)
 	return memcpy_async(dst, src, len, s);
 }
 
+/* The synchronous copies a program (the tests playing the GPU) uses: done
+ * at once, into or out of live device memory only. */
+API int cuMemcpyHtoD_v2(devptr dst, const void *src, size_t len)
+{
+	uint8_t *d;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&lock);
+	d = dev_rw(dst, len);
+	if (d) {
+		memcpy(d, src, len);
+		watch_note(dst, d, len, 0);
+	}
+	pthread_mutex_unlock(&lock);
+	return d ? OK : E_INVALID_VALUE;
+}
+
+API int cuMemcpyDtoH_v2(void *dst, devptr src, size_t len)
+{
+	uint8_t *s;
+	int r = need_ctx();
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&lock);
+	s = dev_rw(src, len);
+	if (s)
+		memcpy(dst, s, len);
+	pthread_mutex_unlock(&lock);
+	return s ? OK : E_INVALID_VALUE;
+}
+
 static int write_value(struct fstream *s, devptr addr, uint64_t v, size_t len, unsigned flags)
 {
 	struct fop *o;

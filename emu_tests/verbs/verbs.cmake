@@ -97,3 +97,35 @@ endif()
 # DEVX umem on cudaMalloc'd memory: refused until GPU-memory rings exist
 gdak_add_verbs_lib_test(gdak.verbs.devx_cuda ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_cuda.c cuda)
 target_link_libraries(gdak_verbs_devx_cuda PRIVATE gdak_mlx5)
+# DEVX queues on GPU-memory umem (CQ, RC QP rings and records, an RMP's
+# ring and record) executed through the GPU-memory ring engine
+# (nic_model/nm_ring_gpu.c): against the stand-in driver (GPU memory the CPU
+# cannot load from; the CQEs' owner bytes checked to land last), refused
+# with the engine off, and on a real GPU (label cuda)
+if(TARGET gdak_mlx5)
+  gdak_add_verbs_lib_test(gdak.verbs.devx_gpu ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_gpu.c
+    cuda)
+  target_link_libraries(gdak_verbs_devx_gpu PRIVATE gdak_mlx5)
+  set_tests_properties(gdak.verbs.devx_gpu PROPERTIES RESOURCE_LOCK gdak_gpu)
+  add_dependencies(gdak_verbs_devx_gpu gdak_gpumem_fake_cuda)
+  add_test(NAME gdak.verbs.devx_gpu_fake COMMAND gdak_verbs_devx_gpu)
+  set_tests_properties(gdak.verbs.devx_gpu_fake PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+    LABELS "emu;net" ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake")
+  add_test(NAME gdak.verbs.devx_gpu_fake_async COMMAND gdak_verbs_devx_gpu)
+  set_tests_properties(gdak.verbs.devx_gpu_fake_async PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 LABELS "emu;net" ENVIRONMENT
+    "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_FAKE_GPU_ASYNC=1")
+  add_test(NAME gdak.verbs.devx_gpu_refused COMMAND gdak_verbs_devx_gpu)
+  set_tests_properties(gdak.verbs.devx_gpu_refused PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+    LABELS "emu;net" ENVIRONMENT
+    "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake;GDAK_CUDA_DMA=0;DEVX_GPU_EXPECT_REFUSAL=1")
+endif()
+# its CUDA twin: a kernel as the device of DEVX QPs on cudaMalloc umem
+if(GDAK_HAVE_CUDA AND TARGET gdak_mlx5)
+  gdak_add_verbs_lib_test(gdak.verbs.devx_gpu_cuda
+    ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_devx_gpu_cuda.cu cuda)
+  target_link_libraries(gdak_verbs_devx_gpu_cuda PRIVATE gdak_mlx5)
+  target_compile_options(gdak_verbs_devx_gpu_cuda PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
+  set_tests_properties(gdak.verbs.devx_gpu_cuda PROPERTIES RESOURCE_LOCK gdak_gpu)
+endif()

@@ -518,6 +518,7 @@ struct dx_obj {
 			uint16_t taken;		 /* WQEs taken (hw_counter) */
 			uint16_t lwm;		 /* limit (kept for QUERY_RMP: no event path) */
 			bool overrun;		 /* reported once */
+			bool ring_gpu, rec_gpu;	 /* in GPU memory: read through the driver */
 			uint8_t rmpc[0x780 / 8]; /* as created: what QUERY_RMP reports */
 		} rmp;
 		struct {

@@ -24,6 +24,11 @@
  * DEVX RC QP the word of the program's record that ConnectX leaves unused
  * when the QP has no receive queue of its own.
  *
+ * The ring and the record may be GPU memory (umem on cudaMalloc memory):
+ * the hook then reads the record, and the whole WQE it takes, through the
+ * CUDA driver (nm_rg_read) - one device-to-host copy each, when a message
+ * needs a WQE and the QP's own queue is empty.
+ *
  * Not modelled, refused as ConnectX refuses a bad value (with a log line):
  * striding WQs, signatures, a page offset, WQEs of more than 16 segments.
  * The limit event has no event path here (gdak's DEVX raises no events):
@@ -114,7 +119,7 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	uint64_t bytes;
 	uint8_t *ring;
 	uint32_t *rec;
-	int ret;
+	int ret, ring_gpu, rec_gpu;
 
 	if (inlen < DX_RMP_IN_LEN)
 		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
@@ -148,12 +153,16 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 			    "umem 0x%x does not hold the record at 0x%llx",
 			    dx_get(in, inlen, DXF_WQ_DBR_UMEM_ID),
 			    (unsigned long long)dx_get64(in, inlen, DXF_WQ_DBR_ADDR));
-	ret = dx_ring_kind(c, ring, bytes, "RMP ring");
-	if (!ret)
-		ret = dx_ring_kind(c, rec, 4, "RMP record");
-	if (ret)
+	/* GPU memory (1): the hook reads the record and each WQE it takes
+	 * through the CUDA driver; no engine to do so: refused */
+	ring_gpu = dx_ring_kind(c, ring, bytes, "RMP ring");
+	if (ring_gpu < 0)
 		return FAIL(DX_ST_BAD_PARAM, "rmpc.wq.wq_umem_id",
-			    "GPU-memory receive rings are not executed for RMPs yet");
+			    "the ring is GPU memory and the NIC model has no CUDA engine");
+	rec_gpu = dx_ring_kind(c, rec, 4, "RMP record");
+	if (rec_gpu < 0)
+		return FAIL(DX_ST_BAD_PARAM, "rmpc.wq.dbr_umem_id",
+			    "the record is GPU memory and the NIC model has no CUDA engine");
 
 	o = dx_obj_new(c, DX_OBJ_RMP);
 	if (!o)
@@ -167,6 +176,8 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	o->u.rmp.next_seg = !(dx_get(in, inlen, DXF_WQ_TYPE) == WQ_CYCLIC &&
 			      dx_get(in, inlen, DXF_RMPC_BASIC_CYCLIC));
 	o->u.rmp.lwm = (uint16_t)dx_get(in, inlen, DXF_WQ_LWM);
+	o->u.rmp.ring_gpu = ring_gpu == 1;
+	o->u.rmp.rec_gpu = rec_gpu == 1;
 	memcpy(o->u.rmp.rmpc, (const uint8_t *)in + DX_RMPC_OFF, DX_RMPC_LEN);
 	o->destroy_op = DX_OP_DESTROY_RMP;
 	pthread_mutex_lock(&c->lock);
@@ -177,10 +188,31 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	dx_obj_link(o);
 	pthread_mutex_unlock(&c->lock);
 	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
-	GDAK_DBG("devx", o->id, "CREATE_RMP: %u WQEs of %u bytes, %s%s", 1u << o->u.rmp.log_sz,
+	GDAK_DBG("devx", o->id, "CREATE_RMP: %u WQEs of %u bytes, %s%s%s%s", 1u << o->u.rmp.log_sz,
 		 o->u.rmp.stride, o->u.rmp.linked ? "linked list" : "cyclic",
-		 o->u.rmp.next_seg ? "" : " (no next segment)");
+		 o->u.rmp.next_seg ? "" : " (no next segment)",
+		 o->u.rmp.ring_gpu ? ", ring in GPU memory" : "",
+		 o->u.rmp.rec_gpu ? ", record in GPU memory" : "");
 	*obj = o;
+	return 0;
+}
+
+/* The record's first word (WQEs posted, big-endian): a load, or a read
+ * through the CUDA driver when it is GPU memory.  0 or -EIO. */
+static int rmp_posted(struct dx_obj *o, uint32_t *posted)
+{
+	uint32_t be;
+
+	if (!o->u.rmp.rec_gpu) {
+		*posted = gdak_be32toh(__atomic_load_n(o->u.rmp.dbrec, __ATOMIC_ACQUIRE));
+		return 0;
+	}
+	if (nm_rg_read(&be, o->u.rmp.dbrec, 4)) {
+		GDAK_ERR_RL("devx", o->id, "RMP record at %p (GPU memory): read failed",
+			    (void *)o->u.rmp.dbrec);
+		return -EIO;
+	}
+	*posted = gdak_be32toh(be);
 	return 0;
 }
 
@@ -188,8 +220,9 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
  * offsets, with the live state and counters. */
 static void rmpc_out(struct dx_obj *o, void *out, size_t outlen)
 {
-	uint32_t posted = gdak_be32toh(__atomic_load_n(o->u.rmp.dbrec, __ATOMIC_ACQUIRE));
+	uint32_t posted = 0;
 
+	(void)rmp_posted(o, &posted); /* unreadable: reported as 0 posted */
 	memcpy((uint8_t *)out + DX_RMPC_OFF, o->u.rmp.rmpc, DX_RMPC_LEN);
 	dx_set(out, outlen, DXF_RMPC_STATE, RMPC_RDY);
 	pthread_mutex_lock(&o->u.rmp.lock);
@@ -259,12 +292,17 @@ static void rmp_take(void *arg)
 	struct dx_obj *o = t->rmp;
 	struct nm_qp *nq = t->nq;
 	uint32_t n = 1u << o->u.rmp.log_sz, idx, slot, nseg;
-	uint16_t posted, avail;
+	uint16_t posted, avail, next;
+	uint32_t rec;
 	const uint8_t *w;
-	uint8_t *dst;
+	uint8_t *dst, gw[ATT_RQ_STRIDE];
 
 	pthread_mutex_lock(&o->u.rmp.lock);
-	posted = (uint16_t)gdak_be32toh(__atomic_load_n(o->u.rmp.dbrec, __ATOMIC_ACQUIRE));
+	if (rmp_posted(o, &rec)) {
+		pthread_mutex_unlock(&o->u.rmp.lock);
+		return; /* looks empty: the sender sees RNR and retries */
+	}
+	posted = (uint16_t)rec;
 	avail = (uint16_t)(posted - o->u.rmp.taken);
 	if (!avail || avail > n) {
 		if (avail > n && !o->u.rmp.overrun) {
@@ -281,7 +319,18 @@ static void rmp_take(void *arg)
 	}
 	idx = o->u.rmp.head;
 	w = o->u.rmp.ring + (size_t)idx * o->u.rmp.stride;
-	o->u.rmp.head = (o->u.rmp.linked ? be16_at(w + 2) : idx + 1) & (n - 1);
+	if (o->u.rmp.ring_gpu) {
+		/* the whole WQE over at once: its next segment and data segments */
+		if (nm_rg_read(gw, w, o->u.rmp.stride)) {
+			pthread_mutex_unlock(&o->u.rmp.lock);
+			GDAK_ERR_RL("devx", o->id, "RMP WQE %u at %p (GPU memory): read failed",
+				    idx, (const void *)w);
+			return;
+		}
+		w = gw;
+	}
+	next = o->u.rmp.linked ? be16_at(w + 2) : (uint16_t)(idx + 1);
+	o->u.rmp.head = next & (n - 1);
 	o->u.rmp.taken++;
 	pthread_mutex_unlock(&o->u.rmp.lock);
 

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_devx_gpu_cuda.cu - the GPU twin of verbs_devx_gpu.c: DEVX queues
+ * whose umem is cudaMalloc memory (CQ buffer, RQ + SQ, both doorbell
+ * records), as DOCA GPUNetIO builds them, and a CUDA thread as the device.
+ * The host creates and connects two RC QPs with PRM mailboxes; the kernel
+ * writes each WQE into the GPU send ring, the GPU send record, then the
+ * doorbell register (the UAR page, host memory, mapped for the GPU), and
+ * polls its CQE in GPU memory: a WRITE into GPU memory, a READ back, a
+ * fetch-add and a CAS on a GPU word, a SEND into the peer's GPU receive
+ * ring (posted by the host with copies), and a wrong key (REMOTE_ACCESS_ERR).
+ * The host checks every byte and CQE field the kernel recorded, and the
+ * receiver's CQE read from GPU memory.  Exits 77 without a GPU.
+ */
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+extern "C" {
+#include "gdak_prm.h"
+#include "gdak_test.h"
+#include "gdak_verbs.h"
+}
+
+#define CQC(off, w) 0x80 + (off), (w)
+#define QPC(off, w) 0xc0 + (off), (w)
+#define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
+
+#define LOG_SQ 6
+#define LOG_RQ 4
+#define RQ_STRIDE 64
+#define LOG_CQ 6
+#define RQ_BYTES ((1u << LOG_RQ) * RQ_STRIDE)
+#define SQ_BYTES ((1u << LOG_SQ) * 64u)
+#define CQ_BYTES ((1u << LOG_CQ) * 64u)
+#define LEN 4096
+#define NOPS 6
+
+#define CU(call)                                                            \
+	do {                                                                \
+		cudaError_t e_ = (call);                                    \
+		if (e_ != cudaSuccess) {                                    \
+			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call, \
+				       cudaGetErrorString(e_));             \
+			exit(1);                                            \
+		}                                                           \
+	} while (0)
+
+static struct ibv_context *ctx;
+static union ibv_gid gid;
+static uint32_t pdn;
+
+struct gqp {
+	struct mlx5dv_devx_uar *uar;
+	uint8_t *wq, *cqb, *dbr; /* cudaMalloc: RQ then SQ; CQEs; records */
+	struct mlx5dv_devx_umem *wq_um, *cq_um, *dbr_um;
+	struct mlx5dv_devx_obj *cq, *qp;
+	uint32_t cqn, qpn;
+};
+
+struct op {
+	uint8_t opcode;
+	uint32_t len, rkey;
+	uint64_t laddr, raddr, add_swap, cmp;
+};
+
+struct args {
+	uint8_t *sq, *cq;
+	uint32_t *dbrec, *cq_dbrec; /* GPU memory */
+	uint64_t *reg;		    /* the UAR register, mapped */
+	uint32_t qpn, lkey;
+	struct op ops[NOPS];
+};
+
+struct result {
+	uint8_t opcode[NOPS], syndrome[NOPS];
+	uint16_t wqe_counter[NOPS];
+	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	int timed_out;
+};
+
+__device__ static uint32_t be32(uint32_t v)
+{
+	return __byte_perm(v, 0, 0x0123);
+}
+
+__device__ static uint64_t be64(uint64_t v)
+{
+	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
+}
+
+__device__ static void put16(uint8_t *p, const uint32_t *s)
+{
+	volatile uint32_t *d = (volatile uint32_t *)p;
+
+	for (int i = 0; i < 4; i++)
+		d[i] = s[i];
+}
+
+__global__ void k_devx(struct args a, struct result *res)
+{
+	uint32_t pi = 0, ci = 0;
+
+	for (int n = 0; n < NOPS; n++) {
+		const struct op *o = &a.ops[n];
+		uint8_t *w = a.sq + (pi % (1u << LOG_SQ)) * 64, *p = w + 16;
+		uint32_t seg[4];
+
+		if (o->opcode != MLX5_OPCODE_SEND) {
+			uint64_t ra = be64(o->raddr);
+
+			memcpy(seg, &ra, 8);
+			seg[2] = be32(o->rkey);
+			seg[3] = 0;
+			put16(p, seg);
+			p += 16;
+		}
+		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
+			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
+
+			put16(p, (const uint32_t *)v);
+			p += 16;
+		}
+		{
+			uint64_t la = be64(o->laddr);
+
+			seg[0] = be32(o->len);
+			seg[1] = be32(a.lkey);
+			memcpy(seg + 2, &la, 8);
+			put16(p, seg);
+			p += 16;
+		}
+		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
+		seg[1] = be32(a.qpn << 8 | (unsigned)(p - w) / 16);
+		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
+		seg[3] = 0;
+		put16(w, seg);
+		pi++;
+		/* the WQE and the record (GPU memory, which the NIC copies out
+		 * once the register says so) before the register: system scope */
+		__threadfence_system();
+		*(volatile uint32_t *)a.dbrec = be32(pi & 0xffff);
+		__threadfence_system();
+		*(volatile uint64_t *)a.reg = *(volatile uint64_t *)w;
+		__threadfence_system();
+		{
+			volatile struct mlx5_cqe64 *e =
+				(volatile struct mlx5_cqe64 *)(a.cq + (ci % (1u << LOG_CQ)) * 64);
+			uint32_t owner = (ci >> LOG_CQ) & 1;
+			long long t0 = clock64();
+
+			for (;;) {
+				uint8_t oo = e->op_own;
+
+				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
+					break;
+				if (clock64() - t0 > 40000000000ll) {
+					res->timed_out = 1;
+					return;
+				}
+			}
+			__threadfence_system();
+			res->opcode[n] = e->op_own >> 4;
+			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
+			res->byte_cnt[n] = be32(e->byte_cnt);
+			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
+				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
+
+				res->syndrome[n] = x->syndrome;
+				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
+			} else {
+				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
+			}
+			ci++;
+			*(volatile uint32_t *)a.cq_dbrec = be32(ci & 0xffffff);
+			__threadfence_system();
+		}
+	}
+}
+
+/* The UAR register page for the GPU (ordinary memory: a mapped
+ * registration, not an I/O one). */
+static void *gpu_view(void *p, size_t len)
+{
+	uintptr_t b = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t l = (((uintptr_t)p + len + 4095) & ~(uintptr_t)4095) - b;
+	cudaError_t e = cudaHostRegister((void *)b, l, cudaHostRegisterMapped);
+	void *d = NULL;
+
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
+			fprintf(stderr, "cudaHostRegister(%p, %zu): %s\n", (void *)b, l,
+				cudaGetErrorString(e));
+			CU(e);
+		}
+		return d;
+	}
+	CU(cudaHostGetDevicePointer(&d, p, 0));
+	return d;
+}
+
+static void gqp_create(struct gqp *q)
+{
+	uint8_t in[0x880 / 8], out[16], cqe0[CQ_BYTES];
+	uint32_t eqn = 0;
+
+	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	REQUIRE(q->uar != NULL);
+	CU(cudaMalloc((void **)&q->wq, RQ_BYTES + SQ_BYTES));
+	CU(cudaMalloc((void **)&q->cqb, CQ_BYTES));
+	CU(cudaMalloc((void **)&q->dbr, 4096));
+	CU(cudaMemset(q->wq, 0, RQ_BYTES + SQ_BYTES));
+	CU(cudaMemset(q->dbr, 0, 4096));
+	memset(cqe0, 0, sizeof(cqe0));
+	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
+		cqe0[i * 64 + 63] = 0xf1;
+	CU(cudaMemcpy(q->cqb, cqe0, CQ_BYTES, cudaMemcpyHostToDevice));
+	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, CQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!q->wq_um || !q->cq_um || !q->dbr_um)
+		GDAK_TEST_SKIP("GPU-memory umem refused (no CUDA memory engine): %s",
+			       strerror(errno));
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, PRM_OPCODE, 0x400);
+	prm_set(in, CQC(0x63, 5), LOG_CQ);
+	prm_set(in, CQC(0x68, 24), q->uar->page_id);
+	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
+	prm_set(in, CQC(0xb8, 8), eqn);
+	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
+	prm_set64(in, 0x80 + 0x1c0, 64);
+	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
+	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
+	REQUIRE(q->cq != NULL);
+	q->cqn = prm_get(out, PRM_OBJ);
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, PRM_OPCODE, 0x500);
+	prm_set(in, QPC(0x13, 2), 3);
+	prm_set(in, QPC(0x28, 24), pdn);
+	prm_set(in, QPC(0x51, 4), LOG_SQ);
+	prm_set(in, QPC(0x49, 4), LOG_RQ);
+	prm_set(in, QPC(0x4d, 3), 2);
+	prm_set(in, QPC(0x68, 24), q->uar->page_id);
+	prm_set(in, QPC(0x3e8, 24), q->cqn);
+	prm_set(in, QPC(0x4e8, 24), q->cqn);
+	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
+	prm_set(in, 0x840, 32, q->wq_um->umem_id);
+	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
+	REQUIRE(q->qp != NULL);
+	q->qpn = prm_get(out, PRM_OBJ);
+}
+
+static void modify(struct gqp *q, unsigned op, uint8_t *in)
+{
+	uint8_t out[16] = { 0 };
+
+	prm_set(in, PRM_OPCODE, op);
+	prm_set(in, PRM_OBJ, q->qpn);
+	CHECK_EQ(mlx5dv_devx_obj_modify(q->qp, in, 0x800 / 8, out, sizeof(out)), 0);
+}
+
+static void connect_qp(struct gqp *q, uint32_t peer)
+{
+	uint8_t in[0x800 / 8];
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC(0x490, 1), 1);
+	prm_set(in, QPC(0x491, 1), 1);
+	prm_set(in, QPC(0x492, 1), 1);
+	prm_set(in, QPC(0x48c, 4), 3);
+	prm_set(in, ADS(0x128, 8), 1);
+	modify(q, 0x502, in);
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC(0x40, 3), 3);
+	prm_set(in, QPC(0x43, 5), 30);
+	prm_set(in, QPC(0xa8, 24), peer);
+	prm_set(in, QPC(0x4a8, 24), 0x100);
+	prm_set(in, QPC(0x488, 3), 2);
+	prm_set(in, QPC(0x4a3, 5), 12);
+	prm_set(in, ADS(0x128, 8), 1);
+	prm_set(in, ADS(0x28, 1), 1);
+	prm_set(in, ADS(0x58, 8), 64);
+	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
+	modify(q, 0x503, in);
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC(0x3c8, 24), 0x100);
+	prm_set(in, QPC(0x38d, 3), 7);
+	prm_set(in, QPC(0x390, 3), 7);
+	prm_set(in, ADS(0x40, 5), 14);
+	prm_set(in, QPC(0x388, 3), 2);
+	modify(q, 0x504, in);
+}
+
+static void gqp_destroy(struct gqp *q)
+{
+	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
+	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
+	mlx5dv_devx_free_uar(q->uar);
+	CU(cudaFree(q->wq));
+	CU(cudaFree(q->cqb));
+	CU(cudaFree(q->dbr));
+}
+
+int main(void)
+{
+	struct ibv_pd *pd;
+	struct ibv_mr *hmr, *gmr;
+	struct mlx5dv_devx_obj *pdo;
+	struct gqp qa, qb;
+	struct args a;
+	struct result *res;
+	uint8_t *h, *g, *chk, in[16], out[16];
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
+		GDAK_TEST_SKIP("no usable GPU");
+	ctx = gdak_vt_open_first();
+	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd != NULL);
+	memset(in, 0, sizeof(in));
+	prm_set(in, PRM_OPCODE, 0x800);
+	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
+	REQUIRE(pdo != NULL);
+	pdn = prm_get(out, PRM_OBJ);
+
+	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
+	CU(cudaMalloc((void **)&g, 2 * LEN));
+	CU(cudaMemset(g, 0, 2 * LEN));
+	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
+	memset(res, 0, sizeof(*res));
+	memset(h, 0, 4 * LEN);
+	gdak_test_fill(h, LEN, 31);
+	hmr = ibv_reg_mr(pd, h, 4 * LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+	gmr = ibv_reg_mr(pd, g, 2 * LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+	if (!gmr)
+		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
+			       strerror(errno));
+	REQUIRE(hmr != NULL);
+	{
+		uint64_t v = 500;
+
+		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
+	}
+
+	memset(&qa, 0, sizeof(qa));
+	memset(&qb, 0, sizeof(qb));
+	gqp_create(&qa);
+	gqp_create(&qb);
+	connect_qp(&qa, qb.qpn);
+	connect_qp(&qb, qa.qpn);
+
+	/* one receive WQE in b's GPU ring, and its GPU record */
+	{
+		struct mlx5_wqe_data_seg d[2];
+		uint32_t rec = htobe32(1);
+
+		d[0].byte_count = htobe32(1024);
+		d[0].lkey = htobe32(hmr->lkey);
+		d[0].addr = htobe64((uintptr_t)(h + 3 * LEN));
+		d[1].byte_count = 0;
+		d[1].lkey = htobe32(MLX5_INVALID_LKEY);
+		d[1].addr = 0;
+		CU(cudaMemcpy(qb.wq, d, sizeof(d), cudaMemcpyHostToDevice));
+		CU(cudaMemcpy(qb.dbr, &rec, 4, cudaMemcpyHostToDevice));
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.sq = qa.wq + RQ_BYTES;
+	a.cq = qa.cqb;
+	a.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
+	a.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
+	a.reg = (uint64_t *)gpu_view(qa.uar->reg_addr, 8);
+	a.qpn = qa.qpn;
+	a.lkey = hmr->lkey;
+	/* WRITE h -> g, READ g -> h + LEN, FA and CAS on a GPU word, SEND into
+	 * b's receive ring, WRITE with a wrong key */
+	a.ops[0] = { MLX5_OPCODE_RDMA_WRITE, 3000, gmr->rkey, (uintptr_t)h, (uintptr_t)g, 0, 0 };
+	a.ops[1] = { MLX5_OPCODE_RDMA_READ, 3000, gmr->rkey, (uintptr_t)(h + LEN),
+		     (uintptr_t)g,	    0,	  0 };
+	a.ops[2] = { MLX5_OPCODE_ATOMIC_FA, 8,	gmr->rkey, (uintptr_t)(h + 2 * LEN),
+		     (uintptr_t)(g + LEN),  25, 0 };
+	a.ops[3] = { MLX5_OPCODE_ATOMIC_CS, 8, gmr->rkey, (uintptr_t)(h + 2 * LEN + 8),
+		     (uintptr_t)(g + LEN),  9, 525 };
+	a.ops[4] = { MLX5_OPCODE_SEND, 600, 0, (uintptr_t)(h + 100), 0, 0, 0 };
+	a.ops[5] = {
+		MLX5_OPCODE_RDMA_WRITE, 64, gmr->rkey ^ 0x55, (uintptr_t)h, (uintptr_t)g, 0, 0
+	};
+	k_devx<<<1, 1>>>(a, res);
+	CU(cudaGetLastError());
+	CU(cudaDeviceSynchronize());
+
+	CHECK_EQ(res->timed_out, 0);
+	for (int i = 0; i < NOPS; i++) {
+		CHECK_EQ(res->qpn[i], qa.qpn);
+		CHECK_EQ(res->wqe_counter[i], i);
+		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
+	}
+	CHECK_EQ(res->byte_cnt[1], 3000);
+	CHECK_EQ(res->syndrome[5], MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	chk = (uint8_t *)malloc(2 * LEN);
+	REQUIRE(chk != NULL);
+	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
+	CHECK_MEM(chk, h, 3000);
+	CHECK_MEM(h + LEN, h, 3000);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
+	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
+	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
+	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	/* b's receive CQE, in GPU memory */
+	{
+		struct mlx5_cqe64 e;
+
+		for (;;) {
+			CU(cudaMemcpy(&e, qb.cqb, 64, cudaMemcpyDeviceToHost));
+			if ((e.op_own >> 4) != MLX5_CQE_INVALID && !(e.op_own & 1))
+				break;
+			sched_yield();
+		}
+		CHECK_EQ(e.op_own >> 4, MLX5_CQE_RESP_SEND);
+		CHECK_EQ(be32toh(e.byte_cnt), 600);
+		CHECK_EQ(be16toh(e.wqe_counter), 0);
+		CHECK_EQ(be32toh(e.sop_drop_qpn) & 0xffffff, qb.qpn);
+	}
+
+	free(chk);
+	gqp_destroy(&qa);
+	gqp_destroy(&qb);
+	CHECK_EQ(mlx5dv_devx_obj_destroy(pdo), 0);
+	CHECK_EQ(ibv_dereg_mr(gmr), 0);
+	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return gdak_test_end();
+}
