@@ -8,7 +8,7 @@ find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
   add_library(gdak_mpi STATIC ${CMAKE_CURRENT_LIST_DIR}/src/bootstrap_mpi.c)
   add_library(gdak::mpi ALIAS gdak_mpi)
-  target_include_directories(gdak_mpi PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src)
+  target_include_directories(gdak_mpi PRIVATE ${CMAKE_CURRENT_LIST_DIR}/internal)
   target_link_libraries(gdak_mpi PUBLIC gdak MPI::MPI_C)
   # installed as libgdak_mpi.a, CMake target gdak::mpi (find_package(gdak
   # COMPONENTS mpi)) and pkg-config gdak-mpi (CMakeLists.txt)

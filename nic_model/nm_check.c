@@ -122,9 +122,51 @@ static int check_bf_mismatch(struct nm_qp *qp, struct nm_op *op)
 	return nm_check_fail(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, "bf_mismatch", 0, "");
 }
 
-int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_ctrl *c,
-		  uint32_t min_ds, uint32_t max_ds)
+/*
+ * The DS range of op's opcode, from its gdak_mlx5_op_info row; for
+ * ATOMIC_MASKED_CS / _FA by ctrl opmod (<gdak/mlx5.h> "Extended atomics"),
+ * which also gives the operand size (op->asize) and the atomic segment's
+ * bytes (*seg).  An opmod the model does not know sets op->opmod to 0xff
+ * (atomic_opmod fails it).  A DCI's address vector (av_ds) adds to both ends.
+ */
+static void ds_range(struct nm_op *op, const struct gdak_mlx5_op_info *info, uint32_t av_ds,
+		     uint32_t *min_ds, uint32_t *max_ds, uint32_t *seg)
 {
+	*min_ds = info->min_ds;
+	*max_ds = info->max_ds;
+	if (info->flags & GDAK_OPF_MASKED) {
+		int fa = op->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+
+		switch (op->opmod) {
+		case 0:
+			*seg = 32;
+			break;
+		case GDAK_MLX5_OPMOD_EXT_ATOMIC_4B:
+			op->asize = 4;
+			*seg = 16;
+			break;
+		case GDAK_MLX5_OPMOD_EXT_ATOMIC_8B:
+			*seg = fa ? 16 : 32;
+			break;
+		default:
+			op->opmod = 0xff;
+			goto av;
+		}
+		*min_ds = *max_ds = 2 + *seg / 16 + 1;
+	}
+av:
+	if (av_ds) {
+		*min_ds += av_ds;
+		*max_ds = *max_ds + av_ds > GDAK_MLX5_MAX_DS ? GDAK_MLX5_MAX_DS : *max_ds + av_ds;
+	}
+}
+
+int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		  const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg)
+{
+	uint32_t min_ds, max_ds;
+
+	ds_range(op, info, av_ds, &min_ds, &max_ds, seg);
 	return check_atomic_opmod(qp, op) || check_bad_ds(qp, op, min_ds, max_ds) ||
 	       check_wqe_past_producer(qp, op) || check_wqe_index_mismatch(qp, op, c->wqe_index) ||
 	       check_qpn_mismatch(qp, op, c->qpn) || check_bf_mismatch(qp, op);

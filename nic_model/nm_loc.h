@@ -782,9 +782,12 @@ int nm_comp_flush_sq(struct nm_qp *qp);
  * op->rule are set (warnings: reported only).  Requester, at DECODE: */
 int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info);
 /* atomic_opmod, bad_ds, wqe_past_producer, wqe_index_mismatch,
- * qpn_mismatch, bf_mismatch (in that order) */
-int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_ctrl *c,
-		  uint32_t min_ds, uint32_t max_ds);
+ * qpn_mismatch, bf_mismatch (in that order).  The DS range comes from the
+ * opcode's info row (a masked atomic's from its opmod, which also sets
+ * op->asize and *seg, its atomic segment's bytes), widened by a DCI's
+ * address vector of av_ds. */
+int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		  const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg);
 int nm_check_wait_opmod(struct nm_qp *qp, struct nm_op *op);
 /* inline_not_allowed, inline_overflow: inline data of len bytes, rem DS left */
 int nm_check_inline(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,

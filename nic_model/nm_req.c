@@ -78,33 +78,6 @@ int nm_req_busy(const struct nm_qp *qp)
 	       (qp->rg && qp->rg->sq_want > qp->pi); /* a GPU-ring fetch in flight */
 }
 
-/*
- * ATOMIC_MASKED_CS / _FA by ctrl opmod (<gdak/mlx5.h> "Extended atomics"):
- * operand size, DS range and atomic segment bytes.  An opmod the model does
- * not know sets op->opmod to 0xff.
- */
-static void masked_layout(struct nm_op *op, uint32_t *min_ds, uint32_t *max_ds, uint32_t *seg)
-{
-	int fa = op->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
-
-	switch (op->opmod) {
-	case 0:
-		*seg = 32;
-		break;
-	case GDAK_MLX5_OPMOD_EXT_ATOMIC_4B:
-		op->asize = 4;
-		*seg = 16;
-		break;
-	case GDAK_MLX5_OPMOD_EXT_ATOMIC_8B:
-		*seg = fa ? 16 : 32;
-		break;
-	default:
-		op->opmod = 0xff;
-		return;
-	}
-	*min_ds = *max_ds = 2 + *seg / 16 + 1;
-}
-
 static void masked_decode(struct nm_op *op, const uint8_t *p, uint32_t seg)
 {
 	if (op->asize == 4 && op->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA) {
@@ -136,27 +109,21 @@ static void masked_decode(struct nm_op *op, const uint8_t *p, uint32_t seg)
 	}
 }
 
-/* FETCH + CHECK: decode the WQE at qp->ci into op. */
-static void decode(struct nm_qp *qp, struct nm_op *op)
+/* FETCH, the ctrl segment: a fresh op for the WQE at qp->ci (w, its slot). */
+static void fetch_ctrl(struct nm_qp *qp, struct nm_op *op, const uint8_t *w,
+		       struct gdak_mlx5_ctrl *c)
 {
-	uint32_t slot = (uint32_t)qp->ci & qp->sq_mask;
-	const uint8_t *w = qp->sq + (size_t)slot * 64;
-	const struct gdak_mlx5_op_info *info;
-	struct gdak_mlx5_ctrl c;
-	const uint8_t *p;
-	uint32_t rem, min_ds, max_ds, seg_bytes = 32;
-
-	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, &c);
+	gdak_mlx5_ctrl_decode((const struct mlx5_wqe_ctrl_seg *)(const void *)w, c);
 	op->ci = qp->ci;
 	op->wqe_index = (uint16_t)qp->ci;
-	op->opcode = c.opcode;
-	op->fm_ce_se = c.fm_ce_se;
-	op->ds = c.ds;
-	op->bbs = (uint8_t)gdak_mlx5_wqe_bbs(c.ds);
+	op->opcode = c->opcode;
+	op->fm_ce_se = c->fm_ce_se;
+	op->ds = c->ds;
+	op->bbs = (uint8_t)gdak_mlx5_wqe_bbs(c->ds);
 	op->status = 0;
 	op->nseg = 0;
 	op->flags = NM_OPF_WQE;
-	op->imm = c.imm;
+	op->imm = c->imm;
 	op->len = 0;
 	op->rkey = 0;
 	op->raddr = 0;
@@ -164,51 +131,67 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	op->inl = NULL;
 	op->rule = NULL;
 	op->asize = 8;
-	op->opmod = c.opmod;
+	op->opmod = c->opmod;
 	op->av = NULL;
 	op->av_ds = 0;
-	if (c.fm_ce_se & GDAK_MLX5_CE_MASK)
+	if (c->fm_ce_se & GDAK_MLX5_CE_MASK)
 		op->flags |= NM_OPF_SIGNALED;
-	if (c.fm_ce_se & GDAK_MLX5_FENCE_MASK)
+	if (c->fm_ce_se & GDAK_MLX5_FENCE_MASK)
 		op->flags |= NM_OPF_FENCE;
+}
 
-	info = gdak_mlx5_op_info(c.opcode);
-	if (nm_check_bad_opcode(qp, op, info))
-		return;
-	if (info->flags & GDAK_OPF_READS_REMOTE)
-		op->flags |= NM_OPF_READS;
-	min_ds = info->min_ds;
-	max_ds = info->max_ds;
-	if (info->flags & GDAK_OPF_MASKED)
-		masked_layout(op, &min_ds, &max_ds, &seg_bytes);
-	if (__builtin_expect(qp->dc != NULL, 0)) {
-		/* DCI: the address vector sits between ctrl and the rest */
-		int av = nm_dc_decode_av(qp, op, w, c.ds);
-
-		if (av < 0)
-			return;
-		min_ds += (uint32_t)av;
-		max_ds = max_ds + (uint32_t)av > GDAK_MLX5_MAX_DS ? GDAK_MLX5_MAX_DS
-								  : max_ds + (uint32_t)av;
-	}
-	if (nm_check_ctrl(qp, op, &c, min_ds, max_ds))
-		return;
-
-	/* a WQE that runs past the ring's end continues at its start */
+/* FETCH, the rest: the op's WQEBBs as one linear WQE (one that runs past
+ * the ring's end continues at its start: copied to qp->wrap), traced once
+ * (a WQE fetched again after a fence, copy or CQ wait is not traced again). */
+static const uint8_t *fetch_wqe(struct nm_qp *qp, struct nm_op *op, const uint8_t *w, uint32_t slot)
+{
 	if (__builtin_expect(slot + op->bbs > qp->sq_cnt, 0)) {
 		size_t first = (size_t)(qp->sq_cnt - slot) * 64;
+
 		memcpy(qp->wrap, w, first);
 		memcpy(qp->wrap + first, qp->sq, (size_t)op->bbs * 64 - first);
 		w = qp->wrap;
 	}
-	/* a WQE decoded again (it waited for a fence, a copy, a CQ) is in the
-	 * trace once */
 	if (op->ci >= qp->traced_to) {
 		nm_trace_wqe(qp, op->wqe_index, w, op->bbs);
 		qp->traced_to = op->ci + op->bbs;
 	}
+	return w;
+}
 
-	p = w + 16;
+/* DECODE, the data segments from p on (rem DS left): inline data or
+ * scatter/gather entries. */
+static void decode_data(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+			const uint8_t *p, uint32_t rem)
+{
+	uint32_t bc = gdak_be32toh(*(const uint32_t *)(const void *)p);
+	uint64_t total = 0;
+
+	if (bc & MLX5_INLINE_SEG) {
+		uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
+
+		if (nm_check_inline(qp, op, info, l, rem))
+			return;
+		op->inl = p + 4;
+		op->len = l;
+		op->flags |= NM_OPF_INLINE;
+		return;
+	}
+	op->sge = (const struct mlx5_wqe_data_seg *)(const void *)p;
+	op->nseg = (uint8_t)rem;
+	for (uint32_t i = 0; i < rem; i++)
+		total += gdak_be32toh(op->sge[i].byte_count);
+	nm_check_sges(qp, op, info, total);
+}
+
+/* DECODE: the segments after ctrl of the linear WQE w into op (seg_bytes:
+ * a masked atomic's segment, nm_check_ctrl says how long). */
+static void decode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		   const uint8_t *w, uint32_t seg_bytes)
+{
+	const uint8_t *p = w + 16;
+	uint32_t rem;
+
 	if (op->av_ds) {
 		op->av = p;
 		p += 16 * (size_t)op->av_ds;
@@ -226,7 +209,7 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 		masked_decode(op, p, seg_bytes);
 		p += seg_bytes;
 	}
-	if (c.opcode == GDAK_MLX5_OPCODE_WAIT) {
+	if (op->opcode == GDAK_MLX5_OPCODE_WAIT) {
 		const struct gdak_mlx5_wait_seg *ws = (const void *)p;
 
 		op->compare = gdak_be32toh(ws->max_index);
@@ -236,32 +219,34 @@ static void decode(struct nm_qp *qp, struct nm_op *op)
 	}
 	if (!(info->flags & GDAK_OPF_DATA))
 		return;
-	rem = c.ds - (uint32_t)(p - w) / 16;
-	if (!rem)
+	rem = op->ds - (uint32_t)(p - w) / 16;
+	if (rem)
+		decode_data(qp, op, info, p, rem);
+}
+
+/* FETCH -> CHECK -> DECODE of the WQE at qp->ci into op; a check that
+ * fires leaves op->status set and stops there. */
+static void fetch_decode(struct nm_qp *qp, struct nm_op *op)
+{
+	uint32_t slot = (uint32_t)qp->ci & qp->sq_mask;
+	const uint8_t *w = qp->sq + (size_t)slot * 64;
+	const struct gdak_mlx5_op_info *info;
+	struct gdak_mlx5_ctrl c;
+	uint32_t seg_bytes = 32;
+	int av = 0;
+
+	fetch_ctrl(qp, op, w, &c);
+	info = gdak_mlx5_op_info(c.opcode);
+	if (nm_check_bad_opcode(qp, op, info))
 		return;
-	{
-		uint32_t bc = gdak_be32toh(*(const uint32_t *)(const void *)p);
-
-		if (bc & MLX5_INLINE_SEG) {
-			uint32_t l = bc & ~(uint32_t)MLX5_INLINE_SEG;
-
-			if (nm_check_inline(qp, op, info, l, rem))
-				return;
-			op->inl = p + 4;
-			op->len = l;
-			op->flags |= NM_OPF_INLINE;
-			return;
-		}
-	}
-	op->sge = (const struct mlx5_wqe_data_seg *)(const void *)p;
-	op->nseg = (uint8_t)rem;
-	{
-		uint64_t total = 0;
-
-		for (uint32_t i = 0; i < rem; i++)
-			total += gdak_be32toh(op->sge[i].byte_count);
-		nm_check_sges(qp, op, info, total);
-	}
+	if (info->flags & GDAK_OPF_READS_REMOTE)
+		op->flags |= NM_OPF_READS;
+	/* DCI: the address vector sits between ctrl and the rest */
+	if (__builtin_expect(qp->dc != NULL, 0) && (av = nm_dc_decode_av(qp, op, w, c.ds)) < 0)
+		return;
+	if (nm_check_ctrl(qp, op, info, &c, (uint32_t)av, &seg_bytes))
+		return;
+	decode(qp, op, info, fetch_wqe(qp, op, w, slot), seg_bytes);
 }
 
 /*
@@ -311,7 +296,7 @@ static int execute_one(struct nm_qp *qp)
 	struct nm_op *op = &qp->inflight[qp->if_tail % NM_MAX_INFLIGHT];
 	enum nm_tx_result r = NM_TX_DONE;
 
-	decode(qp, op);
+	fetch_decode(qp, op);
 	if (!op->status && (op->flags & NM_OPF_FENCE) && qp->reads_outstanding)
 		return req_stop(qp, NM_REQ_FENCE_WAIT, op); /* re-decoded next pass */
 	if (__builtin_expect(qp->tr_gate, 0) && !op->status && qp->ctx->tr->exec_wait(qp, op))

@@ -46,7 +46,7 @@ int tv_wr_opcode(uint8_t mlx5_opcode, enum ibv_wr_opcode *out);
  * for a successful receive completion. */
 void tv_recv_cqe_opcode(const struct ibv_wc *wc, uint8_t *cqe_opcode, uint8_t *req_opcode);
 
-/* IBV_MTU_* for a byte count: gdak_ibv_mtu_enum() (core/src/gdak_ibv.h). */
+/* IBV_MTU_* for a byte count: gdak_ibv_mtu_enum() (core/internal/gdak_ibv.h). */
 uint32_t tv_mtu_bytes(enum ibv_mtu mtu);
 
 /*

@@ -34,6 +34,10 @@ if(TARGET gdak-info)
             -P ${CMAKE_CURRENT_LIST_DIR}/scripts/info_check.cmake)
   set_tests_properties(gdak.core.info PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+# The configuration table is the library's one getenv (a new one fails this).
+add_test(NAME gdak.core.one_getenv
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/scripts/one_getenv.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(gdak.core.one_getenv PROPERTIES LABELS unit TIMEOUT 60)
 # run-demo.sh installs the build dependencies only, run-tests.sh the test
 # tools as well (apt and dpkg faked: nothing is installed).
 add_test(NAME gdak.core.deps_split

@@ -96,4 +96,9 @@ int gdak_ibv_engine_hold(struct ibv_context *ctx, int on);
  * with GDAK_IBV_INLINE=0 nothing completes then.  0, EINVAL, EALREADY. */
 int gdak_ibv_engine_park(struct ibv_context *ctx, int on);
 
+/* One info line "gdak I func: why" when GDAK_LOG is info or debug (the
+ * level the configuration table read), for gdak's libmlx5 and libefa, which
+ * read no environment themselves (ibv_note.c). */
+void gdak_ibv_note(const char *func, const char *why);
+
 #endif /* GV_PRIVATE_H */

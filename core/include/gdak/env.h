@@ -9,9 +9,10 @@
  * with -EINVAL and a message naming the variable, the value and what is
  * allowed, whatever backend or transport would have read it.  `gdak-info`
  * prints the table with the current values and the defaults.  (Code that
- * does not link gdak - the gdak-run launcher, gdak-rxe-peer, the part-1
- * libmlx5/libefa answers of nic_model/ibv, the examples' own settings -
- * reads its variables itself.)
+ * does not link gdak - the gdak-run launcher, gdak-rxe-peer, the examples'
+ * own settings - reads its variables itself; gdak's libmlx5 and libefa log
+ * through gdak's libibverbs, gdak_ibv_note.  The test gdak.core.one_getenv
+ * fails on any other getenv of the library.)
  */
 #ifndef GDAK_ENV_H
 #define GDAK_ENV_H

@@ -19,17 +19,20 @@
 
 #include <infiniband/efadv.h>
 
-static int log_level = -1;
+#include "gv_private.h"
+
+/*
+ * gdak's libibverbs logs it (GDAK_LOG is read by the configuration table).
+ * Weak, and libibverbs not linked: this library also loads where rdma-core's
+ * libibverbs is the process's (a sanitizer build's tests), and is silent
+ * there.
+ */
+#pragma weak gdak_ibv_note
 
 static void note(const char *func)
 {
-	if (log_level < 0) {
-		const char *s = getenv("GDAK_LOG");
-
-		log_level = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
-	}
-	if (log_level > 0)
-		fprintf(stderr, "gdak I %s: not supported: gdak's devices are not EFAs\n", func);
+	if (gdak_ibv_note)
+		gdak_ibv_note(func, "not supported: gdak's devices are not EFAs");
 }
 
 static int not_supported(const char *func)

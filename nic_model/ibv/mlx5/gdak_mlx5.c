@@ -43,21 +43,10 @@
 
 #include "gv_private.h"
 
-/* GDAK_LOG read once; the line format follows core/src/log.c */
-static int log_level = -1;
-
+/* gdak's libibverbs logs it: GDAK_LOG is read by the configuration table */
 static void note(const char *func)
 {
-	if (log_level < 0) {
-		const char *s = getenv("GDAK_LOG");
-
-		log_level = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
-	}
-	if (log_level > 0)
-		fprintf(stderr,
-			"gdak I %s: not supported: gdak's libmlx5 (part 1) has no mlx5 "
-			"device\n",
-			func);
+	gdak_ibv_note(func, "not supported: gdak's libmlx5 (part 1) has no mlx5 device");
 }
 
 static int not_supported(const char *func)

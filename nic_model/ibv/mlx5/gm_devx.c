@@ -37,22 +37,9 @@
 
 #define GM_BF_OFFSET 0x800 /* the first BlueFlame half: the doorbell register */
 
-static int log_on = -1;
-
-static void note(const char *func, const char *why)
-{
-	if (log_on < 0) {
-		const char *s = getenv("GDAK_LOG");
-
-		log_on = s && (!strcmp(s, "info") || !strcmp(s, "debug"));
-	}
-	if (log_on > 0)
-		fprintf(stderr, "gdak I %s: %s\n", func, why);
-}
-
 static int not_supported(const char *func)
 {
-	note(func, "not supported by gdak's libmlx5");
+	gdak_ibv_note(func, "not supported by gdak's libmlx5");
 	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
@@ -303,7 +290,7 @@ struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_
 	if (gdak_ibv_is_device(device) != 1)
 		return no_object(__func__);
 	if (attr && (attr->comp_mask || (attr->flags & ~(uint32_t)MLX5DV_CONTEXT_FLAGS_DEVX))) {
-		note(__func__, "unknown flags or comp_mask: EINVAL");
+		gdak_ibv_note(__func__, "unknown flags or comp_mask: EINVAL");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -381,7 +368,7 @@ struct mlx5dv_devx_cmd_comp *mlx5dv_devx_create_cmd_comp(struct ibv_context *con
 
 void mlx5dv_devx_destroy_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp)
 {
-	note(__func__, "nothing to destroy");
+	gdak_ibv_note(__func__, "nothing to destroy");
 }
 
 int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp *cmd_comp,
@@ -405,7 +392,7 @@ struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(
 
 void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *event_channel)
 {
-	note(__func__, "nothing to destroy");
+	gdak_ibv_note(__func__, "nothing to destroy");
 }
 
 ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *event_channel,
@@ -445,7 +432,8 @@ struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx,
 	}
 	/* a dma-buf is GPU memory here: it needs the GPU-memory ring engine */
 	if (umem_in->comp_mask & MLX5DV_UMEM_MASK_DMABUF) {
-		note(__func__, "dma-buf umem: GPU memory is not executed by gdak's NIC model yet");
+		gdak_ibv_note(__func__,
+			      "dma-buf umem: GPU memory is not executed by gdak's NIC model yet");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
