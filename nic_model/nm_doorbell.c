@@ -157,12 +157,10 @@ uint64_t nm_db_flush_producer(struct nm_qp *qp)
 void nm_db_reset(struct nm_qp *qp)
 {
 	qp->db_reg_last = 0;
-	/* what the halves hold from before (an earlier life of the QP, or a
-	 * UAR page the device had) is no ring: only a change from it is, or
-	 * the same bytes once the record vouches for them (old_half_rung) */
+	/* what the halves hold now is no ring: only a change from it is
+	 * (queues_reset cleared their ctrl words, so any ring changes them) */
 	qp->db_half_last[0] = half_load(qp, 0);
 	qp->db_half_last[1] = half_load(qp, 1);
-	qp->db_half_old[0] = qp->db_half_old[1] = true;
 	qp->reg_half = -1;
 	qp->bf_wait_half = 0;
 	/* what the halves hold now (zero, or the device's own page as it is) */
@@ -245,43 +243,12 @@ int nm_db_bf_verify(struct nm_qp *qp)
 	return -1;
 }
 
-/*
- * No ring seen since RESET, and the record has moved: a half still holding
- * its RESET-time bytes may be the device's new ring written with the same
- * bytes (WQE 0 of the new life rung exactly as WQE 0 of the old one was).
- * ConnectX would have seen that write; the stage can tell it only by the
- * record: a half whose producer lies within what the record announces is
- * taken as rung.  Returns the half (-1: none).
- */
-static int old_half_rung(struct nm_qp *qp, uint16_t rec)
-{
-	uint64_t rec_pi = qp->ci + (uint16_t)(rec - (uint16_t)qp->ci);
-	int best = -1;
-	uint64_t best_p = 0;
-
-	if (qp->rung_any || rec_pi == qp->ci)
-		return -1;
-	for (int h = 0; h < 2; h++) {
-		uint64_t p;
-
-		if (!qp->db_half_old[h] || !qp->db_half_last[h])
-			continue;
-		p = reg_producer(qp, qp->db_half_last[h], NULL, NULL);
-		if (p > qp->ci && p <= rec_pi && p > best_p) {
-			best = h;
-			best_p = p;
-		}
-	}
-	return best;
-}
-
 static int db_poll(struct nm_qp *qp)
 {
 	uint64_t target;
 	uint16_t rec;
 	uint64_t reg;
 	int changed = 0, half;
-	bool old_bytes = false; /* rung with the bytes the half held at RESET */
 
 	/* an injected stall: leave the doorbell unread, so it is seen later */
 	if (nm_fault_db_stall(qp))
@@ -307,19 +274,8 @@ static int db_poll(struct nm_qp *qp)
 		uint64_t r0, r1;
 
 		reg = reg_newest(qp, &r0, &r1, &half);
-		if (r0 != qp->db_half_last[0])
-			qp->db_half_old[0] = false;
-		if (r1 != qp->db_half_last[1])
-			qp->db_half_old[1] = false;
 		qp->db_half_last[0] = r0;
 		qp->db_half_last[1] = r1;
-		if (half < 0 && !qp->no_dbrec && !(qp->rg && qp->rg->dbrec)) {
-			half = old_half_rung(qp, rec);
-			if (half >= 0) {
-				reg = qp->db_half_last[half];
-				old_bytes = true;
-			}
-		}
 	}
 	if (half >= 0) {
 		uint32_t ds;
@@ -327,14 +283,16 @@ static int db_poll(struct nm_qp *qp)
 		uint64_t prev_end = qp->rung_pi;
 		int prev_half = qp->reg_half;
 		uint64_t np = reg_producer(qp, reg, &ds, &idx);
-		/* A half that announces less than what is already rung was
-		 * written before the other half's newer ring: the stage read
-		 * the halves while the device wrote both and saw the newer one
-		 * first.  The HCA sees register writes in the order they were
-		 * made, so the furthest producer stands; taking the older one
-		 * would hold the requester behind a record that has moved on,
-		 * for good. */
-		bool stale = qp->rung_any && (int64_t)(np - qp->rung_pi) < 0;
+		/* The other half announcing less than what is already rung
+		 * was written before that newer ring: the stage read the halves
+		 * while the device wrote both and saw the newer one first.  The
+		 * HCA sees register writes in the order they were made, so the
+		 * furthest producer stands; taking the older one would hold the
+		 * requester behind a record that has moved on, for good.  (The
+		 * same half going backwards is the device's doing: it goes to
+		 * the overrun check.) */
+		bool stale = qp->rung_any && half != qp->reg_half &&
+			     (int64_t)(np - qp->rung_pi) < 0;
 
 		if (!stale) {
 			qp->db_reg_last = reg;
@@ -364,8 +322,7 @@ static int db_poll(struct nm_qp *qp)
 		qp->bf_since_ns = 0;
 		/* BlueFlame only for a doorbell covering exactly one 1-WQEBB WQE;
 		 * batches ring with the 8-byte form and leave stale bytes behind */
-		/* (bytes from before RESET: what they carried is not this WQE) */
-		if (!stale && !old_bytes &&
+		if (!stale &&
 		    (qp->handler == GDAK_DEV_DB_BF ||
 		     atomic_load_explicit(&qp->db_any, memory_order_relaxed)) &&
 		    nm_strict() && ds && ds <= 4 && idx == prev_end && idx >= qp->ci &&

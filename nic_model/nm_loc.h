@@ -374,10 +374,6 @@ struct nm_qp {
 	 * watches both.  db_reg_last is the newest value, db_half_last[] each
 	 * half's; reg_half the half written last (-1: none yet) */
 	uint64_t db_half_last[2];
-	/* the half still holds what it held at RESET: the device may write
-	 * those very bytes again (the first WQE of the new life rung as the
-	 * last one of the old), which no change shows (nm_db_reset) */
-	bool db_half_old[2];
 	int8_t reg_half;
 	uint8_t bf_wait_half; /* the half holding the BlueFlame copy to verify */
 	/* the device picks DB (8-byte) or BlueFlame (64-byte) per doorbell, as a
@@ -583,6 +579,9 @@ void nm_thread_call(struct nm_thread *thr, void (*fn)(void *arg), void *arg);
 struct ev_loop *nm_thread_loop(struct nm_thread *thr);
 /* 1 when called on thr itself. */
 bool nm_thread_is_current(const struct nm_thread *thr);
+/* The thread was started before the last fork() of this process: a child
+ * must not run, kick or send for it (nm_thread.c). */
+bool nm_thread_inherited(const struct nm_thread *thr);
 uint32_t nm_thread_id(const struct nm_thread *thr);
 /* The trace buffer of the calling NIC thread (NULL on other threads). */
 struct gdak_trace_buf *nm_thread_tbuf_cur(void);

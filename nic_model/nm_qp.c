@@ -239,8 +239,20 @@ static void queues_reset(struct nm_qp *qp)
 {
 	/* the device's own rings, records and register page (nm_ext.h) are
 	 * its to clear, as libmlx5 does on ConnectX */
-	if (!qp->ext_uar)
+	if (!qp->ext_uar) {
 		memset(qp->uar, 0, GDAK_MLX5_UAR_PAGE);
+	} else {
+		/* ...but a register keeps no value on ConnectX (the UAR page
+		 * is write-only): the first ring of the new life may carry the
+		 * very bytes the last one of the old did (WQE 0 again), and
+		 * only a change of what the stage polls shows a ring.  So the
+		 * halves' ctrl words start from 0, which no ring writes (its
+		 * QPN is there) */
+		for (unsigned h = 0; h < 2; h++)
+			__atomic_store_n((uint64_t *)(void *)(qp->uar + GDAK_MLX5_DB_OFFSET +
+							      ((size_t)h << NM_BF_LOG_HALF)),
+					 0, __ATOMIC_RELEASE);
+	}
 	*qp->proxy_pi = 0;
 	if (!qp->ext) {
 		qp->dbrec[0] = qp->dbrec[1] = 0;

@@ -167,6 +167,11 @@ static bool inherited(const struct nm_thread *t)
 	return t->fork_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed);
 }
 
+bool nm_thread_inherited(const struct nm_thread *t)
+{
+	return inherited(t);
+}
+
 static void inherited_warn(const struct nm_thread *t, const char *what)
 {
 	static _Atomic int once;

@@ -1379,21 +1379,32 @@ static void udp_qp_fini(struct nm_qp *qp)
 		return;
 	if (qp->thr)
 		nm_thread_call(qp->thr, watch_off, u);
-	/* what the engine already put out (the ACK of the peer's last
-	 * request, which an inline run left for later) leaves before the QP
-	 * goes, as an HCA's would: the peer would otherwise retry into a
-	 * closed port (best effort: a full socket keeps the rest) */
-	(void)out_flush(u);
-	(void)tx_flush(u);
+	/* A forked child's copy of the parent's QP: its batches are the
+	 * parent's to send, and an inline sender's txlock may have been
+	 * copied held (nm_thread_inherited): leave both alone. */
+	bool parents = qp->thr && nm_thread_inherited(qp->thr);
+
+	if (!parents) {
+		/* an inline run's sendmmsg of this QP's out batch ends first;
+		 * then what the engine already put out (the ACK of the peer's
+		 * last request, which an inline run left for later) leaves
+		 * before the QP goes, as an HCA's would: the peer would
+		 * otherwise retry into a closed port (best effort: a full
+		 * socket keeps the rest) */
+		pthread_mutex_lock(&u->txlock);
+		if (u->out->n)
+			(void)set_send(u, u->out);
+		atomic_store_explicit(&u->out_busy, 0, memory_order_release);
+		pthread_mutex_unlock(&u->txlock);
+		(void)tx_flush(u);
+	}
 	roce_qp_fini(&u->rqp);
 	flows_free(u);
 	roce_ctx_fini(&u->rctx);
 	udp_inbox_close(u->inbox);
 	udp_inbox_put(u->peer_inbox);
-	/* an inline run's sendmmsg of this QP's out batch ends first */
-	pthread_mutex_lock(&u->txlock);
-	pthread_mutex_unlock(&u->txlock);
-	pthread_mutex_destroy(&u->txlock);
+	if (!parents)
+		pthread_mutex_destroy(&u->txlock);
 	close(u->fd);
 	free(u->txs[0].buf);
 	free(u->txs[1].buf);

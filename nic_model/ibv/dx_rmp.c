@@ -154,15 +154,16 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 			    dx_get(in, inlen, DXF_WQ_DBR_UMEM_ID),
 			    (unsigned long long)dx_get64(in, inlen, DXF_WQ_DBR_ADDR));
 	/* GPU memory (1): the hook reads the record and each WQE it takes
-	 * through the CUDA driver; no engine to do so: refused */
+	 * through the CUDA driver; memory it cannot read (GPU memory without
+	 * the engine, or none the CPU can load from): refused */
 	ring_gpu = dx_ring_kind(c, ring, bytes, "RMP ring");
 	if (ring_gpu < 0)
 		return FAIL(DX_ST_BAD_PARAM, "rmpc.wq.wq_umem_id",
-			    "the ring is GPU memory and the NIC model has no CUDA engine");
+			    "the ring cannot be read by the NIC model (the line above says why)");
 	rec_gpu = dx_ring_kind(c, rec, 4, "RMP record");
 	if (rec_gpu < 0)
 		return FAIL(DX_ST_BAD_PARAM, "rmpc.wq.dbr_umem_id",
-			    "the record is GPU memory and the NIC model has no CUDA engine");
+			    "the record cannot be read by the NIC model (the line above says why)");
 
 	o = dx_obj_new(c, DX_OBJ_RMP);
 	if (!o)
