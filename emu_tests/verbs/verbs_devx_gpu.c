@@ -103,7 +103,8 @@ struct gqp {
 static void gqp_create(struct gqp *q, uint32_t rmpn)
 {
 	uint8_t in[0x880 / 8], out[16], cqe0[CQ_BYTES];
-	static uint8_t zero[4096];
+	/* zeroes for the largest of the rings and the record page */
+	static uint8_t zero[RQ_BYTES + SQ_BYTES > 4096 ? RQ_BYTES + SQ_BYTES : 4096];
 	uint32_t eqn = 0;
 
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
