@@ -32,22 +32,12 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_devx_gpu_qp.h"
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
 
-#define CQC(off, w) 0x80 + (off), (w)
-#define QPC(off, w) 0xc0 + (off), (w)
-#define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
-
-#define LOG_SQ 6
-#define LOG_RQ 4
-#define RQ_STRIDE 64
-#define LOG_CQ 6
-#define RQ_BYTES ((1u << LOG_RQ) * RQ_STRIDE)
-#define SQ_BYTES ((1u << LOG_SQ) * 64u)
-#define CQ_BYTES ((1u << LOG_CQ) * 64u)
 #define LOG_RMP 3
 #define LOG_RMP_STRIDE 6
 
@@ -102,105 +92,31 @@ struct gqp {
 
 static void gqp_create(struct gqp *q, uint32_t rmpn)
 {
-	uint8_t in[0x880 / 8], out[16], cqe0[CQ_BYTES];
+	uint8_t cqe0[GQP_CQ_BYTES];
 	/* zeroes for the largest of the rings and the record page */
-	static uint8_t zero[RQ_BYTES + SQ_BYTES > 4096 ? RQ_BYTES + SQ_BYTES : 4096];
-	uint32_t eqn = 0;
+	static uint8_t zero[GQP_RQ_BYTES + GQP_SQ_BYTES > 4096 ? GQP_RQ_BYTES + GQP_SQ_BYTES : 4096];
 
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
 	REQUIRE(q->uar != NULL);
-	q->wq = galloc(RQ_BYTES + SQ_BYTES);
-	q->cqb = galloc(CQ_BYTES);
+	q->wq = galloc(GQP_RQ_BYTES + GQP_SQ_BYTES);
+	q->cqb = galloc(GQP_CQ_BYTES);
 	q->dbr = galloc(4096);
-	put(q->wq, zero, RQ_BYTES + SQ_BYTES);
+	put(q->wq, zero, GQP_RQ_BYTES + GQP_SQ_BYTES);
 	put(q->dbr, zero, 4096);
 	memset(cqe0, 0, sizeof(cqe0));
-	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
+	for (unsigned i = 0; i < (1u << GQP_LOG_CQ); i++)
 		cqe0[i * 64 + 63] = 0xf1; /* opcode INVALID, owner 1 */
-	put(q->cqb, cqe0, CQ_BYTES);
-	q->wq_um = mlx5dv_devx_umem_reg(ctx, (void *)(uintptr_t)q->wq, RQ_BYTES + SQ_BYTES,
+	put(q->cqb, cqe0, GQP_CQ_BYTES);
+	q->wq_um = mlx5dv_devx_umem_reg(ctx, (void *)(uintptr_t)q->wq, GQP_RQ_BYTES + GQP_SQ_BYTES,
 					IBV_ACCESS_LOCAL_WRITE);
-	q->cq_um = mlx5dv_devx_umem_reg(ctx, (void *)(uintptr_t)q->cqb, CQ_BYTES,
+	q->cq_um = mlx5dv_devx_umem_reg(ctx, (void *)(uintptr_t)q->cqb, GQP_CQ_BYTES,
 					IBV_ACCESS_LOCAL_WRITE);
 	q->dbr_um = mlx5dv_devx_umem_reg(ctx, (void *)(uintptr_t)q->dbr, 4096,
 					 IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), q->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
-	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(q->cq != NULL);
-	q->cqn = prm_get(out, PRM_OBJ);
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, QPC(0x13, 2), 3);
-	prm_set(in, QPC(0x28, 24), pdn);
-	prm_set(in, QPC(0x51, 4), LOG_SQ);
-	if (rmpn) {
-		prm_set(in, QPC(0x565, 3), 1); /* rq_type SRQ: the RMP */
-		prm_set(in, QPC(0x568, 24), rmpn);
-	} else {
-		prm_set(in, QPC(0x49, 4), LOG_RQ);
-		prm_set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
-	}
-	prm_set(in, QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, QPC(0x3e8, 24), q->cqn);
-	prm_set(in, QPC(0x4e8, 24), q->cqn);
-	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set(in, 0x840, 32, q->wq_um->umem_id);
-	/* an RMP's QP has no receive ring: its send ring starts the umem */
-	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
-	REQUIRE(q->qp != NULL);
-	q->qpn = prm_get(out, PRM_OBJ);
-}
-
-static void modify(struct gqp *q, unsigned op, uint8_t *in)
-{
-	uint8_t out[16] = { 0 };
-
-	prm_set(in, PRM_OPCODE, op);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_modify(q->qp, in, 0x800 / 8, out, sizeof(out)), 0);
-}
-
-static void connect(struct gqp *q, uint32_t peer)
-{
-	uint8_t in[0x800 / 8];
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x490, 1), 1);
-	prm_set(in, QPC(0x491, 1), 1);
-	prm_set(in, QPC(0x492, 1), 1);
-	prm_set(in, QPC(0x48c, 4), 3);
-	prm_set(in, ADS(0x128, 8), 1);
-	modify(q, 0x502, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x40, 3), 3);
-	prm_set(in, QPC(0x43, 5), 30);
-	prm_set(in, QPC(0xa8, 24), peer);
-	prm_set(in, QPC(0x4a8, 24), 0x100);
-	prm_set(in, QPC(0x488, 3), 2);
-	prm_set(in, QPC(0x4a3, 5), 12);
-	prm_set(in, ADS(0x128, 8), 1);
-	prm_set(in, ADS(0x28, 1), 1);
-	prm_set(in, ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
-	modify(q, 0x503, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x3c8, 24), 0x100);
-	prm_set(in, QPC(0x38d, 3), 7);
-	prm_set(in, QPC(0x390, 3), 7);
-	prm_set(in, ADS(0x40, 5), 14);
-	prm_set(in, QPC(0x388, 3), 2);
-	modify(q, 0x504, in);
+	gqp_objects(ctx, pdn, q->uar, q->dbr_um, q->cq_um, q->wq_um, rmpn, &q->cq, &q->cqn, &q->qp,
+		    &q->qpn);
 }
 
 static unsigned query_state(struct gqp *q)
@@ -211,7 +127,7 @@ static unsigned query_state(struct gqp *q)
 	prm_set(in, PRM_OPCODE, 0x50b);
 	prm_set(in, PRM_OBJ, q->qpn);
 	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, QPC(0x0, 4));
+	return prm_get(out, GQP_QPC(0x0, 4));
 }
 
 /* One WQE at q->pi, built here and copied into the GPU send ring; then the
@@ -221,7 +137,7 @@ static void post(struct gqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 {
 	uint8_t w[64], *p = w + 16;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	uint32_t sq_off = rq_first ? RQ_BYTES : 0;
+	uint32_t sq_off = rq_first ? GQP_RQ_BYTES : 0;
 
 	memset(w, 0, sizeof(w));
 	if (opcode != MLX5_OPCODE_SEND) {
@@ -249,7 +165,7 @@ static void post(struct gqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
 	c->qpn_ds = htobe32(q->qpn << 8 | (unsigned)(p - w) / 16);
 	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	put(q->wq + sq_off + (q->pi % (1u << LOG_SQ)) * 64, w, 64);
+	put(q->wq + sq_off + (q->pi % (1u << GQP_LOG_SQ)) * 64, w, 64);
 	q->pi++;
 	put32(q->dbr + 4, htobe32(q->pi & 0xffff));
 	__atomic_store_n((uint64_t *)q->uar->reg_addr, *(uint64_t *)(void *)c, __ATOMIC_RELEASE);
@@ -265,7 +181,7 @@ static void post_recv(struct gqp *q, void *addr, uint32_t lkey, uint32_t len)
 	d[1].byte_count = 0;
 	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
 	d[1].addr = 0;
-	put(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE, d, sizeof(d));
+	put(q->wq + (q->rq_pi % (1u << GQP_LOG_RQ)) * GQP_RQ_STRIDE, d, sizeof(d));
 	q->rq_pi++;
 	put32(q->dbr, htobe32(q->rq_pi & 0xffff));
 }
@@ -274,8 +190,8 @@ static void post_recv(struct gqp *q, void *addr, uint32_t lkey, uint32_t len)
  * test's timeout only); its consumer counter written back to the GPU. */
 static void next_cqe(struct gqp *q, struct mlx5_cqe64 *e)
 {
-	dptr_t slot = q->cqb + (q->ci % (1u << LOG_CQ)) * 64;
-	unsigned owner = (q->ci >> LOG_CQ) & 1;
+	dptr_t slot = q->cqb + (q->ci % (1u << GQP_LOG_CQ)) * 64;
+	unsigned owner = (q->ci >> GQP_LOG_CQ) & 1;
 
 	for (;;) {
 		get(e, slot, 64);
@@ -343,11 +259,11 @@ static void check_rc(struct ibv_mr *mr, uint8_t *buf)
 	gqp_create(&a, 0);
 	gqp_create(&b, 0);
 	CHECK_EQ(query_state(&a), 0);
-	connect(&a, b.qpn);
-	connect(&b, a.qpn);
+	gqp_connect(a.qp, a.qpn, b.qpn, gid.raw);
+	gqp_connect(b.qp, b.qpn, a.qpn, gid.raw);
 	CHECK_EQ(query_state(&a), 3);
 	if (fake_watch)
-		fake_watch(a.cqb, CQ_BYTES);
+		fake_watch(a.cqb, GQP_CQ_BYTES);
 
 	/* RDMA WRITE a -> b */
 	gdak_test_fill(buf, 4096, 21);
@@ -496,8 +412,8 @@ static void check_rmp(struct ibv_mr *mr, uint8_t *buf)
 	memset(&r, 0, sizeof(r));
 	gqp_create(&s, 0);
 	gqp_create(&r, rmpn);
-	connect(&s, r.qpn);
-	connect(&r, s.qpn);
+	gqp_connect(s.qp, s.qpn, r.qpn, gid.raw);
+	gqp_connect(r.qp, r.qpn, s.qpn, gid.raw);
 
 	/* three WQEs posted (the record in GPU memory), three SENDs: the WQEs
 	 * in list order 0, 3, 1, each CQE naming its ring index */

@@ -24,22 +24,12 @@
 #include <infiniband/verbs.h>
 
 extern "C" {
+#include "gdak_devx_gpu_qp.h"
 #include "gdak_prm.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
 }
 
-#define CQC(off, w) 0x80 + (off), (w)
-#define QPC(off, w) 0xc0 + (off), (w)
-#define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
-
-#define LOG_SQ 6
-#define LOG_RQ 4
-#define RQ_STRIDE 64
-#define LOG_CQ 6
-#define RQ_BYTES ((1u << LOG_RQ) * RQ_STRIDE)
-#define SQ_BYTES ((1u << LOG_SQ) * 64u)
-#define CQ_BYTES ((1u << LOG_CQ) * 64u)
 #define LEN 4096
 #define NOPS 6
 
@@ -110,7 +100,7 @@ __global__ void k_devx(struct args a, struct result *res)
 
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
-		uint8_t *w = a.sq + (pi % (1u << LOG_SQ)) * 64, *p = w + 16;
+		uint8_t *w = a.sq + (pi % (1u << GQP_LOG_SQ)) * 64, *p = w + 16;
 		uint32_t seg[4];
 
 		if (o->opcode != MLX5_OPCODE_SEND) {
@@ -152,8 +142,8 @@ __global__ void k_devx(struct args a, struct result *res)
 		__threadfence_system();
 		{
 			volatile struct mlx5_cqe64 *e =
-				(volatile struct mlx5_cqe64 *)(a.cq + (ci % (1u << LOG_CQ)) * 64);
-			uint32_t owner = (ci >> LOG_CQ) & 1;
+				(volatile struct mlx5_cqe64 *)(a.cq + (ci % (1u << GQP_LOG_CQ)) * 64);
+			uint32_t owner = (ci >> GQP_LOG_CQ) & 1;
 			long long t0 = clock64();
 
 			for (;;) {
@@ -209,96 +199,28 @@ static void *gpu_view(void *p, size_t len)
 
 static void gqp_create(struct gqp *q)
 {
-	uint8_t in[0x880 / 8], out[16], cqe0[CQ_BYTES];
-	uint32_t eqn = 0;
+	uint8_t cqe0[GQP_CQ_BYTES];
 
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
 	REQUIRE(q->uar != NULL);
-	CU(cudaMalloc((void **)&q->wq, RQ_BYTES + SQ_BYTES));
-	CU(cudaMalloc((void **)&q->cqb, CQ_BYTES));
+	CU(cudaMalloc((void **)&q->wq, GQP_RQ_BYTES + GQP_SQ_BYTES));
+	CU(cudaMalloc((void **)&q->cqb, GQP_CQ_BYTES));
 	CU(cudaMalloc((void **)&q->dbr, 4096));
-	CU(cudaMemset(q->wq, 0, RQ_BYTES + SQ_BYTES));
+	CU(cudaMemset(q->wq, 0, GQP_RQ_BYTES + GQP_SQ_BYTES));
 	CU(cudaMemset(q->dbr, 0, 4096));
 	memset(cqe0, 0, sizeof(cqe0));
-	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
+	for (unsigned i = 0; i < (1u << GQP_LOG_CQ); i++)
 		cqe0[i * 64 + 63] = 0xf1;
-	CU(cudaMemcpy(q->cqb, cqe0, CQ_BYTES, cudaMemcpyHostToDevice));
-	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, CQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	CU(cudaMemcpy(q->cqb, cqe0, GQP_CQ_BYTES, cudaMemcpyHostToDevice));
+	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, GQP_RQ_BYTES + GQP_SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, GQP_CQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
 	if (!q->wq_um || !q->cq_um || !q->dbr_um)
 		GDAK_TEST_SKIP("GPU-memory umem refused (no CUDA memory engine): %s",
 			       strerror(errno));
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), q->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64);
-	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(q->cq != NULL);
-	q->cqn = prm_get(out, PRM_OBJ);
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, QPC(0x13, 2), 3);
-	prm_set(in, QPC(0x28, 24), pdn);
-	prm_set(in, QPC(0x51, 4), LOG_SQ);
-	prm_set(in, QPC(0x49, 4), LOG_RQ);
-	prm_set(in, QPC(0x4d, 3), 2);
-	prm_set(in, QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, QPC(0x3e8, 24), q->cqn);
-	prm_set(in, QPC(0x4e8, 24), q->cqn);
-	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set(in, 0x840, 32, q->wq_um->umem_id);
-	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
-	REQUIRE(q->qp != NULL);
-	q->qpn = prm_get(out, PRM_OBJ);
-}
-
-static void modify(struct gqp *q, unsigned op, uint8_t *in)
-{
-	uint8_t out[16] = { 0 };
-
-	prm_set(in, PRM_OPCODE, op);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_modify(q->qp, in, 0x800 / 8, out, sizeof(out)), 0);
-}
-
-static void connect_qp(struct gqp *q, uint32_t peer)
-{
-	uint8_t in[0x800 / 8];
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x490, 1), 1);
-	prm_set(in, QPC(0x491, 1), 1);
-	prm_set(in, QPC(0x492, 1), 1);
-	prm_set(in, QPC(0x48c, 4), 3);
-	prm_set(in, ADS(0x128, 8), 1);
-	modify(q, 0x502, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x40, 3), 3);
-	prm_set(in, QPC(0x43, 5), 30);
-	prm_set(in, QPC(0xa8, 24), peer);
-	prm_set(in, QPC(0x4a8, 24), 0x100);
-	prm_set(in, QPC(0x488, 3), 2);
-	prm_set(in, QPC(0x4a3, 5), 12);
-	prm_set(in, ADS(0x128, 8), 1);
-	prm_set(in, ADS(0x28, 1), 1);
-	prm_set(in, ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
-	modify(q, 0x503, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC(0x3c8, 24), 0x100);
-	prm_set(in, QPC(0x38d, 3), 7);
-	prm_set(in, QPC(0x390, 3), 7);
-	prm_set(in, ADS(0x40, 5), 14);
-	prm_set(in, QPC(0x388, 3), 2);
-	modify(q, 0x504, in);
+	gqp_objects(ctx, pdn, q->uar, q->dbr_um, q->cq_um, q->wq_um, 0, &q->cq, &q->cqn, &q->qp,
+		    &q->qpn);
 }
 
 static void gqp_destroy(struct gqp *q)
@@ -364,8 +286,8 @@ int main(void)
 	memset(&qb, 0, sizeof(qb));
 	gqp_create(&qa);
 	gqp_create(&qb);
-	connect_qp(&qa, qb.qpn);
-	connect_qp(&qb, qa.qpn);
+	gqp_connect(qa.qp, qa.qpn, qb.qpn, gid.raw);
+	gqp_connect(qb.qp, qb.qpn, qa.qpn, gid.raw);
 
 	/* one receive WQE in b's GPU ring, and its GPU record */
 	{
@@ -383,7 +305,7 @@ int main(void)
 	}
 
 	memset(&a, 0, sizeof(a));
-	a.sq = qa.wq + RQ_BYTES;
+	a.sq = qa.wq + GQP_RQ_BYTES;
 	a.cq = qa.cqb;
 	a.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
 	a.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
