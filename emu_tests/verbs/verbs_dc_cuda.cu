@@ -22,6 +22,8 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cuda_view.h"
+
 extern "C" {
 #include "gdak_test.h"
 }
@@ -181,30 +183,6 @@ __global__ void k_dc(struct args a, struct result *res)
 	}
 }
 
-/* Map host memory (a ring, a record, the register page) for the GPU; memory
- * registered already (a neighbour's page) is fine. */
-static void *gpu_view(void *p, size_t len)
-{
-	uintptr_t b = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t l = (((uintptr_t)p + len + 4095) & ~(uintptr_t)4095) - b;
-	cudaError_t e = cudaHostRegister((void *)b, l, cudaHostRegisterMapped);
-	void *d = NULL;
-
-	if (e != cudaSuccess) {
-		/* registered already, whole or in part (the NIC model maps
-		 * what it shares with the GPU itself): the pointer tells */
-		(void)cudaGetLastError();
-		if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
-			fprintf(stderr, "cudaHostRegister(%p, %zu): %s\n", (void *)b, l,
-				cudaGetErrorString(e));
-			CU(e);
-		}
-		return d;
-	}
-	CU(cudaHostGetDevicePointer(&d, p, 0));
-	return d;
-}
-
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
@@ -313,14 +291,14 @@ int main(void)
 	o.cq.out = &dc;
 	REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ), 0);
 	memset(&a, 0, sizeof(a));
-	a.r.sq = (uint8_t *)gpu_view(dq.sq.buf, (size_t)dq.sq.wqe_cnt * 64);
+	a.r.sq = (uint8_t *)gdak_cuda_view(dq.sq.buf, (size_t)dq.sq.wqe_cnt * 64);
 	a.r.wqebbs = dq.sq.wqe_cnt;
 	a.r.qpn = dci->qp_num;
-	a.r.dbrec = (uint32_t *)gpu_view(&dq.dbrec[MLX5_SND_DBR], 4);
-	a.r.reg = (uint64_t *)gpu_view(dq.bf.reg, 8);
-	a.r.cq = (uint8_t *)gpu_view(dc.buf, (size_t)dc.cqe_cnt * 64);
+	a.r.dbrec = (uint32_t *)gdak_cuda_view(&dq.dbrec[MLX5_SND_DBR], 4);
+	a.r.reg = (uint64_t *)gdak_cuda_view(dq.bf.reg, 8);
+	a.r.cq = (uint8_t *)gdak_cuda_view(dc.buf, (size_t)dc.cqe_cnt * 64);
 	a.r.ncqe = dc.cqe_cnt;
-	a.r.cq_dbrec = (uint32_t *)gpu_view(dc.dbrec, 4);
+	a.r.cq_dbrec = (uint32_t *)gdak_cuda_view(dc.dbrec, 4);
 	a.lkey = hmr->lkey;
 	a.rkey = gmr->rkey;
 

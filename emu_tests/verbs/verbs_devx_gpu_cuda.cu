@@ -23,6 +23,8 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include "gdak_cuda_view.h"
+
 extern "C" {
 #include "gdak_devx_gpu_qp.h"
 #include "gdak_prm.h"
@@ -175,28 +177,6 @@ __global__ void k_devx(struct args a, struct result *res)
 	}
 }
 
-/* The UAR register page for the GPU (ordinary memory: a mapped
- * registration, not an I/O one). */
-static void *gpu_view(void *p, size_t len)
-{
-	uintptr_t b = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t l = (((uintptr_t)p + len + 4095) & ~(uintptr_t)4095) - b;
-	cudaError_t e = cudaHostRegister((void *)b, l, cudaHostRegisterMapped);
-	void *d = NULL;
-
-	if (e != cudaSuccess) {
-		(void)cudaGetLastError();
-		if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
-			fprintf(stderr, "cudaHostRegister(%p, %zu): %s\n", (void *)b, l,
-				cudaGetErrorString(e));
-			CU(e);
-		}
-		return d;
-	}
-	CU(cudaHostGetDevicePointer(&d, p, 0));
-	return d;
-}
-
 static void gqp_create(struct gqp *q)
 {
 	uint8_t cqe0[GQP_CQ_BYTES];
@@ -309,7 +289,7 @@ int main(void)
 	a.cq = qa.cqb;
 	a.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
 	a.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
-	a.reg = (uint64_t *)gpu_view(qa.uar->reg_addr, 8);
+	a.reg = (uint64_t *)gdak_cuda_view(qa.uar->reg_addr, 8);
 	a.qpn = qa.qpn;
 	a.lkey = hmr->lkey;
 	/* WRITE h -> g, READ g -> h + LEN, FA and CAS on a GPU word, SEND into
