@@ -157,10 +157,8 @@ uint64_t nm_db_flush_producer(struct nm_qp *qp)
 void nm_db_reset(struct nm_qp *qp)
 {
 	qp->db_reg_last = 0;
-	/* what the halves hold now is no ring: only a change from it is
-	 * (queues_reset cleared their ctrl words, so any ring changes them) */
-	qp->db_half_last[0] = half_load(qp, 0);
-	qp->db_half_last[1] = half_load(qp, 1);
+	/* queues_reset cleared the halves' ctrl words: any ring changes them */
+	qp->db_half_last[0] = qp->db_half_last[1] = 0;
 	qp->reg_half = -1;
 	qp->bf_wait_half = 0;
 	/* what the halves hold now (zero, or the device's own page as it is) */
