@@ -31,8 +31,10 @@
 #include "gdak_cq_ring.h"
 #include "gdak_dc_verbs.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 #include "gdak_verbs.h"
 
 /* ---- PRM offsets (mlx5_ifc.h numbering, this test's own; accessors: gdak_prm.h) ---- */
@@ -86,38 +88,14 @@ static void post(struct dci *d, uint8_t opcode, const struct mlx5_wqe_av *av, in
 {
 	uint8_t *w = d->sq + (d->pi % d->wqebbs) * 64, *p;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	unsigned ds;
 
 	memset(w, 0, 128);
 	p = w + 16;
 	memcpy(p, av, compact ? 16 : sizeof(*av));
 	p += compact ? 16 : sizeof(*av);
-	if (opcode != MLX5_OPCODE_SEND) {
-		struct mlx5_wqe_raddr_seg *r = (void *)p;
-
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(mr->rkey);
-		p += 16;
-	}
-	if (opcode == MLX5_OPCODE_ATOMIC_FA || opcode == MLX5_OPCODE_ATOMIC_CS) {
-		struct mlx5_wqe_atomic_seg *a = (void *)p;
-
-		a->swap_add = htobe64(add_swap);
-		a->compare = htobe64(cmp);
-		p += 16;
-	}
-	{
-		struct mlx5_wqe_data_seg *dseg = (void *)p;
-
-		dseg->byte_count = htobe32(len);
-		dseg->lkey = htobe32(mr->lkey);
-		dseg->addr = htobe64((uintptr_t)laddr);
-		p += 16;
-	}
-	ds = (unsigned)(p - w) / 16;
-	c->opmod_idx_opcode = htobe32((d->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(d->qpn << 8 | ds);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+	p = gdak_tw_segs(p, opcode, raddr, mr->rkey, add_swap, cmp, (uintptr_t)laddr, mr->lkey,
+			 len);
+	gdak_tw_ctrl(w, d->pi, opcode, d->qpn, (unsigned)(p - w) / 16);
 	d->pi += 2;
 	/* the record, then the register: release stores (ThreadSanitizer
 	 * does not model fences) */
@@ -322,7 +300,6 @@ static int dx_modify(struct mlx5dv_devx_obj *o, uint32_t num, unsigned op, uint8
 static void ddci_create(struct devx_dci *x, struct dci *d)
 {
 	uint8_t in[0x880 / 8 + 16], out[16];
-	uint32_t eqn = 0;
 	unsigned st;
 
 	x->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
@@ -337,15 +314,8 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	x->dbr_um = mlx5dv_devx_umem_reg(ctx, x->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(x->wq_um && x->cq_um && x->dbr_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), x->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), x->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64);
-	prm_set(in, 0x2c0, 32, x->cq_um->umem_id);
+	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, x->uar->page_id, x->dbr_um->umem_id,
+		       x->cq_um->umem_id);
 	x->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
 	REQUIRE(x->cq != NULL);
 	x->cqn = prm_get(out, PRM_OBJ);
@@ -463,13 +433,8 @@ static void ddci_restart(struct devx_dci *x, struct dci *d)
 
 static void ddci_destroy(struct devx_dci *x)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(x->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(x->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->dbr_um), 0);
 	munmap(x->alias, 4096);
-	mlx5dv_devx_free_uar(x->uar);
+	prm_rc_destroy(x->qp, x->cq, x->wq_um, x->cq_um, x->dbr_um, x->uar);
 	free(x->wq);
 	free(x->cqb);
 	free(x->dbr);
@@ -567,7 +532,7 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	struct mlx5_wqe_av av;
 	struct mlx5_cqe64 *e;
 	struct trmp r;
-	uint32_t cqn, rmpn, dctn, eqn = 0, idx;
+	uint32_t cqn, rmpn, dctn, idx;
 	uint8_t *dst = buf + 20480;
 
 	memset(&r, 0, sizeof(r));
@@ -582,15 +547,9 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	cq_um = mlx5dv_devx_umem_reg(ctx, cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(ring_um && rec_um && cq_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), x->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), rec_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64); /* the CQ's record at +64, the RMP's at 0 */
-	prm_set(in, 0x2c0, 32, cq_um->umem_id);
+	/* the CQ's record at +64, the RMP's at 0 */
+	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, x->uar->page_id, rec_um->umem_id,
+		       cq_um->umem_id);
 	cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
 	REQUIRE(cq != NULL);
 	cqn = prm_get(out, PRM_OBJ);

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_test_wqe.h"
 
 extern "C" {
 #include "gdak_test.h"
@@ -34,15 +35,7 @@ extern "C" {
 #define KEY1 0x0badc0ffee000001ull
 #define NOPS 6
 
-#define CU(call)                                                                            \
-	do {                                                                                \
-		cudaError_t e_ = (call);                                                    \
-		if (e_ != cudaSuccess) {                                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call,                 \
-				       cudaGetErrorString(e_));                             \
-			exit(1);                                                            \
-		}                                                                           \
-	} while (0)
+#define CU(call) GDAK_CU_REQUIRE(call)
 
 struct ring {
 	uint8_t *sq;
@@ -69,30 +62,9 @@ struct args {
 };
 
 struct result {
-	uint8_t opcode[NOPS], syndrome[NOPS];
-	uint16_t wqe_counter[NOPS];
-	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	struct gdak_tw_cqe cqe[NOPS];
 	int timed_out;
 };
-
-__device__ static uint32_t be32(uint32_t v)
-{
-	return __byte_perm(v, 0, 0x0123);
-}
-
-__device__ static uint64_t be64(uint64_t v)
-{
-	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
-}
-
-__device__ static void put16(uint8_t *p, const void *src)
-{
-	const uint32_t *s = (const uint32_t *)src;
-	volatile uint32_t *d = (volatile uint32_t *)p;
-
-	for (int i = 0; i < 4; i++)
-		d[i] = s[i];
-}
 
 __global__ void k_dc(struct args a, struct result *res)
 {
@@ -101,85 +73,20 @@ __global__ void k_dc(struct args a, struct result *res)
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
 		uint8_t *w = a.r.sq + (pi % a.r.wqebbs) * 64, *p = w + 16;
-		uint32_t seg[4];
-		unsigned ds;
 
 		/* the AV as the host built it (48 bytes), then the op's segments */
 		for (int i = 0; i < 3; i++)
-			put16(p + 16 * i, (const uint8_t *)&a.av[o->av] + 16 * i);
-		p += 48;
-		if (o->opcode != MLX5_OPCODE_SEND) {
-			uint64_t ra = be64(o->raddr);
-
-			memcpy(seg, &ra, 8);
-			seg[2] = be32(a.rkey);
-			seg[3] = 0;
-			put16(p, seg);
-			p += 16;
-		}
-		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
-			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
-
-			put16(p, v);
-			p += 16;
-		}
-		{
-			uint64_t la = be64(o->laddr);
-
-			seg[0] = be32(o->len);
-			seg[1] = be32(a.lkey);
-			memcpy(seg + 2, &la, 8);
-			put16(p, seg);
-			p += 16;
-		}
-		ds = (unsigned)(p - w) / 16;
-		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
-		seg[1] = be32(a.r.qpn << 8 | ds);
-		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
-		seg[3] = 0;
-		put16(w, seg);
+			gdak_tw_put16(p + 16 * i, (const uint32_t *)&a.av[o->av] + 4 * i);
+		p = gdak_tw_segs(p + 48, o->opcode, o->raddr, a.rkey, o->add_swap, o->cmp, o->laddr,
+				 a.lkey, o->len);
+		gdak_tw_ctrl(w, pi, o->opcode, a.r.qpn, (unsigned)(p - w) / 16);
 		pi += 2;
-		/* WQE before the record, the record before the doorbell (what the
-		 * NIC model reads, in host memory: system scope) */
-		__threadfence_system();
-		*(volatile uint32_t *)a.r.dbrec = be32(pi & 0xffff);
-		__threadfence_system();
-		*(volatile uint64_t *)a.r.reg = *(volatile uint64_t *)w;
-		__threadfence_system();
-
-		/* the CQE: owner bit of this pass, opcode not INVALID */
-		{
-			volatile struct mlx5_cqe64 *e =
-				(volatile struct mlx5_cqe64 *)(a.r.cq + (ci % a.r.ncqe) * 64);
-			uint32_t owner = (ci / a.r.ncqe) & 1;
-			long long t0 = clock64();
-
-			for (;;) {
-				uint8_t oo = e->op_own;
-
-				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
-					break;
-				if (clock64() - t0 > 40000000000ll) {
-					res->timed_out = 1;
-					return;
-				}
-			}
-			__threadfence_system();
-			res->opcode[n] = e->op_own >> 4;
-			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
-			res->byte_cnt[n] = be32(e->byte_cnt);
-			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
-				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
-
-				res->syndrome[n] = x->syndrome;
-				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
-			} else {
-				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
-			}
-			ci++;
-			*(volatile uint32_t *)a.r.cq_dbrec = be32(ci & 0xffffff);
-			__threadfence_system();
+		gdak_tw_ring(w, pi, a.r.dbrec, a.r.reg);
+		if (gdak_tw_cqe_wait(a.r.cq, a.r.ncqe, ci, a.r.cq_dbrec, &res->cqe[n])) {
+			res->timed_out = 1;
+			return;
 		}
+		ci++;
 	}
 }
 
@@ -338,12 +245,12 @@ int main(void)
 
 	CHECK_EQ(res->timed_out, 0);
 	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->qpn[i], dci->qp_num);
-		CHECK_EQ(res->wqe_counter[i], 2 * i);
-		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
+		CHECK_EQ(res->cqe[i].qpn, dci->qp_num);
+		CHECK_EQ(res->cqe[i].wqe_counter, 2 * i);
+		CHECK_EQ(res->cqe[i].opcode, i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
 	}
-	CHECK_EQ(res->byte_cnt[1], 3000);
-	CHECK_EQ(res->syndrome[5], 0x15); /* TRANSPORT_RETRY_EXC_ERR */
+	CHECK_EQ(res->cqe[1].byte_cnt, 3000);
+	CHECK_EQ(res->cqe[5].syndrome, 0x15); /* TRANSPORT_RETRY_EXC_ERR */
 	chk = (uint8_t *)malloc(2 * LEN);
 	REQUIRE(chk != NULL);
 	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));

@@ -26,6 +26,7 @@
 
 #include "gdak_cq_ring.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
 
@@ -246,38 +247,14 @@ static void dqp_create(struct dqp *q, int no_dbrec)
 	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), q->uar->page_id);
-	{
-		uint32_t eqn = 0;
-
-		CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-		prm_set(in, CQC(0xb8, 8), eqn);
-	}
-	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
-	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-	prm_set64(in, 0x280, 0);
+	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, q->uar->page_id, q->dbr_um->umem_id,
+		       q->cq_um->umem_id);
 	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
 	REQUIRE(q->cq != NULL);
 	q->cqn = prm_get(out, PRM_OBJ);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, QPC(0x13, 2), 3); /* pm_state migrated */
-	prm_set(in, QPC(0x28, 24), pdn);
-	prm_set(in, QPC(0x51, 4), LOG_SQ);
-	prm_set(in, QPC(0x49, 4), LOG_RQ);
-	prm_set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
-	prm_set(in, QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0);
-	prm_set(in, QPC(0x3e8, 24), q->cqn);
-	prm_set(in, QPC(0x4e8, 24), q->cqn);
-	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0xc0 + 0x500, 0);
-	prm_set(in, 0x840, 32, q->wq_um->umem_id);
+	prm_rc_fill_qp(in, sizeof(in), pdn, q->uar, q->cqn, q->dbr_um, q->wq_um, LOG_SQ, 0, LOG_RQ);
+	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0); /* send_dbr_mode */
 	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
 	REQUIRE(q->qp != NULL);
 	q->qpn = prm_get(out, PRM_OBJ);
@@ -298,37 +275,17 @@ static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigne
 /* The three transitions' mailboxes, as NVSHMEM's IBGDA fills them. */
 static void fill_rst2init(uint8_t *in)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x490, 1), 1);
-	prm_set(in, QPC(0x491, 1), 1);
-	prm_set(in, QPC(0x492, 1), 1);
-	prm_set(in, QPC(0x48c, 4), 3);
-	prm_set(in, ADS(0x128, 8), 1);
+	prm_rc_fill_rst2init(in, &prm_rc_ibgda);
 }
 
 static void fill_init2rtr(uint8_t *in, uint32_t peer_qpn)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x40, 3), 3); /* 1024 */
-	prm_set(in, QPC(0x43, 5), 30);
-	prm_set(in, QPC(0xa8, 24), peer_qpn);
-	prm_set(in, QPC(0x4a8, 24), 0x100);
-	prm_set(in, QPC(0x488, 3), 2);
-	prm_set(in, QPC(0x4a3, 5), 12);
-	prm_set(in, ADS(0x128, 8), 1);
-	prm_set(in, ADS(0x28, 1), 1);
-	prm_set(in, ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
+	prm_rc_fill_init2rtr(in, &prm_rc_ibgda, peer_qpn, gid.raw);
 }
 
 static void fill_rtr2rts(uint8_t *in)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x3c8, 24), 0x100);
-	prm_set(in, QPC(0x38d, 3), 7);
-	prm_set(in, QPC(0x390, 3), 7);
-	prm_set(in, ADS(0x40, 5), 14);
-	prm_set(in, QPC(0x388, 3), 2);
+	prm_rc_fill_rtr2rts(in, &prm_rc_ibgda);
 }
 
 static void connect(struct dqp *q, uint32_t peer_qpn)
@@ -346,13 +303,7 @@ static void connect(struct dqp *q, uint32_t peer_qpn)
 
 static uint32_t query_field(struct dqp *q, unsigned bit, unsigned w)
 {
-	uint8_t in[16] = { 0 };
-	static uint8_t out[0x880 / 8];
-
-	prm_set(in, PRM_OPCODE, 0x50b);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, bit, w);
+	return prm_rc_query(q->qp, q->qpn, bit, w);
 }
 
 /*
@@ -405,13 +356,7 @@ static void check_optional_params(struct dqp *q)
 
 static unsigned query_state(struct dqp *q)
 {
-	uint8_t in[16] = { 0 };
-	static uint8_t out[0x880 / 8];
-
-	prm_set(in, PRM_OPCODE, 0x50b);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, QPC(0x0, 4));
+	return query_field(q, QPC(0x0, 4));
 }
 
 /* Post one WQE at q->pi; ring the record and the register (or BlueFlame only). */
@@ -480,12 +425,7 @@ static struct mlx5_cqe64 *next_cqe(struct dqp *q)
 
 static void destroy(struct dqp *q)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->wq_um, q->cq_um, q->dbr_um, q->uar);
 	free(q->wq);
 	free(q->cqb);
 	free(q->dbr);

@@ -24,6 +24,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_test_wqe.h"
 
 extern "C" {
 #include "gdak_devx_gpu_qp.h"
@@ -35,15 +36,7 @@ extern "C" {
 #define LEN 4096
 #define NOPS 6
 
-#define CU(call)                                                            \
-	do {                                                                \
-		cudaError_t e_ = (call);                                    \
-		if (e_ != cudaSuccess) {                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call, \
-				       cudaGetErrorString(e_));             \
-			exit(1);                                            \
-		}                                                           \
-	} while (0)
+#define CU(call) GDAK_CU_REQUIRE(call)
 
 static struct ibv_context *ctx;
 static union ibv_gid gid;
@@ -72,29 +65,9 @@ struct args {
 };
 
 struct result {
-	uint8_t opcode[NOPS], syndrome[NOPS];
-	uint16_t wqe_counter[NOPS];
-	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	struct gdak_tw_cqe cqe[NOPS];
 	int timed_out;
 };
-
-__device__ static uint32_t be32(uint32_t v)
-{
-	return __byte_perm(v, 0, 0x0123);
-}
-
-__device__ static uint64_t be64(uint64_t v)
-{
-	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
-}
-
-__device__ static void put16(uint8_t *p, const uint32_t *s)
-{
-	volatile uint32_t *d = (volatile uint32_t *)p;
-
-	for (int i = 0; i < 4; i++)
-		d[i] = s[i];
-}
 
 __global__ void k_devx(struct args a, struct result *res)
 {
@@ -102,78 +75,20 @@ __global__ void k_devx(struct args a, struct result *res)
 
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
-		uint8_t *w = a.sq + (pi % (1u << GQP_LOG_SQ)) * 64, *p = w + 16;
-		uint32_t seg[4];
+		uint8_t *w = a.sq + (pi % (1u << GQP_LOG_SQ)) * 64, *p;
 
-		if (o->opcode != MLX5_OPCODE_SEND) {
-			uint64_t ra = be64(o->raddr);
-
-			memcpy(seg, &ra, 8);
-			seg[2] = be32(o->rkey);
-			seg[3] = 0;
-			put16(p, seg);
-			p += 16;
-		}
-		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
-			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
-
-			put16(p, (const uint32_t *)v);
-			p += 16;
-		}
-		{
-			uint64_t la = be64(o->laddr);
-
-			seg[0] = be32(o->len);
-			seg[1] = be32(a.lkey);
-			memcpy(seg + 2, &la, 8);
-			put16(p, seg);
-			p += 16;
-		}
-		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
-		seg[1] = be32(a.qpn << 8 | (unsigned)(p - w) / 16);
-		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
-		seg[3] = 0;
-		put16(w, seg);
+		p = gdak_tw_segs(w + 16, o->opcode, o->raddr, o->rkey, o->add_swap, o->cmp, o->laddr,
+				 a.lkey, o->len);
+		gdak_tw_ctrl(w, pi, o->opcode, a.qpn, (unsigned)(p - w) / 16);
 		pi++;
-		/* the WQE and the record (GPU memory, which the NIC copies out
-		 * once the register says so) before the register: system scope */
-		__threadfence_system();
-		*(volatile uint32_t *)a.dbrec = be32(pi & 0xffff);
-		__threadfence_system();
-		*(volatile uint64_t *)a.reg = *(volatile uint64_t *)w;
-		__threadfence_system();
-		{
-			volatile struct mlx5_cqe64 *e =
-				(volatile struct mlx5_cqe64 *)(a.cq + (ci % (1u << GQP_LOG_CQ)) * 64);
-			uint32_t owner = (ci >> GQP_LOG_CQ) & 1;
-			long long t0 = clock64();
-
-			for (;;) {
-				uint8_t oo = e->op_own;
-
-				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
-					break;
-				if (clock64() - t0 > 40000000000ll) {
-					res->timed_out = 1;
-					return;
-				}
-			}
-			__threadfence_system();
-			res->opcode[n] = e->op_own >> 4;
-			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
-			res->byte_cnt[n] = be32(e->byte_cnt);
-			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
-				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
-
-				res->syndrome[n] = x->syndrome;
-				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
-			} else {
-				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
-			}
-			ci++;
-			*(volatile uint32_t *)a.cq_dbrec = be32(ci & 0xffffff);
-			__threadfence_system();
+		/* the WQE and the record are GPU memory, which the NIC copies
+		 * out once the register says so */
+		gdak_tw_ring(w, pi, a.dbrec, a.reg);
+		if (gdak_tw_cqe_wait(a.cq, 1u << GQP_LOG_CQ, ci, a.cq_dbrec, &res->cqe[n])) {
+			res->timed_out = 1;
+			return;
 		}
+		ci++;
 	}
 }
 
@@ -205,12 +120,7 @@ static void gqp_create(struct gqp *q)
 
 static void gqp_destroy(struct gqp *q)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->wq_um, q->cq_um, q->dbr_um, q->uar);
 	CU(cudaFree(q->wq));
 	CU(cudaFree(q->cqb));
 	CU(cudaFree(q->dbr));
@@ -311,12 +221,12 @@ int main(void)
 
 	CHECK_EQ(res->timed_out, 0);
 	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->qpn[i], qa.qpn);
-		CHECK_EQ(res->wqe_counter[i], i);
-		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
+		CHECK_EQ(res->cqe[i].qpn, qa.qpn);
+		CHECK_EQ(res->cqe[i].wqe_counter, i);
+		CHECK_EQ(res->cqe[i].opcode, i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
 	}
-	CHECK_EQ(res->byte_cnt[1], 3000);
-	CHECK_EQ(res->syndrome[5], MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	CHECK_EQ(res->cqe[1].byte_cnt, 3000);
+	CHECK_EQ(res->cqe[5].syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	chk = (uint8_t *)malloc(2 * LEN);
 	REQUIRE(chk != NULL);
 	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
