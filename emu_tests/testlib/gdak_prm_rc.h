@@ -24,9 +24,8 @@
 #define PRM_ADS(off, w) 0xc0 + 0xc0 + (off), (w)
 
 /* CREATE_CQ over umem: the CQ record at dbr_umem + 64. */
-static inline void prm_rc_fill_cq(struct ibv_context *ctx, uint8_t *in, size_t len,
-				  unsigned log_cq, uint32_t uar_page, uint32_t dbr_umem,
-				  uint32_t cq_umem)
+static inline void prm_rc_fill_cq(struct ibv_context *ctx, uint8_t *in, size_t len, unsigned log_cq,
+				  uint32_t uar_page, uint32_t dbr_umem, uint32_t cq_umem)
 {
 	uint32_t eqn = 0;
 
@@ -47,8 +46,8 @@ static inline void prm_rc_fill_cq(struct ibv_context *ctx, uint8_t *in, size_t l
 static inline void prm_rc_fill_qp(uint8_t *in, size_t len, uint32_t pdn,
 				  const struct mlx5dv_devx_uar *uar, uint32_t cqn,
 				  const struct mlx5dv_devx_umem *dbr_um,
-				  const struct mlx5dv_devx_umem *wq_um, unsigned log_sq, uint32_t rmpn,
-				  unsigned log_rq)
+				  const struct mlx5dv_devx_umem *wq_um, unsigned log_sq,
+				  uint32_t rmpn, unsigned log_rq)
 {
 	memset(in, 0, len);
 	prm_set(in, PRM_OPCODE, 0x500);
@@ -134,8 +133,7 @@ static inline void prm_rc_fill_rtr2rts(uint8_t *in, const struct prm_rc_conn *c)
 }
 
 /* MODIFY_QP op on qp (its number qpn) with the mailbox in. */
-static inline void prm_rc_modify(struct mlx5dv_devx_obj *qp, uint32_t qpn, unsigned op,
-				 uint8_t *in)
+static inline void prm_rc_modify(struct mlx5dv_devx_obj *qp, uint32_t qpn, unsigned op, uint8_t *in)
 {
 	uint8_t out[16] = { 0 };
 
@@ -146,8 +144,7 @@ static inline void prm_rc_modify(struct mlx5dv_devx_obj *qp, uint32_t qpn, unsig
 
 /* RST2INIT, INIT2RTR to peer, RTR2RTS. */
 static inline void prm_rc_connect(struct mlx5dv_devx_obj *qp, uint32_t qpn,
-				  const struct prm_rc_conn *c, uint32_t peer,
-				  const uint8_t gid[16])
+				  const struct prm_rc_conn *c, uint32_t peer, const uint8_t gid[16])
 {
 	uint8_t in[0x800 / 8];
 

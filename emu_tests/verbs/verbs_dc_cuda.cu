@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_cuda_ops6.h"
 #include "gdak_test_wqe.h"
 
 extern "C" {
@@ -30,10 +31,10 @@ extern "C" {
 }
 #include "gdak_dc_verbs.h"
 
-#define LEN 4096
+#define LEN GDAK_OPS6_LEN
 #define KEY0 0x1122334455667788ull
 #define KEY1 0x0badc0ffee000001ull
-#define NOPS 6
+#define NOPS GDAK_OPS6_N
 
 #define CU(call) GDAK_CU_REQUIRE(call)
 
@@ -62,7 +63,7 @@ struct args {
 };
 
 struct result {
-	struct gdak_tw_cqe cqe[NOPS];
+	struct gdak_tw_cqe cqe[GDAK_OPS6_N];
 	int timed_out;
 };
 
@@ -132,7 +133,8 @@ int main(void)
 	struct mlx5_wqe_av base;
 	struct args a;
 	struct result *res;
-	uint8_t *h, *g, *chk;
+	struct gdak_ops6 b;
+	uint8_t *h, *g;
 	int n = 0;
 
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
@@ -148,29 +150,13 @@ int main(void)
 
 	/* h: host memory both sides reach (source, READ target, atomic
 	 * results); g: GPU memory, the DCTs' side */
-	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
-	CU(cudaMalloc((void **)&g, 2 * LEN));
-	CU(cudaMemset(g, 0, 2 * LEN));
-	res = NULL;
+	gdak_ops6_setup(&b, pd, 21);
+	h = b.h;
+	g = b.g;
+	hmr = b.hmr;
+	gmr = b.gmr;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
-	memset(h, 0, 4 * LEN);
-	gdak_test_fill(h, LEN, 21);
-	hmr = ibv_reg_mr(pd, h, 4 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	gmr = ibv_reg_mr(pd, g, 2 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	if (!gmr)
-		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
-			       strerror(errno));
-	REQUIRE(hmr != NULL);
-	{
-		uint64_t v = 500;
-
-		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
-	}
 
 	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -244,22 +230,7 @@ int main(void)
 	CU(cudaDeviceSynchronize());
 
 	CHECK_EQ(res->timed_out, 0);
-	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->cqe[i].qpn, dci->qp_num);
-		CHECK_EQ(res->cqe[i].wqe_counter, 2 * i);
-		CHECK_EQ(res->cqe[i].opcode, i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
-	}
-	CHECK_EQ(res->cqe[1].byte_cnt, 3000);
-	CHECK_EQ(res->cqe[5].syndrome, 0x15); /* TRANSPORT_RETRY_EXC_ERR */
-	chk = (uint8_t *)malloc(2 * LEN);
-	REQUIRE(chk != NULL);
-	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
-	CHECK_MEM(chk, h, 3000);
-	CHECK_MEM(h + LEN, h, 3000);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
-	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
-	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	gdak_ops6_check(&b, res->cqe, dci->qp_num, 2, 0x15 /* TRANSPORT_RETRY_EXC_ERR */);
 	{
 		struct ibv_wc wc;
 		int k;
@@ -274,7 +245,6 @@ int main(void)
 		CHECK_EQ(wc.qp_num, dct[1]->qp_num);
 	}
 
-	free(chk);
 	CHECK_EQ(ibv_destroy_qp(dci), 0);
 	CHECK_EQ(ibv_destroy_qp(dct[0]), 0);
 	CHECK_EQ(ibv_destroy_qp(dct[1]), 0);
@@ -282,8 +252,7 @@ int main(void)
 	CHECK_EQ(ibv_destroy_srq(srq), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);
-	CHECK_EQ(ibv_dereg_mr(gmr), 0);
-	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	gdak_ops6_teardown(&b);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	return gdak_test_end();

@@ -24,6 +24,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_cuda_ops6.h"
 #include "gdak_test_wqe.h"
 
 extern "C" {
@@ -33,8 +34,8 @@ extern "C" {
 #include "gdak_verbs.h"
 }
 
-#define LEN 4096
-#define NOPS 6
+#define LEN GDAK_OPS6_LEN
+#define NOPS GDAK_OPS6_N
 
 #define CU(call) GDAK_CU_REQUIRE(call)
 
@@ -65,7 +66,7 @@ struct args {
 };
 
 struct result {
-	struct gdak_tw_cqe cqe[NOPS];
+	struct gdak_tw_cqe cqe[GDAK_OPS6_N];
 	int timed_out;
 };
 
@@ -134,7 +135,8 @@ int main(void)
 	struct gqp qa, qb;
 	struct args a;
 	struct result *res;
-	uint8_t *h, *g, *chk, in[16], out[16];
+	struct gdak_ops6 b;
+	uint8_t *h, *g, in[16], out[16];
 	int n = 0;
 
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
@@ -149,28 +151,13 @@ int main(void)
 	REQUIRE(pdo != NULL);
 	pdn = prm_get(out, PRM_OBJ);
 
-	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
-	CU(cudaMalloc((void **)&g, 2 * LEN));
-	CU(cudaMemset(g, 0, 2 * LEN));
+	gdak_ops6_setup(&b, pd, 31);
+	h = b.h;
+	g = b.g;
+	hmr = b.hmr;
+	gmr = b.gmr;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
-	memset(h, 0, 4 * LEN);
-	gdak_test_fill(h, LEN, 31);
-	hmr = ibv_reg_mr(pd, h, 4 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	gmr = ibv_reg_mr(pd, g, 2 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	if (!gmr)
-		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
-			       strerror(errno));
-	REQUIRE(hmr != NULL);
-	{
-		uint64_t v = 500;
-
-		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
-	}
 
 	memset(&qa, 0, sizeof(qa));
 	memset(&qb, 0, sizeof(qb));
@@ -220,22 +207,7 @@ int main(void)
 	CU(cudaDeviceSynchronize());
 
 	CHECK_EQ(res->timed_out, 0);
-	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->cqe[i].qpn, qa.qpn);
-		CHECK_EQ(res->cqe[i].wqe_counter, i);
-		CHECK_EQ(res->cqe[i].opcode, i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
-	}
-	CHECK_EQ(res->cqe[1].byte_cnt, 3000);
-	CHECK_EQ(res->cqe[5].syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	chk = (uint8_t *)malloc(2 * LEN);
-	REQUIRE(chk != NULL);
-	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
-	CHECK_MEM(chk, h, 3000);
-	CHECK_MEM(h + LEN, h, 3000);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
-	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
-	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	gdak_ops6_check(&b, res->cqe, qa.qpn, 1, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	/* b's receive CQE, in GPU memory */
 	{
 		struct mlx5_cqe64 e;
@@ -252,12 +224,10 @@ int main(void)
 		CHECK_EQ(be32toh(e.sop_drop_qpn) & 0xffffff, qb.qpn);
 	}
 
-	free(chk);
 	gqp_destroy(&qa);
 	gqp_destroy(&qb);
 	CHECK_EQ(mlx5dv_devx_obj_destroy(pdo), 0);
-	CHECK_EQ(ibv_dereg_mr(gmr), 0);
-	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	gdak_ops6_teardown(&b);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	return gdak_test_end();
