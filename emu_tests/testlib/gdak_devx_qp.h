@@ -21,6 +21,7 @@
 #include "gdak_prm.h"
 #include "gdak_prm_rc.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 
 enum {
 	TQP_LOG_SQ = 5,
@@ -96,20 +97,10 @@ static inline void tqp_post(struct tqp *q, uint8_t opcode, const void *laddr, ui
 	uint8_t *w = q->sq + (q->pi % (1u << TQP_LOG_SQ)) * 64;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
 	int rdma = opcode != MLX5_OPCODE_SEND;
-	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
-	struct mlx5_wqe_data_seg *d = (void *)(w + (rdma ? 32 : 16));
 
 	memset(w, 0, 64);
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(q->qpn << 8 | (rdma ? 3 : 2));
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	if (rdma) {
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(rkey);
-	}
-	d->byte_count = htobe32(len);
-	d->lkey = htobe32(lkey);
-	d->addr = htobe64((uintptr_t)laddr);
+	gdak_tw_segs(w + 16, opcode, raddr, rkey, 0, 0, (uintptr_t)laddr, lkey, len);
+	gdak_tw_ctrl(w, q->pi, opcode, q->qpn, rdma ? 3 : 2);
 	q->pi++;
 	__atomic_store_n(&q->dbr[1], htobe32(q->pi & 0xffff), __ATOMIC_RELEASE);
 	__atomic_store_n((uint64_t *)q->uar->reg_addr, *(uint64_t *)(void *)c, __ATOMIC_RELEASE);

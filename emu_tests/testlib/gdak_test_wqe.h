@@ -94,6 +94,23 @@ GDAK_TW void gdak_tw_ctrl(uint8_t *w, uint32_t pi, uint8_t opcode, uint32_t qpn,
 	gdak_tw_put16(w, seg);
 }
 
+/* A receive WQE at slot: one data segment, then the terminating one
+ * (byte count 0, the invalid lkey). */
+GDAK_TW void gdak_tw_recv(uint8_t *slot, uint64_t addr, uint32_t lkey, uint32_t len)
+{
+	uint32_t seg[4];
+	uint64_t a = gdak_tw_be64(addr);
+
+	seg[0] = gdak_tw_be32(len);
+	seg[1] = gdak_tw_be32(lkey);
+	memcpy(seg + 2, &a, 8);
+	gdak_tw_put16(slot, seg);
+	seg[0] = 0;
+	seg[1] = gdak_tw_be32(MLX5_INVALID_LKEY);
+	seg[2] = seg[3] = 0;
+	gdak_tw_put16(slot + 16, seg);
+}
+
 /* What a kernel read from one CQE. */
 struct gdak_tw_cqe {
 	uint8_t opcode, syndrome;

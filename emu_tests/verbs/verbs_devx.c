@@ -28,6 +28,7 @@
 #include "gdak_prm.h"
 #include "gdak_prm_rc.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 #include "gdak_verbs.h"
 
 /* ---- the test's own PRM offsets (mlx5_ifc.h numbering; accessors: gdak_prm.h) ---- */
@@ -365,21 +366,10 @@ static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 {
 	uint8_t *w = q->wq + RQ_BYTES + (q->pi % (1u << LOG_SQ)) * 64;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
-	struct mlx5_wqe_data_seg *d = (void *)(w + (opcode == MLX5_OPCODE_SEND ? 16 : 32));
-	unsigned ds = opcode == MLX5_OPCODE_SEND ? 2 : 3;
 
 	memset(w, 0, 64);
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(q->qpn << 8 | ds);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	if (opcode != MLX5_OPCODE_SEND) {
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(rkey);
-	}
-	d->byte_count = htobe32(len);
-	d->lkey = htobe32(lkey);
-	d->addr = htobe64((uintptr_t)laddr);
+	gdak_tw_segs(w + 16, opcode, raddr, rkey, 0, 0, (uintptr_t)laddr, lkey, len);
+	gdak_tw_ctrl(w, q->pi, opcode, q->qpn, opcode == MLX5_OPCODE_SEND ? 2 : 3);
 	q->pi++;
 	/* release stores, not fences: ThreadSanitizer does not model fences
 	 * (gcc refuses atomic_thread_fence under -fsanitize=thread) */
@@ -401,14 +391,7 @@ static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 
 static void post_recv(struct dqp *q, void *addr, uint32_t lkey, uint32_t len)
 {
-	struct mlx5_wqe_data_seg *d = (void *)(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE);
-
-	d[0].byte_count = htobe32(len);
-	d[0].lkey = htobe32(lkey);
-	d[0].addr = htobe64((uintptr_t)addr);
-	d[1].byte_count = 0;
-	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-	d[1].addr = 0;
+	gdak_tw_recv(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE, (uintptr_t)addr, lkey, len);
 	q->rq_pi++;
 	__atomic_store_n(&q->dbr[0], htobe32(q->rq_pi & 0xffff), __ATOMIC_RELEASE);
 }

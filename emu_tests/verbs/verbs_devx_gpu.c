@@ -145,14 +145,9 @@ static void post(struct gqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 
 static void post_recv(struct gqp *q, void *addr, uint32_t lkey, uint32_t len)
 {
-	struct mlx5_wqe_data_seg d[2];
+	uint8_t d[32];
 
-	d[0].byte_count = htobe32(len);
-	d[0].lkey = htobe32(lkey);
-	d[0].addr = htobe64((uintptr_t)addr);
-	d[1].byte_count = 0;
-	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-	d[1].addr = 0;
+	gdak_tw_recv(d, (uintptr_t)addr, lkey, len);
 	put(q->wq + (q->rq_pi % (1u << GQP_LOG_RQ)) * GQP_RQ_STRIDE, d, sizeof(d));
 	q->rq_pi++;
 	put32(q->dbr, htobe32(q->rq_pi & 0xffff));
