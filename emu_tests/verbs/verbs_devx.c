@@ -452,6 +452,22 @@ static void check_create_refusals(struct dqp *q)
 	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
 }
 
+static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	REQUIRE(qp != NULL);
+	return qp;
+}
+
 /* DEVX commands on verbs-created objects (mlx5dv_devx_qp/cq_query/modify). */
 static void check_verbs_objects(struct ibv_pd *pd)
 {
@@ -464,14 +480,7 @@ static void check_verbs_objects(struct ibv_pd *pd)
 	uint8_t in[0x800 / 8], out[0x880 / 8];
 
 	REQUIRE(cq != NULL);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	REQUIRE(qp != NULL);
+	qp = verbs_qp(pd, cq);
 	memset(&obj, 0, sizeof(obj));
 	obj.cq.in = cq;
 	obj.cq.out = &dvcq;
@@ -537,20 +546,17 @@ static int vmodify(struct ibv_qp *qp, unsigned op, uint8_t *in, size_t inlen, un
 	return ret;
 }
 
-static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+/* op with the mailbox in is BAD_PARAM, and qp stays in state. */
+static void vrefused(struct ibv_qp *qp, unsigned op, uint8_t *in, enum ibv_qp_state state)
 {
+	struct ibv_qp_attr at;
 	struct ibv_qp_init_attr ia;
-	struct ibv_qp *qp;
+	unsigned st;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	REQUIRE(qp != NULL);
-	return qp;
+	CHECK_EQ(vmodify(qp, op, in, 0x800 / 8, &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qp, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, state);
 }
 
 /* One completion of cq (waits, bounded by the test's timeout only). */
@@ -608,14 +614,10 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	/* mtu 0 and log_rra_max 5: BAD_PARAM each, the QP stays in INIT */
 	fill_init2rtr(in, qb->qp_num);
 	prm_set(in, QPC(0x40, 3), 0);
-	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
+	vrefused(qa, 0x503, in, IBV_QPS_INIT);
 	fill_init2rtr(in, qb->qp_num);
 	prm_set(in, QPC(0x488, 3), 5);
-	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
-	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
-	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
+	vrefused(qa, 0x503, in, IBV_QPS_INIT);
 
 	fill_init2rtr(in, qb->qp_num);
 	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), 0);
@@ -624,10 +626,7 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	/* log_sra_max 5: BAD_PARAM, still RTR */
 	fill_rtr2rts(in);
 	prm_set(in, QPC(0x388, 3), 5);
-	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
-	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
-	CHECK_EQ(at.qp_state, IBV_QPS_RTR);
+	vrefused(qa, 0x504, in, IBV_QPS_RTR);
 	fill_rtr2rts(in);
 	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), 0);
 	CHECK_EQ(vmodify(qb, 0x504, in, sizeof(in), &st), 0);
