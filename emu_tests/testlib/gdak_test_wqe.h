@@ -118,6 +118,17 @@ struct gdak_tw_cqe {
 	uint32_t qpn, byte_cnt;
 };
 
+/* A send queue and its CQ as a kernel drives them (device addresses). */
+struct gdak_tw_sq {
+	uint8_t *sq;
+	uint32_t wqebbs, qpn;
+	uint32_t *dbrec; /* the send record (be32) */
+	uint64_t *reg;	 /* the doorbell register */
+	uint8_t *cq;
+	uint32_t ncqe;
+	uint32_t *cq_dbrec;
+};
+
 #ifdef __CUDACC__
 /* The WQE at w (pi the producer after it) announced: the WQE before the
  * record, the record before the register - system scope, as the NIC reads
@@ -165,6 +176,17 @@ __device__ static inline int gdak_tw_cqe_wait(const uint8_t *cq, uint32_t ncqe, 
 	*(volatile uint32_t *)cq_dbrec = gdak_tw_be32((ci + 1) & 0xffffff);
 	__threadfence_system();
 	return 0;
+}
+
+/* The WQE at w (its segments end at end) of bbs WQEBBs at producer pi:
+ * its ctrl, the ring, then its CQE (the ci-th) into r.  -1: no CQE. */
+__device__ static inline int gdak_tw_exec(const struct gdak_tw_sq *q, uint8_t *w,
+					  const uint8_t *end, uint8_t opcode, uint32_t pi,
+					  uint32_t bbs, uint32_t ci, struct gdak_tw_cqe *r)
+{
+	gdak_tw_ctrl(w, pi, opcode, q->qpn, (unsigned)(end - w) / 16);
+	gdak_tw_ring(w, pi + bbs, q->dbrec, q->reg);
+	return gdak_tw_cqe_wait(q->cq, q->ncqe, ci, q->cq_dbrec, r);
 }
 #endif
 

@@ -38,16 +38,6 @@ extern "C" {
 
 #define CU(call) GDAK_CU_REQUIRE(call)
 
-struct ring {
-	uint8_t *sq;
-	uint32_t wqebbs, qpn;
-	uint32_t *dbrec; /* the send record (be32) */
-	uint64_t *reg;	 /* the doorbell register */
-	uint8_t *cq;
-	uint32_t ncqe;
-	uint32_t *cq_dbrec;
-};
-
 struct op {
 	uint8_t opcode;
 	uint8_t av; /* which AV: 0, 1, 2 (the wrong key) */
@@ -56,7 +46,7 @@ struct op {
 };
 
 struct args {
-	struct ring r;
+	struct gdak_tw_sq r;
 	struct mlx5_wqe_av av[3];
 	uint32_t lkey, rkey;
 	struct op ops[NOPS];
@@ -69,7 +59,7 @@ struct result {
 
 __global__ void k_dc(struct args a, struct result *res)
 {
-	uint32_t pi = 0, ci = 0;
+	uint32_t pi = 0;
 
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
@@ -80,14 +70,11 @@ __global__ void k_dc(struct args a, struct result *res)
 			gdak_tw_put16(p + 16 * i, (const uint32_t *)&a.av[o->av] + 4 * i);
 		p = gdak_tw_segs(p + 48, o->opcode, o->raddr, a.rkey, o->add_swap, o->cmp, o->laddr,
 				 a.lkey, o->len);
-		gdak_tw_ctrl(w, pi, o->opcode, a.r.qpn, (unsigned)(p - w) / 16);
-		pi += 2;
-		gdak_tw_ring(w, pi, a.r.dbrec, a.r.reg);
-		if (gdak_tw_cqe_wait(a.r.cq, a.r.ncqe, ci, a.r.cq_dbrec, &res->cqe[n])) {
+		if (gdak_tw_exec(&a.r, w, p, o->opcode, pi, 2, n, &res->cqe[n])) {
 			res->timed_out = 1;
 			return;
 		}
-		ci++;
+		pi += 2;
 	}
 }
 
@@ -125,7 +112,6 @@ int main(void)
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_qp *dct[2], *dci;
-	struct ibv_mr *hmr, *gmr;
 	struct ibv_ah *ah;
 	struct mlx5dv_obj o;
 	struct mlx5dv_qp dq;
@@ -153,8 +139,6 @@ int main(void)
 	gdak_ops6_setup(&b, pd, 21);
 	h = b.h;
 	g = b.g;
-	hmr = b.hmr;
-	gmr = b.gmr;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
 
@@ -192,8 +176,8 @@ int main(void)
 	a.r.cq = (uint8_t *)gdak_cuda_view(dc.buf, (size_t)dc.cqe_cnt * 64);
 	a.r.ncqe = dc.cqe_cnt;
 	a.r.cq_dbrec = (uint32_t *)gdak_cuda_view(dc.dbrec, 4);
-	a.lkey = hmr->lkey;
-	a.rkey = gmr->rkey;
+	a.lkey = b.hmr->lkey;
+	a.rkey = b.gmr->rkey;
 
 	/* the AVs: an AH's, with each DCT's number and key; the third one
 	 * names DCT 0 with DCT 1's key */
@@ -216,7 +200,7 @@ int main(void)
 	a.ops[4] = (struct op){ MLX5_OPCODE_SEND, 1, 600, (uintptr_t)(h + 100), 0, 0, 0 };
 	a.ops[5] = (struct op){ MLX5_OPCODE_RDMA_WRITE, 2, 64, (uintptr_t)h, (uintptr_t)g, 0, 0 };
 	{
-		struct ibv_sge sge = { (uintptr_t)(h + 3 * LEN), 1024, hmr->lkey };
+		struct ibv_sge sge = { (uintptr_t)(h + 3 * LEN), 1024, b.hmr->lkey };
 		struct ibv_recv_wr rw, *bad;
 
 		memset(&rw, 0, sizeof(rw));

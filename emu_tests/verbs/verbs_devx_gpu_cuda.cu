@@ -58,10 +58,8 @@ struct op {
 };
 
 struct args {
-	uint8_t *sq, *cq;
-	uint32_t *dbrec, *cq_dbrec; /* GPU memory */
-	uint64_t *reg;		    /* the UAR register, mapped */
-	uint32_t qpn, lkey;
+	struct gdak_tw_sq r; /* the rings and records in GPU memory, the UAR mapped */
+	uint32_t lkey;
 	struct op ops[NOPS];
 };
 
@@ -72,24 +70,18 @@ struct result {
 
 __global__ void k_devx(struct args a, struct result *res)
 {
-	uint32_t pi = 0, ci = 0;
-
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
-		uint8_t *w = a.sq + (pi % (1u << GQP_LOG_SQ)) * 64, *p;
+		uint8_t *w = a.r.sq + (n % a.r.wqebbs) * 64, *p;
 
 		p = gdak_tw_segs(w + 16, o->opcode, o->raddr, o->rkey, o->add_swap, o->cmp, o->laddr,
 				 a.lkey, o->len);
-		gdak_tw_ctrl(w, pi, o->opcode, a.qpn, (unsigned)(p - w) / 16);
-		pi++;
 		/* the WQE and the record are GPU memory, which the NIC copies
 		 * out once the register says so */
-		gdak_tw_ring(w, pi, a.dbrec, a.reg);
-		if (gdak_tw_cqe_wait(a.cq, 1u << GQP_LOG_CQ, ci, a.cq_dbrec, &res->cqe[n])) {
+		if (gdak_tw_exec(&a.r, w, p, o->opcode, n, 1, n, &res->cqe[n])) {
 			res->timed_out = 1;
 			return;
 		}
-		ci++;
 	}
 }
 
@@ -130,7 +122,6 @@ static void gqp_destroy(struct gqp *q)
 int main(void)
 {
 	struct ibv_pd *pd;
-	struct ibv_mr *hmr, *gmr;
 	struct mlx5dv_devx_obj *pdo;
 	struct gqp qa, qb;
 	struct args a;
@@ -154,8 +145,6 @@ int main(void)
 	gdak_ops6_setup(&b, pd, 31);
 	h = b.h;
 	g = b.g;
-	hmr = b.hmr;
-	gmr = b.gmr;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
 
@@ -168,39 +157,36 @@ int main(void)
 
 	/* one receive WQE in b's GPU ring, and its GPU record */
 	{
-		struct mlx5_wqe_data_seg d[2];
+		uint8_t d[32];
 		uint32_t rec = htobe32(1);
 
-		d[0].byte_count = htobe32(1024);
-		d[0].lkey = htobe32(hmr->lkey);
-		d[0].addr = htobe64((uintptr_t)(h + 3 * LEN));
-		d[1].byte_count = 0;
-		d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-		d[1].addr = 0;
+		gdak_tw_recv(d, (uintptr_t)(h + 3 * LEN), b.hmr->lkey, 1024);
 		CU(cudaMemcpy(qb.wq, d, sizeof(d), cudaMemcpyHostToDevice));
 		CU(cudaMemcpy(qb.dbr, &rec, 4, cudaMemcpyHostToDevice));
 	}
 
 	memset(&a, 0, sizeof(a));
-	a.sq = qa.wq + GQP_RQ_BYTES;
-	a.cq = qa.cqb;
-	a.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
-	a.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
-	a.reg = (uint64_t *)gdak_cuda_view(qa.uar->reg_addr, 8);
-	a.qpn = qa.qpn;
-	a.lkey = hmr->lkey;
+	a.r.sq = qa.wq + GQP_RQ_BYTES;
+	a.r.wqebbs = 1u << GQP_LOG_SQ;
+	a.r.qpn = qa.qpn;
+	a.r.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
+	a.r.reg = (uint64_t *)gdak_cuda_view(qa.uar->reg_addr, 8);
+	a.r.cq = qa.cqb;
+	a.r.ncqe = 1u << GQP_LOG_CQ;
+	a.r.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
+	a.lkey = b.hmr->lkey;
 	/* WRITE h -> g, READ g -> h + LEN, FA and CAS on a GPU word, SEND into
 	 * b's receive ring, WRITE with a wrong key */
-	a.ops[0] = { MLX5_OPCODE_RDMA_WRITE, 3000, gmr->rkey, (uintptr_t)h, (uintptr_t)g, 0, 0 };
-	a.ops[1] = { MLX5_OPCODE_RDMA_READ, 3000, gmr->rkey, (uintptr_t)(h + LEN),
+	a.ops[0] = { MLX5_OPCODE_RDMA_WRITE, 3000, b.gmr->rkey, (uintptr_t)h, (uintptr_t)g, 0, 0 };
+	a.ops[1] = { MLX5_OPCODE_RDMA_READ, 3000, b.gmr->rkey, (uintptr_t)(h + LEN),
 		     (uintptr_t)g,	    0,	  0 };
-	a.ops[2] = { MLX5_OPCODE_ATOMIC_FA, 8,	gmr->rkey, (uintptr_t)(h + 2 * LEN),
+	a.ops[2] = { MLX5_OPCODE_ATOMIC_FA, 8,	b.gmr->rkey, (uintptr_t)(h + 2 * LEN),
 		     (uintptr_t)(g + LEN),  25, 0 };
-	a.ops[3] = { MLX5_OPCODE_ATOMIC_CS, 8, gmr->rkey, (uintptr_t)(h + 2 * LEN + 8),
+	a.ops[3] = { MLX5_OPCODE_ATOMIC_CS, 8, b.gmr->rkey, (uintptr_t)(h + 2 * LEN + 8),
 		     (uintptr_t)(g + LEN),  9, 525 };
 	a.ops[4] = { MLX5_OPCODE_SEND, 600, 0, (uintptr_t)(h + 100), 0, 0, 0 };
 	a.ops[5] = {
-		MLX5_OPCODE_RDMA_WRITE, 64, gmr->rkey ^ 0x55, (uintptr_t)h, (uintptr_t)g, 0, 0
+		MLX5_OPCODE_RDMA_WRITE, 64, b.gmr->rkey ^ 0x55, (uintptr_t)h, (uintptr_t)g, 0, 0
 	};
 	k_devx<<<1, 1>>>(a, res);
 	CU(cudaGetLastError());
