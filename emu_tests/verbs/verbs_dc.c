@@ -47,10 +47,6 @@
 #define DCTC_KEY 0x80 + 0x100
 
 enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_INPUT_LEN = 0x50,
 	SYND_RETRY_EXC = 0x15, /* MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR */
 	SYND_LOC_QP_OP = 0x02, /* MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR */
 	LOG_SQ = 6,
@@ -722,10 +718,7 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
 	buf = gdak_test_pages(65536);
-	mr = ibv_reg_mr(pd, buf, 65536,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC);
-	REQUIRE(mr != NULL);
+	mr = gdak_vt_reg_all(pd, buf, 65536);
 	check_caps();
 
 	/* what NVSHMEM's DCT side has: an SRQ, a receive CQ, their numbers */

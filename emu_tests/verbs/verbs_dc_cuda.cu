@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 }
 #include "gdak_dc_verbs.h"
 
@@ -108,7 +109,6 @@ static void up(struct ibv_qp *q, int dct)
 
 int main(void)
 {
-	struct ibv_device **l;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_qp *dct[2], *dci;
@@ -125,11 +125,7 @@ int main(void)
 
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
 		GDAK_TEST_SKIP("no usable GPU");
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
+	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);

@@ -38,15 +38,6 @@
 #define QPC(off, w) 0xc0 + (off), (w)
 #define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
 
-enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_QP_STATE = 0x10,
-	ST_BAD_OUTPUT_LEN = 0x51,
-	ST_BAD_INPUT_LEN = 0x50,
-};
-
 static struct ibv_context *ctx;
 static union ibv_gid gid;
 
@@ -454,16 +445,8 @@ static void check_create_refusals(struct dqp *q)
 
 static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr ia;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp = gdak_vt_rc_qp(pd, cq, 16, 8);
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
 	REQUIRE(qp != NULL);
 	return qp;
 }

@@ -448,10 +448,7 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
 	buf = gdak_test_pages(65536);
-	mr = ibv_reg_mr(pd, buf, 65536,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC);
-	REQUIRE(mr != NULL);
+	mr = gdak_vt_reg_all(pd, buf, 65536);
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x800);
 	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));

@@ -28,11 +28,6 @@
 #include "gdak_verbs.h"
 
 enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_RES_STATE = 0x09,
-	ST_BAD_INPUT_LEN = 0x50,
 	SYND_RNR_RETRY_EXC = 0x16, /* MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR */
 	LOG_RMP = 3,		   /* 8 WQEs */
 	LOG_RMP_STRIDE = 6,	   /* 64 bytes: the next segment and 3 data segments */
