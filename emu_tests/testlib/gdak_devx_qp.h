@@ -48,18 +48,9 @@ static inline int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
 
 	if (!q->uar) {
 		q->uar = mlx5dv_devx_alloc_uar(q->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
-		q->sq = gdak_test_pages((1u << TQP_LOG_SQ) * 64);
-		q->cqb = gdak_test_pages((1u << TQP_LOG_CQ) * 64);
-		q->dbr = gdak_test_pages(4096);
 		REQUIRE(q->uar != NULL);
-		for (unsigned i = 0; i < (1u << TQP_LOG_CQ); i++)
-			q->cqb[i * 64 + 63] = 0xf1;
-		q->sq_um = mlx5dv_devx_umem_reg(q->ctx, q->sq, (1u << TQP_LOG_SQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->cq_um = mlx5dv_devx_umem_reg(q->ctx, q->cqb, (1u << TQP_LOG_CQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->dbr_um = mlx5dv_devx_umem_reg(q->ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-		REQUIRE(q->sq_um && q->cq_um && q->dbr_um);
+		prm_rc_host_umem(q->ctx, (1u << TQP_LOG_SQ) * 64, TQP_LOG_CQ, &q->sq, &q->sq_um,
+				 &q->cqb, &q->cq_um, &q->dbr, &q->dbr_um);
 
 		prm_rc_fill_cq(q->ctx, in, sizeof(in), TQP_LOG_CQ, q->uar->page_id,
 			       q->dbr_um->umem_id, q->cq_um->umem_id);

@@ -23,6 +23,24 @@
 #define PRM_QPC(off, w) 0xc0 + (off), (w)
 #define PRM_ADS(off, w) 0xc0 + 0xc0 + (off), (w)
 
+/* Host memory for a QP, registered as umem: wq_len bytes of rings, a CQ
+ * of 1 << log_cq CQEs (each INVALID, owner 1), a page of records. */
+static inline void prm_rc_host_umem(struct ibv_context *ctx, size_t wq_len, unsigned log_cq,
+				    uint8_t **wq, struct mlx5dv_devx_umem **wq_um, uint8_t **cqb,
+				    struct mlx5dv_devx_umem **cq_um, uint32_t **dbr,
+				    struct mlx5dv_devx_umem **dbr_um)
+{
+	*wq = (uint8_t *)gdak_test_pages(wq_len);
+	*cqb = (uint8_t *)gdak_test_pages((1u << log_cq) * 64);
+	*dbr = (uint32_t *)gdak_test_pages(4096);
+	for (unsigned i = 0; i < (1u << log_cq); i++)
+		(*cqb)[i * 64 + 63] = 0xf1;
+	*wq_um = mlx5dv_devx_umem_reg(ctx, *wq, wq_len, IBV_ACCESS_LOCAL_WRITE);
+	*cq_um = mlx5dv_devx_umem_reg(ctx, *cqb, (1u << log_cq) * 64, IBV_ACCESS_LOCAL_WRITE);
+	*dbr_um = mlx5dv_devx_umem_reg(ctx, *dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(*wq_um && *cq_um && *dbr_um);
+}
+
 /* CREATE_CQ over umem: the CQ record at dbr_umem + 64. */
 static inline void prm_rc_fill_cq(struct ibv_context *ctx, uint8_t *in, size_t len, unsigned log_cq,
 				  uint32_t uar_page, uint32_t dbr_umem, uint32_t cq_umem)

@@ -300,15 +300,8 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 
 	x->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
 	REQUIRE(x->uar != NULL);
-	x->wq = gdak_test_pages((1u << LOG_SQ) * 64);
-	x->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
-	x->dbr = gdak_test_pages(4096);
-	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
-		x->cqb[i * 64 + 63] = 0xf1;
-	x->wq_um = mlx5dv_devx_umem_reg(ctx, x->wq, (1u << LOG_SQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	x->cq_um = mlx5dv_devx_umem_reg(ctx, x->cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	x->dbr_um = mlx5dv_devx_umem_reg(ctx, x->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(x->wq_um && x->cq_um && x->dbr_um);
+	prm_rc_host_umem(ctx, (1u << LOG_SQ) * 64, LOG_CQ, &x->wq, &x->wq_um, &x->cqb, &x->cq_um,
+			 &x->dbr, &x->dbr_um);
 
 	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, x->uar->page_id, x->dbr_um->umem_id,
 		       x->cq_um->umem_id);

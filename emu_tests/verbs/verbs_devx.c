@@ -224,20 +224,12 @@ static uint32_t pdn;
 static void dqp_create(struct dqp *q, int no_dbrec)
 {
 	uint8_t in[0x880 / 8 + 16], out[16];
-	unsigned i;
 
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
 	REQUIRE(q->uar != NULL);
 	CHECK((char *)q->uar->reg_addr - (char *)q->uar->base_addr == 0x800);
-	q->wq = gdak_test_pages(RQ_BYTES + SQ_BYTES);
-	q->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
-	q->dbr = gdak_test_pages(4096);
-	for (i = 0; i < (1u << LOG_CQ); i++)
-		q->cqb[i * 64 + 63] = 0xf1; /* opcode INVALID, owner 1 */
-	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
+	prm_rc_host_umem(ctx, RQ_BYTES + SQ_BYTES, LOG_CQ, &q->wq, &q->wq_um, &q->cqb, &q->cq_um,
+			 &q->dbr, &q->dbr_um);
 
 	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, q->uar->page_id, q->dbr_um->umem_id,
 		       q->cq_um->umem_id);
