@@ -23,6 +23,10 @@
 #include "gdak_cuda_view.h"
 #include "gdak_test_wqe.h"
 
+extern "C" {
+#include "gdak_verbs.h"
+}
+
 #define GDAK_OPS6_LEN 4096
 #define GDAK_OPS6_N 6
 
@@ -30,6 +34,21 @@ struct gdak_ops6 {
 	uint8_t *h, *g; /* mapped host memory (4 * LEN), GPU memory (2 * LEN) */
 	struct ibv_mr *hmr, *gmr;
 };
+
+/* Exit 77 without a GPU; else the first device, its GID 0 and a PD. */
+static inline struct ibv_pd *gdak_ops6_open(struct ibv_context **ctx, union ibv_gid *gid)
+{
+	struct ibv_pd *pd;
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
+		GDAK_TEST_SKIP("no usable GPU");
+	*ctx = gdak_vt_open_first();
+	REQUIRE_EQ(ibv_query_gid(*ctx, 1, 0, gid), 0);
+	pd = ibv_alloc_pd(*ctx);
+	REQUIRE(pd != NULL);
+	return pd;
+}
 
 /* h filled from seed, g zero but for the atomic word; both registered for
  * every remote access.  Skips the test when GPU memory cannot be. */

@@ -121,14 +121,8 @@ int main(void)
 	struct result *res;
 	struct gdak_ops6 b;
 	uint8_t *h, *g;
-	int n = 0;
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
-		GDAK_TEST_SKIP("no usable GPU");
-	ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_ops6_open(&ctx, &gid);
 
 	/* h: host memory both sides reach (source, READ target, atomic
 	 * results); g: GPU memory, the DCTs' side */

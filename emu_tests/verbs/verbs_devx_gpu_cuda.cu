@@ -128,14 +128,8 @@ int main(void)
 	struct result *res;
 	struct gdak_ops6 b;
 	uint8_t *h, *g, in[16], out[16];
-	int n = 0;
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
-		GDAK_TEST_SKIP("no usable GPU");
-	ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_ops6_open(&ctx, &gid);
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x800);
 	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
