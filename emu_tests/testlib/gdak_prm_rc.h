@@ -10,6 +10,7 @@
 #ifndef GDAK_PRM_RC_H
 #define GDAK_PRM_RC_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -39,6 +40,18 @@ static inline void prm_rc_host_umem(struct ibv_context *ctx, size_t wq_len, unsi
 	*cq_um = mlx5dv_devx_umem_reg(ctx, *cqb, (1u << log_cq) * 64, IBV_ACCESS_LOCAL_WRITE);
 	*dbr_um = mlx5dv_devx_umem_reg(ctx, *dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(*wq_um && *cq_um && *dbr_um);
+}
+
+/* CREATE with the mailbox in (len bytes) is refused: no object, errno
+ * EREMOTEIO, status st. */
+static inline void prm_refused(struct ibv_context *ctx, const void *in, size_t len, unsigned st)
+{
+	uint8_t out[16] = { 0 };
+
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, len, out, sizeof(out)) == NULL);
+	CHECK_EQ(errno, EREMOTEIO);
+	CHECK_EQ(prm_get(out, PRM_STATUS), st);
 }
 
 /* CREATE_CQ over umem: the CQ record at dbr_umem + 64. */

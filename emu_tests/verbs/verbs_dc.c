@@ -330,16 +330,13 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	/* refusals first: a DCI with a regular RQ, an SRQ that does not
 	 * exist, a service type gdak does not execute (UD) */
 	prm_set(in, QPC(0x565, 3), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_PARAM);
 	prm_set(in, QPC(0x565, 3), 1);
 	prm_set(in, QPC(0x568, 24), 0xabcdef);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_RES);
 	prm_set(in, QPC(0x568, 24), srqn);
 	prm_set(in, QPC(0x08, 8), 0x3);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_PARAM);
 	prm_set(in, QPC(0x08, 8), 0x5);
 
 	x->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
@@ -456,29 +453,25 @@ static struct mlx5dv_devx_obj *ddct_create(uint32_t *dctn)
 	/* the refusals ConnectX gives: a short mailbox, a bad MTU, no CQ, no
 	 * SRQ, a port it lacks; and what gdak cannot execute (responder
 	 * scatter to CQE) */
+	static const struct {
+		unsigned bit, w;
+		uint32_t v;
+		unsigned st;
+	} bad[] = {
+		{ DCTC(0x145, 3), 7, ST_BAD_PARAM }, /* mtu */
+		{ DCTC(0x48, 24), 0, ST_BAD_RES },   /* cqn */
+		{ DCTC(0xa8, 24), 0, ST_BAD_RES },   /* srqn */
+		{ DCTC(0x148, 8), 2, ST_BAD_PARAM }, /* port */
+		{ DCTC(0x88, 8), 2, ST_BAD_PARAM },  /* cs_res */
+	};
+
 	fill_dct(in, sizeof(in));
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x200 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
-	prm_set(in, DCTC(0x145, 3), 7);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x48, 24), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0xa8, 24), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x148, 8), 2);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x88, 8), 2);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x200 / 8, ST_BAD_INPUT_LEN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fill_dct(in, sizeof(in));
+		prm_set(in, bad[i].bit, bad[i].w, bad[i].v);
+		prm_refused(ctx, in, sizeof(in), bad[i].st);
+	}
 
 	fill_dct(in, sizeof(in));
 	o = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
