@@ -41,10 +41,7 @@ static inline void gqp_objects(struct ibv_context *ctx, uint32_t pdn,
 			       struct mlx5dv_devx_obj **qp, uint32_t *qpn)
 {
 	uint8_t in[0x880 / 8], out[16];
-	prm_rc_fill_cq(ctx, in, sizeof(in), GQP_LOG_CQ, uar->page_id, dbr->umem_id, cq_um->umem_id);
-	*cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(*cq != NULL);
-	*cqn = prm_get(out, PRM_OBJ);
+	*cq = prm_rc_create_cq(ctx, GQP_LOG_CQ, uar, dbr, cq_um, cqn);
 
 	prm_rc_fill_qp(in, sizeof(in), pdn, uar, *cqn, dbr, wq_um, GQP_LOG_SQ, rmpn, GQP_LOG_RQ);
 	*qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));

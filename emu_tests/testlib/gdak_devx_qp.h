@@ -52,11 +52,7 @@ static inline int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
 		prm_rc_host_umem(q->ctx, (1u << TQP_LOG_SQ) * 64, TQP_LOG_CQ, &q->sq, &q->sq_um,
 				 &q->cqb, &q->cq_um, &q->dbr, &q->dbr_um);
 
-		prm_rc_fill_cq(q->ctx, in, sizeof(in), TQP_LOG_CQ, q->uar->page_id,
-			       q->dbr_um->umem_id, q->cq_um->umem_id);
-		q->cq = mlx5dv_devx_obj_create(q->ctx, in, 0x300 / 8, out, 16);
-		REQUIRE(q->cq != NULL);
-		q->cqn = prm_get(out, PRM_OBJ);
+		q->cq = prm_rc_create_cq(q->ctx, TQP_LOG_CQ, q->uar, q->dbr_um, q->cq_um, &q->cqn);
 	}
 	prm_rc_fill_qp(in, sizeof(in), q->pdn, q->uar, q->cqn, q->dbr_um, q->sq_um, TQP_LOG_SQ,
 		       rmpn, 0);

@@ -71,6 +71,23 @@ static inline void prm_rc_fill_cq(struct ibv_context *ctx, uint8_t *in, size_t l
 	prm_set(in, 0x2c0, 32, cq_umem);
 }
 
+/* The CQ of prm_rc_fill_cq, created; its number in *cqn. */
+static inline struct mlx5dv_devx_obj *prm_rc_create_cq(struct ibv_context *ctx, unsigned log_cq,
+						       const struct mlx5dv_devx_uar *uar,
+						       const struct mlx5dv_devx_umem *dbr_um,
+						       const struct mlx5dv_devx_umem *cq_um,
+						       uint32_t *cqn)
+{
+	uint8_t in[0x300 / 8], out[16];
+	struct mlx5dv_devx_obj *cq;
+
+	prm_rc_fill_cq(ctx, in, sizeof(in), log_cq, uar->page_id, dbr_um->umem_id, cq_um->umem_id);
+	cq = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	REQUIRE(cq != NULL);
+	*cqn = prm_get(out, PRM_OBJ);
+	return cq;
+}
+
 /* CREATE_QP (RC, pm_state MIGRATED, one CQ for both sides) over umem.
  * The receive side: rmpn != 0 that RMP (rq_type SRQ); else log_rq != 0 a
  * ring of 64-byte WQEs; else none (zero-length RQ). */

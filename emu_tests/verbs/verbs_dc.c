@@ -303,11 +303,7 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	prm_rc_host_umem(ctx, (1u << LOG_SQ) * 64, LOG_CQ, &x->wq, &x->wq_um, &x->cqb, &x->cq_um,
 			 &x->dbr, &x->dbr_um);
 
-	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, x->uar->page_id, x->dbr_um->umem_id,
-		       x->cq_um->umem_id);
-	x->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(x->cq != NULL);
-	x->cqn = prm_get(out, PRM_OBJ);
+	x->cq = prm_rc_create_cq(ctx, LOG_CQ, x->uar, x->dbr_um, x->cq_um, &x->cqn);
 
 	/* CREATE_QP as NVSHMEM's ibgda_create_qp fills it for a DCI */
 	memset(in, 0, sizeof(in));
@@ -530,11 +526,7 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	REQUIRE(ring_um && rec_um && cq_um);
 
 	/* the CQ's record at +64, the RMP's at 0 */
-	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, x->uar->page_id, rec_um->umem_id,
-		       cq_um->umem_id);
-	cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(cq != NULL);
-	cqn = prm_get(out, PRM_OBJ);
+	cq = prm_rc_create_cq(ctx, LOG_CQ, x->uar, rec_um, cq_um, &cqn);
 
 	rmp_link(&r, link);
 	rmp_fill(in, pdn, 3, 6, ring_um->umem_id, rec_um->umem_id, 0, 0);

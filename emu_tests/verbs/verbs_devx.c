@@ -227,11 +227,7 @@ static void dqp_create(struct dqp *q, int no_dbrec)
 	prm_rc_host_umem(ctx, RQ_BYTES + SQ_BYTES, LOG_CQ, &q->wq, &q->wq_um, &q->cqb, &q->cq_um,
 			 &q->dbr, &q->dbr_um);
 
-	prm_rc_fill_cq(ctx, in, sizeof(in), LOG_CQ, q->uar->page_id, q->dbr_um->umem_id,
-		       q->cq_um->umem_id);
-	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(q->cq != NULL);
-	q->cqn = prm_get(out, PRM_OBJ);
+	q->cq = prm_rc_create_cq(ctx, LOG_CQ, q->uar, q->dbr_um, q->cq_um, &q->cqn);
 
 	prm_rc_fill_qp(in, sizeof(in), pdn, q->uar, q->cqn, q->dbr_um, q->wq_um, LOG_SQ, 0, LOG_RQ);
 	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0); /* send_dbr_mode */
