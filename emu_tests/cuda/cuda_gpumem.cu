@@ -128,6 +128,38 @@ static void test_ctas(struct gdak_ctx *ctx)
 	cudaStreamDestroy(s);
 }
 
+/* A pair case's pair, src holding pat (filled from seed), dst. */
+static void g2g_open(struct gdak_ctx *ctx, const struct gdak_qp_attr *at, struct cu_pair *p,
+		     struct cu_buf *src, uint8_t *pat, size_t pat_len, uint64_t seed,
+		     struct cu_buf *dst, size_t dst_len)
+{
+	cu_pair_make(ctx, at, p);
+	cu_buf_make(ctx, pat_len, GDAK_MEM_GPU, src);
+	cu_buf_make(ctx, dst_len, GDAK_MEM_GPU, dst);
+	gdak_test_fill(pat, pat_len, seed);
+	cu_write(src, 0, pat, pat_len);
+}
+
+/* A pair case's kernel has ended: its rc is 0, dst holds want. */
+static void g2g_check(cudaStream_t s, const char *what, const int *rc, struct cu_buf *dst,
+		      uint8_t *got, const uint8_t *want, size_t len)
+{
+	cu_wait(s, what);
+	CHECK_EQ(*rc, 0);
+	cu_read(got, dst, 0, len);
+	CHECK_MEM(got, want, len);
+}
+
+static void g2g_close(struct gdak_ctx *ctx, struct cu_pair *p, struct cu_buf *src,
+		      struct cu_buf *dst, int *rc, cudaStream_t s)
+{
+	cu_pair_destroy(p);
+	cu_buf_free(ctx, src);
+	cu_buf_free(ctx, dst);
+	gdak_mem_free(ctx, rc);
+	cudaStreamDestroy(s);
+}
+
 /* ---- one CTA: overlapping puts, inline puts over them ---- */
 
 __global__ void k_overlap(struct gdak_dev_qp *qp, uint64_t src, uint32_t skey, uint64_t dst,
@@ -157,11 +189,7 @@ static void test_overlap(struct gdak_ctx *ctx)
 	int *rc = cu_results<int>(ctx, 1);
 	cudaStream_t s = cu_stream();
 
-	cu_pair_make(ctx, &at, &p);
-	cu_buf_make(ctx, sizeof(pat), GDAK_MEM_GPU, &src);
-	cu_buf_make(ctx, sizeof(want), GDAK_MEM_GPU, &dst);
-	gdak_test_fill(pat, sizeof(pat), 7);
-	cu_write(&src, 0, pat, sizeof(pat));
+	g2g_open(ctx, &at, &p, &src, pat, sizeof(pat), 7, &dst, sizeof(want));
 	for (unsigned i = 0; i < 64; i++) {
 		memcpy(want + i * 8, pat + i * 48, 48);
 		if (i % 8 == 7) {
@@ -172,15 +200,8 @@ static void test_overlap(struct gdak_ctx *ctx)
 	*rc = -1;
 	k_overlap<<<1, 1, 0, s>>>(p.a, cu_addr(&src, 0), src.key, cu_addr(&dst, 0),
 				  gdak_mr_rkey(dst.mr), rc);
-	cu_wait(s, "overlap");
-	CHECK_EQ(*rc, 0);
-	cu_read(got, &dst, 0, sizeof(got));
-	CHECK_MEM(got, want, sizeof(want));
-	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	gdak_mem_free(ctx, rc);
-	cudaStreamDestroy(s);
+	g2g_check(s, "overlap", rc, &dst, got, want, sizeof(want));
+	g2g_close(ctx, &p, &src, &dst, rc, s);
 }
 
 /* ---- READ into GPU memory, then a put of what it read ---- */
@@ -260,25 +281,14 @@ static void test_wrap(struct gdak_ctx *ctx)
 	int *rc = cu_results<int>(ctx, 1);
 	cudaStream_t s = cu_stream();
 
-	cu_pair_make(ctx, &at, &p);
-	cu_buf_make(ctx, sizeof(pat), GDAK_MEM_GPU, &src);
-	cu_buf_make(ctx, sizeof(want), GDAK_MEM_GPU, &dst);
-	gdak_test_fill(pat, sizeof(pat), 3);
-	cu_write(&src, 0, pat, sizeof(pat));
+	g2g_open(ctx, &at, &p, &src, pat, sizeof(pat), 3, &dst, sizeof(want));
 	for (unsigned i = 0; i < N; i++)
 		memcpy(want + (i % 64) * 8, pat + (i % 512) * 8, 8);
 	*rc = -1;
 	k_wrap<<<1, 1, 0, s>>>(p.a, cu_addr(&src, 0), src.key, cu_addr(&dst, 0),
 			       gdak_mr_rkey(dst.mr), N, rc);
-	cu_wait(s, "wrap");
-	CHECK_EQ(*rc, 0);
-	cu_read(got, &dst, 0, sizeof(got));
-	CHECK_MEM(got, want, sizeof(want));
-	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	gdak_mem_free(ctx, rc);
-	cudaStreamDestroy(s);
+	g2g_check(s, "wrap", rc, &dst, got, want, sizeof(want));
+	g2g_close(ctx, &p, &src, &dst, rc, s);
 }
 
 /* ---- the application synchronises while the NIC is busy ---- */
@@ -399,11 +409,7 @@ static void test_fullgpu(struct gdak_ctx *ctx)
 	CU_REQUIRE(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
 	CU_REQUIRE(cudaFuncSetAttribute(k_full, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					smem));
-	cu_pair_make(ctx, &at, &p);
-	cu_buf_make(ctx, sizeof(pat), GDAK_MEM_GPU, &src);
-	cu_buf_make(ctx, sizeof(want), GDAK_MEM_GPU, &dst);
-	gdak_test_fill(pat, sizeof(pat), 77);
-	cu_write(&src, 0, pat, sizeof(pat));
+	g2g_open(ctx, &at, &p, &src, pat, sizeof(pat), 77, &dst, sizeof(want));
 	cu_write(&dst, 0, want, sizeof(want));
 	for (unsigned i = 0; i < N; i++)
 		memcpy(want + (i % 8) * 8, pat + i * 8, 8);
@@ -412,18 +418,11 @@ static void test_fullgpu(struct gdak_ctx *ctx)
 	k_full<<<sms, 32, smem, s>>>(p.a, cu_addr(&src, 0), src.key, cu_addr(&dst, 0),
 				     gdak_mr_rkey(dst.mr), N, flag, rc);
 	CU_REQUIRE(cudaGetLastError());
-	cu_wait(s, "every SM held by the application");
-	CHECK_EQ(*rc, 0);
-	cu_read(got, &dst, 0, sizeof(got));
-	CHECK_MEM(got, want, sizeof(want));
+	g2g_check(s, "every SM held by the application", rc, &dst, got, want, sizeof(want));
 	printf("fullgpu: %d blocks of %d bytes of shared memory, %u puts landed\n", sms, smem,
 	       (unsigned)N);
-	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	gdak_mem_free(ctx, rc);
 	gdak_mem_free(ctx, flag);
-	cudaStreamDestroy(s);
+	g2g_close(ctx, &p, &src, &dst, rc, s);
 }
 
 int main(void)

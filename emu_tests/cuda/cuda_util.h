@@ -22,9 +22,7 @@
 #include <gdak/nic.h>
 #include <gdak/dev/dev.h>
 
-extern "C" {
-#include "gdak_test.h"
-}
+#include "gdak_cuda_view.h"
 
 /* Seconds a test kernel may run before the test gives up on it. */
 #define CU_HANG_S 45
@@ -32,15 +30,7 @@ extern "C" {
  * run, short enough that a failure shows as an error code. */
 #define CU_WAIT_NS 10000000000ull
 
-#define CU_REQUIRE(call)                                                                    \
-	do {                                                                                \
-		cudaError_t e_ = (call);                                                    \
-		if (e_ != cudaSuccess) {                                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call,                 \
-				       cudaGetErrorString(e_));                             \
-			exit(gdak_test_end() ? 1 : 1);                                      \
-		}                                                                           \
-	} while (0)
+#define CU_REQUIRE(call) GDAK_CU_REQUIRE(call)
 
 #define GDAK_REQUIRE(call)                                                                  \
 	do {                                                                                \

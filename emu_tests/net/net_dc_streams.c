@@ -373,17 +373,8 @@ static void initiator(const struct gdak_qp_info *info, const struct remote *peer
 
 static void set_env(int server)
 {
-	if (loss_pct) {
-		char f[160];
-
-		snprintf(f, sizeof(f),
-			 "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%,seed=%d;"
-			 "pkt_reorder:p=%u%%,seed=%d",
-			 loss_pct, 41 + server, loss_pct, 51 + server, loss_pct, 61 + server);
-		setenv("GDAK_FAULTS", f, 1);
-		setenv("GDAK_UDP_RETRY", "forever", 1);
-		setenv("GDAK_UDP_RTO_US", "5000", 1);
-	}
+	if (loss_pct)
+		gdak_test_bs_lossy(loss_pct, 41 + server);
 }
 
 static void server(struct gdak_bootstrap *bs)

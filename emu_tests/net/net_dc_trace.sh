@@ -9,9 +9,7 @@ set -u
 dc=$1 tool=$2 lua=$3
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gdak-dc.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/trace_checks.sh"
 
 GDAK_TRACE=$dir/t.pcapng "$dc" ops >"$dir/dc.out" 2>&1 || { tail -20 "$dir/dc.out"; bad "net_udp_dc ops failed"; exit 1; }
 for side in client server; do
@@ -36,34 +34,21 @@ grep -q 'PACKET tx .* DC_RDMA_READ_RESPONSE_FIRST ' "$s" && grep -q 'PACKET tx .
 if cat "$c" "$s" | grep 'PACKET' | grep -qv 'icrc=ok'; then bad "a packet without icrc=ok"; else ok "every packet icrc=ok"; fi
 n_all=$(grep -c 'PACKET tx .* DC_' "$c")
 
-if ! command -v tshark >/dev/null 2>&1; then
-	echo "tshark not installed: the Wireshark checks skipped"
-	echo "$fails failed"; exit $((fails != 0))
-fi
-das=()
-for p in $(tshark -r "$dir/t.pcapng.client" -Y udp -T fields -e udp.srcport -e udp.dstport 2>/dev/null | tr '\t' '\n' | sort -u); do
-	das+=(-d "udp.port==$p,infiniband")
-done
+tshark_or_end
+tshark_decode_as "$dir/t.pcapng.client"
 # the client's sent packets: its own port as the UDP source
 sp=$(grep -m1 -o 'PACKET tx flow=127\.0\.0\.1:[0-9]*' "$c" | sed 's/.*://')
-n=$(tshark -r "$dir/t.pcapng.client" "${das[@]}" --disable-protocol rpcordma \
-	-Y "infiniband.bth.opcode >= 0xe0 && udp.srcport == $sp" 2>/dev/null | wc -l)
-((n == n_all)) && ok "tshark: $n InfiniBand frames with DC opcodes" || bad "tshark saw $n of $n_all"
-m=$(tshark -r "$dir/t.pcapng.client" "${das[@]}" --disable-protocol rpcordma -Y '_ws.malformed' 2>/dev/null | wc -l)
-((m == 0)) && ok "tshark: nothing malformed" || bad "tshark: $m malformed frames"
+tshark_frames "$dir/t.pcapng.client" "infiniband.bth.opcode >= 0xe0 && udp.srcport == $sp" "$n_all" "DC opcodes"
 if tshark -v 2>/dev/null | grep -q 'with Lua\|Lua [0-9]'; then
 	tshark -X "lua_script:$lua" -r "$dir/t.pcapng.client" "${das[@]}" --disable-protocol rpcordma \
 		-Y "gdak.dc.key && udp.srcport == $sp" -T fields -e gdak.dc.opcode -e gdak.dc.key -e gdak.dc.mtu \
 		>"$dir/lua.txt" 2>"$dir/lua.err"
-	nl=$(wc -l <"$dir/lua.txt")
-	((nl == n_all)) && ok "Lua: $nl DCETHs decoded" || { cat "$dir/lua.err"; bad "Lua decoded $nl of $n_all"; }
+	lua_decoded "$dir/lua.txt" "$n_all" "DCETHs"
 	grep -qP '^0xea\t0x1111222233334444\t3$|^0xe6\t0x1111222233334444\t3$' "$dir/lua.txt" &&
 		ok "Lua: a DC WRITE with DCT 0's key and MTU 1024" || bad "Lua: no DC WRITE line"
 	grep -qP '^0xf4\t0x0*dc\t3$' "$dir/lua.txt" && ok "Lua: a DC FETCH_ADD to DCT 1" || bad "Lua: no DC FA line"
-	e=$(tshark -X "lua_script:$lua" -r "$dir/t.pcapng.client" "${das[@]}" -Y 'gdak.dc.malformed' 2>/dev/null | wc -l)
-	((e == 0)) && ok "Lua: no DC packet marked malformed" || bad "Lua: $e marked malformed"
+	lua_unmarked "$lua" "$dir/t.pcapng.client" 'gdak.dc.malformed' "DC packet"
 else
 	echo "tshark without Lua: the dissector check skipped"
 fi
-echo "$fails failed"
-exit $((fails != 0))
+trace_checks_end

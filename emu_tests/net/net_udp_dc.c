@@ -82,17 +82,8 @@ static void set_env(int server)
 		setenv("GDAK_UDP_RTO_US", "20000", 1);
 		setenv("GDAK_UDP_RETRY", "2", 1);
 	}
-	if (!strcmp(mode, "loss")) {
-		char f[160];
-
-		snprintf(f, sizeof(f),
-			 "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%,seed=%d;"
-			 "pkt_reorder:p=%u%%,seed=%d",
-			 loss_pct, 11 + server, loss_pct, 21 + server, loss_pct, 31 + server);
-		setenv("GDAK_FAULTS", f, 1);
-		setenv("GDAK_UDP_RETRY", "forever", 1);
-		setenv("GDAK_UDP_RTO_US", "5000", 1);
-	}
+	if (!strcmp(mode, "loss"))
+		gdak_test_bs_lossy(loss_pct, 11 + server);
 }
 
 /* ---- server: three DCTs in one context (one PD) ------------------------------------ */

@@ -9,9 +9,7 @@ set -u
 fid=$1 tool=$2 lua=$3
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gdak-xat.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/trace_checks.sh"
 
 GDAK_TRACE=$dir/t.pcapng "$fid" >"$dir/fid.out" 2>&1 || { cat "$dir/fid.out"; bad "fid_atomic failed"; exit 1; }
 "$tool" "$dir/t.pcapng" >"$dir/dec.txt" 2>&1 || bad "gdak-trace exit $?"
@@ -30,31 +28,18 @@ grep -q 'WQE .* ATOMIC_MASKED_CS .* opmod=8 .* swap=0x9 compare=0x5 swap_mask=0x
 	ok "gdak-trace: the 4-byte WQE segment decoded as such" || bad "4-byte WQE not decoded"
 if grep 'PACKET' "$dir/dec.txt" | grep -qv 'icrc=ok'; then bad "a packet without icrc=ok"; else ok "every packet icrc=ok"; fi
 
-if ! command -v tshark >/dev/null 2>&1; then
-	echo "tshark not installed: the Wireshark checks skipped"
-	echo "$fails failed"; exit $((fails != 0))
-fi
-das=()
-for p in $(tshark -r "$dir/t.pcapng" -Y udp -T fields -e udp.srcport -e udp.dstport 2>/dev/null | tr '\t' '\n' | sort -u); do
-	das+=(-d "udp.port==$p,infiniband")
-done
-n=$(tshark -r "$dir/t.pcapng" "${das[@]}" --disable-protocol rpcordma \
-	-Y 'infiniband.bth.opcode == 0xd3 || infiniband.bth.opcode == 0xd4' 2>/dev/null | wc -l)
-((n == n_all)) && ok "tshark: $n InfiniBand frames with opcode 0xd3/0xd4" || bad "tshark saw $n of $n_all"
-m=$(tshark -r "$dir/t.pcapng" "${das[@]}" --disable-protocol rpcordma -Y '_ws.malformed' 2>/dev/null | wc -l)
-((m == 0)) && ok "tshark: nothing malformed" || bad "tshark: $m malformed frames"
+tshark_or_end
+tshark_decode_as "$dir/t.pcapng"
+tshark_frames "$dir/t.pcapng" 'infiniband.bth.opcode == 0xd3 || infiniband.bth.opcode == 0xd4' "$n_all" "opcode 0xd3/0xd4"
 if tshark -v 2>/dev/null | grep -q 'with Lua\|Lua [0-9]'; then
 	tshark -X "lua_script:$lua" -r "$dir/t.pcapng" "${das[@]}" --disable-protocol rpcordma \
 		-Y gdak_xatomic -T fields -e gdak.xatomic.opcode -e gdak.xatomic.size \
 		-e gdak.xatomic.swap_add -e gdak.xatomic.swap_mask >"$dir/lua.txt" 2>"$dir/lua.err"
-	nl=$(wc -l <"$dir/lua.txt")
-	((nl == n_all)) && ok "Lua: $nl ExtAtomicETHs decoded" || { cat "$dir/lua.err"; bad "Lua decoded $nl of $n_all"; }
+	lua_decoded "$dir/lua.txt" "$n_all" "ExtAtomicETHs"
 	grep -qP '^0xd3\t2\t0x0+9\t0x0+ffffffff$' "$dir/lua.txt" && ok "Lua: a 4-byte CS with its swap and mask" || bad "Lua: no 4-byte CS line"
 	grep -qP '^0xd4\t3\t' "$dir/lua.txt" && ok "Lua: an 8-byte FA" || bad "Lua: no 8-byte FA line"
-	e=$(tshark -X "lua_script:$lua" -r "$dir/t.pcapng" "${das[@]}" -Y 'gdak.xatomic.malformed' 2>/dev/null | wc -l)
-	((e == 0)) && ok "Lua: no ExtAtomicETH marked malformed" || bad "Lua: $e marked malformed"
+	lua_unmarked "$lua" "$dir/t.pcapng" 'gdak.xatomic.malformed' "ExtAtomicETH"
 else
 	echo "tshark without Lua: the dissector check skipped"
 fi
-echo "$fails failed"
-exit $((fails != 0))
+trace_checks_end

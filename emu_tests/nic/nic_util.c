@@ -76,21 +76,27 @@ static void ctrl(struct mlx5_wqe_ctrl_seg *c, struct nu_qp *q, uint8_t opcode, u
 	gdak_mlx5_ctrl_encode(c, &cc);
 }
 
+/* The payload segment at seg: inline bytes or one data segment.  Its DS. */
+static unsigned payload(uint8_t *seg, void *laddr, uint32_t len, uint32_t lkey, unsigned flags)
+{
+	if (flags & NU_INLINE) {
+		gdak_mlx5_inline_encode((void *)seg, len);
+		memcpy(seg + 4, laddr, len);
+		return gdak_mlx5_inline_ds(len);
+	}
+	gdak_mlx5_data_encode((void *)seg, (uintptr_t)laddr, len, lkey);
+	return 1;
+}
+
 uint16_t nu_post_rdma(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len, uint32_t lkey,
 		      uint64_t raddr, uint32_t rkey, uint32_t imm_be, unsigned flags)
 {
 	uint8_t w[1024] __attribute__((aligned(16))) = {0};
-	unsigned ds = 3;
+	unsigned ds;
 	uint16_t idx = (uint16_t)q->pi;
 
 	gdak_mlx5_raddr_encode((void *)(w + 16), raddr, rkey);
-	if (flags & NU_INLINE) {
-		gdak_mlx5_inline_encode((void *)(w + 32), len);
-		memcpy(w + 36, laddr, len);
-		ds = 2 + gdak_mlx5_inline_ds(len);
-	} else {
-		gdak_mlx5_data_encode((void *)(w + 32), (uintptr_t)laddr, len, lkey);
-	}
+	ds = 2 + payload(w + 32, laddr, len, lkey, flags);
 	ctrl((void *)w, q, opcode, ds, flags, imm_be);
 	nu_put_raw(q, w, ds);
 	return idx;
@@ -100,16 +106,9 @@ uint16_t nu_post_send(struct nu_qp *q, uint8_t opcode, void *laddr, uint32_t len
 		      uint32_t imm_be, unsigned flags)
 {
 	uint8_t w[1024] __attribute__((aligned(16))) = {0};
-	unsigned ds = 2;
+	unsigned ds = 1 + payload(w + 16, laddr, len, lkey, flags);
 	uint16_t idx = (uint16_t)q->pi;
 
-	if (flags & NU_INLINE) {
-		gdak_mlx5_inline_encode((void *)(w + 16), len);
-		memcpy(w + 20, laddr, len);
-		ds = 1 + gdak_mlx5_inline_ds(len);
-	} else {
-		gdak_mlx5_data_encode((void *)(w + 16), (uintptr_t)laddr, len, lkey);
-	}
 	ctrl((void *)w, q, opcode, ds, flags, imm_be);
 	nu_put_raw(q, w, ds);
 	return idx;

@@ -16,6 +16,18 @@ extern "C" {
 #include "gdak_test.h"
 }
 
+/* A CUDA runtime call that must succeed: else the test fails and exits. */
+#define GDAK_CU_REQUIRE(call)                                               \
+	do {                                                                \
+		cudaError_t e_ = (call);                                    \
+		if (e_ != cudaSuccess) {                                    \
+			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call, \
+				       cudaGetErrorString(e_));             \
+			(void)gdak_test_end();                              \
+			exit(1);                                            \
+		}                                                           \
+	} while (0)
+
 /* The device address of [p, p + len): its pages registered mapped (the
  * register page is ordinary memory here: a mapped registration, not an I/O
  * one).  Memory registered already, whole or in part (a neighbour's page,

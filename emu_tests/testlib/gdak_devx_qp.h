@@ -19,11 +19,9 @@
 
 #include "gdak_cq_ring.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_test.h"
-
-#define TQP_CQC(off, w) 0x80 + (off), (w)
-#define TQP_QPC(off, w) 0xc0 + (off), (w)
-#define TQP_ADS(off, w) 0xc0 + 0xc0 + (off), (w)
+#include "gdak_test_wqe.h"
 
 enum {
 	TQP_LOG_SQ = 5,
@@ -50,48 +48,14 @@ static inline int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
 
 	if (!q->uar) {
 		q->uar = mlx5dv_devx_alloc_uar(q->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
-		q->sq = gdak_test_pages((1u << TQP_LOG_SQ) * 64);
-		q->cqb = gdak_test_pages((1u << TQP_LOG_CQ) * 64);
-		q->dbr = gdak_test_pages(4096);
 		REQUIRE(q->uar != NULL);
-		for (unsigned i = 0; i < (1u << TQP_LOG_CQ); i++)
-			q->cqb[i * 64 + 63] = 0xf1;
-		q->sq_um = mlx5dv_devx_umem_reg(q->ctx, q->sq, (1u << TQP_LOG_SQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->cq_um = mlx5dv_devx_umem_reg(q->ctx, q->cqb, (1u << TQP_LOG_CQ) * 64,
-						IBV_ACCESS_LOCAL_WRITE);
-		q->dbr_um = mlx5dv_devx_umem_reg(q->ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-		REQUIRE(q->sq_um && q->cq_um && q->dbr_um);
+		prm_rc_host_umem(q->ctx, (1u << TQP_LOG_SQ) * 64, TQP_LOG_CQ, &q->sq, &q->sq_um,
+				 &q->cqb, &q->cq_um, &q->dbr, &q->dbr_um);
 
-		memset(in, 0, sizeof(in));
-		prm_set(in, PRM_OPCODE, 0x400);
-		prm_set(in, TQP_CQC(0x63, 5), TQP_LOG_CQ);
-		prm_set(in, TQP_CQC(0x68, 24), q->uar->page_id);
-		{
-			uint32_t eqn = 0;
-
-			CHECK_EQ(mlx5dv_devx_query_eqn(q->ctx, 0, &eqn), 0);
-			prm_set(in, TQP_CQC(0xb8, 8), eqn);
-		}
-		prm_set(in, TQP_CQC(0x20, 32), q->dbr_um->umem_id);
-		prm_set64(in, 0x80 + 0x1c0, 64);
-		prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-		q->cq = mlx5dv_devx_obj_create(q->ctx, in, 0x300 / 8, out, 16);
-		REQUIRE(q->cq != NULL);
-		q->cqn = prm_get(out, PRM_OBJ);
+		q->cq = prm_rc_create_cq(q->ctx, TQP_LOG_CQ, q->uar, q->dbr_um, q->cq_um, &q->cqn);
 	}
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, TQP_QPC(0x13, 2), 3);
-	prm_set(in, TQP_QPC(0x28, 24), q->pdn);
-	prm_set(in, TQP_QPC(0x51, 4), TQP_LOG_SQ);
-	prm_set(in, TQP_QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, TQP_QPC(0x565, 3), rmpn ? 1 : 3);
-	prm_set(in, TQP_QPC(0x568, 24), rmpn);
-	prm_set(in, TQP_QPC(0x3e8, 24), q->cqn);
-	prm_set(in, TQP_QPC(0x4e8, 24), q->cqn);
-	prm_set(in, TQP_QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set(in, 0x840, 32, q->sq_um->umem_id);
+	prm_rc_fill_qp(in, sizeof(in), q->pdn, q->uar, q->cqn, q->dbr_um, q->sq_um, TQP_LOG_SQ,
+		       rmpn, 0);
 	q->qp = mlx5dv_devx_obj_create(q->ctx, in, sizeof(in), out, 16);
 	if (!q->qp)
 		return -1;
@@ -101,39 +65,15 @@ static inline int tqp_create(struct tqp *q, uint32_t rmpn, uint8_t *out)
 
 static inline void tqp_modify(struct tqp *q, unsigned op, uint8_t *in)
 {
-	uint8_t out[16] = { 0 };
-
-	prm_set(in, PRM_OPCODE, op);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_modify(q->qp, in, 0x800 / 8, out, sizeof(out)), 0);
+	prm_rc_modify(q->qp, q->qpn, op, in);
 }
 
+/* PSN 0x200, no atomics, the receiver's RNR NAK timer 1. */
 static inline void tqp_connect(struct tqp *q, uint32_t peer, unsigned rnr_retry)
 {
-	uint8_t in[0x800 / 8];
+	const struct prm_rc_conn c = { .psn = 0x200, .min_rnr_nak = 1, .rnr_retry = rnr_retry };
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, TQP_QPC(0x490, 1), 1);
-	prm_set(in, TQP_QPC(0x491, 1), 1);
-	prm_set(in, TQP_ADS(0x128, 8), 1);
-	tqp_modify(q, 0x502, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, TQP_QPC(0x40, 3), 3);
-	prm_set(in, TQP_QPC(0x43, 5), 30);
-	prm_set(in, TQP_QPC(0xa8, 24), peer);
-	prm_set(in, TQP_QPC(0x4a8, 24), 0x200);
-	prm_set(in, TQP_QPC(0x4a3, 5), 1);
-	prm_set(in, TQP_ADS(0x128, 8), 1);
-	prm_set(in, TQP_ADS(0x28, 1), 1);
-	prm_set(in, TQP_ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, q->gid, 16);
-	tqp_modify(q, 0x503, in);
-	memset(in, 0, sizeof(in));
-	prm_set(in, TQP_QPC(0x3c8, 24), 0x200);
-	prm_set(in, TQP_QPC(0x38d, 3), 7);
-	prm_set(in, TQP_QPC(0x390, 3), rnr_retry);
-	prm_set(in, TQP_ADS(0x40, 5), 14);
-	tqp_modify(q, 0x504, in);
+	prm_rc_connect(q->qp, q->qpn, &c, peer, q->gid);
 }
 
 /* One WQE (SEND, RDMA_WRITE or RDMA_READ, one data segment) at q->pi: the
@@ -144,20 +84,10 @@ static inline void tqp_post(struct tqp *q, uint8_t opcode, const void *laddr, ui
 	uint8_t *w = q->sq + (q->pi % (1u << TQP_LOG_SQ)) * 64;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
 	int rdma = opcode != MLX5_OPCODE_SEND;
-	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
-	struct mlx5_wqe_data_seg *d = (void *)(w + (rdma ? 32 : 16));
 
 	memset(w, 0, 64);
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(q->qpn << 8 | (rdma ? 3 : 2));
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	if (rdma) {
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(rkey);
-	}
-	d->byte_count = htobe32(len);
-	d->lkey = htobe32(lkey);
-	d->addr = htobe64((uintptr_t)laddr);
+	gdak_tw_segs(w + 16, opcode, raddr, rkey, 0, 0, (uintptr_t)laddr, lkey, len);
+	gdak_tw_ctrl(w, q->pi, opcode, q->qpn, rdma ? 3 : 2);
 	q->pi++;
 	__atomic_store_n(&q->dbr[1], htobe32(q->pi & 0xffff), __ATOMIC_RELEASE);
 	__atomic_store_n((uint64_t *)q->uar->reg_addr, *(uint64_t *)(void *)c, __ATOMIC_RELEASE);
@@ -191,13 +121,7 @@ static inline struct mlx5_cqe64 *tqp_cqe(struct tqp *q)
 
 static inline void tqp_destroy(struct tqp *q)
 {
-	if (q->qp)
-		CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->sq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->sq_um, q->cq_um, q->dbr_um, q->uar);
 	free(q->sq);
 	free(q->cqb);
 	free(q->dbr);

@@ -48,4 +48,15 @@ static inline uint64_t prm_get64(const void *mb, unsigned bit)
 #define PRM_STATUS 0x00, 8
 #define PRM_SYNDROME 0x20, 32
 
+/* the command statuses the tests expect (PRM "Command status") */
+enum {
+	ST_BAD_OP = 0x02,
+	ST_BAD_PARAM = 0x03,
+	ST_BAD_RES = 0x05,
+	ST_BAD_RES_STATE = 0x09,
+	ST_BAD_QP_STATE = 0x10,
+	ST_BAD_INPUT_LEN = 0x50,
+	ST_BAD_OUTPUT_LEN = 0x51,
+};
+
 #endif /* GDAK_PRM_H */

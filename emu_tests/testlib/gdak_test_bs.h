@@ -18,6 +18,21 @@
 #include "gdak_test.h"
 #include "gdak_test_proc.h"
 
+/* A lossy link for this process: pct% of its packets dropped, duplicated
+ * and reordered (seeds seed, seed + 10, seed + 20: each side its own),
+ * retried for ever after a short timeout - set before gdak_open. */
+static inline void gdak_test_bs_lossy(unsigned pct, int seed)
+{
+	char f[160];
+
+	snprintf(f, sizeof(f),
+		 "pkt_drop:p=%u%%,seed=%d;pkt_dup:p=%u%%,seed=%d;pkt_reorder:p=%u%%,seed=%d", pct,
+		 seed, pct, seed + 10, pct, seed + 20);
+	setenv("GDAK_FAULTS", f, 1);
+	setenv("GDAK_UDP_RETRY", "forever", 1);
+	setenv("GDAK_UDP_RTO_US", "5000", 1);
+}
+
 typedef void (*gdak_test_bs_fn)(struct gdak_bootstrap *bs);
 
 /*

@@ -20,6 +20,16 @@ struct ibv_context *gdak_vt_open_first(void)
 	return ctx;
 }
 
+struct ibv_mr *gdak_vt_reg_all(struct ibv_pd *pd, void *buf, size_t len)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+
+	REQUIRE(mr != NULL);
+	return mr;
+}
+
 struct ibv_qp *gdak_vt_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
 			     uint32_t recv_wr)
 {

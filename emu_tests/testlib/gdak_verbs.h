@@ -36,6 +36,9 @@ struct gdak_vt_path gdak_vt_path_1024(union ibv_gid dgid, uint32_t dqpn, uint32_
 /* The first device of ibv_get_device_list(), opened; the test ends (REQUIRE)
  * when there is none or it does not open. */
 struct ibv_context *gdak_vt_open_first(void);
+/* buf [0, len) registered on pd for local write and every remote access;
+ * the test ends (REQUIRE) when it cannot be. */
+struct ibv_mr *gdak_vt_reg_all(struct ibv_pd *pd, void *buf, size_t len);
 /* An RC QP on pd with cq for both queues, one SGE each way. */
 struct ibv_qp *gdak_vt_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
 			     uint32_t recv_wr);

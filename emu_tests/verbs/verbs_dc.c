@@ -31,8 +31,10 @@
 #include "gdak_cq_ring.h"
 #include "gdak_dc_verbs.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 #include "gdak_verbs.h"
 
 /* ---- PRM offsets (mlx5_ifc.h numbering, this test's own; accessors: gdak_prm.h) ---- */
@@ -45,10 +47,6 @@
 #define DCTC_KEY 0x80 + 0x100
 
 enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_INPUT_LEN = 0x50,
 	SYND_RETRY_EXC = 0x15, /* MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR */
 	SYND_LOC_QP_OP = 0x02, /* MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR */
 	LOG_SQ = 6,
@@ -86,38 +84,14 @@ static void post(struct dci *d, uint8_t opcode, const struct mlx5_wqe_av *av, in
 {
 	uint8_t *w = d->sq + (d->pi % d->wqebbs) * 64, *p;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	unsigned ds;
 
 	memset(w, 0, 128);
 	p = w + 16;
 	memcpy(p, av, compact ? 16 : sizeof(*av));
 	p += compact ? 16 : sizeof(*av);
-	if (opcode != MLX5_OPCODE_SEND) {
-		struct mlx5_wqe_raddr_seg *r = (void *)p;
-
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(mr->rkey);
-		p += 16;
-	}
-	if (opcode == MLX5_OPCODE_ATOMIC_FA || opcode == MLX5_OPCODE_ATOMIC_CS) {
-		struct mlx5_wqe_atomic_seg *a = (void *)p;
-
-		a->swap_add = htobe64(add_swap);
-		a->compare = htobe64(cmp);
-		p += 16;
-	}
-	{
-		struct mlx5_wqe_data_seg *dseg = (void *)p;
-
-		dseg->byte_count = htobe32(len);
-		dseg->lkey = htobe32(mr->lkey);
-		dseg->addr = htobe64((uintptr_t)laddr);
-		p += 16;
-	}
-	ds = (unsigned)(p - w) / 16;
-	c->opmod_idx_opcode = htobe32((d->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(d->qpn << 8 | ds);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+	p = gdak_tw_segs(p, opcode, raddr, mr->rkey, add_swap, cmp, (uintptr_t)laddr, mr->lkey,
+			 len);
+	gdak_tw_ctrl(w, d->pi, opcode, d->qpn, (unsigned)(p - w) / 16);
 	d->pi += 2;
 	/* the record, then the register: release stores (ThreadSanitizer
 	 * does not model fences) */
@@ -322,33 +296,14 @@ static int dx_modify(struct mlx5dv_devx_obj *o, uint32_t num, unsigned op, uint8
 static void ddci_create(struct devx_dci *x, struct dci *d)
 {
 	uint8_t in[0x880 / 8 + 16], out[16];
-	uint32_t eqn = 0;
 	unsigned st;
 
 	x->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
 	REQUIRE(x->uar != NULL);
-	x->wq = gdak_test_pages((1u << LOG_SQ) * 64);
-	x->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
-	x->dbr = gdak_test_pages(4096);
-	for (unsigned i = 0; i < (1u << LOG_CQ); i++)
-		x->cqb[i * 64 + 63] = 0xf1;
-	x->wq_um = mlx5dv_devx_umem_reg(ctx, x->wq, (1u << LOG_SQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	x->cq_um = mlx5dv_devx_umem_reg(ctx, x->cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	x->dbr_um = mlx5dv_devx_umem_reg(ctx, x->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(x->wq_um && x->cq_um && x->dbr_um);
+	prm_rc_host_umem(ctx, (1u << LOG_SQ) * 64, LOG_CQ, &x->wq, &x->wq_um, &x->cqb, &x->cq_um,
+			 &x->dbr, &x->dbr_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), x->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), x->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64);
-	prm_set(in, 0x2c0, 32, x->cq_um->umem_id);
-	x->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(x->cq != NULL);
-	x->cqn = prm_get(out, PRM_OBJ);
+	x->cq = prm_rc_create_cq(ctx, LOG_CQ, x->uar, x->dbr_um, x->cq_um, &x->cqn);
 
 	/* CREATE_QP as NVSHMEM's ibgda_create_qp fills it for a DCI */
 	memset(in, 0, sizeof(in));
@@ -371,16 +326,13 @@ static void ddci_create(struct devx_dci *x, struct dci *d)
 	/* refusals first: a DCI with a regular RQ, an SRQ that does not
 	 * exist, a service type gdak does not execute (UD) */
 	prm_set(in, QPC(0x565, 3), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_PARAM);
 	prm_set(in, QPC(0x565, 3), 1);
 	prm_set(in, QPC(0x568, 24), 0xabcdef);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_RES);
 	prm_set(in, QPC(0x568, 24), srqn);
 	prm_set(in, QPC(0x08, 8), 0x3);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x880 / 8, ST_BAD_PARAM);
 	prm_set(in, QPC(0x08, 8), 0x5);
 
 	x->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
@@ -463,13 +415,8 @@ static void ddci_restart(struct devx_dci *x, struct dci *d)
 
 static void ddci_destroy(struct devx_dci *x)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(x->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(x->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(x->dbr_um), 0);
 	munmap(x->alias, 4096);
-	mlx5dv_devx_free_uar(x->uar);
+	prm_rc_destroy(x->qp, x->cq, x->wq_um, x->cq_um, x->dbr_um, x->uar);
 	free(x->wq);
 	free(x->cqb);
 	free(x->dbr);
@@ -502,29 +449,25 @@ static struct mlx5dv_devx_obj *ddct_create(uint32_t *dctn)
 	/* the refusals ConnectX gives: a short mailbox, a bad MTU, no CQ, no
 	 * SRQ, a port it lacks; and what gdak cannot execute (responder
 	 * scatter to CQE) */
+	static const struct {
+		unsigned bit, w;
+		uint32_t v;
+		unsigned st;
+	} bad[] = {
+		{ DCTC(0x145, 3), 7, ST_BAD_PARAM }, /* mtu */
+		{ DCTC(0x48, 24), 0, ST_BAD_RES },   /* cqn */
+		{ DCTC(0xa8, 24), 0, ST_BAD_RES },   /* srqn */
+		{ DCTC(0x148, 8), 2, ST_BAD_PARAM }, /* port */
+		{ DCTC(0x88, 8), 2, ST_BAD_PARAM },  /* cs_res */
+	};
+
 	fill_dct(in, sizeof(in));
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x200 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
-	prm_set(in, DCTC(0x145, 3), 7);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x48, 24), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0xa8, 24), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x148, 8), 2);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
-	fill_dct(in, sizeof(in));
-	prm_set(in, DCTC(0x88, 8), 2);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x200 / 8, ST_BAD_INPUT_LEN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fill_dct(in, sizeof(in));
+		prm_set(in, bad[i].bit, bad[i].w, bad[i].v);
+		prm_refused(ctx, in, sizeof(in), bad[i].st);
+	}
 
 	fill_dct(in, sizeof(in));
 	o = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
@@ -567,7 +510,7 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	struct mlx5_wqe_av av;
 	struct mlx5_cqe64 *e;
 	struct trmp r;
-	uint32_t cqn, rmpn, dctn, eqn = 0, idx;
+	uint32_t cqn, rmpn, dctn, idx;
 	uint8_t *dst = buf + 20480;
 
 	memset(&r, 0, sizeof(r));
@@ -582,18 +525,8 @@ static void rmp_dct_send(struct devx_dci *x, struct dci *d)
 	cq_um = mlx5dv_devx_umem_reg(ctx, cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(ring_um && rec_um && cq_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), x->uar->page_id);
-	CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-	prm_set(in, CQC(0xb8, 8), eqn);
-	prm_set(in, CQC(0x20, 32), rec_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64); /* the CQ's record at +64, the RMP's at 0 */
-	prm_set(in, 0x2c0, 32, cq_um->umem_id);
-	cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(cq != NULL);
-	cqn = prm_get(out, PRM_OBJ);
+	/* the CQ's record at +64, the RMP's at 0 */
+	cq = prm_rc_create_cq(ctx, LOG_CQ, x->uar, rec_um, cq_um, &cqn);
 
 	rmp_link(&r, link);
 	rmp_fill(in, pdn, 3, 6, ring_um->umem_id, rec_um->umem_id, 0, 0);
@@ -763,10 +696,7 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
 	buf = gdak_test_pages(65536);
-	mr = ibv_reg_mr(pd, buf, 65536,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC);
-	REQUIRE(mr != NULL);
+	mr = gdak_vt_reg_all(pd, buf, 65536);
 	check_caps();
 
 	/* what NVSHMEM's DCT side has: an SRQ, a receive CQ, their numbers */

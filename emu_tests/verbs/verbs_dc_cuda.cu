@@ -23,36 +23,21 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_cuda_ops6.h"
+#include "gdak_test_wqe.h"
 
 extern "C" {
 #include "gdak_test.h"
+#include "gdak_verbs.h"
 }
 #include "gdak_dc_verbs.h"
 
-#define LEN 4096
+#define LEN GDAK_OPS6_LEN
 #define KEY0 0x1122334455667788ull
 #define KEY1 0x0badc0ffee000001ull
-#define NOPS 6
+#define NOPS GDAK_OPS6_N
 
-#define CU(call)                                                                            \
-	do {                                                                                \
-		cudaError_t e_ = (call);                                                    \
-		if (e_ != cudaSuccess) {                                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call,                 \
-				       cudaGetErrorString(e_));                             \
-			exit(1);                                                            \
-		}                                                                           \
-	} while (0)
-
-struct ring {
-	uint8_t *sq;
-	uint32_t wqebbs, qpn;
-	uint32_t *dbrec; /* the send record (be32) */
-	uint64_t *reg;	 /* the doorbell register */
-	uint8_t *cq;
-	uint32_t ncqe;
-	uint32_t *cq_dbrec;
-};
+#define CU(call) GDAK_CU_REQUIRE(call)
 
 struct op {
 	uint8_t opcode;
@@ -62,124 +47,35 @@ struct op {
 };
 
 struct args {
-	struct ring r;
+	struct gdak_tw_sq r;
 	struct mlx5_wqe_av av[3];
 	uint32_t lkey, rkey;
 	struct op ops[NOPS];
 };
 
 struct result {
-	uint8_t opcode[NOPS], syndrome[NOPS];
-	uint16_t wqe_counter[NOPS];
-	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	struct gdak_tw_cqe cqe[GDAK_OPS6_N];
 	int timed_out;
 };
 
-__device__ static uint32_t be32(uint32_t v)
-{
-	return __byte_perm(v, 0, 0x0123);
-}
-
-__device__ static uint64_t be64(uint64_t v)
-{
-	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
-}
-
-__device__ static void put16(uint8_t *p, const void *src)
-{
-	const uint32_t *s = (const uint32_t *)src;
-	volatile uint32_t *d = (volatile uint32_t *)p;
-
-	for (int i = 0; i < 4; i++)
-		d[i] = s[i];
-}
-
 __global__ void k_dc(struct args a, struct result *res)
 {
-	uint32_t pi = 0, ci = 0;
+	uint32_t pi = 0;
 
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
 		uint8_t *w = a.r.sq + (pi % a.r.wqebbs) * 64, *p = w + 16;
-		uint32_t seg[4];
-		unsigned ds;
 
 		/* the AV as the host built it (48 bytes), then the op's segments */
 		for (int i = 0; i < 3; i++)
-			put16(p + 16 * i, (const uint8_t *)&a.av[o->av] + 16 * i);
-		p += 48;
-		if (o->opcode != MLX5_OPCODE_SEND) {
-			uint64_t ra = be64(o->raddr);
-
-			memcpy(seg, &ra, 8);
-			seg[2] = be32(a.rkey);
-			seg[3] = 0;
-			put16(p, seg);
-			p += 16;
+			gdak_tw_put16(p + 16 * i, (const uint32_t *)&a.av[o->av] + 4 * i);
+		p = gdak_tw_segs(p + 48, o->opcode, o->raddr, a.rkey, o->add_swap, o->cmp, o->laddr,
+				 a.lkey, o->len);
+		if (gdak_tw_exec(&a.r, w, p, o->opcode, pi, 2, n, &res->cqe[n])) {
+			res->timed_out = 1;
+			return;
 		}
-		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
-			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
-
-			put16(p, v);
-			p += 16;
-		}
-		{
-			uint64_t la = be64(o->laddr);
-
-			seg[0] = be32(o->len);
-			seg[1] = be32(a.lkey);
-			memcpy(seg + 2, &la, 8);
-			put16(p, seg);
-			p += 16;
-		}
-		ds = (unsigned)(p - w) / 16;
-		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
-		seg[1] = be32(a.r.qpn << 8 | ds);
-		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
-		seg[3] = 0;
-		put16(w, seg);
 		pi += 2;
-		/* WQE before the record, the record before the doorbell (what the
-		 * NIC model reads, in host memory: system scope) */
-		__threadfence_system();
-		*(volatile uint32_t *)a.r.dbrec = be32(pi & 0xffff);
-		__threadfence_system();
-		*(volatile uint64_t *)a.r.reg = *(volatile uint64_t *)w;
-		__threadfence_system();
-
-		/* the CQE: owner bit of this pass, opcode not INVALID */
-		{
-			volatile struct mlx5_cqe64 *e =
-				(volatile struct mlx5_cqe64 *)(a.r.cq + (ci % a.r.ncqe) * 64);
-			uint32_t owner = (ci / a.r.ncqe) & 1;
-			long long t0 = clock64();
-
-			for (;;) {
-				uint8_t oo = e->op_own;
-
-				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
-					break;
-				if (clock64() - t0 > 40000000000ll) {
-					res->timed_out = 1;
-					return;
-				}
-			}
-			__threadfence_system();
-			res->opcode[n] = e->op_own >> 4;
-			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
-			res->byte_cnt[n] = be32(e->byte_cnt);
-			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
-				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
-
-				res->syndrome[n] = x->syndrome;
-				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
-			} else {
-				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
-			}
-			ci++;
-			*(volatile uint32_t *)a.r.cq_dbrec = be32(ci & 0xffffff);
-			__threadfence_system();
-		}
 	}
 }
 
@@ -213,11 +109,9 @@ static void up(struct ibv_qp *q, int dct)
 
 int main(void)
 {
-	struct ibv_device **l;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_qp *dct[2], *dci;
-	struct ibv_mr *hmr, *gmr;
 	struct ibv_ah *ah;
 	struct mlx5dv_obj o;
 	struct mlx5dv_qp dq;
@@ -225,45 +119,18 @@ int main(void)
 	struct mlx5_wqe_av base;
 	struct args a;
 	struct result *res;
-	uint8_t *h, *g, *chk;
-	int n = 0;
+	struct gdak_ops6 b;
+	uint8_t *h, *g;
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
-		GDAK_TEST_SKIP("no usable GPU");
-	l = ibv_get_device_list(&n);
-	REQUIRE(l && n >= 1);
-	ctx = ibv_open_device(l[0]);
-	REQUIRE(ctx != NULL);
-	ibv_free_device_list(l);
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_ops6_open(&ctx, &gid);
 
 	/* h: host memory both sides reach (source, READ target, atomic
 	 * results); g: GPU memory, the DCTs' side */
-	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
-	CU(cudaMalloc((void **)&g, 2 * LEN));
-	CU(cudaMemset(g, 0, 2 * LEN));
-	res = NULL;
+	gdak_ops6_setup(&b, pd, 21);
+	h = b.h;
+	g = b.g;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
-	memset(h, 0, 4 * LEN);
-	gdak_test_fill(h, LEN, 21);
-	hmr = ibv_reg_mr(pd, h, 4 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	gmr = ibv_reg_mr(pd, g, 2 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	if (!gmr)
-		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
-			       strerror(errno));
-	REQUIRE(hmr != NULL);
-	{
-		uint64_t v = 500;
-
-		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
-	}
 
 	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -299,8 +166,8 @@ int main(void)
 	a.r.cq = (uint8_t *)gdak_cuda_view(dc.buf, (size_t)dc.cqe_cnt * 64);
 	a.r.ncqe = dc.cqe_cnt;
 	a.r.cq_dbrec = (uint32_t *)gdak_cuda_view(dc.dbrec, 4);
-	a.lkey = hmr->lkey;
-	a.rkey = gmr->rkey;
+	a.lkey = b.hmr->lkey;
+	a.rkey = b.gmr->rkey;
 
 	/* the AVs: an AH's, with each DCT's number and key; the third one
 	 * names DCT 0 with DCT 1's key */
@@ -323,7 +190,7 @@ int main(void)
 	a.ops[4] = (struct op){ MLX5_OPCODE_SEND, 1, 600, (uintptr_t)(h + 100), 0, 0, 0 };
 	a.ops[5] = (struct op){ MLX5_OPCODE_RDMA_WRITE, 2, 64, (uintptr_t)h, (uintptr_t)g, 0, 0 };
 	{
-		struct ibv_sge sge = { (uintptr_t)(h + 3 * LEN), 1024, hmr->lkey };
+		struct ibv_sge sge = { (uintptr_t)(h + 3 * LEN), 1024, b.hmr->lkey };
 		struct ibv_recv_wr rw, *bad;
 
 		memset(&rw, 0, sizeof(rw));
@@ -337,22 +204,7 @@ int main(void)
 	CU(cudaDeviceSynchronize());
 
 	CHECK_EQ(res->timed_out, 0);
-	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->qpn[i], dci->qp_num);
-		CHECK_EQ(res->wqe_counter[i], 2 * i);
-		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
-	}
-	CHECK_EQ(res->byte_cnt[1], 3000);
-	CHECK_EQ(res->syndrome[5], 0x15); /* TRANSPORT_RETRY_EXC_ERR */
-	chk = (uint8_t *)malloc(2 * LEN);
-	REQUIRE(chk != NULL);
-	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
-	CHECK_MEM(chk, h, 3000);
-	CHECK_MEM(h + LEN, h, 3000);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
-	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
-	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	gdak_ops6_check(&b, res->cqe, dci->qp_num, 2, 0x15 /* TRANSPORT_RETRY_EXC_ERR */);
 	{
 		struct ibv_wc wc;
 		int k;
@@ -367,7 +219,6 @@ int main(void)
 		CHECK_EQ(wc.qp_num, dct[1]->qp_num);
 	}
 
-	free(chk);
 	CHECK_EQ(ibv_destroy_qp(dci), 0);
 	CHECK_EQ(ibv_destroy_qp(dct[0]), 0);
 	CHECK_EQ(ibv_destroy_qp(dct[1]), 0);
@@ -375,8 +226,7 @@ int main(void)
 	CHECK_EQ(ibv_destroy_srq(srq), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);
-	CHECK_EQ(ibv_dereg_mr(gmr), 0);
-	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	gdak_ops6_teardown(&b);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	return gdak_test_end();

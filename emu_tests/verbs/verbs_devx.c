@@ -26,7 +26,9 @@
 
 #include "gdak_cq_ring.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 #include "gdak_verbs.h"
 
 /* ---- the test's own PRM offsets (mlx5_ifc.h numbering; accessors: gdak_prm.h) ---- */
@@ -35,15 +37,6 @@
 #define CQC(off, w) 0x80 + (off), (w)
 #define QPC(off, w) 0xc0 + (off), (w)
 #define ADS(off, w) 0xc0 + 0xc0 + (off), (w)
-
-enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_QP_STATE = 0x10,
-	ST_BAD_OUTPUT_LEN = 0x51,
-	ST_BAD_INPUT_LEN = 0x50,
-};
 
 static struct ibv_context *ctx;
 static union ibv_gid gid;
@@ -174,15 +167,11 @@ static void check_refusals(void)
 	CHECK_EQ(errno, EINVAL);
 	prm_set(in, PRM_OPCODE, 0x908); /* CREATE_RQ (Ethernet RQs) */
 	errno = 0;
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OP);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_OP);
 	/* CREATE_CQ with the input mailbox cut short */
 	prm_set(in, PRM_OPCODE, 0x400);
 	errno = 0;
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_INPUT_LEN);
 	/* random mailboxes of every opcode the layer knows: no crash, an answer */
 	{
 		static uint8_t rin[0x200], rout[0x1100];
@@ -231,53 +220,17 @@ static uint32_t pdn;
 static void dqp_create(struct dqp *q, int no_dbrec)
 {
 	uint8_t in[0x880 / 8 + 16], out[16];
-	unsigned i;
 
 	q->uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
 	REQUIRE(q->uar != NULL);
 	CHECK((char *)q->uar->reg_addr - (char *)q->uar->base_addr == 0x800);
-	q->wq = gdak_test_pages(RQ_BYTES + SQ_BYTES);
-	q->cqb = gdak_test_pages((1u << LOG_CQ) * 64);
-	q->dbr = gdak_test_pages(4096);
-	for (i = 0; i < (1u << LOG_CQ); i++)
-		q->cqb[i * 64 + 63] = 0xf1; /* opcode INVALID, owner 1 */
-	q->wq_um = mlx5dv_devx_umem_reg(ctx, q->wq, RQ_BYTES + SQ_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	q->cq_um = mlx5dv_devx_umem_reg(ctx, q->cqb, (1u << LOG_CQ) * 64, IBV_ACCESS_LOCAL_WRITE);
-	q->dbr_um = mlx5dv_devx_umem_reg(ctx, q->dbr, 4096, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(q->wq_um && q->cq_um && q->dbr_um);
+	prm_rc_host_umem(ctx, RQ_BYTES + SQ_BYTES, LOG_CQ, &q->wq, &q->wq_um, &q->cqb, &q->cq_um,
+			 &q->dbr, &q->dbr_um);
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x400);
-	prm_set(in, CQC(0x63, 5), LOG_CQ);
-	prm_set(in, CQC(0x68, 24), q->uar->page_id);
-	{
-		uint32_t eqn = 0;
+	q->cq = prm_rc_create_cq(ctx, LOG_CQ, q->uar, q->dbr_um, q->cq_um, &q->cqn);
 
-		CHECK_EQ(mlx5dv_devx_query_eqn(ctx, 0, &eqn), 0);
-		prm_set(in, CQC(0xb8, 8), eqn);
-	}
-	prm_set(in, CQC(0x20, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0x80 + 0x1c0, 64); /* CQ record at dbr + 64 */
-	prm_set(in, 0x2c0, 32, q->cq_um->umem_id);
-	prm_set64(in, 0x280, 0);
-	q->cq = mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out));
-	REQUIRE(q->cq != NULL);
-	q->cqn = prm_get(out, PRM_OBJ);
-
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x500);
-	prm_set(in, QPC(0x13, 2), 3); /* pm_state migrated */
-	prm_set(in, QPC(0x28, 24), pdn);
-	prm_set(in, QPC(0x51, 4), LOG_SQ);
-	prm_set(in, QPC(0x49, 4), LOG_RQ);
-	prm_set(in, QPC(0x4d, 3), 2); /* stride 16 << 2 */
-	prm_set(in, QPC(0x68, 24), q->uar->page_id);
-	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0);
-	prm_set(in, QPC(0x3e8, 24), q->cqn);
-	prm_set(in, QPC(0x4e8, 24), q->cqn);
-	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
-	prm_set64(in, 0xc0 + 0x500, 0);
-	prm_set(in, 0x840, 32, q->wq_um->umem_id);
+	prm_rc_fill_qp(in, sizeof(in), pdn, q->uar, q->cqn, q->dbr_um, q->wq_um, LOG_SQ, 0, LOG_RQ);
+	prm_set(in, QPC(0x80, 2), no_dbrec ? 1 : 0); /* send_dbr_mode */
 	q->qp = mlx5dv_devx_obj_create(ctx, in, 0x880 / 8, out, sizeof(out));
 	REQUIRE(q->qp != NULL);
 	q->qpn = prm_get(out, PRM_OBJ);
@@ -298,37 +251,17 @@ static int modify(struct dqp *q, unsigned op, uint8_t *in, size_t inlen, unsigne
 /* The three transitions' mailboxes, as NVSHMEM's IBGDA fills them. */
 static void fill_rst2init(uint8_t *in)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x490, 1), 1);
-	prm_set(in, QPC(0x491, 1), 1);
-	prm_set(in, QPC(0x492, 1), 1);
-	prm_set(in, QPC(0x48c, 4), 3);
-	prm_set(in, ADS(0x128, 8), 1);
+	prm_rc_fill_rst2init(in, &prm_rc_ibgda);
 }
 
 static void fill_init2rtr(uint8_t *in, uint32_t peer_qpn)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x40, 3), 3); /* 1024 */
-	prm_set(in, QPC(0x43, 5), 30);
-	prm_set(in, QPC(0xa8, 24), peer_qpn);
-	prm_set(in, QPC(0x4a8, 24), 0x100);
-	prm_set(in, QPC(0x488, 3), 2);
-	prm_set(in, QPC(0x4a3, 5), 12);
-	prm_set(in, ADS(0x128, 8), 1);
-	prm_set(in, ADS(0x28, 1), 1);
-	prm_set(in, ADS(0x58, 8), 64);
-	memcpy(in + (0xc0 + 0xc0 + 0x80) / 8, gid.raw, 16);
+	prm_rc_fill_init2rtr(in, &prm_rc_ibgda, peer_qpn, gid.raw);
 }
 
 static void fill_rtr2rts(uint8_t *in)
 {
-	memset(in, 0, 0x800 / 8);
-	prm_set(in, QPC(0x3c8, 24), 0x100);
-	prm_set(in, QPC(0x38d, 3), 7);
-	prm_set(in, QPC(0x390, 3), 7);
-	prm_set(in, ADS(0x40, 5), 14);
-	prm_set(in, QPC(0x388, 3), 2);
+	prm_rc_fill_rtr2rts(in, &prm_rc_ibgda);
 }
 
 static void connect(struct dqp *q, uint32_t peer_qpn)
@@ -346,13 +279,7 @@ static void connect(struct dqp *q, uint32_t peer_qpn)
 
 static uint32_t query_field(struct dqp *q, unsigned bit, unsigned w)
 {
-	uint8_t in[16] = { 0 };
-	static uint8_t out[0x880 / 8];
-
-	prm_set(in, PRM_OPCODE, 0x50b);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, bit, w);
+	return prm_rc_query(q->qp, q->qpn, bit, w);
 }
 
 /*
@@ -405,13 +332,7 @@ static void check_optional_params(struct dqp *q)
 
 static unsigned query_state(struct dqp *q)
 {
-	uint8_t in[16] = { 0 };
-	static uint8_t out[0x880 / 8];
-
-	prm_set(in, PRM_OPCODE, 0x50b);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, QPC(0x0, 4));
+	return query_field(q, QPC(0x0, 4));
 }
 
 /* Post one WQE at q->pi; ring the record and the register (or BlueFlame only). */
@@ -420,21 +341,10 @@ static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 {
 	uint8_t *w = q->wq + RQ_BYTES + (q->pi % (1u << LOG_SQ)) * 64;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
-	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
-	struct mlx5_wqe_data_seg *d = (void *)(w + (opcode == MLX5_OPCODE_SEND ? 16 : 32));
-	unsigned ds = opcode == MLX5_OPCODE_SEND ? 2 : 3;
 
 	memset(w, 0, 64);
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(q->qpn << 8 | ds);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
-	if (opcode != MLX5_OPCODE_SEND) {
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(rkey);
-	}
-	d->byte_count = htobe32(len);
-	d->lkey = htobe32(lkey);
-	d->addr = htobe64((uintptr_t)laddr);
+	gdak_tw_segs(w + 16, opcode, raddr, rkey, 0, 0, (uintptr_t)laddr, lkey, len);
+	gdak_tw_ctrl(w, q->pi, opcode, q->qpn, opcode == MLX5_OPCODE_SEND ? 2 : 3);
 	q->pi++;
 	/* release stores, not fences: ThreadSanitizer does not model fences
 	 * (gcc refuses atomic_thread_fence under -fsanitize=thread) */
@@ -456,14 +366,7 @@ static void post(struct dqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 
 static void post_recv(struct dqp *q, void *addr, uint32_t lkey, uint32_t len)
 {
-	struct mlx5_wqe_data_seg *d = (void *)(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE);
-
-	d[0].byte_count = htobe32(len);
-	d[0].lkey = htobe32(lkey);
-	d[0].addr = htobe64((uintptr_t)addr);
-	d[1].byte_count = 0;
-	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-	d[1].addr = 0;
+	gdak_tw_recv(q->wq + (q->rq_pi % (1u << LOG_RQ)) * RQ_STRIDE, (uintptr_t)addr, lkey, len);
 	q->rq_pi++;
 	__atomic_store_n(&q->dbr[0], htobe32(q->rq_pi & 0xffff), __ATOMIC_RELEASE);
 }
@@ -480,12 +383,7 @@ static struct mlx5_cqe64 *next_cqe(struct dqp *q)
 
 static void destroy(struct dqp *q)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->wq_um, q->cq_um, q->dbr_um, q->uar);
 	free(q->wq);
 	free(q->cqb);
 	free(q->dbr);
@@ -493,7 +391,7 @@ static void destroy(struct dqp *q)
 
 static void check_create_refusals(struct dqp *q)
 {
-	uint8_t in[0x880 / 8], out[16];
+	uint8_t in[0x880 / 8];
 
 	/* a QP on a CQ that does not exist: BAD_RES */
 	memset(in, 0, sizeof(in));
@@ -506,27 +404,30 @@ static void check_create_refusals(struct dqp *q)
 	prm_set(in, QPC(0x720, 32), q->dbr_um->umem_id);
 	prm_set(in, 0x840, 32, q->wq_um->umem_id);
 	errno = 0;
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_RES);
 	/* UD: not executed by gdak, refused with BAD_PARAM */
 	prm_set(in, QPC(0x3e8, 24), q->cqn);
 	prm_set(in, QPC(0x8, 8), 0x3);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	/* a send queue larger than the umem */
 	prm_set(in, QPC(0x8, 8), 0);
 	prm_set(in, QPC(0x51, 4), 12);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	/* 128-byte CQEs */
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x400);
 	prm_set(in, CQC(0x8, 3), 1);
 	prm_set(in, CQC(0x63, 5), 4);
 	prm_set(in, CQC(0x68, 24), q->uar->page_id);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, 0x300 / 8, ST_BAD_PARAM);
+}
+
+static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp *qp = gdak_vt_rc_qp(pd, cq, 16, 8);
+
+	REQUIRE(qp != NULL);
+	return qp;
 }
 
 /* DEVX commands on verbs-created objects (mlx5dv_devx_qp/cq_query/modify). */
@@ -541,14 +442,7 @@ static void check_verbs_objects(struct ibv_pd *pd)
 	uint8_t in[0x800 / 8], out[0x880 / 8];
 
 	REQUIRE(cq != NULL);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	REQUIRE(qp != NULL);
+	qp = verbs_qp(pd, cq);
 	memset(&obj, 0, sizeof(obj));
 	obj.cq.in = cq;
 	obj.cq.out = &dvcq;
@@ -614,20 +508,17 @@ static int vmodify(struct ibv_qp *qp, unsigned op, uint8_t *in, size_t inlen, un
 	return ret;
 }
 
-static struct ibv_qp *verbs_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+/* op with the mailbox in is BAD_PARAM, and qp stays in state. */
+static void vrefused(struct ibv_qp *qp, unsigned op, uint8_t *in, enum ibv_qp_state state)
 {
+	struct ibv_qp_attr at;
 	struct ibv_qp_init_attr ia;
-	struct ibv_qp *qp;
+	unsigned st;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	REQUIRE(qp != NULL);
-	return qp;
+	CHECK_EQ(vmodify(qp, op, in, 0x800 / 8, &st), EREMOTEIO);
+	CHECK_EQ(st, ST_BAD_PARAM);
+	CHECK_EQ(ibv_query_qp(qp, &at, IBV_QP_STATE, &ia), 0);
+	CHECK_EQ(at.qp_state, state);
 }
 
 /* One completion of cq (waits, bounded by the test's timeout only). */
@@ -685,14 +576,10 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	/* mtu 0 and log_rra_max 5: BAD_PARAM each, the QP stays in INIT */
 	fill_init2rtr(in, qb->qp_num);
 	prm_set(in, QPC(0x40, 3), 0);
-	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
+	vrefused(qa, 0x503, in, IBV_QPS_INIT);
 	fill_init2rtr(in, qb->qp_num);
 	prm_set(in, QPC(0x488, 3), 5);
-	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
-	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
-	CHECK_EQ(at.qp_state, IBV_QPS_INIT);
+	vrefused(qa, 0x503, in, IBV_QPS_INIT);
 
 	fill_init2rtr(in, qb->qp_num);
 	CHECK_EQ(vmodify(qa, 0x503, in, sizeof(in), &st), 0);
@@ -701,10 +588,7 @@ static void check_verbs_devx_connect(struct ibv_pd *pd, struct ibv_mr *mr, uint8
 	/* log_sra_max 5: BAD_PARAM, still RTR */
 	fill_rtr2rts(in);
 	prm_set(in, QPC(0x388, 3), 5);
-	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), EREMOTEIO);
-	CHECK_EQ(st, ST_BAD_PARAM);
-	CHECK_EQ(ibv_query_qp(qa, &at, IBV_QP_STATE, &ia), 0);
-	CHECK_EQ(at.qp_state, IBV_QPS_RTR);
+	vrefused(qa, 0x504, in, IBV_QPS_RTR);
 	fill_rtr2rts(in);
 	CHECK_EQ(vmodify(qa, 0x504, in, sizeof(in), &st), 0);
 	CHECK_EQ(vmodify(qb, 0x504, in, sizeof(in), &st), 0);

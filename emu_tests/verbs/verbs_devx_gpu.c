@@ -36,6 +36,7 @@
 #include "gdak_prm.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
+#include "gdak_test_wqe.h"
 #include "gdak_verbs.h"
 
 #define LOG_RMP 3
@@ -121,13 +122,7 @@ static void gqp_create(struct gqp *q, uint32_t rmpn)
 
 static unsigned query_state(struct gqp *q)
 {
-	uint8_t in[16] = { 0 };
-	static uint8_t out[0x880 / 8];
-
-	prm_set(in, PRM_OPCODE, 0x50b);
-	prm_set(in, PRM_OBJ, q->qpn);
-	CHECK_EQ(mlx5dv_devx_obj_query(q->qp, in, sizeof(in), out, sizeof(out)), 0);
-	return prm_get(out, GQP_QPC(0x0, 4));
+	return prm_rc_query(q->qp, q->qpn, PRM_QPC(0x0, 4));
 }
 
 /* One WQE at q->pi, built here and copied into the GPU send ring; then the
@@ -135,36 +130,13 @@ static unsigned query_state(struct gqp *q)
 static void post(struct gqp *q, uint8_t opcode, const void *laddr, uint32_t lkey, uint32_t len,
 		 uint64_t raddr, uint32_t rkey, uint64_t add_swap, uint64_t cmp, int rq_first)
 {
-	uint8_t w[64], *p = w + 16;
+	uint8_t w[64], *p;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
 	uint32_t sq_off = rq_first ? GQP_RQ_BYTES : 0;
 
 	memset(w, 0, sizeof(w));
-	if (opcode != MLX5_OPCODE_SEND) {
-		struct mlx5_wqe_raddr_seg *r = (void *)p;
-
-		r->raddr = htobe64(raddr);
-		r->rkey = htobe32(rkey);
-		p += 16;
-	}
-	if (opcode == MLX5_OPCODE_ATOMIC_FA || opcode == MLX5_OPCODE_ATOMIC_CS) {
-		struct mlx5_wqe_atomic_seg *a = (void *)p;
-
-		a->swap_add = htobe64(add_swap);
-		a->compare = htobe64(cmp);
-		p += 16;
-	}
-	{
-		struct mlx5_wqe_data_seg *d = (void *)p;
-
-		d->byte_count = htobe32(len);
-		d->lkey = htobe32(lkey);
-		d->addr = htobe64((uintptr_t)laddr);
-		p += 16;
-	}
-	c->opmod_idx_opcode = htobe32((q->pi & 0xffff) << 8 | opcode);
-	c->qpn_ds = htobe32(q->qpn << 8 | (unsigned)(p - w) / 16);
-	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+	p = gdak_tw_segs(w + 16, opcode, raddr, rkey, add_swap, cmp, (uintptr_t)laddr, lkey, len);
+	gdak_tw_ctrl(w, q->pi, opcode, q->qpn, (unsigned)(p - w) / 16);
 	put(q->wq + sq_off + (q->pi % (1u << GQP_LOG_SQ)) * 64, w, 64);
 	q->pi++;
 	put32(q->dbr + 4, htobe32(q->pi & 0xffff));
@@ -173,14 +145,9 @@ static void post(struct gqp *q, uint8_t opcode, const void *laddr, uint32_t lkey
 
 static void post_recv(struct gqp *q, void *addr, uint32_t lkey, uint32_t len)
 {
-	struct mlx5_wqe_data_seg d[2];
+	uint8_t d[32];
 
-	d[0].byte_count = htobe32(len);
-	d[0].lkey = htobe32(lkey);
-	d[0].addr = htobe64((uintptr_t)addr);
-	d[1].byte_count = 0;
-	d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-	d[1].addr = 0;
+	gdak_tw_recv(d, (uintptr_t)addr, lkey, len);
 	put(q->wq + (q->rq_pi % (1u << GQP_LOG_RQ)) * GQP_RQ_STRIDE, d, sizeof(d));
 	q->rq_pi++;
 	put32(q->dbr, htobe32(q->rq_pi & 0xffff));
@@ -205,12 +172,7 @@ static void next_cqe(struct gqp *q, struct mlx5_cqe64 *e)
 
 static void gqp_destroy(struct gqp *q)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->wq_um, q->cq_um, q->dbr_um, q->uar);
 	cu.mem_free(q->wq);
 	cu.mem_free(q->cqb);
 	cu.mem_free(q->dbr);
@@ -486,10 +448,7 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd != NULL);
 	buf = gdak_test_pages(65536);
-	mr = ibv_reg_mr(pd, buf, 65536,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC);
-	REQUIRE(mr != NULL);
+	mr = gdak_vt_reg_all(pd, buf, 65536);
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x800);
 	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));

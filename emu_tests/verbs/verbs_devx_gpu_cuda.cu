@@ -24,6 +24,8 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_cuda_view.h"
+#include "gdak_cuda_ops6.h"
+#include "gdak_test_wqe.h"
 
 extern "C" {
 #include "gdak_devx_gpu_qp.h"
@@ -32,18 +34,10 @@ extern "C" {
 #include "gdak_verbs.h"
 }
 
-#define LEN 4096
-#define NOPS 6
+#define LEN GDAK_OPS6_LEN
+#define NOPS GDAK_OPS6_N
 
-#define CU(call)                                                            \
-	do {                                                                \
-		cudaError_t e_ = (call);                                    \
-		if (e_ != cudaSuccess) {                                    \
-			gdak_test_fail(__FILE__, __LINE__, "%s: %s", #call, \
-				       cudaGetErrorString(e_));             \
-			exit(1);                                            \
-		}                                                           \
-	} while (0)
+#define CU(call) GDAK_CU_REQUIRE(call)
 
 static struct ibv_context *ctx;
 static union ibv_gid gid;
@@ -64,115 +58,29 @@ struct op {
 };
 
 struct args {
-	uint8_t *sq, *cq;
-	uint32_t *dbrec, *cq_dbrec; /* GPU memory */
-	uint64_t *reg;		    /* the UAR register, mapped */
-	uint32_t qpn, lkey;
+	struct gdak_tw_sq r; /* the rings and records in GPU memory, the UAR mapped */
+	uint32_t lkey;
 	struct op ops[NOPS];
 };
 
 struct result {
-	uint8_t opcode[NOPS], syndrome[NOPS];
-	uint16_t wqe_counter[NOPS];
-	uint32_t qpn[NOPS], byte_cnt[NOPS];
+	struct gdak_tw_cqe cqe[GDAK_OPS6_N];
 	int timed_out;
 };
 
-__device__ static uint32_t be32(uint32_t v)
-{
-	return __byte_perm(v, 0, 0x0123);
-}
-
-__device__ static uint64_t be64(uint64_t v)
-{
-	return (uint64_t)be32((uint32_t)v) << 32 | be32((uint32_t)(v >> 32));
-}
-
-__device__ static void put16(uint8_t *p, const uint32_t *s)
-{
-	volatile uint32_t *d = (volatile uint32_t *)p;
-
-	for (int i = 0; i < 4; i++)
-		d[i] = s[i];
-}
-
 __global__ void k_devx(struct args a, struct result *res)
 {
-	uint32_t pi = 0, ci = 0;
-
 	for (int n = 0; n < NOPS; n++) {
 		const struct op *o = &a.ops[n];
-		uint8_t *w = a.sq + (pi % (1u << GQP_LOG_SQ)) * 64, *p = w + 16;
-		uint32_t seg[4];
+		uint8_t *w = a.r.sq + (n % a.r.wqebbs) * 64, *p;
 
-		if (o->opcode != MLX5_OPCODE_SEND) {
-			uint64_t ra = be64(o->raddr);
-
-			memcpy(seg, &ra, 8);
-			seg[2] = be32(o->rkey);
-			seg[3] = 0;
-			put16(p, seg);
-			p += 16;
-		}
-		if (o->opcode == MLX5_OPCODE_ATOMIC_FA || o->opcode == MLX5_OPCODE_ATOMIC_CS) {
-			uint64_t v[2] = { be64(o->add_swap), be64(o->cmp) };
-
-			put16(p, (const uint32_t *)v);
-			p += 16;
-		}
-		{
-			uint64_t la = be64(o->laddr);
-
-			seg[0] = be32(o->len);
-			seg[1] = be32(a.lkey);
-			memcpy(seg + 2, &la, 8);
-			put16(p, seg);
-			p += 16;
-		}
-		seg[0] = be32((pi & 0xffff) << 8 | o->opcode);
-		seg[1] = be32(a.qpn << 8 | (unsigned)(p - w) / 16);
-		seg[2] = be32(MLX5_WQE_CTRL_CQ_UPDATE);
-		seg[3] = 0;
-		put16(w, seg);
-		pi++;
-		/* the WQE and the record (GPU memory, which the NIC copies out
-		 * once the register says so) before the register: system scope */
-		__threadfence_system();
-		*(volatile uint32_t *)a.dbrec = be32(pi & 0xffff);
-		__threadfence_system();
-		*(volatile uint64_t *)a.reg = *(volatile uint64_t *)w;
-		__threadfence_system();
-		{
-			volatile struct mlx5_cqe64 *e =
-				(volatile struct mlx5_cqe64 *)(a.cq + (ci % (1u << GQP_LOG_CQ)) * 64);
-			uint32_t owner = (ci >> GQP_LOG_CQ) & 1;
-			long long t0 = clock64();
-
-			for (;;) {
-				uint8_t oo = e->op_own;
-
-				if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == owner)
-					break;
-				if (clock64() - t0 > 40000000000ll) {
-					res->timed_out = 1;
-					return;
-				}
-			}
-			__threadfence_system();
-			res->opcode[n] = e->op_own >> 4;
-			res->wqe_counter[n] = (uint16_t)(be32(e->wqe_counter) >> 16);
-			res->byte_cnt[n] = be32(e->byte_cnt);
-			if ((e->op_own >> 4) == MLX5_CQE_REQ_ERR) {
-				volatile struct mlx5_err_cqe *x = (volatile struct mlx5_err_cqe *)e;
-
-				res->syndrome[n] = x->syndrome;
-				res->qpn[n] = be32(x->s_wqe_opcode_qpn) & 0xffffff;
-			} else {
-				res->qpn[n] = be32(e->sop_drop_qpn) & 0xffffff;
-			}
-			ci++;
-			*(volatile uint32_t *)a.cq_dbrec = be32(ci & 0xffffff);
-			__threadfence_system();
+		p = gdak_tw_segs(w + 16, o->opcode, o->raddr, o->rkey, o->add_swap, o->cmp, o->laddr,
+				 a.lkey, o->len);
+		/* the WQE and the record are GPU memory, which the NIC copies
+		 * out once the register says so */
+		if (gdak_tw_exec(&a.r, w, p, o->opcode, n, 1, n, &res->cqe[n])) {
+			res->timed_out = 1;
+			return;
 		}
 	}
 }
@@ -205,12 +113,7 @@ static void gqp_create(struct gqp *q)
 
 static void gqp_destroy(struct gqp *q)
 {
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->qp), 0);
-	CHECK_EQ(mlx5dv_devx_obj_destroy(q->cq), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->wq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->cq_um), 0);
-	CHECK_EQ(mlx5dv_devx_umem_dereg(q->dbr_um), 0);
-	mlx5dv_devx_free_uar(q->uar);
+	prm_rc_destroy(q->qp, q->cq, q->wq_um, q->cq_um, q->dbr_um, q->uar);
 	CU(cudaFree(q->wq));
 	CU(cudaFree(q->cqb));
 	CU(cudaFree(q->dbr));
@@ -219,48 +122,25 @@ static void gqp_destroy(struct gqp *q)
 int main(void)
 {
 	struct ibv_pd *pd;
-	struct ibv_mr *hmr, *gmr;
 	struct mlx5dv_devx_obj *pdo;
 	struct gqp qa, qb;
 	struct args a;
 	struct result *res;
-	uint8_t *h, *g, *chk, in[16], out[16];
-	int n = 0;
+	struct gdak_ops6 b;
+	uint8_t *h, *g, in[16], out[16];
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
-		GDAK_TEST_SKIP("no usable GPU");
-	ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_ops6_open(&ctx, &gid);
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x800);
 	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
 	REQUIRE(pdo != NULL);
 	pdn = prm_get(out, PRM_OBJ);
 
-	CU(cudaHostAlloc((void **)&h, 4 * LEN, cudaHostAllocMapped));
-	CU(cudaMalloc((void **)&g, 2 * LEN));
-	CU(cudaMemset(g, 0, 2 * LEN));
+	gdak_ops6_setup(&b, pd, 31);
+	h = b.h;
+	g = b.g;
 	CU(cudaHostAlloc((void **)&res, sizeof(*res), cudaHostAllocMapped));
 	memset(res, 0, sizeof(*res));
-	memset(h, 0, 4 * LEN);
-	gdak_test_fill(h, LEN, 31);
-	hmr = ibv_reg_mr(pd, h, 4 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	gmr = ibv_reg_mr(pd, g, 2 * LEN,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				 IBV_ACCESS_REMOTE_ATOMIC);
-	if (!gmr)
-		GDAK_TEST_SKIP("GPU memory MR refused (no CUDA memory engine): %s",
-			       strerror(errno));
-	REQUIRE(hmr != NULL);
-	{
-		uint64_t v = 500;
-
-		CU(cudaMemcpy(g + LEN, &v, 8, cudaMemcpyHostToDevice));
-	}
 
 	memset(&qa, 0, sizeof(qa));
 	memset(&qb, 0, sizeof(qb));
@@ -271,61 +151,43 @@ int main(void)
 
 	/* one receive WQE in b's GPU ring, and its GPU record */
 	{
-		struct mlx5_wqe_data_seg d[2];
+		uint8_t d[32];
 		uint32_t rec = htobe32(1);
 
-		d[0].byte_count = htobe32(1024);
-		d[0].lkey = htobe32(hmr->lkey);
-		d[0].addr = htobe64((uintptr_t)(h + 3 * LEN));
-		d[1].byte_count = 0;
-		d[1].lkey = htobe32(MLX5_INVALID_LKEY);
-		d[1].addr = 0;
+		gdak_tw_recv(d, (uintptr_t)(h + 3 * LEN), b.hmr->lkey, 1024);
 		CU(cudaMemcpy(qb.wq, d, sizeof(d), cudaMemcpyHostToDevice));
 		CU(cudaMemcpy(qb.dbr, &rec, 4, cudaMemcpyHostToDevice));
 	}
 
 	memset(&a, 0, sizeof(a));
-	a.sq = qa.wq + GQP_RQ_BYTES;
-	a.cq = qa.cqb;
-	a.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
-	a.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
-	a.reg = (uint64_t *)gdak_cuda_view(qa.uar->reg_addr, 8);
-	a.qpn = qa.qpn;
-	a.lkey = hmr->lkey;
+	a.r.sq = qa.wq + GQP_RQ_BYTES;
+	a.r.wqebbs = 1u << GQP_LOG_SQ;
+	a.r.qpn = qa.qpn;
+	a.r.dbrec = (uint32_t *)(void *)(qa.dbr + 4);
+	a.r.reg = (uint64_t *)gdak_cuda_view(qa.uar->reg_addr, 8);
+	a.r.cq = qa.cqb;
+	a.r.ncqe = 1u << GQP_LOG_CQ;
+	a.r.cq_dbrec = (uint32_t *)(void *)(qa.dbr + 64);
+	a.lkey = b.hmr->lkey;
 	/* WRITE h -> g, READ g -> h + LEN, FA and CAS on a GPU word, SEND into
 	 * b's receive ring, WRITE with a wrong key */
-	a.ops[0] = { MLX5_OPCODE_RDMA_WRITE, 3000, gmr->rkey, (uintptr_t)h, (uintptr_t)g, 0, 0 };
-	a.ops[1] = { MLX5_OPCODE_RDMA_READ, 3000, gmr->rkey, (uintptr_t)(h + LEN),
+	a.ops[0] = { MLX5_OPCODE_RDMA_WRITE, 3000, b.gmr->rkey, (uintptr_t)h, (uintptr_t)g, 0, 0 };
+	a.ops[1] = { MLX5_OPCODE_RDMA_READ, 3000, b.gmr->rkey, (uintptr_t)(h + LEN),
 		     (uintptr_t)g,	    0,	  0 };
-	a.ops[2] = { MLX5_OPCODE_ATOMIC_FA, 8,	gmr->rkey, (uintptr_t)(h + 2 * LEN),
+	a.ops[2] = { MLX5_OPCODE_ATOMIC_FA, 8,	b.gmr->rkey, (uintptr_t)(h + 2 * LEN),
 		     (uintptr_t)(g + LEN),  25, 0 };
-	a.ops[3] = { MLX5_OPCODE_ATOMIC_CS, 8, gmr->rkey, (uintptr_t)(h + 2 * LEN + 8),
+	a.ops[3] = { MLX5_OPCODE_ATOMIC_CS, 8, b.gmr->rkey, (uintptr_t)(h + 2 * LEN + 8),
 		     (uintptr_t)(g + LEN),  9, 525 };
 	a.ops[4] = { MLX5_OPCODE_SEND, 600, 0, (uintptr_t)(h + 100), 0, 0, 0 };
 	a.ops[5] = {
-		MLX5_OPCODE_RDMA_WRITE, 64, gmr->rkey ^ 0x55, (uintptr_t)h, (uintptr_t)g, 0, 0
+		MLX5_OPCODE_RDMA_WRITE, 64, b.gmr->rkey ^ 0x55, (uintptr_t)h, (uintptr_t)g, 0, 0
 	};
 	k_devx<<<1, 1>>>(a, res);
 	CU(cudaGetLastError());
 	CU(cudaDeviceSynchronize());
 
 	CHECK_EQ(res->timed_out, 0);
-	for (int i = 0; i < NOPS; i++) {
-		CHECK_EQ(res->qpn[i], qa.qpn);
-		CHECK_EQ(res->wqe_counter[i], i);
-		CHECK_EQ(res->opcode[i], i < 5 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
-	}
-	CHECK_EQ(res->byte_cnt[1], 3000);
-	CHECK_EQ(res->syndrome[5], MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	chk = (uint8_t *)malloc(2 * LEN);
-	REQUIRE(chk != NULL);
-	CU(cudaMemcpy(chk, g, 2 * LEN, cudaMemcpyDeviceToHost));
-	CHECK_MEM(chk, h, 3000);
-	CHECK_MEM(h + LEN, h, 3000);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN)), 500);
-	CHECK_EQ(be64toh(*(uint64_t *)(void *)(h + 2 * LEN + 8)), 525);
-	CHECK_EQ(*(uint64_t *)(void *)(chk + LEN), 9);
-	CHECK_MEM(h + 3 * LEN, h + 100, 600);
+	gdak_ops6_check(&b, res->cqe, qa.qpn, 1, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	/* b's receive CQE, in GPU memory */
 	{
 		struct mlx5_cqe64 e;
@@ -342,12 +204,10 @@ int main(void)
 		CHECK_EQ(be32toh(e.sop_drop_qpn) & 0xffffff, qb.qpn);
 	}
 
-	free(chk);
 	gqp_destroy(&qa);
 	gqp_destroy(&qb);
 	CHECK_EQ(mlx5dv_devx_obj_destroy(pdo), 0);
-	CHECK_EQ(ibv_dereg_mr(gmr), 0);
-	CHECK_EQ(ibv_dereg_mr(hmr), 0);
+	gdak_ops6_teardown(&b);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	return gdak_test_end();

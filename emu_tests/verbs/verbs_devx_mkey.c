@@ -22,6 +22,7 @@
 
 #include "gdak_devx_qp.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
 
@@ -35,9 +36,6 @@
 #define MKEY_UMEM_OFFSET 0x340
 
 enum {
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_INPUT_LEN = 0x50,
 	SYND_LOCAL_PROT = 0x04,	   /* MLX5_CQE_SYNDROME_LOCAL_PROT_ERR */
 	SYND_REMOTE_ACCESS = 0x13, /* MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR */
 	MKC_LR = 1,
@@ -107,8 +105,7 @@ static void check_refusals(const struct mlx5dv_devx_umem *um, uint8_t *addr)
 	} while (0)
 
 	mkey_fill(in, um, addr, 4096, MKC_LR, 1);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x300 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
+	prm_refused(ctx, in, 0x300 / 8, ST_BAD_INPUT_LEN);
 	prm_set(in, MKC(0x16, 2), 2); /* KLM: indirect, not executed */
 	REFUSED(ST_BAD_PARAM);
 	mkey_fill(in, um, addr, 4096, MKC_LR, 1);

@@ -23,16 +23,12 @@
 
 #include "gdak_devx_qp.h"
 #include "gdak_prm.h"
+#include "gdak_prm_rc.h"
 #include "gdak_rmp.h"
 #include "gdak_test.h"
 #include "gdak_verbs.h"
 
 enum {
-	ST_BAD_OP = 0x02,
-	ST_BAD_PARAM = 0x03,
-	ST_BAD_RES = 0x05,
-	ST_BAD_RES_STATE = 0x09,
-	ST_BAD_INPUT_LEN = 0x50,
 	SYND_RNR_RETRY_EXC = 0x16, /* MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR */
 	LOG_RMP = 3,		   /* 8 WQEs */
 	LOG_RMP_STRIDE = 6,	   /* 64 bytes: the next segment and 3 data segments */
@@ -68,44 +64,34 @@ static void rmp_query(struct mlx5dv_devx_obj *o, uint32_t rmpn, uint32_t taken, 
 
 static void check_rmp_refusals(uint32_t wq_id, uint32_t dbr_id)
 {
-	uint8_t in[RMP_IN_LEN], out[16];
+	uint8_t in[RMP_IN_LEN];
 
 	/* a mailbox too short for the rmpc */
 	rmp_fill(in, pdn, LOG_RMP, LOG_RMP_STRIDE, wq_id, dbr_id, 0, 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, 0x400 / 8, out, sizeof(out)) == NULL);
-	CHECK_EQ(errno, EREMOTEIO);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_INPUT_LEN);
+	prm_refused(ctx, in, 0x400 / 8, ST_BAD_INPUT_LEN);
 	/* a striding WQ; WQEs of 512 bytes; a 16-byte linked-list WQE */
 	prm_set(in, RMPWQ(0x00, 4), 3);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	rmp_fill(in, pdn, LOG_RMP, 9, wq_id, dbr_id, 0, 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	rmp_fill(in, pdn, LOG_RMP, 4, wq_id, dbr_id, 0, 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	/* a ring larger than its umem; no PD; no umem (a page list) */
 	rmp_fill(in, pdn, LOG_RMP + 4, LOG_RMP_STRIDE, wq_id, dbr_id, 0, 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	rmp_fill(in, 0, LOG_RMP, LOG_RMP_STRIDE, wq_id, dbr_id, 0, 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_RES);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_RES);
 	rmp_fill(in, pdn, LOG_RMP, LOG_RMP_STRIDE, wq_id, dbr_id, 0, 0);
 	prm_set(in, RMPWQ(0x121, 1), 0);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	/* a limit beyond the ring */
 	rmp_fill(in, pdn, LOG_RMP, LOG_RMP_STRIDE, wq_id, dbr_id, 0, 9);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_PARAM);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_PARAM);
 	/* CREATE_SRQ: its ring is a page list, which a DEVX program cannot
 	 * give; gdak's device does not execute it */
 	memset(in, 0, sizeof(in));
 	prm_set(in, PRM_OPCODE, 0x700);
-	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL);
-	CHECK_EQ(prm_get(out, PRM_STATUS), ST_BAD_OP);
+	prm_refused(ctx, in, sizeof(in), ST_BAD_OP);
 }
 
 static void check_rmp_modify(struct mlx5dv_devx_obj *o, uint32_t rmpn)

@@ -45,17 +45,7 @@ static struct ibv_mr *amr, *bmr;
 
 static struct ibv_qp *make_qp(void)
 {
-	struct ibv_qp_init_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.send_cq = cq;
-	a.recv_cq = cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = 16;
-	a.cap.max_recv_wr = 4;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	return ibv_create_qp(pd, &a);
+	return gdak_vt_rc_qp(pd, cq, 16, 4);
 }
 
 static int post_write(uint64_t wr_id, uint32_t len)

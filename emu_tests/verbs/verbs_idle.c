@@ -55,6 +55,22 @@ struct nic_sample {
 	uint64_t t_ns;
 };
 
+/* The first line of /proc/self/task/TID/FILE into buf, or NULL. */
+static char *task_line(const char *tid, const char *file, char *buf, int len)
+{
+	char path[320];
+	FILE *f;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/%s", tid, file);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	p = fgets(buf, len, f);
+	fclose(f);
+	return p;
+}
+
 /* The calling process's NIC thread: context switches and utime + stime
  * (clock ticks) from /proc/self/task/TID.  0, or -1 when there is none. */
 static int nic_sample(struct nic_sample *s)
@@ -72,20 +88,10 @@ static int nic_sample(struct nic_sample *s)
 
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
+		p = task_line(e->d_name, "comm", buf, sizeof(buf));
 		if (!p || strncmp(buf, "gdak-nic0", 9))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
+		p = task_line(e->d_name, "stat", buf, sizeof(buf));
 		/* after "(comm)": state, then fields 4..13, then utime stime */
 		p = p ? strrchr(buf, ')') : NULL;
 		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
