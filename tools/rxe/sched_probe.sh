@@ -9,7 +9,10 @@
 # them by hand (none, fifo:P, rr:P, nice:N; default "none fifo:1 nice:-20
 # none"), or through gdak's own setting (sched:VALUE runs both sides with
 # GDAK_NIC_SCHED=VALUE); a "pin," prefix runs the server on CPU 0 and the
-# client on CPU 1 (taskset), rxe's pair too.  Runs in the guest:
+# client on CPU 1 (taskset), rxe's pair too; an "inl," prefix runs gdak
+# with GDAK_IBV_INLINE=1.  PROBE_WAKEPROBE=PATH (tools/rxe/wakeprobe.c,
+# built on the host) first measures a wakeup per message without gdak.
+# Runs in the guest:
 #
 #   tools/rxe/gdak-rxe-vm --timeout 560 run sh tools/rxe/sched_probe.sh \
 #       build/rxebench build/nicwatch
@@ -79,7 +82,8 @@ one() {
 	port=$((port + 1))
 	ts0="" ts1="" genv=""
 	case $pol in pin,*) ts0="taskset -c 0" ts1="taskset -c 1" pol=${pol#pin,} ;; esac
-	case $pol in sched:*) genv="GDAK_NIC_SCHED=${pol#sched:}" pol=none ;; esac
+	case $pol in inl,*) genv="GDAK_IBV_INLINE=1" pol=${pol#inl,} ;; esac
+	case $pol in sched:*) genv="$genv GDAK_NIC_SCHED=${pol#sched:}" pol=none ;; esac
 	nic=2
 	[ "$way" = rxe ] && nic=0
 	"$W" 200 "$pol" "$prog" $nic >"$OUT/w" 2>&1 &
@@ -112,6 +116,13 @@ one() {
 	cat "$OUT/w"
 }
 
+if [ -n "${PROBE_WAKEPROBE:-}" ]; then
+	for m in poll block nic nic:fifo poll nic nic:fifo; do
+		timeout 100 "$PROBE_WAKEPROBE" ${m%:*} ${PROBE_WAKE_ITERS:-2000} \
+			$(case $m in *:fifo) echo fifo ;; esac)
+	done
+	echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 for c in $CASES; do
 	IFS=: read t s n <<EOF
 $c
