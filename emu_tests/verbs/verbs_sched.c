@@ -111,7 +111,7 @@ struct tsched {
 
 static struct tsched sched_of(int tid)
 {
-	struct tsched s = {-1, -1, 99};
+	struct tsched s = { -1, -1, 99 };
 	struct sched_param sp;
 
 	s.policy = sched_getscheduler(tid);
@@ -178,9 +178,9 @@ static int run_child(void (*fn)(void))
 
 static void part_bad(void)
 {
-	static const char *const bad[] = {"fifo:0", "fifo:100", "rr:-1", "nice:20", "nice:-21",
-					  "nice:", "nice:3x", "fifo5", "idle", "fifo:1:2",
-					  "rr:", "batch"};
+	static const char *const bad[] = { "fifo:0",   "fifo:100", "rr:-1",   "nice:20",
+					   "nice:-21", "nice:",	   "nice:3x", "fifo5",
+					   "idle",     "fifo:1:2", "rr:",     "batch" };
 	struct tsched s;
 	struct ibv_context *c;
 	char want[64];
@@ -244,7 +244,7 @@ static void part_nice(void)
 
 static void drop_sys_nice(void)
 {
-	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
 
 	REQUIRE(syscall(SYS_capget, &h, d) == 0);
@@ -256,7 +256,7 @@ static void drop_sys_nice(void)
 
 static void part_refused(void)
 {
-	struct rlimit zero = {0, 0};
+	struct rlimit zero = { 0, 0 };
 	struct tsched me, s;
 	struct ibv_context *c;
 
@@ -269,15 +269,17 @@ static void part_refused(void)
 	REQUIRE(c != NULL);
 	CHECK_EQ(s.policy, me.policy);
 	CHECK(s.policy != SCHED_FIFO);
-	CHECK(strstr(log_text(), "GDAK_NIC_SCHED=fifo:3 refused for NIC thread 0: a real-time "
-				 "policy needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 3 (it is 0)") != NULL);
+	CHECK(strstr(log_text(),
+		     "GDAK_NIC_SCHED=fifo:3 refused for NIC thread 0: a real-time "
+		     "policy needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 3 (it is 0)") != NULL);
 	CHECK_EQ(ibv_close_device(c), 0);
 
 	c = open_with("nice:-5", &s);
 	REQUIRE(c != NULL);
 	CHECK_EQ(s.nice, me.nice);
-	CHECK(strstr(log_text(), "GDAK_NIC_SCHED=nice:-5 refused for NIC thread 0: a lower nice "
-				 "value needs CAP_SYS_NICE or RLIMIT_NICE >= 25 (it is 0)") != NULL);
+	CHECK(strstr(log_text(),
+		     "GDAK_NIC_SCHED=nice:-5 refused for NIC thread 0: a lower nice "
+		     "value needs CAP_SYS_NICE or RLIMIT_NICE >= 25 (it is 0)") != NULL);
 	CHECK_EQ(ibv_close_device(c), 0);
 }
 
@@ -319,13 +321,15 @@ static void nic_sample(int tid, struct nic_sample *s)
  * byte, then an idle second of the (real-time) NIC thread */
 static void traffic_then_idle(struct ibv_context *c)
 {
-	enum { LEN = 65536 };
-	struct gdak_vt_objs o = {.ctx = c};
+	enum {
+		LEN = 65536
+	};
+	struct gdak_vt_objs o = { .ctx = c };
 	union ibv_gid gid;
 	struct ibv_port_attr pa;
 	uint8_t *buf = gdak_test_pages(2 * LEN);
 	struct ibv_sge sge;
-	struct ibv_send_wr wr = {0}, *bad;
+	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_wc wc;
 	struct nic_sample a, b;
 	int tid = nic_tid();
@@ -337,8 +341,7 @@ static void traffic_then_idle(struct ibv_context *c)
 	REQUIRE(o.pd);
 	o.cq = ibv_create_cq(c, 16, NULL, NULL, 0);
 	REQUIRE(o.cq);
-	o.mr[0] = ibv_reg_mr(o.pd, buf, 2 * LEN,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	o.mr[0] = ibv_reg_mr(o.pd, buf, 2 * LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	REQUIRE(o.mr[0]);
 	for (int i = 0; i < 2; i++) {
 		o.qp[i] = gdak_vt_rc_qp(o.pd, o.cq, 16, 16);
@@ -352,7 +355,7 @@ static void traffic_then_idle(struct ibv_context *c)
 		REQUIRE(gdak_vt_to_rts(o.qp[i], &p, 0) == 0);
 	}
 	gdak_test_fill(buf, LEN, 7);
-	sge = (struct ibv_sge){(uintptr_t)buf, LEN, o.mr[0]->lkey};
+	sge = (struct ibv_sge){ (uintptr_t)buf, LEN, o.mr[0]->lkey };
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = &sge;
@@ -372,13 +375,14 @@ static void traffic_then_idle(struct ibv_context *c)
 		uint64_t wall = b.t_ns - a.t_ns;
 		double cpu_ns = (double)(b.ticks - a.ticks) * 1e9 / (double)sysconf(_SC_CLK_TCK);
 
-		fprintf(stderr, "idle real-time NIC thread over %.3f s: %llu switches, %llu ticks\n",
+		fprintf(stderr,
+			"idle real-time NIC thread over %.3f s: %llu switches, %llu ticks\n",
 			(double)wall * 1e-9, b.switches - a.switches, b.ticks - a.ticks);
 		CHECK(b.switches - a.switches < IDLE_MAX_SWITCHES);
 		CHECK(cpu_ns * 100.0 < (double)wall * IDLE_MAX_CPU_PCT);
 	}
-	gdak_vt_destroy(&(struct gdak_vt_objs){.qp = {o.qp[0], o.qp[1]}, .cq = o.cq,
-					       .mr = {o.mr[0]}, .pd = o.pd});
+	gdak_vt_destroy(&(struct gdak_vt_objs){
+		.qp = { o.qp[0], o.qp[1] }, .cq = o.cq, .mr = { o.mr[0] }, .pd = o.pd });
 	free(buf);
 }
 

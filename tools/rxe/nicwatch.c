@@ -67,7 +67,7 @@ static int readline(const char *path, char *buf, size_t n)
 
 static int apply(int tid, const char *pol, char *why, size_t n)
 {
-	struct sched_param sp = {0};
+	struct sched_param sp = { 0 };
 	int v;
 
 	if (!strcmp(pol, "none"))
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 {
 	double secs;
 	int want_nic;
-	struct timespec ts = {0, 5000000};
+	struct timespec ts = { 0, 5000000 };
 	struct timespec t0, now;
 
 	if (argc < 3) {

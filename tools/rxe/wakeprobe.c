@@ -52,7 +52,7 @@ static uint64_t now_ns(void)
 
 static void set_fifo(void)
 {
-	struct sched_param sp = {.sched_priority = 1};
+	struct sched_param sp = { .sched_priority = 1 };
 
 	if (fifo && pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		fprintf(stderr, "wakeprobe: SCHED_FIFO refused\n");
@@ -104,7 +104,7 @@ static int cmp(const void *a, const void *b)
 
 static void side(int me)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct sockaddr_in a = { .sin_family = AF_INET };
 	pthread_t t;
 	uint64_t *rtt = calloc((size_t)iters, sizeof(*rtt));
 
@@ -141,9 +141,11 @@ static void side(int me)
 			sum += (double)rtt[i];
 		qsort(rtt, (size_t)iters, sizeof(*rtt), cmp);
 		printf("wakeprobe %s%s: %ld round trips, t_min %.1f median %.1f p90 %.1f avg %.1f us\n",
-		       mode == 0 ? "nic" : mode == 1 ? "poll" : "block", fifo ? " fifo" : "", iters,
-		       rtt[0] * 1e-3, rtt[iters / 2] * 1e-3, rtt[iters * 9 / 10] * 1e-3,
-		       sum / (double)iters * 1e-3);
+		       mode == 0   ? "nic"
+		       : mode == 1 ? "poll"
+				   : "block",
+		       fifo ? " fifo" : "", iters, rtt[0] * 1e-3, rtt[iters / 2] * 1e-3,
+		       rtt[iters * 9 / 10] * 1e-3, sum / (double)iters * 1e-3);
 	}
 	if (mode == 0) {
 		long stop = -1;
