@@ -571,7 +571,9 @@ static void acquire_cb(struct ev_loop *loop)
  * competes as an equal with the spinners it serves, and CFS lets it
  * preempt one only after a wakeup granularity, or at the next tick -
  * where rxe's work runs in softirq, which preempts at once.  A real-time
- * policy, or a lower nice value, buys that preemption back: the program
+ * policy, or a lower nice value, buys that preemption back where the CPU
+ * is the kernel's to give (in a TCG guest the wait is mostly below it:
+ * docs/BENCHMARKS.md "Session 9"): the program
  * asks for it with GDAK_NIC_SCHED, the thread applies it to itself at its
  * start where the kernel permits it (CAP_SYS_NICE, RLIMIT_RTPRIO,
  * RLIMIT_NICE), and says why where it does not.  A real-time NIC thread
