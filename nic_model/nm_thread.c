@@ -34,14 +34,22 @@
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ev.h>
 
 #include <gdak/dev/ordering.h>
+#include <gdak/env.h>
 
 #include "nm_loc.h"
 #include "nm_thread_test.h"
@@ -105,6 +113,10 @@ struct nm_thread {
 	uint64_t inl_runs, inl_seen; /* inline runs, and the count the watchdog last saw */
 	bool timer_kick;	     /* an inline run armed a deadline before wait_due */
 	uint32_t fork_gen;	     /* fork_gen when the thread started (inherited()) */
+	struct nm_sched sched;	     /* GDAK_NIC_SCHED as the engine started */
+	bool rt;		     /* it runs SCHED_FIFO / SCHED_RR: never spins */
+	int sched_ret;		     /* 0, or why the policy was refused (-errno) */
+	bool started;		     /* thread_main applied it (under lock) */
 };
 
 static struct {
@@ -342,7 +354,9 @@ static void wake(struct nm_thread *t)
 static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct nm_thread *t = ev_userdata(loop);
-	int spin = atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) == GDAK_NIC_POLL_SPIN;
+	/* a real-time thread never spins (GDAK_NIC_SCHED) */
+	int spin = !t->rt &&
+		   atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) == GDAK_NIC_POLL_SPIN;
 
 	for (int k = 0; k < NM_INNER_PASSES && !ev_async_pending(&t->async); k++) {
 		uint64_t idle;
@@ -360,8 +374,9 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 		}
 		/* the mode read again: a device that switched it before its
 		 * last doorbell finds the switch made after that work */
-		if (t->worked && atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) !=
-					 GDAK_NIC_POLL_SPIN) {
+		if (t->worked && !t->rt &&
+		    atomic_load_explicit(&nm_cfg.poll, memory_order_relaxed) !=
+			    GDAK_NIC_POLL_SPIN) {
 			/* Adaptive mode (spin mode keeps its CPU for the lowest
 			 * latency where each NIC thread has a core): the pass
 			 * before this empty one did work - a CQE, a receive
@@ -404,6 +419,20 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 		/* back-off by time idle, read every 16 empty passes */
 		if (t->empty++ == 0)
 			t->empty_since = nm_now_ns();
+		if (t->rt) {
+			/* real-time: no spin, no yield (which would hand the CPU
+			 * to no SCHED_OTHER thread): spinning, it would keep the
+			 * program it serves off this CPU.  A QP it cannot block
+			 * for (one rung in memory) is looked at between naps. */
+			if (nm_now_ns() - t->empty_since < NM_NAP_NS) {
+				struct timespec ts = { 0, 50000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			go_sleep(t);
+			return;
+		}
 		if (t->empty % 16) {
 			gdak_dev_cpu_relax();
 			continue;
@@ -534,14 +563,163 @@ static void acquire_cb(struct ev_loop *loop)
 	pthread_mutex_lock(&t->elock);
 }
 
+/* ---- the NIC threads' scheduling policy (GDAK_NIC_SCHED) -------------------------- */
+
+/*
+ * Where the programs busy-poll on few CPUs (perftest's latency tests spin
+ * on memory; a 2-vCPU guest), a NIC thread woken by a packet or a kick
+ * competes as an equal with the spinners it serves, and CFS lets it
+ * preempt one only after a wakeup granularity, or at the next tick -
+ * where rxe's work runs in softirq, which preempts at once.  A real-time
+ * policy, or a lower nice value, buys that preemption back where the CPU
+ * is the kernel's to give (in a TCG guest the wait is mostly below it:
+ * docs/BENCHMARKS.md "Session 9"): the program
+ * asks for it with GDAK_NIC_SCHED, the thread applies it to itself at its
+ * start where the kernel permits it (CAP_SYS_NICE, RLIMIT_RTPRIO,
+ * RLIMIT_NICE), and says why where it does not.  A real-time NIC thread
+ * never spins (idle_cb): it would keep the program off its CPU.
+ */
+
+static int sched_num(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+int nm_sched_parse(const char *s, struct nm_sched *out)
+{
+	struct nm_sched sc = { NM_SCHED_INHERIT, 0 };
+	const char *why = NULL;
+	int ret = 0;
+
+	if (!s || !*s || !strcasecmp(s, "inherit")) {
+		*out = sc;
+		return 0;
+	}
+	if (!strncasecmp(s, "nice:", 5)) {
+		sc.kind = NM_SCHED_NICE;
+		ret = sched_num(s + 5, -20, 19, &sc.prio);
+		why = "a nice value is -20..19";
+	} else if (!strncasecmp(s, "fifo", 4) || !strncasecmp(s, "rr", 2)) {
+		size_t n = s[0] == 'f' || s[0] == 'F' ? 4 : 2;
+
+		sc.kind = n == 4 ? NM_SCHED_FIFO : NM_SCHED_RR;
+		sc.prio = 1;
+		if (s[n] == ':')
+			ret = sched_num(s + n + 1, 1, 99, &sc.prio);
+		else if (s[n])
+			ret = -EINVAL;
+		why = "a real-time priority is 1..99";
+	} else {
+		ret = -EINVAL;
+		why = "unknown policy";
+	}
+	if (ret) {
+		GDAK_ERR("nic", 0,
+			 "GDAK_NIC_SCHED='%s': %s; allowed: inherit, nice:N (N -20..19), fifo[:P] "
+			 "or rr[:P] (P 1..99)",
+			 s, why);
+		return -EINVAL;
+	}
+	*out = sc;
+	return 0;
+}
+
+const char *nm_sched_str(const struct nm_sched *sc, char *buf, size_t len)
+{
+	static const char *const name[] = { "inherit", "nice", "fifo", "rr" };
+
+	if (sc->kind == NM_SCHED_INHERIT)
+		snprintf(buf, len, "inherit");
+	else
+		snprintf(buf, len, "%s:%d", name[sc->kind], sc->prio);
+	return buf;
+}
+
+static void rlim_str(int res, char *buf, size_t len)
+{
+	struct rlimit rl;
+
+	if (getrlimit(res, &rl))
+		snprintf(buf, len, "unknown");
+	else if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(buf, len, "unlimited");
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)rl.rlim_cur);
+}
+
+/* On the thread itself, before its loop runs: 0 or the refusal (-errno),
+ * logged either way. */
+static int sched_apply(struct nm_thread *t)
+{
+	const struct nm_sched *sc = &t->sched;
+	char what[32], lim[32], why[160];
+	int ret = 0;
+
+	if (sc->kind == NM_SCHED_INHERIT)
+		return 0;
+	nm_sched_str(sc, what, sizeof(what));
+	if (sc->kind == NM_SCHED_NICE) {
+		/* Linux: a nice value is per thread, set through its tid */
+		if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), sc->prio))
+			ret = -errno;
+	} else {
+		struct sched_param sp = { .sched_priority = sc->prio };
+
+		ret = -pthread_setschedparam(
+			pthread_self(), sc->kind == NM_SCHED_FIFO ? SCHED_FIFO : SCHED_RR, &sp);
+		t->rt = ret == 0;
+	}
+	if (!ret) {
+		GDAK_INFO("nic", 0, "NIC thread %u runs %s (GDAK_NIC_SCHED)%s", t->id, what,
+			  t->rt && atomic_load(&nm_cfg.poll) == GDAK_NIC_POLL_SPIN
+				  ? "; a real-time NIC thread does not spin: GDAK_POLL=spin ignored"
+				  : "");
+		return 0;
+	}
+	if ((ret == -EPERM || ret == -EACCES) && sc->kind == NM_SCHED_NICE) {
+		rlim_str(RLIMIT_NICE, lim, sizeof(lim));
+		snprintf(why, sizeof(why),
+			 "a lower nice value needs CAP_SYS_NICE or RLIMIT_NICE >= %d (it is %s)",
+			 20 - sc->prio, lim);
+	} else if (ret == -EPERM) {
+		rlim_str(RLIMIT_RTPRIO, lim, sizeof(lim));
+		snprintf(why, sizeof(why),
+			 "a real-time policy needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %d (it is %s), "
+			 "and real-time runtime in the thread's cgroup",
+			 sc->prio, lim);
+	} else {
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+	}
+	GDAK_WARN("nic", 0,
+		  "GDAK_NIC_SCHED=%s refused for NIC thread %u: %s; it keeps the policy "
+		  "it inherited",
+		  what, t->id, why);
+	return ret;
+}
+
 static void *thread_main(void *arg)
 {
 	struct nm_thread *t = arg;
 	char name[16];
+	int ret;
 
 	snprintf(name, sizeof(name), "gdak-nic%u", t->id);
 	pthread_setname_np(pthread_self(), name);
 	cur_thread = t;
+	ret = sched_apply(t);
+	pthread_mutex_lock(&t->lock);
+	t->sched_ret = ret;
+	t->started = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
 	pthread_mutex_lock(&t->elock);
 	ev_run(t->loop, 0);
 	pthread_mutex_unlock(&t->elock);
@@ -947,12 +1125,13 @@ static void thread_fini(struct nm_thread *t)
 	free(t->act);
 }
 
-static int thread_start(struct nm_thread *t, uint32_t id)
+static int thread_start(struct nm_thread *t, uint32_t id, const struct nm_sched *sc)
 {
 	int ret;
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
+	t->sched = *sc;
 	pthread_once(&fork_once, fork_register);
 	t->fork_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
 	pthread_mutex_init(&t->lock, NULL);
@@ -990,6 +1169,12 @@ static int thread_start(struct nm_thread *t, uint32_t id)
 		thread_fini(t);
 		return -ret;
 	}
+	/* the policy is in place (or refused, logged) before the first QP:
+	 * a program that looks at the thread sees what it runs under */
+	pthread_mutex_lock(&t->lock);
+	while (!t->started)
+		pthread_cond_wait(&t->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
 
@@ -1016,14 +1201,20 @@ int nm_engine_get(void)
 	pthread_mutex_lock(&eng.lock);
 	if (eng.refs++ == 0) {
 		unsigned n = atomic_load(&nm_cfg.threads);
+		struct nm_sched sc;
+		char sbuf[32];
+
 		if (!n)
 			n = 1;
-		eng.thr = calloc(n, sizeof(*eng.thr));
-		if (!eng.thr) {
+		/* read at every engine start: a program that closed every
+		 * context may open again under another setting */
+		ret = nm_sched_parse(gdak_env_raw("GDAK_NIC_SCHED"), &sc);
+		eng.thr = ret ? NULL : calloc(n, sizeof(*eng.thr));
+		if (!ret && !eng.thr) {
 			ret = -ENOMEM;
-		} else {
+		} else if (!ret) {
 			for (eng.n = 0; eng.n < n; eng.n++) {
-				ret = thread_start(&eng.thr[eng.n], eng.n);
+				ret = thread_start(&eng.thr[eng.n], eng.n, &sc);
 				if (ret)
 					break;
 			}
@@ -1033,9 +1224,12 @@ int nm_engine_get(void)
 			stop_threads_locked();
 			eng.refs = 0;
 		} else {
-			GDAK_INFO("nic", 0, "%u NIC thread(s), %s polling, strict %s", n,
-				  atomic_load(&nm_cfg.poll) == GDAK_NIC_POLL_SPIN ? "spin" : "adaptive",
-				  nm_strict() ? "on" : "off");
+			GDAK_INFO("nic", 0,
+				  "%u NIC thread(s), %s polling, strict %s, scheduling %s", n,
+				  atomic_load(&nm_cfg.poll) == GDAK_NIC_POLL_SPIN ? "spin"
+										  : "adaptive",
+				  nm_strict() ? "on" : "off",
+				  nm_sched_str(&sc, sbuf, sizeof(sbuf)));
 		}
 	}
 	pthread_mutex_unlock(&eng.lock);

@@ -7,6 +7,7 @@
 #ifndef NM_THREAD_TEST_H
 #define NM_THREAD_TEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* How often a NIC thread gave its CPU away right after a pass that did
@@ -22,5 +23,25 @@ uint64_t nm_thread_inline_runs(void);
 uint64_t nm_thread_inline_busy(void);
 /* calls in a child of fork() that found the parent's NIC thread and ran nothing */
 uint64_t nm_thread_inline_forked(void);
+
+/* GDAK_NIC_SCHED: the scheduling policy each NIC thread asks for at its
+ * start.  inherit: the creating thread's (the default); nice:N (-20..19,
+ * SCHED_OTHER with that nice value); fifo:P, rr:P (1..99; "fifo", "rr"
+ * alone are priority 1). */
+enum nm_sched_kind {
+	NM_SCHED_INHERIT = 0,
+	NM_SCHED_NICE,
+	NM_SCHED_FIFO,
+	NM_SCHED_RR
+};
+struct nm_sched {
+	enum nm_sched_kind kind;
+	int prio; /* nice value, or real-time priority */
+};
+/* Parses a GDAK_NIC_SCHED value (NULL or "" is inherit): 0, or -EINVAL
+ * with a log line naming the value and what is allowed. */
+int nm_sched_parse(const char *s, struct nm_sched *out);
+/* "inherit", "nice:-5", "fifo:1", ... into buf */
+const char *nm_sched_str(const struct nm_sched *sc, char *buf, size_t len);
 
 #endif

@@ -35,6 +35,9 @@ static const struct gdak_env_var table[] = {
 	C("GDAK_LOG", "error|warn|info|debug|0|1|2|3", "warn", "core",
 	  "log level (read once, at program start)"),
 
+	T("GDAK_NIC_SCHED", "inherit", "nic",
+	  "NIC threads' scheduling policy, applied where permitted (else logged): inherit, "
+	  "nice:N (-20..19), fifo[:P] or rr[:P] (P 1..99; a real-time NIC thread never spins)"),
 	U("GDAK_NIC_THREADS", 1, 64, "1", "nic", "NIC-model threads the QPs are spread over"),
 	B("GDAK_STRICT", "1", "nic",
 	  "strict checks (the NIC model as a sanitizer); 0 relaxes them"),

@@ -26,6 +26,10 @@ set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RET
 # an idle verbs process's NIC thread blocks (switches and CPU time counted),
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
 gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_idle.c)
+# GDAK_NIC_SCHED: bad values refused at open, nice and real-time policies
+# applied to the NIC thread (read back from the kernel) or refused with the
+# reason logged; a real-time NIC thread blocks when idle, also under spin
+gdak_add_verbs_lib_test(gdak.verbs.nic_sched ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_sched.c)
 # the engine in the program's thread: post_send / poll_cq with the NIC
 # thread parked (they do everything) and held (they fall back), threads
 # contending; the twin runs with it turned off (GDAK_IBV_INLINE=0)

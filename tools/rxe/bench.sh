@@ -48,7 +48,9 @@
 # of gdak's device spin its NIC thread (GDAK_POLL=spin); gdak-perf's latency
 # test spins by default.  BENCH_ROUNDS rounds (3); BENCH_BW_ITERS 8-byte
 # write_bw iterations (2000), BENCH_BW64_ITERS at 64 KiB (500),
-# BENCH_LAT_ITERS (1000).  BUILD_DIR must be built without MPI (the guest
+# BENCH_LAT_ITERS (1000); BENCH_GDAK_SCHED adds a column, the gdak-run
+# command (inline on) with GDAK_NIC_SCHED set to it (the NIC threads'
+# policy, docs/VERBS.md "Threads").  BUILD_DIR must be built without MPI (the guest
 # has no libmpi): cmake -B DIR -DGDAK_CUDA=OFF -DGDAK_TESTS=OFF
 # -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON; ninja -C DIR gdak-perf gdak-run
 # gdak_ibverbs gdak_mlx5 gdak_efa (perftest links libefa too).

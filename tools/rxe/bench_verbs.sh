@@ -77,7 +77,7 @@ done
 . "$(dirname "$0")/bench_lib.sh"
 
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# gdak build: $B"
+echo "# gdak build: $B${BENCH_GDAK_SCHED:+; sched column: gdak-run, inline on, GDAK_NIC_SCHED=$BENCH_GDAK_SCHED}"
 
 # wait (bounded) until TCP port $1 is listened on (in namespace $3 when
 # given) or pid $2 is gone
@@ -113,6 +113,8 @@ pt() {
 		# otherwise: spinning NIC threads of two processes on the guest's
 		# 2 vCPUs starve the pollers they serve
 		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive} GDAK_IBV_INLINE=${INL:-1}"
+		# the sched column: the NIC threads' policy (GDAK_NIC_SCHED)
+		[ -n "${SCHED:-}" ] && env="$env GDAK_NIC_SCHED=$SCHED"
 		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
 			-n "$iters" -p $port >"$OUT/srv" 2>&1 &
 		sp=$!
@@ -165,13 +167,18 @@ while [ $r -le "$ROUNDS" ]; do
 		# (GDAK_IBV_INLINE=0, the default; the gdak-run column has it
 		# in the program's calls: docs/VERBS.md "Threads")
 		n=$(INL=0 pt gdak $prog "$2" "$3")
-		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g] | gdak-run inline off [$n]"
+		# BENCH_GDAK_SCHED: the gdak-run command once more, inline on,
+		# with the NIC threads under that GDAK_NIC_SCHED
+		x=-
+		[ -n "${BENCH_GDAK_SCHED:-}" ] && x=$(INL=1 SCHED=$BENCH_GDAK_SCHED pt gdak $prog "$2" "$3")
+		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g] | gdak-run inline off [$n]" \
+			"| gdak-run ${BENCH_GDAK_SCHED:-(no BENCH_GDAK_SCHED)} [$x]"
 		if [ "$1" = write_bw ]; then
 			# perftest: #bytes #iters BW_peak BW_avg MsgRate; gdak-perf: #bytes #iters BW_avg ...
-			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)|$(f "$n" 4)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)|$(f "$n" 4)|$(f "$x" 4)" >>"$OUT/res"
 		else
 			# perftest: #bytes #iters t_min t_max t_typical ...; gdak-perf: the same columns
-			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)|$(f "$n" 5)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)|$(f "$n" 5)|$(f "$x" 5)" >>"$OUT/res"
 		fi
 	done
 	r=$((r + 1))
@@ -179,8 +186,8 @@ done
 
 echo
 echo "# medians of $ROUNDS rounds; bandwidth MiB/s (higher is better), latency t_typical us (lower is better)"
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" \
-	"gdak-run/rxe" "inline-off" "inline-off/rxe"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" \
+	"gdak-run/rxe" "inline-off" "inline-off/rxe" "sched" "sched/rxe"
 for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 	awk -F'|' -v c="$c" '
 		function med(a, n,   i, j, t) {
@@ -194,10 +201,13 @@ for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 			if ($3 != "-") ga[++ng] = $3 + 0
 			if ($4 != "-") pa[++np] = $4 + 0
 			if ($5 != "" && $5 != "-") oa[++no] = $5 + 0
+			if ($6 != "" && $6 != "-") xa[++nx] = $6 + 0
 		}
 		END {
 			r = med(ra, nr); g = med(ga, ng); p = med(pa, np); o = med(oa, no)
-			printf "%s B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r), o, q(o, r)
+			x = med(xa, nx)
+			printf "%s B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r), o,
+				q(o, r), x, q(x, r)
 		}' "$OUT/res"
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
