@@ -39,6 +39,7 @@
 
 #include <gdak/mlx5.h>
 #include <gdak/trace.h>
+#include <gdak/dev/types.h>
 #include <gdak/trace_format.h>
 
 #include <gdak/env.h>

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include <gdak/gdak.h>
+#include <gdak/dev/types.h>
 
 /* Exit codes: 0 ok, 1 run or verification failed, 2 bad command line. */
 enum { PERF_EXIT_OK = 0, PERF_EXIT_FAIL = 1, PERF_EXIT_USAGE = 2 };
