@@ -535,6 +535,20 @@ static int alloc_memory(struct hw_qp *hq, struct gdak_dev_qp *t)
 	return dx->dbr_umem ? 0 : -EIO;
 }
 
+/* A DEVX CQ as device code sees it: n CQEs at cqes, its doorbell record at
+ * dbrec.  Every DEVX CQ ignores overrun (oi); collapsed where the QP
+ * asked. */
+static void dev_cq_fill(struct gdak_dev_cq *d, uint32_t cqn, uint32_t n, char *cqes, char *dbrec,
+			unsigned collapsed)
+{
+	d->cqn = cqn;
+	d->ncqe = n;
+	d->log_ncqe = ilog2(n);
+	d->cqes = cqes;
+	d->dbrec = (uint32_t *)(void *)dbrec;
+	d->flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE | (collapsed ? GDAK_DEV_CQ_F_COLLAPSED : 0);
+}
+
 int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 {
 	struct hw_ctx *hc = hq->ctx;
@@ -627,26 +641,11 @@ int hw_dqp_create(struct hw_qp *hq, struct gdak_dev_qp *t)
 		t->rq_log_stride = ilog2(dx->rq_stride);
 	}
 	t->dbrec = (uint32_t *)(void *)(recs + DBR_QP);
-	t->scq.cqn = dx->scqn;
-	t->scq.ncqe = dx->scq_n;
-	t->scq.log_ncqe = ilog2(dx->scq_n);
-	t->scq.cqes = rings + dx->scq_off;
-	t->scq.dbrec = (uint32_t *)(void *)(recs + DBR_SCQ);
-	/* every DEVX CQ ignores overrun (oi); collapsed where the QP asked */
-	t->scq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
-		       (hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED ? GDAK_DEV_CQ_F_COLLAPSED
-								      : 0);
-	if (dx->rcq_n) {
-		t->rcq.cqn = dx->rcqn;
-		t->rcq.ncqe = dx->rcq_n;
-		t->rcq.log_ncqe = ilog2(dx->rcq_n);
-		t->rcq.cqes = rings + dx->rcq_off;
-		t->rcq.dbrec = (uint32_t *)(void *)(recs + DBR_RCQ);
-		t->rcq.flags = GDAK_DEV_CQ_F_OVERRUN_IGNORE |
-			       (hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED
-					? GDAK_DEV_CQ_F_COLLAPSED
-					: 0);
-	}
+	dev_cq_fill(&t->scq, dx->scqn, dx->scq_n, rings + dx->scq_off, recs + DBR_SCQ,
+		    hq->base.attr.flags & GDAK_QP_F_SCQ_COLLAPSED);
+	if (dx->rcq_n)
+		dev_cq_fill(&t->rcq, dx->rcqn, dx->rcq_n, rings + dx->rcq_off, recs + DBR_RCQ,
+			    hq->base.attr.flags & GDAK_QP_F_RCQ_COLLAPSED);
 	hq->scq_n = dx->scq_n;
 	hq->rcq_n = dx->rcq_n;
 	hq->db_reg = dx->uar->reg_addr;

@@ -29,6 +29,8 @@
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 
+#include <gdak/dev/types.h>
+
 #include "gdak_backend.h"
 #include "gdak_ibv.h"
 

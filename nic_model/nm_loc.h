@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include <gdak/gdak.h>
+#include <gdak/dev/types.h>
 #include <gdak/mlx5.h>
 #include <gdak/nic.h>
 #include <gdak/trace.h>

@@ -66,17 +66,24 @@ static void sep(void)
 	json_first = 0;
 }
 
-/* Open a section: text heading, or "name": { in JSON. */
-static void section(const char *key, const char *title)
+/* Open a block: "key": and bracket in JSON, else the title as a heading
+ * indented by indent spaces. */
+static void block_begin(const char *key, const char *title, char bracket, int indent)
 {
 	if (json) {
 		sep();
 		json_str(key);
-		printf(":{");
+		printf(":%c", bracket);
 		json_first = 1;
 	} else {
-		printf("%s:\n", title);
+		printf("%*s%s:\n", indent, "", title);
 	}
+}
+
+/* Open a section: text heading, or "name": { in JSON. */
+static void section(const char *key, const char *title)
+{
+	block_begin(key, title, '{', 0);
 }
 
 static void section_end(void)
@@ -139,14 +146,7 @@ static void kv_bool(const char *key, int v)
 /* A JSON array of objects / a text list. */
 static void list_begin(const char *key, const char *title)
 {
-	if (json) {
-		sep();
-		json_str(key);
-		printf(":[");
-		json_first = 1;
-	} else {
-		printf("  %s:\n", title);
-	}
+	block_begin(key, title, '[', 2);
 }
 static void list_item_begin(void)
 {

@@ -278,6 +278,22 @@ static struct gdak_bootstrap *bs_new(void)
 	return bs;
 }
 
+/* The opening of listen and connect: host:port resolved into *sa (passive:
+ * the address to bind) and a fresh endpoint in *bs; 0 or -errno, *bs NULL
+ * on failure. */
+static int bs_start(const char *host, uint16_t port, int passive, struct sockaddr_in *sa,
+		    struct gdak_bootstrap **bs)
+{
+	int r;
+
+	*bs = NULL;
+	r = resolve(host, port, passive, sa);
+	if (r)
+		return r;
+	*bs = bs_new();
+	return *bs ? 0 : -ENOMEM;
+}
+
 int gdak_bootstrap_listen(const char *host, uint16_t port, struct gdak_bootstrap **out)
 {
 	struct sockaddr_in sa;
@@ -288,12 +304,9 @@ int gdak_bootstrap_listen(const char *host, uint16_t port, struct gdak_bootstrap
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	r = resolve(host, port, 1, &sa);
+	r = bs_start(host, port, 1, &sa, &bs);
 	if (r)
 		return r;
-	bs = bs_new();
-	if (!bs)
-		return -ENOMEM;
 	bs->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (bs->lfd < 0)
 		goto err;
@@ -575,12 +588,9 @@ int gdak_bootstrap_connect(const char *host, uint16_t port, int timeout_ms,
 	if (!out || !host)
 		return -EINVAL;
 	*out = NULL;
-	r = resolve(host, port, 0, &sa);
+	r = bs_start(host, port, 0, &sa, &bs);
 	if (r)
 		return r;
-	bs = bs_new();
-	if (!bs)
-		return -ENOMEM;
 	for (;;) {
 		bs->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (bs->fd < 0) {

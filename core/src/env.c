@@ -304,38 +304,36 @@ int gdak_env_uint(const char *name, unsigned long long *out)
 	return from;
 }
 
-int gdak_env_bool(const char *name, int *out)
+/* gdak_env_bool's and gdak_env_choice's body: the value's index among
+ * the type's words (0|1 for a boolean: parse_bool) into *out. */
+static int env_index(const char *name, enum gdak_env_type type, int *out)
 {
 	const struct gdak_env_var *v;
 	const char *s;
-	int from = lookup(name, GDAK_ENV_BOOL, &v, &s), b;
+	int from = lookup(name, type, &v, &s), i;
 
 	if (from < 0)
 		return from;
-	b = from == 2 ? 0 : parse_bool(s);
-	if (b < 0) {
-		report_bad(v, s);
-		return -EINVAL;
-	}
-	*out = b;
-	return from ? 1 : 0;
-}
-
-int gdak_env_choice(const char *name, int *out)
-{
-	const struct gdak_env_var *v;
-	const char *s;
-	int from = lookup(name, GDAK_ENV_CHOICE, &v, &s), i;
-
-	if (from < 0)
-		return from;
-	i = from == 2 ? 0 : choice_index(v->choices, s);
+	if (from == 2)
+		i = 0;
+	else
+		i = type == GDAK_ENV_BOOL ? parse_bool(s) : choice_index(v->choices, s);
 	if (i < 0) {
 		report_bad(v, s);
 		return -EINVAL;
 	}
 	*out = i;
 	return from ? 1 : 0;
+}
+
+int gdak_env_bool(const char *name, int *out)
+{
+	return env_index(name, GDAK_ENV_BOOL, out);
+}
+
+int gdak_env_choice(const char *name, int *out)
+{
+	return env_index(name, GDAK_ENV_CHOICE, out);
 }
 
 const char *gdak_env_text(const char *name)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <gdak/env.h>
+#include <gdak/dev/types.h>
 #include <gdak/mlx5.h>
 
 #include "gdak_backend.h"

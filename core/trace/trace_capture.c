@@ -39,6 +39,7 @@
 
 #include <gdak/mlx5.h>
 #include <gdak/trace.h>
+#include <gdak/dev/types.h>
 #include <gdak/trace_format.h>
 
 #include <gdak/env.h>
@@ -1032,26 +1033,27 @@ static int remove_match(struct gdak_capture *c, struct gdak_qp *qp, const struct
 	return found;
 }
 
+/* The answer of the two remove calls: 0, or -ENOENT with why logged. */
+static int removed(int found, uint32_t qpn, const char *why)
+{
+	if (found)
+		return 0;
+	GDAK_ERR("capture", qpn, "%s is not captured here", why);
+	return -ENOENT;
+}
+
 int gdak_capture_remove_qp(struct gdak_capture *c, struct gdak_qp *qp)
 {
 	if (!c || !qp)
 		return -EINVAL;
-	if (!remove_match(c, qp, NULL, NULL)) {
-		GDAK_ERR("capture", qp->qpn, "QP is not captured here");
-		return -ENOENT;
-	}
-	return 0;
+	return removed(remove_match(c, qp, NULL, NULL), qp->qpn, "QP");
 }
 
 int gdak_capture_remove_dev_qp(struct gdak_capture *c, const struct gdak_dev_qp *dqp)
 {
 	if (!c || !dqp)
 		return -EINVAL;
-	if (!remove_match(c, NULL, dqp, NULL)) {
-		GDAK_ERR("capture", dqp->qpn, "descriptor is not captured here");
-		return -ENOENT;
-	}
-	return 0;
+	return removed(remove_match(c, NULL, dqp, NULL), dqp->qpn, "descriptor");
 }
 
 int gdak_capture_poll(struct gdak_capture *c)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <gdak/config.h>
+#include <gdak/dev/types.h>
 #include <gdak/gdak.h>
 #include "gdak_log.h"
 #include "gdak_case.h"

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/env.h>
 
 #include "gdak_test.h"

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/nic.h>
 
 #include "gdak_test.h"

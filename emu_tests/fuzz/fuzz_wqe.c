@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 #include <gdak/nic.h>

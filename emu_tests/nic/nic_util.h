@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 #include <gdak/nic.h>

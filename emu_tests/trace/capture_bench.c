@@ -8,6 +8,7 @@
  */
 #include <time.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/mlx5.h>
 
 #include "capture_util.h"

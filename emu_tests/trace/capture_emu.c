@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include <gdak/dev/types.h>
 #include <gdak/nic.h>
 
 #include "capture_pair.h"

@@ -12,6 +12,7 @@
 #ifndef GDAK_CAPTURE_TEST_RING_H
 #define GDAK_CAPTURE_TEST_RING_H
 
+#include <gdak/dev/types.h>
 #include <gdak/gdak.h>
 #include <gdak/mlx5.h>
 

@@ -122,6 +122,21 @@ int dx_out_begin(void *out, size_t outlen, size_t need, const void *in, size_t i
 	return 0;
 }
 
+int dx_cmd_begin(const void *in, size_t inlen, size_t need_in, void *out, size_t outlen,
+		 dx_fields_fn *fields)
+{
+	int ret;
+
+	if (inlen < need_in)
+		return dx_fail(out, outlen, in, inlen, DX_ST_BAD_INPUT_LEN, 0, NULL,
+			       "input mailbox %zu bytes, %s reads %zu", inlen,
+			       dx_op_name(dx_get(in, inlen, DXF_IN_OPCODE)), need_in);
+	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	if (ret || !fields)
+		return ret;
+	return fields(in, inlen, out, outlen);
+}
+
 /* What the kernel's devx_is_general_cmd() lets through
  * mlx5dv_devx_general_cmd: queries and the general range. */
 int dx_is_general(unsigned op)

@@ -105,13 +105,7 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	uint32_t cqn, srqn;
 	int ret;
 
-	if (inlen < DX_DCT_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, CREATE_DCT reads %u", inlen, DX_DCT_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
-	if (ret)
-		return ret;
-	ret = dct_fields_ok(in, inlen, out, outlen);
+	ret = dx_cmd_begin(in, inlen, DX_DCT_IN_LEN, out, outlen, dct_fields_ok);
 	if (ret)
 		return ret;
 	cqn = dx_get(in, inlen, DXF_DCTC_CQN);
@@ -181,13 +175,7 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	o->u.dct.att = att;
 	o->u.dct.state = DCTC_ACTIVE;
 	memcpy(o->u.dct.dctc, (const uint8_t *)in + 0x80 / 8, DX_DCTC_LEN);
-	pthread_mutex_lock(&c->lock);
-	dx_obj_hold(o, dcq);
-	dx_obj_hold(o, pd);
-	dx_obj_hold(o, rmp);
-	dx_obj_link(o);
-	pthread_mutex_unlock(&c->lock);
-	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	dx_obj_publish(c, o, 0, (struct dx_obj *const[]){ dcq, pd, rmp }, 3, out, outlen);
 	GDAK_DBG("devx", o->id, "CREATE_DCT: CQ 0x%x, %s 0x%x%s", cqn, rmp ? "RMP" : "SRQ", srqn,
 		 rmp ? "" : " (SENDs: no receive queue)");
 	*obj = o;

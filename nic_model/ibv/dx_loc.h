@@ -433,6 +433,15 @@ const char *dx_op_name(unsigned opcode);
 /* Begin an answer: out zeroed, status OK.  -DX_ERR_FW (BAD_OUTPUT_LEN)
  * when out cannot hold need bytes. */
 int dx_out_begin(void *out, size_t outlen, size_t need, const void *in, size_t inlen);
+/* A command's own field checks: 0, or dx_fail's answer for the first field
+ * it does not execute. */
+typedef int dx_fields_fn(const void *in, size_t inlen, void *out, size_t outlen);
+/* Begin a command that reads need_in bytes of in and answers with the
+ * header only: -DX_ERR_FW (BAD_INPUT_LEN, naming the command) when in is
+ * shorter, else dx_out_begin's answer for DX_HDR_OUT_LEN, then (when not
+ * NULL) fields' answer. */
+int dx_cmd_begin(const void *in, size_t inlen, size_t need_in, void *out, size_t outlen,
+		 dx_fields_fn *fields);
 
 /* The commands that create nothing (mlx5dv_devx_general_cmd): 0, or -errno
  * with out filled as ConnectX fills it. */
@@ -538,6 +547,12 @@ void dx_obj_link(struct dx_obj *o);
 void dx_obj_unlink(struct dx_obj *o);
 struct dx_obj *dx_find(struct dx_ctx *c, enum dx_obj_type type, uint32_t id);
 void dx_obj_hold(struct dx_obj *o, struct dx_obj *dep);
+/* Not under c->lock: link the created object o into c with a reference
+ * on each of the n objects of deps (NULLs skipped), and answer its number
+ * in out.  id_base != 0: the number is drawn here, id_base | 23 fresh bits
+ * (RMPs); else o->id is already set. */
+void dx_obj_publish(struct dx_ctx *c, struct dx_obj *o, uint32_t id_base,
+		    struct dx_obj *const *deps, size_t n, void *out, size_t outlen);
 uint32_t dx_new_id(struct dx_ctx *c);
 void *dx_umem_at(struct dx_ctx *c, uint32_t id, uint64_t off, uint64_t len, struct dx_obj **umem);
 

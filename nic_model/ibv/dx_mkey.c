@@ -84,13 +84,7 @@ int dx_mkey_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, si
 	uint8_t *addr;
 	int ret;
 
-	if (inlen < DX_MKEY_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, CREATE_MKEY reads %u", inlen, DX_MKEY_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
-	if (ret)
-		return ret;
-	ret = mkc_ok(in, inlen, out, outlen);
+	ret = dx_cmd_begin(in, inlen, DX_MKEY_IN_LEN, out, outlen, mkc_ok);
 	if (ret)
 		return ret;
 	start = dx_get64(in, inlen, DXF_MKC_START_ADDR);
@@ -132,12 +126,7 @@ int dx_mkey_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, si
 	memcpy(o->u.mkey.mkc, (const uint8_t *)in + 0x80 / 8, DX_MKC_LEN);
 	o->id = gdak_mr_lkey(o->u.mkey.mr) >> 8;
 	o->destroy_op = DX_OP_DESTROY_MKEY;
-	pthread_mutex_lock(&c->lock);
-	dx_obj_hold(o, umem);
-	dx_obj_hold(o, pd);
-	dx_obj_link(o);
-	pthread_mutex_unlock(&c->lock);
-	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	dx_obj_publish(c, o, 0, (struct dx_obj *const[]){ umem, pd }, 2, out, outlen);
 	GDAK_DBG("devx", o->id, "CREATE_MKEY: key 0x%x over %p+%llu, access 0x%x",
 		 gdak_mr_lkey(o->u.mkey.mr), (void *)addr, (unsigned long long)len, access);
 	*obj = o;

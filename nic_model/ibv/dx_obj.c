@@ -110,6 +110,19 @@ void dx_obj_hold(struct dx_obj *o, struct dx_obj *dep)
 		}
 }
 
+void dx_obj_publish(struct dx_ctx *c, struct dx_obj *o, uint32_t id_base,
+		    struct dx_obj *const *deps, size_t n, void *out, size_t outlen)
+{
+	pthread_mutex_lock(&c->lock);
+	if (id_base)
+		o->id = id_base | (dx_new_id(c) & 0x7fffff);
+	for (size_t i = 0; i < n; i++)
+		dx_obj_hold(o, deps[i]);
+	dx_obj_link(o);
+	pthread_mutex_unlock(&c->lock);
+	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+}
+
 /* Under c->lock: a fresh number for a PD, umem or UAR page (never 0:
  * a zero field reads as "none" in several contexts). */
 uint32_t dx_new_id(struct dx_ctx *c)

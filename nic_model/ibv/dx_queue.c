@@ -60,11 +60,7 @@ int dx_cq_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	uint64_t off, doff;
 	int ret;
 
-	if (inlen < DX_CREATE_CQ_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, CREATE_CQ reads %u", inlen,
-			    DX_CREATE_CQ_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	ret = dx_cmd_begin(in, inlen, DX_CREATE_CQ_IN_LEN, out, outlen, NULL);
 	if (ret)
 		return ret;
 	log_sz = dx_get(in, inlen, DXF_CQC_LOG_CQ_SIZE);
@@ -127,13 +123,7 @@ int dx_cq_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	o->id = nm_ext_cq_num(o->u.cq.cq);
 	o->destroy_op = DX_OP_DESTROY_CQ;
 	memcpy(o->u.cq.cqc, (const uint8_t *)in + 0x80 / 8, sizeof(o->u.cq.cqc));
-	pthread_mutex_lock(&c->lock);
-	dx_obj_hold(o, uar);
-	dx_obj_hold(o, umem);
-	dx_obj_hold(o, dumem);
-	dx_obj_link(o);
-	pthread_mutex_unlock(&c->lock);
-	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	dx_obj_publish(c, o, 0, (struct dx_obj *const[]){ uar, umem, dumem }, 3, out, outlen);
 	GDAK_DBG("devx", o->id, "CREATE_CQ: %u CQEs%s%s", a.ncqe,
 		 a.flags & NM_EXT_CQ_OI ? ", oi" : "", a.flags & NM_EXT_CQ_CC ? ", cc" : "");
 	*obj = o;
@@ -183,10 +173,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	void *ring;
 	int ret;
 
-	if (inlen < DX_QP_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, CREATE_QP reads %u", inlen, DX_QP_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	ret = dx_cmd_begin(in, inlen, DX_QP_IN_LEN, out, outlen, NULL);
 	if (ret)
 		return ret;
 	st = dx_get(in, inlen, DXF_QPC_ST);
@@ -638,45 +625,58 @@ static int to_init(struct dx_obj *o, const void *in, size_t inlen, void *out, si
 	return 0;
 }
 
-/* A DCI's INIT2RTR: no peer, no address path to check beyond the port
- * (the AV of each WQE is the address); MTU and message size as for RC. */
-static int dci_to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+/* INIT2RTR's path MTU and message size, for RC and DCI alike. */
+static int mtu_msg_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
 	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
-	int ret = check_port(in, inlen, out, outlen);
 
-	if (ret)
-		return ret;
 	if (mtu < 1 || mtu > 5)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.mtu", "%u (1 = 256 .. 5 = 4096)", mtu);
 	if (dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX) > 30)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.log_msg_max", "%u > log_max_msg 30",
 			    dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX));
-	ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, NULL);
+	return 0;
+}
+
+/* The end of a transition: ret is the NIC model's answer to it; on success
+ * the n fields f of in are kept for QUERY_QP and the QP is in state. */
+static int moved(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen, int ret,
+		 const enum dx_field_id *f, size_t n, unsigned state)
+{
 	if (ret)
 		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
-	keep(o, in, inlen, rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]));
-	o->u.qp.state = QPS_RTR;
+	keep(o, in, inlen, f, n);
+	o->u.qp.state = state;
 	return 0;
+}
+
+/* A DCI's INIT2RTR: no peer, no address path to check beyond the port
+ * (the AV of each WQE is the address); MTU and message size as for RC. */
+static int dci_to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	int ret = check_port(in, inlen, out, outlen);
+
+	if (!ret)
+		ret = mtu_msg_ok(in, inlen, out, outlen);
+	if (ret)
+		return ret;
+	return moved(o, in, inlen, out, outlen, gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, NULL),
+		     rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]), QPS_RTR);
 }
 
 /* The fields INIT2RTR carries, checked as ConnectX checks them. */
 int dx_qp_rtr_ok(const void *in, size_t inlen, void *out, size_t outlen)
 {
-	unsigned mtu = dx_get(in, inlen, DXF_QPC_MTU);
 	unsigned rra = dx_get(in, inlen, DXF_QPC_LOG_RRA_MAX);
 	unsigned sidx = dx_get(in, inlen, DXF_ADS_SRC_ADDR_INDEX);
 	int ret = check_port(in, inlen, out, outlen);
 
 	if (!ret)
 		ret = dx_qp_optpar_ok(in, inlen, out, outlen);
+	if (!ret)
+		ret = mtu_msg_ok(in, inlen, out, outlen);
 	if (ret)
 		return ret;
-	if (mtu < 1 || mtu > 5)
-		return FAIL(DX_ST_BAD_PARAM, "qpc.mtu", "%u (1 = 256 .. 5 = 4096)", mtu);
-	if (dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX) > 30)
-		return FAIL(DX_ST_BAD_PARAM, "qpc.log_msg_max", "%u > log_max_msg 30",
-			    dx_get(in, inlen, DXF_QPC_LOG_MSG_MAX));
 	if (rra > 4)
 		return FAIL(DX_ST_BAD_PARAM, "qpc.log_rra_max", "%u > log_max_ra_res_qp 4", rra);
 	/* RoCE: every packet carries a GRH, and its source is a GID entry */
@@ -707,12 +707,8 @@ static int to_rtr(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	peer.udp_port = GV_ROCE_PORT;
 	peer.transport = GDAK_QPI_UDP;
 	peer.gid_index = (uint8_t)sidx;
-	ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, &peer);
-	if (ret)
-		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
-	keep(o, in, inlen, rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]));
-	o->u.qp.state = QPS_RTR;
-	return 0;
+	return moved(o, in, inlen, out, outlen, gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTR, &peer),
+		     rtr_fields, sizeof(rtr_fields) / sizeof(rtr_fields[0]), QPS_RTR);
 }
 
 /* The fields RTR2RTS carries, checked as ConnectX checks them. */
@@ -747,11 +743,8 @@ static int to_rts(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 		if (!ret)
 			ret = gdak_qp_modify(o->u.qp.qp, GDAK_QPS_RTS, NULL);
 	}
-	if (ret)
-		return FAIL(DX_ST_INT_ERR, NULL, "the NIC model: %s", gdak_strerror(ret));
-	keep(o, in, inlen, rts_fields, sizeof(rts_fields) / sizeof(rts_fields[0]));
-	o->u.qp.state = QPS_RTS;
-	return 0;
+	return moved(o, in, inlen, out, outlen, ret, rts_fields,
+		     sizeof(rts_fields) / sizeof(rts_fields[0]), QPS_RTS);
 }
 
 int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size_t outlen)
@@ -762,10 +755,7 @@ int dx_qp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, size
 								      : DX_QP_MOD_IN_LEN;
 	int ret;
 
-	if (inlen < need_in)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL, "input mailbox %zu bytes, %s reads %u",
-			    inlen, dx_op_name(op), need_in);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	ret = dx_cmd_begin(in, inlen, need_in, out, outlen, NULL);
 	if (ret)
 		return ret;
 	switch (op) {

@@ -121,13 +121,7 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	uint32_t *rec;
 	int ret, ring_gpu, rec_gpu;
 
-	if (inlen < DX_RMP_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, CREATE_RMP reads %u", inlen, DX_RMP_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
-	if (ret)
-		return ret;
-	ret = wq_ok(in, inlen, out, outlen);
+	ret = dx_cmd_begin(in, inlen, DX_RMP_IN_LEN, out, outlen, wq_ok);
 	if (ret)
 		return ret;
 	bytes = (uint64_t)1 << (dx_get(in, inlen, DXF_WQ_LOG_SZ) +
@@ -181,14 +175,7 @@ int dx_rmp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	o->u.rmp.rec_gpu = rec_gpu == 1;
 	memcpy(o->u.rmp.rmpc, (const uint8_t *)in + DX_RMPC_OFF, DX_RMPC_LEN);
 	o->destroy_op = DX_OP_DESTROY_RMP;
-	pthread_mutex_lock(&c->lock);
-	o->id = RMPN_BASE | (dx_new_id(c) & 0x7fffff);
-	dx_obj_hold(o, pd);
-	dx_obj_hold(o, wq);
-	dx_obj_hold(o, dbr);
-	dx_obj_link(o);
-	pthread_mutex_unlock(&c->lock);
-	dx_set(out, outlen, DXF_OUT_OBJ, o->id);
+	dx_obj_publish(c, o, RMPN_BASE, (struct dx_obj *const[]){ pd, wq, dbr }, 3, out, outlen);
 	GDAK_DBG("devx", o->id, "CREATE_RMP: %u WQEs of %u bytes, %s%s%s%s", 1u << o->u.rmp.log_sz,
 		 o->u.rmp.stride, o->u.rmp.linked ? "linked list" : "cyclic",
 		 o->u.rmp.next_seg ? "" : " (no next segment)",
@@ -248,10 +235,7 @@ int dx_rmp_modify(struct dx_obj *o, const void *in, size_t inlen, void *out, siz
 	unsigned lwm;
 	int ret;
 
-	if (inlen < DX_RMP_IN_LEN)
-		return FAIL(DX_ST_BAD_INPUT_LEN, NULL,
-			    "input mailbox %zu bytes, MODIFY_RMP reads %u", inlen, DX_RMP_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	ret = dx_cmd_begin(in, inlen, DX_RMP_IN_LEN, out, outlen, NULL);
 	if (ret)
 		return ret;
 	if (dx_get(in, inlen, DXF_RMP_IN_STATE) != RMPC_RDY)

@@ -270,10 +270,9 @@ GV_EXPORT int gdak_dx_verbs_qp_modify(struct ibv_qp *qp, const void *in, size_t 
 	 * kernel's EINVAL); a verbs DCI takes them */
 	if (qp->qp_type == IBV_QPT_DRIVER && qp->srq)
 		return -EINVAL;
-	if (op != DX_OP_2ERR_QP && op != DX_OP_2RST_QP && inlen < DX_QP_MOD_IN_LEN)
-		return VFAIL(DX_ST_BAD_INPUT_LEN, NULL, "input mailbox %zu bytes, %s reads %u",
-			     inlen, dx_op_name(op), DX_QP_MOD_IN_LEN);
-	ret = dx_out_begin(out, outlen, DX_HDR_OUT_LEN, in, inlen);
+	ret = dx_cmd_begin(in, inlen,
+			   op == DX_OP_2ERR_QP || op == DX_OP_2RST_QP ? 0 : DX_QP_MOD_IN_LEN, out,
+			   outlen, NULL);
 	if (ret)
 		return ret;
 	if (op == DX_OP_2ERR_QP || op == DX_OP_2RST_QP) {

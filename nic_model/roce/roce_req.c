@@ -474,6 +474,27 @@ void roce_req_timer(struct roce_qp *qp)
 	qp->rto_due_ns = qp->now_ns + qp->rto_ns;
 }
 
+/* The opcode of one packet of a SEND or RDMA WRITE message, from its
+ * family's FIRST opcode: IBA numbers each family FIRST, MIDDLE, LAST,
+ * LAST_IMM, ONLY, ONLY_IMM in a row. */
+#define ROCE_SEQ_IN_A_ROW(F)                                                                       \
+	(ROCE_##F##_MIDDLE == ROCE_##F##_FIRST + 1 && ROCE_##F##_LAST == ROCE_##F##_FIRST + 2 &&   \
+	 ROCE_##F##_LAST_IMM == ROCE_##F##_FIRST + 3 && ROCE_##F##_ONLY == ROCE_##F##_FIRST + 4 && \
+	 ROCE_##F##_ONLY_IMM == ROCE_##F##_FIRST + 5)
+_Static_assert(ROCE_SEQ_IN_A_ROW(SEND) && ROCE_SEQ_IN_A_ROW(WRITE),
+	       "seq_opcode: the RC SEND / RDMA WRITE opcodes stand in a row");
+#undef ROCE_SEQ_IN_A_ROW
+static uint8_t seq_opcode(uint8_t first_op, int first, int last, int imm)
+{
+	if (first && last)
+		return (uint8_t)(first_op + 4 + (imm ? 1 : 0)); /* ONLY, ONLY_IMM */
+	if (first)
+		return first_op;
+	if (last)
+		return (uint8_t)(first_op + 2 + (imm ? 1 : 0)); /* LAST, LAST_IMM */
+	return (uint8_t)(first_op + 1);				/* MIDDLE */
+}
+
 /* ---- transmit ------------------------------------------------------------------ */
 
 /* Build packet k of wr into qp->pkt; returns its length, or minus a local
@@ -489,21 +510,13 @@ static int build(struct roce_qp *qp, struct roce_wr *wr, uint32_t k)
 
 	switch (wr->op) {
 	case ROCE_WR_SEND:
-	case ROCE_WR_SEND_IMM: {
-		int imm = wr->op == ROCE_WR_SEND_IMM;
-		op = first && last ? (imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY) :
-		     first ? ROCE_SEND_FIRST : last ? (imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST) :
-		     ROCE_SEND_MIDDLE;
+	case ROCE_WR_SEND_IMM:
+		op = seq_opcode(ROCE_SEND_FIRST, first, last, wr->op == ROCE_WR_SEND_IMM);
 		break;
-	}
 	case ROCE_WR_WRITE:
-	case ROCE_WR_WRITE_IMM: {
-		int imm = wr->op == ROCE_WR_WRITE_IMM;
-		op = first && last ? (imm ? ROCE_WRITE_ONLY_IMM : ROCE_WRITE_ONLY) :
-		     first ? ROCE_WRITE_FIRST : last ? (imm ? ROCE_WRITE_LAST_IMM : ROCE_WRITE_LAST) :
-		     ROCE_WRITE_MIDDLE;
+	case ROCE_WR_WRITE_IMM:
+		op = seq_opcode(ROCE_WRITE_FIRST, first, last, wr->op == ROCE_WR_WRITE_IMM);
 		break;
-	}
 	case ROCE_WR_READ:
 		op = ROCE_READ_REQ;
 		break;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <gdak/gdak.h>
+#include <gdak/dev/types.h>
 
 enum demo_op { DEMO_PUT, DEMO_GET, DEMO_FADD, DEMO_PUT_SIGNAL, DEMO_SENDRECV, DEMO_NOPS };
 

@@ -157,56 +157,37 @@ __device__ static int kwait_u32(const struct kargs *x, volatile uint32_t *p, uin
 	return 0;
 }
 
-__device__ static int kop_put(const struct kargs *x)
+/* put (get == 0) and get: DEMO_*_LEN bytes move between the two buffers
+ * every iteration, a new pattern each time, and arrive byte for byte. */
+__device__ static int kop_move(const struct kargs *x, int get)
 {
-	struct kres *r = &x->o->r[DEMO_PUT];
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(x->abuf + DEMO_PUT_OFF), DEMO_PUT_LEN,
-				   x->alkey};
+	const uint32_t off = get ? DEMO_GET_OFF : DEMO_PUT_OFF;
+	const uint32_t len = get ? DEMO_GET_LEN : DEMO_PUT_LEN;
+	struct kres *r = &x->o->r[get ? DEMO_GET : DEMO_PUT];
+	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(x->abuf + off), len, x->alkey};
+	uint64_t raddr = (uint64_t)(uintptr_t)(x->bbuf + off);
 	int d;
 
 	for (uint32_t i = 0; i < x->iters; i++) {
 		uint64_t c0, ticket = 0;
 		int rc;
 
-		for (uint32_t j = 0; j < DEMO_PUT_LEN; j++)
-			x->abuf[DEMO_PUT_OFF + j] = kpattern(i, j);
-		c0 = clock64();
-		rc = gdak_dev_put(x->a, &sge, (uint64_t)(uintptr_t)(x->bbuf + DEMO_PUT_OFF), x->brkey,
-				  GDAK_DEV_WQE_SIGNAL, &ticket);
-		if (kwait_ticket(x, r, rc, ticket))
-			return -EIO;
-		kaccount(r, clock64() - c0);
-		d = kdiff(x->bbuf + DEMO_PUT_OFF, x->abuf + DEMO_PUT_OFF, DEMO_PUT_LEN);
-		if (d >= 0)
-			return kbad(r, KF_BYTES, i, (uint32_t)d);
-	}
-	r->ok = 1;
-	return 0;
-}
-
-__device__ static int kop_get(const struct kargs *x)
-{
-	struct kres *r = &x->o->r[DEMO_GET];
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(x->abuf + DEMO_GET_OFF), DEMO_GET_LEN,
-				   x->alkey};
-	int d;
-
-	for (uint32_t i = 0; i < x->iters; i++) {
-		uint64_t c0, ticket = 0;
-		int rc;
-
-		/* the target's bytes change every iteration; ours are cleared */
-		for (uint32_t j = 0; j < DEMO_GET_LEN; j++) {
-			x->bbuf[DEMO_GET_OFF + j] = kpattern(i + 7, j);
-			x->abuf[DEMO_GET_OFF + j] = 0;
+		/* a get's target bytes change every iteration; ours are cleared */
+		for (uint32_t j = 0; j < len; j++) {
+			if (get) {
+				x->bbuf[off + j] = kpattern(i + 7, j);
+				x->abuf[off + j] = 0;
+			} else {
+				x->abuf[off + j] = kpattern(i, j);
+			}
 		}
 		c0 = clock64();
-		rc = gdak_dev_get(x->a, &sge, (uint64_t)(uintptr_t)(x->bbuf + DEMO_GET_OFF), x->brkey,
-				  GDAK_DEV_WQE_SIGNAL, &ticket);
+		rc = get ? gdak_dev_get(x->a, &sge, raddr, x->brkey, GDAK_DEV_WQE_SIGNAL, &ticket)
+			 : gdak_dev_put(x->a, &sge, raddr, x->brkey, GDAK_DEV_WQE_SIGNAL, &ticket);
 		if (kwait_ticket(x, r, rc, ticket))
 			return -EIO;
 		kaccount(r, clock64() - c0);
-		d = kdiff(x->bbuf + DEMO_GET_OFF, x->abuf + DEMO_GET_OFF, DEMO_GET_LEN);
+		d = kdiff(x->bbuf + off, x->abuf + off, len);
 		if (d >= 0)
 			return kbad(r, KF_BYTES, i, (uint32_t)d);
 	}
@@ -310,9 +291,9 @@ __device__ static void kinitiator(const struct kargs *x)
 
 	o->t0 = gdak_dev_now_ns();
 	o->c0 = clock64();
-	rc = kop_put(x);
+	rc = kop_move(x, 0);
 	if (!rc)
-		rc = kop_get(x);
+		rc = kop_move(x, 1);
 	if (!rc)
 		rc = kop_fadd(x);
 	if (!rc)

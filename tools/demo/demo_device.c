@@ -69,64 +69,42 @@ static int wait_ticket(struct demo_args *a, struct demo_op_result *r, int rc, ui
 	return rc ? failed(a, r, rc, &err) : 0;
 }
 
-static int op_put(struct demo_args *a)
+/* put (get == 0) and get: DEMO_*_LEN bytes move between the two buffers
+ * every iteration, a new pattern each time, and arrive byte for byte. */
+static int op_move(struct demo_args *a, int get)
 {
-	struct demo_op_result *r = &a->res[DEMO_PUT];
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(a->abuf + DEMO_PUT_OFF), DEMO_PUT_LEN,
-				   a->alkey};
+	const uint32_t off = get ? DEMO_GET_OFF : DEMO_PUT_OFF;
+	const uint32_t len = get ? DEMO_GET_LEN : DEMO_PUT_LEN;
+	struct demo_op_result *r = &a->res[get ? DEMO_GET : DEMO_PUT];
+	struct gdak_dev_sge sge = { (uint64_t)(uintptr_t)(a->abuf + off), len, a->alkey };
+	uint64_t raddr = (uint64_t)(uintptr_t)(a->bbuf + off);
+	/* the side whose bytes are the truth this iteration */
+	uint8_t *src = get ? a->bbuf : a->abuf;
 	uint32_t i, j;
 
 	for (i = 0; i < a->iters; i++) {
 		uint64_t t0, ticket = 0;
 		int rc;
 
-		for (j = 0; j < DEMO_PUT_LEN; j++)
-			a->abuf[DEMO_PUT_OFF + j] = pattern(i, j);
+		for (j = 0; j < len; j++)
+			src[off + j] = pattern(get ? i + 7 : i, j);
+		/* a get's target bytes change every iteration; ours are cleared */
+		if (get)
+			memset(a->abuf + off, 0, len);
 		t0 = gdak_dev_now_ns();
-		rc = gdak_dev_put(a->a, &sge, (uint64_t)(uintptr_t)(a->bbuf + DEMO_PUT_OFF), a->brkey,
-				  GDAK_DEV_WQE_SIGNAL, &ticket);
+		rc = get ? gdak_dev_get(a->a, &sge, raddr, a->brkey, GDAK_DEV_WQE_SIGNAL, &ticket)
+			 : gdak_dev_put(a->a, &sge, raddr, a->brkey, GDAK_DEV_WQE_SIGNAL, &ticket);
 		if (wait_ticket(a, r, rc, ticket))
 			return -EIO;
 		account(r, gdak_dev_now_ns() - t0);
-		if (memcmp(a->bbuf + DEMO_PUT_OFF, a->abuf + DEMO_PUT_OFF, DEMO_PUT_LEN)) {
-			snprintf(r->why, sizeof(r->why), "iteration %u: target bytes differ", i);
+		if (memcmp(a->bbuf + off, a->abuf + off, len)) {
+			snprintf(r->why, sizeof(r->why), "iteration %u: %s bytes differ", i,
+				 get ? "fetched" : "target");
 			return -EIO;
 		}
 	}
-	snprintf(r->why, sizeof(r->why), "%u x %u B: target bytes == source, every iteration",
-		 a->iters, DEMO_PUT_LEN);
-	r->ok = 1;
-	return 0;
-}
-
-static int op_get(struct demo_args *a)
-{
-	struct demo_op_result *r = &a->res[DEMO_GET];
-	struct gdak_dev_sge sge = {(uint64_t)(uintptr_t)(a->abuf + DEMO_GET_OFF), DEMO_GET_LEN,
-				   a->alkey};
-	uint32_t i, j;
-
-	for (i = 0; i < a->iters; i++) {
-		uint64_t t0, ticket = 0;
-		int rc;
-
-		/* the target's bytes change every iteration; ours are cleared */
-		for (j = 0; j < DEMO_GET_LEN; j++)
-			a->bbuf[DEMO_GET_OFF + j] = pattern(i + 7, j);
-		memset(a->abuf + DEMO_GET_OFF, 0, DEMO_GET_LEN);
-		t0 = gdak_dev_now_ns();
-		rc = gdak_dev_get(a->a, &sge, (uint64_t)(uintptr_t)(a->bbuf + DEMO_GET_OFF), a->brkey,
-				  GDAK_DEV_WQE_SIGNAL, &ticket);
-		if (wait_ticket(a, r, rc, ticket))
-			return -EIO;
-		account(r, gdak_dev_now_ns() - t0);
-		if (memcmp(a->bbuf + DEMO_GET_OFF, a->abuf + DEMO_GET_OFF, DEMO_GET_LEN)) {
-			snprintf(r->why, sizeof(r->why), "iteration %u: fetched bytes differ", i);
-			return -EIO;
-		}
-	}
-	snprintf(r->why, sizeof(r->why), "%u x %u B: fetched bytes == target, every iteration",
-		 a->iters, DEMO_GET_LEN);
+	snprintf(r->why, sizeof(r->why), "%u x %u B: %s, every iteration", a->iters, len,
+		 get ? "fetched bytes == target" : "target bytes == source");
 	r->ok = 1;
 	return 0;
 }
@@ -371,9 +349,9 @@ int demo_device_run(struct demo_args *a)
 	 * polling for a signal through put, get and fetch-add would be one more
 	 * runnable thread on the CPUs that A and the NIC thread take turns on,
 	 * and on two cores the turns are what one-at-a-time operations cost */
-	rc = op_put(a);
+	rc = op_move(a, 0);
 	if (!rc)
-		rc = op_get(a);
+		rc = op_move(a, 1);
 	if (!rc)
 		rc = op_fadd(a);
 	if (rc)

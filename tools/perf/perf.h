@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include <gdak/gdak.h>
+#include <gdak/dev/types.h>
 
 /* Exit codes: 0 ok, 1 run or verification failed, 2 bad command line. */
 enum { PERF_EXIT_OK = 0, PERF_EXIT_FAIL = 1, PERF_EXIT_USAGE = 2 };
@@ -240,6 +241,14 @@ int perf_emu_test(void *env, const struct perf_opts *o, size_t size, uint64_t it
 /* The server's local buffer for a round (perf_net_round): zeroed where
  * the client reads or updates it (zero), else the pattern of size. */
 void perf_server_fill(struct perf_conn *c, size_t len, int zero, size_t size);
+/* A round's buffers before the clock starts, slots of size bytes: an RDMA
+ * READ (read) fetches the pattern into a zeroed local buffer; an atomic
+ * test (atomic) starts from a zero remote word and zeroed 8-byte result
+ * slots; else the local pattern goes to a zeroed remote buffer (and tail
+ * bytes past it).  A client without the remote buffer (c->rbuf NULL)
+ * leaves that to the server (perf_server_fill). */
+void perf_prepare(struct perf_conn *c, size_t slots, size_t size, int read, int atomic,
+		  size_t tail);
 
 /* ---- perf_net.c: server/client mode over the TCP bootstrap ----------------- */
 /* Both sides: connect to / wait for the peer, agree on the test, create this

@@ -89,29 +89,11 @@ static int run_op(const struct lat_ctx *lc, uint64_t k)
 	return gdak_dev_wait_timeout(q, ticket, STALL_NS, &err);
 }
 
+/* the 8 bytes after the write tests' slots are the signal word: zeroed too */
 static void prepare(const struct lat_ctx *lc)
 {
-	struct perf_conn *c = lc->c;
-	size_t len = lc->slots * lc->size;
-
-	if (!c->rbuf) {
-		/* the server prepared its side (perf_net_round) */
-		perf_server_fill(c, len,
-				 lc->o->test->id == PERF_READ_LAT ||
-					 lc->o->test->id == PERF_ATOMIC_LAT,
-				 lc->size);
-		return;
-	}
-	if (lc->o->test->id == PERF_READ_LAT) {
-		perf_fill(c->rbuf, len, PERF_SEED(lc->size));
-		memset(c->lbuf, 0, len);
-	} else if (lc->o->test->id == PERF_ATOMIC_LAT) {
-		memset(c->rbuf, 0, 8);
-		memset(c->lbuf, 0, lc->slots * 8);
-	} else {
-		perf_fill(c->lbuf, len, PERF_SEED(lc->size));
-		memset(c->rbuf, 0, len + 8);
-	}
+	perf_prepare(lc->c, lc->slots, lc->size, lc->o->test->id == PERF_READ_LAT,
+		     lc->o->test->id == PERF_ATOMIC_LAT, 8);
 }
 
 static int verify(struct perf_env *env, const struct lat_ctx *lc, uint64_t iters)

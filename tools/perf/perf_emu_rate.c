@@ -328,30 +328,8 @@ out:
 
 static void prepare(const struct rate_ctx *rc, struct perf_conn *c)
 {
-	size_t len = rc->slots * rc->size;
-
-	if (!c->rbuf) {
-		/* the server prepared its side (perf_net_round) */
-		perf_server_fill(c, len,
-				 rc->o->test->id == PERF_READ_BW ||
-					 rc->o->test->id == PERF_ATOMIC_RATE,
-				 rc->size);
-		return;
-	}
-	switch (rc->o->test->id) {
-	case PERF_READ_BW:
-		perf_fill(c->rbuf, len, PERF_SEED(rc->size));
-		memset(c->lbuf, 0, len);
-		break;
-	case PERF_ATOMIC_RATE:
-		memset(c->rbuf, 0, 8);
-		memset(c->lbuf, 0, rc->slots * 8);
-		break;
-	default:
-		perf_fill(c->lbuf, len, PERF_SEED(rc->size));
-		memset(c->rbuf, 0, len);
-		break;
-	}
+	perf_prepare(c, rc->slots, rc->size, rc->o->test->id == PERF_READ_BW,
+		     rc->o->test->id == PERF_ATOMIC_RATE, 0);
 }
 
 /* The last iterations' data, after the clock stopped. */

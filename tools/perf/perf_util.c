@@ -62,6 +62,25 @@ void perf_server_fill(struct perf_conn *c, size_t len, int zero, size_t size)
 		perf_fill(c->lbuf, len, PERF_SEED(size));
 }
 
+void perf_prepare(struct perf_conn *c, size_t slots, size_t size, int read, int atomic, size_t tail)
+{
+	size_t len = slots * size;
+
+	if (!c->rbuf) {
+		/* the server prepared its side (perf_net_round) */
+		perf_server_fill(c, len, read || atomic, size);
+	} else if (read) {
+		perf_fill(c->rbuf, len, PERF_SEED(size));
+		memset(c->lbuf, 0, len);
+	} else if (atomic) {
+		memset(c->rbuf, 0, 8);
+		memset(c->lbuf, 0, slots * 8);
+	} else {
+		perf_fill(c->lbuf, len, PERF_SEED(size));
+		memset(c->rbuf, 0, len + tail);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

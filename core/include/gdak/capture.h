@@ -26,8 +26,6 @@
 
 #include <stdint.h>
 
-#include <gdak/dev/types.h>
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +33,7 @@ extern "C" {
 struct gdak_ctx;
 struct gdak_qp;
 struct gdak_capture;
+struct gdak_dev_qp; /* <gdak/dev/types.h> */
 
 /* The thread id capture records carry (gdak-trace prints "t256"). */
 #define GDAK_CAPTURE_THREAD_ID 256u

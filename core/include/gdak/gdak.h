@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <gdak/dev/types.h>
+#include <gdak/qp_modes.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +27,9 @@ extern "C" {
 struct gdak_ctx;
 struct gdak_mr;
 struct gdak_qp;
+/* device descriptors: <gdak/dev/types.h> (the device API) defines them */
+struct gdak_dev_qp;
+struct gdak_dev_av;
 
 /* ---- context ------------------------------------------------------------ */
 

@@ -35,18 +35,7 @@ static void note(const char *func)
 		gdak_ibv_note(func, "not supported: gdak's devices are not EFAs");
 }
 
-static int not_supported(const char *func)
-{
-	note(func);
-	return EOPNOTSUPP;
-}
-
-static void *no_object(const char *func)
-{
-	note(func);
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+#include "provider_stub.h"
 
 /* ---- EFA_1.0 ---- */
 

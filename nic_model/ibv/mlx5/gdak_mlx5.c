@@ -49,18 +49,7 @@ static void note(const char *func)
 	gdak_ibv_note(func, "not supported: gdak's libmlx5 (part 1) has no mlx5 device");
 }
 
-static int not_supported(const char *func)
-{
-	note(func);
-	return EOPNOTSUPP;
-}
-
-static void *no_object(const char *func)
-{
-	note(func);
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+#include "provider_stub.h"
 
 static ssize_t not_supported_neg1(const char *func)
 {

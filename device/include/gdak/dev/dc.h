@@ -215,23 +215,44 @@ GDAK_DEV uint32_t gdak_dev_dc_wqe_cas(const struct gdak_dev_qp *qp, uint64_t idx
 		int rc_;                                                                   \
 		if (gdak_dev_unlikely((av_)->ds != 1 && (av_)->ds != 3))                   \
 			return -EINVAL;                                                    \
-		rc_ = gdak_dev_sq_acquire((q_), (nbb_), &s_);                              \
+		f_ = (flags_);                                                             \
+		rc_ = gdak_dev_sq_begin((q_), (nbb_), &s_, &f_);                           \
 		if (gdak_dev_unlikely(rc_))                                                \
 			return rc_;                                                        \
-		f_ = gdak_dev_sq_flags((q_), s_, s_ + (nbb_), (flags_));                   \
 		return gdak_dev_sq_finish((q_), s_, (nbb_), build_(s_, f_), f_, (ticket_), \
 					  (opcode_), (nds_));                              \
 	} while (0)
+
+/* One RDMA_WRITE (from sge) or RDMA_READ (into sge) at the DCT av names:
+ * dc_put's and dc_get's body; opcode is a constant at every call. */
+GDAK_DEV int gdak_dev_dc_rdma_sge(struct gdak_dev_qp *qp, uint8_t opcode,
+				  const struct gdak_dev_av *av, const struct gdak_dev_sge *sge,
+				  uint64_t raddr, uint32_t rkey, uint32_t flags, uint64_t *ticket)
+{
+#define B_(s, f)                                                           \
+	(opcode == MLX5_OPCODE_RDMA_READ                                   \
+		 ? gdak_dev_dc_wqe_read(qp, s, av, f, raddr, rkey, sge, 1) \
+		 : gdak_dev_dc_wqe_write(qp, s, av, f, raddr, rkey, sge, 1))
+	GDAK_DEV_DC_POST(qp, av, gdak_dev_dc_bbs_sge(av, 1, 1), flags, ticket, opcode, 3 + av->ds,
+			 B_);
+#undef B_
+}
 
 /* RDMA_WRITE of one local SGE to (raddr, rkey) at the DCT av names. */
 GDAK_DEV int gdak_dev_dc_put(struct gdak_dev_qp *qp, const struct gdak_dev_av *av,
 			     const struct gdak_dev_sge *src, uint64_t raddr, uint32_t rkey,
 			     uint32_t flags, uint64_t *ticket)
 {
-#define B_(s, f) gdak_dev_dc_wqe_write(qp, s, av, f, raddr, rkey, src, 1)
-	GDAK_DEV_DC_POST(qp, av, gdak_dev_dc_bbs_sge(av, 1, 1), flags, ticket,
-			 MLX5_OPCODE_RDMA_WRITE, 3 + av->ds, B_);
-#undef B_
+	return gdak_dev_dc_rdma_sge(qp, MLX5_OPCODE_RDMA_WRITE, av, src, raddr, rkey, flags,
+				    ticket);
+}
+
+/* RDMA_READ from (raddr, rkey) at the DCT av names into dst. */
+GDAK_DEV int gdak_dev_dc_get(struct gdak_dev_qp *qp, const struct gdak_dev_av *av,
+			     const struct gdak_dev_sge *dst, uint64_t raddr, uint32_t rkey,
+			     uint32_t flags, uint64_t *ticket)
+{
+	return gdak_dev_dc_rdma_sge(qp, MLX5_OPCODE_RDMA_READ, av, dst, raddr, rkey, flags, ticket);
 }
 
 /* RDMA_WRITE of len inline bytes (len <= qp->max_inline). */
@@ -244,17 +265,6 @@ GDAK_DEV int gdak_dev_dc_put_inline(struct gdak_dev_qp *qp, const struct gdak_de
 #define B_(s, f) gdak_dev_dc_wqe_write_inline(qp, s, av, f, raddr, rkey, data, len)
 	GDAK_DEV_DC_POST(qp, av, gdak_dev_dc_bbs_inline(av, 1, len), flags, ticket,
 			 MLX5_OPCODE_RDMA_WRITE, 2 + av->ds + gdak_mlx5_inline_ds(len), B_);
-#undef B_
-}
-
-/* RDMA_READ from (raddr, rkey) at the DCT av names into dst. */
-GDAK_DEV int gdak_dev_dc_get(struct gdak_dev_qp *qp, const struct gdak_dev_av *av,
-			     const struct gdak_dev_sge *dst, uint64_t raddr, uint32_t rkey,
-			     uint32_t flags, uint64_t *ticket)
-{
-#define B_(s, f) gdak_dev_dc_wqe_read(qp, s, av, f, raddr, rkey, dst, 1)
-	GDAK_DEV_DC_POST(qp, av, gdak_dev_dc_bbs_sge(av, 1, 1), flags, ticket,
-			 MLX5_OPCODE_RDMA_READ, 3 + av->ds, B_);
 #undef B_
 }
 
@@ -316,11 +326,7 @@ GDAK_DEV int gdak_dev_dc_fetch_add(struct gdak_dev_qp *qp, const struct gdak_dev
 	uint64_t t;
 	int rc = gdak_dev_dc_fetch_add_nbi(qp, av, raddr, rkey, add, result, lkey,
 					   GDAK_DEV_WQE_SIGNAL, &t);
-	if (!rc)
-		rc = gdak_dev_wait(qp, t, NULL);
-	if (!rc && old)
-		*old = gdak_dev_amo_result(result);
-	return rc;
+	return gdak_dev_amo_wait(qp, rc, t, result, old, GDAK_DEV_FOREVER, NULL);
 }
 
 GDAK_DEV int gdak_dev_dc_compare_swap(struct gdak_dev_qp *qp, const struct gdak_dev_av *av,
@@ -330,11 +336,7 @@ GDAK_DEV int gdak_dev_dc_compare_swap(struct gdak_dev_qp *qp, const struct gdak_
 	uint64_t t;
 	int rc = gdak_dev_dc_compare_swap_nbi(qp, av, raddr, rkey, compare, swap, result, lkey,
 					      GDAK_DEV_WQE_SIGNAL, &t);
-	if (!rc)
-		rc = gdak_dev_wait(qp, t, NULL);
-	if (!rc && old)
-		*old = gdak_dev_amo_result(result);
-	return rc;
+	return gdak_dev_amo_wait(qp, rc, t, result, old, GDAK_DEV_FOREVER, NULL);
 }
 
 /*

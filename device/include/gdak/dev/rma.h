@@ -119,6 +119,22 @@ GDAK_DEV uint64_t gdak_dev_sq_post_deadline(const struct gdak_dev_qp *qp)
 	return gdak_dev_deadline(qp->wait_timeout_ns ? qp->wait_timeout_ns : GDAK_DEV_FOREVER);
 }
 
+/* One round of a posting wait that made no progress: the first round sets
+ * the deadline; 0 after a back-off, or the QP's sticky error, or
+ * -ETIMEDOUT once the deadline passed (then the caller abandons). */
+GDAK_DEV int gdak_dev_sq_wait_step(struct gdak_dev_qp *qp, uint64_t *deadline, uint32_t *spins)
+{
+	int rc;
+	if (!*spins)
+		*deadline = gdak_dev_sq_post_deadline(qp);
+	rc = gdak_dev_sq_failed_below(qp, UINT64_MAX, NULL);
+	if (!rc && gdak_dev_expired(*deadline, *spins))
+		rc = -ETIMEDOUT;
+	if (!rc)
+		gdak_dev_backoff(spins);
+	return rc;
+}
+
 /*
  * Reserve nbb consecutive WQEBBs and wait until they are free.  nbb may be
  * at most half the ring (a larger request could wait for a completion that
@@ -145,16 +161,11 @@ GDAK_DEV int gdak_dev_sq_acquire(struct gdak_dev_qp *qp, uint32_t nbb, uint64_t 
 	while (s + nbb - gdak_dev_own_load_u64(qp, &qp->sq_done) > qp->sq_wqebb_cnt) {
 		if (gdak_dev_sq_progress_to(qp, s + nbb - qp->sq_wqebb_cnt) > 0)
 			continue;
-		if (!spins)
-			deadline = gdak_dev_sq_post_deadline(qp);
-		rc = gdak_dev_sq_failed_below(qp, UINT64_MAX, NULL);
-		if (!rc && gdak_dev_expired(deadline, spins))
-			rc = -ETIMEDOUT;
+		rc = gdak_dev_sq_wait_step(qp, &deadline, &spins);
 		if (gdak_dev_unlikely(rc)) {
 			gdak_dev_sq_abandon(qp, s, nbb);
 			return rc;
 		}
-		gdak_dev_backoff(&spins);
 	}
 	*start = s;
 	return 0;
@@ -176,17 +187,11 @@ GDAK_DEV int gdak_dev_sq_publish_db(struct gdak_dev_qp *qp, uint64_t start, uint
 		uint64_t deadline = 0;
 		uint32_t spins = 0;
 		while (gdak_dev_load_acquire_u64(&qp->sq_ready) != start) {
-			int rc;
-			if (!spins)
-				deadline = gdak_dev_sq_post_deadline(qp);
-			rc = gdak_dev_sq_failed_below(qp, UINT64_MAX, NULL);
-			if (!rc && gdak_dev_expired(deadline, spins))
-				rc = -ETIMEDOUT;
+			int rc = gdak_dev_sq_wait_step(qp, &deadline, &spins);
 			if (gdak_dev_unlikely(rc)) {
 				gdak_dev_sq_abandon(qp, start, (uint32_t)(end - start));
 				return rc;
 			}
-			gdak_dev_backoff(&spins);
 		}
 		/* we hold the turn: sq_sig and the doorbell are ours alone */
 		if (signalled)
@@ -217,6 +222,18 @@ GDAK_DEV uint32_t gdak_dev_sq_flags(const struct gdak_dev_qp *qp, uint64_t s, ui
 	return gdak_dev_sq_want_signal(qp, s, e) ? flags | GDAK_DEV_WQE_SIGNAL : flags;
 }
 
+/* Reserve nbb WQEBBs at *s and turn *flags into gdak_dev_sq_flags' for
+ * them: the opening of every single-WQE post.  0 or acquire's error (then
+ * *flags is as it was). */
+GDAK_DEV int gdak_dev_sq_begin(struct gdak_dev_qp *qp, uint32_t nbb, uint64_t *s, uint32_t *flags)
+{
+	int rc = gdak_dev_sq_acquire(qp, nbb, s);
+	if (gdak_dev_unlikely(rc))
+		return rc;
+	*flags = gdak_dev_sq_flags(qp, *s, *s + nbb, *flags);
+	return 0;
+}
+
 /* Publish one WQE of bbs WQEBBs at s, built with opcode and ds (so the
  * doorbell value is known without reading the ring back).  bbs == 0: the
  * builder refused it, which the callers rule out beforehand; publish a NOP
@@ -237,17 +254,50 @@ GDAK_DEV int gdak_dev_sq_finish(struct gdak_dev_qp *qp, uint64_t s, uint32_t nbb
 
 /* ---- one-sided ------------------------------------------------------------------- */
 
+/* One RDMA_WRITE (from sge) or RDMA_READ (into sge) WQE: put's and get's
+ * body; opcode is a constant at every call, so only one builder remains. */
+GDAK_DEV int gdak_dev_rdma_sge(struct gdak_dev_qp *qp, uint8_t opcode,
+			       const struct gdak_dev_sge *sge, uint64_t raddr, uint32_t rkey,
+			       uint32_t flags, uint64_t *ticket)
+{
+	uint64_t s;
+	uint32_t bbs;
+	int rc = gdak_dev_sq_begin(qp, 1, &s, &flags);
+	if (gdak_dev_unlikely(rc))
+		return rc;
+	bbs = opcode == MLX5_OPCODE_RDMA_READ
+		      ? gdak_dev_wqe_read(qp, s, flags, raddr, rkey, sge, 1)
+		      : gdak_dev_wqe_write(qp, s, flags, raddr, rkey, sge, 1);
+	return gdak_dev_sq_finish(qp, s, 1, bbs, flags, ticket, opcode, 3);
+}
+
 /* RDMA_WRITE of one local SGE to (raddr, rkey). */
 GDAK_DEV int gdak_dev_put(struct gdak_dev_qp *qp, const struct gdak_dev_sge *src, uint64_t raddr,
 			  uint32_t rkey, uint32_t flags, uint64_t *ticket)
 {
+	return gdak_dev_rdma_sge(qp, MLX5_OPCODE_RDMA_WRITE, src, raddr, rkey, flags, ticket);
+}
+
+/* One RDMA_WRITE to (raddr, rkey) or SEND of len bytes carried in the WQE
+ * (len <= qp->max_inline): put_inline's and send_inline's body; opcode is a
+ * constant at every call. */
+GDAK_DEV int gdak_dev_inline_post(struct gdak_dev_qp *qp, uint8_t opcode, const void *data,
+				  uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t flags,
+				  uint64_t *ticket)
+{
+	const int remote = opcode == MLX5_OPCODE_RDMA_WRITE;
+	uint32_t nbb = gdak_dev_wqe_bbs_inline(remote, len), bbs;
 	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
+	int rc;
+	if (gdak_dev_unlikely(len > qp->max_inline || (len && !data)))
+		return -EINVAL;
+	rc = gdak_dev_sq_begin(qp, nbb, &s, &flags);
 	if (gdak_dev_unlikely(rc))
 		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
-	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_write(qp, s, flags, raddr, rkey, src, 1),
-				  flags, ticket, MLX5_OPCODE_RDMA_WRITE, 3);
+	bbs = remote ? gdak_dev_wqe_write_inline(qp, s, flags, raddr, rkey, data, len)
+		     : gdak_dev_wqe_send_inline(qp, s, flags, data, len);
+	return gdak_dev_sq_finish(qp, s, nbb, bbs, flags, ticket, opcode,
+				  (remote ? 2u : 1u) + gdak_mlx5_inline_ds(len));
 }
 
 /* RDMA_WRITE of len bytes carried in the WQE (len <= qp->max_inline): the
@@ -255,18 +305,8 @@ GDAK_DEV int gdak_dev_put(struct gdak_dev_qp *qp, const struct gdak_dev_sge *src
 GDAK_DEV int gdak_dev_put_inline(struct gdak_dev_qp *qp, const void *data, uint32_t len,
 				 uint64_t raddr, uint32_t rkey, uint32_t flags, uint64_t *ticket)
 {
-	uint32_t nbb = gdak_dev_wqe_bbs_inline(1, len);
-	uint64_t s;
-	int rc;
-	if (gdak_dev_unlikely(len > qp->max_inline || (len && !data)))
-		return -EINVAL;
-	rc = gdak_dev_sq_acquire(qp, nbb, &s);
-	if (gdak_dev_unlikely(rc))
-		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + nbb, flags);
-	return gdak_dev_sq_finish(qp, s, nbb,
-				  gdak_dev_wqe_write_inline(qp, s, flags, raddr, rkey, data, len),
-				  flags, ticket, MLX5_OPCODE_RDMA_WRITE, 2 + gdak_mlx5_inline_ds(len));
+	return gdak_dev_inline_post(qp, MLX5_OPCODE_RDMA_WRITE, data, len, raddr, rkey, flags,
+				    ticket);
 }
 
 /* Put a 1/2/4/8-byte value (its low size bytes, host order) inline. */
@@ -316,13 +356,7 @@ GDAK_DEV int gdak_dev_put_signal(struct gdak_dev_qp *qp, const struct gdak_dev_s
 GDAK_DEV int gdak_dev_get(struct gdak_dev_qp *qp, const struct gdak_dev_sge *dst, uint64_t raddr,
 			  uint32_t rkey, uint32_t flags, uint64_t *ticket)
 {
-	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
-	if (gdak_dev_unlikely(rc))
-		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
-	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_read(qp, s, flags, raddr, rkey, dst, 1),
-				  flags, ticket, MLX5_OPCODE_RDMA_READ, 3);
+	return gdak_dev_rdma_sge(qp, MLX5_OPCODE_RDMA_READ, dst, raddr, rkey, flags, ticket);
 }
 
 /* ---- waiting ----------------------------------------------------------------------- */
@@ -388,6 +422,36 @@ GDAK_DEV uint64_t gdak_dev_amo_result(const uint64_t *result)
 	return gdak_be64toh(gdak_dev_load_acquire_u64(result));
 }
 
+/* The blocking atomics' end: rc is the posting call's; then wait for
+ * ticket t and *old = the word result fetched. */
+GDAK_DEV int gdak_dev_amo_wait(struct gdak_dev_qp *qp, int rc, uint64_t t, const uint64_t *result,
+			       uint64_t *old, uint64_t timeout_ns, struct gdak_dev_cqe *err)
+{
+	if (!rc)
+		rc = gdak_dev_wait_timeout(qp, t, timeout_ns, err);
+	if (!rc && old)
+		*old = gdak_dev_amo_result(result);
+	return rc;
+}
+
+/* One ATOMIC_FA (add = a) or ATOMIC_CS (compare = a, swap = b) WQE whose
+ * original value lands in result (lkey): the two _nbi calls' body; opcode
+ * is a constant at every call. */
+GDAK_DEV int gdak_dev_amo_nbi(struct gdak_dev_qp *qp, uint8_t opcode, uint64_t raddr, uint32_t rkey,
+			      uint64_t a, uint64_t b, uint64_t *result, uint32_t lkey,
+			      uint32_t flags, uint64_t *ticket)
+{
+	uint64_t s, laddr = (uint64_t)(uintptr_t)result;
+	uint32_t bbs;
+	int rc = gdak_dev_sq_begin(qp, 1, &s, &flags);
+	if (gdak_dev_unlikely(rc))
+		return rc;
+	bbs = opcode == MLX5_OPCODE_ATOMIC_CS
+		      ? gdak_dev_wqe_cas(qp, s, flags, raddr, rkey, a, b, laddr, lkey)
+		      : gdak_dev_wqe_fetch_add(qp, s, flags, raddr, rkey, a, laddr, lkey);
+	return gdak_dev_sq_finish(qp, s, 1, bbs, flags, ticket, opcode, 4);
+}
+
 /* Non-blocking ATOMIC_FA: result (registered, lkey) receives the original
  * value once gdak_dev_wait(ticket) returned; read it with
  * gdak_dev_amo_result. */
@@ -395,30 +459,16 @@ GDAK_DEV int gdak_dev_fetch_add_nbi(struct gdak_dev_qp *qp, uint64_t raddr, uint
 				    uint64_t add, uint64_t *result, uint32_t lkey, uint32_t flags,
 				    uint64_t *ticket)
 {
-	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
-	if (gdak_dev_unlikely(rc))
-		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
-	return gdak_dev_sq_finish(qp, s, 1,
-				  gdak_dev_wqe_fetch_add(qp, s, flags, raddr, rkey, add,
-							 (uint64_t)(uintptr_t)result, lkey),
-				  flags, ticket, MLX5_OPCODE_ATOMIC_FA, 4);
+	return gdak_dev_amo_nbi(qp, MLX5_OPCODE_ATOMIC_FA, raddr, rkey, add, 0, result, lkey, flags,
+				ticket);
 }
 
 GDAK_DEV int gdak_dev_compare_swap_nbi(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey,
 				       uint64_t compare, uint64_t swap, uint64_t *result,
 				       uint32_t lkey, uint32_t flags, uint64_t *ticket)
 {
-	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
-	if (gdak_dev_unlikely(rc))
-		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
-	return gdak_dev_sq_finish(qp, s, 1,
-				  gdak_dev_wqe_cas(qp, s, flags, raddr, rkey, compare, swap,
-						   (uint64_t)(uintptr_t)result, lkey),
-				  flags, ticket, MLX5_OPCODE_ATOMIC_CS, 4);
+	return gdak_dev_amo_nbi(qp, MLX5_OPCODE_ATOMIC_CS, raddr, rkey, compare, swap, result, lkey,
+				flags, ticket);
 }
 
 /* Blocking fetch-add: *old = the remote word before the add. */
@@ -430,11 +480,7 @@ GDAK_DEV int gdak_dev_fetch_add_timeout(struct gdak_dev_qp *qp, uint64_t raddr, 
 	uint64_t t;
 	int rc = gdak_dev_fetch_add_nbi(qp, raddr, rkey, add, result, lkey, GDAK_DEV_WQE_SIGNAL,
 					&t);
-	if (!rc)
-		rc = gdak_dev_wait_timeout(qp, t, timeout_ns, err);
-	if (!rc && old)
-		*old = gdak_dev_amo_result(result);
-	return rc;
+	return gdak_dev_amo_wait(qp, rc, t, result, old, timeout_ns, err);
 }
 
 GDAK_DEV int gdak_dev_fetch_add(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey,
@@ -454,11 +500,7 @@ GDAK_DEV int gdak_dev_compare_swap_timeout(struct gdak_dev_qp *qp, uint64_t radd
 	uint64_t t;
 	int rc = gdak_dev_compare_swap_nbi(qp, raddr, rkey, compare, swap, result, lkey,
 					   GDAK_DEV_WQE_SIGNAL, &t);
-	if (!rc)
-		rc = gdak_dev_wait_timeout(qp, t, timeout_ns, err);
-	if (!rc && old)
-		*old = gdak_dev_amo_result(result);
-	return rc;
+	return gdak_dev_amo_wait(qp, rc, t, result, old, timeout_ns, err);
 }
 
 GDAK_DEV int gdak_dev_compare_swap(struct gdak_dev_qp *qp, uint64_t raddr, uint32_t rkey,
@@ -519,10 +561,9 @@ GDAK_DEV int gdak_dev_send_imm(struct gdak_dev_qp *qp, const struct gdak_dev_sge
 			       uint32_t imm, uint32_t flags, uint64_t *ticket)
 {
 	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
+	int rc = gdak_dev_sq_begin(qp, 1, &s, &flags);
 	if (gdak_dev_unlikely(rc))
 		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_send_imm(qp, s, flags, src, 1, imm),
 				  flags, ticket, MLX5_OPCODE_SEND_IMM, 2);
 }
@@ -531,10 +572,9 @@ GDAK_DEV int gdak_dev_send(struct gdak_dev_qp *qp, const struct gdak_dev_sge *sr
 			   uint64_t *ticket)
 {
 	uint64_t s;
-	int rc = gdak_dev_sq_acquire(qp, 1, &s);
+	int rc = gdak_dev_sq_begin(qp, 1, &s, &flags);
 	if (gdak_dev_unlikely(rc))
 		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + 1, flags);
 	return gdak_dev_sq_finish(qp, s, 1, gdak_dev_wqe_send(qp, s, flags, src, 1), flags,
 				  ticket, MLX5_OPCODE_SEND, 2);
 }
@@ -543,17 +583,7 @@ GDAK_DEV int gdak_dev_send(struct gdak_dev_qp *qp, const struct gdak_dev_sge *sr
 GDAK_DEV int gdak_dev_send_inline(struct gdak_dev_qp *qp, const void *data, uint32_t len,
 				  uint32_t flags, uint64_t *ticket)
 {
-	uint32_t nbb = gdak_dev_wqe_bbs_inline(0, len);
-	uint64_t s;
-	int rc;
-	if (gdak_dev_unlikely(len > qp->max_inline || (len && !data)))
-		return -EINVAL;
-	rc = gdak_dev_sq_acquire(qp, nbb, &s);
-	if (gdak_dev_unlikely(rc))
-		return rc;
-	flags = gdak_dev_sq_flags(qp, s, s + nbb, flags);
-	return gdak_dev_sq_finish(qp, s, nbb, gdak_dev_wqe_send_inline(qp, s, flags, data, len),
-				  flags, ticket, MLX5_OPCODE_SEND, 1 + gdak_mlx5_inline_ds(len));
+	return gdak_dev_inline_post(qp, MLX5_OPCODE_SEND, data, len, 0, 0, flags, ticket);
 }
 
 #endif /* GDAK_DEV_RMA_H */

@@ -16,27 +16,9 @@
 
 #include <stdint.h>
 
+#include <gdak/qp_modes.h> /* enum gdak_dev_db_handler, enum gdak_dev_sharing */
+
 #define GDAK_DEV_ABI_VERSION 1u
-
-/* How device code rings the doorbell. */
-enum gdak_dev_db_handler {
-	/* doorbell record, then the first 8 bytes of the last WQE's ctrl
-	 * segment written to the doorbell register (UAR + 0x800) */
-	GDAK_DEV_DB_DB = 0,
-	/* doorbell record, then the whole 64-byte WQE written to the BlueFlame
-	 * register (only for single-WQEBB WQEs; larger ones fall back to DB) */
-	GDAK_DEV_DB_BF = 1,
-	/* the device publishes its producer index in host memory; a CPU
-	 * thread writes the doorbell record and register for it */
-	GDAK_DEV_DB_CPU_PROXY = 2,
-};
-#define GDAK_DEV_DB_HANDLER_COUNT 3
-
-/* Who may post on a QP. */
-enum gdak_dev_sharing {
-	GDAK_DEV_EXCLUSIVE = 0, /* one device thread (or one cooperating group) owns it */
-	GDAK_DEV_SHARED = 1,	/* many threads/blocks reserve slots atomically */
-};
 
 /* A completion queue as device code sees it. */
 struct gdak_dev_cq {
