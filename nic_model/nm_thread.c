@@ -33,6 +33,7 @@
  * thread to pass one (RCU-like grace period).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -293,14 +294,34 @@ static void handle_kicks(struct nm_thread *t)
 		activate(t, t->qps[i]);
 }
 
-static void go_sleep(struct nm_thread *t)
+/* Whether the thread runs a real-time policy, whoever set it: GDAK_NIC_SCHED,
+ * one inherited from the opener (chrt), or one set from outside later. */
+static void rt_refresh(struct nm_thread *t)
+{
+	struct sched_param sp;
+	int pol;
+
+	if (!pthread_getschedparam(pthread_self(), &pol, &sp))
+		t->rt = pol == SCHED_FIFO || pol == SCHED_RR;
+}
+
+/* Wait in the kernel (ev_run) for an event or for the timer: a packet or
+ * a kick ends the wait at once; a QP rung in memory is looked at again
+ * when the timer fires. */
+static void sleep_for(struct nm_thread *t, double secs)
 {
 	ev_idle_stop(t->loop, &t->idle);
 	if (t->nqps) {
-		ev_timer_set(&t->timer, 0.001, 0.);
+		ev_timer_set(&t->timer, secs, 0.);
 		ev_timer_start(t->loop, &t->timer);
 	}
 	t->sleeping = true;
+}
+
+static void go_sleep(struct nm_thread *t)
+{
+	rt_refresh(t);
+	sleep_for(t, 0.001);
 }
 
 /*
@@ -408,6 +429,11 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 				uint64_t now = nm_now_ns();
 
 				if (now - t->empty_since >= NM_SPIN_YIELD_NS) {
+					rt_refresh(t);
+					if (t->rt) { /* made real-time from outside */
+						sleep_for(t, 50e-6);
+						return;
+					}
 					sched_yield();
 					t->empty_since = now;
 				}
@@ -423,14 +449,14 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			/* real-time: no spin, no yield (which would hand the CPU
 			 * to no SCHED_OTHER thread): spinning, it would keep the
 			 * program it serves off this CPU.  A QP it cannot block
-			 * for (one rung in memory) is looked at between naps. */
-			if (nm_now_ns() - t->empty_since < NM_NAP_NS) {
-				struct timespec ts = { 0, 50000 };
-
-				nanosleep(&ts, NULL);
-				continue;
-			}
-			go_sleep(t);
+			 * for (one rung in memory) is looked at after short
+			 * timer waits in the event loop, not naps here: there a
+			 * packet, a kick or a retransmission timer is served at
+			 * once. */
+			if (nm_now_ns() - t->empty_since < NM_NAP_NS)
+				sleep_for(t, 50e-6);
+			else
+				go_sleep(t);
 			return;
 		}
 		if (t->empty % 16) {
@@ -585,6 +611,9 @@ static int sched_num(const char *s, int lo, int hi, int *out)
 	char *end;
 	long v;
 
+	/* strtol would take leading blanks and a '+' */
+	if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi)
@@ -612,11 +641,13 @@ int nm_sched_parse(const char *s, struct nm_sched *out)
 
 		sc.kind = n == 4 ? NM_SCHED_FIFO : NM_SCHED_RR;
 		sc.prio = 1;
-		if (s[n] == ':')
-			ret = sched_num(s + n + 1, 1, 99, &sc.prio);
-		else if (s[n])
-			ret = -EINVAL;
 		why = "a real-time priority is 1..99";
+		if (s[n] == ':') {
+			ret = sched_num(s + n + 1, 1, 99, &sc.prio);
+		} else if (s[n]) {
+			ret = -EINVAL;
+			why = "unknown policy";
+		}
 	} else {
 		ret = -EINVAL;
 		why = "unknown policy";
@@ -663,9 +694,15 @@ static int sched_apply(struct nm_thread *t)
 	char what[32], lim[32], why[160];
 	int ret = 0;
 
+	rt_refresh(t);
 	if (sc->kind == NM_SCHED_INHERIT)
 		return 0;
 	nm_sched_str(sc, what, sizeof(what));
+	if (sc->kind == NM_SCHED_NICE && t->rt)
+		GDAK_WARN("nic", 0,
+			  "GDAK_NIC_SCHED=%s: NIC thread %u already runs a real-time policy it "
+			  "inherited; a nice value does not change it",
+			  what, t->id);
 	if (sc->kind == NM_SCHED_NICE) {
 		/* Linux: a nice value is per thread, set through its tid */
 		if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), sc->prio))
@@ -675,7 +712,8 @@ static int sched_apply(struct nm_thread *t)
 
 		ret = -pthread_setschedparam(
 			pthread_self(), sc->kind == NM_SCHED_FIFO ? SCHED_FIFO : SCHED_RR, &sp);
-		t->rt = ret == 0;
+		if (!ret)
+			t->rt = true;
 	}
 	if (!ret) {
 		GDAK_INFO("nic", 0, "NIC thread %u runs %s (GDAK_NIC_SCHED)%s", t->id, what,

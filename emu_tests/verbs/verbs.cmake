@@ -81,6 +81,13 @@ gdak_add_memcheck(gdak.verbs.devx_mkey gdak_verbs_devx_mkey 600)
 # DC WQEs posted by hand to several DCTs, the error syndromes
 gdak_add_verbs_lib_test(gdak.verbs.dc ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_dc.c)
 target_link_libraries(gdak_verbs_dc PRIVATE gdak_mlx5)
+# the same with real-time NIC threads (GDAK_NIC_SCHED=fifo:1; where the
+# kernel refuses it the threads keep their policy and say so): its DEVX
+# QPs are rung in memory, which a real-time thread serves through short
+# timer waits in its event loop, never a spin
+add_test(NAME gdak.verbs.dc_rt COMMAND $<TARGET_FILE:gdak_verbs_dc>)
+set_tests_properties(gdak.verbs.dc_rt PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS "emu" ENVIRONMENT "GDAK_NIC_SCHED=fifo:1")
 if(GDAK_VALGRIND AND NOT GDAK_SANITIZED)
   add_test(NAME gdak.verbs.dc.memcheck
     COMMAND ${GDAK_VALGRIND} --tool=memcheck --error-exitcode=99 --leak-check=full
