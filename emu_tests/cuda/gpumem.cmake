@@ -113,3 +113,18 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_rings gdak_cuda_gpu_rings ENV
 # stand-in built without cuMemcpyBatchAsync: the CQE path does not need it
 gdak_add_fake_cuda_test(gdak.nic.gpu_rings_old gdak_cuda_gpu_rings ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old)
+# The NIC thread's cost per WQE of gdak-perf-cuda's GPU-memory rate row, GPU
+# memory against host-mapped memory in one process (cuda/gpu_batch_rate.c; a
+# benchmark with --rounds, a short run as a test: the bytes are checked, the
+# times only printed).
+gdak_add_test(NAME gdak.cuda.gpu_batch_rate SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_rate.c
+  LIBS gdak_nic_util LABELS cuda TIMEOUT 300 ARGS --rounds 2 ENV GDAK_CUDA_BATCH=memop
+  GDAK_CUDA_CQE=stream)
+target_include_directories(gdak_cuda_gpu_batch_rate PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+set_tests_properties(gdak.cuda.gpu_batch_rate PROPERTIES RESOURCE_LOCK gdak_gpu)
+add_dependencies(gdak_cuda_gpu_batch_rate gdak_gpumem_fake_cuda)
+foreach(_m memop copy)
+  gdak_add_fake_cuda_test(gdak.nic.gpu_batch_rate_${_m} gdak_cuda_gpu_batch_rate ARGS --rounds 2
+    ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=${_m}
+    GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1)
+endforeach()
