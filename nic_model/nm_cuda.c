@@ -572,6 +572,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_TAILS 128		 /* stream-ordered CQE words per batch */
 #define NM_CK_F_DEAD 0x80000000u /* replaced by a later copy: not submitted */
 #define NM_CB_LAST 64		 /* the open batch's last copies, by destination */
+#define NM_CB_DQ 16		 /* equal direct copies deferred to one call */
 
 struct cb_slot {
 	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
@@ -617,8 +618,14 @@ struct cb_ctx {
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
 	uint32_t ntail, direct;
-	uint64_t direct_t0; /* GDAK_CUDA_STATS: when the first direct copy was queued */
-	uint64_t open_t0;   /* ... when the open batch got its first operation */
+	uint64_t direct_t0;  /* GDAK_CUDA_STATS: when the first direct copy was queued */
+	uint64_t open_t0;    /* ... when the open batch got its first operation */
+	uint64_t direct_ret; /* ... when the last direct copy's call returned */
+	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct GPU -> GPU copies of a pass
+	 * not yet given to the driver (cb_dq_submit), all the same range */
+	uint32_t ndq;
+	nm_cu_ptr dq_dst[NM_CB_DQ], dq_src[NM_CB_DQ];
+	size_t dq_len[NM_CB_DQ];
 	/* the stream's last operation is a write-value with its barrier (the
 	 * completion word of a batch): a value after it needs none */
 	int fenced;
@@ -642,6 +649,8 @@ static int memop_refused;	   /* cuStreamBatchMemOp failed once */
 static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
 static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
 static int same_off;		   /* GDAK_CUDA_SAME=0: equal copies take the granule table */
+static int dtod = 1;		   /* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
+static int direct_batch;	   /* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -992,6 +1001,96 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 	return r;
 }
 
+/* One direct copy on the batch stream, timed (GDAK_CUDA_STATS).  Locked. */
+static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, int src_gpu,
+				   size_t len, int behind)
+{
+	uint64_t t0 = cs_clock(), dt;
+	nm_cu_result r;
+
+	/* GPU -> GPU: the device-to-device entry point, which need not find
+	 * out what either pointer is */
+	if (dtod && src_gpu && cu.MemcpyDtoDAsync) {
+		r = cu.MemcpyDtoDAsync(d, sp, len, c->s);
+		CS_ADD(calls_dtod, 1);
+	} else {
+		r = cu.MemcpyAsync(d, sp, len, c->s);
+	}
+	dt = cs_since(t0);
+	CS_ADD(calls_memcpy, 1);
+	CS_ADD(ns_memcpy, dt);
+	cs_max(&cs.ns_memcpy_max, dt);
+	if (behind) {
+		CS_ADD(calls_behind, 1);
+		CS_ADD(ns_behind, dt);
+		cs_max(&cs.ns_behind_max, dt);
+		if (t0 && c->direct_ret) {
+			CS_ADD(ns_direct_gap, t0 - c->direct_ret);
+			cs_max(&cs.ns_direct_gap_max, t0 - c->direct_ret);
+		}
+	}
+	c->direct_ret = t0 ? t0 + dt : 0;
+	if (!behind)
+		c->direct_t0 = t0;
+	if (!c->open_t0)
+		c->open_t0 = t0;
+	return r;
+}
+
+/*
+ * GDAK_CUDA_DIRECT_BATCH=1: the pass's deferred direct copies to the driver
+ * - one cuMemcpyBatchAsync when there are several.  They are all the same
+ * copy (same GPU source, destination and length, the two apart: cb_direct
+ * defers nothing else), so they may land in any order, even at once: each
+ * writes the bytes the others write, and none writes what another reads.
+ * Everything after them on the stream (the open batch, CQE words) waits
+ * for all of them.  Every call site that puts anything on the stream comes
+ * here first.  Locked.
+ */
+static void cb_dq_submit(struct cb_ctx *c)
+{
+	struct nm_cu_cpattr at = { .src_order = NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+	size_t idx0 = 0, fail = 0;
+	uint32_t n = c->ndq;
+	nm_cu_result r = 1;
+
+	if (!n)
+		return;
+	c->ndq = 0;
+	if (n > 1) {
+		uint64_t t0 = cs_clock();
+
+		if (cu.MemcpyBatch)
+			r = cu.MemcpyBatch(c->dq_dst, c->dq_src, c->dq_len, n, &at, &idx0, 1, c->s);
+		else
+			r = cu.MemcpyBatch12(c->dq_dst, c->dq_src, c->dq_len, n, &at, &idx0, 1,
+					     &fail, c->s);
+		CS_ADD(calls_memcpy_batch, 1);
+		CS_ADD(ns_dq_batch, cs_since(t0));
+		if (!r) {
+			CS_ADD(copies_dq_batched, n);
+			if (!c->direct_t0)
+				c->direct_t0 = t0;
+			c->direct_ret = t0 ? cs_clock() : 0;
+			return;
+		}
+		GDAK_WARN_RL("cuda", cu_ordinal,
+			     "cuMemcpyBatchAsync (%u equal copies): %s; one call each", n,
+			     cu_err(r));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		r = cb_direct_call(c, c->dq_dst[i], c->dq_src[i], 1, c->dq_len[i],
+				   c->direct > n - i);
+		if (r)
+			/* the tickets are done already (stream-ordered CQEs): what
+			 * follows lands without these bytes; say so loudly */
+			GDAK_ERR_RL("cuda", cu_ordinal,
+				    "copy 0x%llx <- 0x%llx (%zu bytes) on the batch stream: %s",
+				    (unsigned long long)c->dq_dst[i],
+				    (unsigned long long)c->dq_src[i], c->dq_len[i], cu_err(r));
+	}
+}
+
 /* Submit the open batch (if any copy is in it).  why: the counter.  Locked. */
 static void cb_flush(struct cb_ctx *c, uint64_t *why)
 {
@@ -1007,6 +1106,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	void *args[6];
 	int fenced = 1;
 
+	cb_dq_submit(c);
 	if (!n && !ntail && !c->direct)
 		return;
 	if (c->direct_t0) {
@@ -1420,7 +1520,29 @@ static void cb_release(void *p)
  * the batch stream, then its own event.  GDAK_CUDA_CQE=stream: a copy into
  * GPU memory records no event - it belongs to the open batch, whose done
  * word (and CQE words) the stream writes after it. */
-static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_t len,
+/* GDAK_CUDA_DIRECT_BATCH=1: defer a direct GPU -> GPU copy to the pass
+ * end, when it equals the ones deferred (or none is) and nothing went into
+ * the open batch since (it would land after them).  1: deferred.  Locked. */
+static int cb_dq_join(struct cb_ctx *c, const void *dst, const void *src, int sk, size_t len)
+{
+	nm_cu_ptr d = (nm_cu_ptr)(uintptr_t)dst, sp = (nm_cu_ptr)(uintptr_t)src;
+
+	if (!direct_batch || sk != GDAK_MEM_GPU || (!cu.MemcpyBatch && !cu.MemcpyBatch12) || c->n ||
+	    c->ntail || !nm_rg_in_pass || nm_thread_inline() || tls_cb != c ||
+	    (sp < d + len && d < sp + len))
+		return 0;
+	if (c->ndq &&
+	    (c->ndq == NM_CB_DQ || c->dq_dst[0] != d || c->dq_src[0] != sp || c->dq_len[0] != len))
+		return 0;
+	c->dq_dst[c->ndq] = d;
+	c->dq_src[c->ndq] = sp;
+	c->dq_len[c->ndq] = len;
+	c->ndq++;
+	nm_cuda_pass_pending = 1;
+	return 1;
+}
+
+static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int sk, size_t len,
 		     struct nm_cuda_ticket *t)
 {
 	nm_cu_result r = 0;
@@ -1431,21 +1553,15 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 			cb_flush(c, &cs.flush_other);
 		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
-		{
-			uint64_t t0 = cs_clock(), dt;
-
-			r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src,
-					   len, c->s);
-			dt = cs_since(t0);
-			CS_ADD(ns_memcpy, dt);
-			cs_max(&cs.ns_memcpy_max, dt);
-			if (!c->direct)
-				c->direct_t0 = t0;
-			if (!c->open_t0)
-				c->open_t0 = t0;
+		if (cb_dq_join(c, dst, src, sk, len)) {
+			r = 0;
+		} else if (c->ndq && (cb_dq_submit(c), cb_dq_join(c, dst, src, sk, len))) {
+			r = 0; /* a different copy: the deferred ones went, it waits */
+		} else {
+			r = cb_direct_call(c, (nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src,
+					   sk == GDAK_MEM_GPU, len, c->direct > 0);
 		}
 		c->fenced = 0;
-		CS_ADD(calls_memcpy, 1);
 		CS_ADD(copies_direct, 1);
 		if (!r) {
 			c->direct++;
@@ -1584,6 +1700,7 @@ void nm_cuda_pass_end(void)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
+	cb_dq_submit(c);
 	if (c->n || c->ntail || !c->direct || pass_word)
 		cb_flush(c, &cs.flush_poll);
 	pthread_mutex_unlock(&c->lk);
@@ -1621,7 +1738,7 @@ static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
 		return 1;
 	}
 	if (t->stream == NM_CUDA_BATCH_STREAM || cqe_stream) {
-		int r = len || !cqe_stream ? cb_direct(c, dst, dk, src, len, t) : 0;
+		int r = len || !cqe_stream ? cb_direct(c, dst, dk, src, sk, len, t) : 0;
 
 		if (!len && cqe_stream) {
 			t->batch = NULL;
@@ -1900,9 +2017,13 @@ void nm_cuda_stats_report(const char *when)
 		o[i] = a[i] - b[i];
 	d.max_batch = now.max_batch;
 	d.ns_memcpy_max = now.ns_memcpy_max;
+	d.ns_behind_max = now.ns_behind_max;
+	d.ns_direct_gap_max = now.ns_direct_gap_max;
 	last = now;
 	__atomic_store_n(&cs.max_batch, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&cs.ns_memcpy_max, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cs.ns_behind_max, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cs.ns_direct_gap_max, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
 	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr && !d.cqes_stream)
@@ -1915,7 +2036,9 @@ void nm_cuda_stats_report(const char *when)
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
 		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
 		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
-		"span us %.1f; open us/batch %.2f\n",
+		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
+		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
+		"(us in those calls %.1f)\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1939,7 +2062,13 @@ void nm_cuda_stats_report(const char *when)
 		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced,
 		(double)d.ns_memcpy / 1e3, (double)d.ns_memcpy_max / 1e3, (double)d.ns_memop / 1e3,
 		(double)d.ns_launch / 1e3, (double)d.ns_direct_span / 1e3,
-		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0);
+		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0,
+		(unsigned long long)d.calls_behind,
+		d.calls_behind ? (double)d.ns_behind / 1e3 / (double)d.calls_behind : 0.0,
+		(double)d.ns_behind_max / 1e3,
+		d.calls_behind ? (double)d.ns_direct_gap / 1e3 / (double)d.calls_behind : 0.0,
+		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
+		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3);
 }
 
 static void stats_atexit(void)
@@ -2036,6 +2165,10 @@ static void cb_setup(void *lib)
 		pass_word = gdak_env_bool("GDAK_CUDA_PASS_WORD", &on) == 0 && on;
 		on = 1;
 		same_off = gdak_env_bool("GDAK_CUDA_SAME", &on) == 0 && !on;
+		on = 1;
+		dtod = !(gdak_env_bool("GDAK_CUDA_DTOD", &on) == 0 && !on);
+		on = 0;
+		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;
@@ -2048,6 +2181,7 @@ static void cb_setup(void *lib)
 	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 	*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
 	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");
+	*(void **)(&cu.MemcpyDtoDAsync) = dlsym(lib, "cuMemcpyDtoDAsync_v2");
 	*(void **)(&cu.MemcpyBatch) = dlsym(lib, "cuMemcpyBatchAsync_v2");
 	if (!cu.MemcpyBatch) /* CUDA 12.8/12.9: the form with failIdx */
 		*(void **)(&cu.MemcpyBatch12) = dlsym(lib, "cuMemcpyBatchAsync");

@@ -197,8 +197,10 @@ static void round_run(struct side *s, unsigned r)
 
 		while (h_buf[i] == h_buf[len + i])
 			i++;
-		gdak_test_fail(__FILE__, __LINE__, "%s round %u: destination byte %zu is 0x%02x, "
-			       "expected 0x%02x", s->name, r, i, h_buf[len + i], h_buf[i]);
+		gdak_test_fail(__FILE__, __LINE__,
+			       "%s round %u: destination byte %zu is 0x%02x, "
+			       "expected 0x%02x",
+			       s->name, r, i, h_buf[len + i], h_buf[i]);
 	} else {
 		gdak_test_passed++;
 	}

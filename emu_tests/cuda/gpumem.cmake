@@ -128,3 +128,11 @@ foreach(_m memop copy)
     ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=${_m}
     GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1)
 endforeach()
+# Equal large GPU->GPU WRITEs of a pass in one cuMemcpyBatchAsync
+# (GDAK_CUDA_DIRECT_BATCH=1), with and without the batched copy.
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=memop
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_DIRECT_BATCH=1)
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch_old gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old GDAK_CUDA_BATCH=copy
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_DIRECT_BATCH=1)
