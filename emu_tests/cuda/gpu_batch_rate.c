@@ -271,7 +271,8 @@ int main(int argc, char **argv)
 	       "%.2fx\n",
 	       nq, per, rounds, mh, mg, sd[1].ns[0], sd[1].ns[sd[1].n - 1], mh > 0 ? mg / mh : 0);
 	printf("engine: batched %llu (replaced %llu), submitted %llu, batches %llu, memop calls "
-	       "%llu, launches %llu, memcpy-batch %llu, stream cqes %llu, queries %llu\n",
+	       "%llu, launches %llu, memcpy-batch %llu, stream cqes %llu, queries %llu, slot waits %llu "
+	       "(the GPU behind: the NIC thread waited)\n",
 	       (unsigned long long)(st1.copies_batched - st0.copies_batched),
 	       (unsigned long long)(st1.copies_replaced - st0.copies_replaced),
 	       (unsigned long long)(st1.copies_submitted - st0.copies_submitted),
@@ -281,7 +282,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)(st1.calls_launch - st0.calls_launch),
 	       (unsigned long long)(st1.calls_memcpy_batch - st0.calls_memcpy_batch),
 	       (unsigned long long)(st1.cqes_stream - st0.cqes_stream),
-	       (unsigned long long)(st1.queries - st0.queries));
+	       (unsigned long long)(st1.queries - st0.queries),
+	       (unsigned long long)(st1.slot_waits - st0.slot_waits));
 	/* every GPU WRITE went through the batches */
 	if (getenv("GDAK_CUDA_BATCH") && strcmp(getenv("GDAK_CUDA_BATCH"), "off"))
 		CHECK(st1.copies_batched - st0.copies_batched >= (uint64_t)rounds * nq * per);
