@@ -632,6 +632,9 @@ struct cb_ctx {
 	/* counters of the open batch, added to cs when it is submitted (one
 	 * atomic add per batch, not per copy) */
 	uint32_t n_batched, n_replaced;
+	/* GDAK_CUDA_HOLD: the open batch's work (n_batched + ntail + direct)
+	 * when a pass end last kept it open; UINT32_MAX: not kept open */
+	uint32_t held_work;
 	struct cb_ctx *next; /* the pool */
 	struct cb_ctx *all;  /* every engine (cuda_free drains them) */
 };
@@ -651,6 +654,7 @@ static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its b
 static int same_off;		   /* GDAK_CUDA_SAME=0: equal copies take the granule table */
 static int dtod = 1;		   /* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
 static int direct_batch;	   /* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
+static unsigned hold_inflight = 2; /* GDAK_CUDA_HOLD: batches in flight that keep one open */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -689,6 +693,7 @@ static struct cb_ctx *cb_create(void)
 	pthread_mutex_init(&c->lk, NULL);
 	c->open_seq = 1;
 	c->gen = 1;
+	c->held_work = UINT32_MAX;
 	r = cu.StreamCreate(&c->s, NM_CU_STREAM_NON_BLOCKING);
 	if (!r)
 		r = cu.MemHostAlloc((void **)&c->done, 64,
@@ -979,11 +984,17 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 		k++;
 	}
 	if (cu.MemcpyBatch) {
+		uint64_t t0 = cs_clock();
+
 		r = cu.MemcpyBatch(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, c->s);
+		CS_ADD(ns_memcpy_batch, cs_since(t0));
 		CS_ADD(calls_memcpy_batch, 1);
 	} else if (cu.MemcpyBatch12) {
+		uint64_t t0 = cs_clock();
+
 		r = cu.MemcpyBatch12(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, &fail,
 				     c->s);
+		CS_ADD(ns_memcpy_batch, cs_since(t0));
 		CS_ADD(calls_memcpy_batch, 1);
 	} else {
 		for (size_t i = 0; i < k && !r; i++)
@@ -1198,6 +1209,7 @@ launched:
 		c->done_seq = sl->seq;
 	}
 	c->open_seq++;
+	c->held_work = UINT32_MAX;
 	c->ntail = c->direct = 0;
 	c->n = c->live = c->nchain = c->pay_used = c->ht_used = 0;
 	if (++c->gen == 0) {
@@ -1692,6 +1704,33 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
  * without it consecutive passes' copies run back to back.
  * GDAK_CUDA_PASS_WORD=1 submits it at every pass end (for an A/B run).
  */
+/*
+ * GDAK_CUDA_HOLD=N (default 2): a pass end keeps the open batch open while
+ * N or more batches are still running on the GPU and this pass added work
+ * to it: submitted now, it would only queue behind them, and a batch costs
+ * the GPU about the same however many WQEs it carries (equal and replaced
+ * copies join for nothing), so the next passes' WQEs go into it too.  The
+ * first pass end that finds the GPU caught up, or a pass that added
+ * nothing (the NIC going idle - every thread runs one before it sleeps),
+ * submits it; a full batch goes as always.  CQE words wait with it, but
+ * only while earlier ones are still on the stream.  0: every pass end
+ * submits (the tenth version).  Locked.
+ */
+static int cb_hold(struct cb_ctx *c)
+{
+	uint32_t work = c->n_batched + c->ntail + c->direct;
+
+	if (!hold_inflight || work == c->held_work || c->n >= NM_CB_DESC / 2 ||
+	    c->ntail >= NM_CB_TAILS / 2 || pass_word)
+		return 0;
+	cb_progress(c, 0);
+	if (c->open_seq - 1 - c->done_seq < hold_inflight)
+		return 0;
+	c->held_work = work;
+	CS_ADD(holds, 1);
+	return 1;
+}
+
 void nm_cuda_pass_end(void)
 {
 	struct cb_ctx *c = tls_cb;
@@ -1701,8 +1740,12 @@ void nm_cuda_pass_end(void)
 		return;
 	pthread_mutex_lock(&c->lk);
 	cb_dq_submit(c);
-	if (c->n || c->ntail || !c->direct || pass_word)
-		cb_flush(c, &cs.flush_poll);
+	if (c->n || c->ntail || !c->direct || pass_word) {
+		if ((c->n || c->ntail) && cb_hold(c))
+			nm_cuda_pass_pending = 1; /* the next pass end looks again */
+		else
+			cb_flush(c, &cs.flush_poll);
+	}
 	pthread_mutex_unlock(&c->lk);
 }
 
@@ -2038,7 +2081,7 @@ void nm_cuda_stats_report(const char *when)
 		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
 		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
 		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
-		"(us in those calls %.1f)\n",
+		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -2068,7 +2111,8 @@ void nm_cuda_stats_report(const char *when)
 		(double)d.ns_behind_max / 1e3,
 		d.calls_behind ? (double)d.ns_direct_gap / 1e3 / (double)d.calls_behind : 0.0,
 		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
-		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3);
+		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3,
+		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3);
 }
 
 static void stats_atexit(void)
@@ -2169,6 +2213,8 @@ static void cb_setup(void *lib)
 		dtod = !(gdak_env_bool("GDAK_CUDA_DTOD", &on) == 0 && !on);
 		on = 0;
 		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
+		if (gdak_env_uint("GDAK_CUDA_HOLD", &m) == 0)
+			hold_inflight = (unsigned)m;
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;

@@ -209,6 +209,10 @@ struct nm_cuda_stats {
 	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies submitted together in
 	 * one cuMemcpyBatchAsync, and the time in those calls */
 	uint64_t copies_dq_batched, ns_dq_batch;
+	/* GDAK_CUDA_HOLD: pass ends that kept the open batch open (the GPU
+	 * still running earlier ones); time in cuMemcpyBatchAsync (copy mode,
+	 * GDAK_CUDA_STATS=1) */
+	uint64_t holds, ns_memcpy_batch;
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

@@ -941,6 +941,62 @@ static void test_hold(struct nu_qp *a)
 
 /* A second gdak_open after gdak_close: new NIC threads take the batch
  * engines the old ones left (their context must be made current again). */
+/*
+ * GDAK_CUDA_CQE=stream, GDAK_CUDA_HOLD (stand-in, its GPU stopped): two
+ * batches submitted in two passes cannot land; the pass that takes a third
+ * doorbell's WRITEs keeps its batch open (two still running), the next
+ * pass, with nothing new, submits it.  Then the GPU runs: every CQE, in
+ * order, after every byte - WQE order's bytes across the three batches
+ * (the third overwrites part of the first two).
+ */
+static void test_hold_open(struct nu_qp *a)
+{
+	enum {
+		LEN = 4096
+	};
+	uint8_t *model = calloc(1, LEN);
+	const char *hv = gdak_env_raw("GDAK_CUDA_HOLD");
+	int on = !(hv && !strcmp(hv, "0"));
+	struct gdak_mlx5_cqe_fields f;
+	struct nm_cuda_stats s0, s1;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	nm_cuda_stats_get(&s0);
+	fake_hold(1);
+	for (unsigned r = 0; r < 3; r++) {
+		struct nm_cuda_stats st;
+		uint64_t t0 = gdak_test_now_ns();
+
+		nm_cuda_stats_get(&st);
+		for (unsigned i = 0; i < 8; i++)
+			post_write(a, (enum src_kind)((r + i) % 3), (r * 8 + i) * 40,
+				   (r * 700 + i * 96) % (LEN - 64), 40, i == 7 ? NU_SIG : 0, model,
+				   gsrc_model);
+		nu_ring(a);
+		/* the NIC has taken them: the CQE is queued behind the data */
+		for (;;) {
+			nm_cuda_stats_get(&s1);
+			if (s1.cqes_stream > st.cqes_stream)
+				break;
+			REQUIRE(gdak_test_now_ns() - t0 < TMO * 1000000ull);
+			sched_yield();
+		}
+	}
+	CHECK_EQ(nu_poll(a, 0, &f, 100), -ETIMEDOUT);
+	fake_hold(0);
+	reap(a, 3);
+	nm_cuda_stats_get(&s1);
+	check_dst(a, model, LEN, "three batches, the last kept open a pass");
+	printf("hold: %llu pass ends kept a batch open\n",
+	       (unsigned long long)(s1.holds - s0.holds));
+	if (on)
+		CHECK(s1.holds - s0.holds >= 1);
+	else
+		CHECK_EQ(s1.holds - s0.holds, 0);
+	free(model);
+}
+
 static void test_reopen(void)
 {
 	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
@@ -1072,6 +1128,8 @@ int main(void)
 	test_values_many(&a);
 	if (fake && batching) {
 		test_hold(&a);
+		if (cqe_stream)
+			test_hold_open(&a);
 		/* completions through the events alone (no completion word) */
 		if (fake_no_done) {
 			fake_no_done(1);
