@@ -617,6 +617,7 @@ struct cb_ctx {
 	/* GDAK_CUDA_CQE=stream: CQE words stored after the open batch's copies,
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
+	uint8_t tl_one[NM_CB_TAILS]; /* the word is a whole CQE's visible part */
 	uint32_t ntail, direct;
 	uint64_t direct_t0;  /* GDAK_CUDA_STATS: when the first direct copy was queued */
 	uint64_t open_t0;    /* ... when the open batch got its first operation */
@@ -655,6 +656,7 @@ static int same_off;		   /* GDAK_CUDA_SAME=0: equal copies take the granule tabl
 static int dtod = 1;		   /* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
 static int direct_batch;	   /* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
 static unsigned hold_inflight = 2; /* GDAK_CUDA_HOLD: batches in flight that keep one open */
+static int cqe_fences;		   /* GDAK_CUDA_CQE_FENCES=1: a barrier before every CQE word */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -817,12 +819,27 @@ static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
  * data of the operations before it on the stream.  Locked. */
 static unsigned cb_tail_ops(struct cb_ctx *c, unsigned k)
 {
+	int fenced = 0;
+	uint32_t unf = 0;
+
 	for (uint32_t i = 0; i < c->ntail; i++, k++) {
 		memset(&c->mop[k], 0, sizeof(c->mop[k]));
 		c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
 		c->mop[k].addr = c->tl_addr[i];
 		c->mop[k].value = c->tl_val[i];
+		/* The first CQE word's barrier already orders every copy and
+		 * value before it; a later one-word CQE (its own slot: its
+		 * consumer polls the slots in order) needs none.  The words of
+		 * a collapsed CQ's entry keep theirs: its owner word must not
+		 * show before the rest of the entry.  A barrier in the GPU's
+		 * front end waits for the GPU's outstanding system writes. */
+		if (fenced && c->tl_one[i] && !cqe_fences) {
+			c->mop[k].flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+			unf++;
+		}
+		fenced = 1;
 	}
+	CS_ADD(cqe_words_unfenced, unf);
 	memset(&c->mop[k], 0, sizeof(c->mop[k]));
 	c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
 	c->mop[k].addr = (uint64_t)(uintptr_t)c->done;
@@ -844,6 +861,17 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
 		CS_ADD(calls_memop, 1);
 		if (!r)
 			return 0;
+		if (!cqe_fences) {
+			/* a driver that takes no NO_MEMORY_BARRIER: every CQE
+			 * word fenced from now on, and this batch again */
+			cqe_fences = 1;
+			for (unsigned i = 0; i < k; i++)
+				c->mop[i].flags = 0;
+			r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+			CS_ADD(calls_memop, 1);
+			if (!r)
+				return 0;
+		}
 		GDAK_WARN("cuda", cu_ordinal,
 			  "cuStreamBatchMemOp (%u write-values): %s: one cuStreamWriteValue each "
 			  "from now on",
@@ -934,7 +962,7 @@ static int cb_memops(struct cb_ctx *c)
 		CS_ADD(ns_memop, cs_since(t0));
 	}
 	CS_ADD(calls_memop, 1);
-	if (r && unfenced) {
+	if (r && (unfenced || c->ntail > 1)) {
 		/* a driver that takes no NO_MEMORY_BARRIER: every value fenced */
 		GDAK_WARN(
 			"cuda", cu_ordinal,
@@ -942,6 +970,7 @@ static int cb_memops(struct cb_ctx *c)
 			"before every value from now on",
 			k, unfenced, cu_err(r));
 		__atomic_store_n(&value_fences, 1, __ATOMIC_RELAXED);
+		cqe_fences = 1;
 		unfenced = 0;
 		for (uint32_t i = 0; i < k; i++)
 			c->mop[i].flags = 0;
@@ -1679,6 +1708,7 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 		for (unsigned i = 0; i < words; i++) {
 			c->tl_addr[c->ntail] = (uint64_t)(uintptr_t)dst + 8 * i;
 			memcpy(&c->tl_val[c->ntail], (const uint8_t *)src + 8 * i, 8);
+			c->tl_one[c->ntail] = words == 1;
 			c->ntail++;
 		}
 		CS_ADD(cqes_stream, 1);
@@ -2081,7 +2111,8 @@ void nm_cuda_stats_report(const char *when)
 		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
 		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
 		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
-		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f\n",
+		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f; cqe words "
+		"unfenced %llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -2112,7 +2143,8 @@ void nm_cuda_stats_report(const char *when)
 		d.calls_behind ? (double)d.ns_direct_gap / 1e3 / (double)d.calls_behind : 0.0,
 		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
 		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3,
-		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3);
+		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3,
+		(unsigned long long)d.cqe_words_unfenced);
 }
 
 static void stats_atexit(void)
@@ -2215,6 +2247,8 @@ static void cb_setup(void *lib)
 		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
 		if (gdak_env_uint("GDAK_CUDA_HOLD", &m) == 0)
 			hold_inflight = (unsigned)m;
+		on = 0;
+		cqe_fences = gdak_env_bool("GDAK_CUDA_CQE_FENCES", &on) == 0 && on;
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;

@@ -213,6 +213,9 @@ struct nm_cuda_stats {
 	 * still running earlier ones); time in cuMemcpyBatchAsync (copy mode,
 	 * GDAK_CUDA_STATS=1) */
 	uint64_t holds, ns_memcpy_batch;
+	/* CQE words submitted without a memory barrier (after the batch's
+	 * first one) */
+	uint64_t cqe_words_unfenced;
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

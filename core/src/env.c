@@ -120,6 +120,9 @@ static const struct gdak_env_var table[] = {
 	  "with GDAK_CUDA_CQE=stream: a NIC pass end keeps its open batch open while this many "
 	  "batches are still running on the GPU and the pass added work (0: every pass end "
 	  "submits)"),
+	B("GDAK_CUDA_CQE_FENCES", "0", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: a memory barrier before every CQE word of a batch "
+	  "(default: before the first, and before each word of a collapsed CQ's entry)"),
 	B("GDAK_CUDA_DIRECT_BATCH", "0", "cuda",
 	  "with GDAK_CUDA_CQE=stream: 1: equal large GPU->GPU WRITEs of one NIC pass (same "
 	  "source, destination and length) go to the driver in one cuMemcpyBatchAsync at the "
