@@ -833,7 +833,7 @@ static unsigned cb_tail_ops(struct cb_ctx *c, unsigned k)
 		 * a collapsed CQ's entry keep theirs: its owner word must not
 		 * show before the rest of the entry.  A barrier in the GPU's
 		 * front end waits for the GPU's outstanding system writes. */
-		if (fenced && c->tl_one[i] && !cqe_fences) {
+		if (fenced && c->tl_one[i] && !__atomic_load_n(&cqe_fences, __ATOMIC_RELAXED)) {
 			c->mop[k].flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
 			unf++;
 		}
@@ -861,10 +861,10 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
 		CS_ADD(calls_memop, 1);
 		if (!r)
 			return 0;
-		if (!cqe_fences) {
+		if (!__atomic_load_n(&cqe_fences, __ATOMIC_RELAXED)) {
 			/* a driver that takes no NO_MEMORY_BARRIER: every CQE
 			 * word fenced from now on, and this batch again */
-			cqe_fences = 1;
+			__atomic_store_n(&cqe_fences, 1, __ATOMIC_RELAXED);
 			for (unsigned i = 0; i < k; i++)
 				c->mop[i].flags = 0;
 			r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
@@ -970,7 +970,7 @@ static int cb_memops(struct cb_ctx *c)
 			"before every value from now on",
 			k, unfenced, cu_err(r));
 		__atomic_store_n(&value_fences, 1, __ATOMIC_RELAXED);
-		cqe_fences = 1;
+		__atomic_store_n(&cqe_fences, 1, __ATOMIC_RELAXED);
 		unfenced = 0;
 		for (uint32_t i = 0; i < k; i++)
 			c->mop[i].flags = 0;
