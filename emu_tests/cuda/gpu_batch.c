@@ -942,7 +942,7 @@ static void test_hold(struct nu_qp *a)
 /* A second gdak_open after gdak_close: new NIC threads take the batch
  * engines the old ones left (their context must be made current again). */
 /*
- * GDAK_CUDA_CQE=stream, GDAK_CUDA_HOLD (stand-in, its GPU stopped): two
+ * GDAK_CUDA_CQE=stream, GDAK_CUDA_HOLD=2 (stand-in, its GPU stopped): two
  * batches submitted in two passes cannot land; the pass that takes a third
  * doorbell's WRITEs keeps its batch open (two still running), the next
  * pass, with nothing new, submits it.  Then the GPU runs: every CQE, in
@@ -956,7 +956,7 @@ static void test_hold_open(struct nu_qp *a)
 	};
 	uint8_t *model = calloc(1, LEN);
 	const char *hv = gdak_env_raw("GDAK_CUDA_HOLD");
-	int on = !(hv && !strcmp(hv, "0"));
+	int on = hv && strcmp(hv, "0"); /* off by default */
 	struct gdak_mlx5_cqe_fields f;
 	struct nm_cuda_stats s0, s1;
 

@@ -136,7 +136,8 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch gdak_cuda_gpu_batch ENV
 gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch_old gdak_cuda_gpu_batch ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old GDAK_CUDA_BATCH=copy
   GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_DIRECT_BATCH=1)
-# Every pass end submits its batch (GDAK_CUDA_HOLD=0, the tenth version).
-gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_nohold gdak_cuda_gpu_batch ENV
+# Batches kept open while two run (GDAK_CUDA_HOLD=2) and one barrier for a
+# batch's CQE words (GDAK_CUDA_CQE_FENCES=0): both off by default.
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_hold gdak_cuda_gpu_batch ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=memop
-  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_HOLD=0)
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_HOLD=2 GDAK_CUDA_CQE_FENCES=0)
