@@ -572,6 +572,7 @@ static int cuda_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gda
 #define NM_CB_TAILS 128		 /* stream-ordered CQE words per batch */
 #define NM_CK_F_DEAD 0x80000000u /* replaced by a later copy: not submitted */
 #define NM_CB_LAST 64		 /* the open batch's last copies, by destination */
+#define NM_CB_DQ 16		 /* equal direct copies deferred to one call */
 
 struct cb_slot {
 	struct nm_ck_desc *desc; /* pinned, mapped: sorted by chain */
@@ -616,15 +617,25 @@ struct cb_ctx {
 	/* GDAK_CUDA_CQE=stream: CQE words stored after the open batch's copies,
 	 * and copies put on the stream ahead of it (its done word covers them) */
 	uint64_t tl_addr[NM_CB_TAILS], tl_val[NM_CB_TAILS];
+	uint8_t tl_one[NM_CB_TAILS]; /* the word is a whole CQE's visible part */
 	uint32_t ntail, direct;
-	uint64_t direct_t0; /* GDAK_CUDA_STATS: when the first direct copy was queued */
-	uint64_t open_t0;   /* ... when the open batch got its first operation */
+	uint64_t direct_t0;  /* GDAK_CUDA_STATS: when the first direct copy was queued */
+	uint64_t open_t0;    /* ... when the open batch got its first operation */
+	uint64_t direct_ret; /* ... when the last direct copy's call returned */
+	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct GPU -> GPU copies of a pass
+	 * not yet given to the driver (cb_dq_submit), all the same range */
+	uint32_t ndq;
+	nm_cu_ptr dq_dst[NM_CB_DQ], dq_src[NM_CB_DQ];
+	size_t dq_len[NM_CB_DQ];
 	/* the stream's last operation is a write-value with its barrier (the
 	 * completion word of a batch): a value after it needs none */
 	int fenced;
 	/* counters of the open batch, added to cs when it is submitted (one
 	 * atomic add per batch, not per copy) */
 	uint32_t n_batched, n_replaced;
+	/* GDAK_CUDA_HOLD: the open batch's work (n_batched + ntail + direct)
+	 * when a pass end last kept it open; UINT32_MAX: not kept open */
+	uint32_t held_work;
 	struct cb_ctx *next; /* the pool */
 	struct cb_ctx *all;  /* every engine (cuda_free drains them) */
 };
@@ -637,11 +648,15 @@ enum {
 	CB_COPY
 };
 static int cb_mode;
-static int cqe_stream;		   /* GDAK_CUDA_CQE=stream (with a batch mode) */
-static int memop_refused;	   /* cuStreamBatchMemOp failed once */
-static int value_fences;	   /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
-static int pass_word;		   /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
-static int same_off;		   /* GDAK_CUDA_SAME=0: equal copies take the granule table */
+static int cqe_stream;	       /* GDAK_CUDA_CQE=stream (with a batch mode) */
+static int memop_refused;      /* cuStreamBatchMemOp failed once */
+static int value_fences;       /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
+static int pass_word;	       /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
+static int same_off;	       /* GDAK_CUDA_SAME=0: equal copies take the granule table */
+static int dtod = 1;	       /* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
+static int direct_batch;       /* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
+static unsigned hold_inflight; /* GDAK_CUDA_HOLD: batches in flight that keep one open */
+static int cqe_fences; /* GDAK_CUDA_CQE_FENCES (default 1): a barrier before every CQE word */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
 static uint32_t cb_max = 16384;	   /* GDAK_CUDA_BATCH_MAX */
 static nm_cu_function cb_fn;
@@ -680,6 +695,7 @@ static struct cb_ctx *cb_create(void)
 	pthread_mutex_init(&c->lk, NULL);
 	c->open_seq = 1;
 	c->gen = 1;
+	c->held_work = UINT32_MAX;
 	r = cu.StreamCreate(&c->s, NM_CU_STREAM_NON_BLOCKING);
 	if (!r)
 		r = cu.MemHostAlloc((void **)&c->done, 64,
@@ -803,12 +819,27 @@ static void cb_slot_wait(struct cb_ctx *c, uint64_t seq)
  * data of the operations before it on the stream.  Locked. */
 static unsigned cb_tail_ops(struct cb_ctx *c, unsigned k)
 {
+	int fenced = 0;
+	uint32_t unf = 0;
+
 	for (uint32_t i = 0; i < c->ntail; i++, k++) {
 		memset(&c->mop[k], 0, sizeof(c->mop[k]));
 		c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
 		c->mop[k].addr = c->tl_addr[i];
 		c->mop[k].value = c->tl_val[i];
+		/* The first CQE word's barrier already orders every copy and
+		 * value before it; a later one-word CQE (its own slot: its
+		 * consumer polls the slots in order) needs none.  The words of
+		 * a collapsed CQ's entry keep theirs: its owner word must not
+		 * show before the rest of the entry.  A barrier in the GPU's
+		 * front end waits for the GPU's outstanding system writes. */
+		if (fenced && c->tl_one[i] && !__atomic_load_n(&cqe_fences, __ATOMIC_RELAXED)) {
+			c->mop[k].flags = NM_CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+			unf++;
+		}
+		fenced = 1;
 	}
+	CS_ADD(cqe_words_unfenced, unf);
 	memset(&c->mop[k], 0, sizeof(c->mop[k]));
 	c->mop[k].op = NM_CU_MEMOP_WRITE_VALUE_64;
 	c->mop[k].addr = (uint64_t)(uintptr_t)c->done;
@@ -830,6 +861,17 @@ static nm_cu_result cb_memop_submit(struct cb_ctx *c, unsigned k)
 		CS_ADD(calls_memop, 1);
 		if (!r)
 			return 0;
+		if (!__atomic_load_n(&cqe_fences, __ATOMIC_RELAXED)) {
+			/* a driver that takes no NO_MEMORY_BARRIER: every CQE
+			 * word fenced from now on, and this batch again */
+			__atomic_store_n(&cqe_fences, 1, __ATOMIC_RELAXED);
+			for (unsigned i = 0; i < k; i++)
+				c->mop[i].flags = 0;
+			r = cu.StreamBatchMemOp(c->s, k, c->mop, 0);
+			CS_ADD(calls_memop, 1);
+			if (!r)
+				return 0;
+		}
 		GDAK_WARN("cuda", cu_ordinal,
 			  "cuStreamBatchMemOp (%u write-values): %s: one cuStreamWriteValue each "
 			  "from now on",
@@ -920,7 +962,7 @@ static int cb_memops(struct cb_ctx *c)
 		CS_ADD(ns_memop, cs_since(t0));
 	}
 	CS_ADD(calls_memop, 1);
-	if (r && unfenced) {
+	if (r && (unfenced || c->ntail > 1)) {
 		/* a driver that takes no NO_MEMORY_BARRIER: every value fenced */
 		GDAK_WARN(
 			"cuda", cu_ordinal,
@@ -928,6 +970,7 @@ static int cb_memops(struct cb_ctx *c)
 			"before every value from now on",
 			k, unfenced, cu_err(r));
 		__atomic_store_n(&value_fences, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&cqe_fences, 1, __ATOMIC_RELAXED);
 		unfenced = 0;
 		for (uint32_t i = 0; i < k; i++)
 			c->mop[i].flags = 0;
@@ -970,11 +1013,17 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 		k++;
 	}
 	if (cu.MemcpyBatch) {
+		uint64_t t0 = cs_clock();
+
 		r = cu.MemcpyBatch(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, c->s);
+		CS_ADD(ns_memcpy_batch, cs_since(t0));
 		CS_ADD(calls_memcpy_batch, 1);
 	} else if (cu.MemcpyBatch12) {
+		uint64_t t0 = cs_clock();
+
 		r = cu.MemcpyBatch12(c->cp_dst, c->cp_src, c->cp_len, k, &at, &idx0, 1, &fail,
 				     c->s);
+		CS_ADD(ns_memcpy_batch, cs_since(t0));
 		CS_ADD(calls_memcpy_batch, 1);
 	} else {
 		for (size_t i = 0; i < k && !r; i++)
@@ -992,6 +1041,96 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 	return r;
 }
 
+/* One direct copy on the batch stream, timed (GDAK_CUDA_STATS).  Locked. */
+static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, int src_gpu,
+				   size_t len, int behind)
+{
+	uint64_t t0 = cs_clock(), dt;
+	nm_cu_result r;
+
+	/* GPU -> GPU: the device-to-device entry point, which need not find
+	 * out what either pointer is */
+	if (dtod && src_gpu && cu.MemcpyDtoDAsync) {
+		r = cu.MemcpyDtoDAsync(d, sp, len, c->s);
+		CS_ADD(calls_dtod, 1);
+	} else {
+		r = cu.MemcpyAsync(d, sp, len, c->s);
+	}
+	dt = cs_since(t0);
+	CS_ADD(calls_memcpy, 1);
+	CS_ADD(ns_memcpy, dt);
+	cs_max(&cs.ns_memcpy_max, dt);
+	if (behind) {
+		CS_ADD(calls_behind, 1);
+		CS_ADD(ns_behind, dt);
+		cs_max(&cs.ns_behind_max, dt);
+		if (t0 && c->direct_ret) {
+			CS_ADD(ns_direct_gap, t0 - c->direct_ret);
+			cs_max(&cs.ns_direct_gap_max, t0 - c->direct_ret);
+		}
+	}
+	c->direct_ret = t0 ? t0 + dt : 0;
+	if (!behind)
+		c->direct_t0 = t0;
+	if (!c->open_t0)
+		c->open_t0 = t0;
+	return r;
+}
+
+/*
+ * GDAK_CUDA_DIRECT_BATCH=1: the pass's deferred direct copies to the driver
+ * - one cuMemcpyBatchAsync when there are several.  They are all the same
+ * copy (same GPU source, destination and length, the two apart: cb_direct
+ * defers nothing else), so they may land in any order, even at once: each
+ * writes the bytes the others write, and none writes what another reads.
+ * Everything after them on the stream (the open batch, CQE words) waits
+ * for all of them.  Every call site that puts anything on the stream comes
+ * here first.  Locked.
+ */
+static void cb_dq_submit(struct cb_ctx *c)
+{
+	struct nm_cu_cpattr at = { .src_order = NM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+	size_t idx0 = 0, fail = 0;
+	uint32_t n = c->ndq;
+	nm_cu_result r = 1;
+
+	if (!n)
+		return;
+	c->ndq = 0;
+	if (n > 1) {
+		uint64_t t0 = cs_clock();
+
+		if (cu.MemcpyBatch)
+			r = cu.MemcpyBatch(c->dq_dst, c->dq_src, c->dq_len, n, &at, &idx0, 1, c->s);
+		else
+			r = cu.MemcpyBatch12(c->dq_dst, c->dq_src, c->dq_len, n, &at, &idx0, 1,
+					     &fail, c->s);
+		CS_ADD(calls_memcpy_batch, 1);
+		CS_ADD(ns_dq_batch, cs_since(t0));
+		if (!r) {
+			CS_ADD(copies_dq_batched, n);
+			if (!c->direct_t0)
+				c->direct_t0 = t0;
+			c->direct_ret = t0 ? cs_clock() : 0;
+			return;
+		}
+		GDAK_WARN_RL("cuda", cu_ordinal,
+			     "cuMemcpyBatchAsync (%u equal copies): %s; one call each", n,
+			     cu_err(r));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		r = cb_direct_call(c, c->dq_dst[i], c->dq_src[i], 1, c->dq_len[i],
+				   c->direct > n - i);
+		if (r)
+			/* the tickets are done already (stream-ordered CQEs): what
+			 * follows lands without these bytes; say so loudly */
+			GDAK_ERR_RL("cuda", cu_ordinal,
+				    "copy 0x%llx <- 0x%llx (%zu bytes) on the batch stream: %s",
+				    (unsigned long long)c->dq_dst[i],
+				    (unsigned long long)c->dq_src[i], c->dq_len[i], cu_err(r));
+	}
+}
+
 /* Submit the open batch (if any copy is in it).  why: the counter.  Locked. */
 static void cb_flush(struct cb_ctx *c, uint64_t *why)
 {
@@ -1007,6 +1146,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	void *args[6];
 	int fenced = 1;
 
+	cb_dq_submit(c);
 	if (!n && !ntail && !c->direct)
 		return;
 	if (c->direct_t0) {
@@ -1098,6 +1238,7 @@ launched:
 		c->done_seq = sl->seq;
 	}
 	c->open_seq++;
+	c->held_work = UINT32_MAX;
 	c->ntail = c->direct = 0;
 	c->n = c->live = c->nchain = c->pay_used = c->ht_used = 0;
 	if (++c->gen == 0) {
@@ -1420,7 +1561,29 @@ static void cb_release(void *p)
  * the batch stream, then its own event.  GDAK_CUDA_CQE=stream: a copy into
  * GPU memory records no event - it belongs to the open batch, whose done
  * word (and CQE words) the stream writes after it. */
-static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_t len,
+/* GDAK_CUDA_DIRECT_BATCH=1: defer a direct GPU -> GPU copy to the pass
+ * end, when it equals the ones deferred (or none is) and nothing went into
+ * the open batch since (it would land after them).  1: deferred.  Locked. */
+static int cb_dq_join(struct cb_ctx *c, const void *dst, const void *src, int sk, size_t len)
+{
+	nm_cu_ptr d = (nm_cu_ptr)(uintptr_t)dst, sp = (nm_cu_ptr)(uintptr_t)src;
+
+	if (!direct_batch || sk != GDAK_MEM_GPU || (!cu.MemcpyBatch && !cu.MemcpyBatch12) || c->n ||
+	    c->ntail || !nm_rg_in_pass || nm_thread_inline() || tls_cb != c ||
+	    (sp < d + len && d < sp + len))
+		return 0;
+	if (c->ndq &&
+	    (c->ndq == NM_CB_DQ || c->dq_dst[0] != d || c->dq_src[0] != sp || c->dq_len[0] != len))
+		return 0;
+	c->dq_dst[c->ndq] = d;
+	c->dq_src[c->ndq] = sp;
+	c->dq_len[c->ndq] = len;
+	c->ndq++;
+	nm_cuda_pass_pending = 1;
+	return 1;
+}
+
+static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int sk, size_t len,
 		     struct nm_cuda_ticket *t)
 {
 	nm_cu_result r = 0;
@@ -1431,21 +1594,15 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, size_
 			cb_flush(c, &cs.flush_other);
 		if (!c->direct) /* the batch it opens needs its slot */
 			cb_slot_wait(c, c->open_seq);
-		{
-			uint64_t t0 = cs_clock(), dt;
-
-			r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src,
-					   len, c->s);
-			dt = cs_since(t0);
-			CS_ADD(ns_memcpy, dt);
-			cs_max(&cs.ns_memcpy_max, dt);
-			if (!c->direct)
-				c->direct_t0 = t0;
-			if (!c->open_t0)
-				c->open_t0 = t0;
+		if (cb_dq_join(c, dst, src, sk, len)) {
+			r = 0;
+		} else if (c->ndq && (cb_dq_submit(c), cb_dq_join(c, dst, src, sk, len))) {
+			r = 0; /* a different copy: the deferred ones went, it waits */
+		} else {
+			r = cb_direct_call(c, (nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src,
+					   sk == GDAK_MEM_GPU, len, c->direct > 0);
 		}
 		c->fenced = 0;
-		CS_ADD(calls_memcpy, 1);
 		CS_ADD(copies_direct, 1);
 		if (!r) {
 			c->direct++;
@@ -1551,6 +1708,7 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
 		for (unsigned i = 0; i < words; i++) {
 			c->tl_addr[c->ntail] = (uint64_t)(uintptr_t)dst + 8 * i;
 			memcpy(&c->tl_val[c->ntail], (const uint8_t *)src + 8 * i, 8);
+			c->tl_one[c->ntail] = words == 1;
 			c->ntail++;
 		}
 		CS_ADD(cqes_stream, 1);
@@ -1576,6 +1734,34 @@ static int cuda_cqe_tail(void *dst, const void *src, unsigned words, int can_def
  * without it consecutive passes' copies run back to back.
  * GDAK_CUDA_PASS_WORD=1 submits it at every pass end (for an A/B run).
  */
+/*
+ * GDAK_CUDA_HOLD=N (default 0: off): a pass end keeps the open batch open while
+ * N or more batches are still running on the GPU and this pass added work
+ * to it: submitted now, it would only queue behind them, and a batch costs
+ * the GPU about the same however many WQEs it carries (equal and replaced
+ * copies join for nothing), so the next passes' WQEs go into it too.  The
+ * first pass end that finds the GPU caught up, or a pass that added
+ * nothing (the NIC going idle - every thread runs one before it sleeps),
+ * submits it; a full batch goes as always.  CQE words wait with it, but
+ * only while earlier ones are still on the stream.  0: every pass end
+ * submits - the default, because the H200 measured the 64-CTA rate row
+ * lower with 2 (3.7 against 7.6-7.9 M/s).  Locked.
+ */
+static int cb_hold(struct cb_ctx *c)
+{
+	uint32_t work = c->n_batched + c->ntail + c->direct;
+
+	if (!hold_inflight || work == c->held_work || c->n >= NM_CB_DESC / 2 ||
+	    c->ntail >= NM_CB_TAILS / 2 || pass_word)
+		return 0;
+	cb_progress(c, 0);
+	if (c->open_seq - 1 - c->done_seq < hold_inflight)
+		return 0;
+	c->held_work = work;
+	CS_ADD(holds, 1);
+	return 1;
+}
+
 void nm_cuda_pass_end(void)
 {
 	struct cb_ctx *c = tls_cb;
@@ -1584,8 +1770,13 @@ void nm_cuda_pass_end(void)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lk);
-	if (c->n || c->ntail || !c->direct || pass_word)
-		cb_flush(c, &cs.flush_poll);
+	cb_dq_submit(c);
+	if (c->n || c->ntail || !c->direct || pass_word) {
+		if ((c->n || c->ntail) && cb_hold(c))
+			nm_cuda_pass_pending = 1; /* the next pass end looks again */
+		else
+			cb_flush(c, &cs.flush_poll);
+	}
 	pthread_mutex_unlock(&c->lk);
 }
 
@@ -1621,7 +1812,7 @@ static int cb_start(void *dst, int dk, const void *src, int sk, size_t len,
 		return 1;
 	}
 	if (t->stream == NM_CUDA_BATCH_STREAM || cqe_stream) {
-		int r = len || !cqe_stream ? cb_direct(c, dst, dk, src, len, t) : 0;
+		int r = len || !cqe_stream ? cb_direct(c, dst, dk, src, sk, len, t) : 0;
 
 		if (!len && cqe_stream) {
 			t->batch = NULL;
@@ -1900,9 +2091,13 @@ void nm_cuda_stats_report(const char *when)
 		o[i] = a[i] - b[i];
 	d.max_batch = now.max_batch;
 	d.ns_memcpy_max = now.ns_memcpy_max;
+	d.ns_behind_max = now.ns_behind_max;
+	d.ns_direct_gap_max = now.ns_direct_gap_max;
 	last = now;
 	__atomic_store_n(&cs.max_batch, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&cs.ns_memcpy_max, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cs.ns_behind_max, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cs.ns_direct_gap_max, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lk);
 	batches = d.batches_kernel + d.batches_memop + d.batches_copy;
 	if (!batches && !d.copies_single && !d.copies_sync && !d.copies_gdr && !d.cqes_stream)
@@ -1915,7 +2110,10 @@ void nm_cuda_stats_report(const char *when)
 		"%llu, memcpy-batch %llu, memcpy %llu, event %llu, sync %llu, query %llu; "
 		"calls/batch %.2f; stream cqes %llu, direct %llu, drains %llu; unfenced values "
 		"%llu; us in calls: memcpy %.1f (max %.1f), memop %.1f, launch %.1f; direct "
-		"span us %.1f; open us/batch %.2f\n",
+		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
+		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
+		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f; cqe words "
+		"unfenced %llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -1939,7 +2137,15 @@ void nm_cuda_stats_report(const char *when)
 		(unsigned long long)d.cqe_drains, (unsigned long long)d.values_unfenced,
 		(double)d.ns_memcpy / 1e3, (double)d.ns_memcpy_max / 1e3, (double)d.ns_memop / 1e3,
 		(double)d.ns_launch / 1e3, (double)d.ns_direct_span / 1e3,
-		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0);
+		batches ? (double)d.ns_open / 1e3 / (double)batches : 0.0,
+		(unsigned long long)d.calls_behind,
+		d.calls_behind ? (double)d.ns_behind / 1e3 / (double)d.calls_behind : 0.0,
+		(double)d.ns_behind_max / 1e3,
+		d.calls_behind ? (double)d.ns_direct_gap / 1e3 / (double)d.calls_behind : 0.0,
+		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
+		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3,
+		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3,
+		(unsigned long long)d.cqe_words_unfenced);
 }
 
 static void stats_atexit(void)
@@ -2036,6 +2242,14 @@ static void cb_setup(void *lib)
 		pass_word = gdak_env_bool("GDAK_CUDA_PASS_WORD", &on) == 0 && on;
 		on = 1;
 		same_off = gdak_env_bool("GDAK_CUDA_SAME", &on) == 0 && !on;
+		on = 1;
+		dtod = !(gdak_env_bool("GDAK_CUDA_DTOD", &on) == 0 && !on);
+		on = 0;
+		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
+		if (gdak_env_uint("GDAK_CUDA_HOLD", &m) == 0)
+			hold_inflight = (unsigned)m;
+		on = 1;
+		cqe_fences = !(gdak_env_bool("GDAK_CUDA_CQE_FENCES", &on) == 0 && !on);
 	}
 	if (!cb_mode) {
 		cqe_stream = 0;
@@ -2048,6 +2262,7 @@ static void cb_setup(void *lib)
 	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 	*(void **)(&cu.StreamWriteValue64) = dlsym(lib, "cuStreamWriteValue64_v2");
 	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");
+	*(void **)(&cu.MemcpyDtoDAsync) = dlsym(lib, "cuMemcpyDtoDAsync_v2");
 	*(void **)(&cu.MemcpyBatch) = dlsym(lib, "cuMemcpyBatchAsync_v2");
 	if (!cu.MemcpyBatch) /* CUDA 12.8/12.9: the form with failIdx */
 		*(void **)(&cu.MemcpyBatch12) = dlsym(lib, "cuMemcpyBatchAsync");

@@ -72,6 +72,8 @@ struct nm_cu_api {
 	nm_cu_result (*MemFreeHost)(void *p);
 	nm_cu_result (*MemHostGetDevicePointer)(nm_cu_ptr *d, void *h, unsigned flags);
 	nm_cu_result (*MemcpyAsync)(nm_cu_ptr dst, nm_cu_ptr src, size_t len, nm_cu_stream s);
+	/* optional: the device-to-device form (no pointer classification) */
+	nm_cu_result (*MemcpyDtoDAsync)(nm_cu_ptr dst, nm_cu_ptr src, size_t len, nm_cu_stream s);
 	nm_cu_result (*StreamCreate)(nm_cu_stream *s, unsigned flags);
 	nm_cu_result (*StreamSynchronize)(nm_cu_stream s);
 	nm_cu_result (*StreamDestroy)(nm_cu_stream s);
@@ -196,6 +198,24 @@ struct nm_cuda_stats {
 	uint64_t ns_memcpy_max;
 	uint64_t ns_direct_span;
 	uint64_t ns_open; /* from a batch's first operation to its submission */
+	/* GDAK_CUDA_CQE=stream, direct copies (GDAK_CUDA_STATS=1 for the
+	 * times): those queued behind another direct copy of the same open
+	 * batch (a pipelined burst: the GPU may still be copying the one
+	 * before), their time in the call, and the NIC thread's time from the
+	 * previous direct call's return to this call (seeing the doorbell,
+	 * the WQE, the checks) */
+	uint64_t calls_behind, ns_behind, ns_behind_max, ns_direct_gap, ns_direct_gap_max;
+	uint64_t calls_dtod; /* direct GPU->GPU copies through cuMemcpyDtoDAsync */
+	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies submitted together in
+	 * one cuMemcpyBatchAsync, and the time in those calls */
+	uint64_t copies_dq_batched, ns_dq_batch;
+	/* GDAK_CUDA_HOLD: pass ends that kept the open batch open (the GPU
+	 * still running earlier ones); time in cuMemcpyBatchAsync (copy mode,
+	 * GDAK_CUDA_STATS=1) */
+	uint64_t holds, ns_memcpy_batch;
+	/* CQE words submitted without a memory barrier (after the batch's
+	 * first one) */
+	uint64_t cqe_words_unfenced;
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

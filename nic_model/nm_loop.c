@@ -447,6 +447,64 @@ static int write_fast(struct nm_qp *qp, struct nm_qp *peer, const struct nm_op *
 	return 1;
 }
 
+/*
+ * gpumem: the fast path's checks, through the same key caches, for a plain
+ * unfenced WRITE of one segment touching GPU memory while none of the QP's
+ * copies is in flight (nothing to order it behind: the full path's
+ * meets_inflight and src_busy would find nothing), then the engine's
+ * asynchronous copy at once.  A CTA putting to GPU memory over and over
+ * otherwise pays four key look-ups and the responder's message set-up per
+ * WQE.  NM_TX_DONE / NM_TX_PENDING as do_write_async; -1 sends the op down
+ * the full path (which reports whatever failed).
+ */
+static int write_fast_gpu(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
+{
+	struct loop_qp *lp = lq(qp);
+	const struct nm_dma_ops *d;
+	struct nm_dma_ticket *t;
+	struct nm_mr *l, *r;
+	uint64_t a;
+	uint32_t len, lkey, slot;
+	int st;
+
+	if (op->nseg != 1 || (op->flags & (NM_OPF_INLINE | NM_OPF_FENCE)) ||
+	    lp->cp_head != lp->cp_tail)
+		return -1;
+	gdak_mlx5_data_decode(&op->sge[0], &a, &len, &lkey);
+	l = nm_mr_get_cached(&lp->lkc, qp->ctx, lkey);
+	r = nm_mr_get_cached(&lp->rkc, peer->ctx, op->rkey);
+	if (!l || !r || (l->kind != GDAK_MEM_GPU && r->kind != GDAK_MEM_GPU) ||
+	    !(r->base.access & GDAK_ACCESS_REMOTE_WRITE) || !nm_mr_covers(l, a, len) ||
+	    !nm_mr_covers(r, op->raddr, len) || op->len != len)
+		return -1;
+	st = nm_qp_state(peer);
+	if (st != GDAK_QPS_RTR && st != GDAK_QPS_RTS)
+		return -1;
+	d = nm_dma_get();
+	if (d == &nm_dma_host_ops || !d->copy_start)
+		return -1;
+	slot = lp->cp_tail % NM_COPIES;
+	t = &lp->cp[slot];
+	t->stream = -1;
+	t->src_busy = 0;
+	if (d->copy_start((void *)(uintptr_t)op->raddr, (enum gdak_mem_kind)r->kind,
+			  (const void *)(uintptr_t)a, (enum gdak_mem_kind)l->kind, len, t)) {
+		op->status = MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+		op->rule = "copy_failed";
+		return NM_TX_DONE;
+	}
+	if (t->done) {
+		op->status = 0;
+		return NM_TX_DONE;
+	}
+	lp->cp_op[slot] = op;
+	lp->cp_src[slot] = a;
+	lp->cp_src_len[slot] = len;
+	lp->cp_tail++;
+	gate_update(qp, lp);
+	return NM_TX_PENDING;
+}
+
 static int do_read(struct nm_qp *qp, struct nm_qp *peer, struct nm_op *op)
 {
 	struct nm_resp_msg m;
@@ -521,8 +579,14 @@ static enum nm_tx_result loop_post_send(struct nm_qp *qp, struct nm_op *op)
 		}
 		/* (a DCI's GPU WRITEs copy synchronously: the asynchronous path
 		 * follows the connected peer) */
-		if (!qp->dc && async_ok(qp, op))
-			return do_write_async(qp, peer, op);
+		if (!qp->dc) {
+			int f = write_fast_gpu(qp, peer, op);
+
+			if (f >= 0)
+				return (enum nm_tx_result)f;
+			if (async_ok(qp, op))
+				return do_write_async(qp, peer, op);
+		}
 	}
 	switch (op->opcode) {
 	case MLX5_OPCODE_RDMA_WRITE:

@@ -116,6 +116,20 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_CUDA_SAME", "1", "cuda",
 	  "1: a batched GPU copy equal to the last one of its chain (same source, destination "
 	  "and length) joins it without the granule table; 0: it goes through the table (A/B)"),
+	B("GDAK_CUDA_DTOD", "1", "cuda",
+	  "1: a GPU->GPU copy the NIC thread puts on its stream directly (a large WRITE) is a "
+	  "cuMemcpyDtoDAsync where the driver has it; 0: a cuMemcpyAsync (A/B)"),
+	U("GDAK_CUDA_HOLD", 0, 8, "0", "cuda",
+	  "with GDAK_CUDA_CQE=stream: N > 0: a NIC pass end keeps its open batch open while N "
+	  "batches are still running on the GPU and the pass added work (0: every pass end "
+	  "submits)"),
+	B("GDAK_CUDA_CQE_FENCES", "1", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: a memory barrier before every CQE word of a batch; 0: "
+	  "before the first, and before each word of a collapsed CQ's entry"),
+	B("GDAK_CUDA_DIRECT_BATCH", "0", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: equal large GPU->GPU WRITEs of one NIC pass (same "
+	  "source, destination and length) go to the driver in one cuMemcpyBatchAsync at the "
+	  "pass end instead of a cuMemcpyAsync each (docs/CUDA.md)"),
 
 	T("GDAK_TRACE", "", "trace", "pcapng trace file the NIC model writes (docs/TRACE.md)"),
 	C("GDAK_TRACE_CLOCK", "real|fake", "real", "trace",

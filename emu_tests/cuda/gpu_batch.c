@@ -77,6 +77,8 @@ static void *(*fake_rw)(uint64_t, size_t);
 static unsigned long long (*fake_memops)(void);
 static unsigned long long (*fake_unfenced)(void);
 static unsigned long long (*fake_copies_queued)(void);
+static unsigned long long (*fake_dtod)(void);
+static int fake_has_batch; /* the stand-in has cuMemcpyBatchAsync */
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
 static uint8_t *g_dst, *g_src, *h_src, *h_got;
@@ -349,7 +351,8 @@ static void test_big_passes(struct nu_qp *a)
 		LEN = 256 << 10
 	};
 	uint8_t *model = calloc(1, (size_t)K * LEN);
-	unsigned long long v0 = 0, v1 = 0;
+	unsigned long long v0 = 0, v1 = 0, d0 = 0;
+	struct nm_cuda_stats s0, s1;
 	const char *pw = gdak_env_raw("GDAK_CUDA_PASS_WORD");
 	int count = fake && cqe_stream && fake_memops && fake_copies_queued &&
 		    !(pw && !strcmp(pw, "1"));
@@ -358,6 +361,9 @@ static void test_big_passes(struct nu_qp *a)
 	reset_dst(a, model, K * LEN);
 	if (count)
 		v0 = fake_memops();
+	if (count && fake_dtod)
+		d0 = fake_dtod();
+	nm_cuda_stats_get(&s0);
 	for (unsigned i = 0; i < K; i++) {
 		unsigned long long q0 = count ? fake_copies_queued() : 0;
 		uint64_t t0 = gdak_test_now_ns();
@@ -380,12 +386,56 @@ static void test_big_passes(struct nu_qp *a)
 	if (count)
 		v1 = fake_memops();
 	check_dst(a, model, K * LEN, "large WRITEs in consecutive passes");
+	/* GPU -> GPU copies on the stream: the device-to-device entry point
+	 * (GDAK_CUDA_DTOD=0: cuMemcpyAsync), and the counters say so */
+	if (count && fake_dtod) {
+		const char *dt = gdak_env_raw("GDAK_CUDA_DTOD");
+		int on = !(dt && !strcmp(dt, "0"));
+
+		CHECK_EQ(fake_dtod() - d0, on ? (unsigned long long)K : 0ull);
+		nm_cuda_stats_get(&s1);
+		CHECK_EQ(s1.calls_dtod - s0.calls_dtod, on ? (uint64_t)K : 0);
+		/* all but the first queued behind another of the same burst */
+		CHECK(s1.calls_behind - s0.calls_behind <= K - 1);
+	}
 	if (count) {
 		printf("big passes: %llu write-values for %u large WRITEs and a NOP\n", v1 - v0,
 		       (unsigned)K);
 		/* the CQE word has run; the completion word after it may not
 		 * have yet (the stand-in's stream thread) */
 		CHECK(v1 - v0 >= 1 && v1 - v0 <= 2);
+	}
+	/* equal large WRITEs under one doorbell (GDAK_CUDA_DIRECT_BATCH=1:
+	 * one cuMemcpyBatchAsync at the pass end), a small WRITE into their
+	 * range, another different large one over part of it, then the equal
+	 * ones again: WQE order's bytes */
+	nm_cuda_stats_get(&s0);
+	for (unsigned i = 0; i < 4; i++)
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + 8192, LEN, gdak_mr_lkey(m_src),
+			     (uint64_t)(uintptr_t)(g_dst + LEN), gdak_mr_rkey(m_dst), 0, 0);
+	memcpy(model + LEN, gsrc_model + 8192, LEN);
+	post_write(a, S_INLINE, 300, LEN + 4000, 16, 0, model, gsrc_model);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + 64, LEN, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)(g_dst + LEN + LEN / 2), gdak_mr_rkey(m_dst), 0, 0);
+	memcpy(model + LEN + LEN / 2, gsrc_model + 64, LEN);
+	for (unsigned i = 0; i < 3; i++)
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + 8192, LEN, gdak_mr_lkey(m_src),
+			     (uint64_t)(uintptr_t)(g_dst + LEN), gdak_mr_rkey(m_dst), 0,
+			     i == 2 ? NU_SIG : 0);
+	memcpy(model + LEN, gsrc_model + 8192, LEN);
+	nu_ring(a);
+	reap(a, 1);
+	check_dst(a, model, K * LEN, "equal large WRITEs, others between");
+	nm_cuda_stats_get(&s1);
+	{
+		const char *db = gdak_env_raw("GDAK_CUDA_DIRECT_BATCH");
+
+		printf("equal large WRITEs: %llu copies batched together\n",
+		       (unsigned long long)(s1.copies_dq_batched - s0.copies_dq_batched));
+		if (cqe_stream && db && !strcmp(db, "1") && fake && fake_has_batch)
+			CHECK(s1.copies_dq_batched - s0.copies_dq_batched >= 2);
+		else if (!(db && !strcmp(db, "1")))
+			CHECK_EQ(s1.copies_dq_batched - s0.copies_dq_batched, 0);
 	}
 	/* a value into the range of a large copy just before it (under one
 	 * doorbell) lands after it: the first value after a copy keeps its
@@ -892,6 +942,62 @@ static void test_hold(struct nu_qp *a)
 
 /* A second gdak_open after gdak_close: new NIC threads take the batch
  * engines the old ones left (their context must be made current again). */
+/*
+ * GDAK_CUDA_CQE=stream, GDAK_CUDA_HOLD=2 (stand-in, its GPU stopped): two
+ * batches submitted in two passes cannot land; the pass that takes a third
+ * doorbell's WRITEs keeps its batch open (two still running), the next
+ * pass, with nothing new, submits it.  Then the GPU runs: every CQE, in
+ * order, after every byte - WQE order's bytes across the three batches
+ * (the third overwrites part of the first two).
+ */
+static void test_hold_open(struct nu_qp *a)
+{
+	enum {
+		LEN = 4096
+	};
+	uint8_t *model = calloc(1, LEN);
+	const char *hv = gdak_env_raw("GDAK_CUDA_HOLD");
+	int on = hv && strcmp(hv, "0"); /* off by default */
+	struct gdak_mlx5_cqe_fields f;
+	struct nm_cuda_stats s0, s1;
+
+	REQUIRE(model != NULL);
+	reset_dst(a, model, LEN);
+	nm_cuda_stats_get(&s0);
+	fake_hold(1);
+	for (unsigned r = 0; r < 3; r++) {
+		struct nm_cuda_stats st;
+		uint64_t t0 = gdak_test_now_ns();
+
+		nm_cuda_stats_get(&st);
+		for (unsigned i = 0; i < 8; i++)
+			post_write(a, (enum src_kind)((r + i) % 3), (r * 8 + i) * 40,
+				   (r * 700 + i * 96) % (LEN - 64), 40, i == 7 ? NU_SIG : 0, model,
+				   gsrc_model);
+		nu_ring(a);
+		/* the NIC has taken them: the CQE is queued behind the data */
+		for (;;) {
+			nm_cuda_stats_get(&s1);
+			if (s1.cqes_stream > st.cqes_stream)
+				break;
+			REQUIRE(gdak_test_now_ns() - t0 < TMO * 1000000ull);
+			sched_yield();
+		}
+	}
+	CHECK_EQ(nu_poll(a, 0, &f, 100), -ETIMEDOUT);
+	fake_hold(0);
+	reap(a, 3);
+	nm_cuda_stats_get(&s1);
+	check_dst(a, model, LEN, "three batches, the last kept open a pass");
+	printf("hold: %llu pass ends kept a batch open\n",
+	       (unsigned long long)(s1.holds - s0.holds));
+	if (on)
+		CHECK(s1.holds - s0.holds >= 1);
+	else
+		CHECK_EQ(s1.holds - s0.holds, 0);
+	free(model);
+}
+
 static void test_reopen(void)
 {
 	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
@@ -964,6 +1070,8 @@ int main(void)
 		*(void **)(&fake_unfenced) = dlsym(lib, "gdak_fake_gpu_unfenced");
 		*(void **)(&fake_copies_queued) = dlsym(lib, "gdak_fake_gpu_copies_queued");
 		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
+		*(void **)(&fake_dtod) = dlsym(lib, "gdak_fake_gpu_dtod");
+		fake_has_batch = dlsym(lib, "cuMemcpyBatchAsync_v2") != NULL;
 		fake = fake_hold && fake_stats;
 	}
 	mode = gdak_env_raw("GDAK_CUDA_BATCH");
@@ -1021,6 +1129,8 @@ int main(void)
 	test_values_many(&a);
 	if (fake && batching) {
 		test_hold(&a);
+		if (cqe_stream)
+			test_hold_open(&a);
 		/* completions through the events alone (no completion word) */
 		if (fake_no_done) {
 			fake_no_done(1);

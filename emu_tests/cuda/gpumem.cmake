@@ -113,3 +113,31 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_rings gdak_cuda_gpu_rings ENV
 # stand-in built without cuMemcpyBatchAsync: the CQE path does not need it
 gdak_add_fake_cuda_test(gdak.nic.gpu_rings_old gdak_cuda_gpu_rings ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old)
+# The NIC thread's cost per WQE of gdak-perf-cuda's GPU-memory rate row, GPU
+# memory against host-mapped memory in one process (cuda/gpu_batch_rate.c; a
+# benchmark with --rounds, a short run as a test: the bytes are checked, the
+# times only printed).
+gdak_add_test(NAME gdak.cuda.gpu_batch_rate SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_rate.c
+  LIBS gdak_nic_util LABELS cuda TIMEOUT 300 ARGS --rounds 2 ENV GDAK_CUDA_BATCH=memop
+  GDAK_CUDA_CQE=stream)
+target_include_directories(gdak_cuda_gpu_batch_rate PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
+set_tests_properties(gdak.cuda.gpu_batch_rate PROPERTIES RESOURCE_LOCK gdak_gpu)
+add_dependencies(gdak_cuda_gpu_batch_rate gdak_gpumem_fake_cuda)
+foreach(_m memop copy)
+  gdak_add_fake_cuda_test(gdak.nic.gpu_batch_rate_${_m} gdak_cuda_gpu_batch_rate ARGS --rounds 2
+    ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=${_m}
+    GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1)
+endforeach()
+# Equal large GPU->GPU WRITEs of a pass in one cuMemcpyBatchAsync
+# (GDAK_CUDA_DIRECT_BATCH=1), with and without the batched copy.
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=memop
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_DIRECT_BATCH=1)
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_dbatch_old gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old GDAK_CUDA_BATCH=copy
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_DIRECT_BATCH=1)
+# Batches kept open while two run (GDAK_CUDA_HOLD=2) and one barrier for a
+# batch's CQE words (GDAK_CUDA_CQE_FENCES=0): both off by default.
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_hold gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=memop
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_HOLD=2 GDAK_CUDA_CQE_FENCES=0)

@@ -91,7 +91,7 @@ static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
 static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy, n_nobar,
-	n_copy_q;
+	n_copy_q, n_dtod;
 static int module_magic, func_magic;
 
 API void gdak_fake_gpu_hold(int on)
@@ -633,6 +633,28 @@ static int memcpy_async(devptr dst, devptr src, size_t len, struct fstream *s)
 API int cuMemcpyAsync(devptr dst, devptr src, size_t len, struct fstream *s)
 {
 	return memcpy_async(dst, src, len, s);
+}
+
+/* The device-to-device form: both ends must be live device memory. */
+API int cuMemcpyDtoDAsync_v2(devptr dst, devptr src, size_t len, struct fstream *s)
+{
+	if (len && (!dev_rw(dst, len) || !dev_rw(src, len)))
+		return E_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	n_dtod++;
+	pthread_mutex_unlock(&lock);
+	return memcpy_async(dst, src, len, s);
+}
+
+/* cuMemcpyDtoDAsync calls. */
+API unsigned long long gdak_fake_gpu_dtod(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_dtod;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 /* The synchronous copies a program (the tests playing the GPU) uses: done

@@ -262,7 +262,7 @@ __global__ void k_bigfloor(uint64_t *go, const uint64_t *done, uint64_t *t)
 static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, double base_bw)
 {
 	int (*wv64)(void *s, unsigned long long addr, uint64_t v, unsigned flags) = NULL;
-	uint64_t *w = NULL, deadline;
+	uint64_t *w = NULL, deadline, call_ns = 0, call_max = 0;
 	cudaStream_t ks, cs;
 	struct pc_row r;
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -281,8 +281,18 @@ static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, d
 	deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 	while (__atomic_load_n((volatile uint64_t *)w, __ATOMIC_ACQUIRE) != 1 && !bad)
 		bad = pc_now_ns() > deadline ? -1 : 0;
-	for (unsigned i = 0; i < n && !bad; i++)
+	for (unsigned i = 0; i < n && !bad; i++) {
+		uint64_t c0 = pc_now_ns(), dt;
+
 		bad = cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, cs) != cudaSuccess;
+		dt = pc_now_ns() - c0;
+		call_ns += dt;
+		call_max = dt > call_max ? dt : call_max;
+	}
+	/* what the same call costs without the NIC: against the engine's
+	 * "direct behind another" times (GDAK_CUDA_STATS) */
+	fprintf(stderr, "gdak-perf-cuda: big floor: %u cudaMemcpyAsync calls, %.2f us/call (max %.1f)\n",
+		n, n ? (double)call_ns / 1e3 / n : 0.0, (double)call_max / 1e3);
 	if (!bad)
 		bad = wv64(cs, (unsigned long long)(uintptr_t)(w + 16), 1, 0);
 	if (bad) {
