@@ -87,7 +87,7 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_CUDA_ASYNC_STREAMS", 1, 8, "4", "cuda", "streams for asynchronous GPU copies"),
 	U("GDAK_CUDA_COPY_SPLIT", 4096, 1ull << 40, "4194304", "cuda",
 	  "bytes from which a GPU copy is split over the copy streams"),
-	C("GDAK_CUDA_BATCH", "off|kernel|memop|copy", "off", "cuda",
+	C("GDAK_CUDA_BATCH", "off|kernel|memop|copy", "copy", "cuda",
 	  "GPU-memory WRITEs of a NIC "
 	  "pass: off: one cuMemcpyAsync each; kernel: one copy kernel launch per pass; memop: "
 	  "kernel, but a pass of aligned 4/8-byte inline WRITEs as one cuStreamBatchMemOp; "
@@ -100,7 +100,7 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_CUDA_STATS", "0", "cuda",
 	  "print the CUDA engine's counters (batches, driver calls) to stderr at every emu "
 	  "context close and at exit"),
-	C("GDAK_CUDA_CQE", "cpu|stream", "cpu", "cuda",
+	C("GDAK_CUDA_CQE", "cpu|stream", "stream", "cuda",
 	  "with GDAK_CUDA_BATCH: cpu: a CQE behind GPU-memory WRITEs is written once they "
 	  "landed; stream: its last 8 bytes are a stream write-value behind them (no CPU "
 	  "round trip; docs/CUDA.md)"),

@@ -4,7 +4,8 @@
 # everywhere) with batching on and off, and against the real driver (label
 # cuda: skips without a GPU; tools/cuda/gpumem-check.sh runs it on the H200).
 gdak_add_test(NAME gdak.cuda.gpu_batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_batch.c
-  LIBS gdak_nic_util ${CMAKE_DL_LIBS} LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel)
+  LIBS gdak_nic_util ${CMAKE_DL_LIBS} LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel
+  GDAK_CUDA_CQE=cpu)
 target_include_directories(gdak_cuda_gpu_batch PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 set_tests_properties(gdak.cuda.gpu_batch PROPERTIES RESOURCE_LOCK gdak_gpu)
 gdak_add_fake_libcuda(gdak_gpumem_fake_cuda ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c gpumemfake)
@@ -20,7 +21,7 @@ gdak_set_warnings(gdak_gdr_fake)
 add_dependencies(gdak_cuda_gpu_batch gdak_gdr_fake)
 gdak_add_fake_cuda_test(gdak.nic.gpu_batch_gdr gdak_cuda_gpu_batch ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake:${CMAKE_CURRENT_BINARY_DIR}/gdrfake
-  GDAK_CUDA_BATCH=kernel GPU_BATCH_EXPECT_GDR=1)
+  GDAK_CUDA_BATCH=kernel GDAK_CUDA_CQE=cpu GPU_BATCH_EXPECT_GDR=1)
 # The stand-in driver without cuMemcpyBatchAsync (a driver before CUDA
 # 12.8): copy mode then submits a cuMemcpyAsync per copy, still no kernel.
 gdak_add_fake_libcuda(gdak_gpumem_fake_cuda_old ${CMAKE_CURRENT_LIST_DIR}/gpumem_fake.c
@@ -29,14 +30,14 @@ target_include_directories(gdak_gpumem_fake_cuda_old PRIVATE ${PROJECT_SOURCE_DI
 target_compile_definitions(gdak_gpumem_fake_cuda_old PRIVATE FAKE_NO_MEMCPY_BATCH=1)
 add_dependencies(gdak_cuda_gpu_batch gdak_gpumem_fake_cuda_old)
 gdak_add_fake_cuda_test(gdak.nic.gpu_batch_copy_old gdak_cuda_gpu_batch ENV
-  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old GDAK_CUDA_BATCH=copy)
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old GDAK_CUDA_BATCH=copy GDAK_CUDA_CQE=cpu)
 foreach(_m kernel off memop copy)
   set(_n gdak.nic.gpu_batch)
   if(NOT _m STREQUAL "kernel")
     set(_n gdak.nic.gpu_batch_${_m})
   endif()
   gdak_add_fake_cuda_test(${_n} gdak_cuda_gpu_batch ENV
-    LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=${_m})
+    LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=${_m} GDAK_CUDA_CQE=cpu)
 endforeach()
 # Stream-ordered CQEs (GDAK_CUDA_CQE=stream, docs/CUDA.md): every batch
 # mode, the stand-in running its streams on a thread of its own as a GPU
@@ -56,7 +57,7 @@ set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETU
 # and with the per-copy path.
 if(GDAK_HAVE_CUDA)
   gdak_add_test(NAME gdak.cuda.gpumem SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_gpumem.cu
-    LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel)
+    LABELS cuda TIMEOUT 300 ENV GDAK_CUDA_BATCH=kernel GDAK_CUDA_CQE=cpu)
   target_compile_options(gdak_cuda_gpumem PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Werror all-warnings>")
   add_test(NAME gdak.cuda.gpumem_off COMMAND gdak_cuda_gpumem)
@@ -70,9 +71,9 @@ if(GDAK_HAVE_CUDA)
   set_tests_properties(gdak.cuda.gpumem_kstream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=kernel;GDAK_CUDA_CQE=stream")
   set_tests_properties(gdak.cuda.gpumem_off PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
-    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=off")
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=off;GDAK_CUDA_CQE=cpu")
   set_tests_properties(gdak.cuda.gpumem_copy PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
-    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=copy")
+    LABELS cuda ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=cpu")
 endif()
 # The copy kernel's PTX (nic_model/nm_cuda_copy_ptx.c) is generated from
 # nm_cuda_copy.cu and committed: where nvcc is, check it is current.
@@ -88,14 +89,14 @@ endif()
 # target names at generation; the stand-in is part of the default build.)
 foreach(_t cuda_dma nic_gpu_pipe)
   gdak_add_fake_cuda_test(gdak.nic.fake_${_t} gdak_${_t} ENV
-    LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=kernel)
+    LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=kernel GDAK_CUDA_CQE=cpu)
   gdak_add_fake_cuda_test(gdak.nic.fake_${_t}_stream gdak_${_t} ENV
     LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=copy
     GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1)
 endforeach()
 # The batch engine under memcheck (stand-in driver, batching on).
 gdak_add_memcheck(gdak.nic.gpu_batch gdak_cuda_gpu_batch 600
-  ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=kernel)
+  ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=kernel GDAK_CUDA_CQE=cpu)
 gdak_add_memcheck(gdak.nic.gpu_batch_stream gdak_cuda_gpu_batch 600
   ENV LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=copy
   GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1)
