@@ -280,20 +280,9 @@ static void test_async(void)
 
 int main(void)
 {
-	void *g = NULL;
-	int r;
-
 	REQUIRE_EQ(gdak_nic_set_threads(NT), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_set_log_level(GDAK_LOG_ERROR);
-	r = gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g);
-	gdak_set_log_level(GDAK_LOG_WARN);
-	if (r == -ENOTSUP) {
-		gdak_close(ctx);
-		GDAK_TEST_SKIP("the NIC model has no CUDA memory engine here (no GPU or driver)");
-	}
-	REQUIRE_EQ(r, 0);
-	gdak_mem_free(ctx, g);
+	nu_need_gpu_mem(ctx);
 	test_kinds();
 	test_copies();
 	test_async();

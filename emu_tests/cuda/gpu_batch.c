@@ -1050,22 +1050,14 @@ int main(void)
 {
 	struct gdak_qp_attr at = { .sq_depth = 1024, .mtu = 1024, .nic_thread = 0 };
 	struct nu_qp a, b;
-	void *lib, *g = NULL;
+	void *lib;
 	struct nm_cuda_stats st0, st1;
 	const char *mode;
-	int r, gdr;
+	int gdr;
 
 	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_set_log_level(GDAK_LOG_ERROR);
-	r = gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g);
-	gdak_set_log_level(GDAK_LOG_WARN);
-	if (r == -ENOTSUP) {
-		gdak_close(ctx);
-		GDAK_TEST_SKIP("the NIC model has no CUDA memory engine here (no GPU or driver)");
-	}
-	REQUIRE_EQ(r, 0);
-	gdak_mem_free(ctx, g);
+	nu_need_gpu_mem(ctx);
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (lib) {
 		*(void **)(&fake_hold) = dlsym(lib, "gdak_fake_gpu_hold");

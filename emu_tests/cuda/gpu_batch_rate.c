@@ -213,8 +213,6 @@ int main(int argc, char **argv)
 			      { .kind = GDAK_MEM_GPU, .name = "gpu" } };
 	struct nm_cuda_stats st0, st1;
 	double mh, mg;
-	void *g = NULL;
-	int r;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 0);
@@ -236,15 +234,7 @@ int main(int argc, char **argv)
 	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
 	REQUIRE_EQ(gdak_nic_set_poll(GDAK_NIC_POLL_SPIN), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
-	gdak_set_log_level(GDAK_LOG_ERROR);
-	r = gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g);
-	gdak_set_log_level(GDAK_LOG_WARN);
-	if (r == -ENOTSUP) {
-		gdak_close(ctx);
-		GDAK_TEST_SKIP("the NIC model has no CUDA memory engine here (no GPU or driver)");
-	}
-	REQUIRE_EQ(r, 0);
-	gdak_mem_free(ctx, g);
+	nu_need_gpu_mem(ctx);
 	printf("path: %s\n", nm_cuda_path());
 	REQUIRE_EQ(gdak_mem_alloc(ctx, (size_t)nq * 16, GDAK_MEM_HOST, (void **)&h_buf), 0);
 	REQUIRE_EQ(gdak_mr_reg(ctx, h_buf, (size_t)nq * 16, GDAK_ACCESS_ALL, &m_h), 0);

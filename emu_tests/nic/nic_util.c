@@ -24,6 +24,22 @@ void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp)
 	q->qpn = gdak_qp_num(qp);
 }
 
+void nu_need_gpu_mem(struct gdak_ctx *ctx)
+{
+	void *g = NULL;
+	int r;
+
+	gdak_set_log_level(GDAK_LOG_ERROR);
+	r = gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g);
+	gdak_set_log_level(GDAK_LOG_WARN);
+	if (r == -ENOTSUP) {
+		gdak_close(ctx);
+		GDAK_TEST_SKIP("the NIC model has no CUDA memory engine here (no GPU or driver)");
+	}
+	REQUIRE_EQ(r, 0);
+	gdak_mem_free(ctx, g);
+}
+
 int nu_pair(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct nu_qp *a, struct nu_qp *b)
 {
 	struct gdak_qp *qa, *qb;

@@ -24,6 +24,11 @@ struct nu_qp {
 	uint64_t scq_ci, rcq_ci, rq_pi;
 };
 
+/* Skip the test (exit 77, closing ctx) where the NIC model has no CUDA
+ * memory engine, i.e. a 64-byte GPU allocation is refused with -ENOTSUP;
+ * any other failure fails the test. */
+void nu_need_gpu_mem(struct gdak_ctx *ctx);
+
 /* Two QPs on ctx, connected to each other (attr may be NULL). */
 int nu_pair(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct nu_qp *a, struct nu_qp *b);
 void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp);
