@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -215,6 +216,37 @@ int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
 	close(sv[0]);
 	gdak_test_reap(pid);
 	return gdak_test_end();
+}
+
+int gdak_test_task_usage(const char *tid, unsigned long long *switches, unsigned long long *ticks)
+{
+	char path[320], buf[1024], *p;
+	unsigned long long ut, st, v = 0, nv = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	/* after "(comm)": state, then fields 4..13, then utime stime */
+	p = p ? strrchr(buf, ')') : NULL;
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(buf, sizeof(buf), f)) {
+		sscanf(buf, "voluntary_ctxt_switches: %llu", &v);
+		sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &nv);
+	}
+	fclose(f);
+	*switches = v + nv;
+	*ticks = ut + st;
+	return 0;
 }
 
 void gdak_test_reap(pid_t pid)

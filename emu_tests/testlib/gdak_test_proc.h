@@ -13,6 +13,11 @@ extern "C" {
  * or signal when not).  gdak_test_2proc and gdak_test_bs_2proc end so. */
 void gdak_test_reap(pid_t pid);
 
+/* Thread tid of this process (a /proc/self/task entry's name): its context
+ * switches, voluntary and not, and its utime + stime in clock ticks, from
+ * /proc/self/task/TID/stat and status.  0, or -1 when they cannot be read. */
+int gdak_test_task_usage(const char *tid, unsigned long long *switches, unsigned long long *ticks);
+
 #ifdef __cplusplus
 }
 #endif

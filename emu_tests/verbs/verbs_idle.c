@@ -41,6 +41,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_test_proc.h"
 #include "gdak_verbs.h"
 
 #define BUF (512 * 1024)
@@ -82,32 +83,14 @@ static int nic_sample(struct nic_sample *s)
 	if (!d)
 		return -1;
 	while (found && (e = readdir(d))) {
-		char path[320], buf[1024], *p;
-		unsigned long long ut, st, v = 0, nv = 0;
-		FILE *f;
+		char buf[1024];
 
 		if (e->d_name[0] == '.')
 			continue;
-		p = task_line(e->d_name, "comm", buf, sizeof(buf));
-		if (!p || strncmp(buf, "gdak-nic0", 9))
+		if (!task_line(e->d_name, "comm", buf, sizeof(buf)) || strncmp(buf, "gdak-nic0", 9))
 			continue;
-		p = task_line(e->d_name, "stat", buf, sizeof(buf));
-		/* after "(comm)": state, then fields 4..13, then utime stime */
-		p = p ? strrchr(buf, ')') : NULL;
-		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				 &ut, &st) != 2)
+		if (gdak_test_task_usage(e->d_name, &s->switches, &s->cpu_ticks))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(buf, sizeof(buf), f)) {
-			sscanf(buf, "voluntary_ctxt_switches: %llu", &v);
-			sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &nv);
-		}
-		fclose(f);
-		s->switches = v + nv;
-		s->cpu_ticks = ut + st;
 		s->t_ns = gdak_test_now_ns();
 		found = 0;
 	}

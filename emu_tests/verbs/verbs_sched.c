@@ -41,6 +41,7 @@
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_test_proc.h"
 #include "gdak_verbs.h"
 
 #define LOG_CAP 65536
@@ -296,28 +297,10 @@ struct nic_sample {
 
 static void nic_sample(int tid, struct nic_sample *s)
 {
-	char path[96], buf[1024], *p;
-	unsigned long long ut = 0, st = 0, v = 0, nv = 0;
-	FILE *f;
+	char name[16];
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	REQUIRE(f != NULL);
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	p = p ? strrchr(buf, ')') : NULL;
-	REQUIRE(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			    &st) == 2);
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	f = fopen(path, "r");
-	REQUIRE(f != NULL);
-	while (fgets(buf, sizeof(buf), f)) {
-		sscanf(buf, "voluntary_ctxt_switches: %llu", &v);
-		sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &nv);
-	}
-	fclose(f);
-	s->switches = v + nv;
-	s->ticks = ut + st;
+	snprintf(name, sizeof(name), "%d", tid);
+	REQUIRE_EQ(gdak_test_task_usage(name, &s->switches, &s->ticks), 0);
 	s->t_ns = gdak_test_now_ns();
 }
 
