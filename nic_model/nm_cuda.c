@@ -427,8 +427,10 @@ static int cuda_alloc(size_t len, enum gdak_mem_kind kind, void **addr)
 	 * 64-bit platform CUDA supports).  Refuse anything else loudly. */
 	r = cu.MemHostGetDevicePointer(&d, h, 0);
 	if (r || d != (nm_cu_ptr)(uintptr_t)h) {
-		GDAK_ERR("cuda", cu_ordinal, "mapped host memory %p is at device address 0x%llx "
-			 "(%s): gdak needs unified addressing", h, d, r ? cu_err(r) : "differs");
+		GDAK_ERR("cuda", cu_ordinal,
+			 "mapped host memory %p is at device address 0x%llx "
+			 "(%s): gdak needs unified addressing",
+			 h, d, r ? cu_err(r) : "differs");
 		cu.MemFreeHost(h);
 		return -ENOTSUP;
 	}
@@ -1041,6 +1043,108 @@ static nm_cu_result cb_copies(struct cb_ctx *c)
 	return r;
 }
 
+/*
+ * GDAK_CUDA_STATS: a timeline of the bursts of large direct copies (the
+ * 16 MiB row), to tell copies that run slowly from a stream that waits: a
+ * timing event before a burst's first copy and one where the burst ends
+ * (before the CQE words behind it), none between two copies (a record there
+ * would be a gap in the copy engine's work), and the CPU clock at each call.
+ * The events are created once, at the first mark; the report prints a line
+ * per burst of 4 copies or more.  One timeline for the process: with several
+ * NIC threads copying at once their calls mix into one burst (the 16 MiB row
+ * has one).
+ */
+#define TL_EV 16
+#define TL_CALLS 256
+#define TL_MIN_LEN ((size_t)1 << 20)
+static struct {
+	pthread_mutex_t lk;
+	int ready;	     /* 1: events created; -1: not available */
+	int open;	     /* a burst's start event is recorded, not its end */
+	unsigned nev, ncall; /* events: start, end, start, end...  */
+	nm_cu_event ev[TL_EV];
+	uint64_t call[TL_CALLS]; /* CLOCK_REALTIME ns when a call began / returned */
+	unsigned ev_call[TL_EV]; /* the first call entry of the burst */
+	uint64_t enter[TL_EV];	 /* ... when its nm_cuda_copy_start began */
+	uint64_t last_enter;	 /* the last large nm_cuda_copy_start's beginning */
+} tl = { .lk = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t tl_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* what: 0 a burst's first call is about to begin, 1 a call returned, 2 the
+ * burst ends (its last copy is the stream's last work).  Stats on only. */
+static void tl_mark(nm_cu_stream s, size_t len, int what)
+{
+	uint64_t now = tl_now();
+
+	if (what != 2 && len < TL_MIN_LEN)
+		return;
+	pthread_mutex_lock(&tl.lk);
+	if (!tl.ready) {
+		tl.ready = cu.EventElapsedTime && cu.EventSynchronize ? 1 : -1;
+		for (unsigned i = 0; i < TL_EV && tl.ready == 1; i++)
+			if (cu.EventCreate(&tl.ev[i], 0))
+				tl.ready = -1;
+	}
+	if (tl.ready != 1 || (what == 2 && !tl.open) || (what == 1 && !tl.open)) {
+		pthread_mutex_unlock(&tl.lk);
+		return;
+	}
+	if (what == 0 && (tl.open || tl.nev + 2 > TL_EV || tl.ncall + 2 > TL_CALLS)) {
+		pthread_mutex_unlock(&tl.lk);
+		return;
+	}
+	if (what == 2 && tl.ncall - tl.ev_call[tl.nev - 1] < 5) {
+		/* fewer than 4 copies: not reported, its entries are reused */
+		tl.ncall = tl.ev_call[--tl.nev];
+		tl.open = 0;
+	} else if (what != 1 && !cu.EventRecord(tl.ev[tl.nev], s)) {
+		tl.enter[tl.nev] = __atomic_load_n(&tl.last_enter, __ATOMIC_RELAXED);
+		tl.ev_call[tl.nev++] = tl.ncall;
+		tl.open = what == 0;
+	} else if (what != 1) {
+		tl.open = 0;
+	}
+	if (what != 2 && tl.ncall < TL_CALLS)
+		tl.call[tl.ncall++] = now;
+	pthread_mutex_unlock(&tl.lk);
+}
+
+static void tl_report(const char *when)
+{
+	pthread_mutex_lock(&tl.lk);
+	for (unsigned e = 0; e + 1 < tl.nev && !thread_ctx(); e += 2) {
+		unsigned c0 = tl.ev_call[e], c1 = tl.ev_call[e + 1];
+		float ms = 0;
+		char line[1200];
+		int o = 0;
+
+		/* c1 - c0 entries: the first call's start, then each return */
+		if (c1 - c0 < 5 || cu.EventSynchronize(tl.ev[e + 1]) ||
+		    cu.EventElapsedTime(&ms, tl.ev[e], tl.ev[e + 1]))
+			continue;
+		for (unsigned k = c0 + 1; k < c1 && o < (int)sizeof(line) - 16; k++)
+			o += snprintf(line + o, sizeof(line) - (size_t)o, " %.1f",
+				      (double)(tl.call[k] - tl.call[c0]) / 1e3);
+		fprintf(stderr,
+			"gdak cuda timeline (%s): burst of %u copies: first call at realtime %llu "
+			"ns, %.1f us after its copy was started; GPU %.1f us from before the first "
+			"copy to after the last (%.2f us a copy); calls returned at us:%s\n",
+			when, c1 - c0 - 1, (unsigned long long)tl.call[c0],
+			(double)(tl.call[c0] - tl.enter[e]) / 1e3, ms * 1000.0,
+			ms * 1000.0 / (c1 - c0 - 1), line);
+	}
+	tl.nev = tl.ncall = 0;
+	tl.open = 0;
+	pthread_mutex_unlock(&tl.lk);
+}
+
 /* One direct copy on the batch stream, timed (GDAK_CUDA_STATS).  Locked. */
 static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, int src_gpu,
 				   size_t len, int behind)
@@ -1048,6 +1152,8 @@ static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, 
 	uint64_t t0 = cs_clock(), dt;
 	nm_cu_result r;
 
+	if (!behind && t0)
+		tl_mark(c->s, len, 0);
 	/* GPU -> GPU: the device-to-device entry point, which need not find
 	 * out what either pointer is */
 	if (dtod && src_gpu && cu.MemcpyDtoDAsync) {
@@ -1057,6 +1163,8 @@ static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, 
 		r = cu.MemcpyAsync(d, sp, len, c->s);
 	}
 	dt = cs_since(t0);
+	if (!r && t0)
+		tl_mark(c->s, len, 1);
 	CS_ADD(calls_memcpy, 1);
 	CS_ADD(ns_memcpy, dt);
 	cs_max(&cs.ns_memcpy_max, dt);
@@ -1150,6 +1258,7 @@ static void cb_flush(struct cb_ctx *c, uint64_t *why)
 	if (!n && !ntail && !c->direct)
 		return;
 	if (c->direct_t0) {
+		tl_mark(c->s, 0, 2);
 		CS_ADD(ns_direct_span, cs_since(c->direct_t0));
 		c->direct_t0 = 0;
 	}
@@ -1861,6 +1970,8 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	}
 	if (!probe_result)
 		return -ENODEV;
+	if (len >= TL_MIN_LEN && __atomic_load_n(&stats_on, __ATOMIC_RELAXED) > 0)
+		__atomic_store_n(&tl.last_enter, tl_now(), __ATOMIC_RELAXED);
 	/* nothing in flight meets it (no stream asked for): it may overtake;
 	 * GDAK_CUDA_CQE=stream: only when nothing of the thread is queued */
 	if (t->stream < 0 && !t->src_busy && gdr.g && (!cqe_stream || !cb_busy_mine()) &&
@@ -2082,6 +2193,7 @@ void nm_cuda_stats_report(const char *when)
 
 	if (!stats_enabled() || !probe_result)
 		return;
+	tl_report(when);
 	pthread_mutex_lock(&lk);
 	nm_cuda_stats_get(&now);
 	a = (uint64_t *)&now;
@@ -2369,6 +2481,11 @@ static void probe_once(void)
 	SYM(EventRecord, "cuEventRecord");
 	SYM(EventQuery, "cuEventQuery");
 	SYM(EventDestroy, "cuEventDestroy_v2");
+	/* optional: GDAK_CUDA_STATS's timeline */
+	*(void **)(&cu.EventSynchronize) = dlsym(lib, "cuEventSynchronize");
+	*(void **)(&cu.EventElapsedTime) = dlsym(lib, "cuEventElapsedTime_v2");
+	if (!cu.EventElapsedTime)
+		*(void **)(&cu.EventElapsedTime) = dlsym(lib, "cuEventElapsedTime");
 	/* optional: the GPU-memory ring engine's CQE owner words (nm_ring_gpu.c) */
 	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");

@@ -83,6 +83,9 @@ struct nm_cu_api {
 	nm_cu_result (*EventRecord)(nm_cu_event e, nm_cu_stream s);
 	nm_cu_result (*EventQuery)(nm_cu_event e);
 	nm_cu_result (*EventDestroy)(nm_cu_event e);
+	/* GDAK_CUDA_STATS's timeline of direct copies; optional */
+	nm_cu_result (*EventSynchronize)(nm_cu_event e);
+	nm_cu_result (*EventElapsedTime)(float *ms, nm_cu_event a, nm_cu_event b);
 	/* GDAK_CUDA_BATCH=memop; optional */
 	nm_cu_result (*StreamWriteValue32)(nm_cu_stream s, nm_cu_ptr addr, uint32_t v,
 					   unsigned flags);

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perf_cuda.h"
 
@@ -244,6 +245,10 @@ __global__ void k_big(struct gdak_dev_qp *qp, uint64_t src, uint32_t lkey, uint6
 		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
 	t[1] = gdak_dev_now_ns();
 	*rc = r;
+	/* the host waits on this word, not on the stream: no driver call of
+	 * the main thread's meets the NIC's while the row runs */
+	__threadfence_system();
+	gdak_dev_store_release_u64(&t[4], 1);
 }
 
 /* The floor of the engine's 16 MiB path: the kernel stores a host word
@@ -262,7 +267,7 @@ __global__ void k_bigfloor(uint64_t *go, const uint64_t *done, uint64_t *t)
 static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, double base_bw)
 {
 	int (*wv64)(void *s, unsigned long long addr, uint64_t v, unsigned flags) = NULL;
-	uint64_t *w = NULL, deadline, call_ns = 0, call_max = 0;
+	uint64_t *w = NULL, deadline, call_ns = 0, call_max = 0, go_seen = 0;
 	cudaStream_t ks, cs;
 	struct pc_row r;
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -281,6 +286,12 @@ static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, d
 	deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 	while (__atomic_load_n((volatile uint64_t *)w, __ATOMIC_ACQUIRE) != 1 && !bad)
 		bad = pc_now_ns() > deadline ? -1 : 0;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		go_seen = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
 	for (unsigned i = 0; i < n && !bad; i++) {
 		uint64_t c0 = pc_now_ns(), dt;
 
@@ -310,6 +321,13 @@ static int big_floor(uint8_t *dst, const uint8_t *src, size_t len, unsigned n, d
 			bad < 0 ? "the kernel did not start" : "the driver refused a call", bad);
 		goto out;
 	}
+	/* the GPU's clock against the CPU's, for the NIC's timeline
+	 * (GDAK_CUDA_STATS): the kernel started, then the CPU saw its word */
+	fprintf(stderr,
+		"gdak-perf-cuda: big floor: kernel start at globaltimer %llu ns, CPU saw it at "
+		"realtime %llu ns (%+.1f us)\n",
+		(unsigned long long)w[32], (unsigned long long)go_seen,
+		((double)go_seen - (double)w[32]) / 1e3);
 	memset(&r, 0, sizeof(r));
 	strcpy(r.test, "big_base");
 	strcpy(r.note, "thread copies+flag, kernel waits");
@@ -444,9 +462,14 @@ int pc_big_bw(const struct pc_opts *o)
 		struct pc_row r;
 
 		*krc = -1;
+		__atomic_store_n(&t[4], 0, __ATOMIC_RELAXED);
 		k_big<<<1, 1, 0, s>>>(p.dev, (uint64_t)(uintptr_t)src, gdak_mr_lkey(ms),
 				      (uint64_t)(uintptr_t)dst, gdak_mr_rkey(md), (uint32_t)len, n,
 				      window, t, krc);
+		for (uint64_t end = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
+		     !__atomic_load_n((volatile uint64_t *)&t[4], __ATOMIC_ACQUIRE) &&
+		     pc_now_ns() < end;)
+			usleep(50);
 		if (pc_wait(s, HANG_S, "big_bw"))
 			exit(1);
 		PC_CHECK(cudaMemcpy(hd, dst, len, cudaMemcpyDeviceToHost));
@@ -463,9 +486,10 @@ int pc_big_bw(const struct pc_opts *o)
 		r.verified = *krc == 0 && !memcmp(hs, hd, len);
 		fprintf(stderr,
 			"gdak-perf-cuda: big_bw %s: first post returned at %.1f us, last at %.1f "
-			"us, all complete at %.1f us (%u x %zu bytes)\n",
+			"us, all complete at %.1f us (%u x %zu bytes; kernel start at globaltimer "
+			"%llu ns)\n",
 			r.note, (double)(t[2] - t[0]) / 1e3, (double)(t[3] - t[0]) / 1e3,
-			(double)(t[1] - t[0]) / 1e3, n, len);
+			(double)(t[1] - t[0]) / 1e3, n, len, (unsigned long long)t[0]);
 		if (!r.verified)
 			fprintf(stderr, "gdak-perf-cuda: big_bw: kernel rc %d, data %s\n", *krc,
 				memcmp(hs, hd, len) ? "differs" : "right");
