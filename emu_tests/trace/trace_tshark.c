@@ -46,6 +46,18 @@ static int run(const char *cmd, char **out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* QP 0x12's WQE at idx (w with that index and address byte addr) and its
+ * CQE on CQ 1 (cqe with that counter). */
+static void wqe_and_cqe(struct gdak_trace_buf *b, uint8_t *w, uint8_t *cqe, uint16_t idx,
+			uint8_t addr)
+{
+	w[2] = (uint8_t)idx;
+	w[23] = addr;
+	gdak_trace_wqe(b, 0x12, idx, w, 1);
+	cqe[61] = (uint8_t)idx;
+	gdak_trace_cqe(b, 0x12, 1, idx, cqe);
+}
+
 int main(int argc, char **argv)
 {
 	char *path, *out = NULL, cmd[1024];
@@ -82,19 +94,11 @@ int main(int argc, char **argv)
 		w[7] = 3;
 		gdak_trace_batch_begin(b);
 		gdak_trace_wqe(b, 0x12, 0, w, 1);
-		w[2] = 1;
-		w[23] = 0x40;
-		gdak_trace_wqe(b, 0x12, 1, w, 1);
-		cqe[61] = 1;
-		gdak_trace_cqe(b, 0x12, 1, 1, cqe);
+		wqe_and_cqe(b, w, cqe, 1, 0x40);
 		gdak_trace_batch_end(b);
 		/* a second one, coded against the first one's WQE and CQE */
 		gdak_trace_batch_begin(b);
-		w[2] = 2;
-		w[23] = 0x80;
-		gdak_trace_wqe(b, 0x12, 2, w, 1);
-		cqe[61] = 2;
-		gdak_trace_cqe(b, 0x12, 1, 2, cqe);
+		wqe_and_cqe(b, w, cqe, 2, 0x80);
 		gdak_trace_batch_end(b);
 		/* a device's stream (REPEAT and OFF sub-records): a doorbell,
 		 * 40 WQEs whose index and address step (the address carries
