@@ -145,32 +145,34 @@ static void reads(void)
 	batch(1, 6, 2000, 120000, 2000, 60000, 2048, 70);
 }
 
-static void atomics(void)
+/* A fetch-add (cs 0) or compare-swap (cs 1) on B's word at 250000: the
+ * old value lands big-endian (as mlx5 writes it) at A's off, B's word is
+ * then now. */
+static void atomic_step(int cs, uint64_t swap_add, uint64_t cmp, uint32_t off, uint64_t old,
+			uint64_t now)
 {
 	struct gdak_dev_cqe err;
+	uint64_t v;
+
+	CHECK_EQ(rx_atomic(&A, cs, b_at(250000), gdak_mr_rkey(bmr), swap_add, cmp, a_at(off),
+			   gdak_mr_lkey(amr), &err),
+		 0);
+	memcpy(&v, abuf + off, 8);
+	CHECK_EQ(gdak_be64toh(v), old);
+	memcpy(&v, bbuf + 250000, 8);
+	CHECK_EQ(v, now);
+}
+
+static void atomics(void)
+{
 	uint64_t v = 1000;
 
 	memcpy(bbuf + 250000, &v, 8);
 	memset(abuf + 250000, 0xee, 16);
-	CHECK_EQ(rx_atomic(&A, 0, b_at(250000), gdak_mr_rkey(bmr), 23, 0, a_at(250000),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250000, 8);
-	CHECK_EQ(gdak_be64toh(v), 1000); /* the original value, big-endian, as mlx5 writes it */
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 1023);
-	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 5, 1023, a_at(250008),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250008, 8);
-	CHECK_EQ(gdak_be64toh(v), 1023);
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 5);
+	atomic_step(0, 23, 0, 250000, 1000, 1023);
+	atomic_step(1, 5, 1023, 250008, 1023, 5);
 	/* a compare that fails: unchanged, the old value still returned */
-	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 9, 1234, a_at(250000),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250000, 8);
-	CHECK_EQ(gdak_be64toh(v), 5);
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 5);
+	atomic_step(1, 9, 1234, 250000, 5, 5);
 }
 
 static void sends(void)
