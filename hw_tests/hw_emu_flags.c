@@ -62,13 +62,9 @@ int main(void)
 	if (ret)
 		GDAK_TEST_SKIP("cannot open %s: %s", dev && *dev ? dev : "mlx5_0",
 			       gdak_strerror(ret));
-	gdak_test_fill(F.src, sizeof(F.src), 9);
-	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.src, sizeof(F.src), GDAK_ACCESS_ALL, &F.ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.dst, sizeof(F.dst), GDAK_ACCESS_ALL, &F.md), 0);
+	fid_env_reg(F.ctx, F.src, F.dst, sizeof(F.src), 9, &F.ms, &F.md);
 	case_no_dbrec();
 	case_collapsed();
-	gdak_mr_dereg(F.ms);
-	gdak_mr_dereg(F.md);
-	gdak_close(F.ctx);
+	fid_env_close(F.ctx, F.ms, F.md);
 	return gdak_test_end();
 }

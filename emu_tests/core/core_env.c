@@ -57,35 +57,52 @@ static void table_rows(void)
 	CHECK(gdak_env_find("GDAK_NO_SUCH_VARIABLE") == NULL);
 }
 
+/* Read name as its row's type: the reader's return, the value in *v. */
+static int read_typed(const char *name, unsigned long long *v)
+{
+	const struct gdak_env_var *row = gdak_env_find(name);
+	int b = 7, ret;
+
+	REQUIRE(row);
+	if (row->type == GDAK_ENV_UINT)
+		return gdak_env_uint(name, v);
+	if (row->type == GDAK_ENV_BOOL)
+		ret = gdak_env_bool(name, &b);
+	else
+		ret = gdak_env_choice(name, &b);
+	*v = (unsigned long long)b;
+	return ret;
+}
+
 static void typed_reads(void)
 {
+	/* value NULL: unset, when the reader returns 1 and the default */
+	static const struct {
+		const char *name, *value;
+		int ret;
+		unsigned long long want;
+	} reads[] = {
+		{ "GDAK_NIC_THREADS", NULL, 1, 1 }, { "GDAK_NIC_THREADS", "12", 0, 12 },
+		{ "GDAK_STRICT", "off", 0, 0 },	    { "GDAK_STRICT", "TRUE", 0, 1 },
+		{ "GDAK_STRICT", NULL, 1, 1 },	    { "GDAK_POLL", "Spin", 0, 1 },
+		{ "GDAK_POLL", NULL, 1, 0 },
+	};
 	unsigned long long u = 99;
-	int b = 7, c = 7;
 
-	unsetenv("GDAK_NIC_THREADS");
-	CHECK_EQ(gdak_env_uint("GDAK_NIC_THREADS", &u), 1); /* the default */
-	CHECK_EQ(u, 1);
-	setenv("GDAK_NIC_THREADS", "12", 1);
-	CHECK_EQ(gdak_env_uint("GDAK_NIC_THREADS", &u), 0);
-	CHECK_EQ(u, 12);
-	unsetenv("GDAK_NIC_THREADS");
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		unsigned long long v = 99;
 
-	setenv("GDAK_STRICT", "off", 1);
-	CHECK_EQ(gdak_env_bool("GDAK_STRICT", &b), 0);
-	CHECK_EQ(b, 0);
-	setenv("GDAK_STRICT", "TRUE", 1);
-	CHECK_EQ(gdak_env_bool("GDAK_STRICT", &b), 0);
-	CHECK_EQ(b, 1);
-	unsetenv("GDAK_STRICT");
-	CHECK_EQ(gdak_env_bool("GDAK_STRICT", &b), 1);
-	CHECK_EQ(b, 1);
-
-	setenv("GDAK_POLL", "Spin", 1);
-	CHECK_EQ(gdak_env_choice("GDAK_POLL", &c), 0);
-	CHECK_EQ(c, 1);
-	unsetenv("GDAK_POLL");
-	CHECK_EQ(gdak_env_choice("GDAK_POLL", &c), 1);
-	CHECK_EQ(c, 0);
+		if (reads[i].value)
+			setenv(reads[i].name, reads[i].value, 1);
+		else
+			unsetenv(reads[i].name);
+		CHECK_EQ(read_typed(reads[i].name, &v), reads[i].ret);
+		if (v != reads[i].want)
+			gdak_test_fail(__FILE__, __LINE__, "%s=%s: read %llu, want %llu",
+				       reads[i].name, reads[i].value ? reads[i].value : "(unset)",
+				       v, reads[i].want);
+		unsetenv(reads[i].name);
+	}
 
 	/* empty is unset */
 	setenv("GDAK_TRACE", "", 1);
@@ -116,7 +133,6 @@ static void bad_values(void)
 		{ "GDAK_UDP_RETRY", "8", "0|1|2|3|4|5|6|7|forever" },
 	};
 	unsigned long long u;
-	int v;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const struct gdak_env_var *row = gdak_env_find(bad[i].name);
@@ -127,12 +143,7 @@ static void bad_values(void)
 		setenv(bad[i].name, bad[i].value, 1);
 		n_err = 0;
 		last[0] = 0;
-		if (row->type == GDAK_ENV_UINT)
-			ret = gdak_env_uint(bad[i].name, &u);
-		else if (row->type == GDAK_ENV_BOOL)
-			ret = gdak_env_bool(bad[i].name, &v);
-		else
-			ret = gdak_env_choice(bad[i].name, &v);
+		ret = read_typed(bad[i].name, &u);
 		CHECK_EQ(ret, (uint64_t)-EINVAL);
 		CHECK_EQ(n_err, 1);
 		snprintf(want, sizeof(want), "%s='%s' is not allowed: want %s", bad[i].name,
@@ -170,6 +181,5 @@ static const struct gdak_case cases[] = { GDAK_CASE(table_rows), GDAK_CASE(typed
 int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -257,6 +257,5 @@ static const struct gdak_case cases[] = { GDAK_CASE(unknown_device), GDAK_CASE(n
 int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -198,6 +198,5 @@ static const struct gdak_case cases[] = { GDAK_CASE(round_trips), GDAK_CASE(exac
 int main(int argc, char **argv)
 {
 	gdak_log_set_sink(sink, NULL);
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

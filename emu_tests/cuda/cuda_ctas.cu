@@ -95,11 +95,7 @@ static void test_many(struct gdak_ctx *ctx)
 	cudaStreamDestroy(st);
 	for (int i = 0; i < NCTA; i++)
 		cu_pair_destroy(&p[i]);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	cu_buf_free(ctx, &hdst);
-	cu_buf_free(ctx, &word);
-	cu_buf_free(ctx, &res);
+	cu_bufs_free(ctx, {&src, &dst, &hdst, &word, &res});
 	gdak_mem_free(ctx, qps);
 	gdak_mem_free(ctx, rc);
 }
@@ -210,23 +206,19 @@ static void test_two_kernels(struct gdak_ctx *ctx, enum gdak_dev_db_handler h)
 	cudaStreamDestroy(sb);
 	cu_pair_destroy(&p1);
 	cu_pair_destroy(&p2);
-	cu_buf_free(ctx, &abuf);
-	cu_buf_free(ctx, &bbuf);
-	cu_buf_free(ctx, &sigs);
-	cu_buf_free(ctx, &scratch);
+	cu_bufs_free(ctx, {&abuf, &bbuf, &sigs, &scratch});
 	gdak_mem_free(ctx, res);
+}
+
+static void run(struct gdak_ctx *ctx)
+{
+	test_many(ctx);
+	test_two_kernels(ctx, GDAK_DEV_DB_DB);
+	test_two_kernels(ctx, GDAK_DEV_DB_CPU_PROXY);
 }
 
 int main(void)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
 	GDAK_REQUIRE(gdak_nic_set_threads(4));
-	ctx = cu_open();
-	test_many(ctx);
-	test_two_kernels(ctx, GDAK_DEV_DB_DB);
-	test_two_kernels(ctx, GDAK_DEV_DB_CPU_PROXY);
-	gdak_close(ctx);
-	return gdak_test_end();
+	return cu_main(run);
 }

@@ -89,8 +89,7 @@ static void test_bad(struct gdak_ctx *ctx, int mode, uint8_t want_synd, const ch
 	}
 	cudaStreamDestroy(st);
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
+	cu_bufs_free(ctx, {&src, &dst});
 	gdak_mem_free(ctx, o);
 }
 
@@ -152,8 +151,7 @@ static void test_flush(struct gdak_ctx *ctx)
 	CHECK_MEM(got, zero, 64);	/* the flushed WRITE did not execute */
 	cudaStreamDestroy(st);
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
+	cu_bufs_free(ctx, {&src, &dst});
 	gdak_mem_free(ctx, o);
 }
 
@@ -200,17 +198,16 @@ static void test_timeouts(struct gdak_ctx *ctx)
 	gdak_mem_free(ctx, o);
 }
 
-int main(void)
+static void run(struct gdak_ctx *ctx)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
-	ctx = cu_open();
 	test_bad(ctx, 0, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "bad rkey");
 	test_bad(ctx, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, "bad lkey");
 	test_bad(ctx, 2, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "out of range");
 	test_flush(ctx);
 	test_timeouts(ctx);
-	gdak_close(ctx);
-	return gdak_test_end();
+}
+
+int main(void)
+{
+	return cu_main(run);
 }

@@ -105,8 +105,7 @@ static void ctas_teardown(struct ctas_env *e)
 {
 	for (unsigned c = 0; c < NCTA; c++)
 		cu_pair_destroy(&e->p[c]);
-	cu_buf_free(e->ctx, &e->src);
-	cu_buf_free(e->ctx, &e->dst);
+	cu_bufs_free(e->ctx, {&e->src, &e->dst});
 	cudaFree(e->slots);
 	gdak_mem_free(e->ctx, e->rc);
 	free(e->pat);
@@ -154,8 +153,7 @@ static void g2g_close(struct gdak_ctx *ctx, struct cu_pair *p, struct cu_buf *sr
 		      struct cu_buf *dst, int *rc, cudaStream_t s)
 {
 	cu_pair_destroy(p);
-	cu_buf_free(ctx, src);
-	cu_buf_free(ctx, dst);
+	cu_bufs_free(ctx, {src, dst});
 	gdak_mem_free(ctx, rc);
 	cudaStreamDestroy(s);
 }
@@ -247,9 +245,7 @@ static void test_readdep(struct gdak_ctx *ctx)
 	cu_read(got, &dst, 0, sizeof(got));
 	CHECK_MEM(got, pat + 1000, sizeof(got));
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &remote);
-	cu_buf_free(ctx, &buf);
-	cu_buf_free(ctx, &dst);
+	cu_bufs_free(ctx, {&remote, &buf, &dst});
 	gdak_mem_free(ctx, rc);
 	cudaStreamDestroy(s);
 }
@@ -425,13 +421,8 @@ static void test_fullgpu(struct gdak_ctx *ctx)
 	g2g_close(ctx, &p, &src, &dst, rc, s);
 }
 
-int main(void)
+static void run(struct gdak_ctx *ctx)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
-	GDAK_REQUIRE(gdak_nic_set_threads(1));
-	ctx = cu_open();
 	test_ctas(ctx);
 	test_overlap(ctx);
 	test_readdep(ctx);
@@ -445,6 +436,10 @@ int main(void)
 		if (!m || !strcmp(m, "off") || !strcmp(m, "copy"))
 			test_fullgpu(ctx);
 	}
-	gdak_close(ctx);
-	return gdak_test_end();
+}
+
+int main(void)
+{
+	GDAK_REQUIRE(gdak_nic_set_threads(1));
+	return cu_main(run);
 }

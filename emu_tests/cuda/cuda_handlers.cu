@@ -118,24 +118,18 @@ static void test_handler(struct gdak_ctx *ctx, enum gdak_dev_db_handler h, const
 	       (unsigned long long)ns.cqes);
 	cudaStreamDestroy(st);
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	cu_buf_free(ctx, &back);
-	cu_buf_free(ctx, &word);
-	cu_buf_free(ctx, &res);
-	cu_buf_free(ctx, &rbuf);
+	cu_bufs_free(ctx, {&src, &dst, &back, &word, &res, &rbuf});
 	gdak_mem_free(ctx, out);
+}
+
+static void run(struct gdak_ctx *ctx)
+{
+	test_handler(ctx, GDAK_DEV_DB_DB, "DB");
+	test_handler(ctx, GDAK_DEV_DB_BF, "BF");
+	test_handler(ctx, GDAK_DEV_DB_CPU_PROXY, "CPU_PROXY");
 }
 
 int main(void)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
-	ctx = cu_open();
-	test_handler(ctx, GDAK_DEV_DB_DB, "DB");
-	test_handler(ctx, GDAK_DEV_DB_BF, "BF");
-	test_handler(ctx, GDAK_DEV_DB_CPU_PROXY, "CPU_PROXY");
-	gdak_close(ctx);
-	return gdak_test_end();
+	return cu_main(run);
 }

@@ -180,14 +180,7 @@ static void test_high(struct gdak_ctx *ctx)
 
 	cudaStreamDestroy(st);
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	cu_buf_free(ctx, &dst2);
-	cu_buf_free(ctx, &hdst);
-	cu_buf_free(ctx, &word);
-	cu_buf_free(ctx, &res);
-	cu_buf_free(ctx, &rbuf);
-	cu_buf_free(ctx, &scratch);
+	cu_bufs_free(ctx, {&src, &dst, &dst2, &hdst, &word, &res, &rbuf, &scratch});
 	gdak_mem_free(ctx, o);
 }
 
@@ -374,22 +367,17 @@ static void test_low(struct gdak_ctx *ctx)
 
 	cudaStreamDestroy(st);
 	cu_pair_destroy(&p);
-	cu_buf_free(ctx, &src);
-	cu_buf_free(ctx, &dst);
-	cu_buf_free(ctx, &word);
-	cu_buf_free(ctx, &res);
-	cu_buf_free(ctx, &rbuf);
+	cu_bufs_free(ctx, {&src, &dst, &word, &res, &rbuf});
 	gdak_mem_free(ctx, o);
+}
+
+static void run(struct gdak_ctx *ctx)
+{
+	test_high(ctx);
+	test_low(ctx);
 }
 
 int main(void)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
-	ctx = cu_open();
-	test_high(ctx);
-	test_low(ctx);
-	gdak_close(ctx);
-	return gdak_test_end();
+	return cu_main(run);
 }

@@ -150,12 +150,7 @@ static void bufs_make(struct gdak_ctx *ctx, struct bufs *b, size_t n, uint8_t *p
 
 static void bufs_free(struct gdak_ctx *ctx, struct bufs *b)
 {
-	cu_buf_free(ctx, &b->src);
-	cu_buf_free(ctx, &b->dst);
-	cu_buf_free(ctx, &b->back);
-	cu_buf_free(ctx, &b->hdst);
-	cu_buf_free(ctx, &b->word);
-	cu_buf_free(ctx, &b->res);
+	cu_bufs_free(ctx, {&b->src, &b->dst, &b->back, &b->hdst, &b->word, &b->res});
 }
 
 static struct sc_args args_of(struct gdak_dev_qp *qp, struct bufs *b)
@@ -348,15 +343,8 @@ static void test_shared(struct gdak_ctx *ctx, enum gdak_dev_db_handler h)
 	gdak_mem_free(ctx, rc);
 }
 
-int main(void)
+static void run(struct gdak_ctx *ctx)
 {
-	struct gdak_ctx *ctx;
-
-	cu_require_gpu();
-	/* the doorbell counts are exact only when the NIC waits for the
-	 * register as well as the record (strict mode, the default) */
-	GDAK_REQUIRE(gdak_nic_set_strict(1));
-	ctx = cu_open();
 	test_warp(ctx, GDAK_DEV_DB_DB);
 	test_warp_doorbells(ctx, GDAK_DEV_DB_DB);
 	test_warp_doorbells(ctx, GDAK_DEV_DB_BF);
@@ -366,6 +354,12 @@ int main(void)
 	test_block(ctx);
 	test_shared(ctx, GDAK_DEV_DB_DB);
 	test_shared(ctx, GDAK_DEV_DB_CPU_PROXY);
-	gdak_close(ctx);
-	return gdak_test_end();
+}
+
+int main(void)
+{
+	/* the doorbell counts are exact only when the NIC waits for the
+	 * register as well as the record (strict mode, the default) */
+	GDAK_REQUIRE(gdak_nic_set_strict(1));
+	return cu_main(run);
 }

@@ -194,19 +194,6 @@ __global__ void k_recv_wait(struct recv_args x, struct recv_out *o)
 
 /* ---- both sides --------------------------------------------------------------------- */
 
-static struct gdak_ctx *udp_open(void)
-{
-	struct gdak_ctx *ctx = NULL;
-	void *g = NULL;
-
-	GDAK_REQUIRE(gdak_open("emu:udp:127.0.0.1", &ctx));
-	/* a GPU is here: the NIC model must use its CUDA engine */
-	GDAK_REQUIRE(gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g));
-	REQUIRE_EQ(gdak_mem_kind_of(ctx, g), GDAK_MEM_GPU);
-	gdak_mem_free(ctx, g);
-	return ctx;
-}
-
 static uint64_t host_word(const struct cu_buf *b, size_t off)
 {
 	uint64_t v;
@@ -232,7 +219,7 @@ static void server(struct gdak_bootstrap *bs)
 	int seen[NCTA] = {0};
 
 	cu_require_gpu();
-	ctx = udp_open();
+	ctx = cu_open_dev("emu:udp:127.0.0.1");
 	s = cu_stream();
 	for (int i = 0; i < NDCT; i++) {
 		struct gdak_qp_attr a = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 4,
@@ -404,7 +391,7 @@ static void client(struct gdak_bootstrap *bs)
 	static uint8_t want[LEN], got[LEN];
 
 	cu_require_gpu();
-	ctx = udp_open();
+	ctx = cu_open_dev("emu:udp:127.0.0.1");
 	s = cu_stream();
 	memset(&x, 0, sizeof(x));
 	for (int c = 0; c < NCTA; c++)

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <initializer_list>
+
 #include <gdak/gdak.h>
 #include <gdak/nic.h>
 #include <gdak/dev/dev.h>
@@ -61,18 +63,37 @@ static void cu_require_gpu(void)
 	CU_REQUIRE(cudaFree(0)); /* create the primary context now */
 }
 
-/* Open the NIC model and check that its CUDA memory engine is in use (a GPU
- * is here: falling back to host memory would be a bug). */
-static struct gdak_ctx *cu_open(void)
+/* Open a NIC-model device ("emu", "emu:udp:ADDR") and check that its CUDA
+ * memory engine is in use (a GPU is here: falling back to host memory would
+ * be a bug). */
+static struct gdak_ctx *cu_open_dev(const char *dev)
 {
 	struct gdak_ctx *ctx = NULL;
 	void *g = NULL;
 
-	GDAK_REQUIRE(gdak_open("emu", &ctx));
+	GDAK_REQUIRE(gdak_open(dev, &ctx));
 	GDAK_REQUIRE(gdak_mem_alloc(ctx, 64, GDAK_MEM_GPU, &g));
 	REQUIRE_EQ(gdak_mem_kind_of(ctx, g), GDAK_MEM_GPU);
 	gdak_mem_free(ctx, g);
 	return ctx;
+}
+
+static struct gdak_ctx *cu_open(void)
+{
+	return cu_open_dev("emu");
+}
+
+/* A test file's main: skip without a GPU, open the NIC model, run the
+ * file's tests on it, close it. */
+static int cu_main(void (*run)(struct gdak_ctx *ctx))
+{
+	struct gdak_ctx *ctx;
+
+	cu_require_gpu();
+	ctx = cu_open();
+	run(ctx);
+	gdak_close(ctx);
+	return gdak_test_end();
 }
 
 struct cu_pair {
@@ -152,6 +173,13 @@ static void cu_buf_free(struct gdak_ctx *ctx, struct cu_buf *b)
 {
 	CHECK_EQ(gdak_mr_dereg(b->mr), 0);
 	CHECK_EQ(gdak_mem_free(ctx, b->p), 0);
+}
+
+/* cu_buf_free for each buffer, in order: cu_bufs_free(ctx, {&src, &dst}). */
+static void cu_bufs_free(struct gdak_ctx *ctx, std::initializer_list<struct cu_buf *> bufs)
+{
+	for (struct cu_buf *b : bufs)
+		cu_buf_free(ctx, b);
 }
 
 /* Host copy of a buffer's bytes (any kind). */

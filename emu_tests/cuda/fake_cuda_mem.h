@@ -9,8 +9,8 @@
  * tables, and pinned host memory.  Their contexts, streams and copies differ
  * and stay in each file.
  *
- * The including file defines DEV_LEN, MAX_ALLOCS and API (the exported
- * symbols' visibility) first.  Everything here is static: one copy per fake.
+ * The including file defines DEV_LEN, MAX_ALLOCS, API (the exported
+ * symbols' visibility) and DEVICE_NAME (what cuDeviceGetName says) first.  Everything here is static: one copy per fake.
  */
 #ifndef GDAK_FAKE_CUDA_MEM_H
 #define GDAK_FAKE_CUDA_MEM_H
@@ -218,6 +218,16 @@ API int cuDeviceGet(int *d, int ordinal)
 	if (ordinal != 0)
 		return E_INVALID_VALUE;
 	*d = 0;
+	return OK;
+}
+
+API int cuDeviceGetName(char *name, int len, int dev)
+{
+	(void)dev;
+	if (len > 0) {
+		strncpy(name, DEVICE_NAME, (size_t)len - 1);
+		name[len - 1] = '\0';
+	}
 	return OK;
 }
 

@@ -22,7 +22,6 @@
  *
  * Usage: gdak_cuda_gpu_batch_rate [--rounds N] [--per P] [--qps Q] [--gpu-only 1]
  */
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include <time.h>
 
 #include "gdak_test.h"
+#include "gdak_test_proc.h"
 #include "nic_util.h"
 #include "nm_cuda.h" /* the engine's counters */
 
@@ -39,31 +39,6 @@
 
 static struct gdak_ctx *ctx;
 static int nic_tid;
-
-/* The NIC thread's task (named gdak-nic0 by nm_thread.c). */
-static void find_nic_task(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-
-	REQUIRE(d != NULL);
-	while ((e = readdir(d))) {
-		char p[300], name[32] = "";
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, "gdak-nic0", 9))
-			nic_tid = atoi(e->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	REQUIRE(nic_tid > 0);
-}
 
 /* The NIC thread's CPU time so far, ns: the kernel's per-thread CPU clock
  * of that task (what pthread_getcpuclockid builds: ~tid << 3 | per-thread
@@ -240,7 +215,8 @@ int main(int argc, char **argv)
 	REQUIRE_EQ(gdak_mr_reg(ctx, h_buf, (size_t)nq * 16, GDAK_ACCESS_ALL, &m_h), 0);
 	for (unsigned c = 0; c < nq; c++)
 		REQUIRE_EQ(nu_pair(ctx, &at, &qa[c], &qb[c]), 0);
-	find_nic_task();
+	nic_tid = gdak_test_nic_tid();
+	REQUIRE(nic_tid > 0);
 	for (int k = 0; k < 2; k++)
 		side_init(&sd[k]);
 	/* a round of each first: the batch engine and the pages exist */

@@ -51,6 +51,7 @@
 #define DEV_LEN (256u << 20)
 #define MAX_ALLOCS 4096
 #define MAX_STREAMS 256
+#define DEVICE_NAME "gdak fake GPU (gpumem)"
 #define API __attribute__((visibility("default")))
 /* The exported functions are the driver's ABI, looked up by dlsym. */
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
@@ -492,16 +493,6 @@ API int cuDeviceGetAttribute(int *v, int attr, int dev)
 {
 	(void)dev;
 	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
-	return OK;
-}
-
-API int cuDeviceGetName(char *name, int len, int dev)
-{
-	(void)dev;
-	if (len > 0) {
-		strncpy(name, "gdak fake GPU (gpumem)", (size_t)len - 1);
-		name[len - 1] = '\0';
-	}
 	return OK;
 }
 

@@ -131,15 +131,9 @@ static void case_same_half(void)
 
 int main(void)
 {
-	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
-	REQUIRE_EQ(gdak_open("emu", &F.ctx), 0);
-	gdak_test_fill(F.src, sizeof(F.src), 77);
-	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.src, sizeof(F.src), GDAK_ACCESS_ALL, &F.ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(F.ctx, F.dst, sizeof(F.dst), GDAK_ACCESS_ALL, &F.md), 0);
+	fid_env_open(&F.ctx, F.src, F.dst, sizeof(F.src), 77, &F.ms, &F.md);
 	case_alternating();
 	case_same_half();
-	gdak_mr_dereg(F.ms);
-	gdak_mr_dereg(F.md);
-	gdak_close(F.ctx);
+	fid_env_close(F.ctx, F.ms, F.md);
 	return gdak_test_end();
 }

@@ -56,16 +56,24 @@ static inline int fid_open(const char *dev, int optional, struct gdak_ctx **ctx)
 	return 0;
 }
 
-/* The set-up most fidelity tests share: strict mode, an "emu" context, src
- * filled from seed, src and dst (len bytes each) registered for all access. */
+/* On an open ctx: src filled from seed, src and dst (len bytes each)
+ * registered for all access. */
+static inline void fid_env_reg(struct gdak_ctx *ctx, void *src, void *dst, size_t len,
+			       uint64_t seed, struct gdak_mr **ms, struct gdak_mr **md)
+{
+	gdak_test_fill(src, len, seed);
+	REQUIRE_EQ(gdak_mr_reg(ctx, src, len, GDAK_ACCESS_ALL, ms), 0);
+	REQUIRE_EQ(gdak_mr_reg(ctx, dst, len, GDAK_ACCESS_ALL, md), 0);
+}
+
+/* The set-up most fidelity tests share: strict mode, an "emu" context and
+ * fid_env_reg on it. */
 static inline void fid_env_open(struct gdak_ctx **ctx, void *src, void *dst, size_t len,
 				uint64_t seed, struct gdak_mr **ms, struct gdak_mr **md)
 {
 	REQUIRE_EQ(gdak_nic_set_strict(1), 0);
 	REQUIRE_EQ(gdak_open("emu", ctx), 0);
-	gdak_test_fill(src, len, seed);
-	REQUIRE_EQ(gdak_mr_reg(*ctx, src, len, GDAK_ACCESS_ALL, ms), 0);
-	REQUIRE_EQ(gdak_mr_reg(*ctx, dst, len, GDAK_ACCESS_ALL, md), 0);
+	fid_env_reg(*ctx, src, dst, len, seed, ms, md);
 }
 
 static inline void fid_env_close(struct gdak_ctx *ctx, struct gdak_mr *ms, struct gdak_mr *md)

@@ -92,6 +92,15 @@ static void wqe_finish(struct prog *p, const char *name)
 	save("wqe", name, p->b, p->n);
 }
 
+/* A seed of one WQE under header h, rung and polled. */
+static void one_wqe(struct prog *p, uint8_t h, uint8_t sel, uint8_t fl, uint8_t k, uint16_t len,
+		    const char *name)
+{
+	wqe_start(p, h);
+	wqe(p, sel, fl, k, len);
+	wqe_finish(p, name);
+}
+
 static void wqe_seeds(void)
 {
 	static const char *const hname[] = {"db", "bf", "proxy"};
@@ -101,15 +110,11 @@ static void wqe_seeds(void)
 	for (uint8_t h = 0; h < 3; h++) {
 		uint8_t hb = (uint8_t)(h << 2);
 
-		wqe_start(&p, hb);
-		wqe(&p, S_WRITE, 1, KEYS(K_L, K_R), 64);
 		snprintf(name, sizeof(name), "%s-write", hname[h]);
-		wqe_finish(&p, name);
+		one_wqe(&p, hb, S_WRITE, 1, KEYS(K_L, K_R), 64, name);
 
-		wqe_start(&p, hb);
-		wqe(&p, S_WRITE, 5, KEYS(K_L, K_R), 40);
 		snprintf(name, sizeof(name), "%s-write-inline", hname[h]);
-		wqe_finish(&p, name);
+		one_wqe(&p, hb, S_WRITE, 5, KEYS(K_L, K_R), 40, name);
 
 		wqe_start(&p, hb);
 		for (int i = 0; i < 6; i++)
@@ -131,18 +136,10 @@ static void wqe_seeds(void)
 	wqe_finish(&p, "atomics");
 
 	/* every access error the keys can produce */
-	wqe_start(&p, 0);
-	wqe(&p, S_WRITE, 1, KEYS(K_L, K_RO), 64);
-	wqe_finish(&p, "write-readonly");
-	wqe_start(&p, 0);
-	wqe(&p, S_READ, 1, KEYS(K_NLW, K_R), 64);
-	wqe_finish(&p, "read-no-local-write");
-	wqe_start(&p, 0);
-	wqe(&p, S_WRITE, 1, KEYS(K_L, K_RB), 64);
-	wqe_finish(&p, "write-no-remote-access");
-	wqe_start(&p, 0);
-	wqe(&p, S_WRITE, 1, (uint8_t)(KEYS(K_L, K_R) | 0x40), 64);
-	wqe_finish(&p, "write-past-end");
+	one_wqe(&p, 0, S_WRITE, 1, KEYS(K_L, K_RO), 64, "write-readonly");
+	one_wqe(&p, 0, S_READ, 1, KEYS(K_NLW, K_R), 64, "read-no-local-write");
+	one_wqe(&p, 0, S_WRITE, 1, KEYS(K_L, K_RB), 64, "write-no-remote-access");
+	one_wqe(&p, 0, S_WRITE, 1, (uint8_t)(KEYS(K_L, K_R) | 0x40), 64, "write-past-end");
 
 	/* dereg while referenced, then use */
 	wqe_start(&p, 0);

@@ -22,17 +22,17 @@ endforeach()
 
 # DC over UDP (docs/UDP.md "DC"): one DCI in one process, three DCTs in another.
 foreach(_m ops errors)
-  gdak_add_test(NAME gdak.net.udp_dc_${_m} SOURCES net/net_udp_dc.c ARGS ${_m} LABELS net
-                TIMEOUT 180)
+  gdak_add_test(NAME gdak.net.udp_dc_${_m} SOURCES net/net_udp_dc.c LIBS gdak_nic_util ARGS ${_m}
+                LABELS net TIMEOUT 180)
 endforeach()
 foreach(_p 1 5 20)
-  gdak_add_test(NAME gdak.net.udp_dc_loss${_p} SOURCES net/net_udp_dc.c ARGS loss ${_p} LABELS net
-                TIMEOUT 180)
+  gdak_add_test(NAME gdak.net.udp_dc_loss${_p} SOURCES net/net_udp_dc.c LIBS gdak_nic_util
+                ARGS loss ${_p} LABELS net TIMEOUT 180)
 endforeach()
 # A DCI with four streams in flight to three DCTs (net/net_dc_streams.c):
 # in one process, over emu:udp between two, and with loss.
-gdak_add_test(NAME gdak.net.dc_streams SOURCES net/net_dc_streams.c ARGS udp LABELS net
-              TIMEOUT 180)
+gdak_add_test(NAME gdak.net.dc_streams SOURCES net/net_dc_streams.c LIBS gdak_nic_util ARGS udp
+              LABELS net TIMEOUT 180)
 add_test(NAME gdak.net.dc_streams_loop COMMAND gdak_net_dc_streams loop)
 add_test(NAME gdak.net.dc_streams_loss5 COMMAND gdak_net_dc_streams udp 5)
 set_tests_properties(gdak.net.dc_streams_loop gdak.net.dc_streams_loss5 PROPERTIES LABELS net

@@ -38,6 +38,7 @@
 #include <gdak/nic.h>
 
 #include "gdak_test.h"
+#include "nic_util.h"
 #include "gdak_test_bs.h"
 
 #define NDCT 3
@@ -168,22 +169,10 @@ static struct gdak_mr *lmr;
 #define DST(s) (lmem + 65536 + (uint64_t)(s)*8192)
 #define RES(s) ((uint64_t *)(void *)(lmem + 131072 + (uint64_t)(s)*8))
 
-static struct gdak_qp *dci_new(struct gdak_dev_qp **d, uint32_t streams)
-{
-	struct gdak_qp_attr a = { .type = GDAK_QPT_DCI, .sq_depth = 64, .dci_streams = streams };
-	struct gdak_qp *q;
-
-	REQUIRE_EQ(gdak_qp_create(ictx, &a, &q), 0);
-	REQUIRE_EQ(gdak_qp_connect(q, NULL), 0);
-	CHECK_EQ(gdak_qp_state(q), GDAK_QPS_RTS);
-	REQUIRE_EQ(gdak_qp_export(q, d), 0);
-	return q;
-}
-
 static void rounds(const struct gdak_dev_av *av, const struct remote *peer, int n)
 {
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d, NST);
+	struct gdak_qp *q = nu_dci(ictx, NST, &d);
 	struct gdak_nic_dc_stats st;
 	uint32_t lk = gdak_mr_lkey(lmr);
 	uint64_t t = 0;
@@ -251,7 +240,7 @@ static void read_back(const struct gdak_dev_av *av, const struct remote *peer, i
 		      uint8_t *out, uint32_t len)
 {
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d, 1);
+	struct gdak_qp *q = nu_dci(ictx, 1, &d);
 	struct gdak_dev_sge dst = { va(out), len, gdak_mr_lkey(lmr) };
 	uint64_t t = 0;
 
@@ -263,16 +252,34 @@ static void read_back(const struct gdak_dev_av *av, const struct remote *peer, i
 	CHECK_EQ(gdak_qp_destroy(q), 0);
 }
 
+/* Waiting for ticket t on DCI q (exported as d) fails with an error CQE of
+ * syndrome synd for the WRITE at WQE index idx; the DCI is in ERR. */
+static void expect_write_err(struct gdak_qp *q, struct gdak_dev_qp *d, uint64_t t, uint8_t synd,
+			     uint64_t idx)
+{
+	struct gdak_dev_cqe c;
+	struct gdak_qp_error e;
+
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, &c), -EIO);
+	CHECK_EQ(c.opcode, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(c.syndrome, synd);
+	CHECK_EQ(c.wqe_opcode, MLX5_OPCODE_RDMA_WRITE);
+	CHECK_EQ(c.wqe_index, idx);
+	CHECK_EQ(c.qpn, gdak_qp_num(q));
+	CHECK_EQ(gdak_qp_query_error(q, &e), 0);
+	CHECK_EQ(e.state, GDAK_QPS_ERR);
+}
+
 static void stream_errors(const struct gdak_qp_info *info, const struct gdak_dev_av *av,
 			  const struct remote *peer)
 {
 	/* (stream, DCT) of each WRITE; the third has a bad rkey */
 	static const int ws[5] = { 0, 2, 1, 3, 0 }, wt[5] = { 0, 2, 1, 0, 0 };
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d, NST);
+	struct gdak_qp *q = nu_dci(ictx, NST, &d);
 	struct gdak_nic_dc_stats st;
 	struct gdak_qp_error e;
-	struct gdak_dev_cqe c;
 	uint32_t lk = gdak_mr_lkey(lmr);
 	uint64_t t = 0, bad_idx = 0;
 	uint8_t *got = DST(0), zero[ELEN];
@@ -292,15 +299,8 @@ static void stream_errors(const struct gdak_qp_info *info, const struct gdak_dev
 			      j == 4 ? GDAK_DEV_WQE_SIGNAL : 0, &t),
 			 0);
 	}
-	memset(&c, 0, sizeof(c));
-	CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, &c), -EIO);
-	CHECK_EQ(c.opcode, MLX5_CQE_REQ_ERR);
-	CHECK_EQ(c.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	CHECK_EQ(c.wqe_opcode, MLX5_OPCODE_RDMA_WRITE);
-	CHECK_EQ(c.wqe_index, bad_idx);
-	CHECK_EQ(c.qpn, gdak_qp_num(q));
+	expect_write_err(q, d, t, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, bad_idx);
 	CHECK_EQ(gdak_qp_query_error(q, &e), 0);
-	CHECK_EQ(e.state, GDAK_QPS_ERR);
 	CHECK_EQ(e.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	CHECK_EQ(e.wqe_index, (uint16_t)bad_idx);
 	CHECK_EQ(gdak_nic_dc_stats(q, &st), 0);
@@ -324,7 +324,7 @@ static void stream_errors(const struct gdak_qp_info *info, const struct gdak_dev
 
 		bad.dc_key ^= 2;
 		REQUIRE_EQ(gdak_dc_av(&bad, 0, &bav), 0);
-		q = dci_new(&d, NST);
+		q = nu_dci(ictx, NST, &d);
 		CHECK_EQ(post(d, &av[0], 0, OP_WRITE, &src, peer[0].addr + ESLOT(8), peer[0].rkey,
 			      0, 0, &t),
 			 0);
@@ -332,13 +332,7 @@ static void stream_errors(const struct gdak_qp_info *info, const struct gdak_dev
 		CHECK_EQ(post(d, &bav, 2, OP_WRITE, &src, peer[0].addr + ESLOT(9), peer[0].rkey, 0,
 			      GDAK_DEV_WQE_SIGNAL, &t),
 			 0);
-		memset(&c, 0, sizeof(c));
-		CHECK_EQ(gdak_dev_wait_timeout(d, t, T_NS, &c), -EIO);
-		CHECK_EQ(c.opcode, MLX5_CQE_REQ_ERR);
-		CHECK_EQ(c.syndrome, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
-		CHECK_EQ(c.wqe_index, idx);
-		CHECK_EQ(gdak_qp_query_error(q, &e), 0);
-		CHECK_EQ(e.state, GDAK_QPS_ERR);
+		expect_write_err(q, d, t, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, idx);
 		CHECK_EQ(gdak_qp_destroy(q), 0);
 		read_back(av, peer, 0, ESLOT(8), got, 64);
 		CHECK_MEM(got, SRC(0, 0), 64);
@@ -403,7 +397,7 @@ static void client(struct gdak_bootstrap *bs)
 	set_env(0);
 	initiator_open("emu:udp:127.0.0.1");
 	/* the exchange wants equal counts; nobody reaches a DCI */
-	q = dci_new(&d, 1);
+	q = nu_dci(ictx, 1, &d);
 	REQUIRE_EQ(gdak_qp_info(q, &mine[0]), 0);
 	for (int i = 0; i < NDCT; i++)
 		mine[i] = mine[0];

@@ -757,14 +757,34 @@ static void reconnect_ab(void)
 	connect_ab(&ia, &ib);
 }
 
+/* The next send CQE of q is an error CQE with syndrome synd for WQE idx. */
+static void expect_err_cqe(struct nu_qp *q, uint8_t synd, uint16_t idx)
+{
+	struct gdak_mlx5_cqe_fields f;
+
+	REQUIRE_EQ(nu_poll(q, 0, &f, POLL_MS), 0);
+	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
+	CHECK_EQ(f.syndrome, synd);
+	CHECK_EQ(f.wqe_counter, idx);
+}
+
+/* On q in ERR: a 64-byte WRITE or READ to the target completes flushed. */
+static void post_expect_flush(struct nu_qp *q, uint8_t opcode, unsigned flags)
+{
+	uint16_t idx = nu_post_rdma(q, opcode, W.loc, 64, gdak_mr_lkey(W.mr_loc), (uintptr_t)W.tgt,
+				    gdak_mr_rkey(W.mr_tgt), 0, flags);
+
+	nu_ring(q);
+	expect_err_cqe(q, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, idx);
+}
+
 /* A remote error: the responder and the requester go to ERR with the
  * cause, and no WQE is left without a CQE. */
 static void case_errors(void)
 {
 	uint32_t lk = gdak_mr_lkey(W.mr_loc), rk = gdak_mr_rkey(W.mr_tgt);
-	struct gdak_mlx5_cqe_fields f;
 	struct gdak_qp_error e;
-	uint16_t i1, i2, i3;
+	uint16_t i1, i2;
 
 	legit_round();
 	/* WRITE past the end of the target region: REMOTE_ACCESS */
@@ -773,25 +793,11 @@ static void case_errors(void)
 	i2 = nu_post_rdma(&W.b, MLX5_OPCODE_RDMA_WRITE, W.loc, 64, lk, (uintptr_t)W.tgt, rk, 0,
 			  NU_SIG);
 	nu_ring(&W.b);
-	REQUIRE_EQ(nu_poll(&W.b, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
-	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-	CHECK_EQ(f.wqe_counter, i1);
-	REQUIRE_EQ(nu_poll(&W.b, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.opcode, MLX5_CQE_REQ_ERR);
-	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-	CHECK_EQ(f.wqe_counter, i2);
+	expect_err_cqe(&W.b, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, i1);
+	expect_err_cqe(&W.b, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, i2);
 	/* later WQEs: one flush CQE each, none missing */
-	i3 = nu_post_rdma(&W.b, MLX5_OPCODE_RDMA_WRITE, W.loc, 64, lk, (uintptr_t)W.tgt, rk, 0, 0);
-	nu_ring(&W.b);
-	REQUIRE_EQ(nu_poll(&W.b, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-	CHECK_EQ(f.wqe_counter, i3);
-	i3 = nu_post_rdma(&W.b, MLX5_OPCODE_RDMA_READ, W.loc, 64, lk, (uintptr_t)W.tgt, rk, 0, 0);
-	nu_ring(&W.b);
-	REQUIRE_EQ(nu_poll(&W.b, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-	CHECK_EQ(f.wqe_counter, i3);
+	post_expect_flush(&W.b, MLX5_OPCODE_RDMA_WRITE, 0);
+	post_expect_flush(&W.b, MLX5_OPCODE_RDMA_READ, 0);
 	CHECK_EQ(nu_wait_state(&W.b, GDAK_QPS_ERR, POLL_MS), 0);
 	memset(&e, 0, sizeof(e));
 	CHECK_EQ(gdak_qp_query_error(W.b.qp, &e), 0);
@@ -806,12 +812,7 @@ static void case_errors(void)
 	CHECK_EQ(e.syndrome, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
 	CHECK_STR(e.rule, "udp_responder");
 	CHECK(e.text[0] != 0);
-	i3 = nu_post_rdma(&W.a, MLX5_OPCODE_RDMA_WRITE, W.loc, 64, lk, (uintptr_t)W.tgt, rk, 0,
-			  NU_SIG);
-	nu_ring(&W.a);
-	REQUIRE_EQ(nu_poll(&W.a, 0, &f, POLL_MS), 0);
-	CHECK_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-	CHECK_EQ(f.wqe_counter, i3);
+	post_expect_flush(&W.a, MLX5_OPCODE_RDMA_WRITE, NU_SIG);
 	/* nothing written outside, the bystanders unaffected */
 	CHECK(guards_ok());
 	CHECK_EQ(gdak_test_memdiff(W.tgt, W.shadow, TSZ), (size_t)-1);

@@ -232,6 +232,5 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	unsetenv("GDAK_BOOTSTRAP_SECRET");
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -75,6 +75,18 @@ static void expect_ack(uint32_t psn)
 	CHECK_EQ(aeth_syn(b + ROCE_BTH_LEN) & AETH_TYPE_MASK, AETH_ACK);
 }
 
+/* A well-formed DC WRITE to the DCT (connection conn starting at PSN psn0,
+ * this one at psn, fill's bytes): ACKed at psn and executed, so mem is want
+ * with its bytes at DST. */
+static void write_executed(uint8_t *want, uint32_t conn, uint32_t psn0, uint32_t psn, uint64_t fill)
+{
+	dc_write(&di, ROCE_DC_BASE | ROCE_WRITE_ONLY, di.qpn, KEY, conn, 3, psn0, psn,
+		 ROCE_DCETH_LEN, fill);
+	expect_ack(psn);
+	gdak_test_fill(want + DST, LEN, fill);
+	CHECK_MEM(mem, want, MEM);
+}
+
 static uint64_t bad_pkts(struct gdak_qp *q)
 {
 	struct roce_stats st;
@@ -139,10 +151,7 @@ int main(void)
 
 	/* the well-formed request: executed, ACKed - and every packet before
 	 * it on this socket was handled by then */
-	dc_write(&di, W, di.qpn, KEY, 10, 3, 500, 500, ROCE_DCETH_LEN, 8);
-	expect_ack(500);
-	gdak_test_fill(want + DST, LEN, 8);
-	CHECK_MEM(mem, want, MEM);
+	write_executed(want, 10, 500, 500, 8);
 	CHECK_EQ(gdak_nic_dc_stats(dct, &st), 0);
 	CHECK_EQ(st.key_violations, 1);
 	/* nobody's number, 3 cut DCETHs, 2 MTU codes, the RC packet */
@@ -159,15 +168,9 @@ int main(void)
 	CHECK_MEM(mem, want, MEM);
 	/* an older connection's packet is dropped; the current one goes on */
 	dc_write(&di, W, di.qpn, KEY, 9, 3, 400, 400, ROCE_DCETH_LEN, 10);
-	dc_write(&di, W, di.qpn, KEY, 10, 3, 500, 501, ROCE_DCETH_LEN, 11);
-	expect_ack(501);
-	gdak_test_fill(want + DST, LEN, 11);
-	CHECK_MEM(mem, want, MEM);
+	write_executed(want, 10, 500, 501, 11);
 	/* a newer connection starts the context over at its first PSN */
-	dc_write(&di, W, di.qpn, KEY, 11, 3, 7000, 7000, ROCE_DCETH_LEN, 12);
-	expect_ack(7000);
-	gdak_test_fill(want + DST, LEN, 12);
-	CHECK_MEM(mem, want, MEM);
+	write_executed(want, 11, 7000, 7000, 12);
 	CHECK_EQ(gdak_nic_dc_stats(dct, &st), 0);
 	CHECK_EQ(st.key_violations, 1);
 	CHECK_EQ(gdak_qp_state(dct), GDAK_QPS_RTR);

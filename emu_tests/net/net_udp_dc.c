@@ -34,6 +34,7 @@
 #include <gdak/nic.h>
 
 #include "gdak_test.h"
+#include "nic_util.h"
 #include "gdak_test_bs.h"
 
 #define NDCT 3
@@ -193,24 +194,12 @@ static struct gdak_ctx *cctx;
 static uint8_t *lmem;
 static struct gdak_mr *lmr;
 
-static struct gdak_qp *dci_new(struct gdak_dev_qp **d)
-{
-	struct gdak_qp_attr a = { .type = GDAK_QPT_DCI, .sq_depth = 64 };
-	struct gdak_qp *q;
-
-	REQUIRE_EQ(gdak_qp_create(cctx, &a, &q), 0);
-	REQUIRE_EQ(gdak_qp_connect(q, NULL), 0);
-	CHECK_EQ(gdak_qp_state(q), GDAK_QPS_RTS);
-	REQUIRE_EQ(gdak_qp_export(q, d), 0);
-	return q;
-}
-
 /* One WRITE on a fresh DCI; expects an error CQE with synd, the DCI in ERR. */
 static void expect_fail(const struct gdak_dev_av *av, const struct remote *r, uint32_t rkey,
 			uint8_t synd)
 {
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d);
+	struct gdak_qp *q = nu_dci(cctx, 0, &d);
 	struct gdak_dev_sge src = { va(lmem), 64, gdak_mr_lkey(lmr) };
 	struct gdak_dev_cqe c;
 	struct gdak_qp_error e;
@@ -234,7 +223,7 @@ static void client_ops(struct gdak_bootstrap *bs, const struct gdak_dev_av *av,
 		       const struct remote *peer)
 {
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d);
+	struct gdak_qp *q = nu_dci(cctx, 0, &d);
 	struct gdak_nic_dc_stats st;
 	uint64_t t = 0, old = 0;
 
@@ -334,7 +323,7 @@ static void client_errors(struct gdak_bootstrap *bs, const struct gdak_qp_info *
 	REQUIRE_EQ(gdak_bootstrap_barrier(bs), 0);
 	{
 		struct gdak_dev_qp *d;
-		struct gdak_qp *q = dci_new(&d);
+		struct gdak_qp *q = nu_dci(cctx, 0, &d);
 		struct gdak_dev_sge src = { va(lmem), 64, gdak_mr_lkey(lmr) };
 		struct gdak_dev_sge dst = { va(lmem + 8192), 64, gdak_mr_lkey(lmr) };
 		uint64_t t = 0;
@@ -356,7 +345,7 @@ static void client_loss(struct gdak_bootstrap *bs, const struct gdak_dev_av *av,
 			const struct remote *peer)
 {
 	struct gdak_dev_qp *d;
-	struct gdak_qp *q = dci_new(&d);
+	struct gdak_qp *q = nu_dci(cctx, 0, &d);
 	uint64_t n = 40, t = 0;
 
 	for (uint64_t k = 0; k < n; k++) {
@@ -402,7 +391,7 @@ static void client(struct gdak_bootstrap *bs)
 	REQUIRE_EQ(gdak_mr_reg(cctx, lmem, 32768, GDAK_ACCESS_ALL, &lmr), 0);
 	/* what the server learns of us: nothing it needs (a DCI is reached by
 	 * nobody); the exchange wants equal counts */
-	q = dci_new(&d);
+	q = nu_dci(cctx, 0, &d);
 	REQUIRE_EQ(gdak_qp_info(q, &mine[0]), 0);
 	for (int i = 0; i < NDCT; i++) {
 		mine[i] = mine[0];

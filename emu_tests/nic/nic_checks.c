@@ -339,6 +339,18 @@ static void case_bf_mismatch(void)
 	nu_destroy(&b);
 }
 
+/* The QP's counters into *st once *field (one of them) is non-zero, or
+ * after 5 s (a hang guard: the caller checks the value). */
+static void stats_once(struct nu_qp *q, struct gdak_nic_stats *st, const uint64_t *field)
+{
+	uint64_t t0 = gdak_test_now_ns();
+
+	do {
+		sched_yield();
+		gdak_nic_qp_stats(q->qp, st);
+	} while (!*field && gdak_test_now_ns() - t0 < 5000000000ull);
+}
+
 /*
  * A BlueFlame copy the NIC saw half-written, then overwritten by a newer
  * 8-byte doorbell before it settled: it can no longer be checked, and must
@@ -351,7 +363,6 @@ static void case_bf_superseded(void)
 	struct gdak_nic_stats st;
 	struct nu_qp a, b;
 	const uint64_t *w;
-	uint64_t t0;
 	uint16_t last;
 
 	pair(&a, &b, GDAK_DEV_DB_BF, 0);
@@ -364,11 +375,7 @@ static void case_bf_superseded(void)
 	/* the first 8 bytes of the BlueFlame write, then "preempted" until the
 	 * NIC has seen this doorbell */
 	__atomic_store_n(a.d->db_reg, w[0], __ATOMIC_RELEASE);
-	t0 = gdak_test_now_ns();
-	do {
-		sched_yield();
-		gdak_nic_qp_stats(a.qp, &st);
-	} while (!st.doorbells && gdak_test_now_ns() - t0 < 5000000000ull);
+	stats_once(&a, &st, &st.doorbells);
 	CHECK_EQ(st.doorbells, 1);
 	for (int i = 1; i < 8; i++) /* the rest of the copy */
 		__atomic_store_n(a.d->db_reg + i, w[i], __ATOMIC_RELAXED);
@@ -489,17 +496,12 @@ static void case_record_without_ring(void)
 	struct nu_qp a, b;
 	struct gdak_nic_stats st;
 	struct gdak_mlx5_cqe_fields f;
-	uint64_t t0;
 
 	pair(&a, &b, GDAK_DEV_DB_DB, 0);
 	wr(&a, 8, gdak_mr_lkey(ma), (uintptr_t)lb, gdak_mr_rkey(mb), NU_SIG);
 	__atomic_store_n(&a.d->dbrec[MLX5_SND_DBR], gdak_mlx5_sq_dbrec_value((uint32_t)a.pi),
 			 __ATOMIC_RELEASE);
-	t0 = gdak_test_now_ns();
-	do {
-		sched_yield();
-		gdak_nic_qp_stats(a.qp, &st);
-	} while (!st.violations && gdak_test_now_ns() - t0 < 5000000000ull);
+	stats_once(&a, &st, &st.violations);
 	CHECK_EQ(st.violations, 1);
 	CHECK_EQ(st.wqes, 0);
 	CHECK(!nu_cqe_ready(&a, 0));

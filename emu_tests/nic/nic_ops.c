@@ -98,35 +98,31 @@ static void test_send(void)
 	CHECK_MEM(lb + 100, "hello, responder", 16);
 }
 
+/* One signalled atomic on target, its old value into res: target is then
+ * want and res holds old, big-endian. */
+static void atomic_step(uint64_t *target, uint64_t *res, uint8_t opcode, uint64_t swap_add,
+			uint64_t compare, uint64_t want, uint64_t old)
+{
+	uint16_t idx = nu_post_atomic(&a, opcode, res, gdak_mr_lkey(ma), (uintptr_t)target,
+				      gdak_mr_rkey(mb), swap_add, compare, NU_SIG);
+
+	nu_ring(&a);
+	expect_req(&a, idx, 8);
+	CHECK_EQ(*target, want);
+	CHECK_EQ(*res, gdak_htobe64(old));
+	CHECK_EQ(gdak_be64toh(*res), old);
+}
+
 static void test_atomics(void)
 {
 	uint64_t *target = (uint64_t *)(void *)(lb + 4096);
 	uint64_t *res = (uint64_t *)(void *)(la + 4096);
-	uint16_t idx;
 
 	*target = 1000;
-	idx = nu_post_atomic(&a, MLX5_OPCODE_ATOMIC_FA, res, gdak_mr_lkey(ma), (uintptr_t)target,
-			     gdak_mr_rkey(mb), 5, 0, NU_SIG);
-	nu_ring(&a);
-	expect_req(&a, idx, 8);
-	CHECK_EQ(*target, 1005);
-	/* the original value comes back big-endian */
-	CHECK_EQ(*res, gdak_htobe64(1000));
-	CHECK_EQ(gdak_be64toh(*res), 1000);
-
+	atomic_step(target, res, MLX5_OPCODE_ATOMIC_FA, 5, 0, 1005, 1000);
 	/* compare-swap that fails, then one that succeeds */
-	idx = nu_post_atomic(&a, MLX5_OPCODE_ATOMIC_CS, res, gdak_mr_lkey(ma), (uintptr_t)target,
-			     gdak_mr_rkey(mb), 42, 999, NU_SIG);
-	nu_ring(&a);
-	expect_req(&a, idx, 8);
-	CHECK_EQ(*target, 1005);
-	CHECK_EQ(gdak_be64toh(*res), 1005);
-	idx = nu_post_atomic(&a, MLX5_OPCODE_ATOMIC_CS, res, gdak_mr_lkey(ma), (uintptr_t)target,
-			     gdak_mr_rkey(mb), 42, 1005, NU_SIG);
-	nu_ring(&a);
-	expect_req(&a, idx, 8);
-	CHECK_EQ(*target, 42);
-	CHECK_EQ(gdak_be64toh(*res), 1005);
+	atomic_step(target, res, MLX5_OPCODE_ATOMIC_CS, 42, 999, 1005, 1005);
+	atomic_step(target, res, MLX5_OPCODE_ATOMIC_CS, 42, 1005, 42, 1005);
 
 	/* 1000 unsignalled fetch-adds then a signalled one: all applied once */
 	*target = 0;

@@ -24,6 +24,18 @@ void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp)
 	q->qpn = gdak_qp_num(qp);
 }
 
+struct gdak_qp *nu_dci(struct gdak_ctx *ctx, uint32_t streams, struct gdak_dev_qp **d)
+{
+	struct gdak_qp_attr a = { .type = GDAK_QPT_DCI, .sq_depth = 64, .dci_streams = streams };
+	struct gdak_qp *q;
+
+	REQUIRE_EQ(gdak_qp_create(ctx, &a, &q), 0);
+	REQUIRE_EQ(gdak_qp_connect(q, NULL), 0);
+	CHECK_EQ(gdak_qp_state(q), GDAK_QPS_RTS);
+	REQUIRE_EQ(gdak_qp_export(q, d), 0);
+	return q;
+}
+
 void nu_need_gpu_mem(struct gdak_ctx *ctx)
 {
 	void *g = NULL;

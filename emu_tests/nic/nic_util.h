@@ -32,6 +32,9 @@ void nu_need_gpu_mem(struct gdak_ctx *ctx);
 /* Two QPs on ctx, connected to each other (attr may be NULL). */
 int nu_pair(struct gdak_ctx *ctx, const struct gdak_qp_attr *attr, struct nu_qp *a, struct nu_qp *b);
 void nu_qp_from(struct nu_qp *q, struct gdak_qp *qp);
+/* A DCI on ctx (64 WQEBBs, streams concurrent streams, 0 for the default),
+ * connected (RTS checked) and exported into *d. */
+struct gdak_qp *nu_dci(struct gdak_ctx *ctx, uint32_t streams, struct gdak_dev_qp **d);
 void nu_destroy(struct nu_qp *q);
 
 enum { NU_SIG = 1, NU_FENCE = 2, NU_INLINE = 4 };

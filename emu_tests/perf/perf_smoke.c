@@ -408,6 +408,5 @@ int main(int argc, char **argv)
 	perf_bin = argv[1];
 	if (access(perf_bin, X_OK))
 		GDAK_TEST_SKIP("%s is not executable: %s", perf_bin, strerror(errno));
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

@@ -107,6 +107,23 @@ static int write_op(struct ix *x, uint32_t off, uint32_t len, uint32_t roff, uin
 }
 
 /* One receive WQE of one data segment. */
+/* A fetch-add (cs 0) or compare-swap (cs 1) on the peer's word at 40000:
+ * the old value lands big-endian at local offset off, the peer's word is
+ * then now (its hash compared). */
+static void peer_atomic(struct ix *x, int cs, uint64_t swap_add, uint64_t cmp, uint32_t off,
+			uint64_t old, uint64_t now)
+{
+	struct gdak_dev_cqe err;
+	uint64_t v;
+
+	CHECK_EQ(rx_atomic(&x->dev, cs, x->raddr + 40000, x->rkey, swap_add, cmp, laddr(x, off),
+			   gdak_mr_lkey(x->mr), &err),
+		 0);
+	memcpy(&v, x->buf + off, 8);
+	CHECK_EQ(gdak_be64toh(v), old);
+	CHECK_EQ(peer_hash(x, 40000, 8), fnv1a((const uint8_t *)&now, 8));
+}
+
 static void rq_post(struct ix *x, uint32_t off, uint32_t len)
 {
 	struct gdak_dev_sge s = { laddr(x, off), len, gdak_mr_lkey(x->mr) };
@@ -164,19 +181,9 @@ static void gdak_to_rxe(struct ix *x)
 	v = 100;
 	memcpy(x->buf + 200, &v, 8);
 	CHECK_EQ(write_op(x, 200, 8, 40000, x->rkey, &err), 0);
-	CHECK_EQ(rx_atomic(&x->dev, 0, x->raddr + 40000, x->rkey, 5, 0, laddr(x, 41000),
-			   gdak_mr_lkey(x->mr), &err), 0);
-	memcpy(&v, x->buf + 41000, 8);
-	CHECK_EQ(gdak_be64toh(v), 100);
-	v = 105;
-	CHECK_EQ(peer_hash(x, 40000, 8), fnv1a((const uint8_t *)&v, 8));
+	peer_atomic(x, 0, 5, 0, 41000, 100, 105);
 	/* compare 105, swap in 7 */
-	CHECK_EQ(rx_atomic(&x->dev, 1, x->raddr + 40000, x->rkey, 7, 105, laddr(x, 41008),
-			   gdak_mr_lkey(x->mr), &err), 0);
-	memcpy(&v, x->buf + 41008, 8);
-	CHECK_EQ(gdak_be64toh(v), 105);
-	v = 7;
-	CHECK_EQ(peer_hash(x, 40000, 8), fnv1a((const uint8_t *)&v, 8));
+	peer_atomic(x, 1, 7, 105, 41008, 105, 7);
 
 	/* SEND_IMM, 2500 bytes, into a receive the peer posts first */
 	CHECK(ask(x, a, sizeof(a), "recv 50000 4096"));

@@ -75,22 +75,34 @@ static void batch(int read, int n, uint32_t len, uint32_t a_off, uint32_t a_step
 		CHECK_EQ(rx_pattern_diff(dst + dst_step * (uint32_t)k, len, seed + (uint32_t)k), 0);
 }
 
+/* One WRITE (read 0) or READ of each size between abuf + aoff and bbuf +
+ * boff, alone: the pattern of seed + k arrives whole, nothing past it. */
+static void sizes_one(int read, const uint32_t *sizes, unsigned count, uint32_t aoff, uint32_t boff,
+		      uint32_t seed)
+{
+	uint8_t *src = read ? bbuf + boff : abuf + aoff, *dst = read ? abuf + aoff : bbuf + boff;
+	struct gdak_dev_cqe err;
+
+	for (unsigned k = 0; k < count; k++) {
+		uint32_t n = sizes[k];
+		struct gdak_dev_sge s = { a_at(aoff), n, gdak_mr_lkey(amr) };
+
+		rx_pattern(src, n, seed + k);
+		memset(dst, 0, n + 16);
+		CHECK_EQ(rx_op(&A, read ? MLX5_OPCODE_RDMA_READ : MLX5_OPCODE_RDMA_WRITE, &s, 1,
+			       b_at(boff), gdak_mr_rkey(bmr), 0, &err),
+			 0);
+		CHECK_EQ(rx_pattern_diff(dst, n, seed + k), 0);
+		CHECK_EQ(dst[n], 0); /* nothing past the message */
+	}
+}
+
 static void writes(void)
 {
 	static const uint32_t sizes[] = { 1, 100, 4095, 4096, 4097, 10000, 70000 };
 	struct gdak_dev_cqe err;
 
-	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		uint32_t n = sizes[k];
-		struct gdak_dev_sge s = { a_at(1000), n, gdak_mr_lkey(amr) };
-
-		rx_pattern(abuf + 1000, n, 10 + k);
-		memset(bbuf + 5000, 0, n + 16);
-		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_WRITE, &s, 1, b_at(5000), gdak_mr_rkey(bmr), 0,
-			       &err), 0);
-		CHECK_EQ(rx_pattern_diff(bbuf + 5000, n, 10 + k), 0);
-		CHECK_EQ(bbuf[5000 + n], 0); /* nothing past the message */
-	}
+	sizes_one(0, sizes, sizeof(sizes) / sizeof(sizes[0]), 1000, 5000, 10);
 	/* two segments, 3000 + 2500 bytes from different places */
 	{
 		struct gdak_dev_sge s[2] = { { a_at(0), 3000, gdak_mr_lkey(amr) },
@@ -112,17 +124,7 @@ static void reads(void)
 	static const uint32_t sizes[] = { 8, 4096, 4097, 9000, 65536 };
 	struct gdak_dev_cqe err;
 
-	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		uint32_t n = sizes[k];
-		struct gdak_dev_sge s = { a_at(100000), n, gdak_mr_lkey(amr) };
-
-		rx_pattern(bbuf + 100000, n, 50 + k);
-		memset(abuf + 100000, 0, n + 16);
-		CHECK_EQ(rx_op(&A, MLX5_OPCODE_RDMA_READ, &s, 1, b_at(100000), gdak_mr_rkey(bmr),
-			       0, &err), 0);
-		CHECK_EQ(rx_pattern_diff(abuf + 100000, n, 50 + k), 0);
-		CHECK_EQ(abuf[100000 + n], 0);
-	}
+	sizes_one(1, sizes, sizeof(sizes) / sizeof(sizes[0]), 100000, 100000, 50);
 	/* a READ scattered over two segments, and six 2000-byte READs in flight */
 	{
 		struct gdak_dev_sge s[2] = { { a_at(0), 1000, gdak_mr_lkey(amr) },
@@ -143,32 +145,34 @@ static void reads(void)
 	batch(1, 6, 2000, 120000, 2000, 60000, 2048, 70);
 }
 
-static void atomics(void)
+/* A fetch-add (cs 0) or compare-swap (cs 1) on B's word at 250000: the
+ * old value lands big-endian (as mlx5 writes it) at A's off, B's word is
+ * then now. */
+static void atomic_step(int cs, uint64_t swap_add, uint64_t cmp, uint32_t off, uint64_t old,
+			uint64_t now)
 {
 	struct gdak_dev_cqe err;
+	uint64_t v;
+
+	CHECK_EQ(rx_atomic(&A, cs, b_at(250000), gdak_mr_rkey(bmr), swap_add, cmp, a_at(off),
+			   gdak_mr_lkey(amr), &err),
+		 0);
+	memcpy(&v, abuf + off, 8);
+	CHECK_EQ(gdak_be64toh(v), old);
+	memcpy(&v, bbuf + 250000, 8);
+	CHECK_EQ(v, now);
+}
+
+static void atomics(void)
+{
 	uint64_t v = 1000;
 
 	memcpy(bbuf + 250000, &v, 8);
 	memset(abuf + 250000, 0xee, 16);
-	CHECK_EQ(rx_atomic(&A, 0, b_at(250000), gdak_mr_rkey(bmr), 23, 0, a_at(250000),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250000, 8);
-	CHECK_EQ(gdak_be64toh(v), 1000); /* the original value, big-endian, as mlx5 writes it */
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 1023);
-	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 5, 1023, a_at(250008),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250008, 8);
-	CHECK_EQ(gdak_be64toh(v), 1023);
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 5);
+	atomic_step(0, 23, 0, 250000, 1000, 1023);
+	atomic_step(1, 5, 1023, 250008, 1023, 5);
 	/* a compare that fails: unchanged, the old value still returned */
-	CHECK_EQ(rx_atomic(&A, 1, b_at(250000), gdak_mr_rkey(bmr), 9, 1234, a_at(250000),
-			   gdak_mr_lkey(amr), &err), 0);
-	memcpy(&v, abuf + 250000, 8);
-	CHECK_EQ(gdak_be64toh(v), 5);
-	memcpy(&v, bbuf + 250000, 8);
-	CHECK_EQ(v, 5);
+	atomic_step(1, 9, 1234, 250000, 5, 5);
 }
 
 static void sends(void)

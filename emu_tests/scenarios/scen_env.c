@@ -18,8 +18,8 @@ int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_
 	return scen_pair_open_ex(cfg, p, rq_depth, GDAK_DEV_EXCLUSIVE, 64);
 }
 
-int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
-		      enum gdak_dev_sharing sharing, uint32_t sq_depth)
+static int pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
+		     enum gdak_dev_sharing sharing, uint32_t sq_depth)
 {
 	struct gdak_qp_attr a;
 	struct gdak_qp_info info[2];
@@ -75,6 +75,18 @@ int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint
 	return 0;
 }
 
+int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
+		      enum gdak_dev_sharing sharing, uint32_t sq_depth)
+{
+	int ret = pair_open(cfg, p, rq_depth, sharing, sq_depth);
+
+	if (ret) {
+		CHECK(!"pair setup");
+		scen_pair_close(p);
+	}
+	return ret;
+}
+
 void scen_pair_close(struct scen_pair *p)
 {
 	for (int i = 0; i < 2; i++) {
@@ -90,16 +102,53 @@ void scen_pair_close(struct scen_pair *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void scen_on_device(void *(*fn)(void *), void *arg)
+struct scen_call {
+	struct scen_pair *p;
+	scen_dev_fn *fn;
+	scen_watch_fn *watch;
+	void *job;
+};
+
+static void *call_dev(void *arg)
 {
+	struct scen_call *c = arg;
+
+	c->fn(c->p, c->p->dq[0], c->job);
+	return NULL;
+}
+
+static void *call_watch(void *arg)
+{
+	struct scen_call *c = arg;
+
+	c->watch(c->p, c->job);
+	return NULL;
+}
+
+void scen_on_device(struct scen_pair *p, scen_dev_fn *fn, void *job)
+{
+	struct scen_call c = { .p = p, .fn = fn, .job = job };
 	pthread_t t;
 
-	if (pthread_create(&t, NULL, fn, arg)) {
+	if (pthread_create(&t, NULL, call_dev, &c)) {
 		/* no thread to spare: the calling thread plays the device */
-		fn(arg);
+		call_dev(&c);
 		return;
 	}
 	pthread_join(t, NULL);
+}
+
+void scen_on_device_watched(struct scen_pair *p, scen_dev_fn *fn, scen_watch_fn *watch, void *job)
+{
+	struct scen_call c = { .p = p, .watch = watch, .job = job };
+	pthread_t w;
+	int have_w = !pthread_create(&w, NULL, call_watch, &c);
+
+	scen_on_device(p, fn, job);
+	if (have_w)
+		pthread_join(w, NULL);
+	else
+		call_watch(&c);
 }
 
 int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb)

@@ -15,30 +15,24 @@
 
 static uint64_t addr_of(const void *p) { return (uint64_t)(uintptr_t)p; }
 
-#define OPEN_OR_RETURN(cfg, p, rq, sharing, depth)                            \
-	do {                                                                  \
-		if (scen_pair_open_ex((cfg), (p), (rq), (sharing), (depth))) { \
-			CHECK(!"pair setup");                                 \
-			scen_pair_close(p);                                   \
-			return 0;                                             \
-		}                                                             \
-		(p)->dq[0]->wait_timeout_ns = (cfg)->timeout_ns;              \
+#define OPEN_OR_RETURN(cfg, p, rq, sharing, depth)                           \
+	do {                                                                 \
+		if (scen_pair_open_ex((cfg), (p), (rq), (sharing), (depth))) \
+			return 0;                                            \
+		(p)->dq[0]->wait_timeout_ns = (cfg)->timeout_ns;             \
 	} while (0)
 
 /* ---- put, put_value, put_inline, get, wait, quiet ----------------------------------- */
 
 struct pg_job {
-	struct scen_pair *p;
 	int rc[5];
 	uint64_t t_put;
 	struct gdak_dev_cqe err;
 };
 
-static void *pg_dev(void *arg)
+static void pg_dev(struct scen_pair *p, struct gdak_dev_qp *q, void *arg)
 {
 	struct pg_job *j = arg;
-	struct scen_pair *p = j->p;
-	struct gdak_dev_qp *q = p->dq[0];
 	uint32_t lkey = gdak_mr_lkey(p->mr[0]), rkey = gdak_mr_rkey(p->mr[1]);
 	struct gdak_dev_sge src = {addr_of(p->buf[0]), 4096, lkey};
 	struct gdak_dev_sge dst = {addr_of(p->buf[0]) + 12288, 1024, lkey};
@@ -54,18 +48,17 @@ static void *pg_dev(void *arg)
 	if (!j->rc[3])
 		j->rc[3] = gdak_dev_wait_timeout(q, t, p->cfg->timeout_ns, &j->err);
 	j->rc[4] = gdak_dev_quiet_timeout(q, p->cfg->timeout_ns, &j->err);
-	return NULL;
 }
 
 int scen_hl_put_get(const struct gdak_scen_cfg *cfg)
 {
 	struct scen_pair p;
-	struct pg_job j = {.p = &p, .rc = {-1, -1, -1, -1, -1}};
+	struct pg_job j = { .rc = { -1, -1, -1, -1, -1 } };
 	uint64_t v;
 
 	OPEN_OR_RETURN(cfg, &p, 0, GDAK_DEV_EXCLUSIVE, 64);
 	gdak_test_fill(p.buf[0], 8192, 8);
-	scen_on_device(pg_dev, &j);
+	scen_on_device(&p, pg_dev, &j);
 	for (int i = 0; i < 5; i++)
 		CHECK_EQ(j.rc[i], 0);
 	CHECK(j.t_put >= 1);
@@ -85,7 +78,6 @@ int scen_hl_put_get(const struct gdak_scen_cfg *cfg)
 #define HL_SCRATCH_OFF 12288u	/* in the initiator's buffer */
 
 struct hs_job {
-	struct scen_pair *p;
 	int rc[3];
 	int wrc[2];
 	int data_ok[2];
@@ -93,11 +85,9 @@ struct hs_job {
 	struct gdak_dev_cqe err;
 };
 
-static void *hs_dev(void *arg)
+static void hs_dev(struct scen_pair *p, struct gdak_dev_qp *q, void *arg)
 {
 	struct hs_job *j = arg;
-	struct scen_pair *p = j->p;
-	struct gdak_dev_qp *q = p->dq[0];
 	uint32_t lkey = gdak_mr_lkey(p->mr[0]), rkey = gdak_mr_rkey(p->mr[1]);
 	uint64_t t;
 
@@ -108,16 +98,14 @@ static void *hs_dev(void *arg)
 					       addr_of(p->buf[1]) + HL_SIG_OFF, rkey, 1,
 					       GDAK_DEV_WQE_SIGNAL, &t);
 		if (j->rc[k])
-			return NULL;
+			return;
 	}
 	j->rc[2] = gdak_dev_quiet_timeout(q, p->cfg->timeout_ns, &j->err);
-	return NULL;
 }
 
-static void *hs_watch(void *arg)
+static void hs_watch(struct scen_pair *p, void *arg)
 {
 	struct hs_job *j = arg;
-	struct scen_pair *p = j->p;
 	const uint64_t *sig = (const uint64_t *)(const void *)(p->buf[1] + HL_SIG_OFF);
 
 	for (uint32_t k = 0; k < 2; k++) {
@@ -127,15 +115,12 @@ static void *hs_watch(void *arg)
 		j->data_ok[k] = !j->wrc[k] &&
 				!memcmp(p->buf[1] + 4096u * k, p->buf[0] + 4096u * k, 3000);
 	}
-	return NULL;
 }
 
 int scen_hl_put_signal(const struct gdak_scen_cfg *cfg)
 {
 	struct scen_pair p;
-	struct hs_job j = {.p = &p, .rc = {-1, -1, -1}, .wrc = {-1, -1}};
-	pthread_t w;
-	int have_w;
+	struct hs_job j = { .rc = { -1, -1, -1 }, .wrc = { -1, -1 } };
 	uint64_t sig;
 
 	OPEN_OR_RETURN(cfg, &p, 0, GDAK_DEV_EXCLUSIVE, 64);
@@ -153,12 +138,7 @@ int scen_hl_put_signal(const struct gdak_scen_cfg *cfg)
 		p.dq[0]->scratch_lkey = gdak_mr_lkey(p.mr[0]);
 	}
 	gdak_test_fill(p.buf[0], 8192, 9);
-	have_w = !pthread_create(&w, NULL, hs_watch, &j);
-	scen_on_device(hs_dev, &j);
-	if (have_w)
-		pthread_join(w, NULL);
-	else
-		hs_watch(&j);
+	scen_on_device_watched(&p, hs_dev, hs_watch, &j);
 	for (int k = 0; k < 3; k++)
 		CHECK_EQ(j.rc[k], 0);
 	for (int k = 0; k < 2; k++) {
@@ -174,16 +154,13 @@ int scen_hl_put_signal(const struct gdak_scen_cfg *cfg)
 /* ---- blocking atomics ------------------------------------------------------------------- */
 
 struct ha_job {
-	struct scen_pair *p;
 	int rc[3];
 	uint64_t old[3];
 };
 
-static void *ha_dev(void *arg)
+static void ha_dev(struct scen_pair *p, struct gdak_dev_qp *q, void *arg)
 {
 	struct ha_job *j = arg;
-	struct scen_pair *p = j->p;
-	struct gdak_dev_qp *q = p->dq[0];
 	uint32_t lkey = gdak_mr_lkey(p->mr[0]), rkey = gdak_mr_rkey(p->mr[1]);
 	uint64_t raddr = addr_of(p->buf[1]) + 8192;
 	uint64_t *result = (uint64_t *)(void *)(p->buf[0] + 8192);
@@ -194,18 +171,17 @@ static void *ha_dev(void *arg)
 						 to, NULL);
 	j->rc[2] = gdak_dev_compare_swap_timeout(q, raddr, rkey, 105, 99, result, lkey, &j->old[2],
 						 to, NULL);
-	return NULL;
 }
 
 int scen_hl_atomics(const struct gdak_scen_cfg *cfg)
 {
 	struct scen_pair p;
-	struct ha_job j = {.p = &p, .rc = {-1, -1, -1}};
+	struct ha_job j = { .rc = { -1, -1, -1 } };
 	uint64_t v = 100;
 
 	OPEN_OR_RETURN(cfg, &p, 0, GDAK_DEV_EXCLUSIVE, 64);
 	memcpy(p.buf[1] + 8192, &v, 8);
-	scen_on_device(ha_dev, &j);
+	scen_on_device(&p, ha_dev, &j);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(j.rc[i], 0);
 	CHECK_EQ(j.old[0], 100);	/* in host order: the API swaps the reply */
@@ -260,7 +236,7 @@ int scen_hl_shared(const struct gdak_scen_cfg *cfg)
 	OPEN_OR_RETURN(cfg, &p, 0, GDAK_DEV_SHARED, 16);
 	gdak_test_fill(p.buf[0], SCEN_BUF_LEN, 10);
 	for (uint32_t t = 0; t < SH_THREADS; t++) {
-		s[t] = (struct sh_poster){.p = &p, .t = t, .rc = 0};
+		s[t] = (struct sh_poster){ .p = &p, .t = t, .rc = 0 };
 		started[t] = !pthread_create(&th[t], NULL, sh_post, &s[t]);
 		if (!started[t])
 			sh_post(&s[t]);

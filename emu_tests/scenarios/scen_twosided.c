@@ -16,18 +16,15 @@
 static uint64_t addr_of(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 struct sr_job {
-	struct scen_pair *p;
 	int rc[3], rrc[3];
 	struct gdak_dev_cqe err, cqe[3];
 };
 
 static const uint32_t send_len[3] = {200, 16, 12};
 
-static void *sr_dev(void *arg)
+static void sr_dev(struct scen_pair *p, struct gdak_dev_qp *q, void *arg)
 {
 	struct sr_job *j = arg;
-	struct scen_pair *p = j->p;
-	struct gdak_dev_qp *q = p->dq[0];
 	uint32_t lkey = gdak_mr_lkey(p->mr[0]);
 
 	for (uint32_t k = 0; k < 3; k++) {
@@ -40,7 +37,7 @@ static void *sr_dev(void *arg)
 			     gdak_mr_lkey(p->mr[1]));
 		idx = scen_reserve(q, nbb);
 		if (idx < 0)
-			return NULL;
+			return;
 		if (k == 0)
 			gdak_dev_wqe_send(q, (uint64_t)idx, GDAK_DEV_WQE_SIGNAL, &sge, 1);
 		else if (k == 1)
@@ -52,26 +49,22 @@ static void *sr_dev(void *arg)
 		j->rc[k] = scen_submit_wait(p, q, (uint64_t)idx, (uint64_t)idx + nbb, &j->err);
 		j->rrc[k] = scen_rq_poll(p, p->dq[1], &j->cqe[k]);
 		if (j->rc[k] || j->rrc[k] != 1)
-			return NULL;
+			return;
 	}
-	return NULL;
 }
 
 int scen_send_recv(const struct gdak_scen_cfg *cfg)
 {
 	struct scen_pair p;
-	struct sr_job j = {.p = &p, .rc = {-1, -1, -1}, .rrc = {-1, -1, -1}};
+	struct sr_job j = { .rc = { -1, -1, -1 }, .rrc = { -1, -1, -1 } };
 	static const uint8_t zero[RECV_LEN];
 	static const uint8_t opc[3] = {MLX5_CQE_RESP_SEND, MLX5_CQE_RESP_SEND_IMM,
 				       MLX5_CQE_RESP_SEND};
 
-	if (scen_pair_open(cfg, &p, 8)) {
-		CHECK(!"pair setup");
-		scen_pair_close(&p);
+	if (scen_pair_open(cfg, &p, 8))
 		return 0;
-	}
 	gdak_test_fill(p.buf[0], 4096, 6);
-	scen_on_device(sr_dev, &j);
+	scen_on_device(&p, sr_dev, &j);
 	for (uint32_t k = 0; k < 3; k++) {
 		uint8_t *rb = p.buf[1] + RECV_OFF + RECV_LEN * k;
 		CHECK_EQ(j.rc[k], 0);

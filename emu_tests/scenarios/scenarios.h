@@ -68,15 +68,26 @@ struct scen_pair {
 	const struct gdak_scen_cfg *cfg;
 };
 
-/* rq_depth: receive WQEs on each QP (0 = none).  0 or a negative errno. */
+/* rq_depth: receive WQEs on each QP (0 = none).  0, or a negative errno
+ * after a failed check (the reason is printed) with the pair closed. */
 int scen_pair_open(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth);
 /* The same with a sharing mode and SQ depth of one's choice. */
 int scen_pair_open_ex(const struct gdak_scen_cfg *cfg, struct scen_pair *p, uint32_t rq_depth,
 		      enum gdak_dev_sharing sharing, uint32_t sq_depth);
 void scen_pair_close(struct scen_pair *p);
 
-/* Run fn(arg) on a fresh host thread (the "device") and wait for it. */
-void scen_on_device(void *(*fn)(void *), void *arg);
+/* Device code of a scenario: the pair, its initiating QP (p->dq[0]), the
+ * scenario's own job. */
+typedef void scen_dev_fn(struct scen_pair *p, struct gdak_dev_qp *q, void *job);
+/* The target watching its memory while the device code runs. */
+typedef void scen_watch_fn(struct scen_pair *p, void *job);
+
+/* Run fn(p, p->dq[0], job) on a fresh host thread (the "device") and wait
+ * for it. */
+void scen_on_device(struct scen_pair *p, scen_dev_fn *fn, void *job);
+/* The same with watch(p, job) on a thread of its own meanwhile (after fn
+ * when no thread is to be had); returns when both are done. */
+void scen_on_device_watched(struct scen_pair *p, scen_dev_fn *fn, scen_watch_fn *watch, void *job);
 
 /* Device side: reserve nbb WQEBBs, or -1 when the ring is full. */
 int64_t scen_reserve(struct gdak_dev_qp *q, uint32_t nbb);

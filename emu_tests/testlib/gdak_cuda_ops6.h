@@ -38,16 +38,11 @@ struct gdak_ops6 {
 /* Exit 77 without a GPU; else the first device, its GID 0 and a PD. */
 static inline struct ibv_pd *gdak_ops6_open(struct ibv_context **ctx, union ibv_gid *gid)
 {
-	struct ibv_pd *pd;
 	int n = 0;
 
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
 		GDAK_TEST_SKIP("no usable GPU");
-	*ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(*ctx, 1, 0, gid), 0);
-	pd = ibv_alloc_pd(*ctx);
-	REQUIRE(pd != NULL);
-	return pd;
+	return gdak_vt_open_pd(ctx, gid);
 }
 
 /* h filled from seed, g zero but for the atomic word; both registered for

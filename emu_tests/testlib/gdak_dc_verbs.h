@@ -57,6 +57,22 @@ static inline struct ibv_qp *gdak_dcv_create(struct ibv_context *ctx, struct ibv
 	return mlx5dv_create_qp(ctx, &x, &d);
 }
 
+/* A DCI's send ring, records and BlueFlame register, and its CQ's ring,
+ * from mlx5dv_init_obj (whose return this is). */
+static inline int gdak_dcv_rings(struct ibv_qp *dci, struct ibv_cq *cq, struct mlx5dv_qp *dq,
+				 struct mlx5dv_cq *dc)
+{
+	struct mlx5dv_obj o;
+
+	memset(&o, 0, sizeof(o));
+	memset(dq, 0, sizeof(*dq));
+	o.qp.in = dci;
+	o.qp.out = dq;
+	o.cq.in = cq;
+	o.cq.out = dc;
+	return mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ);
+}
+
 /* A DCT's INIT attributes: port 1, every remote access. */
 static inline void gdak_dcv_dct_init(struct ibv_qp_attr *a)
 {

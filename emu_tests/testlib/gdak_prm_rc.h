@@ -24,6 +24,21 @@
 #define PRM_QPC(off, w) 0xc0 + (off), (w)
 #define PRM_ADS(off, w) 0xc0 + 0xc0 + (off), (w)
 
+/* ALLOC_PD (0x800) through DEVX: the object, its PD number in *pdn; the
+ * test ends (REQUIRE) when it is refused. */
+static inline struct mlx5dv_devx_obj *prm_alloc_pd(struct ibv_context *ctx, uint32_t *pdn)
+{
+	uint8_t in[16], out[16];
+	struct mlx5dv_devx_obj *pdo;
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, PRM_OPCODE, 0x800);
+	pdo = mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out));
+	REQUIRE(pdo != NULL);
+	*pdn = prm_get(out, PRM_OBJ);
+	return pdo;
+}
+
 /* Host memory for a QP, registered as umem: wq_len bytes of rings, a CQ
  * of 1 << log_cq CQEs (each INVALID, owner 1), a page of records. */
 static inline void prm_rc_host_umem(struct ibv_context *ctx, size_t wq_len, unsigned log_cq,

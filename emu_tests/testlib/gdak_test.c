@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,54 @@ int gdak_test_popen(const char *cmd, char *out, size_t cap)
 	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* tshark over the capture at pcap, RPC-over-RDMA's heuristic off, with
+ * args; its standard output to read, for pclose(). */
+static FILE *tshark_open(const char *pcap, const char *args)
+{
+	char cmd[1024];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tshark -r '%s' --disable-protocol rpcordma %s 2>/dev/null",
+		 pcap, args);
+	p = popen(cmd, "r");
+	REQUIRE(p != NULL);
+	return p;
+}
+
+unsigned gdak_test_tshark_opcodes(const char *pcap, const char *filter,
+				  void (*fn)(int op, void *arg), void *arg)
+{
+	char args[512], line[256];
+	unsigned frames = 0;
+	FILE *p;
+
+	snprintf(args, sizeof(args), "%s%s%s-T fields -e infiniband.bth.opcode",
+		 filter ? "-Y '" : "", filter ? filter : "", filter ? "' " : "");
+	p = tshark_open(pcap, args);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned op;
+
+		if (fn)
+			fn(sscanf(line, "%u", &op) == 1 && op < 256 ? (int)op : -1, arg);
+		frames++;
+	}
+	CHECK_EQ(pclose(p), 0);
+	return frames;
+}
+
+unsigned gdak_test_tshark_flagged(const char *pcap)
+{
+	FILE *p = tshark_open(pcap, "-Y '_ws.malformed || _ws.expert.severity >= 6291456'");
+	char line[512];
+	unsigned bad = 0;
+
+	while (fgets(line, sizeof(line), p))
+		if (bad++ < 5)
+			fprintf(stderr, "tshark flags: %s", line);
+	CHECK_EQ(pclose(p), 0);
+	return bad;
+}
+
 int gdak_test_count(const char *s, const char *needle)
 {
 	int n = 0;
@@ -247,6 +296,32 @@ int gdak_test_task_usage(const char *tid, unsigned long long *switches, unsigned
 	*switches = v + nv;
 	*ticks = ut + st;
 	return 0;
+}
+
+int gdak_test_nic_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int tid = -1;
+
+	if (!d)
+		return -1;
+	while (tid < 0 && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "gdak-nic0\n"))
+			tid = atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
 }
 
 void gdak_test_reap(pid_t pid)

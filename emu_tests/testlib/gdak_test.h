@@ -97,6 +97,16 @@ long gdak_test_rss_kib(void);
  * NUL-terminated; the rest is dropped); its exit status, -1 when it did not
  * exit.  Fails the test (REQUIRE) when it cannot be started. */
 int gdak_test_popen(const char *cmd, char *out, size_t cap);
+/* Run tshark over the capture at pcap (the RPC-over-RDMA heuristic off, so
+ * random payloads stay RoCE; filter a display filter, or NULL for every
+ * frame) and call fn(op, arg) for each frame it prints, in order: op the
+ * frame's BTH opcode, -1 when it has none (fn NULL: none called).  CHECKs
+ * that tshark exited 0; returns the number of frames. */
+unsigned gdak_test_tshark_opcodes(const char *pcap, const char *filter,
+				  void (*fn)(int op, void *arg), void *arg);
+/* How many frames of the capture at pcap tshark flags malformed or with an
+ * expert warning or error (the first few printed); CHECKs that it exited 0. */
+unsigned gdak_test_tshark_flagged(const char *pcap);
 /* The whole file at path in memory, NUL-terminated (one byte past *len),
  * for free(); NULL when it cannot be read. */
 void *gdak_test_slurp(const char *path, size_t *len);

@@ -18,6 +18,10 @@ void gdak_test_reap(pid_t pid);
  * /proc/self/task/TID/stat and status.  0, or -1 when they cannot be read. */
 int gdak_test_task_usage(const char *tid, unsigned long long *switches, unsigned long long *ticks);
 
+/* The thread id of this process's NIC thread 0 (the task named "gdak-nic0"
+ * by nm_thread.c), or -1 when there is none. */
+int gdak_test_nic_tid(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,17 @@ struct ibv_context *gdak_vt_open_first(void)
 	return ctx;
 }
 
+struct ibv_pd *gdak_vt_open_pd(struct ibv_context **ctx, union ibv_gid *gid)
+{
+	struct ibv_pd *pd;
+
+	*ctx = gdak_vt_open_first();
+	REQUIRE_EQ(ibv_query_gid(*ctx, 1, 0, gid), 0);
+	pd = ibv_alloc_pd(*ctx);
+	REQUIRE(pd != NULL);
+	return pd;
+}
+
 struct ibv_mr *gdak_vt_reg_all(struct ibv_pd *pd, void *buf, size_t len)
 {
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len,
@@ -119,6 +130,22 @@ int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	while ((r = ibv_poll_cq(cq, 1, wc)) == 0)
 		;
 	return r;
+}
+
+int gdak_vt_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge *sge,
+		      uint64_t raddr, uint32_t rkey, unsigned flags)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED | flags;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
 }
 
 void gdak_vt_side_open(struct gdak_vt_side *s, size_t len, uint64_t seed, unsigned mr_access,

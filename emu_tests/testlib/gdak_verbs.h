@@ -36,6 +36,9 @@ struct gdak_vt_path gdak_vt_path_1024(union ibv_gid dgid, uint32_t dqpn, uint32_
 /* The first device of ibv_get_device_list(), opened; the test ends (REQUIRE)
  * when there is none or it does not open. */
 struct ibv_context *gdak_vt_open_first(void);
+/* gdak_vt_open_first() into *ctx, port 1's GID 0 into *gid and a PD on it;
+ * the test ends (REQUIRE) when any of them fails. */
+struct ibv_pd *gdak_vt_open_pd(struct ibv_context **ctx, union ibv_gid *gid);
 /* buf [0, len) registered on pd for local write and every remote access;
  * the test ends (REQUIRE) when it cannot be. */
 struct ibv_mr *gdak_vt_reg_all(struct ibv_pd *pd, void *buf, size_t len);
@@ -51,6 +54,11 @@ int gdak_vt_to_rts(struct ibv_qp *qp, const struct gdak_vt_path *p, int mask_dro
 /* Poll cq until it gives one completion (bounded by the test's timeout,
  * never by a clock); ibv_poll_cq's result. */
 int gdak_vt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc);
+/* One SEND, RDMA WRITE or RDMA READ (op) of the one SGE sge, the RDMA ones
+ * to or from raddr under rkey, with wr_id and IBV_SEND_SIGNALED | flags;
+ * ibv_post_send's result. */
+int gdak_vt_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge *sge,
+		      uint64_t raddr, uint32_t rkey, unsigned flags);
 
 /* What a test made, destroyed in the order verbs needs (QPs, SRQ, CQ, MRs,
  * PD, device), each destroy CHECKed to return 0; NULL entries are passed over. */

@@ -290,6 +290,5 @@ int main(int argc, char **argv)
 	test_wait();
 	test_drop(0);
 	test_drop(1);
-	GDAK_TEST_RUN_CASES(argc, argv, cases);
-	return gdak_test_end();
+	return GDAK_TEST_CASES(argc, argv, cases);
 }

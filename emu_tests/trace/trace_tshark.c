@@ -7,6 +7,7 @@
  * records decode too.  Skips (77) where tshark is not installed.
  */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <sys/wait.h>
 
 #include "gdak_test.h"
@@ -46,15 +47,48 @@ static int run(const char *cmd, char **out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The command fmt names run (see run()): its output, for free(); a
+ * failed check when it does not exit 0, the end of the test when it
+ * cannot run at all. */
+static char *run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *run_ok(const char *fmt, ...)
+{
+	char cmd[1024], *out = NULL;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = run(cmd, &out);
+	CHECK_EQ(rc, 0);
+	if (rc)
+		fprintf(stderr, "failed: %s\n", cmd);
+	REQUIRE(out);
+	return out;
+}
+
+/* QP 0x12's WQE at idx (w with that index and address byte addr) and its
+ * CQE on CQ 1 (cqe with that counter). */
+static void wqe_and_cqe(struct gdak_trace_buf *b, uint8_t *w, uint8_t *cqe, uint16_t idx,
+			uint8_t addr)
+{
+	w[2] = (uint8_t)idx;
+	w[23] = addr;
+	gdak_trace_wqe(b, 0x12, idx, w, 1);
+	cqe[61] = (uint8_t)idx;
+	gdak_trace_cqe(b, 0x12, 1, idx, cqe);
+}
+
 int main(int argc, char **argv)
 {
-	char *path, *out = NULL, cmd[1024];
+	char *path, *out = NULL;
 	struct gdak_trace *t;
 	struct gdak_trace_buf *b;
 	uint8_t pkt[256], reth[16], payload[16], cqe[64] = {0}, prog[40][64], progc[4][64];
 	uint32_t sip = inet_addr("192.0.2.1"), dip = inet_addr("192.0.2.2");
 	size_t n;
-	int rc, lua = 0;
+	int lua = 0;
 
 	if (system("command -v tshark >/dev/null 2>&1") != 0)
 		GDAK_TEST_SKIP("tshark is not installed");
@@ -82,19 +116,11 @@ int main(int argc, char **argv)
 		w[7] = 3;
 		gdak_trace_batch_begin(b);
 		gdak_trace_wqe(b, 0x12, 0, w, 1);
-		w[2] = 1;
-		w[23] = 0x40;
-		gdak_trace_wqe(b, 0x12, 1, w, 1);
-		cqe[61] = 1;
-		gdak_trace_cqe(b, 0x12, 1, 1, cqe);
+		wqe_and_cqe(b, w, cqe, 1, 0x40);
 		gdak_trace_batch_end(b);
 		/* a second one, coded against the first one's WQE and CQE */
 		gdak_trace_batch_begin(b);
-		w[2] = 2;
-		w[23] = 0x80;
-		gdak_trace_wqe(b, 0x12, 2, w, 1);
-		cqe[61] = 2;
-		gdak_trace_cqe(b, 0x12, 1, 2, cqe);
+		wqe_and_cqe(b, w, cqe, 2, 0x80);
 		gdak_trace_batch_end(b);
 		/* a device's stream (REPEAT and OFF sub-records): a doorbell,
 		 * 40 WQEs whose index and address step (the address carries
@@ -127,14 +153,12 @@ int main(int argc, char **argv)
 	gdak_trace_close(t);
 
 	/* the packet, field by field */
-	snprintf(cmd, sizeof(cmd),
-		 "tshark -r '%s' -Y infiniband -T fields -E separator=, -e infiniband.bth.opcode "
-		 "-e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.a "
-		 "-e infiniband.reth.va -e infiniband.reth.r_key -e infiniband.reth.dmalen "
-		 "-e udp.dstport -e ip.checksum.status 2>/dev/null", path);
-	rc = run(cmd, &out);
-	CHECK_EQ(rc, 0);
-	REQUIRE(out);
+	out = run_ok(
+		"tshark -r '%s' -Y infiniband -T fields -E separator=, -e infiniband.bth.opcode "
+		"-e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.a "
+		"-e infiniband.reth.va -e infiniband.reth.r_key -e infiniband.reth.dmalen "
+		"-e udp.dstport -e ip.checksum.status 2>/dev/null",
+		path);
 	printf("tshark fields: %s", out);
 	/* fields by value (tshark prints some in hex, some in decimal):
 	 * opcode 10 = RC RDMA WRITE Only */
@@ -153,10 +177,7 @@ int main(int argc, char **argv)
 	out = NULL;
 
 	/* the summary line names the operation */
-	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -Y infiniband 2>/dev/null", path);
-	rc = run(cmd, &out);
-	CHECK_EQ(rc, 0);
-	REQUIRE(out);
+	out = run_ok("tshark -r '%s' -Y infiniband 2>/dev/null", path);
 	printf("tshark: %s", out);
 	CHECK(strstr(out, "RC RDMA Write Only") != NULL);
 	CHECK(strstr(out, "QP=0x000012") != NULL);
@@ -165,19 +186,15 @@ int main(int argc, char **argv)
 	out = NULL;
 
 	/* IP header checksum verified by tshark itself */
-	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -o ip.check_checksum:TRUE -Y "
-		 "'ip.checksum.status == \"Good\"' 2>/dev/null | wc -l", path);
-	rc = run(cmd, &out);
-	CHECK_EQ(rc, 0);
-	CHECK(out && atoi(out) == 1);
+	out = run_ok("tshark -r '%s' -o ip.check_checksum:TRUE -Y "
+		     "'ip.checksum.status == \"Good\"' 2>/dev/null | wc -l",
+		     path);
+	CHECK(atoi(out) == 1);
 	free(out);
 	out = NULL;
 
 	/* no expert info of warning or error severity anywhere in the file */
-	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -q -z expert,warn 2>&1", path);
-	rc = run(cmd, &out);
-	CHECK_EQ(rc, 0);
-	REQUIRE(out);
+	out = run_ok("tshark -r '%s' -q -z expert,warn 2>&1", path);
 	CHECK(strstr(out, "Errors (") == NULL);
 	CHECK(strstr(out, "Warns (") == NULL);
 	CHECK(strstr(out, "Malformed") == NULL);
@@ -188,11 +205,7 @@ int main(int argc, char **argv)
 
 	/* the Lua dissector names the gdak records, without expert errors */
 	if (argc > 1) {
-		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -Y gdak 2>&1", argv[1],
-			 path);
-		rc = run(cmd, &out);
-		CHECK_EQ(rc, 0);
-		REQUIRE(out);
+		out = run_ok("tshark -X 'lua_script:%s' -r '%s' -Y gdak 2>&1", argv[1], path);
 		lua = !(strstr(out, "lua") && strstr(out, "not"));
 		if (!lua) {
 			printf("tshark without Lua: %s", out);
@@ -209,21 +222,17 @@ int main(int argc, char **argv)
 		free(out);
 		out = NULL;
 		if (lua) {
-			snprintf(cmd, sizeof(cmd),
-				 "tshark -X 'lua_script:%s' -r '%s' -Y gdak -V 2>&1", argv[1],
-				 path);
-			CHECK_EQ(run(cmd, &out), 0);
-			CHECK(out && strstr(out, "WQE opcode: RDMA_WRITE (0x08)"));
-			CHECK(out && strstr(out, "PEN 32473: RFC 5612's documentation number"));
+			out = run_ok("tshark -X 'lua_script:%s' -r '%s' -Y gdak -V 2>&1", argv[1],
+				     path);
+			CHECK(strstr(out, "WQE opcode: RDMA_WRITE (0x08)"));
+			CHECK(strstr(out, "PEN 32473: RFC 5612's documentation number"));
 			free(out);
 		}
 		/* the progression's WQEs and CQEs, byte for byte, as the
 		 * dissector rebuilt them from REPEAT and OFF sub-records */
-		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -Y 'gdak.batch.count == 45' "
-			 "-T fields -E separator=+ -e gdak.wqe -e gdak.cqe 2>/dev/null", argv[1], path);
-		rc = run(cmd, &out);
-		CHECK_EQ(rc, 0);
-		REQUIRE(out);
+		out = run_ok("tshark -X 'lua_script:%s' -r '%s' -Y 'gdak.batch.count == 45' "
+			     "-T fields -E separator=+ -e gdak.wqe -e gdak.cqe 2>/dev/null",
+			     argv[1], path);
 		if (lua) {
 			char *want = malloc(44 * 130 + 1), *got = malloc(strlen(out) + 1), *q = want;
 			size_t k = 0;
@@ -250,11 +259,9 @@ int main(int argc, char **argv)
 			free(got);
 		}
 		free(out);
-		snprintf(cmd, sizeof(cmd), "tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1",
-			 argv[1], path);
-		rc = run(cmd, &out);
-		CHECK_EQ(rc, 0);
-		CHECK(out && !strstr(out, "Errors (") && !strstr(out, "Warns ("));
+		out = run_ok("tshark -X 'lua_script:%s' -r '%s' -q -z expert,warn 2>&1", argv[1],
+			     path);
+		CHECK(!strstr(out, "Errors (") && !strstr(out, "Warns ("));
 		free(out);
 	}
 

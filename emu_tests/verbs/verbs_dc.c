@@ -198,7 +198,6 @@ static void vdci_create(struct dci *d)
 	struct mlx5dv_qp_init_attr dv;
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dc;
-	struct mlx5dv_obj o;
 
 	vdci_cq = ibv_create_cq(ctx, 1u << LOG_CQ, NULL, NULL, 0);
 	REQUIRE(vdci_cq != NULL);
@@ -228,13 +227,7 @@ static void vdci_create(struct dci *d)
 	CHECK(x.cap.max_send_wr >= 16);
 	CHECK_EQ(vdci->qp_type, IBV_QPT_DRIVER);
 
-	memset(&o, 0, sizeof(o));
-	memset(&dq, 0, sizeof(dq));
-	o.qp.in = vdci;
-	o.qp.out = &dq;
-	o.cq.in = vdci_cq;
-	o.cq.out = &dc;
-	REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ), 0);
+	REQUIRE_EQ(gdak_dcv_rings(vdci, vdci_cq, &dq, &dc), 0);
 	CHECK_EQ(dq.sq.stride, 64);
 	CHECK(dq.sq.wqe_cnt >= 32);
 	CHECK_EQ(dq.rq.wqe_cnt, 0);
@@ -266,6 +259,30 @@ static void make_av(struct mlx5_wqe_av *av, uint32_t dctn, uint64_t key)
 	memcpy(av, &base, sizeof(*av));
 	CHECK_MEM(av->rgid, gid.raw, 16);
 	gdak_dcv_av_target(av, dctn, key);
+}
+
+/* A 64-byte WRITE or READ (opcode) from d to av completes with
+ * TRANSPORT_RETRY_EXC_ERR. */
+static void expect_retry_exc(struct dci *d, const struct mlx5_wqe_av *av, uint8_t opcode)
+{
+	uint32_t idx = d->pi;
+
+	post(d, opcode, av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
+	check_err(d, idx, SYND_RETRY_EXC);
+}
+
+/* The verbs DCI, in ERR after an error, to RESET and up again, as a
+ * program recovers. */
+static void vdci_reset_up(struct dci *d)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	CHECK_EQ(ibv_query_qp(vdci, &qa, IBV_QP_STATE, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
+	qa.qp_state = IBV_QPS_RESET;
+	CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
+	vdci_up(d);
 }
 
 /* ---- DEVX objects -------------------------------------------------------------- */
@@ -691,10 +708,7 @@ int main(void)
 	uint64_t keys[3] = { KEY0, KEY1, KEY0 };
 	uint32_t ddctn, idx;
 
-	ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_vt_open_pd(&ctx, &gid);
 	buf = gdak_test_pages(65536);
 	mr = gdak_vt_reg_all(pd, buf, 65536);
 	check_caps();
@@ -791,24 +805,11 @@ int main(void)
 	 * and the DCI in ERR; RESET and up again, as a program recovers */
 	/* 1. a wrong access key (the DEVX DCT counts it) */
 	make_av(&av, ddctn, KEYX ^ 1);
-	idx = dd.pi;
-	post(&dd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
-	check_err(&dd, idx, SYND_RETRY_EXC);
+	expect_retry_exc(&dd, &av, MLX5_OPCODE_RDMA_WRITE);
 	ddct_query(ddct, ddctn, 0, 1);
 	make_av(&av, dct[0]->qp_num, KEY1);
-	idx = vd.pi;
-	post(&vd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
-	check_err(&vd, idx, SYND_RETRY_EXC);
-	{
-		struct ibv_qp_attr qa;
-		struct ibv_qp_init_attr qi;
-
-		CHECK_EQ(ibv_query_qp(vdci, &qa, IBV_QP_STATE, &qi), 0);
-		CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
-		qa.qp_state = IBV_QPS_RESET;
-		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
-		vdci_up(&vd);
-	}
+	expect_retry_exc(&vd, &av, MLX5_OPCODE_RDMA_WRITE);
+	vdci_reset_up(&vd);
 	/* 2. a DCT in ERR, then one destroyed */
 	{
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
@@ -816,15 +817,8 @@ int main(void)
 		CHECK_EQ(ibv_modify_qp(dct[2], &qa, IBV_QP_STATE), 0);
 	}
 	make_av(&av, dct[2]->qp_num, KEY0);
-	idx = vd.pi;
-	post(&vd, MLX5_OPCODE_RDMA_READ, &av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
-	check_err(&vd, idx, SYND_RETRY_EXC);
-	{
-		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
-
-		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
-		vdci_up(&vd);
-	}
+	expect_retry_exc(&vd, &av, MLX5_OPCODE_RDMA_READ);
+	vdci_reset_up(&vd);
 	/* the same DCI reaches a good DCT again */
 	make_av(&av, dct[0]->qp_num, KEY0);
 	idx = vd.pi;
@@ -836,13 +830,8 @@ int main(void)
 
 		CHECK_EQ(ibv_destroy_qp(dct[2]), 0);
 		make_av(&av, gone, KEY0);
-		idx = vd.pi;
-		post(&vd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
-		check_err(&vd, idx, SYND_RETRY_EXC);
-		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
-
-		CHECK_EQ(ibv_modify_qp(vdci, &qa, IBV_QP_STATE), 0);
-		vdci_up(&vd);
+		expect_retry_exc(&vd, &av, MLX5_OPCODE_RDMA_WRITE);
+		vdci_reset_up(&vd);
 	}
 	/* the verbs DCI brought up again by DEVX commands alone, as NVSHMEM
 	 * drives verbs-created QPs (mlx5dv_devx_qp_modify); the DCT is not a
@@ -905,9 +894,7 @@ int main(void)
 		prm_set(in, PRM_OPCODE, 0x712);
 		CHECK_EQ(mlx5dv_devx_obj_modify(ddct, in, sizeof(in), out, sizeof(out)), 0);
 		ddct_query(ddct, ddctn, 2, 1);
-		idx = dd.pi;
-		post(&dd, MLX5_OPCODE_RDMA_WRITE, &av, 0, buf, 64, (uintptr_t)(buf + 49152), 0, 0);
-		check_err(&dd, idx, SYND_RETRY_EXC);
+		expect_retry_exc(&dd, &av, MLX5_OPCODE_RDMA_WRITE);
 	}
 
 	/* teardown in the kernel's order; the SRQ is free once its DCTs are */

@@ -113,7 +113,6 @@ int main(void)
 	struct ibv_srq *srq;
 	struct ibv_qp *dct[2], *dci;
 	struct ibv_ah *ah;
-	struct mlx5dv_obj o;
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dc;
 	struct mlx5_wqe_av base;
@@ -151,12 +150,7 @@ int main(void)
 	up(dct[1], 1);
 	up(dci, 0);
 
-	memset(&o, 0, sizeof(o));
-	o.qp.in = dci;
-	o.qp.out = &dq;
-	o.cq.in = scq;
-	o.cq.out = &dc;
-	REQUIRE_EQ(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ), 0);
+	REQUIRE_EQ(gdak_dcv_rings(dci, scq, &dq, &dc), 0);
 	memset(&a, 0, sizeof(a));
 	a.r.sq = (uint8_t *)gdak_cuda_view(dq.sq.buf, (size_t)dq.sq.wqe_cnt * 64);
 	a.r.wqebbs = dq.sq.wqe_cnt;

@@ -419,7 +419,7 @@ int main(void)
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct mlx5dv_devx_obj *pdo;
-	uint8_t *buf, in[16], out[16];
+	uint8_t *buf;
 	const char *refusal = getenv("DEVX_GPU_EXPECT_REFUSAL");
 	dptr_t probe = 0;
 
@@ -449,11 +449,7 @@ int main(void)
 	REQUIRE(pd != NULL);
 	buf = gdak_test_pages(65536);
 	mr = gdak_vt_reg_all(pd, buf, 65536);
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x800);
-	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
-	REQUIRE(pdo != NULL);
-	pdn = prm_get(out, PRM_OBJ);
+	pdo = prm_alloc_pd(ctx, &pdn);
 
 	check_rc(mr, buf);
 	check_rmp(mr, buf);

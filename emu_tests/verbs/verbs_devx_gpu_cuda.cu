@@ -127,14 +127,10 @@ int main(void)
 	struct args a;
 	struct result *res;
 	struct gdak_ops6 b;
-	uint8_t *h, *g, in[16], out[16];
+	uint8_t *h, *g;
 
 	pd = gdak_ops6_open(&ctx, &gid);
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x800);
-	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
-	REQUIRE(pdo != NULL);
-	pdn = prm_get(out, PRM_OBJ);
+	pdo = prm_alloc_pd(ctx, &pdn);
 
 	gdak_ops6_setup(&b, pd, 31);
 	h = b.h;

@@ -175,18 +175,14 @@ int main(void)
 {
 	struct mlx5dv_devx_obj *pdo, *mk_src, *mk_dst, *mk_ro;
 	struct mlx5dv_devx_umem *src_um, *dst_um;
-	uint8_t *src, *dst, in[16], out[16];
+	uint8_t *src, *dst, out[16];
 	uint32_t k_src, k_dst, k_ro;
 	struct mlx5_cqe64 *e;
 	struct tqp a, b;
 
 	ctx = gdak_vt_open_first();
 	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	memset(in, 0, sizeof(in));
-	prm_set(in, PRM_OPCODE, 0x800);
-	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
-	REQUIRE(pdo != NULL);
-	pdn = prm_get(out, PRM_OBJ);
+	pdo = prm_alloc_pd(ctx, &pdn);
 
 	src = gdak_test_pages(8192);
 	dst = gdak_test_pages(8192);

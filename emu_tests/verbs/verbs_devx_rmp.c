@@ -135,18 +135,11 @@ int main(void)
 	uint8_t *buf, in[RMP_IN_LEN], out[16];
 	uint32_t rmpn;
 
-	ctx = gdak_vt_open_first();
-	REQUIRE_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
-	pd = ibv_alloc_pd(ctx);
-	REQUIRE(pd != NULL);
+	pd = gdak_vt_open_pd(&ctx, &gid);
 	buf = gdak_test_pages(65536);
 	mr = ibv_reg_mr(pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	REQUIRE(mr != NULL);
-	memset(in, 0, 16);
-	prm_set(in, PRM_OPCODE, 0x800);
-	pdo = mlx5dv_devx_obj_create(ctx, in, 16, out, sizeof(out));
-	REQUIRE(pdo != NULL);
-	pdn = prm_get(out, PRM_OBJ);
+	pdo = prm_alloc_pd(ctx, &pdn);
 
 	/* the ring and its record, in the program's memory */
 	memset(&r, 0, sizeof(r));

@@ -51,17 +51,8 @@ static struct ibv_qp *make_qp(void)
 static int post_write(uint64_t wr_id, uint32_t len)
 {
 	struct ibv_sge sg = { .addr = (uintptr_t)abuf, .length = len, .lkey = amr->lkey };
-	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)bbuf;
-	wr.wr.rdma.rkey = bmr->rkey;
-	return ibv_post_send(qa, &wr, &bad);
+	return gdak_vt_post_rdma(qa, IBV_WR_RDMA_WRITE, wr_id, &sg, (uintptr_t)bbuf, bmr->rkey, 0);
 }
 
 static void fill(uint8_t *b, uint32_t len, uint32_t seed)

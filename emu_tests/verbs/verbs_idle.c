@@ -29,7 +29,6 @@
  *    must not come back either).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,46 +55,20 @@ struct nic_sample {
 	uint64_t t_ns;
 };
 
-/* The first line of /proc/self/task/TID/FILE into buf, or NULL. */
-static char *task_line(const char *tid, const char *file, char *buf, int len)
-{
-	char path[320];
-	FILE *f;
-	char *p;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%s/%s", tid, file);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	p = fgets(buf, len, f);
-	fclose(f);
-	return p;
-}
-
 /* The calling process's NIC thread: context switches and utime + stime
  * (clock ticks) from /proc/self/task/TID.  0, or -1 when there is none. */
 static int nic_sample(struct nic_sample *s)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int found = -1;
+	int tid = gdak_test_nic_tid();
+	char name[16];
 
-	if (!d)
+	if (tid < 0)
 		return -1;
-	while (found && (e = readdir(d))) {
-		char buf[1024];
-
-		if (e->d_name[0] == '.')
-			continue;
-		if (!task_line(e->d_name, "comm", buf, sizeof(buf)) || strncmp(buf, "gdak-nic0", 9))
-			continue;
-		if (gdak_test_task_usage(e->d_name, &s->switches, &s->cpu_ticks))
-			continue;
-		s->t_ns = gdak_test_now_ns();
-		found = 0;
-	}
-	closedir(d);
-	return found;
+	snprintf(name, sizeof(name), "%d", tid);
+	if (gdak_test_task_usage(name, &s->switches, &s->cpu_ticks))
+		return -1;
+	s->t_ns = gdak_test_now_ns();
+	return 0;
 }
 
 static void idle_check(const char *who, const struct nic_sample *a, const struct nic_sample *b)
@@ -163,18 +136,11 @@ static void client(int fd)
 	idle_client(fd, "client, connected");
 	for (unsigned i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
 		struct ibv_sge sg = { (uintptr_t)s.buf + writes[i].off, writes[i].len, s.mr->lkey };
-		struct ibv_send_wr w, *bad;
 		int n;
 
-		memset(&w, 0, sizeof(w));
-		w.wr_id = 10 + i;
-		w.opcode = IBV_WR_RDMA_WRITE;
-		w.send_flags = IBV_SEND_SIGNALED;
-		w.sg_list = &sg;
-		w.num_sge = 1;
-		w.wr.rdma.remote_addr = s.peer.addr + writes[i].off;
-		w.wr.rdma.rkey = s.peer.rkey;
-		REQUIRE_EQ(ibv_post_send(s.qp, &w, &bad), 0);
+		REQUIRE_EQ(gdak_vt_post_rdma(s.qp, IBV_WR_RDMA_WRITE, 10 + i, &sg,
+					     s.peer.addr + writes[i].off, s.peer.rkey, 0),
+			   0);
 		while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0)
 			;
 		REQUIRE_EQ(n, 1);

@@ -106,17 +106,9 @@ static int post_a(struct pair *p, enum ibv_wr_opcode op, uint64_t wr_id, unsigne
 	struct ibv_sge sg = { .addr = (uintptr_t)p->abuf + off,
 			      .length = len,
 			      .lkey = p->amr->lkey };
-	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED | flags;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)p->bbuf + roff;
-	wr.wr.rdma.rkey = p->bmr->rkey;
-	return ibv_post_send(p->a, &wr, &bad);
+	return gdak_vt_post_rdma(p->a, op, wr_id, &sg, (uintptr_t)p->bbuf + roff, p->bmr->rkey,
+				 flags);
 }
 
 /* Poll until the completion of wr_id on qp (other completions of the CQ -

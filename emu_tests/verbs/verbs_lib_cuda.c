@@ -31,7 +31,6 @@ int main(void)
 		.mtu = IBV_MTU_4096, .max_dest_rd_atomic = 1, .max_rd_atomic = 1, .rnr_retry = 7
 	};
 	struct ibv_sge sg;
-	struct ibv_send_wr w, *bad;
 	struct ibv_wc wc;
 	uint8_t *h, *back;
 
@@ -63,15 +62,7 @@ int main(void)
 
 	/* host -> GPU */
 	sg = (struct ibv_sge){ (uintptr_t)h, LEN, hmr->lkey };
-	memset(&w, 0, sizeof(w));
-	w.wr_id = 1;
-	w.opcode = IBV_WR_RDMA_WRITE;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.sg_list = &sg;
-	w.num_sge = 1;
-	w.wr.rdma.remote_addr = dptr;
-	w.wr.rdma.rkey = gmr->rkey;
-	REQUIRE_EQ(ibv_post_send(qp, &w, &bad), 0);
+	REQUIRE_EQ(gdak_vt_post_rdma(qp, IBV_WR_RDMA_WRITE, 1, &sg, dptr, gmr->rkey, 0), 0);
 	REQUIRE_EQ(gdak_vt_wait_wc(cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	REQUIRE_EQ(cu.dtoh(back, dptr, LEN), 0);
@@ -79,9 +70,7 @@ int main(void)
 	/* GPU -> host (second half of the host buffer) */
 	memset(h + LEN / 2, 0, LEN / 2);
 	sg = (struct ibv_sge){ (uintptr_t)h + LEN / 2, LEN / 2, hmr->lkey };
-	w.wr_id = 2;
-	w.opcode = IBV_WR_RDMA_READ;
-	REQUIRE_EQ(ibv_post_send(qp, &w, &bad), 0);
+	REQUIRE_EQ(gdak_vt_post_rdma(qp, IBV_WR_RDMA_READ, 2, &sg, dptr, gmr->rkey, 0), 0);
 	REQUIRE_EQ(gdak_vt_wait_wc(cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_MEM(h + LEN / 2, back, LEN / 2);

@@ -24,7 +24,6 @@
  *    (next to no context switches or CPU time), it never spins.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -79,33 +78,6 @@ static const char *log_text(void)
 	return buf;
 }
 
-/* tid of this process's NIC thread 0, or -1 */
-static int nic_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int tid = -1;
-
-	if (!d)
-		return -1;
-	while (tid < 0 && (e = readdir(d))) {
-		char path[300], buf[64];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && !strncmp(buf, "gdak-nic0", 9))
-			tid = atoi(e->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	return tid;
-}
-
 struct tsched {
 	int policy, prio, nice;
 };
@@ -150,7 +122,7 @@ static struct ibv_context *open_with(const char *v, struct tsched *out)
 	c = open_dev();
 	if (!c)
 		return NULL;
-	tid = nic_tid();
+	tid = gdak_test_nic_tid();
 	CHECK(tid > 0);
 	*out = sched_of(tid);
 	fprintf(stderr, "GDAK_NIC_SCHED=%s: policy %d priority %d nice %d\n", v ? v : "(unset)",
@@ -316,10 +288,9 @@ static void traffic_then_idle(struct ibv_context *c)
 	struct ibv_port_attr pa;
 	uint8_t *buf = gdak_test_pages(2 * LEN);
 	struct ibv_sge sge;
-	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_wc wc;
 	struct nic_sample a, b;
-	int tid = nic_tid();
+	int tid = gdak_test_nic_tid();
 
 	REQUIRE(tid > 0);
 	REQUIRE(ibv_query_port(c, 1, &pa) == 0);
@@ -343,13 +314,8 @@ static void traffic_then_idle(struct ibv_context *c)
 	}
 	gdak_test_fill(buf, LEN, 7);
 	sge = (struct ibv_sge){ (uintptr_t)buf, LEN, o.mr[0]->lkey };
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)(buf + LEN);
-	wr.wr.rdma.rkey = o.mr[0]->rkey;
-	REQUIRE(ibv_post_send(o.qp[0], &wr, &bad) == 0);
+	REQUIRE(gdak_vt_post_rdma(o.qp[0], IBV_WR_RDMA_WRITE, 0, &sge, (uintptr_t)(buf + LEN),
+				  o.mr[0]->rkey, 0) == 0);
 	REQUIRE(gdak_vt_wait_wc(o.cq, &wc) == 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
@@ -373,25 +339,25 @@ static void traffic_then_idle(struct ibv_context *c)
 	free(buf);
 }
 
-static void part_rt(void)
+/* A device opened with GDAK_NIC_SCHED=value: its NIC thread runs under
+ * policy at prio, through traffic and then idle. */
+static void rt_open(const char *value, int policy, int prio)
 {
 	struct tsched s;
-	struct ibv_context *c;
+	struct ibv_context *c = open_with(value, &s);
 
-	c = open_with("fifo:2", &s);
 	REQUIRE(c != NULL);
-	CHECK_EQ(s.policy, SCHED_FIFO);
-	CHECK_EQ(s.prio, 2);
+	CHECK_EQ(s.policy, policy);
+	CHECK_EQ(s.prio, prio);
 	traffic_then_idle(c);
 	CHECK_EQ(ibv_close_device(c), 0);
+}
 
+static void part_rt(void)
+{
+	rt_open("fifo:2", SCHED_FIFO, 2);
 	setenv("GDAK_POLL", "spin", 1);
-	c = open_with("rr", &s);
-	REQUIRE(c != NULL);
-	CHECK_EQ(s.policy, SCHED_RR);
-	CHECK_EQ(s.prio, 1);
-	traffic_then_idle(c);
-	CHECK_EQ(ibv_close_device(c), 0);
+	rt_open("rr", SCHED_RR, 1);
 	CHECK(strstr(log_text(), "refused") == NULL);
 }
 
