@@ -31,6 +31,9 @@ add_executable(gdak-fuzz-seeds ${_fz}/seeds.c)
 target_link_libraries(gdak-fuzz-seeds PRIVATE gdak)
 target_include_directories(gdak-fuzz-seeds PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/roce)
 gdak_set_warnings(gdak-fuzz-seeds)
+add_test(NAME gdak.fuzz.seeds COMMAND bash ${_fz}/seeds_check.sh $<TARGET_FILE:gdak-fuzz-seeds>
+  ${_fz}/corpus)
+set_tests_properties(gdak.fuzz.seeds PROPERTIES LABELS "fuzz;unit" TIMEOUT 60)
 
 if(GDAK_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")

@@ -210,12 +210,23 @@ static void pumps(struct prog *p, int n)
 
 static void roce_seeds(void)
 {
-	static const char *const opn[] = {"send", "send-imm", "write", "write-imm", "read",
-					  "cmp-swap", "fetch-add"};
 	struct prog p;
 	char name[64];
 
 	for (uint8_t op = 0; op < ROCE_WR_NOPS; op++) {
+		/* the engine's name of the kind, as a file name: CMP_SWAP ->
+		 * cmp-swap; a kind without a name stops the generator */
+		const char *en = roce_wr_op_name(op);
+		char opn[32];
+		size_t k;
+
+		if (!en || !en[0] || !strcmp(en, "UNKNOWN")) {
+			fprintf(stderr, "gdak-fuzz-seeds: work-request kind %u has no name\n", op);
+			exit(1);
+		}
+		for (k = 0; en[k] && k < sizeof(opn) - 1; k++)
+			opn[k] = en[k] == '_' ? '-' : (char)(en[k] | 0x20);
+		opn[k] = 0;
 		for (uint8_t mtu = 0; mtu < 5; mtu += 2) {
 			p.n = 0;
 			E(&p, mtu);
@@ -223,7 +234,7 @@ static void roce_seeds(void)
 			rpost(&p, 0, op, 0, 3000, 64);
 			rpost(&p, 1, op, 0, 100, 8);
 			pumps(&p, 6);
-			snprintf(name, sizeof(name), "%s-mtu%u", opn[op], 256u << mtu);
+			snprintf(name, sizeof(name), "%s-mtu%u", opn, 256u << mtu);
 			save("roce", name, p.b, p.n);
 		}
 	}
