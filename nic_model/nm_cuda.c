@@ -1583,6 +1583,22 @@ static int cb_dq_join(struct cb_ctx *c, const void *dst, const void *src, int sk
 	return 1;
 }
 
+/* The ticket's completion event, created on its first copy and kept for the
+ * next ones: 0, or the driver's error (logged). */
+static nm_cu_result ticket_event(struct nm_cuda_ticket *t)
+{
+	nm_cu_result r;
+
+	if (t->ev)
+		return 0;
+	r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
+	if (r) {
+		t->ev = NULL;
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
+	}
+	return r;
+}
+
 static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int sk, size_t len,
 		     struct nm_cuda_ticket *t)
 {
@@ -1621,14 +1637,9 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int s
 		}
 		return 0;
 	}
-	if (!t->ev) {
-		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
-		if (r) {
-			t->ev = NULL;
-			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
-			return cu_errno(r);
-		}
-	}
+	r = ticket_event(t);
+	if (r)
+		return cu_errno(r);
 	pthread_mutex_lock(&c->lk);
 	cb_flush(c, &cs.flush_other);
 	if (len)
@@ -1882,14 +1893,9 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	ret = thread_stream((unsigned)t->stream, &s);
 	if (ret)
 		return ret;
-	if (!t->ev) {
-		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
-		if (r) {
-			t->ev = NULL;
-			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
-			return cu_errno(r);
-		}
-	}
+	r = ticket_event(t);
+	if (r)
+		return cu_errno(r);
 	{
 		uint64_t t0 = cs_clock(), dt;
 
