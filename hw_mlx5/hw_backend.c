@@ -91,32 +91,15 @@ static struct ibv_device *find_device(struct ibv_device **list, int n, const cha
 	return NULL;
 }
 
-static int is_ipv4_mapped(const union ibv_gid *g)
-{
-	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	return !memcmp(g->raw, pfx, sizeof(pfx));
-}
-
 /* RoCE: the first RoCE v2 GID, an IPv4-mapped one if there is one. */
 static int choose_gid(struct hw_ctx *hc, int table_len)
 {
-	int first_v2 = -1;
+	int gidx = gdak_ibv_roce_v2_gid(hc->ibctx, hc->port, table_len);
 
-	for (int i = 0; i < table_len; i++) {
-		struct ibv_gid_entry e;
-		if (ibv_query_gid_ex(hc->ibctx, hc->port, (uint32_t)i, &e, 0))
-			continue;
-		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
-			continue;
-		if (is_ipv4_mapped((const union ibv_gid *)e.gid.raw))
-			return i;
-		if (first_v2 < 0)
-			first_v2 = i;
-	}
-	if (first_v2 < 0)
+	if (gidx < 0)
 		GDAK_WARN("hw", 0, "%s port %u: no RoCE v2 GID found, using GID index 0",
 			  hc->ibdev_name, hc->port);
-	return first_v2 < 0 ? 0 : first_v2;
+	return gidx < 0 ? 0 : gidx;
 }
 
 static int open_ib(struct hw_ctx *hc, struct ibv_device *dev)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hw_cuda.c - the few CUDA driver API calls the hardware backend needs,
- * loaded at run time with dlopen("libcuda.so.1") so that one build runs on
- * machines with and without a GPU (libcuda is never linked).
+ * loaded at run time (gdak_cuda.h: dlopen("libcuda.so.1")) so that one
+ * build runs on machines with and without a GPU (libcuda is never linked).
  *
  * Every call makes the primary context of the chosen GPU ($GDAK_CUDA_DEVICE,
  * default 0) current on the calling thread first: the backend is called from
@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gdak/env.h>
-
 #include "hw_loc.h"
+#include "gdak_cuda.h"
 #include "gdak_log.h"
 
 /* The driver API's types, spelled out so no CUDA header is needed. */
@@ -41,11 +40,7 @@ enum {
 
 /* Symbol names are the versioned ones cuda.h maps the API names to. */
 static struct {
-	CUresult (*Init)(unsigned);
-	CUresult (*DeviceGetCount)(int *);
-	CUresult (*DeviceGet)(CUdevice *, int);
 	CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
-	CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 	CUresult (*CtxSetCurrent)(CUcontext);
 	CUresult (*MemHostAlloc)(void **, size_t, unsigned);
 	CUresult (*MemFreeHost)(void *);
@@ -76,11 +71,16 @@ static const char *cu_err(CUresult r)
 	return "unknown CUDA error";
 }
 
+static void lacks(const char *name)
+{
+	GDAK_WARN("hw", 0, "libcuda.so.1 lacks %s: GPU support off", name);
+}
+
 static int load_sym(void *lib, void **slot, const char *name, int required)
 {
 	*slot = dlsym(lib, name);
 	if (!*slot && required) {
-		GDAK_WARN("hw", 0, "libcuda.so.1 lacks %s: GPU support off", name);
+		lacks(name);
 		return -1;
 	}
 	return 0;
@@ -88,23 +88,18 @@ static int load_sym(void *lib, void **slot, const char *name, int required)
 
 static void cuda_load(void)
 {
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	unsigned long long dev_env = 0;
-	int n = 0, ord = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env,
-	    bad = 0;
-	CUdevice dev;
-	CUresult r;
+	struct gdak_cuda_driver d;
+	enum gdak_cuda_step step;
+	void *lib;
+	int bad = 0;
 
-	if (!lib) {
-		GDAK_INFO("hw", 0, "no CUDA driver (libcuda.so.1: %s): host memory only", dlerror());
+	if (gdak_cuda_open(&d)) {
+		GDAK_INFO("hw", 0, "no CUDA driver (libcuda.so.1: %s): host memory only", d.why);
 		return;
 	}
+	lib = d.lib;
 #define SYM(field, name, req) bad |= load_sym(lib, (void **)&cu.field, name, req)
-	SYM(Init, "cuInit", 1);
-	SYM(DeviceGetCount, "cuDeviceGetCount", 1);
-	SYM(DeviceGet, "cuDeviceGet", 1);
 	SYM(DeviceGetAttribute, "cuDeviceGetAttribute", 1);
-	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 1);
 	SYM(CtxSetCurrent, "cuCtxSetCurrent", 1);
 	SYM(MemHostAlloc, "cuMemHostAlloc", 1);
 	SYM(MemFreeHost, "cuMemFreeHost", 1);
@@ -124,32 +119,33 @@ static void cuda_load(void)
 #undef SYM
 	if (bad)
 		return;
-	r = cu.Init(0);
-	if (r != CUDA_SUCCESS) {
-		GDAK_INFO("hw", 0, "cuInit: %s: host memory only", cu_err(r));
+	step = gdak_cuda_start(&d);
+	if (step == GDAK_CUDA_NO_SYMBOL) {
+		lacks(d.why);
 		return;
 	}
-	r = cu.DeviceGetCount(&n);
-	if (r != CUDA_SUCCESS || n <= 0) {
+	if (step == GDAK_CUDA_NO_INIT) {
+		GDAK_INFO("hw", 0, "cuInit: %s: host memory only", cu_err(d.result));
+		return;
+	}
+	if (step == GDAK_CUDA_NO_DEVICE) {
 		GDAK_INFO("hw", 0, "no CUDA device: host memory only");
 		return;
 	}
-	if (ord < 0 || ord >= n) {
-		GDAK_WARN("hw", 0, "GDAK_CUDA_DEVICE=%d but %d GPU(s): using 0", ord, n);
-		ord = 0;
-	}
-	r = cu.DeviceGet(&dev, ord);
-	if (r == CUDA_SUCCESS)
-		r = cu.DevicePrimaryCtxRetain(&cuda_ctx, dev);
-	if (r != CUDA_SUCCESS) {
-		GDAK_WARN("hw", 0, "GPU %d: no context (%s): host memory only", ord, cu_err(r));
+	if (d.ordinal != d.asked)
+		GDAK_WARN("hw", 0, "GDAK_CUDA_DEVICE=%d but %d GPU(s): using 0", d.asked, d.count);
+	if (step != GDAK_CUDA_READY) {
+		GDAK_WARN("hw", 0, "GPU %d: no context (%s): host memory only", d.ordinal,
+			  cu_err(d.result));
 		return;
 	}
+	cuda_ctx = (CUcontext)d.ctx;
 	if (cu.MemGetHandleForAddressRange &&
-	    cu.DeviceGetAttribute(&cuda_dmabuf_ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev) !=
-		    CUDA_SUCCESS)
+	    cu.DeviceGetAttribute(&cuda_dmabuf_ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+				  d.device) != CUDA_SUCCESS)
 		cuda_dmabuf_ok = 0;
-	GDAK_INFO("hw", 0, "CUDA GPU %d ready (dma-buf %s)", ord, cuda_dmabuf_ok ? "yes" : "no");
+	GDAK_INFO("hw", 0, "CUDA GPU %d ready (dma-buf %s)", d.ordinal,
+		  cuda_dmabuf_ok ? "yes" : "no");
 	cuda_state = 0;
 }
 

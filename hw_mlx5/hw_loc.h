@@ -76,10 +76,7 @@ static inline void hw_wc_flush(void)
 
 /* One allocation made by gdak_mem_alloc. */
 struct hw_alloc {
-	struct hw_alloc *next;
-	void *addr;
-	size_t len;
-	enum gdak_mem_kind kind;
+	struct gdak_mem_block b; /* first: the context's list links it */
 	int cuda;		/* 1: owned by the CUDA driver (cuMemHostAlloc/cuMemAlloc) */
 };
 
@@ -113,7 +110,7 @@ struct hw_ctx {
 	int cuda;		/* 1 when the CUDA driver API is usable */
 
 	pthread_mutex_t lock;	/* allocs, maps */
-	struct hw_alloc *allocs;
+	struct gdak_mem_block *allocs; /* of struct hw_alloc */
 	struct hw_gpumap *maps;
 	struct hw_proxy *proxy;	/* CPU-proxy doorbell thread, started on first use */
 };

@@ -40,29 +40,29 @@ int hw_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void
 
 	if (!a)
 		return -ENOMEM;
-	a->len = rlen;
-	a->kind = kind;
+	a->b.len = rlen;
+	a->b.kind = kind;
 	if (kind == GDAK_MEM_GPU) {
 		if (!hc->cuda) {
 			GDAK_ERR("ctx", ctx->id, "GPU memory asked for, but no CUDA GPU is usable");
 			ret = -ENOTSUP;
 		} else {
-			ret = hw_cuda_dev_alloc(rlen, &a->addr);
+			ret = hw_cuda_dev_alloc(rlen, &a->b.addr);
 			a->cuda = 1;
 			if (!ret)
-				ret = hw_cuda_memset(a->addr, 0, rlen);
+				ret = hw_cuda_memset(a->b.addr, 0, rlen);
 		}
 	} else if (kind == GDAK_MEM_HOST_MAPPED && hc->cuda) {
-		ret = hw_cuda_host_alloc(rlen, &a->addr);
+		ret = hw_cuda_host_alloc(rlen, &a->b.addr);
 		a->cuda = 1;
 		if (!ret)
-			memset(a->addr, 0, rlen);
+			memset(a->b.addr, 0, rlen);
 	} else {
 		/* page aligned so that a registration never shares a page it
 		 * does not own (fork safety, ibv_fork_init) */
-		ret = posix_memalign(&a->addr, pg, rlen) ? -ENOMEM : 0;
+		ret = posix_memalign(&a->b.addr, pg, rlen) ? -ENOMEM : 0;
 		if (!ret)
-			memset(a->addr, 0, rlen);
+			memset(a->b.addr, 0, rlen);
 	}
 	if (ret) {
 		GDAK_ERR("ctx", ctx->id, "allocating %zu bytes of %s memory: %s", len,
@@ -71,38 +71,30 @@ int hw_mem_alloc(struct gdak_ctx *ctx, size_t len, enum gdak_mem_kind kind, void
 		return ret;
 	}
 	pthread_mutex_lock(&hc->lock);
-	a->next = hc->allocs;
-	hc->allocs = a;
+	gdak_mem_block_push(&hc->allocs, &a->b);
 	pthread_mutex_unlock(&hc->lock);
-	*addr = a->addr;
+	*addr = a->b.addr;
 	return 0;
 }
 
-static void free_one(struct hw_alloc *a)
+static void free_one(struct gdak_mem_block *b)
 {
-	if (a->kind == GDAK_MEM_GPU)
-		hw_cuda_dev_free(a->addr);
+	struct hw_alloc *a = (struct hw_alloc *)b;
+
+	if (b->kind == GDAK_MEM_GPU)
+		hw_cuda_dev_free(b->addr);
 	else if (a->cuda)
-		hw_cuda_host_free(a->addr);
+		hw_cuda_host_free(b->addr);
 	else
-		free(a->addr);
+		free(b->addr);
 	free(a);
 }
 
 int hw_mem_free(struct gdak_ctx *ctx, void *addr)
 {
 	struct hw_ctx *hc = hw_ctx_of(ctx);
-	struct hw_alloc **pp, *a = NULL;
+	struct gdak_mem_block *a = gdak_mem_block_take(&hc->lock, &hc->allocs, addr);
 
-	pthread_mutex_lock(&hc->lock);
-	for (pp = &hc->allocs; *pp; pp = &(*pp)->next) {
-		if ((*pp)->addr == addr) {
-			a = *pp;
-			*pp = a->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&hc->lock);
 	if (!a) {
 		GDAK_ERR("ctx", ctx->id, "%p was not returned by gdak_mem_alloc on this context",
 			 addr);
@@ -116,26 +108,16 @@ enum gdak_mem_kind hw_mem_kind_of(struct gdak_ctx *ctx, const void *addr)
 {
 	struct hw_ctx *hc = hw_ctx_of(ctx);
 	enum gdak_mem_kind k = GDAK_MEM_HOST;
-	int found = 0;
 
-	pthread_mutex_lock(&hc->lock);
-	for (struct hw_alloc *a = hc->allocs; a; a = a->next) {
-		if ((uintptr_t)addr >= (uintptr_t)a->addr &&
-		    (uintptr_t)addr < (uintptr_t)a->addr + a->len) {
-			k = a->kind;
-			found = 1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&hc->lock);
-	if (!found && hc->cuda && hw_cuda_is_device_ptr(addr))
+	if (!gdak_mem_block_kind(&hc->lock, &hc->allocs, addr, &k) && hc->cuda &&
+	    hw_cuda_is_device_ptr(addr))
 		k = GDAK_MEM_GPU;
 	return k;
 }
 
 void hw_mem_release_all(struct hw_ctx *hc)
 {
-	struct hw_alloc *a;
+	struct gdak_mem_block *a;
 	struct hw_gpumap *m;
 
 	while ((a = hc->allocs)) {

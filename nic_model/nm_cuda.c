@@ -2,9 +2,9 @@
 /*
  * nm_cuda.c - the NIC model's memory engine when a GPU is usable.
  *
- * Loaded, not linked: nm_cuda_dma_probe() dlopen()s libcuda.so.1, initialises
- * the driver and retains the primary context of one device ($GDAK_CUDA_DEVICE,
- * default 0) - the context the CUDA runtime of the application uses too, so
+ * Loaded, not linked: nm_cuda_dma_probe() loads libcuda.so.1 (gdak_cuda_load,
+ * core/internal/gdak_cuda.h), initialises the driver and retains the primary
+ * context of one device ($GDAK_CUDA_DEVICE, default 0) - the context the CUDA runtime of the application uses too, so
  * memory either side allocates is valid in the other.  Without libcuda, a
  * device or a working driver the probe returns NULL and nm_dma_host.c serves
  * (GDAK_CUDA_DMA=0 forces that, e.g. for a process that forks).
@@ -54,6 +54,7 @@
 
 #include <gdak/env.h>
 
+#include "gdak_cuda.h"
 #include "nm_cuda.h"
 #include "nm_cuda_kern.h"
 #include "nm_dma.h"
@@ -1692,6 +1693,22 @@ static int cb_dq_join(struct cb_ctx *c, const void *dst, const void *src, int sk
 	return 1;
 }
 
+/* The ticket's completion event, created on its first copy and kept for the
+ * next ones: 0, or the driver's error (logged). */
+static nm_cu_result ticket_event(struct nm_cuda_ticket *t)
+{
+	nm_cu_result r;
+
+	if (t->ev)
+		return 0;
+	r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
+	if (r) {
+		t->ev = NULL;
+		GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
+	}
+	return r;
+}
+
 static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int sk, size_t len,
 		     struct nm_cuda_ticket *t)
 {
@@ -1730,14 +1747,9 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int s
 		}
 		return 0;
 	}
-	if (!t->ev) {
-		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
-		if (r) {
-			t->ev = NULL;
-			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
-			return cu_errno(r);
-		}
-	}
+	r = ticket_event(t);
+	if (r)
+		return cu_errno(r);
 	pthread_mutex_lock(&c->lk);
 	cb_flush(c, &cs.flush_other);
 	if (len)
@@ -1993,14 +2005,9 @@ int nm_cuda_copy_start(void *dst, int dst_kind, const void *src, int src_kind, s
 	ret = thread_stream((unsigned)t->stream, &s);
 	if (ret)
 		return ret;
-	if (!t->ev) {
-		r = cu.EventCreate(&t->ev, NM_CU_EVENT_DISABLE_TIMING);
-		if (r) {
-			t->ev = NULL;
-			GDAK_ERR_RL("cuda", cu_ordinal, "cuEventCreate: %s", cu_err(r));
-			return cu_errno(r);
-		}
-	}
+	r = ticket_event(t);
+	if (r)
+		return cu_errno(r);
 	{
 		uint64_t t0 = cs_clock(), dt;
 
@@ -2443,28 +2450,23 @@ static void cb_setup(void *lib)
 
 static void probe_once(void)
 {
+	struct gdak_cuda_driver d;
+	enum gdak_cuda_step step;
 	char name[128] = "";
 	int dma = 1;
-	nm_cu_device dev;
-	nm_cu_result r;
 	void *lib;
-	int n = 0;
 
 	if (gdak_env_bool("GDAK_CUDA_DMA", &dma) == 0 && !dma) {
 		GDAK_INFO("cuda", 0, "GDAK_CUDA_DMA=%s: host memory engine",
 			  gdak_env_raw("GDAK_CUDA_DMA"));
 		return;
 	}
-	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		GDAK_DBG("cuda", 0, "no CUDA driver (%s): host memory engine", dlerror());
+	if (gdak_cuda_open(&d)) {
+		GDAK_DBG("cuda", 0, "no CUDA driver (%s): host memory engine", d.why);
 		return;
 	}
-	SYM(Init, "cuInit");
-	SYM(DeviceGetCount, "cuDeviceGetCount");
-	SYM(DeviceGet, "cuDeviceGet");
+	lib = d.lib;
 	SYM(DeviceGetName, "cuDeviceGetName");
-	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
 	SYM(CtxSetCurrent, "cuCtxSetCurrent");
 	SYM(MemAlloc, "cuMemAlloc_v2");
 	SYM(MemFree, "cuMemFree_v2");
@@ -2490,30 +2492,30 @@ static void probe_once(void)
 	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");
 
-	r = cu.Init(0);
-	if (r) {
-		GDAK_INFO("cuda", 0, "cuInit: %s: host memory engine", cu_err(r));
+	step = gdak_cuda_start(&d);
+	if (step == GDAK_CUDA_NO_SYMBOL) {
+		GDAK_WARN("cuda", 0, "libcuda.so.1 lacks %s: GPU memory engine off", d.why);
 		goto fail;
 	}
-	r = cu.DeviceGetCount(&n);
-	if (r || n <= 0) {
+	if (step == GDAK_CUDA_NO_INIT) {
+		GDAK_INFO("cuda", 0, "cuInit: %s: host memory engine", cu_err(d.result));
+		goto fail;
+	}
+	if (step == GDAK_CUDA_NO_DEVICE) {
 		GDAK_INFO("cuda", 0, "no CUDA device: host memory engine");
 		goto fail;
 	}
-	cu_ordinal = (int)env_num("GDAK_CUDA_DEVICE", 0);
-	if (cu_ordinal < 0 || cu_ordinal >= n) {
+	cu_ordinal = d.ordinal;
+	if (d.ordinal != d.asked)
 		GDAK_ERR("cuda", 0, "GDAK_CUDA_DEVICE=%d: only %d device(s); using device 0",
-			 cu_ordinal, n);
-		cu_ordinal = 0;
-	}
-	r = cu.DeviceGet(&dev, cu_ordinal);
-	if (!r)
-		r = cu.DevicePrimaryCtxRetain(&cu_ctx, dev);
-	if (r) {
-		GDAK_WARN("cuda", cu_ordinal, "primary context: %s: host memory engine", cu_err(r));
+			 d.asked, d.count);
+	if (step != GDAK_CUDA_READY) {
+		GDAK_WARN("cuda", cu_ordinal, "primary context: %s: host memory engine",
+			  cu_err(d.result));
 		goto fail;
 	}
-	cu.DeviceGetName(name, sizeof(name) - 1, dev);
+	cu_ctx = (nm_cu_ctx)d.ctx;
+	cu.DeviceGetName(name, sizeof(name) - 1, d.device);
 	for (int i = 0; i < NM_CUDA_ATOMIC_LOCKS; i++)
 		pthread_mutex_init(&atomic_lock[i], NULL);
 	pthread_key_create(&stream_key, stream_dtor);

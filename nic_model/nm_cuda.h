@@ -60,11 +60,7 @@ struct nm_cu_cpattr {
 };
 
 struct nm_cu_api {
-	nm_cu_result (*Init)(unsigned flags);
-	nm_cu_result (*DeviceGetCount)(int *n);
-	nm_cu_result (*DeviceGet)(nm_cu_device *dev, int ordinal);
 	nm_cu_result (*DeviceGetName)(char *name, int len, nm_cu_device dev);
-	nm_cu_result (*DevicePrimaryCtxRetain)(nm_cu_ctx *ctx, nm_cu_device dev);
 	nm_cu_result (*CtxSetCurrent)(nm_cu_ctx ctx);
 	nm_cu_result (*MemAlloc)(nm_cu_ptr *p, size_t len);
 	nm_cu_result (*MemFree)(nm_cu_ptr p);

@@ -173,8 +173,6 @@ extern const struct nm_transport_ops nm_tr_verbs_ops;
 
 /* ---- context ----------------------------------------------------------- */
 
-struct nm_alloc;	/* nm_mem.c: gdak_mem_alloc bookkeeping */
-
 struct nm_ctx {
 	struct gdak_ctx base;	/* must be first */
 	const struct nm_transport_ops *tr;
@@ -187,7 +185,7 @@ struct nm_ctx {
 	uint32_t *mr_free_next;
 	uint32_t mr_free_cap;
 	uint8_t mr_key;		/* 8-bit key variant, bumped per registration */
-	struct nm_alloc *allocs;
+	struct gdak_mem_block *allocs; /* nm_mem.c: what gdak_mem_alloc handed out */
 	_Atomic uint32_t nqps;
 	_Atomic uint32_t nmrs;
 	_Atomic uint32_t mr_gen;	/* bumped by every deregistration: key caches

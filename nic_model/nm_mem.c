@@ -21,17 +21,10 @@
 #include "nm_loc.h"
 #include "nm_rand.h"
 
-struct nm_alloc {
-	struct nm_alloc *next;
-	void *addr;
-	size_t len;
-	enum gdak_mem_kind kind;
-};
-
 int nm_mem_alloc(struct gdak_ctx *bctx, size_t len, enum gdak_mem_kind kind, void **addr)
 {
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
-	struct nm_alloc *a = calloc(1, sizeof(*a));
+	struct gdak_mem_block *a = calloc(1, sizeof(*a));
 	int ret;
 
 	if (!a)
@@ -48,8 +41,7 @@ int nm_mem_alloc(struct gdak_ctx *bctx, size_t len, enum gdak_mem_kind kind, voi
 	a->len = len;
 	a->kind = kind;
 	pthread_mutex_lock(&ctx->lock);
-	a->next = ctx->allocs;
-	ctx->allocs = a;
+	gdak_mem_block_push(&ctx->allocs, a);
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
@@ -57,17 +49,8 @@ int nm_mem_alloc(struct gdak_ctx *bctx, size_t len, enum gdak_mem_kind kind, voi
 int nm_mem_free(struct gdak_ctx *bctx, void *addr)
 {
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
-	struct nm_alloc **pp, *a = NULL;
+	struct gdak_mem_block *a = gdak_mem_block_take(&ctx->lock, &ctx->allocs, addr);
 
-	pthread_mutex_lock(&ctx->lock);
-	for (pp = &ctx->allocs; *pp; pp = &(*pp)->next) {
-		if ((*pp)->addr == addr) {
-			a = *pp;
-			*pp = a->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->lock);
 	if (!a) {
 		GDAK_ERR("ctx", bctx->id, "%p was not allocated with gdak_mem_alloc on this context",
 			 addr);
@@ -82,19 +65,8 @@ enum gdak_mem_kind nm_mem_kind_of(struct gdak_ctx *bctx, const void *addr)
 {
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
 	enum gdak_mem_kind k = GDAK_MEM_HOST;
-	int found = 0;
 
-	pthread_mutex_lock(&ctx->lock);
-	for (struct nm_alloc *a = ctx->allocs; a; a = a->next) {
-		if ((uintptr_t)addr >= (uintptr_t)a->addr &&
-		    (uintptr_t)addr < (uintptr_t)a->addr + a->len) {
-			k = a->kind;
-			found = 1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	if (!found)
+	if (!gdak_mem_block_kind(&ctx->lock, &ctx->allocs, addr, &k))
 		k = nm_dma_get()->kind_of(addr);
 	/* for data movement HOST_MAPPED is host memory */
 	return k;
@@ -254,7 +226,7 @@ void nm_mem_ctx_fini(struct nm_ctx *ctx)
 			  leaked);
 	free(ctx->mr_free_next);
 	while (ctx->allocs) {
-		struct nm_alloc *a = ctx->allocs;
+		struct gdak_mem_block *a = ctx->allocs;
 		ctx->allocs = a->next;
 		nm_dma_get()->free(a->addr, a->len, a->kind);
 		free(a);

@@ -44,33 +44,6 @@ static struct tv_ctx *tc_of(struct nm_ctx *ctx) { return ctx->tr_priv; }
 
 /* ---- context ---------------------------------------------------------------- */
 
-static int is_v4_mapped(const union ibv_gid *g)
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	return !memcmp(g->raw, pfx, sizeof(pfx));
-}
-
-/* RoCE: the first RoCEv2 GID holding an IPv4 address, else the first RoCEv2
- * one (IPv6), else 0; the udp transport and kernel rxe speak RoCEv2. */
-static int pick_gid(struct tv_ctx *tc, int len)
-{
-	int v6 = -1;
-
-	for (int i = 0; i < len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(tc->vctx, tc->port, (uint32_t)i, &e, 0))
-			continue;
-		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
-			continue;
-		if (is_v4_mapped((const union ibv_gid *)e.gid.raw))
-			return i;
-		if (v6 < 0)
-			v6 = i;
-	}
-	return v6 >= 0 ? v6 : 0;
-}
-
 static void tc_free(struct tv_ctx *tc)
 {
 	tv_mr_fini_all(tc);
@@ -190,8 +163,13 @@ static int verbs_ctx_init(struct nm_ctx *ctx, const char *args)
 	tc->atomic_host_order = strncmp(ibv_get_device_name(dev), "mlx", 3) != 0;
 	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND && gid < 0)
 		tc->gid_index = -1;
-	else
-		tc->gid_index = gid >= 0 ? gid : pick_gid(tc, pa.gid_tbl_len);
+	else if (gid >= 0)
+		tc->gid_index = gid;
+	else {
+		/* RoCE: the first RoCEv2 GID (an IPv4 one if there is one), else 0 */
+		gid = gdak_ibv_roce_v2_gid(tc->vctx, tc->port, pa.gid_tbl_len);
+		tc->gid_index = gid >= 0 ? gid : 0;
+	}
 	if (tc->gid_index >= 0 && ibv_query_gid(tc->vctx, tc->port, tc->gid_index, &tc->gid)) {
 		GDAK_ERR("ctx", ctx->base.id, "emu:verbs: %s has no GID %d", ibv_get_device_name(dev),
 			 tc->gid_index);

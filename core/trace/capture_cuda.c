@@ -5,8 +5,8 @@
  * The hardware backend can put a QP's rings and doorbell records in GPU
  * memory (GDAK_QP_F_QUEUES_GPU, DEVX umems).  The host cannot load from that
  * memory, so the capture copies what it needs with the driver API, loaded at
- * run time (dlopen("libcuda.so.1"), as nic_model/nm_cuda.c and
- * hw_mlx5/hw_cuda.c do) so a build without a GPU still links and runs.
+ * run time (gdak_cuda.h, as nic_model/nm_cuda.c and hw_mlx5/hw_cuda.c do)
+ * so a build without a GPU still links and runs.
  *
  * The copies go on a stream created CU_STREAM_NON_BLOCKING: a copy on the
  * legacy default stream would wait for every kernel running in the context,
@@ -21,13 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gdak/env.h>
-
 #include "capture_int.h"
+#include "gdak_cuda.h"
 #include "gdak_log.h"
 
 typedef int cap_cu_result;
-typedef int cap_cu_device;
 typedef struct cap_cu_ctx_st *cap_cu_ctx;
 typedef struct cap_cu_stream_st *cap_cu_stream;
 typedef unsigned long long cap_cu_devptr;
@@ -42,10 +40,6 @@ enum {
 };
 
 static struct {
-	cap_cu_result (*Init)(unsigned);
-	cap_cu_result (*DeviceGetCount)(int *);
-	cap_cu_result (*DeviceGet)(cap_cu_device *, int);
-	cap_cu_result (*DevicePrimaryCtxRetain)(cap_cu_ctx *, cap_cu_device);
 	cap_cu_result (*CtxSetCurrent)(cap_cu_ctx);
 	cap_cu_result (*CtxGetCurrent)(cap_cu_ctx *);
 	cap_cu_result (*StreamCreate)(cap_cu_stream *, unsigned);
@@ -84,29 +78,23 @@ static const char *cu_err(cap_cu_result r)
 
 static void load(void)
 {
-	unsigned long long dev_env = 0;
-	cap_cu_device dev;
-	cap_cu_result r;
-	int n = 0, ordinal = gdak_env_uint("GDAK_CUDA_DEVICE", &dev_env) < 0 ? 0 : (int)dev_env;
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	struct gdak_cuda_driver d;
+	void *lib;
 
-	if (!lib) {
+	if (gdak_cuda_open(&d)) {
 		GDAK_INFO("capture", 0, "no CUDA driver (%s): GPU-resident rings cannot be read",
-			  dlerror());
+			  d.why);
 		return;
 	}
-#define SYM(field, name)                                                                  \
-	do {                                                                              \
-		*(void **)&cu.field = dlsym(lib, name);                                   \
-		if (!cu.field) {                                                          \
-			GDAK_WARN("capture", 0, "libcuda.so.1 lacks %s", name);           \
-			return;                                                           \
-		}                                                                         \
+	lib = d.lib;
+#define SYM(field, name)                                                        \
+	do {                                                                    \
+		*(void **)&cu.field = dlsym(lib, name);                         \
+		if (!cu.field) {                                                \
+			GDAK_WARN("capture", 0, "libcuda.so.1 lacks %s", name); \
+			return;                                                 \
+		}                                                               \
 	} while (0)
-	SYM(Init, "cuInit");
-	SYM(DeviceGetCount, "cuDeviceGetCount");
-	SYM(DeviceGet, "cuDeviceGet");
-	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
 	SYM(CtxSetCurrent, "cuCtxSetCurrent");
 	SYM(CtxGetCurrent, "cuCtxGetCurrent");
 	SYM(StreamCreate, "cuStreamCreate");
@@ -118,20 +106,23 @@ static void load(void)
 	SYM(GetErrorString, "cuGetErrorString");
 	SYM(PointerGetAttribute, "cuPointerGetAttribute");
 #undef SYM
-	if ((r = cu.Init(0))) {
-		GDAK_INFO("capture", 0, "cuInit: %s", cu_err(r));
+	switch (gdak_cuda_start(&d)) {
+	case GDAK_CUDA_READY:
+		break;
+	case GDAK_CUDA_NO_SYMBOL:
+		GDAK_WARN("capture", 0, "libcuda.so.1 lacks %s", d.why);
 		return;
-	}
-	if (cu.DeviceGetCount(&n) || n <= 0) {
+	case GDAK_CUDA_NO_INIT:
+		GDAK_INFO("capture", 0, "cuInit: %s", cu_err(d.result));
+		return;
+	case GDAK_CUDA_NO_CONTEXT:
+		GDAK_WARN("capture", 0, "CUDA device %d: %s", d.ordinal, cu_err(d.result));
+		return;
+	default:
 		GDAK_INFO("capture", 0, "no CUDA device");
 		return;
 	}
-	if (ordinal < 0 || ordinal >= n)
-		ordinal = 0;
-	if ((r = cu.DeviceGet(&dev, ordinal)) || (r = cu.DevicePrimaryCtxRetain(&primary, dev))) {
-		GDAK_WARN("capture", 0, "CUDA device %d: %s", ordinal, cu_err(r));
-		return;
-	}
+	primary = (cap_cu_ctx)d.ctx;
 	/* the library stays loaded: the context and streams live in it */
 	load_state = 0;
 }

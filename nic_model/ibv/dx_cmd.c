@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <gdak/gdak.h>
+
 #include "dx_loc.h"
 #include "gdak_log.h"
 
@@ -111,6 +113,13 @@ int dx_fail(void *out, size_t outlen, const void *in, size_t inlen, enum dx_stat
 	GDAK_INFO("devx", op, "%s (0x%x): status 0x%x syndrome 0x%08x: %s%s%s", dx_op_name(op), op,
 		  st, syndrome, field ? field : "", field ? ": " : "", why);
 	return -DX_ERR_FW;
+}
+
+int dx_refused(void *out, size_t outlen, const void *in, size_t inlen, int ret, const char *what)
+{
+	return dx_fail(out, outlen, in, inlen,
+		       ret == -ENOMEM || ret == -ENOSPC ? DX_ST_NO_RES : DX_ST_BAD_PARAM, 0, NULL,
+		       "the NIC model refused the %s: %s", what, gdak_strerror(ret));
 }
 
 int dx_out_begin(void *out, size_t outlen, size_t need, const void *in, size_t inlen)

@@ -154,8 +154,7 @@ int dx_dct_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, siz
 	}
 	ret = nm_ext_qp_create(c->g, &a, &o->u.dct.qp);
 	if (ret) {
-		ret = FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
-			   "the NIC model refused the DCT: %s", gdak_strerror(ret));
+		ret = dx_refused(out, outlen, in, inlen, ret, "DCT");
 		goto err;
 	}
 	if (att)

@@ -429,6 +429,10 @@ struct dx_ctx {
 int dx_fail(void *out, size_t outlen, const void *in, size_t inlen, enum dx_status st,
 	    uint32_t syndrome, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));
+/* dx_fail for the NIC model's refusal ret (a negative errno) of the object
+ * the command creates (what: "CQ", "QP" ...): out of resources for -ENOMEM
+ * and -ENOSPC (a table full), else a bad parameter. */
+int dx_refused(void *out, size_t outlen, const void *in, size_t inlen, int ret, const char *what);
 const char *dx_op_name(unsigned opcode);
 /* Begin an answer: out zeroed, status OK.  -DX_ERR_FW (BAD_OUTPUT_LEN)
  * when out cannot hold need bytes. */

@@ -120,8 +120,7 @@ int dx_mkey_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, si
 				&o->u.mkey.mr);
 	if (ret) {
 		free(o);
-		return FAIL(ret == -ENOMEM || ret == -ENOSPC ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
-			    "the NIC model refused the region: %s", gdak_strerror(ret));
+		return dx_refused(out, outlen, in, inlen, ret, "region");
 	}
 	memcpy(o->u.mkey.mkc, (const uint8_t *)in + 0x80 / 8, DX_MKC_LEN);
 	o->id = gdak_mr_lkey(o->u.mkey.mr) >> 8;

@@ -117,8 +117,7 @@ int dx_cq_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	ret = nm_ext_cq_create(c->g, &a, &o->u.cq.cq);
 	if (ret) {
 		free(o);
-		return FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
-			    "the NIC model refused the CQ: %s", gdak_strerror(ret));
+		return dx_refused(out, outlen, in, inlen, ret, "CQ");
 	}
 	o->id = nm_ext_cq_num(o->u.cq.cq);
 	o->destroy_op = DX_OP_DESTROY_CQ;
@@ -332,8 +331,7 @@ int dx_qp_create(struct dx_ctx *c, const void *in, size_t inlen, void *out, size
 	}
 	ret = nm_ext_qp_create(c->g, &a, &o->u.qp.qp);
 	if (ret) {
-		ret = FAIL(ret == -ENOMEM ? DX_ST_NO_RES : DX_ST_BAD_PARAM, NULL,
-			   "the NIC model refused the QP: %s", gdak_strerror(ret));
+		ret = dx_refused(out, outlen, in, inlen, ret, "QP");
 		goto err_obj;
 	}
 	o->id = gdak_qp_num(o->u.qp.qp);

@@ -129,6 +129,24 @@ __global__ void pc_k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, 
 			  uint32_t rkey, uint32_t size, unsigned n, uint64_t *t0, uint64_t *t1,
 			  int *rc);
 int pc_big_bw(const struct pc_opts *o);
+/* What the rate kernels time, in CTA c: n posts on qp (post(i): 0 or the
+ * error that ends the burst), then the wait for all of them; the clock at
+ * start and end in t0[c] and t1[c], the status in rc[c]. */
+template <typename Post>
+__device__ static inline void pc_timed_burst(struct gdak_dev_qp *qp, unsigned n, uint64_t *t0,
+					     uint64_t *t1, int *rc, Post post)
+{
+	unsigned c = blockIdx.x;
+	int r = 0;
+
+	t0[c] = gdak_dev_now_ns();
+	for (unsigned i = 0; i < n && !r; i++)
+		r = post(i);
+	if (!r)
+		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
+	t1[c] = gdak_dev_now_ns();
+	rc[c] = r;
+}
 /* ---- perf_cuda_dc.cu ----------------------------------------------------- */
 int pc_dc_bw(const struct pc_opts *o);
 

@@ -37,17 +37,12 @@ __global__ void pc_k_rate(struct gdak_dev_qp *qps, uint64_t src, uint32_t lkey, 
 	unsigned c = blockIdx.x;
 	struct gdak_dev_qp *qp = &qps[c];
 	struct gdak_dev_sge s = {src + (uint64_t)c * size, size, lkey};
-	int r = 0;
 
-	t0[c] = gdak_dev_now_ns();
-	for (unsigned i = 0; i < n && !r; i++) {
+	pc_timed_burst(qp, n, t0, t1, rc, [&](unsigned) {
 		uint64_t t;
-		r = gdak_dev_put(qp, &s, dst + (uint64_t)c * size, rkey, 0, &t);
-	}
-	if (!r)
-		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
-	t1[c] = gdak_dev_now_ns();
-	rc[c] = r;
+
+		return gdak_dev_put(qp, &s, dst + (uint64_t)c * size, rkey, 0, &t);
+	});
 }
 
 struct rate_env {

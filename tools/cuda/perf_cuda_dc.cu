@@ -28,20 +28,14 @@ __global__ void k_dc_rate(struct gdak_dev_qp *qps, const struct gdak_dev_av *avs
 	unsigned c = blockIdx.x;
 	struct gdak_dev_qp *qp = &qps[c];
 	struct gdak_dev_sge s = {src + (uint64_t)c * size, size, lkey};
-	int r = 0;
 
-	t0[c] = gdak_dev_now_ns();
-	for (unsigned i = 0; i < n && !r; i++) {
+	pc_timed_burst(qp, n, t0, t1, rc, [&](unsigned i) {
 		unsigned p = (c + i) % peers;
 		uint64_t t;
 
-		r = gdak_dev_dc_put(qp, &avs[p], &s, dst + ((uint64_t)p * ctas + c) * size, rkey, 0,
-				    &t);
-	}
-	if (!r)
-		r = gdak_dev_quiet_timeout(qp, 30000000000ull, NULL);
-	t1[c] = gdak_dev_now_ns();
-	rc[c] = r;
+		return gdak_dev_dc_put(qp, &avs[p], &s, dst + ((uint64_t)p * ctas + c) * size, rkey,
+				       0, &t);
+	});
 }
 
 struct dc_env {

@@ -103,6 +103,36 @@ static int samples_to(uint32_t *dev, unsigned n, double *out, const uint64_t *ca
 	return scale > 0 ? 0 : -EIO;
 }
 
+/* The kernel did not end within HANG_S: it cannot be stopped, so the
+ * process ends, saying what hung and what its CPU side was doing. */
+static void lat_hung(const char *what, const char *cpu_side)
+{
+	fprintf(stderr, "gdak-perf-cuda: %s hung (cpu side %s)\n", what, cpu_side);
+	exit(1);
+}
+
+/* A one-CTA latency row of n operations of the given size. */
+static void lat_row_begin(struct pc_row *r, const char *test, size_t bytes, unsigned n)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->test, sizeof(r->test), "%s", test);
+	r->bytes = bytes;
+	r->ctas = 1;
+	r->ops = n;
+}
+
+/* The row's percentiles of the n samples v (sorted on the way), read against
+ * the pingpong of the same run (base NULL: the row is that pingpong). */
+static void lat_row_add(struct pc_row *r, double *v, unsigned n, const double base[2])
+{
+	r->min_ns = pc_percentile(v, n, 0.0);
+	r->p50_ns = pc_percentile(v, n, 0.5);
+	r->p99_ns = pc_percentile(v, n, 0.99);
+	r->base_p50_ns = base ? base[0] : r->p50_ns;
+	r->base_p99_ns = base ? base[1] : r->p99_ns;
+	pc_add_row(r);
+}
+
 int pc_pingpong(unsigned iters, double *p50, double *p99)
 {
 	uint64_t *flags = NULL, *calib = NULL;
@@ -127,28 +157,16 @@ int pc_pingpong(unsigned iters, double *p50, double *p99)
 	c.timed_out = 0;
 	pthread_create(&tid, NULL, pp_answer, &c);
 	k_pingpong<<<1, 1, 0, s>>>(flags, flags + 16, iters, dev_ns, calib);
-	rc = pc_wait(s, HANG_S, "pingpong");
-	if (rc) {
-		/* the kernel cannot be stopped: end the process with the reason */
-		fprintf(stderr, "gdak-perf-cuda: pingpong hung (cpu side %s)\n",
-			c.timed_out ? "timed out" : "waiting");
-		exit(1);
-	}
+	if (pc_wait(s, HANG_S, "pingpong"))
+		lat_hung("pingpong", c.timed_out ? "timed out" : "waiting");
 	pthread_join(tid, NULL);
 	rc = samples_to(dev_ns, iters, v, calib);
-	memset(&r, 0, sizeof(r));
-	strcpy(r.test, "pingpong");
+	lat_row_begin(&r, "pingpong", 8, iters);
 	strcpy(r.note, "gpu<->cpu mapped word");
-	r.bytes = 8;
-	r.ctas = 1;
-	r.ops = iters;
 	r.verified = !rc && !c.timed_out && flags[16] == iters + WARM;
-	r.min_ns = pc_percentile(v, iters, 0.0);
-	r.p50_ns = *p50 = pc_percentile(v, iters, 0.5);
-	r.p99_ns = *p99 = pc_percentile(v, iters, 0.99);
-	r.base_p50_ns = r.p50_ns;
-	r.base_p99_ns = r.p99_ns;
-	pc_add_row(&r);
+	lat_row_add(&r, v, iters, NULL);
+	*p50 = r.p50_ns;
+	*p99 = r.p99_ns;
 	cudaStreamDestroy(s);
 	cudaFree(dev_ns);
 	cudaFreeHost(flags);
@@ -256,27 +274,16 @@ int pc_floor(unsigned iters, double *p50, double *p99)
 	c.n = iters;
 	pthread_create(&tid, NULL, fl_answer, &c);
 	k_floor<<<1, 1, 0, s>>>(flags, g, g + 32, iters, dev_ns, calib);
-	rc = pc_wait(s, HANG_S, "floor");
-	if (rc) {
-		fprintf(stderr, "gdak-perf-cuda: floor hung (cpu side %s)\n",
-			c.timed_out ? "failed or timed out" : "waiting");
-		exit(1);
-	}
+	if (pc_wait(s, HANG_S, "floor"))
+		lat_hung("floor", c.timed_out ? "failed or timed out" : "waiting");
 	pthread_join(tid, NULL);
 	rc = samples_to(dev_ns, iters, v, calib);
-	memset(&r, 0, sizeof(r));
-	strcpy(r.test, "floor");
+	lat_row_begin(&r, "floor", 64, iters);
 	snprintf(r.note, sizeof(r.note), "d2h fetch + h2d cqe%s", c.wv32 ? "" : " (no memop)");
-	r.bytes = 64;
-	r.ctas = 1;
-	r.ops = iters;
 	r.verified = !rc && !c.timed_out && !c.bad;
-	r.min_ns = pc_percentile(v, iters, 0.0);
-	r.p50_ns = *p50 = pc_percentile(v, iters, 0.5);
-	r.p99_ns = *p99 = pc_percentile(v, iters, 0.99);
-	r.base_p50_ns = r.p50_ns;
-	r.base_p99_ns = r.p99_ns;
-	pc_add_row(&r);
+	lat_row_add(&r, v, iters, NULL);
+	*p50 = r.p50_ns;
+	*p99 = r.p99_ns;
 	cudaStreamDestroy(s);
 	cudaStreamDestroy(c.s);
 	cudaFree(dev_ns);
@@ -417,6 +424,7 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	double *v = (double *)malloc(iters * sizeof(double));
 	struct wv_cpu c;
 	struct pc_row r;
+	const double base[2] = { base_p50, base_p99 };
 	pthread_t tid;
 	cudaStream_t s;
 	void *lib;
@@ -456,11 +464,11 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	c.kind = kind;
 	pthread_create(&tid, NULL, wv_answer, &c);
 	k_wvfloor<<<1, 1, 0, s>>>(flags, flags + 16, kind ? g : NULL, iters, dev_ns, calib, bad);
-	rc = pc_wait(s, HANG_S, "floor");
-	if (rc) {
-		fprintf(stderr, "gdak-perf-cuda: floor %s hung (cpu side %s)\n", note[kind],
-			c.timed_out ? "timed out" : c.failed ? "failed" : "waiting");
-		exit(1);
+	if (pc_wait(s, HANG_S, "floor")) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "floor %s", note[kind]);
+		lat_hung(what, c.timed_out ? "timed out" : c.failed ? "failed" : "waiting");
 	}
 	pthread_join(tid, NULL);
 	if (c.failed || c.timed_out) {
@@ -475,23 +483,15 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 		fprintf(stderr, "gdak-perf-cuda: floor %s: the driver took no write-value "
 			"without a barrier; every value has one\n", note[kind]);
 	rc = samples_to(dev_ns, iters, v, calib);
-	memset(&r, 0, sizeof(r));
-	strcpy(r.test, "floor");
+	lat_row_begin(&r, "floor", 8, iters);
 	snprintf(r.note, sizeof(r.note), "%s", note[kind]);
-	r.bytes = 8;
-	r.ctas = 1;
-	r.ops = iters;
 	r.verified = !rc && !c.failed && !*bad && flags[16] == iters + WARM &&
 		     (kind < 2 || flags[32] == iters + WARM);
 	if (!r.verified)
 		fprintf(stderr, "gdak-perf-cuda: floor %s: %d values late, cpu side %s\n",
 			note[kind], *bad, c.failed ? "failed" : "ok");
-	r.min_ns = pc_percentile(v, iters, 0.0);
-	r.p50_ns = *p50 = pc_percentile(v, iters, 0.5);
-	r.p99_ns = pc_percentile(v, iters, 0.99);
-	r.base_p50_ns = base_p50;
-	r.base_p99_ns = base_p99;
-	pc_add_row(&r);
+	lat_row_add(&r, v, iters, base);
+	*p50 = r.p50_ns;
 	rc = r.verified ? 0 : -EIO;
 out:
 	cudaStreamDestroy(s);
@@ -615,6 +615,7 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	double *pv = (double *)malloc(n * sizeof(double));
 	uint64_t last = 0;
 	struct pc_row r;
+	const double base[2] = { base_p50, base_p99 };
 	cudaStream_t s;
 	int rc;
 
@@ -644,24 +645,15 @@ static int lat_variant(struct gdak_ctx *ctx, const struct pc_opts *o, enum gdak_
 	if (!rc)
 		rc = samples_to(dev_post, n, pv, calib);
 	PC_CHECK(cudaMemcpy(&last, dst, 8, cudaMemcpyDefault));
-	memset(&r, 0, sizeof(r));
-	strcpy(r.test, "write_lat");
+	lat_row_begin(&r, "write_lat", 8, n);
 	snprintf(r.note, sizeof(r.note), "%s", note);
-	r.bytes = 8;
-	r.ctas = 1;
 	r.nic_threads = 1;
-	r.ops = n;
 	r.verified = !rc && *krc == 0 && last == n + WARM;
 	if (!r.verified)
 		fprintf(stderr, "gdak-perf-cuda: write_lat %s: kernel rc %d, target holds %llu, "
 			"expected %u\n", note, *krc, (unsigned long long)last, n + WARM);
-	r.min_ns = pc_percentile(v, n, 0.0);
-	r.p50_ns = pc_percentile(v, n, 0.5);
-	r.p99_ns = pc_percentile(v, n, 0.99);
 	r.post_p50_ns = pc_percentile(pv, n, 0.5);
-	r.base_p50_ns = base_p50;
-	r.base_p99_ns = base_p99;
-	pc_add_row(&r);
+	lat_row_add(&r, v, n, base);
 	gdak_mr_dereg(mr);
 	gdak_mem_free(ctx, dst);
 	pc_pair_destroy(&p);

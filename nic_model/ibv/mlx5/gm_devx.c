@@ -96,6 +96,35 @@ static struct gm_handle *handle_new(enum gm_kind kind, struct gdak_dx_obj *dx)
 	return h;
 }
 
+/* The handle of what gdak's DEVX layer has just made, ret its answer: NULL
+ * with errno set when it failed, or when no handle can be had - then what it
+ * made is undone. */
+static struct gm_handle *handle_for(int ret, enum gm_kind kind, struct gdak_dx_obj *dx)
+{
+	struct gm_handle *h;
+
+	if (ret) {
+		answer(ret);
+		return NULL;
+	}
+	h = handle_new(kind, dx);
+	if (h)
+		return h;
+	switch (kind) {
+	case GM_OBJ:
+		gdak_dx_obj_destroy(dx);
+		break;
+	case GM_UMEM:
+		gdak_dx_umem_dereg(dx);
+		break;
+	case GM_UAR:
+		gdak_dx_uar_free(dx);
+		break;
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
 /* The handle at p of this kind, or NULL (p compared, never read). */
 static struct gm_handle *handle_find(const void *p, enum gm_kind kind)
 {
@@ -136,23 +165,13 @@ int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t 
 struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context, const void *in,
 					       size_t inlen, void *out, size_t outlen)
 {
-	struct gdak_dx_obj *dx;
-	struct gm_handle *h;
+	struct gdak_dx_obj *dx = NULL;
 	int ret;
 
 	if (!gdak_dx_is_ours(context))
 		return no_object(__func__);
 	ret = gdak_dx_obj_create(context, in, inlen, out, outlen, &dx);
-	if (ret) {
-		answer(ret);
-		return NULL;
-	}
-	h = handle_new(GM_OBJ, dx);
-	if (!h) {
-		gdak_dx_obj_destroy(dx);
-		errno = ENOMEM;
-	}
-	return (struct mlx5dv_devx_obj *)(void *)h;
+	return (struct mlx5dv_devx_obj *)(void *)handle_for(ret, GM_OBJ, dx);
 }
 
 int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
@@ -198,21 +217,14 @@ int mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t
 static struct mlx5dv_devx_umem *umem_reg(struct ibv_context *ctx, void *addr, size_t size,
 					 uint32_t access)
 {
-	struct gdak_dx_obj *dx;
+	struct gdak_dx_obj *dx = NULL;
 	struct gm_handle *h;
 	uint32_t id;
 	int ret = gdak_dx_umem_reg(ctx, addr, size, access, &dx, &id);
 
-	if (ret) {
-		answer(ret);
+	h = handle_for(ret, GM_UMEM, dx);
+	if (!h)
 		return NULL;
-	}
-	h = handle_new(GM_UMEM, dx);
-	if (!h) {
-		gdak_dx_umem_dereg(dx);
-		errno = ENOMEM;
-		return NULL;
-	}
 	h->pub.umem.umem_id = id;
 	return &h->pub.umem;
 }
@@ -240,7 +252,7 @@ int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
 
 struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
 {
-	struct gdak_dx_obj *dx;
+	struct gdak_dx_obj *dx = NULL;
 	struct gm_handle *h;
 	uint32_t id;
 	void *page;
@@ -254,16 +266,9 @@ struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint3
 	/* every call gets a page of its own, NC included (rdma-core hands out
 	 * one shared NC page): the NIC model watches one register per QP */
 	ret = gdak_dx_uar_alloc(context, flags, &dx, &page, &id);
-	if (ret) {
-		answer(ret);
+	h = handle_for(ret, GM_UAR, dx);
+	if (!h)
 		return NULL;
-	}
-	h = handle_new(GM_UAR, dx);
-	if (!h) {
-		gdak_dx_uar_free(dx);
-		errno = ENOMEM;
-		return NULL;
-	}
 	h->pub.uar.base_addr = page;
 	h->pub.uar.reg_addr = (char *)page + GM_BF_OFFSET;
 	h->pub.uar.page_id = id;
