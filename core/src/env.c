@@ -69,6 +69,9 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv",
 	  "gdak's libibverbs: how many emulated mlx5_N devices "
 	  "it lists"),
+	B("GDAK_IBV_DIRECT", "1", "ibv",
+	  "gdak's libibverbs: a WRITE to a device of another process on this host "
+	  "is done by the sender (process_vm_writev), no packet; 0: UDP"),
 	B("GDAK_IBV_INLINE", "0", "ibv",
 	  "gdak's libibverbs: 1 = post_send and an empty poll_cq run the NIC "
 	  "model's engine in the caller's thread when its NIC thread is idle; "
