@@ -24,8 +24,8 @@
  * immediate, a message in flight) goes over UDP, where the real responder
  * answers it: a NAK, an access error, the QP to ERR - exactly as before.
  *
- * The segment's name is unique while its owner holds the address's port
- * (the bind is the claim), so a segment found at publication is a dead
+ * The segment's name (address, port, network namespace) is unique while
+ * its owner holds the address's port (the bind is the claim), so a segment found at publication is a dead
  * owner's and is replaced; it is unlinked at exit.  A sender that mapped a
  * segment whose owner died sees process_vm_writev fail (ESRCH) and takes
  * UDP.  process_vm_writev refused (Yama's ptrace_scope, another user):
@@ -63,12 +63,12 @@ struct direct_mr {
 struct udp_direct_qp {
 	uint32_t used;
 	uint32_t qpn;
-	uint32_t ok;	     /* the responder takes a new message at rseq.epsn */
-	uint32_t peer_addr;  /* network order: the connected requester */
+	uint32_t ok;	    /* the responder takes a new message at rseq.epsn */
+	uint32_t peer_addr; /* network order: the connected requester */
 	uint32_t peer_qpn;
-	uint32_t mtu;	     /* path MTU */
+	uint32_t mtu; /* path MTU */
 	struct roce_rseq rseq;
-	uint64_t direct_in;  /* requests taken through here */
+	uint64_t direct_in; /* requests taken through here */
 };
 
 struct direct_seg {
@@ -88,23 +88,29 @@ struct udp_dseg {
 	int own;
 	int refs;
 	struct direct_seg *s;
-	char name[48];
+	char name[64];
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct udp_dseg *reg_head;
 static _Atomic int direct_refused; /* process_vm_writev said EPERM once */
 
+/* The name: the address and port, in this network namespace (two
+ * namespaces may each have a device at 127.0.0.230:4791). */
 static void seg_name(char *buf, size_t n, uint32_t addr, uint16_t port)
 {
-	snprintf(buf, n, "/gdak-direct-%08x-%u", (unsigned)ntohl(addr), (unsigned)port);
+	struct stat st;
+	unsigned long ns = stat("/proc/self/ns/net", &st) ? 0 : (unsigned long)st.st_ino;
+
+	snprintf(buf, n, "/gdak-direct-%lx-%08x-%u", ns, (unsigned)ntohl(addr), (unsigned)port);
 }
 
 static void unlink_own(void)
 {
 	pthread_mutex_lock(&reg_lock);
+	/* not a forked child's: the segments are its parent's */
 	for (struct udp_dseg *d = reg_head; d; d = d->next)
-		if (d->own)
+		if (d->own && d->s->pid == (int32_t)getpid())
 			shm_unlink(d->name);
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -122,7 +128,10 @@ int udp_direct_lock(struct udp_dseg *d)
 	return -r;
 }
 
-void udp_direct_unlock(struct udp_dseg *d) { pthread_mutex_unlock(&d->s->lock); }
+void udp_direct_unlock(struct udp_dseg *d)
+{
+	pthread_mutex_unlock(&d->s->lock);
+}
 
 int udp_direct_publish(uint32_t addr, uint16_t port)
 {
@@ -220,8 +229,8 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 		return NULL;
 	}
 	d = find(addr, port, 0);
-	if (d && __atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) > 0 &&
-	    kill(d->s->pid, 0) && errno == ESRCH) {
+	if (d && __atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) > 0 && kill(d->s->pid, 0) &&
+	    errno == ESRCH) {
 		/* its owner died: forget the mapping, look for a new owner's */
 		struct udp_dseg **pp;
 
@@ -254,8 +263,7 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	}
 	d->s = mmap(NULL, sizeof(struct direct_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (d->s == MAP_FAILED ||
-	    __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
+	if (d->s == MAP_FAILED || __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
 	    d->s->addr != addr || d->s->port != port) {
 		if (d->s != MAP_FAILED)
 			munmap(d->s, sizeof(*d->s));
@@ -330,7 +338,10 @@ void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_
 	udp_direct_unlock(d);
 }
 
-void udp_direct_qp_ok(struct udp_direct_qp *q, int ok) { q->ok = (uint32_t)ok; }
+void udp_direct_qp_ok(struct udp_direct_qp *q, int ok)
+{
+	q->ok = (uint32_t)ok;
+}
 
 uint64_t udp_direct_qp_in(const struct udp_direct_qp *q)
 {
