@@ -1573,10 +1573,10 @@ static void direct_publish(struct udp_qp *u, const struct gdak_qp_info *peer, ui
 
 	if (!c->direct || c->faults[0] || u->rqp.dc != ROCE_DC_NONE)
 		return;
-#ifdef NM_HAVE_TRACE
-	if (nm_tbuf(u->qp))
+	/* (the trace is on for the process: this control-path thread has no
+	 * trace buffer of its own to ask) */
+	if (atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed))
 		return;
-#endif
 	u->dseg_own = udp_direct_own(u->addr.s_addr, u->rx_dport);
 	if (u->dseg_own) {
 		u->dq = udp_direct_qp_add(u->dseg_own, u->rqp.qpn, u->peer.sin_addr.s_addr,

@@ -57,16 +57,15 @@ static int post_write(struct gdak_vt_side *s, uint64_t id, void *src, uint32_t l
 		      uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sg = { (uintptr_t)src, len, lkey };
-	struct ibv_send_wr w, *bad;
+	struct ibv_send_wr *bad, w = {
+		.wr_id = id,
+		.sg_list = &sg,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
 
-	memset(&w, 0, sizeof(w));
-	w.wr_id = id;
-	w.opcode = IBV_WR_RDMA_WRITE;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.sg_list = &sg;
-	w.num_sge = 1;
-	w.wr.rdma.remote_addr = raddr;
-	w.wr.rdma.rkey = rkey;
 	return ibv_post_send(s->qp, &w, &bad);
 }
 
@@ -126,7 +125,8 @@ static void client(int fd)
 	CHECK_EQ(wc.wr_id, 1);
 	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
 	memcpy(s.buf + 120000, inl, 8);
-	CHECK_EQ(post_write(&s, 2, s.buf + 120000, 8, s.mr->lkey, s.peer.addr + 70000, s.peer.rkey), 0);
+	CHECK_EQ(post_write(&s, 2, s.buf + 120000, 8, s.mr->lkey, s.peer.addr + 70000, s.peer.rkey),
+		 0);
 	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 2);
@@ -181,7 +181,8 @@ static void server(int fd)
 	struct gdak_vt_side s;
 	struct extra x;
 	struct ibv_mr *mr2;
-	uint8_t *cli = malloc(BUF), *mine = malloc(BUF), *buf2 = malloc(BUF2), *want2 = malloc(BUF2);
+	uint8_t *cli = malloc(BUF), *mine = malloc(BUF), *buf2 = malloc(BUF2),
+		*want2 = malloc(BUF2);
 	uint8_t inl[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint64_t out = 0, in = 0;
 	char done = 0, ack = 1;
