@@ -1110,9 +1110,9 @@ static void watch_off(void *arg)
 
 /* ---- transport ops ---------------------------------------------------------------- */
 
-/* The direct path (tr_udp_direct.c) for a WRITE of an idle requester: 1
- * when the peer took it, 0 when it goes over UDP. */
-static int direct_write(struct udp_qp *u, const struct udp_op *o, const struct roce_wr *wr)
+/* The direct path (tr_udp_direct.c) for a WRITE or READ of an idle
+ * requester: 1 when the peer took it, 0 when it goes over UDP. */
+static int direct_rdma(struct udp_qp *u, const struct udp_op *o, const struct roce_wr *wr)
 {
 	struct iovec v[MAX_SEG];
 	unsigned n = 0;
@@ -1120,6 +1120,8 @@ static int direct_write(struct udp_qp *u, const struct udp_op *o, const struct r
 	int r;
 
 	if (!o->nseg) {
+		if (wr->op == ROCE_WR_READ)
+			return 0; /* (no local segment: the responder's rules) */
 		v[n].iov_base = (void *)o->inl;
 		v[n++].iov_len = wr->len;
 	} else {
@@ -1130,9 +1132,9 @@ static int direct_write(struct udp_qp *u, const struct udp_op *o, const struct r
 			v[n++].iov_len = o->seg[i].len;
 		}
 	}
-	r = udp_direct_write(u->dseg_peer, &u->dpeer, u->rqp.dqpn, u->addr.s_addr, u->rqp.qpn,
-			     u->rqp.tx_psn, u->rqp.cfg.mtu, wr->rkey, wr->raddr, v, n, wr->len,
-			     &npkts);
+	r = udp_direct_rdma(u->dseg_peer, &u->dpeer, wr->op == ROCE_WR_READ, u->rqp.dqpn,
+			    u->addr.s_addr, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu, wr->rkey,
+			    wr->raddr, v, n, wr->len, &npkts);
 	if (r < 0) {
 		/* refused by the kernel: this QP stops asking */
 		udp_direct_put(u->dseg_peer);
@@ -1227,8 +1229,8 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			o->nseg++;
 		}
 	}
-	if (u->dseg_peer && wr.op == ROCE_WR_WRITE && roce_req_idle(&u->rqp) &&
-	    direct_write(u, o, &wr))
+	if (u->dseg_peer && (wr.op == ROCE_WR_WRITE || wr.op == ROCE_WR_READ) &&
+	    roce_req_idle(&u->rqp) && direct_rdma(u, o, &wr))
 		return NM_TX_DONE; /* op->status 0: what its ACK would have given */
 	r = roce_post(&u->rqp, &wr);
 	if (r == -EAGAIN)

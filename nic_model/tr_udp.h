@@ -88,16 +88,16 @@ void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_
 void udp_direct_qp_ok(struct udp_direct_qp *q, int ok);
 /* Requests its peer put in through the direct path. */
 uint64_t udp_direct_qp_in(const struct udp_direct_qp *q);
-/* Sender: a WRITE of len bytes from src to QP dqpn of segment d at
- * rkey/va, as QP my_qpn at my_addr whose idle requester would send it at
- * PSN psn, path MTU mtu.  1: done (the responder's PSN and MSN advanced by
- * it, *npkts its PSNs); 0: not taken - send it over UDP; -EPERM: the
- * kernel refuses the copy (said once): never again in this process.
- * *cache: the peer's entry found last time. */
-int udp_direct_write(struct udp_dseg *d, struct udp_direct_qp **cache, uint32_t dqpn,
-		     uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
-		     uint64_t va, const struct iovec *src, unsigned nsrc, uint32_t len,
-		     uint32_t *npkts);
+/* Sender: a WRITE of len bytes from loc to QP dqpn of segment d at
+ * rkey/va (read: a READ of them into loc), as QP my_qpn at my_addr whose
+ * idle requester would send it at PSN psn, path MTU mtu.  1: done (the
+ * responder's PSN and MSN advanced by it, *npkts its PSNs); 0: not taken -
+ * send it over UDP; -EPERM: the kernel refuses the copy (said once): never
+ * again in this process.  *cache: the peer's entry found last time. */
+int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
+		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
+		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
+		    uint32_t *npkts);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 

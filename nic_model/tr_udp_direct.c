@@ -388,21 +388,24 @@ void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey)
 
 /* ---- the sender ---------------------------------------------------------------------- */
 
-int udp_direct_write(struct udp_dseg *d, struct udp_direct_qp **cache, uint32_t dqpn,
-		     uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
-		     uint64_t va, const struct iovec *src, unsigned nsrc, uint32_t len,
-		     uint32_t *npkts_out)
+int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
+		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
+		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
+		    uint32_t *npkts_out)
 {
 	struct direct_seg *s = d->s;
 	struct udp_direct_qp *q;
 	const struct direct_mr *m;
-	struct iovec dst;
-	uint32_t npkts = len ? (len + mtu - 1) / mtu : 1;
+	struct iovec rem;
+	uint32_t need = read ? GDAK_ACCESS_REMOTE_READ : GDAK_ACCESS_REMOTE_WRITE;
+	uint32_t npkts = (len + mtu - 1) / mtu;
 	ssize_t n;
 	int ret = 0;
 
 	if (atomic_load_explicit(&direct_refused, memory_order_relaxed))
 		return -EPERM;
+	if (!len)
+		return 0; /* (a zero-length request: the responder's own rules) */
 	if (udp_direct_lock(d))
 		return 0;
 	q = *cache;
@@ -423,26 +426,27 @@ int udp_direct_write(struct udp_dseg *d, struct udp_direct_qp **cache, uint32_t 
 	if ((rkey >> 8) >= DIRECT_MRS)
 		goto out;
 	m = &s->mr[rkey >> 8];
-	if (!m->valid || m->rkey != rkey || !(m->access & GDAK_ACCESS_REMOTE_WRITE) ||
-	    va < m->start || va > m->end || len > m->end - va)
+	if (!m->valid || m->rkey != rkey || (m->access & need) != need || va < m->start ||
+	    va > m->end || len > m->end - va)
 		goto out; /* the responder's NAK comes over UDP */
-	dst.iov_base = (void *)(uintptr_t)va;
-	dst.iov_len = len;
-	n = len ? process_vm_writev(s->pid, src, nsrc, &dst, 1, 0) : 0;
+	rem.iov_base = (void *)(uintptr_t)va;
+	rem.iov_len = len;
+	n = read ? process_vm_readv(s->pid, loc, nloc, &rem, 1, 0)
+		 : process_vm_writev(s->pid, loc, nloc, &rem, 1, 0);
 	if (n < 0) {
 		int e = errno;
 
 		if (e == EPERM && !atomic_exchange(&direct_refused, 1))
 			GDAK_WARN(NULL, 0,
-				  "direct path off: process_vm_writev into pid %d refused (%s; "
+				  "direct path off: process_vm_%sv of pid %d refused (%s; "
 				  "/proc/sys/kernel/yama/ptrace_scope, or another user): "
 				  "every request goes over UDP",
-				  (int)s->pid, strerror(e));
+				  read ? "read" : "write", (int)s->pid, strerror(e));
 		ret = e == EPERM ? -EPERM : 0;
 		goto out;
 	}
 	if ((uint32_t)n != len)
-		goto out; /* UDP writes it all again: the same bytes */
+		goto out; /* UDP moves it all again: the same bytes */
 	q->rseq.epsn = psn_add(psn, (int32_t)npkts);
 	q->rseq.msn = psn_add(q->rseq.msn, 1);
 	q->direct_in++;

@@ -6,7 +6,8 @@
  * whatever the responder would refuse still goes over UDP to get its NAK.
  *
  * Every mode: a 64 KiB WRITE and an 8-byte WRITE into the server's
- * MR, a 4 KiB WRITE into its second MR, the bytes checked in the server,
+ * MR, a 4 KiB WRITE into its second MR, a 5000-byte READ of its pattern,
+ * the bytes checked in both,
  * the counters of both QPs (gdak_ibv_qp_direct) saying which path they
  * took, and the wire counters the other way round; then one bad request
  * that must give IBV_WC_REM_ACCESS_ERR, the client QP in ERR with its
@@ -53,15 +54,15 @@ struct extra {
 	uint8_t wrote; /* the client's probe wrote buf2[0] */
 };
 
-static int post_write(struct gdak_vt_side *s, uint64_t id, void *src, uint32_t len, uint32_t lkey,
-		      uint64_t raddr, uint32_t rkey)
+static int post_rdma(struct gdak_vt_side *s, enum ibv_wr_opcode op, uint64_t id, void *src,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sg = { (uintptr_t)src, len, lkey };
 	struct ibv_send_wr *bad, w = {
 		.wr_id = id,
 		.sg_list = &sg,
 		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
+		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
@@ -93,6 +94,7 @@ static void client(int fd)
 	struct extra x;
 	uint8_t probe_byte = 0x5a, inl[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint64_t out = 0, in = 0, raddr;
+	uint8_t *expect = malloc(BUF);
 	uint32_t rkey, len = 64;
 	int want, ok;
 	char done = 1, ack = 0;
@@ -119,23 +121,40 @@ static void client(int fd)
 		REQUIRE_EQ(gdak_test_xfer(fd, &none, &v, sizeof(v)), 0);
 	}
 
-	CHECK_EQ(post_write(&s, 1, s.buf, 65536, s.mr->lkey, s.peer.addr, s.peer.rkey), 0);
-	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.wr_id, 1);
-	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
-	memcpy(s.buf + 120000, inl, 8);
-	CHECK_EQ(post_write(&s, 2, s.buf + 120000, 8, s.mr->lkey, s.peer.addr + 70000, s.peer.rkey),
-		 0);
-	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.wr_id, 2);
-	CHECK_EQ(post_write(&s, 3, s.buf + 100000, 4096, s.mr->lkey, x.addr2 + 16, x.rkey2), 0);
-	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.wr_id, 3);
+	/* four good requests, one at a time: each completes with its CQE */
+	{
+		static const struct {
+			enum ibv_wr_opcode op;
+			enum ibv_wc_opcode wc;
+			uint32_t loff, len, server_mr, roff;
+		} rq[4] = {
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 0, 65536, 1, 0 },
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 120000, 8, 1, 70000 },
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 100000, 4096, 2, 16 },
+			/* a READ of the server's own pattern */
+			{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, 150000, 5000, 1, 200000 },
+		};
+
+		memcpy(s.buf + 120000, inl, 8);
+		REQUIRE(expect != NULL);
+		gdak_test_fill(expect, BUF, 2);
+		for (unsigned i = 0; i < 4; i++) {
+			uint64_t base = rq[i].server_mr == 1 ? s.peer.addr : x.addr2;
+			uint32_t key = rq[i].server_mr == 1 ? s.peer.rkey : x.rkey2;
+
+			CHECK_EQ(post_rdma(&s, rq[i].op, i + 1, s.buf + rq[i].loff, rq[i].len,
+					   s.mr->lkey, base + rq[i].roff, key),
+				 0);
+			REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			CHECK_EQ(wc.wr_id, i + 1);
+			CHECK_EQ(wc.opcode, rq[i].wc);
+		}
+		CHECK_EQ(wc.byte_len, 5000);
+	}
+	CHECK_MEM(s.buf + 150000, expect + 200000, 5000);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
-	CHECK_EQ(out, want ? 3u : 0u);
+	CHECK_EQ(out, want ? 4u : 0u);
 	CHECK_EQ(in, 0u);
 	/* the server checks the bytes and, in dereg mode, deregisters MR 2
 	 * before the second swap */
@@ -155,7 +174,8 @@ static void client(int fd)
 		rkey = x.rkey2;
 		len = 4096;
 	}
-	CHECK_EQ(post_write(&s, 9, s.buf + 131072, len, s.mr->lkey, raddr, rkey), 0);
+	CHECK_EQ(post_rdma(&s, IBV_WR_RDMA_WRITE, 9, s.buf + 131072, len, s.mr->lkey, raddr, rkey),
+		 0);
 	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 9);
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
@@ -170,10 +190,11 @@ static void client(int fd)
 	CHECK(ev.element.qp == s.qp);
 	ibv_ack_async_event(&ev);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
-	CHECK_EQ(out, want ? 3u : 0u); /* the refused one went over UDP */
+	CHECK_EQ(out, want ? 4u : 0u); /* the refused one went over UDP */
 	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
 	gdak_vt_side_close(&s);
+	free(expect);
 }
 
 static void server(int fd)
@@ -222,7 +243,7 @@ static void server(int fd)
 	CHECK_MEM(buf2, want2, BUF2);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(out, 0u);
-	CHECK_EQ(in, x.probe ? 3u : 0u);
+	CHECK_EQ(in, x.probe ? 4u : 0u);
 	if (!strcmp(mode, "dereg")) {
 		/* from its return on, nobody writes into buf2 (still ours) */
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
@@ -237,7 +258,7 @@ static void server(int fd)
 	CHECK_MEM(buf2, want2, BUF2);
 	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
-	CHECK_EQ(in, x.probe ? 3u : 0u);
+	CHECK_EQ(in, x.probe ? 4u : 0u);
 	if (mr2)
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
 	gdak_vt_side_close(&s);
