@@ -1804,6 +1804,14 @@ static void udp_ctx_fini(struct nm_ctx *ctx)
 	ctx->tr_priv = NULL;
 }
 
+int nm_tr_udp_qp_direct(struct gdak_qp *bqp)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+	struct udp_qp *u = qp->ctx->tr == &nm_tr_udp_ops ? qp->tr_priv : NULL;
+
+	return u && __atomic_load_n(&u->dseg_peer, __ATOMIC_RELAXED) != NULL;
+}
+
 int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 {
 	struct nm_qp *qp;

@@ -29,6 +29,10 @@ int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
  * NULL unsets it. */
 struct udp_inbox;
 void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn));
+/* 1 when the QP's WRITEs and READs may take the direct path (its peer is a
+ * device of another process of this host that published itself), else 0;
+ * any thread, no lock. */
+int nm_tr_udp_qp_direct(struct gdak_qp *qp);
 /* A connected QP's transport and RNR retry counts (0..7; RNR 7: forever). */
 int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry);
 

@@ -31,6 +31,7 @@
 #include <gdak/env.h>
 
 #include "gv_loc.h"
+#include "tr_udp.h"
 #include "gv_private.h"
 #include "nm_ext.h"
 #include "nm_loc.h"
@@ -61,21 +62,33 @@ GV_EXPORT int gdak_ibv_engine_park(struct ibv_context *ctx, int on)
 	return -nm_ext_watch_park(gv_ctx(ctx)->dev->rx_watch, on);
 }
 
-bool gv_inline(void)
+/* GDAK_IBV_INLINE: 0 (set to 0), 1 (set to 1), 2 (unset: posts to a
+ * direct-path peer run inline, nothing else) */
+static int inline_mode(void)
 {
-	static _Atomic int on = -1;
-	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	static _Atomic int mode = -1;
+	int v = atomic_load_explicit(&mode, memory_order_relaxed);
 
 	if (v < 0) {
 		/* off by default: measured, it costs more than it saves on few
 		 * CPUs (docs/BENCHMARKS.md "The engine in the program's
-		 * thread") */
-		v = 0;
-		if (gdak_env_bool("GDAK_IBV_INLINE", &v) < 0)
+		 * thread") - except for a post whose WQEs the direct path does
+		 * without a packet, where it saves the NIC thread's wakeup
+		 * ("Session 10") */
+		int r = gdak_env_bool("GDAK_IBV_INLINE", &v);
+
+		if (r < 0)
 			v = 0;
-		atomic_store_explicit(&on, v, memory_order_relaxed);
+		else if (r == 1) /* unset: the table's default */
+			v = 2;
+		atomic_store_explicit(&mode, v, memory_order_relaxed);
 	}
-	return v != 0;
+	return v;
+}
+
+bool gv_inline(void)
+{
+	return inline_mode() == 1;
 }
 
 /*
@@ -479,7 +492,9 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
  */
 static void sq_go(struct gv_qp *q)
 {
-	if (gv_inline() && nm_ext_qp_post_inline(q->g))
+	int m = inline_mode();
+
+	if ((m == 1 || (m == 2 && nm_tr_udp_qp_direct(q->g))) && nm_ext_qp_post_inline(q->g))
 		atomic_fetch_add_explicit(&st_post, 1, memory_order_relaxed);
 	else
 		nm_thread_kick(nm_qp_of(q->g));

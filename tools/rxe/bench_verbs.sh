@@ -89,7 +89,9 @@ pt() {
 		# gdak's default (adaptive) polling unless BENCH_GDAK_POLL says
 		# otherwise: spinning NIC threads of two processes on the guest's
 		# 2 vCPUs starve the pollers they serve
-		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive} GDAK_IBV_INLINE=${INL:-1}"
+		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}"
+		# INL empty: gdak's default (posts to a direct-path peer inline)
+		[ -n "${INL:-}" ] && env="$env GDAK_IBV_INLINE=$INL"
 		# the direct path (docs/VERBS.md "Threads"): on unless DIRECT=0
 		env="$env GDAK_IBV_DIRECT=${DIRECT:-1}"
 		# the sched column: the NIC threads' policy (GDAK_NIC_SCHED)
@@ -140,11 +142,12 @@ while [ $r -le "$ROUNDS" ]; do
 		set -- $c
 		prog=ib_$1
 		a=$(pt rxe $prog "$2" "$3")
-		b=$(INL=1 pt gdak $prog "$2" "$3")
+		b=$(INL= pt gdak $prog "$2" "$3")
 		g=$(gp "$1" "$2" "$3")
 		# the same binary with the engine on the NIC thread alone
-		# (GDAK_IBV_INLINE=0, the default; the gdak-run column has it
-		# in the program's calls: docs/VERBS.md "Threads")
+		# (GDAK_IBV_INLINE=0; the gdak-run column runs gdak's default,
+		# where a post to a direct-path peer runs in the program's
+		# call: docs/VERBS.md "Threads")
 		n=$(INL=0 pt gdak $prog "$2" "$3")
 		# the gdak-run command without the direct path (every message
 		# over UDP, as up to session 9)
