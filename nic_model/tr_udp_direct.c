@@ -263,8 +263,11 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	}
 	d->s = mmap(NULL, sizeof(struct direct_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
+	/* a dead owner's that nobody replaced (it crashed; nobody holds its
+	 * address now): not a peer */
 	if (d->s == MAP_FAILED || __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
-	    d->s->addr != addr || d->s->port != port) {
+	    d->s->addr != addr || d->s->port != port || d->s->pid <= 0 ||
+	    (kill(d->s->pid, 0) && errno == ESRCH)) {
 		if (d->s != MAP_FAILED)
 			munmap(d->s, sizeof(*d->s));
 		free(d);
