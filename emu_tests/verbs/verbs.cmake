@@ -32,7 +32,7 @@ set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RET
 gdak_add_verbs_lib_test(gdak.verbs.direct ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_direct.c)
 target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
 set_tests_properties(gdak.verbs.direct PROPERTIES ENVIRONMENT "GDAK_IBV_DIRECT=1")
-foreach(m range dereg)
+foreach(m range dereg race)
   add_test(NAME gdak.verbs.direct_${m} COMMAND gdak_verbs_direct ${m})
   set_tests_properties(gdak.verbs.direct_${m} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
     LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1")

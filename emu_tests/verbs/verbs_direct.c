@@ -16,6 +16,10 @@
  *   range  a WRITE that ends 32 bytes past the server's MR
  *   dereg  a WRITE into the second MR after the server deregistered it
  *          (the buffer stays allocated, so a write would show)
+ *   race   the same WRITE posted while the server deregisters: whichever
+ *          wins, what the buffer holds when ibv_dereg_mr returns never
+ *          changes after, and it holds the WRITE whole exactly when the
+ *          client got IBV_WC_SUCCESS (else REM_ACCESS_ERR as above)
  *   badenv (one process) GDAK_IBV_DIRECT=maybe: the device does not open
  * The path is expected when GDAK_IBV_DIRECT is not 0 and the kernel lets
  * this process write into its child (the test asks it first, the way the
@@ -178,6 +182,21 @@ static void client(int fd)
 		 0);
 	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
 	CHECK_EQ(wc.wr_id, 9);
+	if (!strcmp(mode, "race") && wc.status == IBV_WC_SUCCESS) {
+		/* it won the race: the server checks it landed before its
+		 * dereg returned, and that nothing changed after */
+		REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+		CHECK(out == (want ? 4u : 0u) || (want && out == 5u));
+		printf("# race: the WRITE came first (%s)\n", out == 5u ? "direct" : "UDP");
+		done = 2;
+		CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+		CHECK_EQ(ack, 1);
+		gdak_vt_side_close(&s);
+		free(expect);
+		return;
+	}
+	if (!strcmp(mode, "race"))
+		printf("# race: the deregistration came first\n");
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
 	CHECK_EQ(qp_state(s.qp), IBV_QPS_ERR);
 	/* the port's IBV_EVENT_PORT_ACTIVE of the open comes first */
@@ -203,12 +222,12 @@ static void server(int fd)
 	struct extra x;
 	struct ibv_mr *mr2;
 	uint8_t *cli = malloc(BUF), *mine = malloc(BUF), *buf2 = malloc(BUF2),
-		*want2 = malloc(BUF2);
+		*want2 = malloc(BUF2), *snap = malloc(BUF2);
 	uint8_t inl[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	uint64_t out = 0, in = 0;
 	char done = 0, ack = 1;
 
-	REQUIRE(cli && mine && buf2 && want2);
+	REQUIRE(cli && mine && buf2 && want2 && snap);
 	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
 	gdak_test_fill(buf2, BUF2, 3);
 	mr2 = ibv_reg_mr(s.pd, buf2, BUF2, ACCESS);
@@ -250,18 +269,37 @@ static void server(int fd)
 		mr2 = NULL;
 	}
 	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
+	if (!strcmp(mode, "race")) {
+		/* the client's WRITE into buf2 is on its way: deregister now;
+		 * what buf2 holds when that returns it holds for good */
+		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+		mr2 = NULL;
+		memcpy(snap, buf2, BUF2);
+	}
 
-	/* the bad request came over UDP: the responder's NAK put us in ERR */
 	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
+	if (!strcmp(mode, "race")) {
+		CHECK_MEM(buf2, snap, BUF2); /* nothing after the dereg */
+		if (done == 2) {	     /* it landed before, whole */
+			memcpy(want2 + 16, cli + 131072, 4096);
+			CHECK_MEM(snap, want2, BUF2);
+			REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+			CHECK(in == (x.probe ? 4u : 0u) || (x.probe && in == 5u));
+			goto out;
+		}
+	}
+	/* the bad request came over UDP: the responder's NAK put us in ERR */
 	CHECK_EQ(done, 1);
 	CHECK_EQ(qp_state(s.qp), IBV_QPS_ERR);
 	CHECK_MEM(buf2, want2, BUF2);
 	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(in, x.probe ? 4u : 0u);
+out:
 	if (mr2)
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
 	gdak_vt_side_close(&s);
+	free(snap);
 	free(cli);
 	free(mine);
 	free(buf2);
@@ -293,8 +331,9 @@ int main(int argc, char **argv)
 	mode = argc > 1 ? argv[1] : "rkey";
 	if (!strcmp(mode, "badenv"))
 		return badenv();
-	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg")) {
-		fprintf(stderr, "usage: %s rkey|range|dereg|badenv\n", argv[0]);
+	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg") &&
+	    strcmp(mode, "race")) {
+		fprintf(stderr, "usage: %s rkey|range|dereg|race|badenv\n", argv[0]);
 		return 2;
 	}
 	return gdak_test_2proc(server, client);
