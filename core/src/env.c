@@ -76,8 +76,8 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_IBV_INLINE", "0", "ibv",
 	  "gdak's libibverbs: 1 = post_send and an empty poll_cq run the NIC "
 	  "model's engine in the caller's thread when its NIC thread is idle; "
-	  "0 = hand the work to the NIC thread; unset: 1 for posts to a "
-	  "direct-path peer (GDAK_IBV_DIRECT), else 0"),
+	  "0 = hand the work to the NIC thread; unset: 1 for WRITE/READ posts "
+	  "to a direct-path peer (GDAK_IBV_DIRECT), else 0"),
 	T("GDAK_IBV_ADDR", "", "ibv",
 	  "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
 	  "the first 127.0.0.N, N >= 2, whose UDP port 4791 is free)"),
