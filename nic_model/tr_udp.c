@@ -73,6 +73,8 @@ struct udp_ctx {
 	uint8_t retry_cnt;	/* GDAK_UDP_RETRY: 0..7, or 8 = "forever" (not IBA) */
 	uint32_t window;	/* GDAK_UDP_WINDOW: unacknowledged PSNs in flight */
 	uint8_t local;		/* GDAK_UDP_LOCAL: peers in this process through their inbox */
+	uint8_t direct;		/* GDAK_IBV_DIRECT: peers in other processes of this host
+				 * through tr_udp_direct.c */
 };
 
 /* What a posted op needs after its WQE slot may have been reused: the
@@ -127,6 +129,10 @@ struct udp_qp {
 	/* the in-process wire (tr_udp_local.c) */
 	struct udp_inbox *inbox;	/* ours: packets from QPs of this process */
 	struct udp_inbox *peer_inbox;	/* the peer's, when it is one of them */
+	/* the direct path (tr_udp_direct.c): our responder's entry in our
+	 * device's segment, and the peer's segment when it published one */
+	struct udp_dseg *dseg_own, *dseg_peer;
+	struct udp_direct_qp *dq, *dpeer;
 	/* responder message in progress */
 	struct nm_resp_msg rm;
 	/* DCT: responder contexts, one per DCI (allocated as DCIs come) */
@@ -409,6 +415,43 @@ static void trace_pkt(struct roce_qp *r, int dir, const uint8_t *pkt, uint32_t l
 #else
 	(void)r; (void)dir; (void)pkt; (void)len; (void)rx; (void)ip_id;
 #endif
+}
+
+/* ---- the direct path's share of the responder --------------------------------------- */
+
+/* Whether the published responder takes a new message now (its sequence
+ * state is the segment's: a sender may advance it under the lock). */
+static int direct_ready(const struct udp_qp *u)
+{
+	int st = nm_qp_state(u->qp);
+
+	return roce_resp_ready(&u->rqp) && (st == GDAK_QPS_RTR || st == GDAK_QPS_RTS);
+}
+
+/* One received packet; a published QP's engine runs under the segment's
+ * lock, so a sender sees its expected PSN and state as they are. */
+static void rx_one(struct udp_qp *u, const struct roce_path *p, const uint8_t *pkt, uint32_t len,
+		   uint64_t now)
+{
+	if (u->dq && !udp_direct_lock(u->dseg_own)) {
+		(void)roce_rx(&u->rctx, p, pkt, len, now);
+		udp_direct_qp_ok(u->dq, direct_ready(u));
+		udp_direct_unlock(u->dseg_own);
+		return;
+	}
+	(void)roce_rx(&u->rctx, p, pkt, len, now);
+}
+
+static void direct_unpublish(struct udp_qp *u)
+{
+	if (u->dq)
+		udp_direct_qp_del(u->dseg_own, u->dq, &u->rqp);
+	u->dq = NULL;
+	udp_direct_put(u->dseg_own);
+	u->dseg_own = NULL;
+	udp_direct_put(u->dseg_peer);
+	u->dseg_peer = NULL;
+	u->dpeer = NULL;
 }
 
 /* ---- engine callbacks: requester ------------------------------------------------ */
@@ -862,7 +905,7 @@ static int rx_local(struct udp_qp *u, uint64_t now)
 			.sip = sip, .dip = u->addr.s_addr, .sport = sport, .dport = u->rx_dport
 		};
 
-		(void)roce_rx(&u->rctx, &p, pkt, len, now);
+		rx_one(u, &p, pkt, len, now);
 		udp_inbox_pop(u->inbox);
 		n++;
 	}
@@ -893,8 +936,7 @@ static int rx_drain(struct udp_qp *u, uint64_t now, int force)
 		for (int i = 0; i < n; i++) {
 			struct roce_path p = {.sip = u->rxa[i].sin_addr.s_addr, .dip = u->addr.s_addr,
 					      .sport = ntohs(u->rxa[i].sin_port), .dport = u->port};
-			(void)roce_rx(&u->rctx, &p, u->rxbuf + (size_t)i * ROCE_MAX_PKT,
-				      u->rxm[i].msg_len, now);
+			rx_one(u, &p, u->rxbuf + (size_t)i * ROCE_MAX_PKT, u->rxm[i].msg_len, now);
 		}
 		sock += n;
 		if (n < BATCH)
@@ -1068,6 +1110,44 @@ static void watch_off(void *arg)
 
 /* ---- transport ops ---------------------------------------------------------------- */
 
+/* The direct path (tr_udp_direct.c) for a WRITE or READ of an idle
+ * requester: 1 when the peer took it, 0 when it goes over UDP. */
+static int direct_rdma(struct udp_qp *u, const struct udp_op *o, const struct roce_wr *wr)
+{
+	struct iovec v[MAX_SEG];
+	unsigned n = 0;
+	uint32_t npkts = 0;
+	int r;
+
+	if (!o->nseg) {
+		if (wr->op == ROCE_WR_READ)
+			return 0; /* (no local segment: the responder's rules) */
+		v[n].iov_base = (void *)o->inl;
+		v[n++].iov_len = wr->len;
+	} else {
+		for (unsigned i = 0; i < o->nseg; i++) {
+			if (o->seg[i].kind != GDAK_MEM_HOST)
+				return 0; /* device memory: the copy engine's, over UDP */
+			v[n].iov_base = o->seg[i].addr;
+			v[n++].iov_len = o->seg[i].len;
+		}
+	}
+	r = udp_direct_rdma(u->dseg_peer, &u->dpeer, wr->op == ROCE_WR_READ, u->rqp.dqpn,
+			    u->addr.s_addr, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu, wr->rkey,
+			    wr->raddr, v, n, wr->len, &npkts);
+	if (r < 0) {
+		/* refused by the kernel: this QP stops asking */
+		udp_direct_put(u->dseg_peer);
+		u->dseg_peer = NULL;
+		u->dpeer = NULL;
+		return 0;
+	}
+	if (r == 0)
+		return 0;
+	roce_req_skip(&u->rqp, npkts);
+	return 1;
+}
+
 static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 {
 	struct udp_qp *u = qp->tr_priv;
@@ -1149,6 +1229,9 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			o->nseg++;
 		}
 	}
+	if (u->dseg_peer && (wr.op == ROCE_WR_WRITE || wr.op == ROCE_WR_READ) &&
+	    roce_req_idle(&u->rqp) && direct_rdma(u, o, &wr))
+		return NM_TX_DONE; /* op->status 0: what its ACK would have given */
 	r = roce_post(&u->rqp, &wr);
 	if (r == -EAGAIN)
 		return NM_TX_BUSY;
@@ -1189,6 +1272,10 @@ static void udp_qp_error(struct nm_qp *qp)
 {
 	struct udp_qp *u = qp->tr_priv;
 
+	if (u->dq && !udp_direct_lock(u->dseg_own)) {
+		udp_direct_qp_ok(u->dq, 0);
+		udp_direct_unlock(u->dseg_own);
+	}
 	roce_qp_error(&u->rqp);
 	(void)tx_flush(u); /* a final NAK, if any */
 }
@@ -1398,6 +1485,7 @@ static void udp_qp_fini(struct nm_qp *qp)
 		pthread_mutex_unlock(&u->txlock);
 		(void)tx_flush(u);
 	}
+	direct_unpublish(u);
 	roce_qp_fini(&u->rqp);
 	flows_free(u);
 	roce_ctx_fini(&u->rctx);
@@ -1421,6 +1509,7 @@ static void reset_on_thread(void *arg)
 	struct roce_cfg cfg = qp_cfg(u->qp);
 
 	watch_off(u);
+	direct_unpublish(u);
 	roce_qp_fini(&u->rqp);
 	flows_free(u);
 	if (roce_qp_init(&u->rqp, &u->rctx, u->qp->base.qpn, &cfg))
@@ -1476,6 +1565,34 @@ static int udp_qp_info(struct nm_qp *qp, struct gdak_qp_info *out)
 	return 0;
 }
 
+/* At connect: our responder into our device's segment, when it has one
+ * (gdak's libibverbs), and the peer's segment, when it is another process
+ * of this host that published one.  Off where the direct path could not be
+ * faithful: a trace (it would miss the packets), injected faults, DC. */
+static void direct_publish(struct udp_qp *u, const struct gdak_qp_info *peer, uint32_t mtu)
+{
+	const struct udp_ctx *c = u->qp->ctx->tr_priv;
+
+	if (!c->direct || c->faults[0] || u->rqp.dc != ROCE_DC_NONE)
+		return;
+	/* (the trace is on for the process: this control-path thread has no
+	 * trace buffer of its own to ask) */
+	if (atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed))
+		return;
+	u->dseg_own = udp_direct_own(u->addr.s_addr, u->rx_dport);
+	if (u->dseg_own) {
+		u->dq = udp_direct_qp_add(u->dseg_own, u->rqp.qpn, u->peer.sin_addr.s_addr,
+					  peer->qpn, mtu, &u->rqp);
+		if (u->dq && !udp_direct_lock(u->dseg_own)) {
+			udp_direct_qp_ok(u->dq,
+					 direct_ready(u) || nm_qp_state(u->qp) == GDAK_QPS_INIT);
+			udp_direct_unlock(u->dseg_own);
+		}
+	}
+	if (!u->peer_inbox)
+		u->dseg_peer = udp_direct_peer(u->peer.sin_addr.s_addr, peer->udp_port);
+}
+
 static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 {
 	static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -1499,6 +1616,7 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 	}
 	if (u->watching)
 		nm_thread_call(qp->thr, watch_off, u);
+	direct_unpublish(u); /* not served meanwhile: watch_off */
 	if (u->rqp.state != ROCE_QPS_RESET || !u->rqp.sq) {
 		/* reconnecting after RESET: a fresh engine */
 		struct roce_cfg cfg = qp_cfg(qp);
@@ -1534,10 +1652,14 @@ static int udp_qp_connect(struct nm_qp *qp, const struct gdak_qp_info *peer)
 		if (!u->peer_inbox && dir)
 			u->peer_inbox = dir(u->peer.sin_addr.s_addr, peer->udp_port, peer->qpn);
 	}
+	direct_publish(u, peer, mtu);
 	nm_thread_call(qp->thr, watch_on, u);
-	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u%s", inet_ntoa(u->addr),
-		  u->port, peer->qpn, inet_ntoa(u->peer.sin_addr), peer->udp_port, mtu,
-		  u->peer_inbox ? " (in this process: no kernel in between)" : "");
+	GDAK_INFO("qp", qp->id, "udp %s:%u -> QP 0x%x at %s:%u, path MTU %u%s%s%s",
+		  inet_ntoa(u->addr), u->port, peer->qpn, inet_ntoa(u->peer.sin_addr),
+		  peer->udp_port, mtu,
+		  u->peer_inbox ? " (in this process: no kernel in between)" : "",
+		  u->dq ? "; responder published for the direct path" : "",
+		  u->dseg_peer ? "; peer's device published: direct path" : "");
 	return 0;
 }
 
@@ -1643,6 +1765,13 @@ static int udp_ctx_init(struct nm_ctx *ctx, const char *args)
 		goto err;
 	}
 	c->local = (uint8_t)v;
+	/* the direct path (tr_udp_direct.c): on unless told 0 */
+	v = 1;
+	if (gdak_env_bool("GDAK_IBV_DIRECT", &v) < 0) {
+		ret = -EINVAL;
+		goto err;
+	}
+	c->direct = (uint8_t)v;
 	/* choices 0..7 (the IBA retry count), then "forever" (index 8: an
 	 * emulator extension the engine reads as retry_cnt 8) */
 	if (gdak_env_choice("GDAK_UDP_RETRY", &v) < 0) {
@@ -1675,6 +1804,14 @@ static void udp_ctx_fini(struct nm_ctx *ctx)
 	ctx->tr_priv = NULL;
 }
 
+int nm_tr_udp_qp_direct(struct gdak_qp *bqp)
+{
+	struct nm_qp *qp = nm_qp_of(bqp);
+	struct udp_qp *u = qp->ctx->tr == &nm_tr_udp_ops ? qp->tr_priv : NULL;
+
+	return u && __atomic_load_n(&u->dseg_peer, __ATOMIC_RELAXED) != NULL;
+}
+
 int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 {
 	struct nm_qp *qp;
@@ -1690,6 +1827,7 @@ int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 	st->icrc_errors += __atomic_load_n(&u->rctx.stats.icrc_errors, __ATOMIC_RELAXED);
 	st->icrc_ip_id += __atomic_load_n(&u->rctx.stats.icrc_ip_id, __ATOMIC_RELAXED);
 	st->bad_pkts += __atomic_load_n(&u->rctx.stats.bad_pkts, __ATOMIC_RELAXED);
+	st->direct_in = u->dq ? udp_direct_qp_in(u->dq) : 0;
 	return 0;
 }
 
@@ -1705,7 +1843,7 @@ static void peek_on_thread(void *arg)
 
 	*c->out = (struct nm_tr_udp_peek){ .state = r->state,
 					   .psn0 = c->u->psn0,
-					   .epsn = r->epsn,
+					   .epsn = r->rseq->epsn,
 					   .tx_psn = r->tx_psn,
 					   .una_psn = r->una_psn,
 					   .max_psn = r->max_psn,

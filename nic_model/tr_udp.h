@@ -29,6 +29,10 @@ int nm_tr_udp_set_rx_port(struct gdak_qp *qp, uint16_t port);
  * NULL unsets it. */
 struct udp_inbox;
 void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t port, uint32_t qpn));
+/* 1 when the QP's WRITEs and READs may take the direct path (its peer is a
+ * device of another process of this host that published itself), else 0;
+ * any thread, no lock. */
+int nm_tr_udp_qp_direct(struct gdak_qp *qp);
 /* A connected QP's transport and RNR retry counts (0..7; RNR 7: forever). */
 int nm_tr_udp_set_retry(struct gdak_qp *qp, uint8_t retry_cnt, uint8_t rnr_retry);
 
@@ -53,6 +57,51 @@ int nm_tr_udp_qp_peek(struct gdak_qp *qp, struct nm_tr_udp_peek *out);
  * lock) sends it, 1 when some stayed for the NIC thread (kicked). */
 void *nm_tr_udp_inline_detach(int *wake);
 int nm_tr_udp_inline_send(void *list);
+
+/* The direct path between processes of one host (tr_udp_direct.c): the
+ * device that holds addr:port (gdak's libibverbs, gv_addr.c) publishes its
+ * responders' state; its MRs' entries (rkey, [start, end), GDAK_ACCESS_*)
+ * come and go with them, and a clear returns only when no sender writes
+ * into the region.  publish: 0 or -errno (the path stays off). */
+int udp_direct_publish(uint32_t addr, uint16_t port);
+void udp_direct_mr_set(uint32_t addr, uint16_t port, uint32_t rkey, uintptr_t start, uintptr_t end,
+		       unsigned access);
+void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey);
+
+/* ---- internal to tr_udp*.c: the direct path (tr_udp_direct.c) --------------- */
+
+struct udp_dseg;
+struct udp_direct_qp;
+struct iovec;
+/* This process's published segment for addr:port / a peer process's (a
+ * reference), or NULL. */
+struct udp_dseg *udp_direct_own(uint32_t addr, uint16_t port);
+struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port);
+void udp_direct_put(struct udp_dseg *d);
+/* The segment's lock: held by the owner while its engine takes packets for
+ * a published QP (the sequence state is shared).  0 or -errno. */
+int udp_direct_lock(struct udp_dseg *d);
+void udp_direct_unlock(struct udp_dseg *d);
+/* Owner, at connect: publish responder r of QP qpn, connected to peer_qpn
+ * at peer_addr; r->rseq moves into the entry.  NULL when full. */
+struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
+					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r);
+/* Owner: withdraw it (r's sequence state comes back into r). */
+void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_qp *r);
+/* Owner, under the lock: whether the responder takes a new message now. */
+void udp_direct_qp_ok(struct udp_direct_qp *q, int ok);
+/* Requests its peer put in through the direct path. */
+uint64_t udp_direct_qp_in(const struct udp_direct_qp *q);
+/* Sender: a WRITE of len bytes from loc to QP dqpn of segment d at
+ * rkey/va (read: a READ of them into loc), as QP my_qpn at my_addr whose
+ * idle requester would send it at PSN psn, path MTU mtu.  1: done (the
+ * responder's PSN and MSN advanced by it, *npkts its PSNs); 0: not taken -
+ * send it over UDP; -EPERM: the kernel refuses the copy (said once): never
+ * again in this process.  *cache: the peer's entry found last time. */
+int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
+		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
+		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
+		    uint32_t *npkts);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 

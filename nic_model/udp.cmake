@@ -8,4 +8,5 @@ target_sources(gdak_nic PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/roce/roce_fault.c)
 target_include_directories(gdak_nic PRIVATE ${CMAKE_CURRENT_LIST_DIR}/roce)
 target_sources(gdak_nic PRIVATE ${CMAKE_CURRENT_LIST_DIR}/tr_udp.c
-  ${CMAKE_CURRENT_LIST_DIR}/tr_udp_local.c)
+  ${CMAKE_CURRENT_LIST_DIR}/tr_udp_local.c
+  ${CMAKE_CURRENT_LIST_DIR}/tr_udp_direct.c)

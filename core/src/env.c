@@ -69,10 +69,15 @@ static const struct gdak_env_var table[] = {
 	U("GDAK_IBV_DEVICES", 0, 8, "1", "ibv",
 	  "gdak's libibverbs: how many emulated mlx5_N devices "
 	  "it lists"),
+	B("GDAK_IBV_DIRECT", "1", "ibv",
+	  "gdak's libibverbs: a WRITE or READ to a device of another process on "
+	  "this host is done by the sender (process_vm_writev/readv), no packet; "
+	  "0: UDP"),
 	B("GDAK_IBV_INLINE", "0", "ibv",
 	  "gdak's libibverbs: 1 = post_send and an empty poll_cq run the NIC "
 	  "model's engine in the caller's thread when its NIC thread is idle; "
-	  "0 = hand the work to the NIC thread"),
+	  "0 = hand the work to the NIC thread; unset: 1 for WRITE/READ posts "
+	  "to a direct-path peer (GDAK_IBV_DIRECT), else 0"),
 	T("GDAK_IBV_ADDR", "", "ibv",
 	  "gdak's libibverbs: IPv4 address of device 0[,1,...] (default "
 	  "the first 127.0.0.N, N >= 2, whose UDP port 4791 is free)"),

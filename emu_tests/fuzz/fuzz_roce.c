@@ -431,7 +431,7 @@ static void inject(struct fuzz_in *in)
 			roce_put24(pkt + 5, to->qp.qpn);
 		if (f & 4) {
 			int req = roce_op(pkt[0])->mask & ROCE_M_REQ;
-			roce_put24(pkt + 9, req ? to->qp.epsn : to->qp.una_psn);
+			roce_put24(pkt + 9, req ? to->qp.rseq->epsn : to->qp.una_psn);
 		}
 		if (f & 8) {
 			pkt[1] &= 0xf0;

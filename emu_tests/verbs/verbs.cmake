@@ -25,6 +25,23 @@ set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RET
   LABELS "emu;net" ENVIRONMENT "VERBS_TEST_PARK=1;GDAK_IBV_INLINE=1")
 # an idle verbs process's NIC thread blocks (switches and CPU time counted),
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
+# the direct path between two processes (tr_udp_direct.c): WRITEs done by
+# the sender, the bytes and counters checked; a bad rkey, a WRITE past the
+# MR and one into a deregistered MR still get REM_ACCESS_ERR over UDP; off
+# (GDAK_IBV_DIRECT=0) every count is 0; a bad value fails the open
+gdak_add_verbs_lib_test(gdak.verbs.direct ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_direct.c)
+target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+set_tests_properties(gdak.verbs.direct PROPERTIES ENVIRONMENT "GDAK_IBV_DIRECT=1")
+foreach(m range dereg race)
+  add_test(NAME gdak.verbs.direct_${m} COMMAND gdak_verbs_direct ${m})
+  set_tests_properties(gdak.verbs.direct_${m} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+    LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1")
+endforeach()
+add_test(NAME gdak.verbs.direct_off COMMAND gdak_verbs_direct rkey)
+set_tests_properties(gdak.verbs.direct_off PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+  LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=0")
+add_test(NAME gdak.verbs.direct_badenv COMMAND gdak_verbs_direct badenv)
+set_tests_properties(gdak.verbs.direct_badenv PROPERTIES TIMEOUT 60 LABELS "emu;net")
 gdak_add_verbs_lib_test(gdak.verbs.idle ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_idle.c)
 # GDAK_NIC_SCHED: bad values refused at open, nice and real-time policies
 # applied to the NIC thread (read back from the kernel) or refused with the

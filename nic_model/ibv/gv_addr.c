@@ -329,6 +329,19 @@ int gv_addr_claim(struct gv_device *d)
 	d->addr = a;
 	d->claim_fd = fd;
 	nm_tr_udp_set_directory(dir_lookup);
+	/* the direct path (tr_udp_direct.c): what a sender of another process
+	 * on this host needs to do our responder's work */
+	{
+		int v = 1;
+
+		if (gdak_env_bool("GDAK_IBV_DIRECT", &v) < 0) {
+			close(fd);
+			d->claim_fd = -1;
+			return -EINVAL;
+		}
+		if (v)
+			(void)udp_direct_publish(a.s_addr, GV_ROCE_PORT);
+	}
 	inet_ntop(AF_INET, &a, txt, sizeof(txt));
 	GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s:%d (GID ::ffff:%s)", d->ibdev.name, txt,
 		  GV_ROCE_PORT, txt);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gv_loc.h"
+#include "tr_udp.h"
 #include "gv_private.h"
 #include "nm_ext.h"
 
@@ -18,6 +19,18 @@ static uint8_t arm_page[4096] __attribute__((aligned(4096)));
 GV_EXPORT int gdak_ibv_is_device(struct ibv_device *dev)
 {
 	return gv_device_index(dev) >= 0;
+}
+
+GV_EXPORT int gdak_ibv_qp_direct(struct ibv_qp *qp, uint64_t *out, uint64_t *in)
+{
+	struct roce_stats st;
+
+	if (!qp || !out || !in || !gdak_ibv_is_device(qp->context->device) ||
+	    nm_tr_udp_qp_stats(gv_qp_of(qp)->g, &st))
+		return EINVAL;
+	*out = st.direct_wqes;
+	*in = st.direct_in;
+	return 0;
 }
 
 GV_EXPORT int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out)

@@ -242,6 +242,7 @@ struct gv_qp {
 	/* ibv_wr_* batch */
 	uint64_t wr_start_pi;
 	uint32_t wr_start_wrs;
+	bool wr_other; /* the batch has a WR the direct path does not take */
 	int wr_err;
 	uint64_t wr_last; /* start index of the last WQE built */
 	struct {

@@ -31,6 +31,7 @@
 #include <gdak/env.h>
 
 #include "gv_loc.h"
+#include "tr_udp.h"
 #include "gv_private.h"
 #include "nm_ext.h"
 #include "nm_loc.h"
@@ -61,21 +62,33 @@ GV_EXPORT int gdak_ibv_engine_park(struct ibv_context *ctx, int on)
 	return -nm_ext_watch_park(gv_ctx(ctx)->dev->rx_watch, on);
 }
 
-bool gv_inline(void)
+/* GDAK_IBV_INLINE: 0 (set to 0), 1 (set to 1), 2 (unset: posts to a
+ * direct-path peer run inline, nothing else) */
+static int inline_mode(void)
 {
-	static _Atomic int on = -1;
-	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	static _Atomic int mode = -1;
+	int v = atomic_load_explicit(&mode, memory_order_relaxed);
 
 	if (v < 0) {
 		/* off by default: measured, it costs more than it saves on few
 		 * CPUs (docs/BENCHMARKS.md "The engine in the program's
-		 * thread") */
-		v = 0;
-		if (gdak_env_bool("GDAK_IBV_INLINE", &v) < 0)
+		 * thread") - except for a post whose WQEs the direct path does
+		 * without a packet, where it saves the NIC thread's wakeup
+		 * ("Session 10") */
+		int r = gdak_env_bool("GDAK_IBV_INLINE", &v);
+
+		if (r < 0)
 			v = 0;
-		atomic_store_explicit(&on, v, memory_order_relaxed);
+		else if (r == 1) /* unset: the table's default */
+			v = 2;
+		atomic_store_explicit(&mode, v, memory_order_relaxed);
 	}
-	return v != 0;
+	return v;
+}
+
+bool gv_inline(void)
+{
+	return inline_mode() == 1;
 }
 
 /*
@@ -477,9 +490,14 @@ static void sq_ring(struct gv_qp *q, uint64_t first)
  * system call), else kicks that thread: an ev_async that costs a system
  * call only while the thread is blocked, nothing while it polls.
  */
-static void sq_go(struct gv_qp *q)
+static void sq_go(struct gv_qp *q, bool rdma_only)
 {
-	if (gv_inline() && nm_ext_qp_post_inline(q->g))
+	int m = inline_mode();
+
+	/* unset: inline only what the direct path does (WRITE, READ), no
+	 * packet to send from this thread */
+	if ((m == 1 || (m == 2 && rdma_only && nm_tr_udp_qp_direct(q->g))) &&
+	    nm_ext_qp_post_inline(q->g))
 		atomic_fetch_add_explicit(&st_post, 1, memory_order_relaxed);
 	else
 		nm_thread_kick(nm_qp_of(q->g));
@@ -496,7 +514,7 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 {
 	struct gv_qp *q = gv_qp_of(qp);
 	uint64_t first;
-	bool rang;
+	bool rang, rdma_only = true;
 	int ret = 0;
 
 	if (!can_send(q)) {
@@ -515,6 +533,8 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 			.nsge = wr->num_sge > 0 ? (uint32_t)wr->num_sge : 0,
 		};
 
+		if (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_READ)
+			rdma_only = false;
 		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			w.raddr = wr->wr.atomic.remote_addr;
@@ -540,7 +560,7 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 		sq_ring(q, first);
 	pthread_spin_unlock(&q->sq_lock);
 	if (rang)
-		sq_go(q);
+		sq_go(q, rdma_only);
 	return ret;
 }
 
@@ -832,13 +852,14 @@ static void wr_start(struct ibv_qp_ex *x)
 	q->wr_start_wrs = q->sq_wrs;
 	q->wr_err = can_send(q) ? 0 : EINVAL;
 	q->wr_pend.opcode = -1;
+	q->wr_other = false;
 }
 
 static int wr_complete(struct ibv_qp_ex *x)
 {
 	struct gv_qp *q = qx(x);
 	int ret = q->wr_err;
-	bool rang = false;
+	bool rang = false, rdma_only = !q->wr_other;
 
 	if (ret) {
 		q->sq_pi = q->wr_start_pi;
@@ -849,7 +870,7 @@ static int wr_complete(struct ibv_qp_ex *x)
 	}
 	pthread_spin_unlock(&q->sq_lock);
 	if (rang)
-		sq_go(q);
+		sq_go(q, rdma_only);
 	return ret;
 }
 
@@ -868,6 +889,8 @@ static void wr_op(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint32_t rkey, uin
 	struct gv_qp *q = qx(x);
 
 	q->wr_pend.opcode = (int)op;
+	if (op != IBV_WR_RDMA_WRITE && op != IBV_WR_RDMA_READ)
+		q->wr_other = true;
 	q->wr_pend.rkey = rkey;
 	q->wr_pend.raddr = raddr;
 	q->wr_pend.cmp_add = cmp_add;

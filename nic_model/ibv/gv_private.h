@@ -49,6 +49,9 @@ struct gdak_ibv_cq_ring {
 /* 1 when dev is one of this library's devices (all are). */
 int gdak_ibv_is_device(struct ibv_device *dev);
 int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out);
+/* The QP's direct-path counts (docs/VERBS.md "Threads"): WQEs its requester
+ * did in a peer process's memory, requests a peer did in ours.  0 or EINVAL. */
+int gdak_ibv_qp_direct(struct ibv_qp *qp, uint64_t *out, uint64_t *in);
 int gdak_ibv_cq_ring(struct ibv_cq *cq, struct gdak_ibv_cq_ring *out);
 /* The 24-bit protection domain number. */
 int gdak_ibv_pd_num(struct ibv_pd *pd, uint32_t *pdn);

@@ -414,14 +414,17 @@ GV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 			GDAK_INFO("qp", qp->qp_num,
 				  "wire: tx %llu rx %llu packets, %llu resent, "
 				  "%llu timeouts (%llu early), %llu dup requests, %llu out of "
-				  "sequence, %llu RNR NAKs in, %llu ICRC errors",
+				  "sequence, %llu RNR NAKs in, %llu ICRC errors; direct path: "
+				  "%llu WQEs out, %llu in",
 				  (unsigned long long)st.tx_pkts, (unsigned long long)st.rx_pkts,
 				  (unsigned long long)st.retransmits,
 				  (unsigned long long)st.timeouts,
 				  (unsigned long long)st.early_timeouts,
 				  (unsigned long long)st.dup_reqs, (unsigned long long)st.ooo_drops,
 				  (unsigned long long)st.rnr_naks_rcvd,
-				  (unsigned long long)st.icrc_errors);
+				  (unsigned long long)st.icrc_errors,
+				  (unsigned long long)st.direct_wqes,
+				  (unsigned long long)st.direct_in);
 	}
 	ret = gdak_qp_destroy(q->g);
 	if (ret)

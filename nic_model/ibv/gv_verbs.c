@@ -28,6 +28,7 @@
 
 #include "gv_loc.h"
 #include "nm_ext.h"
+#include "tr_udp.h"
 
 /* ---- async events -------------------------------------------------------------- */
 
@@ -193,6 +194,9 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 	m->mr.lkey = gdak_mr_lkey(m->g);
 	m->mr.rkey = gdak_mr_rkey(m->g);
 	m->access = access;
+	if (gdak_mem_kind_of(c->dev->g, addr) == GDAK_MEM_HOST)
+		udp_direct_mr_set(c->dev->addr.s_addr, GV_ROCE_PORT, m->mr.rkey, (uintptr_t)addr,
+				  (uintptr_t)addr + len, access & GDAK_ACCESS_ALL);
 	return &m->mr;
 }
 
@@ -233,6 +237,8 @@ GV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 
 	if (!mr)
 		return EINVAL;
+	/* first: no sender of another process writes into it from now on */
+	udp_direct_mr_clear(gv_ctx(mr->context)->dev->addr.s_addr, GV_ROCE_PORT, mr->rkey);
 	ret = gdak_mr_dereg(m->g);
 	if (ret)
 		return -ret;
@@ -259,6 +265,7 @@ GV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	n = mr_reg(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 	if (!n)
 		return IBV_REREG_MR_ERR_CMD;
+	udp_direct_mr_clear(gv_ctx(mr->context)->dev->addr.s_addr, GV_ROCE_PORT, mr->rkey);
 	gdak_mr_dereg(m->g);
 	m->g = ((struct gv_mr *)(void *)n)->g;
 	m->access = (unsigned)access;

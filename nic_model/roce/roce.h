@@ -107,6 +107,10 @@ struct roce_stats {
 				 * owner's count: tr_udp's inbox, no kernel in between) */
 	uint64_t foreign_pkts;	/* dropped: not from the connected peer's address/port */
 	uint64_t unsolicited;	/* dropped: ACK/NAK/response with nothing outstanding */
+	uint64_t direct_wqes;	/* requester: WQEs executed in the peer's memory by this
+				 * thread, no packet (tr_udp_direct.c) */
+	uint64_t direct_in;	/* responder: requests a peer's requester put in that way
+				 * (the transport's count, filled in by nm_tr_udp_qp_stats) */
 	uint64_t f_drop, f_dup, f_reorder, f_corrupt, f_delay; /* injected */
 };
 
@@ -142,6 +146,12 @@ static inline void roce_stats_zero(struct roce_stats *st)
 }
 
 enum roce_qp_state { ROCE_QPS_RESET = 0, ROCE_QPS_RTS, ROCE_QPS_ERR };
+
+/* The responder's sequence state: what a request must match to be taken. */
+struct roce_rseq {
+	uint32_t epsn; /* next PSN expected */
+	uint32_t msn;  /* messages completed (AETH MSN) */
+};
 
 /* roce_qp.dc: which side of gdak's DC wire (docs/UDP.md "DC") a QP is */
 enum {
@@ -356,9 +366,11 @@ struct roce_qp {
 	uint64_t rnr_due_ns;	/* RNR wait; 0 = none */
 	uint64_t now_ns;	/* time of the current engine call */
 
-	/* responder (roce_resp.c) */
-	uint32_t epsn;		/* next PSN expected */
-	uint32_t msn;		/* messages completed (AETH MSN) */
+	/* responder (roce_resp.c); rseq: rseq_own, or where the transport
+	 * keeps them for a peer that takes requests in without packets
+	 * (tr_udp_direct.c: the one copy both paths advance) */
+	struct roce_rseq *rseq;
+	struct roce_rseq rseq_own;
 	uint8_t last_op;	/* opcode of the last accepted request packet */
 	uint8_t nak_sent;	/* a NAK went out for the current gap / RNR */
 	uint8_t resp_err;	/* fatal: the responder takes nothing more */
@@ -433,6 +445,13 @@ const char *roce_qp_state_name(int state);
  * for a malformed WR, -EIO when the QP is in ERR. */
 int roce_post(struct roce_qp *qp, const struct roce_wr *wr);
 int roce_req_send(struct roce_qp *qp, int budget);
+/* 1 when the requester has nothing posted, unacknowledged or waiting (RTS,
+ * every PSN sent acknowledged): a request now would carry tx_psn and be the
+ * only one the responder has to take. */
+int roce_req_idle(const struct roce_qp *qp);
+/* The requester's next npkts PSNs were taken by the responder without
+ * packets (an idle requester only): they count as sent and acknowledged. */
+void roce_req_skip(struct roce_qp *qp, uint32_t npkts);
 void roce_req_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t payload_len);
 void roce_req_timer(struct roce_qp *qp);
 void roce_req_flush(struct roce_qp *qp, uint8_t status);
@@ -443,6 +462,9 @@ uint32_t roce_wr_npkts(const struct roce_qp *qp, const struct roce_wr *wr);
 void roce_resp_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t payload_len);
 int roce_resp_send(struct roce_qp *qp, int budget);
 int roce_resp_busy(const struct roce_qp *qp);
+/* 1 when the responder would take a new request at rseq->epsn as the first
+ * packet of a message: RTS, no fatal error, no message in progress. */
+int roce_resp_ready(const struct roce_qp *qp);
 
 /* ---- roce_fault.c --------------------------------------------------------------- */
 

@@ -42,6 +42,7 @@ int roce_qp_init(struct roce_qp *qp, struct roce_ctx *ctx, uint32_t qpn, const s
 	struct roce_cfg c = cfg ? *cfg : (struct roce_cfg){0};
 
 	memset(qp, 0, offsetof(struct roce_qp, pkt_own));
+	qp->rseq = &qp->rseq_own;
 	roce_stats_zero(&qp->stats);
 	if (!c.mtu)
 		c.mtu = 1024;
@@ -113,7 +114,7 @@ int roce_qp_connect(struct roce_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t
 	qp->cfg.mtu = mtu;
 	qp->path = *path;
 	qp->tx_psn = qp->una_psn = qp->max_psn = sq_psn & ROCE_PSN_MASK;
-	qp->epsn = rq_psn & ROCE_PSN_MASK;
+	qp->rseq->epsn = rq_psn & ROCE_PSN_MASK;
 	qp->last_op = ROCE_ACK; /* not inside a message */
 	qp->retry_left = qp->cfg.retry_cnt;
 	qp->rnr_left = qp->cfg.rnr_retry;
@@ -168,8 +169,8 @@ void roce_dc_accept(struct roce_qp *qp, uint32_t dqpn, uint32_t conn, uint32_t r
 	qp->dqpn = dqpn;
 	qp->path = *path;
 	qp->peer_sport = peer_sport;
-	qp->epsn = rq_psn & ROCE_PSN_MASK;
-	qp->msn = 0;
+	qp->rseq->epsn = rq_psn & ROCE_PSN_MASK;
+	qp->rseq->msn = 0;
 	qp->last_op = ROCE_ACK; /* not inside a message */
 	qp->state = ROCE_QPS_RTS;
 }

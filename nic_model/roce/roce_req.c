@@ -85,6 +85,20 @@ int roce_post(struct roce_qp *qp, const struct roce_wr *wr)
 	return 0;
 }
 
+int roce_req_idle(const struct roce_qp *qp)
+{
+	return qp->state == ROCE_QPS_RTS && qp->sq_una == qp->sq_head &&
+	       qp->tx_psn == qp->una_psn && qp->una_psn == qp->max_psn && !qp->rnr_due_ns &&
+	       !qp->rto_due_ns;
+}
+
+void roce_req_skip(struct roce_qp *qp, uint32_t npkts)
+{
+	qp->tx_psn = qp->una_psn = qp->max_psn = psn_add(qp->tx_psn, (int32_t)npkts);
+	qp->rtt_t0 = 0; /* no RTT sample spans PSNs that never went out */
+	ROCE_STAT(qp->stats, direct_wqes);
+}
+
 /* ---- completion ------------------------------------------------------------- */
 
 static void complete_head(struct roce_qp *qp, uint8_t status)

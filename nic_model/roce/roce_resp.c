@@ -57,11 +57,11 @@ static void fatal(struct roce_qp *qp, int st, const char *why)
 {
 	uint8_t code = nak_code(st);
 
-	GDAK_WARN_RL("qp", qp->qpn, "responder error at PSN 0x%06x: %s (NAK code %u)", qp->epsn,
-		     why, code);
+	GDAK_WARN_RL("qp", qp->qpn, "responder error at PSN 0x%06x: %s (NAK code %u)",
+		     qp->rseq->epsn, why, code);
 	qp->ack.pending = 1; /* overrides whatever was pending */
 	qp->ack.syn = AETH_NAK | code;
-	qp->ack.psn = qp->epsn;
+	qp->ack.psn = qp->rseq->epsn;
 	qp->resp_err = 1;
 	if (!qp->err_syn) {
 		qp->err_syn = (uint8_t)st;
@@ -158,7 +158,7 @@ static void duplicate(struct roce_qp *qp, const uint8_t *pkt)
 		return;
 	}
 	/* SEND/WRITE already applied: acknowledge what we have (C9-104) */
-	set_ack(qp, AETH_ACK | AETH_ACK_NO_CREDIT, psn_add(qp->epsn, -1));
+	set_ack(qp, AETH_ACK | AETH_ACK_NO_CREDIT, psn_add(qp->rseq->epsn, -1));
 }
 
 static int in_message(uint8_t last_op)
@@ -278,9 +278,9 @@ static void rx_send_write(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 			fatal(qp, st, "cannot complete the message");
 			return;
 		}
-		qp->msn = psn_add(qp->msn, 1);
+		qp->rseq->msn = psn_add(qp->rseq->msn, 1);
 	}
-	qp->epsn = psn_add(qp->epsn, 1);
+	qp->rseq->epsn = psn_add(qp->rseq->epsn, 1);
 	qp->last_op = op;
 	set_ack(qp, AETH_ACK | AETH_ACK_NO_CREDIT, bth_psn(pkt));
 }
@@ -319,8 +319,8 @@ static void rx_read(struct roce_qp *qp, const uint8_t *pkt)
 	j = job_push(qp);
 	*j = (struct roce_job){.opcode = ROCE_READ_REQ, .psn = psn, .va = va, .rkey = rkey,
 			       .left = len, .first = 1};
-	qp->epsn = psn_add(psn, (int32_t)n);
-	qp->msn = psn_add(qp->msn, 1);
+	qp->rseq->epsn = psn_add(psn, (int32_t)n);
+	qp->rseq->msn = psn_add(qp->rseq->msn, 1);
 	qp->last_op = ROCE_READ_REQ;
 	qp->ack.pending = 0; /* the response acknowledges everything before it */
 }
@@ -341,8 +341,8 @@ static void atomic_done(struct roce_qp *qp, const uint8_t *pkt, uint8_t op, uint
 	r->orig = orig;
 	j = job_push(qp);
 	*j = (struct roce_job){ .opcode = op, .psn = r->psn, .orig = orig };
-	qp->epsn = psn_add(r->psn, 1);
-	qp->msn = psn_add(qp->msn, 1);
+	qp->rseq->epsn = psn_add(r->psn, 1);
+	qp->rseq->msn = psn_add(qp->rseq->msn, 1);
 	qp->last_op = op;
 	qp->ack.pending = 0;
 }
@@ -435,7 +435,7 @@ void roce_resp_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 {
 	uint8_t op = bth_opcode(pkt);
 	uint32_t psn = bth_psn(pkt);
-	int32_t d = psn_diff(psn, qp->epsn);
+	int32_t d = psn_diff(psn, qp->rseq->epsn);
 	const char *bad;
 
 	if (qp->resp_err || qp->state != ROCE_QPS_RTS)
@@ -443,7 +443,7 @@ void roce_resp_rx(struct roce_qp *qp, const uint8_t *pkt, uint32_t plen)
 	if (d > 0) {
 		ROCE_STAT(qp->stats, ooo_drops);
 		if (!qp->nak_sent) {
-			set_ack(qp, AETH_NAK | AETH_NAK_PSN_SEQ, qp->epsn);
+			set_ack(qp, AETH_NAK | AETH_NAK_PSN_SEQ, qp->rseq->epsn);
 			qp->nak_sent = 1;
 			ROCE_STAT(qp->stats, seq_naks_sent);
 		}
@@ -472,7 +472,7 @@ int roce_send_ack(struct roce_qp *qp, uint8_t syn, uint32_t psn)
 	uint32_t len;
 	int rc;
 
-	aeth_set(roce_tx_begin(qp) + ROCE_BTH_LEN, syn, qp->msn);
+	aeth_set(roce_tx_begin(qp) + ROCE_BTH_LEN, syn, qp->rseq->msn);
 	len = roce_pkt_finish(qp, ROCE_ACK, 0, 0, psn, 0);
 	rc = roce_emit(qp, qp->pkt, len);
 	if (rc == -EAGAIN) {
@@ -510,7 +510,7 @@ static int build_job(struct roce_qp *qp, struct roce_job *j, uint32_t *plen_out)
 		atmack_set(p + oi->off_atmack, j->orig);
 	}
 	if (oi->off_aeth)
-		aeth_set(p + oi->off_aeth, AETH_ACK | AETH_ACK_NO_CREDIT, qp->msn);
+		aeth_set(p + oi->off_aeth, AETH_ACK | AETH_ACK_NO_CREDIT, qp->rseq->msn);
 	*plen_out = plen;
 	return (int)roce_pkt_finish(qp, op, 0, 0, j->psn, plen);
 }
@@ -526,7 +526,7 @@ int roce_resp_send(struct roce_qp *qp, int budget)
 
 		if (len < 0) {
 			/* the region went away between the check and the read */
-			qp->epsn = j->psn;
+			qp->rseq->epsn = j->psn;
 			fatal(qp, -len, "READ source vanished");
 			break;
 		}
@@ -557,4 +557,10 @@ int roce_resp_send(struct roce_qp *qp, int budget)
 int roce_resp_busy(const struct roce_qp *qp)
 {
 	return qp->job_head != qp->job_tail || qp->ack.pending;
+}
+
+int roce_resp_ready(const struct roce_qp *qp)
+{
+	return qp->state == ROCE_QPS_RTS && !qp->resp_err && !in_message(qp->last_op) &&
+	       !qp->rmsg.active;
 }

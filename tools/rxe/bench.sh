@@ -31,13 +31,15 @@
 #   rxe       perftest on the guest's kernel rxe0 (Debian's libibverbs)
 #   gdak-run  the same command through BUILD_DIR/tools/gdak-run (gdak's
 #             libibverbs from BUILD_DIR/lib/gdak: the emulated mlx5_0 on
-#             127.0.0.230 / .231, RoCEv2 over UDP)
+#             127.0.0.230 / .231, RoCEv2 over UDP), gdak's defaults: the
+#             direct path, posts to it in the program's call)
 #   gdak-perf gdak's native path over the same transport (gdak-perf -d
 #             emu:udp:ADDR, server + client, one WQE per doorbell and a CQE
 #             per WQE as perftest posts them)
 #   inline-off the gdak-run command again with GDAK_IBV_INLINE=0 (the
-#             default; the gdak-run column runs with it 1: the engine in
-#             the program's post_send / poll_cq, docs/VERBS.md "Threads")
+#             engine on the NIC thread alone, docs/VERBS.md "Threads")
+#   direct-off the gdak-run command with GDAK_IBV_INLINE=1 and
+#             GDAK_IBV_DIRECT=0: every message over UDP (session 9's path)
 # gdak's rows run in a network namespace of their own (kernel rxe holds
 # *:4791 in the guest's), made with iproute2's ip taken by path - the
 # guest's busybox env and sh run busybox's ip, which has no netns; where

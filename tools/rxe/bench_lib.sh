@@ -1,8 +1,34 @@
 # SPDX-License-Identifier: MIT
 #
-# bench_lib.sh - what bench.sh and bench_verbs.sh read out of a benchmark's
-# log the same way.  Sourced (POSIX sh); the functions set no variables but
-# row.
+# bench_lib.sh - what bench.sh, bench_verbs.sh and sched_probe.sh share:
+# reading a benchmark's log the same way, and waiting for a server.
+# Sourced (POSIX sh); the functions set no variables but row and i.
+
+# iproute2's ss, for wait_port (the guest's busybox has none)
+if [ -z "${SS:-}" ]; then
+	SS=ss
+	for p in /bin/ss /sbin/ss /usr/bin/ss /usr/sbin/ss; do
+		[ -x "$p" ] && SS=$p && break
+	done
+fi
+
+# wait_port PORT PID [NS]: wait (at most 30 s) until TCP port PORT is
+# listened on (in namespace NS, a command prefix, when given); 1 when pid
+# PID is gone first or the time is up.  Without ss, 1 s and then on.
+wait_port() {
+	i=0
+	while [ $i -lt 300 ]; do
+		if command -v "$SS" >/dev/null 2>&1; then
+			${3:-} "$SS" -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		elif [ $i -ge 10 ]; then
+			return 0
+		fi
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 
 # take_row FILE SIZE NF RC WHAT WHY: the data row of SIZE (its first field,
 # at least NF fields) in FILE; "-" when RC is not 0 or there is none, with

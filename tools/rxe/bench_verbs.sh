@@ -68,33 +68,10 @@ if [ -z "$NS" ]; then
 	fi
 	echo "# no network namespace ($NSERR); UDP 4791 is free here: gdak's rows in this one"
 fi
-# wait_port's ss: iproute2's, from beside its ip
-SS=ss
-for p in /bin/ss /sbin/ss /usr/bin/ss /usr/sbin/ss; do
-	[ -x "$p" ] && SS=$p && break
-done
-
-. "$(dirname "$0")/bench_lib.sh"
+. "$(dirname "$0")/bench_lib.sh" # take_row, f, wait_port
 
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# gdak build: $B${BENCH_GDAK_SCHED:+; sched column: gdak-run, inline on, GDAK_NIC_SCHED=$BENCH_GDAK_SCHED}"
-
-# wait (bounded) until TCP port $1 is listened on (in namespace $3 when
-# given) or pid $2 is gone
-wait_port() {
-	i=0
-	while [ $i -lt 300 ]; do
-		if command -v "$SS" >/dev/null 2>&1; then
-			${3:-} "$SS" -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
-		elif [ $i -ge 10 ]; then
-			return 0
-		fi
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 
 # pt WAY PROG SIZE ITERS: one perftest pair; WAY rxe or gdak; prints the
 # client's data row or "-"
@@ -112,7 +89,11 @@ pt() {
 		# gdak's default (adaptive) polling unless BENCH_GDAK_POLL says
 		# otherwise: spinning NIC threads of two processes on the guest's
 		# 2 vCPUs starve the pollers they serve
-		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive} GDAK_IBV_INLINE=${INL:-1}"
+		env="GDAK_POLL=${BENCH_GDAK_POLL:-adaptive}"
+		# INL empty: gdak's default (posts to a direct-path peer inline)
+		[ -n "${INL:-}" ] && env="$env GDAK_IBV_INLINE=$INL"
+		# the direct path (docs/VERBS.md "Threads"): on unless DIRECT=0
+		env="$env GDAK_IBV_DIRECT=${DIRECT:-1}"
 		# the sched column: the NIC threads' policy (GDAK_NIC_SCHED)
 		[ -n "${SCHED:-}" ] && env="$env GDAK_NIC_SCHED=$SCHED"
 		$NS env $env timeout 150 "$RUN" --addr $SA -- $prog -d mlx5_0 -x 0 -F -s "$size" \
@@ -161,24 +142,28 @@ while [ $r -le "$ROUNDS" ]; do
 		set -- $c
 		prog=ib_$1
 		a=$(pt rxe $prog "$2" "$3")
-		b=$(INL=1 pt gdak $prog "$2" "$3")
+		b=$(INL= pt gdak $prog "$2" "$3")
 		g=$(gp "$1" "$2" "$3")
 		# the same binary with the engine on the NIC thread alone
-		# (GDAK_IBV_INLINE=0, the default; the gdak-run column has it
-		# in the program's calls: docs/VERBS.md "Threads")
+		# (GDAK_IBV_INLINE=0; the gdak-run column runs gdak's default,
+		# where a post to a direct-path peer runs in the program's
+		# call: docs/VERBS.md "Threads")
 		n=$(INL=0 pt gdak $prog "$2" "$3")
+		# the gdak-run command without the direct path (every message
+		# over UDP, as up to session 9)
+		d=$(INL=1 DIRECT=0 pt gdak $prog "$2" "$3")
 		# BENCH_GDAK_SCHED: the gdak-run command once more, inline on,
 		# with the NIC threads under that GDAK_NIC_SCHED
 		x=-
 		[ -n "${BENCH_GDAK_SCHED:-}" ] && x=$(INL=1 SCHED=$BENCH_GDAK_SCHED pt gdak $prog "$2" "$3")
 		echo "round $r $prog $2 B: rxe [$a] | gdak-run [$b] | gdak-perf [$g] | gdak-run inline off [$n]" \
-			"| gdak-run ${BENCH_GDAK_SCHED:-(no BENCH_GDAK_SCHED)} [$x]"
+			"| gdak-run ${BENCH_GDAK_SCHED:-(no BENCH_GDAK_SCHED)} [$x] | gdak-run direct off [$d]"
 		if [ "$1" = write_bw ]; then
 			# perftest: #bytes #iters BW_peak BW_avg MsgRate; gdak-perf: #bytes #iters BW_avg ...
-			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)|$(f "$n" 4)|$(f "$x" 4)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 4)|$(f "$b" 4)|$(f "$g" 3)|$(f "$n" 4)|$(f "$x" 4)|$(f "$d" 4)" >>"$OUT/res"
 		else
 			# perftest: #bytes #iters t_min t_max t_typical ...; gdak-perf: the same columns
-			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)|$(f "$n" 5)|$(f "$x" 5)" >>"$OUT/res"
+			echo "$prog $2|$(f "$a" 5)|$(f "$b" 5)|$(f "$g" 5)|$(f "$n" 5)|$(f "$x" 5)|$(f "$d" 5)" >>"$OUT/res"
 		fi
 	done
 	r=$((r + 1))
@@ -186,14 +171,14 @@ done
 
 echo
 echo "# medians of $ROUNDS rounds; bandwidth MiB/s (higher is better), latency t_typical us (lower is better)"
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" \
-	"gdak-run/rxe" "inline-off" "inline-off/rxe" "sched" "sched/rxe"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' case rxe gdak-run gdak-perf "gdak-run/gdak-perf" \
+	"gdak-run/rxe" "inline-off" "inline-off/rxe" "sched" "sched/rxe" "direct-off" "direct-off/rxe"
 for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 	awk -F'|' -v c="$c" '
 		function med(a, n,   i, j, t) {
 			for (i = 2; i <= n; i++)
 				for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-			return n == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+			return n + 0 == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
 		}
 		function q(x, y) { return (x == "-" || y == "-" || y + 0 == 0) ? "-" : sprintf("%.2f", x / y) }
 		$1 == c {
@@ -202,12 +187,13 @@ for c in "ib_write_bw 8" "ib_write_bw 65536" "ib_write_lat 8"; do
 			if ($4 != "-") pa[++np] = $4 + 0
 			if ($5 != "" && $5 != "-") oa[++no] = $5 + 0
 			if ($6 != "" && $6 != "-") xa[++nx] = $6 + 0
+			if ($7 != "" && $7 != "-") da[++nd] = $7 + 0
 		}
 		END {
 			r = med(ra, nr); g = med(ga, ng); p = med(pa, np); o = med(oa, no)
-			x = med(xa, nx)
-			printf "%s B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r), o,
-				q(o, r), x, q(x, r)
+			x = med(xa, nx); d = med(da, nd)
+			printf "%s B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c, r, g, p, q(g, p), q(g, r), o,
+				q(o, r), x, q(x, r), d, q(d, r)
 		}' "$OUT/res"
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"

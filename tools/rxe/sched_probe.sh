@@ -60,21 +60,7 @@ else
 	echo "# no network namespace: gdak's rows only where UDP 4791 is free" >&2
 	trap 'rm -rf "$OUT"' EXIT
 fi
-SS=ss
-for p in /bin/ss /sbin/ss /usr/bin/ss /usr/sbin/ss; do
-	[ -x "$p" ] && SS=$p && break
-done
-
-wait_port() {
-	i=0
-	while [ $i -lt 300 ]; do
-		${3:-} "$SS" -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$(dirname "$0")/bench_lib.sh" # wait_port
 
 # one: WAY(rxe|gdak) POLICY PROG SIZE ITERS
 one() {

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_direct.c - the direct path between two processes of one host
+ * (nic_model/tr_udp_direct.c, docs/VERBS.md "Threads"): the client's
+ * WRITEs into the server are done by the client itself, no packet, and
+ * whatever the responder would refuse still goes over UDP to get its NAK.
+ *
+ * Every mode: a 64 KiB WRITE and an 8-byte WRITE into the server's
+ * MR, a 4 KiB WRITE into its second MR, a 5000-byte READ of its pattern,
+ * the bytes checked in both,
+ * the counters of both QPs (gdak_ibv_qp_direct) saying which path they
+ * took, and the wire counters the other way round; then one bad request
+ * that must give IBV_WC_REM_ACCESS_ERR, the client QP in ERR with its
+ * IBV_EVENT_QP_ACCESS_ERR, the server QP in ERR, and nothing written:
+ *   rkey   a WRITE with an rkey the server never registered
+ *   range  a WRITE that ends 32 bytes past the server's MR
+ *   dereg  a WRITE into the second MR after the server deregistered it
+ *          (the buffer stays allocated, so a write would show)
+ *   race   the same WRITE posted while the server deregisters: whichever
+ *          wins, what the buffer holds when ibv_dereg_mr returns never
+ *          changes after, and it holds the WRITE whole exactly when the
+ *          client got IBV_WC_SUCCESS (else REM_ACCESS_ERR as above)
+ *   badenv (one process) GDAK_IBV_DIRECT=maybe: the device does not open
+ * The path is expected when GDAK_IBV_DIRECT is not 0 and the kernel lets
+ * this process write into its child (the test asks it first, the way the
+ * library will: process_vm_writev; Yama's ptrace_scope may refuse): else
+ * every count is 0 and the data the same.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "gdak_test.h"
+#include "gdak_verbs.h"
+#include "gv_private.h"
+
+#define BUF (256 * 1024)
+#define BUF2 8192
+#define ACCESS                                                                       \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+static const char *mode;
+
+/* What the server tells the client besides gdak_vt_info: its second MR
+ * and its pid (for the probe), and whether the path is expected. */
+struct extra {
+	uint64_t addr2;
+	uint32_t rkey2;
+	int32_t pid;
+	uint8_t probe; /* the path is expected */
+	uint8_t wrote; /* the client's probe wrote buf2[0] */
+};
+
+static int post_rdma(struct gdak_vt_side *s, enum ibv_wr_opcode op, uint64_t id, void *src,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sg = { (uintptr_t)src, len, lkey };
+	struct ibv_send_wr *bad, w = {
+		.wr_id = id,
+		.sg_list = &sg,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	return ibv_post_send(s->qp, &w, &bad);
+}
+
+static int direct_wanted(void)
+{
+	const char *e = getenv("GDAK_IBV_DIRECT");
+
+	return !e || strcmp(e, "0");
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	REQUIRE_EQ(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
+	return a.qp_state;
+}
+
+static void client(int fd)
+{
+	struct gdak_vt_side s;
+	struct ibv_wc wc;
+	struct ibv_async_event ev;
+	struct extra x;
+	uint8_t probe_byte = 0x5a, inl[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	uint64_t out = 0, in = 0, raddr;
+	uint8_t *expect = malloc(BUF);
+	uint32_t rkey, len = 64;
+	int want, ok;
+	char done = 1, ack = 0;
+
+	gdak_vt_side_open(&s, BUF, 1, ACCESS, 0x111111);
+	gdak_vt_side_connect(&s, fd);
+	memset(&x, 0, sizeof(x));
+	REQUIRE_EQ(gdak_test_xfer(fd, &x, &x, sizeof(x)), 0);
+	/* may this process write into the server at all? */
+	{
+		struct iovec l = { &probe_byte, 1 }, r = { (void *)(uintptr_t)x.addr2, 1 };
+
+		ok = process_vm_writev(x.pid, &l, 1, &r, 1, 0) == 1;
+		if (!ok)
+			printf("# process_vm_writev into the server: %s: the UDP path is expected\n",
+			       strerror(errno));
+	}
+	want = direct_wanted() && ok;
+	{
+		struct extra v = x, none;
+
+		v.probe = (uint8_t)want;
+		v.wrote = (uint8_t)ok;
+		REQUIRE_EQ(gdak_test_xfer(fd, &none, &v, sizeof(v)), 0);
+	}
+
+	/* four good requests, one at a time: each completes with its CQE */
+	{
+		static const struct {
+			enum ibv_wr_opcode op;
+			enum ibv_wc_opcode wc;
+			uint32_t loff, len, server_mr, roff;
+		} rq[4] = {
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 0, 65536, 1, 0 },
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 120000, 8, 1, 70000 },
+			{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, 100000, 4096, 2, 16 },
+			/* a READ of the server's own pattern */
+			{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, 150000, 5000, 1, 200000 },
+		};
+
+		memcpy(s.buf + 120000, inl, 8);
+		REQUIRE(expect != NULL);
+		gdak_test_fill(expect, BUF, 2);
+		for (unsigned i = 0; i < 4; i++) {
+			uint64_t base = rq[i].server_mr == 1 ? s.peer.addr : x.addr2;
+			uint32_t key = rq[i].server_mr == 1 ? s.peer.rkey : x.rkey2;
+
+			CHECK_EQ(post_rdma(&s, rq[i].op, i + 1, s.buf + rq[i].loff, rq[i].len,
+					   s.mr->lkey, base + rq[i].roff, key),
+				 0);
+			REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			CHECK_EQ(wc.wr_id, i + 1);
+			CHECK_EQ(wc.opcode, rq[i].wc);
+		}
+		CHECK_EQ(wc.byte_len, 5000);
+	}
+	CHECK_MEM(s.buf + 150000, expect + 200000, 5000);
+	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+	CHECK_EQ(out, want ? 4u : 0u);
+	CHECK_EQ(in, 0u);
+	/* the server checks the bytes and, in dereg mode, deregisters MR 2
+	 * before the second swap */
+	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+	CHECK_EQ(ack, 1);
+	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+	CHECK_EQ(ack, 1);
+
+	raddr = s.peer.addr;
+	rkey = s.peer.rkey;
+	if (!strcmp(mode, "rkey")) {
+		rkey = s.peer.rkey ^ 0x5500; /* another slot: never registered */
+	} else if (!strcmp(mode, "range")) {
+		raddr = s.peer.addr + BUF - 32;
+	} else {
+		raddr = x.addr2 + 16;
+		rkey = x.rkey2;
+		len = 4096;
+	}
+	CHECK_EQ(post_rdma(&s, IBV_WR_RDMA_WRITE, 9, s.buf + 131072, len, s.mr->lkey, raddr, rkey),
+		 0);
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 9);
+	if (!strcmp(mode, "race") && wc.status == IBV_WC_SUCCESS) {
+		/* it won the race: the server checks it landed before its
+		 * dereg returned, and that nothing changed after */
+		REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+		CHECK(out == (want ? 4u : 0u) || (want && out == 5u));
+		printf("# race: the WRITE came first (%s)\n", out == 5u ? "direct" : "UDP");
+		done = 2;
+		CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+		CHECK_EQ(ack, 1);
+		gdak_vt_side_close(&s);
+		free(expect);
+		return;
+	}
+	if (!strcmp(mode, "race"))
+		printf("# race: the deregistration came first\n");
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(qp_state(s.qp), IBV_QPS_ERR);
+	/* the port's IBV_EVENT_PORT_ACTIVE of the open comes first */
+	do {
+		REQUIRE_EQ(ibv_get_async_event(s.ctx, &ev), 0);
+		if (ev.event_type == IBV_EVENT_PORT_ACTIVE)
+			ibv_ack_async_event(&ev);
+	} while (ev.event_type == IBV_EVENT_PORT_ACTIVE);
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+	CHECK(ev.element.qp == s.qp);
+	ibv_ack_async_event(&ev);
+	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+	CHECK_EQ(out, want ? 4u : 0u); /* the refused one went over UDP */
+	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+	CHECK_EQ(ack, 1);
+	gdak_vt_side_close(&s);
+	free(expect);
+}
+
+static void server(int fd)
+{
+	struct gdak_vt_side s;
+	struct extra x;
+	struct ibv_mr *mr2;
+	uint8_t *cli = malloc(BUF), *mine = malloc(BUF), *buf2 = malloc(BUF2),
+		*want2 = malloc(BUF2), *snap = malloc(BUF2);
+	uint8_t inl[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	uint64_t out = 0, in = 0;
+	char done = 0, ack = 1;
+
+	REQUIRE(cli && mine && buf2 && want2 && snap);
+	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
+	gdak_test_fill(buf2, BUF2, 3);
+	mr2 = ibv_reg_mr(s.pd, buf2, BUF2, ACCESS);
+	REQUIRE(mr2 != NULL);
+	gdak_vt_side_connect(&s, fd);
+	memset(&x, 0, sizeof(x));
+	x.addr2 = (uintptr_t)buf2;
+	x.rkey2 = mr2->rkey;
+	x.pid = (int32_t)getpid();
+	{
+		struct extra none, v;
+
+		REQUIRE_EQ(gdak_test_xfer(fd, &none, &x, sizeof(x)), 0);
+		memset(&v, 0, sizeof(v));
+		REQUIRE_EQ(gdak_test_xfer(fd, &v, &v, sizeof(v)), 0); /* the probe's verdict */
+		x.probe = v.probe;
+		x.wrote = v.wrote;
+	}
+	gdak_test_fill(cli, BUF, 1);
+	gdak_test_fill(mine, BUF, 2);
+	gdak_test_fill(want2, BUF2, 3);
+	if (x.wrote)
+		want2[0] = 0x5a; /* the probe's byte */
+
+	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
+	CHECK_EQ(done, 1);
+	CHECK_MEM(s.buf, cli, 65536);
+	CHECK_MEM(s.buf + 65536, mine + 65536, 70000 - 65536);
+	CHECK_MEM(s.buf + 70000, inl, 8);
+	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
+	memcpy(want2 + 16, cli + 100000, 4096);
+	CHECK_MEM(buf2, want2, BUF2);
+	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+	CHECK_EQ(out, 0u);
+	CHECK_EQ(in, x.probe ? 4u : 0u);
+	if (!strcmp(mode, "dereg")) {
+		/* from its return on, nobody writes into buf2 (still ours) */
+		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+		mr2 = NULL;
+	}
+	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
+	if (!strcmp(mode, "race")) {
+		/* the client's WRITE into buf2 is on its way: deregister now;
+		 * what buf2 holds when that returns it holds for good */
+		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+		mr2 = NULL;
+		memcpy(snap, buf2, BUF2);
+	}
+
+	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
+	if (!strcmp(mode, "race")) {
+		CHECK_MEM(buf2, snap, BUF2); /* nothing after the dereg */
+		if (done == 2) {	     /* it landed before, whole */
+			memcpy(want2 + 16, cli + 131072, 4096);
+			CHECK_MEM(snap, want2, BUF2);
+			REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+			CHECK(in == (x.probe ? 4u : 0u) || (x.probe && in == 5u));
+			goto out;
+		}
+	}
+	/* the bad request came over UDP: the responder's NAK put us in ERR */
+	CHECK_EQ(done, 1);
+	CHECK_EQ(qp_state(s.qp), IBV_QPS_ERR);
+	CHECK_MEM(buf2, want2, BUF2);
+	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
+	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+	CHECK_EQ(in, x.probe ? 4u : 0u);
+out:
+	if (mr2)
+		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+	gdak_vt_side_close(&s);
+	free(snap);
+	free(cli);
+	free(mine);
+	free(buf2);
+	free(want2);
+}
+
+/* A value GDAK_IBV_DIRECT does not take: the device does not open (its
+ * message names the variable), rather than running some other way. */
+static int badenv(void)
+{
+	struct ibv_device **l;
+	struct ibv_context *c;
+	int n = 0;
+
+	setenv("GDAK_IBV_DIRECT", "maybe", 1);
+	l = ibv_get_device_list(&n);
+	REQUIRE(l != NULL && n > 0);
+	errno = 0;
+	c = ibv_open_device(l[0]);
+	CHECK(c == NULL);
+	if (c)
+		ibv_close_device(c);
+	ibv_free_device_list(l);
+	return gdak_test_end();
+}
+
+int main(int argc, char **argv)
+{
+	mode = argc > 1 ? argv[1] : "rkey";
+	if (!strcmp(mode, "badenv"))
+		return badenv();
+	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg") &&
+	    strcmp(mode, "race")) {
+		fprintf(stderr, "usage: %s rkey|range|dereg|race|badenv\n", argv[0]);
+		return 2;
+	}
+	return gdak_test_2proc(server, client);
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tr_udp_direct.c - the udp transport's direct path between processes of one
+ * host: the requester does the responder's work itself, as Linux rxe's
+ * sender does in its system call and softirq, so no thread of the receiving
+ * process has to be woken for a message (docs/VERBS.md "Threads").
+ *
+ * A device of gdak's libibverbs (gv_addr.c) publishes, in a shared-memory
+ * segment named by its IPv4 address and UDP port, what its responder needs
+ * to take a request: per QP the connected peer (address, QPN), whether the
+ * responder would take a new message now, and its sequence state - the
+ * expected PSN and MSN, the one copy its engine (roce_qp.rseq) uses too -
+ * and per MR the rkey, range and access.  The segment holds one process-
+ * shared robust mutex; the owner holds it while its engine takes packets
+ * for a published QP and while it changes a QP's or MR's entry, so a
+ * deregistration or destroy cannot return while a sender writes.
+ *
+ * A sender whose requester is idle (everything acknowledged: the request
+ * would be the only one the responder has to take) checks under that lock
+ * what the responder checks - QP state and peer, PSN == expected, rkey,
+ * access, bounds - copies the payload with process_vm_writev into the
+ * owner's memory, advances the expected PSN and MSN and completes its WQE
+ * as its ACK would.  Anything else (a check that fails, a WRITE with
+ * immediate, a message in flight) goes over UDP, where the real responder
+ * answers it: a NAK, an access error, the QP to ERR - exactly as before.
+ *
+ * The segment's name (address, port, network namespace) is unique while
+ * its owner holds the address's port (the bind is the claim), so a segment found at publication is a dead
+ * owner's and is replaced; it is unlinked at exit.  A sender that mapped a
+ * segment whose owner died sees process_vm_writev fail (ESRCH) and takes
+ * UDP.  process_vm_writev refused (Yama's ptrace_scope, another user):
+ * the path turns itself off for the process and says so once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "gdak_log.h"
+#include "tr_udp.h"
+
+#define DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
+#define DIRECT_QPS 1024
+#define DIRECT_MRS 4096 /* rkey >> 8 below this: published */
+
+struct direct_mr {
+	uint32_t rkey;
+	uint32_t access; /* GDAK_ACCESS_* */
+	uint64_t start, end;
+	uint32_t valid;
+};
+
+struct udp_direct_qp {
+	uint32_t used;
+	uint32_t qpn;
+	uint32_t ok;	    /* the responder takes a new message at rseq.epsn */
+	uint32_t peer_addr; /* network order: the connected requester */
+	uint32_t peer_qpn;
+	uint32_t mtu; /* path MTU */
+	struct roce_rseq rseq;
+	uint64_t direct_in; /* requests taken through here */
+};
+
+struct direct_seg {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t addr;
+	uint32_t port;
+	pthread_mutex_t lock;
+	struct udp_direct_qp qp[DIRECT_QPS];
+	struct direct_mr mr[DIRECT_MRS];
+};
+
+struct udp_dseg {
+	struct udp_dseg *next;
+	uint32_t addr;
+	uint16_t port;
+	int own;
+	int refs;
+	struct direct_seg *s;
+	char name[64];
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct udp_dseg *reg_head;
+static _Atomic int direct_refused; /* process_vm_writev said EPERM once */
+
+/* The name: the address and port, in this network namespace (two
+ * namespaces may each have a device at 127.0.0.230:4791). */
+static void seg_name(char *buf, size_t n, uint32_t addr, uint16_t port)
+{
+	struct stat st;
+	unsigned long ns = stat("/proc/self/ns/net", &st) ? 0 : (unsigned long)st.st_ino;
+
+	snprintf(buf, n, "/gdak-direct-%lx-%08x-%u", ns, (unsigned)ntohl(addr), (unsigned)port);
+}
+
+static void unlink_own(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	/* not a forked child's: the segments are its parent's */
+	for (struct udp_dseg *d = reg_head; d; d = d->next)
+		if (d->own && d->s->pid == (int32_t)getpid())
+			shm_unlink(d->name);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+int udp_direct_lock(struct udp_dseg *d)
+{
+	int r = pthread_mutex_lock(&d->s->lock);
+
+	if (r == EOWNERDEAD) {
+		/* a sender died holding it: what it changed is whole (the
+		 * sequence state moves after the copy, in one go) */
+		pthread_mutex_consistent(&d->s->lock);
+		r = 0;
+	}
+	return -r;
+}
+
+void udp_direct_unlock(struct udp_dseg *d)
+{
+	pthread_mutex_unlock(&d->s->lock);
+}
+
+int udp_direct_publish(uint32_t addr, uint16_t port)
+{
+	static _Atomic int at_exit;
+	struct udp_dseg *d = calloc(1, sizeof(*d));
+	pthread_mutexattr_t ma;
+	char txt[INET_ADDRSTRLEN];
+	int fd, r;
+
+	if (!d)
+		return -ENOMEM;
+	seg_name(d->name, sizeof(d->name), addr, port);
+	inet_ntop(AF_INET, &addr, txt, sizeof(txt));
+	/* we hold addr:port, so a segment of that name is a dead owner's */
+	fd = shm_open(d->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		shm_unlink(d->name);
+		fd = shm_open(d->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	}
+	if (fd < 0 || ftruncate(fd, sizeof(struct direct_seg))) {
+		r = -errno;
+		GDAK_INFO(NULL, 0, "%s:%u: no direct path (shm %s: %s)", txt, port, d->name,
+			  strerror(-r));
+		if (fd >= 0) {
+			close(fd);
+			shm_unlink(d->name);
+		}
+		free(d);
+		return r;
+	}
+	d->s = mmap(NULL, sizeof(struct direct_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (d->s == MAP_FAILED) {
+		r = -errno;
+		shm_unlink(d->name);
+		free(d);
+		return r;
+	}
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&d->s->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	d->s->pid = (int32_t)getpid();
+	d->s->addr = addr;
+	d->s->port = port;
+	/* last: a sender maps only a segment that says it is complete */
+	__atomic_store_n(&d->s->magic, DIRECT_MAGIC, __ATOMIC_RELEASE);
+	d->addr = addr;
+	d->port = port;
+	d->own = 1;
+	d->refs = 1;
+	pthread_mutex_lock(&reg_lock);
+	d->next = reg_head;
+	reg_head = d;
+	pthread_mutex_unlock(&reg_lock);
+	if (!atomic_exchange(&at_exit, 1))
+		atexit(unlink_own);
+	GDAK_INFO(NULL, 0, "%s:%u: direct path published (%s)", txt, port, d->name);
+	return 0;
+}
+
+static struct udp_dseg *find(uint32_t addr, uint16_t port, int own)
+{
+	struct udp_dseg *d;
+
+	for (d = reg_head; d; d = d->next)
+		if (d->addr == addr && d->port == port && d->own == own)
+			break;
+	return d;
+}
+
+struct udp_dseg *udp_direct_own(uint32_t addr, uint16_t port)
+{
+	struct udp_dseg *d;
+
+	pthread_mutex_lock(&reg_lock);
+	d = find(addr, port, 1);
+	if (d)
+		d->refs++;
+	pthread_mutex_unlock(&reg_lock);
+	return d;
+}
+
+struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
+{
+	struct udp_dseg *d;
+	struct stat st;
+	int fd;
+
+	pthread_mutex_lock(&reg_lock);
+	/* a device of this process: its peers use the in-process inbox */
+	if (find(addr, port, 1)) {
+		pthread_mutex_unlock(&reg_lock);
+		return NULL;
+	}
+	d = find(addr, port, 0);
+	if (d && __atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) > 0 && kill(d->s->pid, 0) &&
+	    errno == ESRCH) {
+		/* its owner died: forget the mapping, look for a new owner's */
+		struct udp_dseg **pp;
+
+		for (pp = &reg_head; *pp != d; pp = &(*pp)->next)
+			;
+		*pp = d->next;
+		d->next = NULL;
+		if (--d->refs == 0) {
+			munmap(d->s, sizeof(*d->s));
+			free(d);
+		}
+		d = NULL;
+	}
+	if (d) {
+		d->refs++;
+		pthread_mutex_unlock(&reg_lock);
+		return d;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto out;
+	seg_name(d->name, sizeof(d->name), addr, port);
+	fd = shm_open(d->name, O_RDWR, 0);
+	if (fd < 0 || fstat(fd, &st) || (size_t)st.st_size != sizeof(struct direct_seg)) {
+		if (fd >= 0)
+			close(fd);
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->s = mmap(NULL, sizeof(struct direct_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	/* a dead owner's that nobody replaced (it crashed; nobody holds its
+	 * address now): not a peer */
+	if (d->s == MAP_FAILED || __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
+	    d->s->addr != addr || d->s->port != port || d->s->pid <= 0 ||
+	    (kill(d->s->pid, 0) && errno == ESRCH)) {
+		if (d->s != MAP_FAILED)
+			munmap(d->s, sizeof(*d->s));
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->addr = addr;
+	d->port = port;
+	d->refs = 2; /* the registry's and the caller's */
+	d->next = reg_head;
+	reg_head = d;
+out:
+	pthread_mutex_unlock(&reg_lock);
+	return d;
+}
+
+void udp_direct_put(struct udp_dseg *d)
+{
+	int last;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	last = --d->refs == 0;
+	pthread_mutex_unlock(&reg_lock);
+	if (last) {
+		munmap(d->s, sizeof(*d->s));
+		free(d);
+	}
+}
+
+/* ---- the owner: QPs and MRs -------------------------------------------------------- */
+
+struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
+					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r)
+{
+	struct udp_direct_qp *q = NULL;
+
+	if (udp_direct_lock(d))
+		return NULL;
+	for (unsigned i = 0; i < DIRECT_QPS; i++)
+		if (!d->s->qp[i].used) {
+			q = &d->s->qp[i];
+			break;
+		}
+	if (q) {
+		q->qpn = qpn;
+		q->peer_addr = peer_addr;
+		q->peer_qpn = peer_qpn;
+		q->mtu = mtu;
+		q->rseq = *r->rseq;
+		q->direct_in = 0;
+		q->ok = (uint32_t)roce_resp_ready(r);
+		r->rseq = &q->rseq; /* the one copy from now on */
+		q->used = 1;
+	}
+	udp_direct_unlock(d);
+	return q;
+}
+
+void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_qp *r)
+{
+	/* a sender that holds the lock is done with the QP when we get it */
+	(void)udp_direct_lock(d);
+	if (r && r->rseq == &q->rseq) {
+		r->rseq_own = q->rseq;
+		r->rseq = &r->rseq_own;
+	}
+	q->ok = 0;
+	q->used = 0;
+	udp_direct_unlock(d);
+}
+
+void udp_direct_qp_ok(struct udp_direct_qp *q, int ok)
+{
+	q->ok = (uint32_t)ok;
+}
+
+uint64_t udp_direct_qp_in(const struct udp_direct_qp *q)
+{
+	return __atomic_load_n(&q->direct_in, __ATOMIC_RELAXED);
+}
+
+void udp_direct_mr_set(uint32_t addr, uint16_t port, uint32_t rkey, uintptr_t start, uintptr_t end,
+		       unsigned access)
+{
+	struct udp_dseg *d = udp_direct_own(addr, port);
+	uint32_t i = rkey >> 8;
+
+	if (!d)
+		return;
+	if (i < DIRECT_MRS && !udp_direct_lock(d)) {
+		struct direct_mr *m = &d->s->mr[i];
+
+		m->rkey = rkey;
+		m->access = access;
+		m->start = start;
+		m->end = end;
+		m->valid = 1;
+		udp_direct_unlock(d);
+	}
+	udp_direct_put(d);
+}
+
+void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey)
+{
+	struct udp_dseg *d = udp_direct_own(addr, port);
+	uint32_t i = rkey >> 8;
+
+	if (!d)
+		return;
+	/* under the lock: a sender writing into the region is done when we
+	 * have it, and none starts after */
+	if (i < DIRECT_MRS && !udp_direct_lock(d)) {
+		if (d->s->mr[i].rkey == rkey)
+			d->s->mr[i].valid = 0;
+		udp_direct_unlock(d);
+	}
+	udp_direct_put(d);
+}
+
+/* ---- the sender ---------------------------------------------------------------------- */
+
+int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
+		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
+		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
+		    uint32_t *npkts_out)
+{
+	struct direct_seg *s = d->s;
+	struct udp_direct_qp *q;
+	const struct direct_mr *m;
+	struct iovec rem;
+	uint32_t need = read ? GDAK_ACCESS_REMOTE_READ : GDAK_ACCESS_REMOTE_WRITE;
+	uint32_t npkts = (len + mtu - 1) / mtu;
+	ssize_t n;
+	int ret = 0;
+
+	if (atomic_load_explicit(&direct_refused, memory_order_relaxed))
+		return -EPERM;
+	if (!len)
+		return 0; /* (a zero-length request: the responder's own rules) */
+	if (udp_direct_lock(d))
+		return 0;
+	q = *cache;
+	if (!q || !q->used || q->qpn != dqpn) {
+		q = NULL;
+		for (unsigned i = 0; i < DIRECT_QPS; i++)
+			if (s->qp[i].used && s->qp[i].qpn == dqpn) {
+				q = &s->qp[i];
+				break;
+			}
+		*cache = q;
+	}
+	/* what the responder checks of the packet: its state, that it comes
+	 * from its peer, the PSN; then the rkey (nm_check_rkey) */
+	if (!q || !q->ok || q->peer_addr != my_addr || q->peer_qpn != my_qpn ||
+	    q->rseq.epsn != psn || q->mtu != mtu)
+		goto out;
+	if ((rkey >> 8) >= DIRECT_MRS)
+		goto out;
+	m = &s->mr[rkey >> 8];
+	if (!m->valid || m->rkey != rkey || (m->access & need) != need || va < m->start ||
+	    va > m->end || len > m->end - va)
+		goto out; /* the responder's NAK comes over UDP */
+	rem.iov_base = (void *)(uintptr_t)va;
+	rem.iov_len = len;
+	n = read ? process_vm_readv(s->pid, loc, nloc, &rem, 1, 0)
+		 : process_vm_writev(s->pid, loc, nloc, &rem, 1, 0);
+	if (n < 0) {
+		int e = errno;
+
+		if (e == EPERM && !atomic_exchange(&direct_refused, 1))
+			GDAK_WARN(NULL, 0,
+				  "direct path off: process_vm_%sv of pid %d refused (%s; "
+				  "/proc/sys/kernel/yama/ptrace_scope, or another user): "
+				  "every request goes over UDP",
+				  read ? "read" : "write", (int)s->pid, strerror(e));
+		ret = e == EPERM ? -EPERM : 0;
+		goto out;
+	}
+	if ((uint32_t)n != len)
+		goto out; /* UDP moves it all again: the same bytes */
+	q->rseq.epsn = psn_add(psn, (int32_t)npkts);
+	q->rseq.msn = psn_add(q->rseq.msn, 1);
+	q->direct_in++;
+	*npkts_out = npkts;
+	ret = 1;
+out:
+	udp_direct_unlock(d);
+	return ret;
+}
