@@ -427,33 +427,17 @@ static void done(char *path, struct cr_file *f, struct gring *r)
 		gr_free(r);
 }
 
-/* What a case works on: its capture file, its ring, the capture. */
-struct gcase {
-	char *path;
-	struct gring *r;
-	struct gdak_capture *c;
-	struct cr_file f;
-};
-
 /* A case begun: its name said, its file opened as a capture of the given
  * flags, ring r added to it. */
-static void case_open(struct gcase *x, const char *name, struct gring *r, unsigned flags)
+static void case_open(struct cr_run *x, const char *name, struct gring *r, unsigned flags)
 {
 	char tag[64];
 
 	snprintf(tag, sizeof(tag), "cuda-%s", name);
 	x->path = cr_tmpname(tag);
-	x->r = r;
 	x->c = cap_open(x->path, flags);
 	begin(name);
 	add(x->c, r);
-}
-
-/* The capture closed (the last pass sees the rest), the file read back. */
-static void case_read(struct gcase *x)
-{
-	REQUIRE_EQ(gdak_capture_close(x->c), 0);
-	cr_read_back(x->path, &x->f);
 }
 
 /* ---- cases ---------------------------------------------------------------- */
@@ -464,13 +448,13 @@ static void case_read(struct gcase *x)
 static void shared_case(const struct cr_case *k)
 {
 	struct gring *r = gr_new(k->sq_cnt, k->ncqe, 0);
-	struct gcase x;
+	struct cr_run x;
 
 	cr_case_start(&r->cr, k);
 	case_open(&x, k->name, r, GDAK_CAPTURE_F_MANUAL);
 	k->play(&r->cr, x.c, k->arg);
 	no_read_errors(x.c);
-	case_read(&x);
+	cr_run_read(&x);
 	check_where(&x.f);
 	k->check(&x.f, &r->cr, bin, x.path, case_failed0, k->arg);
 	done(x.path, &x.f, r);
@@ -478,13 +462,14 @@ static void shared_case(const struct cr_case *k)
 
 /* Round n of cq_chunks_and_rcq: send CQEs 100n..100n+99 and receive CQE n
  * of opcode rop, then one pass; the capture's statistics in *st. */
-static void chunk_round(struct gcase *x, int n, uint8_t rop, struct gdak_capture_stats *st)
+static void chunk_round(struct gdak_capture *c, struct gring *r, int n, uint8_t rop,
+			struct gdak_capture_stats *st)
 {
 	for (int k = 100 * n; k < 100 * n + 100; k++)
-		hw_cqe(x->r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-	hw_cqe(x->r, 1, rop, (uint16_t)n, 0);
-	CHECK(gdak_capture_poll(x->c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(x->c, st), 0);
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	hw_cqe(r, 1, rop, (uint16_t)n, 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, st), 0);
 }
 
 /* A 128-entry CQ read in 64-CQE chunks: 100 CQEs, consumed, then 100 more
@@ -492,20 +477,21 @@ static void chunk_round(struct gcase *x, int n, uint8_t rop, struct gdak_capture
  * the receive CQ next to it. */
 static void cq_chunks_and_rcq(void)
 {
+	struct gring *r = gr_new(16, 128, 1);
 	struct gdak_capture_stats st;
-	struct gcase x;
+	struct cr_run x;
 
-	case_open(&x, "cq_chunks_and_rcq", gr_new(16, 128, 1), GDAK_CAPTURE_F_MANUAL);
-	chunk_round(&x, 0, MLX5_CQE_RESP_SEND, &st);
+	case_open(&x, "cq_chunks_and_rcq", r, GDAK_CAPTURE_F_MANUAL);
+	chunk_round(x.c, r, 0, MLX5_CQE_RESP_SEND, &st);
 	CHECK_EQ(st.cqes, 101);
-	consume(x.r, 0, 100);
-	consume(x.r, 1, 1);
-	__atomic_store_n(&x.r->cr.d.scq.cons_idx, 100, __ATOMIC_RELEASE);
-	chunk_round(&x, 1, MLX5_CQE_RESP_SEND_IMM, &st);
+	consume(r, 0, 100);
+	consume(r, 1, 1);
+	__atomic_store_n(&r->cr.d.scq.cons_idx, 100, __ATOMIC_RELEASE);
+	chunk_round(x.c, r, 1, MLX5_CQE_RESP_SEND_IMM, &st);
 	CHECK_EQ(st.cqes, 202);
 	CHECK_EQ(st.lost_cqes, 0);
 	CHECK_EQ(st.read_errors, 0);
-	case_read(&x);
+	cr_run_read(&x);
 	/* slots 0..71 now hold CQEs 128..199: compare those against the
 	 * shadow, 0..71 only by their wqe_counter */
 	{
@@ -524,13 +510,13 @@ static void cq_chunks_and_rcq(void)
 			CHECK_EQ(cf.wqe_counter, (uint16_t)n);
 			CHECK_EQ(cf.opcode, MLX5_CQE_REQ);
 			if (n >= 72)
-				CHECK_MEM(e->bytes, x.r->scq_shadow + (size_t)(n & 127) * 64, 64);
+				CHECK_MEM(e->bytes, r->scq_shadow + (size_t)(n & 127) * 64, 64);
 			n++;
 		}
 		CHECK_EQ(n, 200);
 	}
-	cr_check_cqes(&x.f, &x.r->cr, 1, 0, 2, -1);
-	done(x.path, &x.f, x.r);
+	cr_check_cqes(&x.f, &r->cr, 1, 0, 2, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -559,33 +545,35 @@ static void wait_for(struct gdak_capture *c, uint64_t wqes, uint64_t cqes)
 
 static void thread_mode(void)
 {
-	struct gcase x;
+	struct gring *r = gr_new(64, 64, 0);
+	struct cr_run x;
 	unsigned steps = 8, per = 4;
 
-	case_open(&x, "thread", gr_new(64, 64, 0), 0);
+	case_open(&x, "thread", r, 0);
 	for (unsigned s = 0; s < steps; s++) {
 		for (unsigned k = 0; k < per; k++)
-			post(x.r, k & 1 ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_WRITE, 1 + 2 * k);
-		publish(x.r);
+			post(r, k & 1 ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_WRITE, 1 + 2 * k);
+		publish(r);
 		for (unsigned k = 0; k < per; k++)
-			hw_cqe(x.r, 0, MLX5_CQE_REQ, (uint16_t)(s * per + k), 0);
-		consume(x.r, 0, x.r->cr.scq_n);
-		__atomic_store_n(&x.r->cr.d.scq.cons_idx, x.r->cr.scq_n, __ATOMIC_RELEASE);
+			hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)(s * per + k), 0);
+		consume(r, 0, r->cr.scq_n);
+		__atomic_store_n(&r->cr.d.scq.cons_idx, r->cr.scq_n, __ATOMIC_RELEASE);
 		/* the ring never gets a lap ahead: wait until the thread saw it */
 		wait_for(x.c, (uint64_t)(s + 1) * per, (uint64_t)(s + 1) * per);
 	}
 	no_read_errors(x.c);
-	case_read(&x);
+	cr_run_read(&x);
 	check_where(&x.f);
-	cr_check_wqes(&x.f, &x.r->cr, 0, steps * per);
-	cr_check_cqes(&x.f, &x.r->cr, 0, 0, (uint64_t)steps * per, -1);
+	cr_check_wqes(&x.f, &r->cr, 0, steps * per);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, (uint64_t)steps * per, -1);
 	CHECK_EQ(cr_lost(&x.f, QPN, "sq", NULL) + cr_lost(&x.f, QPN, "scq", NULL), 0);
-	done(x.path, &x.f, x.r);
+	done(x.path, &x.f, r);
 }
 
 static void own_context_kept(void)
 {
-	struct gcase x;
+	struct gring *r;
+	struct cr_run x;
 	cuctx mine = NULL, now = NULL;
 
 	if (!cu.CtxCreate || !cu.CtxDestroy) {
@@ -593,10 +581,11 @@ static void own_context_kept(void)
 		printf("   skipped: libcuda.so.1 lacks cuCtxCreate_v2/cuCtxDestroy_v2\n");
 		return;
 	}
-	case_open(&x, "own_context_kept", gr_new(16, 16, 0), GDAK_CAPTURE_F_MANUAL);
-	post(x.r, MLX5_OPCODE_RDMA_WRITE, 3);
-	publish(x.r);
-	hw_cqe(x.r, 0, MLX5_CQE_REQ, 0, 0);
+	r = gr_new(16, 16, 0);
+	case_open(&x, "own_context_kept", r, GDAK_CAPTURE_F_MANUAL);
+	post(r, MLX5_OPCODE_RDMA_WRITE, 3);
+	publish(r);
+	hw_cqe(r, 0, MLX5_CQE_REQ, 0, 0);
 	CU_OK(cu.CtxCreate(&mine, 0, cu_dev));	/* current on this thread now */
 	CHECK(gdak_capture_poll(x.c) > 0);
 	CU_OK(cu.CtxGetCurrent(&now));
@@ -611,9 +600,9 @@ static void own_context_kept(void)
 	CU_OK(cu.CtxDestroy(mine));
 	CU_OK(cu.CtxSetCurrent(primary));
 	cr_read_back(x.path, &x.f);
-	cr_check_wqes(&x.f, &x.r->cr, 0, 1);
-	cr_check_cqes(&x.f, &x.r->cr, 0, 0, 1, -1);
-	done(x.path, &x.f, x.r);
+	cr_check_wqes(&x.f, &r->cr, 0, 1);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, 1, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -635,12 +624,14 @@ static void land_cqe(void *arg)
 static void torn_cqe(void)
 {
 	struct gdak_capture_stats st;
-	struct gcase x;
+	struct gring *r;
+	struct cr_run x;
 
 	if (!fake_tear)
-		return;	/* a real driver cannot be made to tear on cue */
-	case_open(&x, "torn_cqe", gr_new(16, 16, 0), GDAK_CAPTURE_F_MANUAL);
-	tear_ring = x.r;
+		return; /* a real driver cannot be made to tear on cue */
+	r = gr_new(16, 16, 0);
+	case_open(&x, "torn_cqe", r, GDAK_CAPTURE_F_MANUAL);
+	tear_ring = r;
 	CHECK_EQ(gdak_capture_poll(x.c), 0);
 	/* the chunk read is the only copy of 64 bytes or more in the pass */
 	fake_tear(63, land_cqe, (void *)(uintptr_t)0x1234);
@@ -650,18 +641,19 @@ static void torn_cqe(void)
 	CHECK_EQ(st.lost_cqes, 0);
 
 	for (int k = 1; k < 16; k++)
-		hw_cqe(x.r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-	consume(x.r, 0, 16);
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	consume(r, 0, 16);
 	CHECK(gdak_capture_poll(x.c) > 0); /* 1..15 */
-	case_read(&x);
-	cr_check_cqes(&x.f, &x.r->cr, 0, 0, 16, -1);
-	done(x.path, &x.f, x.r);
+	cr_run_read(&x);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, 16, -1);
+	done(x.path, &x.f, r);
 
-	case_open(&x, "rewrite_between_reads", gr_new(16, 16, 0), GDAK_CAPTURE_F_MANUAL);
-	tear_ring = x.r;
+	r = gr_new(16, 16, 0);
+	case_open(&x, "rewrite_between_reads", r, GDAK_CAPTURE_F_MANUAL);
+	tear_ring = r;
 	for (int k = 0; k < 16; k++)
-		hw_cqe(x.r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-	consume(x.r, 0, 16);
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	consume(r, 0, 16);
 	/* after the whole first read of the chunk at 0 (16 CQEs) */
 	fake_tear(16 * 64, land_cqe, (void *)(uintptr_t)16);
 	CHECK(gdak_capture_poll(x.c) > 0);
@@ -669,10 +661,10 @@ static void torn_cqe(void)
 	CHECK_EQ(st.lost_cqes, 1);
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(st.read_errors, 0);
-	case_read(&x);
+	cr_run_read(&x);
 	CHECK_EQ(cr_lost(&x.f, QPN, "scq", NULL), 1);
-	cr_check_cqes(&x.f, &x.r->cr, 0, 1, 17, -1);
-	done(x.path, &x.f, x.r);
+	cr_check_cqes(&x.f, &r->cr, 0, 1, 17, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -685,19 +677,20 @@ static void torn_cqe(void)
  */
 static void freed_ring(void)
 {
+	struct gring *r = gr_new(16, 16, 0);
 	struct gdak_capture_stats st;
-	struct gcase x;
+	struct cr_run x;
 	int ret;
 
-	case_open(&x, "freed_ring", gr_new(16, 16, 0), GDAK_CAPTURE_F_MANUAL);
-	post(x.r, MLX5_OPCODE_NOP, 1);
-	publish(x.r);
+	case_open(&x, "freed_ring", r, GDAK_CAPTURE_F_MANUAL);
+	post(r, MLX5_OPCODE_NOP, 1);
+	publish(r);
 	CHECK(gdak_capture_poll(x.c) > 0);
-	post(x.r, MLX5_OPCODE_NOP, 1);
-	publish(x.r);
-	CU_OK(cu.MemFree(x.r->sq));
-	CU_OK(cu.MemFree(x.r->scq));
-	x.r->sq = x.r->scq = 0;
+	post(r, MLX5_OPCODE_NOP, 1);
+	publish(r);
+	CU_OK(cu.MemFree(r->sq));
+	CU_OK(cu.MemFree(r->scq));
+	r->sq = r->scq = 0;
 	gdak_capture_poll(x.c);
 	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	if (fake_driver) {
@@ -711,15 +704,15 @@ static void freed_ring(void)
 	ret = gdak_capture_close(x.c);
 	CHECK_EQ(ret, st.read_errors ? -EIO : 0);
 	cr_read_back(x.path, &x.f);
-	cr_check_wqes(&x.f, &x.r->cr, 0, (unsigned)st.wqes);
+	cr_check_wqes(&x.f, &r->cr, 0, (unsigned)st.wqes);
 	done(x.path, &x.f, NULL);
 	/* not checked: after a failed copy only cleanup is left to do */
-	if (x.r->db)
-		cu.MemFree(x.r->db);
-	if (x.r->hdb)
-		cu.MemFreeHost(x.r->hdb);
-	free(x.r->scq_shadow);
-	free(x.r);
+	if (r->db)
+		cu.MemFree(r->db);
+	if (r->hdb)
+		cu.MemFreeHost(r->hdb);
+	free(r->scq_shadow);
+	free(r);
 }
 
 int main(int argc, char **argv)
