@@ -18,7 +18,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 #include <gdak/nic.h>
 
 #include "gdak_libdir.h"
+#include "tool_usage.h"
 #include "roce/roce.h" /* roce_fault_parse: the udp transport's packet-fault parser */
 
 /* How many devices gdak's libibverbs can show (GDAK_IBV_DEVICES, nic_model/ibv) */
@@ -66,18 +66,8 @@ static void usage(FILE *f)
 		MAX_DEVICES);
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("gdak-run: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (gdak-run --help)\n", stderr);
-	return 2;
-}
+/* A wrong command line: says what, returns 2. */
+#define bad(...) tool_usage_err("gdak-run", " (gdak-run --help)", __VA_ARGS__)
 
 static int check_trace(const char *path, char *abs, size_t len)
 {

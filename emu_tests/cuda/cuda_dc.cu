@@ -148,16 +148,12 @@ int main(int argc, char **argv)
 		cu_buf_make(ctx[1], 256, GDAK_MEM_GPU, &rbuf);
 	gdak_test_fill(pat, sizeof(pat), 77);
 	cu_write(&src, 0, pat, LEN);
-	x.src = cu_addr(&src, 0);
-	x.src_key = src.key;
-	x.dst = cu_addr(&dst, 0);
-	x.dst_key = dst.key;
-	x.res = cu_addr(&res, 0);
-	x.res_key = res.key;
+	cu_ref(&src, &x.src, &x.src_key);
+	cu_ref(&dst, &x.dst, &x.dst_key);
+	cu_ref(&res, &x.res, &x.res_key);
 	if (!hw) {
 		GDAK_REQUIRE(gdak_qp_export(dct[2], &x.dct2));
-		x.rbuf = cu_addr(&rbuf, 0);
-		x.rbuf_key = rbuf.key;
+		cu_ref(&rbuf, &x.rbuf, &x.rbuf_key);
 		GDAK_REQUIRE(
 			gdak_mem_alloc(ctx[0], sizeof(*o), GDAK_MEM_HOST_MAPPED, (void **)&o));
 	} else {

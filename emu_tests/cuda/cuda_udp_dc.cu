@@ -417,12 +417,9 @@ static void client(struct gdak_bootstrap *bs)
 		gdak_test_fill(want, LEN, fill_seed(sl));
 		cu_write(&src, sl * SLOT, want, LEN);
 	}
-	x.src = cu_addr(&src, 0);
-	x.src_key = src.key;
-	x.dst = cu_addr(&dst, 0);
-	x.dst_key = dst.key;
-	x.res = cu_addr(&res, 0);
-	x.res_key = res.key;
+	cu_ref(&src, &x.src, &x.src_key);
+	cu_ref(&dst, &x.dst, &x.dst_key);
+	cu_ref(&res, &x.res, &x.res_key);
 	o = cu_results<struct ops_out>(ctx, 1);
 	REQUIRE_EQ(gdak_bootstrap_barrier(bs), 0);
 

@@ -208,6 +208,13 @@ static uint64_t cu_addr(const struct cu_buf *b, size_t off)
 	return (uint64_t)(uintptr_t)(b->p + off);
 }
 
+/* A buffer as a kernel's arguments name it: its start and its key. */
+static void cu_ref(const struct cu_buf *b, uint64_t *addr, uint32_t *key)
+{
+	*addr = cu_addr(b, 0);
+	*key = b->key;
+}
+
 static cudaStream_t cu_stream(void)
 {
 	cudaStream_t s;

@@ -95,6 +95,17 @@ static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_ba
 	n_copy_q, n_dtod;
 static int module_magic, func_magic;
 
+/* One of the counters below, read under the lock. */
+static unsigned long long counter(const unsigned long long *n)
+{
+	unsigned long long v;
+
+	pthread_mutex_lock(&lock);
+	v = *n;
+	pthread_mutex_unlock(&lock);
+	return v;
+}
+
 API void gdak_fake_gpu_hold(int on)
 {
 	pthread_mutex_lock(&lock);
@@ -104,34 +115,19 @@ API void gdak_fake_gpu_hold(int on)
 
 API unsigned long long gdak_fake_gpu_memops(void)
 {
-	unsigned long long n;
-
-	pthread_mutex_lock(&lock);
-	n = n_memop;
-	pthread_mutex_unlock(&lock);
-	return n;
+	return counter(&n_memop);
 }
 
 /* Stream write-values accepted with NO_MEMORY_BARRIER. */
 API unsigned long long gdak_fake_gpu_unfenced(void)
 {
-	unsigned long long n;
-
-	pthread_mutex_lock(&lock);
-	n = n_nobar;
-	pthread_mutex_unlock(&lock);
-	return n;
+	return counter(&n_nobar);
 }
 
 /* Copies accepted (cuMemcpyAsync, each copy of a cuMemcpyBatchAsync). */
 API unsigned long long gdak_fake_gpu_copies_queued(void)
 {
-	unsigned long long n;
-
-	pthread_mutex_lock(&lock);
-	n = n_copy_q;
-	pthread_mutex_unlock(&lock);
-	return n;
+	return counter(&n_copy_q);
 }
 
 /* The copy kernel stops writing its completion word (the engine must then
@@ -640,12 +636,7 @@ API int cuMemcpyDtoDAsync_v2(devptr dst, devptr src, size_t len, struct fstream 
 /* cuMemcpyDtoDAsync calls. */
 API unsigned long long gdak_fake_gpu_dtod(void)
 {
-	unsigned long long n;
-
-	pthread_mutex_lock(&lock);
-	n = n_dtod;
-	pthread_mutex_unlock(&lock);
-	return n;
+	return counter(&n_dtod);
 }
 
 /* The synchronous copies a program (the tests playing the GPU) uses: done

@@ -21,6 +21,7 @@
 extern "C" {
 #include "gdak_test.h"
 }
+#include "dev_atomic.h"
 
 #define NB 8
 #define NT 128
@@ -121,15 +122,7 @@ static void *nic_main(void *arg)
 				gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)
 							      ds_at(qp, ci, 3),
 						      &la, &len, &lkey);
-				if (c.opcode == MLX5_OPCODE_ATOMIC_FA) {
-					old = __atomic_fetch_add((uint64_t *)(uintptr_t)raddr, sa,
-								 __ATOMIC_ACQ_REL);
-				} else {
-					old = cmp;
-					__atomic_compare_exchange_n((uint64_t *)(uintptr_t)raddr, &old,
-								    sa, 0, __ATOMIC_ACQ_REL,
-								    __ATOMIC_ACQUIRE);
-				}
+				old = fake_atomic8(c.opcode, raddr, sa, cmp);
 				/* the fetched value lands big-endian, as ConnectX does */
 				*(uint64_t *)(uintptr_t)la = gdak_htobe64(old);
 				break;

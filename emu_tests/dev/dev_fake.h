@@ -14,6 +14,8 @@
 #include <gdak/mlx5.h>
 #include <gdak/dev/dev.h>
 
+#include "dev_atomic.h"
+
 struct dev_fake {
 	struct gdak_dev_qp qp;
 	uint32_t dbrec[2];		/* [0] receive, [1] send */
@@ -181,15 +183,7 @@ static void *fake_nic_main(void *arg)
 								gdak_dev_wqe_ds(qp, ci, 2), &sa, &cmp);
 				gdak_mlx5_data_decode((const struct mlx5_wqe_data_seg *)
 							      gdak_dev_wqe_ds(qp, ci, 3), &la, &len, &lkey);
-				if (c.opcode == MLX5_OPCODE_ATOMIC_FA) {
-					old = __atomic_fetch_add((uint64_t *)(uintptr_t)raddr, sa,
-								 __ATOMIC_ACQ_REL);
-				} else {
-					old = cmp;
-					__atomic_compare_exchange_n((uint64_t *)(uintptr_t)raddr, &old,
-								    sa, 0, __ATOMIC_ACQ_REL,
-								    __ATOMIC_ACQUIRE);
-				}
+				old = fake_atomic8(c.opcode, raddr, sa, cmp);
 				__atomic_store_n((uint64_t *)(uintptr_t)la, gdak_htobe64(old),
 						 __ATOMIC_RELEASE);
 			} else if (c.opcode != MLX5_OPCODE_NOP) {

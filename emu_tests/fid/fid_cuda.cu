@@ -276,14 +276,10 @@ int main(void)
 		j.scen = sc;
 		j.a = p.a;
 		j.c = c.a;
-		j.src = cu_addr(&src, 0);
-		j.dst = cu_addr(&dst, 0);
-		j.word = cu_addr(&word, 0);
-		j.res = cu_addr(&res, 0);
-		j.src_key = src.key;
-		j.dst_key = dst.key;
-		j.word_key = word.key;
-		j.res_key = res.key;
+		cu_ref(&src, &j.src, &j.src_key);
+		cu_ref(&dst, &j.dst, &j.dst_key);
+		cu_ref(&word, &j.word, &j.word_key);
+		cu_ref(&res, &j.res, &j.res_key);
 		if (sc == S_RESET) {
 			struct gdak_qp_info ia, ib;
 

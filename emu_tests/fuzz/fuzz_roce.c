@@ -32,6 +32,7 @@
 #include <gdak/gdak.h>
 
 #include "fuzz.h"
+#include "gdak_roce_test.h"
 #include "roce.h"
 
 #define MEM 65536u
@@ -232,8 +233,6 @@ static int resp_atomic(struct roce_qp *qp, uint8_t opcode, uint32_t rkey, uint64
 
 static int resp_xatomic(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig)
 {
-	uint64_t v = 0;
-	uint8_t *t;
 	int st;
 
 	FUZZ_ASSERT(x->size == 4 || x->size == 8, "extended atomic of %u bytes reached memory",
@@ -242,14 +241,7 @@ static int resp_xatomic(struct roce_qp *qp, const struct roce_xatomic *x, uint64
 		    (unsigned long long)x->va);
 	if ((st = key_ok(x->rkey, x->va, x->size, 1)))
 		return st;
-	t = target(side_of(qp), x->rkey, x->va);
-	memcpy(&v, t, x->size);
-	*orig = v;
-	if (x->opcode == ROCE_XMASKED_FETCH_ADD)
-		v += x->swap_add;
-	else if (!((v ^ x->cmp) & x->cmp_mask))
-		v = (v & ~x->swap_mask) | (x->swap_add & x->swap_mask);
-	memcpy(t, &v, x->size);
+	roce_test_xatomic(x, target(side_of(qp), x->rkey, x->va), orig);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 
 #include "gdak_case.h"
+#include "gdak_roce_test.h"
 #include "gdak_test.h"
 #include "roce.h"
 
@@ -141,15 +142,7 @@ static int r_atomic(struct roce_qp *qp, uint8_t op, uint32_t rkey, uint64_t va, 
 }
 static int r_xatomic(struct roce_qp *qp, const struct roce_xatomic *x, uint64_t *orig)
 {
-	uint64_t v = 0;
-
-	memcpy(&v, mem_b + x->va, x->size);
-	*orig = v;
-	if (x->opcode == ROCE_XMASKED_FETCH_ADD)
-		v += x->swap_add;
-	else if (!((v ^ x->cmp) & x->cmp_mask))
-		v = (v & ~x->swap_mask) | (x->swap_add & x->swap_mask);
-	memcpy(mem_b + x->va, &v, x->size);
+	roce_test_xatomic(x, mem_b + x->va, orig);
 	return 0;
 }
 static void r_fatal(struct roce_qp *qp, uint8_t st, const char *why) { CHECK(!"responder fatal"); }

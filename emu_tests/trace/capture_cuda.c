@@ -427,6 +427,19 @@ static void done(char *path, struct cr_file *f, struct gring *r)
 		gr_free(r);
 }
 
+/* A case begun: its name said, its file opened as a capture of the given
+ * flags, ring r added to it. */
+static void case_open(struct cr_run *x, const char *name, struct gring *r, unsigned flags)
+{
+	char tag[64];
+
+	snprintf(tag, sizeof(tag), "cuda-%s", name);
+	x->path = cr_tmpname(tag);
+	x->c = cap_open(x->path, flags);
+	begin(name);
+	add(x->c, r);
+}
+
 /* ---- cases ---------------------------------------------------------------- */
 
 /* One of the cases capture_rings.c runs on host rings (capture_ring.h), here
@@ -434,25 +447,29 @@ static void done(char *path, struct cr_file *f, struct gring *r)
  * says where the rings are. */
 static void shared_case(const struct cr_case *k)
 {
-	char tag[64];
-	char *path;
 	struct gring *r = gr_new(k->sq_cnt, k->ncqe, 0);
-	struct gdak_capture *c;
-	struct cr_file f;
+	struct cr_run x;
 
-	snprintf(tag, sizeof(tag), "cuda-%s", k->name);
-	path = cr_tmpname(tag);
-	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	begin(k->name);
 	cr_case_start(&r->cr, k);
-	add(c, r);
-	k->play(&r->cr, c, k->arg);
-	no_read_errors(c);
-	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
-	cr_read_back(path, &f);
-	check_where(&f);
-	k->check(&f, &r->cr, bin, path, case_failed0, k->arg);
-	done(path, &f, r);
+	case_open(&x, k->name, r, GDAK_CAPTURE_F_MANUAL);
+	k->play(&r->cr, x.c, k->arg);
+	no_read_errors(x.c);
+	cr_run_read(&x);
+	check_where(&x.f);
+	k->check(&x.f, &r->cr, bin, x.path, case_failed0, k->arg);
+	done(x.path, &x.f, r);
+}
+
+/* Round n of cq_chunks_and_rcq: send CQEs 100n..100n+99 and receive CQE n
+ * of opcode rop, then one pass; the capture's statistics in *st. */
+static void chunk_round(struct gdak_capture *c, struct gring *r, int n, uint8_t rop,
+			struct gdak_capture_stats *st)
+{
+	for (int k = 100 * n; k < 100 * n + 100; k++)
+		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
+	hw_cqe(r, 1, rop, (uint16_t)n, 0);
+	CHECK(gdak_capture_poll(c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(c, st), 0);
 }
 
 /* A 128-entry CQ read in 64-CQE chunks: 100 CQEs, consumed, then 100 more
@@ -460,33 +477,21 @@ static void shared_case(const struct cr_case *k)
  * the receive CQ next to it. */
 static void cq_chunks_and_rcq(void)
 {
-	char *path = cr_tmpname("cuda-chunks");
 	struct gring *r = gr_new(16, 128, 1);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
 	struct gdak_capture_stats st;
-	struct cr_file f;
+	struct cr_run x;
 
-	begin("cq_chunks_and_rcq");
-	add(c, r);
-	for (int k = 0; k < 100; k++)
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-	hw_cqe(r, 1, MLX5_CQE_RESP_SEND, 0, 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	case_open(&x, "cq_chunks_and_rcq", r, GDAK_CAPTURE_F_MANUAL);
+	chunk_round(x.c, r, 0, MLX5_CQE_RESP_SEND, &st);
 	CHECK_EQ(st.cqes, 101);
 	consume(r, 0, 100);
 	consume(r, 1, 1);
 	__atomic_store_n(&r->cr.d.scq.cons_idx, 100, __ATOMIC_RELEASE);
-	for (int k = 100; k < 200; k++)
-		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
-	hw_cqe(r, 1, MLX5_CQE_RESP_SEND_IMM, 1, 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	chunk_round(x.c, r, 1, MLX5_CQE_RESP_SEND_IMM, &st);
 	CHECK_EQ(st.cqes, 202);
 	CHECK_EQ(st.lost_cqes, 0);
 	CHECK_EQ(st.read_errors, 0);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
+	cr_run_read(&x);
 	/* slots 0..71 now hold CQEs 128..199: compare those against the
 	 * shadow, 0..71 only by their wqe_counter */
 	{
@@ -494,8 +499,8 @@ static void cq_chunks_and_rcq(void)
 		long i;
 		uint64_t n = 0;
 
-		while ((i = cr_next(&f, &from, GDAK_TREC_CQE, QPN)) >= 0) {
-			const struct cr_rec *e = &f.r[i];
+		while ((i = cr_next(&x.f, &from, GDAK_TREC_CQE, QPN)) >= 0) {
+			const struct cr_rec *e = &x.f.r[i];
 			struct gdak_mlx5_cqe_fields cf;
 
 			if (e->cqn != SCQN)
@@ -510,8 +515,8 @@ static void cq_chunks_and_rcq(void)
 		}
 		CHECK_EQ(n, 200);
 	}
-	cr_check_cqes(&f, &r->cr, 1, 0, 2, -1);
-	done(path, &f, r);
+	cr_check_cqes(&x.f, &r->cr, 1, 0, 2, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -540,14 +545,11 @@ static void wait_for(struct gdak_capture *c, uint64_t wqes, uint64_t cqes)
 
 static void thread_mode(void)
 {
-	char *path = cr_tmpname("cuda-thread");
 	struct gring *r = gr_new(64, 64, 0);
-	struct gdak_capture *c = cap_open(path, 0);
-	struct cr_file f;
+	struct cr_run x;
 	unsigned steps = 8, per = 4;
 
-	begin("thread");
-	add(c, r);
+	case_open(&x, "thread", r, 0);
 	for (unsigned s = 0; s < steps; s++) {
 		for (unsigned k = 0; k < per; k++)
 			post(r, k & 1 ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_WRITE, 1 + 2 * k);
@@ -557,54 +559,50 @@ static void thread_mode(void)
 		consume(r, 0, r->cr.scq_n);
 		__atomic_store_n(&r->cr.d.scq.cons_idx, r->cr.scq_n, __ATOMIC_RELEASE);
 		/* the ring never gets a lap ahead: wait until the thread saw it */
-		wait_for(c, (uint64_t)(s + 1) * per, (uint64_t)(s + 1) * per);
+		wait_for(x.c, (uint64_t)(s + 1) * per, (uint64_t)(s + 1) * per);
 	}
-	no_read_errors(c);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	check_where(&f);
-	cr_check_wqes(&f, &r->cr, 0, steps * per);
-	cr_check_cqes(&f, &r->cr, 0, 0, (uint64_t)steps * per, -1);
-	CHECK_EQ(cr_lost(&f, QPN, "sq", NULL) + cr_lost(&f, QPN, "scq", NULL), 0);
-	done(path, &f, r);
+	no_read_errors(x.c);
+	cr_run_read(&x);
+	check_where(&x.f);
+	cr_check_wqes(&x.f, &r->cr, 0, steps * per);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, (uint64_t)steps * per, -1);
+	CHECK_EQ(cr_lost(&x.f, QPN, "sq", NULL) + cr_lost(&x.f, QPN, "scq", NULL), 0);
+	done(x.path, &x.f, r);
 }
 
 static void own_context_kept(void)
 {
-	char *path = cr_tmpname("cuda-ctx");
-	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
-	struct cr_file f;
+	struct gring *r;
+	struct cr_run x;
 	cuctx mine = NULL, now = NULL;
 
-	begin("own_context_kept");
 	if (!cu.CtxCreate || !cu.CtxDestroy) {
+		begin("own_context_kept");
 		printf("   skipped: libcuda.so.1 lacks cuCtxCreate_v2/cuCtxDestroy_v2\n");
-		gdak_capture_close(c);
-		done(path, NULL, r);
 		return;
 	}
-	add(c, r);
+	r = gr_new(16, 16, 0);
+	case_open(&x, "own_context_kept", r, GDAK_CAPTURE_F_MANUAL);
 	post(r, MLX5_OPCODE_RDMA_WRITE, 3);
 	publish(r);
 	hw_cqe(r, 0, MLX5_CQE_REQ, 0, 0);
 	CU_OK(cu.CtxCreate(&mine, 0, cu_dev));	/* current on this thread now */
-	CHECK(gdak_capture_poll(c) > 0);
+	CHECK(gdak_capture_poll(x.c) > 0);
 	CU_OK(cu.CtxGetCurrent(&now));
 	if (now != mine)
 		gdak_test_fail(__FILE__, __LINE__, "[%s/%s] gdak_capture_poll changed the "
 			       "calling thread's CUDA context (%p, was %p)", layout_names[lay],
 			       cur_case, (void *)now, (void *)mine);
-	no_read_errors(c);
-	CHECK_EQ(gdak_capture_close(c), 0);
+	no_read_errors(x.c);
+	CHECK_EQ(gdak_capture_close(x.c), 0);
 	CU_OK(cu.CtxGetCurrent(&now));
 	CHECK(now == mine);
 	CU_OK(cu.CtxDestroy(mine));
 	CU_OK(cu.CtxSetCurrent(primary));
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, 1);
-	cr_check_cqes(&f, &r->cr, 0, 0, 1, -1);
-	done(path, &f, r);
+	cr_read_back(x.path, &x.f);
+	cr_check_wqes(&x.f, &r->cr, 0, 1);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, 1, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -625,58 +623,48 @@ static void land_cqe(void *arg)
 
 static void torn_cqe(void)
 {
-	char *path;
-	struct gring *r;
-	struct gdak_capture *c;
 	struct gdak_capture_stats st;
-	struct cr_file f;
+	struct gring *r;
+	struct cr_run x;
 
 	if (!fake_tear)
-		return;	/* a real driver cannot be made to tear on cue */
-	path = cr_tmpname("cuda-torn");
+		return; /* a real driver cannot be made to tear on cue */
 	r = gr_new(16, 16, 0);
-	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	case_open(&x, "torn_cqe", r, GDAK_CAPTURE_F_MANUAL);
 	tear_ring = r;
-	begin("torn_cqe");
-	add(c, r);
-	CHECK_EQ(gdak_capture_poll(c), 0);
+	CHECK_EQ(gdak_capture_poll(x.c), 0);
 	/* the chunk read is the only copy of 64 bytes or more in the pass */
 	fake_tear(63, land_cqe, (void *)(uintptr_t)0x1234);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK(gdak_capture_poll(x.c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	CHECK_EQ(st.cqes, 1);
 	CHECK_EQ(st.lost_cqes, 0);
 
 	for (int k = 1; k < 16; k++)
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 	consume(r, 0, 16);
-	CHECK(gdak_capture_poll(c) > 0);	/* 1..15 */
-	REQUIRE_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_cqes(&f, &r->cr, 0, 0, 16, -1);
-	done(path, &f, r);
+	CHECK(gdak_capture_poll(x.c) > 0); /* 1..15 */
+	cr_run_read(&x);
+	cr_check_cqes(&x.f, &r->cr, 0, 0, 16, -1);
+	done(x.path, &x.f, r);
 
-	begin("rewrite_between_reads");
-	path = cr_tmpname("cuda-rewrite");
 	r = gr_new(16, 16, 0);
-	c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
+	case_open(&x, "rewrite_between_reads", r, GDAK_CAPTURE_F_MANUAL);
 	tear_ring = r;
-	add(c, r);
 	for (int k = 0; k < 16; k++)
 		hw_cqe(r, 0, MLX5_CQE_REQ, (uint16_t)k, 0);
 	consume(r, 0, 16);
 	/* after the whole first read of the chunk at 0 (16 CQEs) */
 	fake_tear(16 * 64, land_cqe, (void *)(uintptr_t)16);
-	CHECK(gdak_capture_poll(c) > 0);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	CHECK(gdak_capture_poll(x.c) > 0);
+	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	CHECK_EQ(st.lost_cqes, 1);
 	CHECK_EQ(st.cqes, 16);
 	CHECK_EQ(st.read_errors, 0);
-	REQUIRE_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	CHECK_EQ(cr_lost(&f, QPN, "scq", NULL), 1);
-	cr_check_cqes(&f, &r->cr, 0, 1, 17, -1);
-	done(path, &f, r);
+	cr_run_read(&x);
+	CHECK_EQ(cr_lost(&x.f, QPN, "scq", NULL), 1);
+	cr_check_cqes(&x.f, &r->cr, 0, 1, 17, -1);
+	done(x.path, &x.f, r);
 }
 
 /*
@@ -689,25 +677,22 @@ static void torn_cqe(void)
  */
 static void freed_ring(void)
 {
-	char *path = cr_tmpname("cuda-freed");
 	struct gring *r = gr_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path, GDAK_CAPTURE_F_MANUAL);
 	struct gdak_capture_stats st;
-	struct cr_file f;
+	struct cr_run x;
 	int ret;
 
-	begin("freed_ring");
-	add(c, r);
+	case_open(&x, "freed_ring", r, GDAK_CAPTURE_F_MANUAL);
 	post(r, MLX5_OPCODE_NOP, 1);
 	publish(r);
-	CHECK(gdak_capture_poll(c) > 0);
+	CHECK(gdak_capture_poll(x.c) > 0);
 	post(r, MLX5_OPCODE_NOP, 1);
 	publish(r);
 	CU_OK(cu.MemFree(r->sq));
 	CU_OK(cu.MemFree(r->scq));
 	r->sq = r->scq = 0;
-	gdak_capture_poll(c);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	gdak_capture_poll(x.c);
+	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	if (fake_driver) {
 		CHECK(st.read_errors > 0);
 		CHECK_EQ(st.wqes, 1);
@@ -716,11 +701,11 @@ static void freed_ring(void)
 		       " WQEs\n", st.read_errors, st.wqes);
 		CHECK(st.wqes == 1 || st.wqes == 2);	/* the second one stale, or unread */
 	}
-	ret = gdak_capture_close(c);
+	ret = gdak_capture_close(x.c);
 	CHECK_EQ(ret, st.read_errors ? -EIO : 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, (unsigned)st.wqes);
-	done(path, &f, NULL);
+	cr_read_back(x.path, &x.f);
+	cr_check_wqes(&x.f, &r->cr, 0, (unsigned)st.wqes);
+	done(x.path, &x.f, NULL);
 	/* not checked: after a failed copy only cleanup is left to do */
 	if (r->db)
 		cu.MemFree(r->db);

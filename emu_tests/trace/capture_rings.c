@@ -176,86 +176,85 @@ static void done(char *path, struct cr_file *f, struct ring *r)
 	ring_free(r);
 }
 
+/* A case's file opened as a capture, ring r (ready to be read) added. */
+static void case_open(struct cr_run *x, const char *name, struct ring *r)
+{
+	x->path = cr_tmpname(name);
+	x->c = cap_open(x->path);
+	REQUIRE_EQ(gdak_capture_add_dev_qp(x->c, &r->cr.d, ring_flags), 0);
+}
+
 /* ---- cases --------------------------------------------------------------- */
 
 /* One of the cases both ring tests run (capture_ring.h), on host rings. */
 static void shared_case(const struct cr_case *k)
 {
-	char *path = cr_tmpname(k->name);
 	struct ring *r = ring_new(k->sq_cnt, k->ncqe, 0);
-	struct gdak_capture *c = cap_open(path);
-	struct cr_file f;
+	struct cr_run x;
 
 	cr_case_start(&r->cr, k);
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
-	k->play(&r->cr, c, k->arg);
-	CHECK_EQ(gdak_capture_close(c), 0);	/* the last pass sees the rest */
-	cr_read_back(path, &f);
-	k->check(&f, &r->cr, bin, path, 0, k->arg);
-	done(path, &f, r);
+	case_open(&x, k->name, r);
+	k->play(&r->cr, x.c, k->arg);
+	cr_run_read(&x);
+	k->check(&x.f, &r->cr, bin, x.path, 0, k->arg);
+	done(x.path, &x.f, r);
 }
 
 /* A record that covers only part of a WQE: nothing until the rest is
  * published; then a record going backwards is a VIOLATION. */
 static void partial_and_backwards(void)
 {
-	char *path = cr_tmpname("partial");
 	struct ring *r = ring_new(16, 16, 0);
-	struct gdak_capture *c = cap_open(path);
 	struct gdak_capture_stats st;
-	struct cr_file f;
+	struct cr_run x;
 	size_t from = 0;
 	long i;
 
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
+	case_open(&x, "partial", r);
 	post(r, MLX5_OPCODE_RDMA_WRITE, 9);
 	publish_pi(r, 1);
-	gdak_capture_poll(c);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	gdak_capture_poll(x.c);
+	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	CHECK_EQ(st.wqes, 0);
 	CHECK_EQ(st.doorbells, 1);
 	publish(r);
-	gdak_capture_poll(c);
-	REQUIRE_EQ(gdak_capture_get_stats(c, &st), 0);
+	gdak_capture_poll(x.c);
+	REQUIRE_EQ(gdak_capture_get_stats(x.c, &st), 0);
 	CHECK_EQ(st.wqes, 1);
 	publish_pi(r, 1);
-	gdak_capture_poll(c);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, 1);
-	i = cr_next(&f, &from, GDAK_TREC_VIOLATION, QPN);
-	CHECK(i >= 0 && !strcmp(f.r[i].name, "capture_pi_backwards"));
-	done(path, &f, r);
+	gdak_capture_poll(x.c);
+	cr_run_read(&x);
+	cr_check_wqes(&x.f, &r->cr, 0, 1);
+	i = cr_next(&x.f, &from, GDAK_TREC_VIOLATION, QPN);
+	CHECK(i >= 0 && !strcmp(x.f.r[i].name, "capture_pi_backwards"));
+	done(x.path, &x.f, r);
 }
 
 /* CPU_PROXY: the device's 64-bit word, not the record; and the receive CQ. */
 static void proxy_and_rcq(void)
 {
-	char *path = cr_tmpname("proxy");
 	struct ring *r = ring_new(16, 16, 1);
-	struct gdak_capture *c = cap_open(path);
-	struct cr_file f;
+	struct cr_run x;
 	size_t from = 0;
 	long i;
 
 	r->cr.d.handler = GDAK_DEV_DB_CPU_PROXY;
-	REQUIRE_EQ(gdak_capture_add_dev_qp(c, &r->cr.d, ring_flags), 0);
+	case_open(&x, "proxy", r);
 	post(r, MLX5_OPCODE_SEND, 2);
 	post(r, MLX5_OPCODE_SEND_IMM, 2);
 	__atomic_store_n(&r->proxy, r->cr.pi, __ATOMIC_RELEASE);	/* record stays 0 */
 	hw_cqe(r, 1, MLX5_CQE_RESP_SEND, 0, 0);
-	CHECK(gdak_capture_poll(c) > 0);
-	CHECK_EQ(gdak_capture_close(c), 0);
-	cr_read_back(path, &f);
-	cr_check_wqes(&f, &r->cr, 0, 2);
-	i = cr_next(&f, &from, GDAK_TREC_CQE, QPN);
+	CHECK(gdak_capture_poll(x.c) > 0);
+	cr_run_read(&x);
+	cr_check_wqes(&x.f, &r->cr, 0, 2);
+	i = cr_next(&x.f, &from, GDAK_TREC_CQE, QPN);
 	REQUIRE(i >= 0);
-	CHECK_EQ(f.r[i].cqn, RCQN);
-	CHECK_MEM(f.r[i].bytes, r->rcq, 64);
+	CHECK_EQ(x.f.r[i].cqn, RCQN);
+	CHECK_MEM(x.f.r[i].bytes, r->rcq, 64);
 	from = 0;
-	i = cr_next(&f, &from, GDAK_TREC_DOORBELL, QPN);
-	CHECK(i >= 0 && f.r[i].idx == 2);
-	done(path, &f, r);
+	i = cr_next(&x.f, &from, GDAK_TREC_DOORBELL, QPN);
+	CHECK(i >= 0 && x.f.r[i].idx == 2);
+	done(x.path, &x.f, r);
 }
 
 /* Bad arguments get an error, and the capture goes on. */

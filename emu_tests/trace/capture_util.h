@@ -126,6 +126,21 @@ static inline void cr_read_back(const char *path, struct cr_file *f)
 	CHECK(f->clean);
 }
 
+/* What a case works on: its capture file, the capture, the file read back. */
+struct cr_run {
+	char *path;
+	struct gdak_capture *c;
+	struct cr_file f;
+};
+
+/* The case's capture closed (the last pass sees the rest), its file read
+ * back. */
+static inline void cr_run_read(struct cr_run *x)
+{
+	REQUIRE_EQ(gdak_capture_close(x->c), 0);
+	cr_read_back(x->path, &x->f);
+}
+
 /* A case's end: f (may be NULL) freed; the file removed, or kept for a look
  * when the case failed. */
 static inline void cr_done(char *path, struct cr_file *f, int failed)

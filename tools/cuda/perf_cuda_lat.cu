@@ -29,8 +29,12 @@ __device__ void calib_mark(uint64_t *calib, int end)
 	calib[end * 2 + 1] = (uint64_t)clock64();
 }
 
-__global__ void k_pingpong(uint64_t *ping, const uint64_t *pong, unsigned n, uint32_t *cyc,
-			   uint64_t *calib)
+/* Each round: ping i, spin until pong says i.  Check (the write-value
+ * floors below): the GPU word must hold i once the host word does, a late
+ * one counted in *bad; without it (the pingpong) the loop has nothing more. */
+template <bool Check>
+__global__ void k_pingpong(uint64_t *ping, const uint64_t *pong, const volatile uint64_t *gword,
+			   unsigned n, uint32_t *cyc, uint64_t *calib, int *bad)
 {
 	calib_mark(calib, 0);
 	for (unsigned i = 1; i <= n + WARM; i++) {
@@ -38,6 +42,8 @@ __global__ void k_pingpong(uint64_t *ping, const uint64_t *pong, unsigned n, uin
 		gdak_dev_store_release_u64(ping, i);
 		while (gdak_dev_load_acquire_u64(pong) != i)
 			;
+		if (Check && *gword != i)
+			(*bad)++;
 		if (i > WARM)
 			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
 	}
@@ -67,19 +73,32 @@ static inline int wait_ping(volatile uint64_t *ping, uint64_t i, uint64_t deadli
 	return 0;
 }
 
-/* The CPU side: answer each ping; a hang guard, never a sleep. */
+/* Every CPU side below: answer each of the kernel's n + WARM pings with
+ * answer(arg, i); a hang guard, never a sleep.  0, or -1 once a ping came
+ * late or an answer failed (the caller's timed_out). */
+static inline int answer_pings(volatile uint64_t *ping, unsigned n,
+			       int (*answer)(void *arg, uint64_t i), void *arg)
+{
+	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
+
+	for (uint64_t i = 1; i <= n + WARM; i++)
+		if (wait_ping(ping, i, deadline) || answer(arg, i))
+			return -1;
+	return 0;
+}
+
+static int pp_pong(void *arg, uint64_t i)
+{
+	__atomic_store_n(((struct pp_cpu *)arg)->pong, i, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The CPU side: answer each ping with a store of the pong word. */
 static void *pp_answer(void *arg)
 {
 	struct pp_cpu *c = (struct pp_cpu *)arg;
-	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 
-	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		if (wait_ping(c->ping, i, deadline)) {
-			c->timed_out = 1;
-			return NULL;
-		}
-		__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
-	}
+	c->timed_out = answer_pings(c->ping, c->n, pp_pong, c) != 0;
 	return NULL;
 }
 
@@ -133,45 +152,75 @@ static void lat_row_add(struct pc_row *r, double *v, unsigned n, const double ba
 	pc_add_row(r);
 }
 
+/* What every ping-pong kind of run holds: the host words the kernel and
+ * the CPU side meet on (4096 bytes, mapped, zeroed), the clock calibration,
+ * the n samples on the GPU and in ns on the host, the kernel's stream. */
+struct lat_run {
+	uint64_t *flags, *calib;
+	uint32_t *dev_ns;
+	double *v;
+	cudaStream_t s;
+};
+
+static int lat_run_open(struct lat_run *l, unsigned n)
+{
+	memset(l, 0, sizeof(*l));
+	l->v = (double *)malloc(n * sizeof(double));
+	if (!l->v)
+		return -ENOMEM;
+	PC_CHECK(cudaHostAlloc((void **)&l->flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
+	PC_CHECK(cudaHostAlloc((void **)&l->calib, 64, cudaHostAllocMapped));
+	PC_CHECK(cudaMalloc((void **)&l->dev_ns, n * sizeof(uint32_t)));
+	PC_CHECK(cudaStreamCreateWithFlags(&l->s, cudaStreamNonBlocking));
+	memset(l->flags, 0, 4096);
+	return 0;
+}
+
+/* Once the kernel ended: its n samples into ns (0, or the error), the row
+ * of them begun. */
+static int lat_run_row(struct lat_run *l, struct pc_row *r, const char *test, size_t bytes,
+		       unsigned n)
+{
+	lat_row_begin(r, test, bytes, n);
+	return samples_to(l->dev_ns, n, l->v, l->calib);
+}
+
+static void lat_run_close(struct lat_run *l)
+{
+	cudaStreamDestroy(l->s);
+	cudaFree(l->dev_ns);
+	cudaFreeHost(l->flags);
+	cudaFreeHost(l->calib);
+	free(l->v);
+}
+
 int pc_pingpong(unsigned iters, double *p50, double *p99)
 {
-	uint64_t *flags = NULL, *calib = NULL;
-	uint32_t *dev_ns = NULL;
-	double *v = (double *)malloc(iters * sizeof(double));
+	struct lat_run l;
 	struct pp_cpu c;
 	struct pc_row r;
 	pthread_t tid;
-	cudaStream_t s;
-	int rc;
+	int rc = lat_run_open(&l, iters);
 
-	if (!v)
-		return -ENOMEM;
-	PC_CHECK(cudaHostAlloc((void **)&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
-	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
-	PC_CHECK(cudaMalloc((void **)&dev_ns, iters * sizeof(uint32_t)));
-	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	memset(flags, 0, 4096);
-	c.ping = flags;
-	c.pong = flags + 16; /* another cache line */
+	if (rc)
+		return rc;
+	c.ping = l.flags;
+	c.pong = l.flags + 16; /* another cache line */
 	c.n = iters;
 	c.timed_out = 0;
 	pthread_create(&tid, NULL, pp_answer, &c);
-	k_pingpong<<<1, 1, 0, s>>>(flags, flags + 16, iters, dev_ns, calib);
-	if (pc_wait(s, HANG_S, "pingpong"))
+	k_pingpong<false><<<1, 1, 0, l.s>>>(l.flags, l.flags + 16, NULL, iters, l.dev_ns, l.calib,
+					    NULL);
+	if (pc_wait(l.s, HANG_S, "pingpong"))
 		lat_hung("pingpong", c.timed_out ? "timed out" : "waiting");
 	pthread_join(tid, NULL);
-	rc = samples_to(dev_ns, iters, v, calib);
-	lat_row_begin(&r, "pingpong", 8, iters);
+	rc = lat_run_row(&l, &r, "pingpong", 8, iters);
 	strcpy(r.note, "gpu<->cpu mapped word");
-	r.verified = !rc && !c.timed_out && flags[16] == iters + WARM;
-	lat_row_add(&r, v, iters, NULL);
+	r.verified = !rc && !c.timed_out && l.flags[16] == iters + WARM;
+	lat_row_add(&r, l.v, iters, NULL);
 	*p50 = r.p50_ns;
 	*p99 = r.p99_ns;
-	cudaStreamDestroy(s);
-	cudaFree(dev_ns);
-	cudaFreeHost(flags);
-	cudaFreeHost(calib);
-	free(v);
+	lat_run_close(&l);
 	return rc;
 }
 
@@ -207,91 +256,79 @@ struct fl_cpu {
 	int (*wv32)(void *s, unsigned long long addr, uint32_t v, unsigned flags);
 };
 
-/* The CPU side: fetch the WQE (copy, wait), deliver the CQE (copy of the
+/* Answer ping i: fetch the WQE (copy, wait), deliver the CQE (copy of the
  * body, then the last word as a stream write-value), as nm_ring_gpu.c. */
+static int fl_cqe(void *arg, uint64_t i)
+{
+	struct fl_cpu *c = (struct fl_cpu *)arg;
+
+	if (cudaMemcpyAsync(c->hw, c->wqe, 64, cudaMemcpyDeviceToHost, c->s) ||
+	    cudaStreamSynchronize(c->s))
+		return -1;
+	if (c->hw[0] != (uint32_t)i || c->hw[15] != (uint32_t)i + 15)
+		c->bad++;
+	for (int k = 0; k < 15; k++)
+		c->hc[k] = (uint32_t)i * 3 + (uint32_t)k;
+	c->hc[15] = (uint32_t)i;
+	cudaMemcpyAsync(c->cqe, c->hc, 60, cudaMemcpyHostToDevice, c->s);
+	if (c->wv32)
+		c->wv32(c->s, (unsigned long long)(uintptr_t)(c->cqe + 15), (uint32_t)i, 0);
+	else
+		cudaMemcpyAsync(c->cqe + 15, c->hc + 15, 4, cudaMemcpyHostToDevice, c->s);
+	return 0;
+}
+
 static void *fl_answer(void *arg)
 {
 	struct fl_cpu *c = (struct fl_cpu *)arg;
-	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 
-	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		if (wait_ping(c->ping, i, deadline)) {
-			c->timed_out = 1;
-			return NULL;
-		}
-		if (cudaMemcpyAsync(c->hw, c->wqe, 64, cudaMemcpyDeviceToHost, c->s) ||
-		    cudaStreamSynchronize(c->s)) {
-			c->timed_out = 1;
-			return NULL;
-		}
-		if (c->hw[0] != (uint32_t)i || c->hw[15] != (uint32_t)i + 15)
-			c->bad++;
-		for (int k = 0; k < 15; k++)
-			c->hc[k] = (uint32_t)i * 3 + (uint32_t)k;
-		c->hc[15] = (uint32_t)i;
-		cudaMemcpyAsync(c->cqe, c->hc, 60, cudaMemcpyHostToDevice, c->s);
-		if (c->wv32)
-			c->wv32(c->s, (unsigned long long)(uintptr_t)(c->cqe + 15), (uint32_t)i, 0);
-		else
-			cudaMemcpyAsync(c->cqe + 15, c->hc + 15, 4, cudaMemcpyHostToDevice, c->s);
-	}
-	cudaStreamSynchronize(c->s);
+	c->timed_out = answer_pings(c->ping, c->n, fl_cqe, c) != 0;
+	if (!c->timed_out)
+		cudaStreamSynchronize(c->s);
 	return NULL;
 }
 
 int pc_floor(unsigned iters, double *p50, double *p99)
 {
-	uint64_t *flags = NULL, *calib = NULL;
-	uint32_t *dev_ns = NULL, *g = NULL, *h = NULL;
-	double *v = (double *)malloc(iters * sizeof(double));
+	uint32_t *g = NULL, *h = NULL;
+	struct lat_run l;
 	struct fl_cpu c;
 	struct pc_row r;
 	pthread_t tid;
-	cudaStream_t s;
 	void *lib;
-	int rc;
+	int rc = lat_run_open(&l, iters);
 
-	if (!v)
-		return -ENOMEM;
+	if (rc)
+		return rc;
 	memset(&c, 0, sizeof(c));
-	PC_CHECK(cudaHostAlloc((void **)&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
-	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
 	PC_CHECK(cudaHostAlloc((void **)&h, 256, cudaHostAllocPortable));
-	PC_CHECK(cudaMalloc((void **)&dev_ns, iters * sizeof(uint32_t)));
 	PC_CHECK(cudaMalloc((void **)&g, 256));
 	PC_CHECK(cudaMemset(g, 0, 256));
-	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	PC_CHECK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
-	memset(flags, 0, 4096);
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (lib)
 		*(void **)(&c.wv32) = dlsym(lib, "cuStreamWriteValue32_v2");
-	c.ping = flags;
+	c.ping = l.flags;
 	c.wqe = g;
 	c.cqe = g + 32;
 	c.hw = h;
 	c.hc = h + 32;
 	c.n = iters;
 	pthread_create(&tid, NULL, fl_answer, &c);
-	k_floor<<<1, 1, 0, s>>>(flags, g, g + 32, iters, dev_ns, calib);
-	if (pc_wait(s, HANG_S, "floor"))
+	k_floor<<<1, 1, 0, l.s>>>(l.flags, g, g + 32, iters, l.dev_ns, l.calib);
+	if (pc_wait(l.s, HANG_S, "floor"))
 		lat_hung("floor", c.timed_out ? "failed or timed out" : "waiting");
 	pthread_join(tid, NULL);
-	rc = samples_to(dev_ns, iters, v, calib);
-	lat_row_begin(&r, "floor", 64, iters);
+	rc = lat_run_row(&l, &r, "floor", 64, iters);
 	snprintf(r.note, sizeof(r.note), "d2h fetch + h2d cqe%s", c.wv32 ? "" : " (no memop)");
 	r.verified = !rc && !c.timed_out && !c.bad;
-	lat_row_add(&r, v, iters, NULL);
+	lat_row_add(&r, l.v, iters, NULL);
 	*p50 = r.p50_ns;
 	*p99 = r.p99_ns;
-	cudaStreamDestroy(s);
 	cudaStreamDestroy(c.s);
-	cudaFree(dev_ns);
 	cudaFree(g);
-	cudaFreeHost(flags);
-	cudaFreeHost(calib);
 	cudaFreeHost(h);
-	free(v);
+	lat_run_close(&l);
 	return r.verified ? 0 : -EIO;
 }
 
@@ -305,24 +342,8 @@ int pc_floor(unsigned iters, double *p50, double *p99)
  * GPU front end's pick-up alone); a value into GPU memory without a
  * barrier, then the host word with one (an 8-byte put and its CQE word);
  * the same plus a second host word with a barrier (the engine's batch of
- * value, CQE word, completion word).  The kernel checks the GPU word once
- * it sees the host word: the value must have landed first. */
-__global__ void k_wvfloor(uint64_t *ping, const uint64_t *pong, const volatile uint64_t *gword,
-			  unsigned n, uint32_t *cyc, uint64_t *calib, int *bad)
-{
-	calib_mark(calib, 0);
-	for (unsigned i = 1; i <= n + WARM; i++) {
-		long long t0 = clock64();
-		gdak_dev_store_release_u64(ping, i);
-		while (gdak_dev_load_acquire_u64(pong) != i)
-			;
-		if (gword && *gword != i)
-			(*bad)++;
-		if (i > WARM)
-			cyc[i - WARM - 1] = (uint32_t)(clock64() - t0);
-	}
-	calib_mark(calib, 1);
-}
+ * value, CQE word, completion word).  The kernel (k_pingpong<true>) checks the
+ * GPU word once it sees the host word: the value must have landed first. */
 
 /* CUstreamBatchMemOpParams' writeValue member (the union is 48 bytes) */
 struct wv_op {
@@ -378,38 +399,41 @@ static int wv_submit(struct wv_cpu *c, uint64_t i)
 	return r;
 }
 
+/* Answer ping i with the kind's write-values; once the driver refused one,
+ * with a copy and a CPU store. */
+static int wv_answer_one(void *arg, uint64_t i)
+{
+	struct wv_cpu *c = (struct wv_cpu *)arg;
+
+	if (!c->failed) {
+		int r = wv_submit(c, i);
+
+		if (r) {
+			c->err = r;
+			c->failed = 1;
+		}
+	}
+	if (c->failed) {
+		if (c->gword)
+			cudaMemcpyAsync(c->gword, &i, 8, cudaMemcpyHostToDevice, c->s);
+		cudaStreamSynchronize(c->s);
+		__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
 /* The CPU side.  Once the driver refuses a call, the kernel is answered
  * with CPU stores (the row is then left out): a floor the driver cannot
  * run must not hang the kernel, and with it every row after it. */
 static void *wv_answer(void *arg)
 {
 	struct wv_cpu *c = (struct wv_cpu *)arg;
-	uint64_t deadline = pc_now_ns() + (uint64_t)HANG_S * 1000000000ull;
 
 	/* the driver API calls below need the context current on this thread */
 	cudaSetDevice(0);
-	for (uint64_t i = 1; i <= c->n + WARM; i++) {
-		int r;
-
-		if (wait_ping(c->ping, i, deadline)) {
-			c->timed_out = 1;
-			return NULL;
-		}
-		if (!c->failed) {
-			r = wv_submit(c, i);
-			if (r) {
-				c->err = r;
-				c->failed = 1;
-			}
-		}
-		if (c->failed) {
-			if (c->gword)
-				cudaMemcpyAsync(c->gword, &i, 8, cudaMemcpyHostToDevice, c->s);
-			cudaStreamSynchronize(c->s);
-			__atomic_store_n(c->pong, i, __ATOMIC_RELEASE);
-		}
-	}
-	cudaStreamSynchronize(c->s);
+	c->timed_out = answer_pings(c->ping, c->n, wv_answer_one, c) != 0;
+	if (!c->timed_out)
+		cudaStreamSynchronize(c->s);
 	return NULL;
 }
 
@@ -418,21 +442,17 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 {
 	static const char *const note[] = { "wv host word", "wv gpu value + host word",
 					    "wv value + cqe + done" };
-	uint64_t *flags = NULL, *calib = NULL, *g = NULL;
-	uint32_t *dev_ns = NULL;
+	uint64_t *g = NULL;
 	int *bad = NULL;
-	double *v = (double *)malloc(iters * sizeof(double));
+	struct lat_run l;
 	struct wv_cpu c;
 	struct pc_row r;
 	const double base[2] = { base_p50, base_p99 };
 	pthread_t tid;
-	cudaStream_t s;
 	void *lib;
 	int rc;
 
 	*p50 = 0;
-	if (!v)
-		return -ENOMEM;
 	memset(&c, 0, sizeof(c));
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (lib) {
@@ -442,29 +462,31 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	if (!c.wv64 || !c.batch) {
 		fprintf(stderr, "gdak-perf-cuda: floor %s: no stream memory operations\n",
 			note[kind]);
-		free(v);
 		return 0;
 	}
-	PC_CHECK(cudaHostAlloc((void **)&flags, 4096, cudaHostAllocMapped | cudaHostAllocPortable));
-	PC_CHECK(cudaHostAlloc((void **)&calib, 64, cudaHostAllocMapped));
+	rc = lat_run_open(&l, iters);
+	if (rc)
+		return rc;
 	PC_CHECK(cudaHostAlloc((void **)&bad, 64, cudaHostAllocMapped));
-	PC_CHECK(cudaMalloc((void **)&dev_ns, iters * sizeof(uint32_t)));
 	PC_CHECK(cudaMalloc((void **)&g, 64));
 	PC_CHECK(cudaMemset(g, 0, 64));
-	PC_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	PC_CHECK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
 	PC_CHECK(cudaDeviceSynchronize());
-	memset(flags, 0, 4096);
 	*bad = 0;
-	c.ping = flags;
-	c.pong = flags + 16;
-	c.done = flags + 32;
+	c.ping = l.flags;
+	c.pong = l.flags + 16;
+	c.done = l.flags + 32;
 	c.gword = g;
 	c.n = iters;
 	c.kind = kind;
 	pthread_create(&tid, NULL, wv_answer, &c);
-	k_wvfloor<<<1, 1, 0, s>>>(flags, flags + 16, kind ? g : NULL, iters, dev_ns, calib, bad);
-	if (pc_wait(s, HANG_S, "floor")) {
+	if (kind)
+		k_pingpong<true><<<1, 1, 0, l.s>>>(l.flags, l.flags + 16, g, iters, l.dev_ns,
+						   l.calib, bad);
+	else
+		k_pingpong<false><<<1, 1, 0, l.s>>>(l.flags, l.flags + 16, NULL, iters, l.dev_ns,
+						    l.calib, bad);
+	if (pc_wait(l.s, HANG_S, "floor")) {
 		char what[64];
 
 		snprintf(what, sizeof(what), "floor %s", note[kind]);
@@ -482,26 +504,21 @@ static int wv_floor(unsigned iters, unsigned kind, double base_p50, double base_
 	if (c.all_fenced)
 		fprintf(stderr, "gdak-perf-cuda: floor %s: the driver took no write-value "
 			"without a barrier; every value has one\n", note[kind]);
-	rc = samples_to(dev_ns, iters, v, calib);
-	lat_row_begin(&r, "floor", 8, iters);
+	rc = lat_run_row(&l, &r, "floor", 8, iters);
 	snprintf(r.note, sizeof(r.note), "%s", note[kind]);
-	r.verified = !rc && !c.failed && !*bad && flags[16] == iters + WARM &&
-		     (kind < 2 || flags[32] == iters + WARM);
+	r.verified = !rc && !c.failed && !*bad && l.flags[16] == iters + WARM &&
+		     (kind < 2 || l.flags[32] == iters + WARM);
 	if (!r.verified)
 		fprintf(stderr, "gdak-perf-cuda: floor %s: %d values late, cpu side %s\n",
 			note[kind], *bad, c.failed ? "failed" : "ok");
-	lat_row_add(&r, v, iters, base);
+	lat_row_add(&r, l.v, iters, base);
 	*p50 = r.p50_ns;
 	rc = r.verified ? 0 : -EIO;
 out:
-	cudaStreamDestroy(s);
 	cudaStreamDestroy(c.s);
-	cudaFree(dev_ns);
 	cudaFree(g);
-	cudaFreeHost(flags);
-	cudaFreeHost(calib);
 	cudaFreeHost(bad);
-	free(v);
+	lat_run_close(&l);
 	return rc;
 }
 

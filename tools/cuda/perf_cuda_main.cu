@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "perf_cuda.h"
+#include "../tool_usage.h"
 
 #define MAX_ROWS 128
 static struct pc_row rows[MAX_ROWS];
@@ -233,6 +234,9 @@ static int parse_tests(const char *arg, struct pc_opts *o)
 	return o->run_lat || o->run_bw || o->run_big || o->run_dc ? 0 : -1;
 }
 
+/* A wrong command line: says what, returns 2. */
+#define bad_arg(...) tool_usage_err("gdak-perf-cuda", "", __VA_ARGS__)
+
 static int parse(int argc, char **argv, struct pc_opts *o)
 {
 	static const struct option lo[] = {
@@ -249,7 +253,7 @@ static int parse(int argc, char **argv, struct pc_opts *o)
 		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
-	int c;
+	int c, li = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->lat_iters = 20000;
@@ -261,23 +265,19 @@ static int parse(int argc, char **argv, struct pc_opts *o)
 	o->run_lat = o->run_bw = o->run_big = o->run_dc = 1;
 	parse_list("1,8,64,128,256", o->ctas, 16, &o->nctas);
 	parse_list("1,2,4,8", o->nic_threads, 8, &o->nnic);
-	while ((c = getopt_long(argc, argv, "t:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:h", lo, &li)) != -1) {
 		switch (c) {
 		case 't':
-			if (parse_tests(optarg, o)) {
-				fprintf(stderr, "gdak-perf-cuda: --test '%s': expected a comma "
-					"separated list of lat, bw, big, or all\n", optarg);
-				return 2;
-			}
+			if (parse_tests(optarg, o))
+				return bad_arg("--test '%s': expected a comma separated list of lat, bw, "
+					       "big, dc, or all", optarg);
 			break;
 		case 1:
 		case 2:
 		case 4:
-			if (parse_num(optarg, 10000000, &v)) {
-				fprintf(stderr, "gdak-perf-cuda: %s: expected a count 1..10000000, "
-					"got '%s'\n", argv[optind - 1], optarg);
-				return 2;
-			}
+			if (parse_num(optarg, 10000000, &v))
+				return bad_arg("--%s: expected a count 1..10000000, got '%s'",
+					       lo[li].name, optarg);
 			if (c == 1)
 				o->lat_iters = (unsigned)v;
 			else if (c == 2)
@@ -286,32 +286,22 @@ static int parse(int argc, char **argv, struct pc_opts *o)
 				o->big_iters = (unsigned)v;
 			break;
 		case 3:
-			if (parse_num(optarg, 1u << 20, &v)) {
-				fprintf(stderr, "gdak-perf-cuda: --bw-size: expected 1..1048576 "
-					"bytes, got '%s'\n", optarg);
-				return 2;
-			}
+			if (parse_num(optarg, 1u << 20, &v))
+				return bad_arg("--bw-size: expected 1..1048576 bytes, got '%s'", optarg);
 			o->bw_size = (size_t)v;
 			break;
 		case 5:
-			if (parse_list(optarg, o->ctas, 16, &o->nctas)) {
-				fprintf(stderr, "gdak-perf-cuda: --ctas: expected up to 16 counts "
-					"1..1024, comma separated, got '%s'\n", optarg);
-				return 2;
-			}
+			if (parse_list(optarg, o->ctas, 16, &o->nctas))
+				return bad_arg("--ctas: expected up to 16 counts 1..1024, comma "
+					       "separated, got '%s'", optarg);
 			break;
 		case 6:
-			if (parse_list(optarg, o->nic_threads, 8, &o->nnic) ) {
-				fprintf(stderr, "gdak-perf-cuda: --nic-threads: expected up to 8 "
-					"counts 1..64, got '%s'\n", optarg);
-				return 2;
-			}
+			if (parse_list(optarg, o->nic_threads, 8, &o->nnic))
+				return bad_arg("--nic-threads: expected up to 8 counts 1..64, got '%s'",
+					       optarg);
 			for (unsigned i = 0; i < o->nnic; i++)
-				if (o->nic_threads[i] > 64) {
-					fprintf(stderr, "gdak-perf-cuda: --nic-threads: %u > 64\n",
-						o->nic_threads[i]);
-					return 2;
-				}
+				if (o->nic_threads[i] > 64)
+					return bad_arg("--nic-threads: %u > 64", o->nic_threads[i]);
 			break;
 		case 7:
 			o->gpu_desc = 0;

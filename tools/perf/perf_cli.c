@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -12,6 +11,7 @@
 #include <gdak/config.h>
 
 #include "perf.h"
+#include "../tool_usage.h"
 
 static const struct perf_test_desc tests[] = {
 	{ "write_bw", PERF_WRITE_BW, PERF_KIND_BW, 0,
@@ -118,18 +118,9 @@ void perf_usage(FILE *f)
 	      f);
 }
 
-static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("gdak-perf: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (try --help)\n", stderr);
-	return PERF_EXIT_USAGE;
-}
+/* A wrong command line: says what, returns PERF_EXIT_USAGE. */
+_Static_assert(PERF_EXIT_USAGE == TOOL_EXIT_USAGE, "gdak-perf's usage status is the tools' one");
+#define usage_err(...) tool_usage_err("gdak-perf", " (try --help)", __VA_ARGS__)
 
 /* "64", "4K", "1M": bytes; 0 on error. */
 static int parse_size(const char *s, size_t *out)
