@@ -155,9 +155,9 @@ static const char *cu_err(nm_cu_result r)
 static int cu_errno(nm_cu_result r)
 {
 	switch (r) {
-	case 1:	/* CUDA_ERROR_INVALID_VALUE */
+	case 1: /* CUDA_ERROR_INVALID_VALUE */
 		return -EINVAL;
-	case 2:	/* CUDA_ERROR_OUT_OF_MEMORY */
+	case 2: /* CUDA_ERROR_OUT_OF_MEMORY */
 		return -ENOMEM;
 	default:
 		return -EIO;

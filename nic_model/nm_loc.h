@@ -142,6 +142,10 @@ struct nm_transport_ops {
 	/* Optional: the QP went to ERR; abort what is in flight (complete the
 	 * pending ops with WR_FLUSH_ERR through nm_comp_op_done). */
 	void (*qp_error)(struct nm_qp *qp);
+	/* Optional, control path: gdak_qp_modify moved the QP to ERR (the
+	 * state is stored): nothing of the transport may still take a request
+	 * for it when this returns (tr_udp: a sender of the direct path). */
+	void (*qp_stopped)(struct nm_qp *qp);
 	/* Optional, control path: the QP went back to RESET (what the next
 	 * connect needs afresh - tr_udp: a new first PSN - is drawn here,
 	 * before gdak_qp_info reports it). */

@@ -571,6 +571,8 @@ int nm_qp_modify(struct gdak_qp *bqp, enum gdak_qp_state to, const struct gdak_q
 		return 0;
 	case GDAK_QPS_ERR:
 		nm_thread_call(qp->thr, err_on_thread, qp);
+		if (qp->ctx->tr->qp_stopped)
+			qp->ctx->tr->qp_stopped(qp);
 		qp_rec(qp, GDAK_TRACE_QPN_NONE, "moved to ERR by gdak_qp_modify");
 		return 0;
 	}

@@ -1268,6 +1268,16 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 	return NM_TX_PENDING;
 }
 
+/* gdak_qp_modify to ERR: a direct-path sender that read the old state has
+ * finished its copy when this returns, and none takes the QP after. */
+static void udp_qp_stopped(struct nm_qp *qp)
+{
+	struct udp_qp *u = qp->tr_priv;
+
+	if (u->dq)
+		udp_direct_qp_barrier(u->dseg_own, u->dq);
+}
+
 static void udp_qp_error(struct nm_qp *qp)
 {
 	struct udp_qp *u = qp->tr_priv;
@@ -1582,7 +1592,7 @@ static void direct_publish(struct udp_qp *u, const struct gdak_qp_info *peer, ui
 	u->dseg_own = udp_direct_own(u->addr.s_addr, u->rx_dport);
 	if (u->dseg_own) {
 		u->dq = udp_direct_qp_add(u->dseg_own, u->rqp.qpn, u->peer.sin_addr.s_addr,
-					  peer->qpn, mtu, &u->rqp);
+					  peer->qpn, mtu, &u->rqp, &u->qp->base.state);
 		if (u->dq && !udp_direct_lock(u->dseg_own)) {
 			udp_direct_qp_ok(u->dq,
 					 direct_ready(u) || nm_qp_state(u->qp) == GDAK_QPS_INIT);
@@ -1880,6 +1890,7 @@ const struct nm_transport_ops nm_tr_udp_ops = {
 	.qp_poll = udp_qp_poll,
 	.qp_quiet = udp_qp_quiet,
 	.qp_error = udp_qp_error,
+	.qp_stopped = udp_qp_stopped,
 	.qp_reset = udp_qp_reset,
 	.dc_ready = udp_dc_ready,
 	.dc_busy = udp_dc_busy,

@@ -77,15 +77,23 @@ struct iovec;
  * reference), or NULL. */
 struct udp_dseg *udp_direct_own(uint32_t addr, uint16_t port);
 struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port);
+/* Owner that publishes nothing (GDAK_IBV_DIRECT=0): remove a dead owner's
+ * segment of its address, so no sender takes it for ours. */
+void udp_direct_forget(uint32_t addr, uint16_t port);
 void udp_direct_put(struct udp_dseg *d);
 /* The segment's lock: held by the owner while its engine takes packets for
  * a published QP (the sequence state is shared).  0 or -errno. */
 int udp_direct_lock(struct udp_dseg *d);
 void udp_direct_unlock(struct udp_dseg *d);
 /* Owner, at connect: publish responder r of QP qpn, connected to peer_qpn
- * at peer_addr; r->rseq moves into the entry.  NULL when full. */
+ * at peer_addr, its state word (a sender reads it before each copy) at
+ * state; r->rseq moves into the entry.  NULL when full. */
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
-					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r);
+					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
+					const void *state);
+/* Owner, control path, after the QP's state went to ERR: returns once no
+ * sender that read the old state is still copying. */
+void udp_direct_qp_barrier(struct udp_dseg *d, struct udp_direct_qp *q);
 /* Owner: withdraw it (r's sequence state comes back into r). */
 void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_qp *r);
 /* Owner, under the lock: whether the responder takes a new message now. */
@@ -97,7 +105,7 @@ uint64_t udp_direct_qp_in(const struct udp_direct_qp *q);
  * idle requester would send it at PSN psn, path MTU mtu.  1: done (the
  * responder's PSN and MSN advanced by it, *npkts its PSNs); 0: not taken -
  * send it over UDP; -EPERM: the kernel refuses the copy (said once): never
- * again in this process.  *cache: the peer's entry found last time. */
+ * again to this owner.  *cache: the peer's entry found last time. */
 int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
 		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
 		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,

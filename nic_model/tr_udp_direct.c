@@ -25,11 +25,17 @@
  * answers it: a NAK, an access error, the QP to ERR - exactly as before.
  *
  * The segment's name (address, port, network namespace) is unique while
- * its owner holds the address's port (the bind is the claim), so a segment found at publication is a dead
- * owner's and is replaced; it is unlinked at exit.  A sender that mapped a
- * segment whose owner died sees process_vm_writev fail (ESRCH) and takes
- * UDP.  process_vm_writev refused (Yama's ptrace_scope, another user):
- * the path turns itself off for the process and says so once.
+ * its owner holds the address's port (the bind is the claim), so a segment
+ * found at publication is a dead owner's and is replaced; it is unlinked at
+ * exit.  A sender maps only a segment of its own user that nobody else can
+ * write, whose pid lives in its pid namespace, and before every copy reads
+ * two words of the owner's memory in one process_vm_readv: a random nonce
+ * the segment names (only the process that made the segment holds it: not
+ * after an exec, not another process that got the pid) and the responder
+ * QP's own state word (RTR or RTS, or the request goes over UDP; a modify to
+ * ERR takes the lock after it stores the state, so no copy that read the
+ * old state outlives it).  process_vm_* refused (Yama's ptrace_scope):
+ * the path to that owner turns itself off and says so once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -52,6 +60,9 @@
 #define DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
 #define DIRECT_QPS 1024
 #define DIRECT_MRS 4096 /* rkey >> 8 below this: published */
+/* The longest request copied under the owner's lock (which its receive
+ * path and its deregistrations wait for); longer ones go over UDP. */
+#define DIRECT_MAX_LEN ((uint32_t)4 << 20)
 
 struct direct_mr {
 	uint32_t rkey;
@@ -63,8 +74,9 @@ struct direct_mr {
 struct udp_direct_qp {
 	uint32_t used;
 	uint32_t qpn;
-	uint32_t ok;	    /* the responder takes a new message at rseq.epsn */
-	uint32_t peer_addr; /* network order: the connected requester */
+	uint64_t state_addr; /* the owner's QP state (nm_qp base.state), in its memory */
+	uint32_t ok;	     /* the responder takes a new message at rseq.epsn */
+	uint32_t peer_addr;  /* network order: the connected requester */
 	uint32_t peer_qpn;
 	uint32_t mtu; /* path MTU */
 	struct roce_rseq rseq;
@@ -76,6 +88,11 @@ struct direct_seg {
 	int32_t pid;
 	uint32_t addr;
 	uint32_t port;
+	/* who the owner is: a sender reads nonce_addr in pid's memory before
+	 * every copy and finds nonce there only while the process that made
+	 * the segment runs it (not after an exec, not another process that
+	 * got the pid); pidns: the pid namespace the pid means something in */
+	uint64_t nonce_addr, nonce, pidns;
 	pthread_mutex_t lock;
 	struct udp_direct_qp qp[DIRECT_QPS];
 	struct direct_mr mr[DIRECT_MRS];
@@ -87,13 +104,21 @@ struct udp_dseg {
 	uint16_t port;
 	int own;
 	int refs;
+	_Atomic int refused; /* process_vm_* of this owner said EPERM once */
+	uint64_t nonce;	     /* own: what s->nonce_addr points at */
 	struct direct_seg *s;
 	char name[64];
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct udp_dseg *reg_head;
-static _Atomic int direct_refused; /* process_vm_writev said EPERM once */
+
+static uint64_t pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
+}
 
 /* The name: the address and port, in this network namespace (two
  * namespaces may each have a device at 127.0.0.230:4791). */
@@ -178,6 +203,12 @@ int udp_direct_publish(uint32_t addr, uint16_t port)
 	d->s->pid = (int32_t)getpid();
 	d->s->addr = addr;
 	d->s->port = port;
+	if (getrandom(&d->nonce, sizeof(d->nonce), 0) != sizeof(d->nonce))
+		d->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)d ^ (uint64_t)time(NULL);
+	d->nonce |= 1; /* never 0, which a fresh page holds */
+	d->s->nonce_addr = (uint64_t)(uintptr_t)&d->nonce;
+	d->s->nonce = d->nonce;
+	d->s->pidns = pid_ns();
 	/* last: a sender maps only a segment that says it is complete */
 	__atomic_store_n(&d->s->magic, DIRECT_MAGIC, __ATOMIC_RELEASE);
 	d->addr = addr;
@@ -192,6 +223,16 @@ int udp_direct_publish(uint32_t addr, uint16_t port)
 		atexit(unlink_own);
 	GDAK_INFO(NULL, 0, "%s:%u: direct path published (%s)", txt, port, d->name);
 	return 0;
+}
+
+void udp_direct_forget(uint32_t addr, uint16_t port)
+{
+	char name[64];
+
+	/* we hold addr:port and publish nothing: a segment of that name is a
+	 * dead owner's (shm_unlink refuses another user's) */
+	seg_name(name, sizeof(name), addr, port);
+	shm_unlink(name);
 }
 
 static struct udp_dseg *find(uint32_t addr, uint16_t port, int own)
@@ -229,8 +270,7 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 		return NULL;
 	}
 	d = find(addr, port, 0);
-	if (d && __atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) > 0 && kill(d->s->pid, 0) &&
-	    errno == ESRCH) {
+	if (d && (__atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) <= 0 || kill(d->s->pid, 0))) {
 		/* its owner died: forget the mapping, look for a new owner's */
 		struct udp_dseg **pp;
 
@@ -253,8 +293,12 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	if (!d)
 		goto out;
 	seg_name(d->name, sizeof(d->name), addr, port);
-	fd = shm_open(d->name, O_RDWR, 0);
-	if (fd < 0 || fstat(fd, &st) || (size_t)st.st_size != sizeof(struct direct_seg)) {
+	fd = shm_open(d->name, O_RDWR | O_CLOEXEC, 0);
+	/* only a segment of this user that nobody else may write: a file
+	 * another user planted under the name is not a peer (its lock, its
+	 * pid and its nonce would be theirs to set) */
+	if (fd < 0 || fstat(fd, &st) || (size_t)st.st_size != sizeof(struct direct_seg) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077)) {
 		if (fd >= 0)
 			close(fd);
 		free(d);
@@ -266,8 +310,8 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	/* a dead owner's that nobody replaced (it crashed; nobody holds its
 	 * address now): not a peer */
 	if (d->s == MAP_FAILED || __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
-	    d->s->addr != addr || d->s->port != port || d->s->pid <= 0 ||
-	    (kill(d->s->pid, 0) && errno == ESRCH)) {
+	    d->s->addr != addr || d->s->port != port || d->s->pid <= 0 || d->s->pidns != pid_ns() ||
+	    kill(d->s->pid, 0)) {
 		if (d->s != MAP_FAILED)
 			munmap(d->s, sizeof(*d->s));
 		free(d);
@@ -302,7 +346,8 @@ void udp_direct_put(struct udp_dseg *d)
 /* ---- the owner: QPs and MRs -------------------------------------------------------- */
 
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
-					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r)
+					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
+					const void *state)
 {
 	struct udp_direct_qp *q = NULL;
 
@@ -315,6 +360,7 @@ struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32
 		}
 	if (q) {
 		q->qpn = qpn;
+		q->state_addr = (uint64_t)(uintptr_t)state;
 		q->peer_addr = peer_addr;
 		q->peer_qpn = peer_qpn;
 		q->mtu = mtu;
@@ -399,15 +445,17 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 	struct direct_seg *s = d->s;
 	struct udp_direct_qp *q;
 	const struct direct_mr *m;
-	struct iovec rem;
+	struct iovec rem, idl[2], idr[2];
+	uint64_t nonce = 0;
+	int32_t state = -1;
 	uint32_t need = read ? GDAK_ACCESS_REMOTE_READ : GDAK_ACCESS_REMOTE_WRITE;
 	uint32_t npkts = (len + mtu - 1) / mtu;
 	ssize_t n;
 	int ret = 0;
 
-	if (atomic_load_explicit(&direct_refused, memory_order_relaxed))
+	if (atomic_load_explicit(&d->refused, memory_order_relaxed))
 		return -EPERM;
-	if (!len)
+	if (!len || len > DIRECT_MAX_LEN)
 		return 0; /* (a zero-length request: the responder's own rules) */
 	if (udp_direct_lock(d))
 		return 0;
@@ -432,22 +480,27 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 	if (!m->valid || m->rkey != rkey || (m->access & need) != need || va < m->start ||
 	    va > m->end || len > m->end - va)
 		goto out; /* the responder's NAK comes over UDP */
+	/* the owner is still the process that published the segment, and its
+	 * QP is in a state that takes requests now (its own word: a modify to
+	 * ERR stores it, then waits for this lock) */
+	idl[0] = (struct iovec){ &nonce, sizeof(nonce) };
+	idl[1] = (struct iovec){ &state, sizeof(state) };
+	idr[0] = (struct iovec){ (void *)(uintptr_t)s->nonce_addr, sizeof(nonce) };
+	idr[1] = (struct iovec){ (void *)(uintptr_t)q->state_addr, sizeof(state) };
+	n = process_vm_readv(s->pid, idl, 2, idr, 2, 0);
+	if (n < 0 && errno == EPERM)
+		goto refused;
+	if (n != (ssize_t)(sizeof(nonce) + sizeof(state)) || nonce != s->nonce ||
+	    (state != GDAK_QPS_RTR && state != GDAK_QPS_RTS))
+		goto out;
 	rem.iov_base = (void *)(uintptr_t)va;
 	rem.iov_len = len;
 	n = read ? process_vm_readv(s->pid, loc, nloc, &rem, 1, 0)
 		 : process_vm_writev(s->pid, loc, nloc, &rem, 1, 0);
-	if (n < 0) {
-		int e = errno;
-
-		if (e == EPERM && !atomic_exchange(&direct_refused, 1))
-			GDAK_WARN(NULL, 0,
-				  "direct path off: process_vm_%sv of pid %d refused (%s; "
-				  "/proc/sys/kernel/yama/ptrace_scope, or another user): "
-				  "every request goes over UDP",
-				  read ? "read" : "write", (int)s->pid, strerror(e));
-		ret = e == EPERM ? -EPERM : 0;
+	if (n < 0 && errno == EPERM)
+		goto refused;
+	if (n < 0)
 		goto out;
-	}
 	if ((uint32_t)n != len)
 		goto out; /* UDP moves it all again: the same bytes */
 	q->rseq.epsn = psn_add(psn, (int32_t)npkts);
@@ -458,4 +511,22 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 out:
 	udp_direct_unlock(d);
 	return ret;
+refused:
+	if (!atomic_exchange(&d->refused, 1))
+		GDAK_WARN(NULL, 0,
+			  "direct path to pid %d off: process_vm_%sv refused (%s; "
+			  "/proc/sys/kernel/yama/ptrace_scope): its requests go over UDP",
+			  (int)s->pid, read ? "read" : "write", strerror(EPERM));
+	udp_direct_unlock(d);
+	return -EPERM;
+}
+
+/* The owner, control path: a published QP's state went to ERR (stored
+ * already): a sender that read the old state is done when this returns. */
+void udp_direct_qp_barrier(struct udp_dseg *d, struct udp_direct_qp *q)
+{
+	if (!udp_direct_lock(d)) {
+		q->ok = 0;
+		udp_direct_unlock(d);
+	}
 }

@@ -27,12 +27,13 @@ set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RET
 # and a passive target (no verbs calls) still takes WRITEs, byte for byte
 # the direct path between two processes (tr_udp_direct.c): WRITEs done by
 # the sender, the bytes and counters checked; a bad rkey, a WRITE past the
-# MR and one into a deregistered MR still get REM_ACCESS_ERR over UDP; off
+# MR and one into a deregistered MR still get REM_ACCESS_ERR over UDP; a
+# WRITE to a QP its owner moved to ERR lands nowhere (RETRY_EXC_ERR); off
 # (GDAK_IBV_DIRECT=0) every count is 0; a bad value fails the open
 gdak_add_verbs_lib_test(gdak.verbs.direct ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_direct.c)
 target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
 set_tests_properties(gdak.verbs.direct PROPERTIES ENVIRONMENT "GDAK_IBV_DIRECT=1")
-foreach(m range dereg race)
+foreach(m range dereg race err)
   add_test(NAME gdak.verbs.direct_${m} COMMAND gdak_verbs_direct ${m})
   set_tests_properties(gdak.verbs.direct_${m} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
     LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1")

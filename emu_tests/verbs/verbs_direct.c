@@ -195,6 +195,18 @@ static void client(int fd)
 		free(expect);
 		return;
 	}
+	if (!strcmp(mode, "err")) {
+		/* the server's QP went to ERR before this WRITE: nobody takes
+		 * it, directly or over UDP, and nothing lands */
+		CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+		REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+		CHECK_EQ(out, want ? 4u : 0u);
+		CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
+		CHECK_EQ(ack, 1);
+		gdak_vt_side_close(&s);
+		free(expect);
+		return;
+	}
 	if (!strcmp(mode, "race"))
 		printf("# race: the deregistration came first\n");
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
@@ -263,6 +275,13 @@ static void server(int fd)
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(out, 0u);
 	CHECK_EQ(in, x.probe ? 4u : 0u);
+	if (!strcmp(mode, "err")) {
+		/* from its return on, nothing lands for this QP */
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		CHECK_EQ(ibv_modify_qp(s.qp, &qa, IBV_QP_STATE), 0);
+		CHECK_EQ(qp_state(s.qp), IBV_QPS_ERR);
+	}
 	if (!strcmp(mode, "dereg")) {
 		/* from its return on, nobody writes into buf2 (still ours) */
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
@@ -332,8 +351,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "badenv"))
 		return badenv();
 	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg") &&
-	    strcmp(mode, "race")) {
-		fprintf(stderr, "usage: %s rkey|range|dereg|race|badenv\n", argv[0]);
+	    strcmp(mode, "race") && strcmp(mode, "err")) {
+		fprintf(stderr, "usage: %s rkey|range|dereg|race|err|badenv\n", argv[0]);
 		return 2;
 	}
 	return gdak_test_2proc(server, client);

@@ -341,6 +341,8 @@ int gv_addr_claim(struct gv_device *d)
 		}
 		if (v)
 			(void)udp_direct_publish(a.s_addr, GV_ROCE_PORT);
+		else
+			udp_direct_forget(a.s_addr, GV_ROCE_PORT);
 	}
 	inet_ntop(AF_INET, &a, txt, sizeof(txt));
 	GDAK_INFO(NULL, 0, "%s: RoCEv2 endpoint %s:%d (GID ::ffff:%s)", d->ibdev.name, txt,
