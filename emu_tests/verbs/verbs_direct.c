@@ -58,6 +58,9 @@ struct extra {
 	uint8_t wrote; /* the client's probe wrote buf2[0] */
 };
 
+/* the client's last message before the server reads its memory */
+static const char SYNC_MSG[] = "in order";
+
 static int post_rdma(struct gdak_vt_side *s, enum ibv_wr_opcode op, uint64_t id, void *src,
 		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
@@ -160,6 +163,26 @@ static void client(int fd)
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(out, want ? 4u : 0u);
 	CHECK_EQ(in, 0u);
+	/* then a SEND, over UDP whichever way the four went (at the PSN after
+	 * theirs): its receive completion is what the server waits for before
+	 * it reads its memory (all the client's requests have landed) */
+	{
+		struct ibv_sge sg = { (uintptr_t)s.buf + 260000, 8, s.mr->lkey };
+		struct ibv_send_wr *bad, w = { .wr_id = 8,
+					       .sg_list = &sg,
+					       .num_sge = 1,
+					       .opcode = IBV_WR_SEND,
+					       .send_flags = IBV_SEND_SIGNALED };
+
+		memcpy(s.buf + 260000, SYNC_MSG, 8);
+		REQUIRE_EQ(ibv_post_send(s.qp, &w, &bad), 0);
+		REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 8);
+		CHECK_EQ(wc.opcode, IBV_WC_SEND);
+		REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
+		CHECK_EQ(out, want ? 4u : 0u); /* a SEND never goes direct */
+	}
 	/* the server checks the bytes and, in dereg mode, deregisters MR 2
 	 * before the second swap */
 	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
@@ -239,8 +262,20 @@ static void server(int fd)
 	uint64_t out = 0, in = 0;
 	char done = 0, ack = 1;
 
+	uint8_t rb[64] = { 0 };
+	struct ibv_mr *mr3;
+	struct ibv_wc wc;
+
 	REQUIRE(cli && mine && buf2 && want2 && snap);
 	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
+	mr3 = ibv_reg_mr(s.pd, rb, sizeof(rb), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr3 != NULL);
+	{
+		struct ibv_sge sg = { (uintptr_t)rb, sizeof(rb), mr3->lkey };
+		struct ibv_recv_wr *bad, rw = { .wr_id = 33, .sg_list = &sg, .num_sge = 1 };
+
+		REQUIRE_EQ(ibv_post_recv(s.qp, &rw, &bad), 0);
+	}
 	gdak_test_fill(buf2, BUF2, 3);
 	mr2 = ibv_reg_mr(s.pd, buf2, BUF2, ACCESS);
 	REQUIRE(mr2 != NULL);
@@ -266,6 +301,13 @@ static void server(int fd)
 
 	CHECK_EQ(gdak_test_xfer(fd, &done, &ack, 1), 0);
 	CHECK_EQ(done, 1);
+	/* the client's SEND, after its four requests: they have all landed */
+	REQUIRE_EQ(gdak_vt_wait_wc(s.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 33);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 8);
+	CHECK_MEM(rb, SYNC_MSG, 8);
 	CHECK_MEM(s.buf, cli, 65536);
 	CHECK_MEM(s.buf + 65536, mine + 65536, 70000 - 65536);
 	CHECK_MEM(s.buf + 70000, inl, 8);
@@ -317,6 +359,7 @@ static void server(int fd)
 out:
 	if (mr2)
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+	CHECK_EQ(ibv_dereg_mr(mr3), 0);
 	gdak_vt_side_close(&s);
 	free(snap);
 	free(cli);
