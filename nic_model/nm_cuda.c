@@ -1082,10 +1082,11 @@ static uint64_t tl_now(void)
  * burst ends (its last copy is the stream's last work).  Stats on only. */
 static void tl_mark(nm_cu_stream s, size_t len, int what)
 {
-	uint64_t now = tl_now();
+	uint64_t now;
 
 	if (what != 2 && len < TL_MIN_LEN)
 		return;
+	now = tl_now();
 	pthread_mutex_lock(&tl.lk);
 	if (!tl.ready) {
 		tl.ready = cu.EventElapsedTime && cu.EventSynchronize ? 1 : -1;
@@ -1093,7 +1094,7 @@ static void tl_mark(nm_cu_stream s, size_t len, int what)
 			if (cu.EventCreate(&tl.ev[i], 0))
 				tl.ready = -1;
 	}
-	if (tl.ready != 1 || (what == 2 && !tl.open) || (what == 1 && !tl.open)) {
+	if (tl.ready != 1 || (what != 0 && !tl.open)) {
 		pthread_mutex_unlock(&tl.lk);
 		return;
 	}

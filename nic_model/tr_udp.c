@@ -1282,10 +1282,8 @@ static void udp_qp_error(struct nm_qp *qp)
 {
 	struct udp_qp *u = qp->tr_priv;
 
-	if (u->dq && !udp_direct_lock(u->dseg_own)) {
-		udp_direct_qp_ok(u->dq, 0);
-		udp_direct_unlock(u->dseg_own);
-	}
+	if (u->dq)
+		udp_direct_qp_barrier(u->dseg_own, u->dq);
 	roce_qp_error(&u->rqp);
 	(void)tx_flush(u); /* a final NAK, if any */
 }

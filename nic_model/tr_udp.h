@@ -91,8 +91,9 @@ void udp_direct_unlock(struct udp_dseg *d);
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
 					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
 					const void *state);
-/* Owner, control path, after the QP's state went to ERR: returns once no
- * sender that read the old state is still copying. */
+/* Owner, not under the lock, after the QP stopped taking requests (ERR):
+ * closes its entry and returns once no sender that saw it open is still
+ * copying. */
 void udp_direct_qp_barrier(struct udp_dseg *d, struct udp_direct_qp *q);
 /* Owner: withdraw it (r's sequence state comes back into r). */
 void udp_direct_qp_del(struct udp_dseg *d, struct udp_direct_qp *q, struct roce_qp *r);

@@ -521,8 +521,9 @@ refused:
 	return -EPERM;
 }
 
-/* The owner, control path: a published QP's state went to ERR (stored
- * already): a sender that read the old state is done when this returns. */
+/* The owner, not under the lock: a published QP stopped taking requests
+ * (its state went to ERR, stored already): a sender that read the old state
+ * is done when this returns. */
 void udp_direct_qp_barrier(struct udp_dseg *d, struct udp_direct_qp *q)
 {
 	if (!udp_direct_lock(d)) {
