@@ -6,6 +6,19 @@ function(gdak_register_backend sym)
   set_property(GLOBAL APPEND PROPERTY GDAK_BACKEND_SYMBOLS ${sym})
 endfunction()
 
+# gdak_add_backend(TARGET OPS_SYMBOL SOURCE...): a backend component's object
+# library (nic_model/, hw_mlx5/), registered: it links gdak_deps and sees
+# core's public and internal headers, the device API and its own folder.
+function(gdak_add_backend tgt sym)
+  add_library(${tgt} OBJECT ${ARGN})
+  target_link_libraries(${tgt} PUBLIC gdak_deps PRIVATE gdak_core_internal)
+  target_include_directories(${tgt} PUBLIC
+    ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_BINARY_DIR}/core/include
+    ${PROJECT_SOURCE_DIR}/device/include PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  gdak_set_warnings(${tgt})
+  gdak_register_backend(${sym})
+endfunction()
+
 # gdak_backend_table_file(OUT sym...): writes OUT, the NULL-terminated
 # gdak_backend_table of those ops tables (a library carrying only some
 # backends, like nic_model/ibv's, writes its own).

@@ -93,13 +93,10 @@ static void free_one(struct gdak_mem_block *b)
 int hw_mem_free(struct gdak_ctx *ctx, void *addr)
 {
 	struct hw_ctx *hc = hw_ctx_of(ctx);
-	struct gdak_mem_block *a = gdak_mem_block_take(&hc->lock, &hc->allocs, addr);
+	struct gdak_mem_block *a = gdak_mem_block_take(ctx, &hc->lock, &hc->allocs, addr);
 
-	if (!a) {
-		GDAK_ERR("ctx", ctx->id, "%p was not returned by gdak_mem_alloc on this context",
-			 addr);
+	if (!a)
 		return -EINVAL;
-	}
 	free_one(a);
 	return 0;
 }

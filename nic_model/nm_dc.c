@@ -83,38 +83,25 @@ struct nm_dc {
  * before the grace period that precedes its free: a stream's cached DCT
  * pointer read under an unchanged generation is still alive. */
 static pthread_mutex_t dct_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nm_qp **dcts;
-static uint32_t ndcts, dcts_cap;
+static struct nm_qp_list dcts;
 static _Atomic uint32_t dct_gen = 1;
 
 static int dct_add(struct nm_qp *qp)
 {
-	pthread_mutex_lock(&dct_lock);
-	if (ndcts == dcts_cap) {
-		uint32_t cap = dcts_cap ? 2 * dcts_cap : 16;
-		struct nm_qp **n = realloc(dcts, cap * sizeof(*n));
+	int r;
 
-		if (!n) {
-			pthread_mutex_unlock(&dct_lock);
-			return -ENOMEM;
-		}
-		dcts = n;
-		dcts_cap = cap;
-	}
-	dcts[ndcts++] = qp;
+	pthread_mutex_lock(&dct_lock);
+	r = nm_qp_list_reserve(&dcts, 16);
+	if (!r)
+		dcts.v[dcts.n++] = qp;
 	pthread_mutex_unlock(&dct_lock);
-	return 0;
+	return r;
 }
 
 static void dct_del(struct nm_qp *qp)
 {
 	pthread_mutex_lock(&dct_lock);
-	for (uint32_t i = 0; i < ndcts; i++) {
-		if (dcts[i] == qp) {
-			dcts[i] = dcts[--ndcts];
-			break;
-		}
-	}
+	nm_qp_list_del(&dcts, qp);
 	atomic_fetch_add_explicit(&dct_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&dct_lock);
 }
@@ -123,12 +110,10 @@ static void dct_del(struct nm_qp *qp)
  * quiescent point (destroy waits a grace period after dct_del). */
 static struct nm_qp *dct_find(uint32_t dctn)
 {
-	struct nm_qp *qp = NULL;
+	struct nm_qp *qp;
 
 	pthread_mutex_lock(&dct_lock);
-	for (uint32_t i = 0; i < ndcts && !qp; i++)
-		if (dcts[i]->base.qpn == dctn)
-			qp = dcts[i];
+	qp = nm_qp_list_find(&dcts, dctn);
 	pthread_mutex_unlock(&dct_lock);
 	return qp;
 }

@@ -541,6 +541,18 @@ int nm_qp_info(struct gdak_qp *qp, struct gdak_qp_info *out);
 int nm_qp_modify(struct gdak_qp *qp, enum gdak_qp_state to, const struct gdak_qp_info *peer);
 int nm_qp_export(struct gdak_qp *qp, struct gdak_dev_qp **dqp);
 int nm_qp_query_error(struct gdak_qp *qp, struct gdak_qp_error *err);
+/* An unordered array of QPs (the QPN registry, nm_dc.c's DCTs); whoever
+ * uses one holds the lock that guards it. */
+struct nm_qp_list {
+	struct nm_qp **v;
+	uint32_t n, cap;
+};
+/* Room for one more QP (the array doubles, from first): 0 or -ENOMEM. */
+int nm_qp_list_reserve(struct nm_qp_list *l, uint32_t first);
+/* Take qp out: the last one takes its place. */
+void nm_qp_list_del(struct nm_qp_list *l, const struct nm_qp *qp);
+/* The QP with this number in l, or NULL. */
+struct nm_qp *nm_qp_list_find(const struct nm_qp_list *l, uint32_t qpn);
 /* The loop transport's registry: the live QP with this number, or NULL.
  * Takes the registry lock; control path only. */
 struct nm_qp *nm_qp_lookup(uint32_t qpn);

@@ -49,13 +49,10 @@ int nm_mem_alloc(struct gdak_ctx *bctx, size_t len, enum gdak_mem_kind kind, voi
 int nm_mem_free(struct gdak_ctx *bctx, void *addr)
 {
 	struct nm_ctx *ctx = nm_ctx_of(bctx);
-	struct gdak_mem_block *a = gdak_mem_block_take(&ctx->lock, &ctx->allocs, addr);
+	struct gdak_mem_block *a = gdak_mem_block_take(bctx, &ctx->lock, &ctx->allocs, addr);
 
-	if (!a) {
-		GDAK_ERR("ctx", bctx->id, "%p was not allocated with gdak_mem_alloc on this context",
-			 addr);
+	if (!a)
 		return -EINVAL;
-	}
 	nm_dma_get()->free(a->addr, a->len, a->kind);
 	free(a);
 	return 0;

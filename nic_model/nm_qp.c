@@ -30,38 +30,60 @@
 /* ---- QPN registry ------------------------------------------------------- */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nm_qp **reg;
-static uint32_t reg_n, reg_cap;
+static struct nm_qp_list reg;
+
+int nm_qp_list_reserve(struct nm_qp_list *l, uint32_t first)
+{
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : first;
+		struct nm_qp **n = realloc(l->v, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		l->v = n;
+		l->cap = cap;
+	}
+	return 0;
+}
+
+void nm_qp_list_del(struct nm_qp_list *l, const struct nm_qp *qp)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (l->v[i] == qp) {
+			l->v[i] = l->v[--l->n];
+			break;
+		}
+	}
+}
+
+struct nm_qp *nm_qp_list_find(const struct nm_qp_list *l, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (l->v[i]->base.qpn == qpn)
+			return l->v[i];
+	return NULL;
+}
 
 static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 {
 	pthread_mutex_lock(&reg_lock);
-	if (reg_n == reg_cap) {
-		uint32_t cap = reg_cap ? reg_cap * 2 : 64;
-		struct nm_qp **n = realloc(reg, cap * sizeof(*n));
-		if (!n) {
-			pthread_mutex_unlock(&reg_lock);
-			return -ENOMEM;
-		}
-		reg = n;
-		reg_cap = cap;
+	if (nm_qp_list_reserve(&reg, 64)) {
+		pthread_mutex_unlock(&reg_lock);
+		return -ENOMEM;
 	}
 	/* 24-bit QPNs from a keyed permutation (nm_rand.c: a stranger cannot
 	 * guess them, and none repeats before 2^24 QPs); 0 and 1 are reserved
 	 * (IBA: QP0/QP1); a number still in use after a wrap is skipped */
 	for (;;) {
 		uint32_t cand = nm_rand_seq24(NM_RAND_QPN);
-		int used = cand < 2;
 
-		for (uint32_t i = 0; i < reg_n && !used; i++)
-			used = reg[i]->base.qpn == cand;
-		if (!used) {
+		if (cand >= 2 && !nm_qp_list_find(&reg, cand)) {
 			*qpn = cand;
 			break;
 		}
 	}
 	qp->base.qpn = *qpn;
-	reg[reg_n++] = qp;
+	reg.v[reg.n++] = qp;
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
@@ -70,25 +92,19 @@ static int reg_add(struct nm_qp *qp, uint32_t *qpn)
 static void reg_del(struct nm_qp *qp)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (uint32_t i = 0; i < reg_n; i++) {
-		if (reg[i] == qp) {
-			reg[i] = reg[--reg_n];
-			break;
-		}
-	}
+	nm_qp_list_del(&reg, qp);
 	pthread_mutex_unlock(&reg_lock);
 }
-
 struct nm_cq *nm_cq_lookup_own(uint32_t cqn)
 {
 	struct nm_cq *cq = NULL;
 
 	pthread_mutex_lock(&reg_lock);
-	for (uint32_t i = 0; i < reg_n && !cq; i++) {
-		if (!reg[i]->ext && reg[i]->own_scq.cqn == cqn)
-			cq = &reg[i]->own_scq;
-		else if (!reg[i]->ext && reg[i]->rq_cnt && reg[i]->own_rcq.cqn == cqn)
-			cq = &reg[i]->own_rcq;
+	for (uint32_t i = 0; i < reg.n && !cq; i++) {
+		if (!reg.v[i]->ext && reg.v[i]->own_scq.cqn == cqn)
+			cq = &reg.v[i]->own_scq;
+		else if (!reg.v[i]->ext && reg.v[i]->rq_cnt && reg.v[i]->own_rcq.cqn == cqn)
+			cq = &reg.v[i]->own_rcq;
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return cq;
@@ -99,11 +115,11 @@ struct nm_cq *nm_cq_lookup(uint32_t cqn)
 	struct nm_cq *cq = NULL;
 
 	pthread_mutex_lock(&reg_lock);
-	for (uint32_t i = 0; i < reg_n && !cq; i++) {
-		if (reg[i]->scq->cqn == cqn)
-			cq = reg[i]->scq;
-		else if (reg[i]->rq_cnt && reg[i]->rcq->cqn == cqn)
-			cq = reg[i]->rcq;
+	for (uint32_t i = 0; i < reg.n && !cq; i++) {
+		if (reg.v[i]->scq->cqn == cqn)
+			cq = reg.v[i]->scq;
+		else if (reg.v[i]->rq_cnt && reg.v[i]->rcq->cqn == cqn)
+			cq = reg.v[i]->rcq;
 	}
 	pthread_mutex_unlock(&reg_lock);
 	/* an external CQ no QP uses (yet) is still a CQ a WAIT may name */
@@ -112,12 +128,10 @@ struct nm_cq *nm_cq_lookup(uint32_t cqn)
 
 struct nm_qp *nm_qp_lookup(uint32_t qpn)
 {
-	struct nm_qp *qp = NULL;
+	struct nm_qp *qp;
 
 	pthread_mutex_lock(&reg_lock);
-	for (uint32_t i = 0; i < reg_n; i++)
-		if (reg[i]->base.qpn == qpn)
-			qp = reg[i];
+	qp = nm_qp_list_find(&reg, qpn);
 	pthread_mutex_unlock(&reg_lock);
 	return qp;
 }
@@ -669,8 +683,8 @@ void nm_qp_set_error(struct nm_qp *qp, uint8_t syndrome, uint8_t opcode, uint16_
 void nm_qp_stats_sum(struct gdak_nic_stats *st)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (uint32_t i = 0; i < reg_n; i++) {
-		const struct gdak_nic_stats *s = &reg[i]->st;
+	for (uint32_t i = 0; i < reg.n; i++) {
+		const struct gdak_nic_stats *s = &reg.v[i]->st;
 #define SUM(f) st->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
 		SUM(wqes); SUM(bytes); SUM(cqes); SUM(errors); SUM(flushed);
 		SUM(violations);

@@ -13,6 +13,8 @@
 #include <stdatomic.h>
 #include <gdak/gdak.h>
 
+#include "gdak_log.h"
+
 struct gdak_backend_ops;
 
 struct gdak_ctx {
@@ -102,9 +104,11 @@ static inline void gdak_mem_block_push(struct gdak_mem_block **list, struct gdak
 	*list = b;
 }
 
-/* Unlink the block that starts at addr: it, or NULL when none does; lock is
- * the one that guards the list. */
-static inline struct gdak_mem_block *gdak_mem_block_take(pthread_mutex_t *lock,
+/* gdak_mem_free's look-up on ctx: unlink the block that starts at addr and
+ * return it, or NULL (logged) when none does; lock is the one that guards
+ * the list. */
+static inline struct gdak_mem_block *gdak_mem_block_take(const struct gdak_ctx *ctx,
+							 pthread_mutex_t *lock,
 							 struct gdak_mem_block **list,
 							 const void *addr)
 {
@@ -119,6 +123,9 @@ static inline struct gdak_mem_block *gdak_mem_block_take(pthread_mutex_t *lock,
 		}
 	}
 	pthread_mutex_unlock(lock);
+	if (!b)
+		GDAK_ERR("ctx", ctx->id, "%p was not returned by gdak_mem_alloc on this context",
+			 addr);
 	return b;
 }
 

@@ -326,6 +326,27 @@ struct gv_wr {
 	uint32_t ninl;
 };
 
+/* The data segments of n verbs SGEs, the empty ones left out (a zero byte
+ * count would mean 2 GiB to the NIC: libmlx5 skips them): how many; their
+ * bytes in *len when len is not NULL. */
+static uint32_t sges_of(struct gdak_dev_sge *out, const struct ibv_sge *sg, uint32_t n,
+			uint32_t *len)
+{
+	uint32_t k = 0, bytes = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!sg[i].length)
+			continue;
+		out[k++] = (struct gdak_dev_sge){ .addr = sg[i].addr,
+						  .len = sg[i].length,
+						  .lkey = sg[i].lkey };
+		bytes += sg[i].length;
+	}
+	if (len)
+		*len = bytes;
+	return k;
+}
+
 static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 {
 	struct gdak_dev_qp *d = q->d;
@@ -399,16 +420,7 @@ static int wr_build(struct gv_qp *q, const struct gv_wr *w)
 		len = total;
 		bbs = gdak_dev_wqe_bbs_inline(raddr, total);
 	} else {
-		for (uint32_t i = 0; i < w->nsge; i++) {
-			/* a zero byte count would mean 2 GiB to the NIC: libmlx5 skips them */
-			if (!w->sg[i].length)
-				continue;
-			sge[nsge].addr = w->sg[i].addr;
-			sge[nsge].len = w->sg[i].length;
-			sge[nsge].lkey = w->sg[i].lkey;
-			len += w->sg[i].length;
-			nsge++;
-		}
+		nsge = sges_of(sge, w->sg, w->nsge, &len);
 		if (wc_op == IBV_WC_COMP_SWAP || wc_op == IBV_WC_FETCH_ADD) {
 			if (nsge < 1)
 				return EINVAL;
@@ -570,20 +582,13 @@ int gv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 static int rwqe_put(struct gv_qp *q, const struct ibv_recv_wr *wr)
 {
 	struct gdak_dev_sge sge[GV_MAX_SGE];
-	uint32_t n = 0;
+	uint32_t n;
 
 	if (q->rq_pi - atomic_load_explicit(&q->rq_done, memory_order_acquire) >= q->rq_cnt)
 		return ENOMEM;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > gdak_dev_rq_max_sge(q->d))
 		return EINVAL;
-	for (int i = 0; i < wr->num_sge; i++) {
-		if (!wr->sg_list[i].length)
-			continue;
-		sge[n].addr = wr->sg_list[i].addr;
-		sge[n].len = wr->sg_list[i].length;
-		sge[n].lkey = wr->sg_list[i].lkey;
-		n++;
-	}
+	n = sges_of(sge, wr->sg_list, (uint32_t)wr->num_sge, NULL);
 	if (gdak_dev_rwqe_set(q->d, q->rq_pi, sge, n))
 		return EINVAL;
 	q->rwrid[q->rq_pi & (q->rq_cnt - 1)] = wr->wr_id;
