@@ -1,5 +1,5 @@
 # gdak-demo: the README's main job on the emulated NIC (tools/demo/).
-set(_demo_src demo/demo_main.c demo/demo_device.c demo/demo_show.c)
+set(_demo_src demo/demo_main.c demo/demo_device.c demo/demo_pair.c demo/demo_show.c)
 if(GDAK_HAVE_CUDA AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/demo/demo_cuda.cu)
   list(APPEND _demo_src demo/demo_cuda.cu)
 else()

@@ -192,19 +192,37 @@ static void reset_dst(struct nu_qp *q, uint8_t *model, uint32_t len)
 		gpu_set(q, g_dst + off, m_dst, model + off, len - off < 65536 ? len - off : 65536);
 }
 
+/* A zeroed model of g_dst[0..len), and g_dst zeroed to match it. */
+static uint8_t *zeroed_model(struct nu_qp *q, uint32_t len)
+{
+	uint8_t *model = malloc(len);
+
+	REQUIRE(model != NULL);
+	reset_dst(q, model, len);
+	return model;
+}
+
+/* Ring q's doorbell and reap n CQEs, all successful: then g_dst[0..len)
+ * must hold model's bytes. */
+static void ring_check(struct nu_qp *q, unsigned n, const uint8_t *model, uint32_t len,
+		       const char *what)
+{
+	nu_ring(q);
+	reap(q, n);
+	check_dst(q, model, len, what);
+}
+
 static void test_small(struct nu_qp *a)
 {
 	enum {
 		N = 200,
 		LEN = 65536
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1;
 	unsigned sig = 0;
 	uint32_t doff = 0;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	stats(&l0, &c0, &d0);
 	for (unsigned i = 0; i < N; i++) {
 		enum src_kind k = (enum src_kind)(i % 3);
@@ -241,10 +259,8 @@ static void test_overlap(struct nu_qp *a)
 		N = 96,
 		LEN = 4096
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	for (unsigned i = 0; i < N; i++) {
 		uint32_t len = 8 + (i * 29) % 120, doff = (i * 53) % (512 - 128);
 
@@ -269,9 +285,7 @@ static void test_overlap(struct nu_qp *a)
 			   i % 3 == S_INLINE ? (len > 40 ? 40 : len) : len, 0, model, gsrc_model);
 	}
 	nu_post_nop(a, NU_SIG);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "overlapping writes in WQE order");
+	ring_check(a, 1, model, LEN, "overlapping writes in WQE order");
 	free(model);
 }
 
@@ -280,10 +294,9 @@ static void test_readdep(struct nu_qp *a)
 	enum {
 		LEN = 8192
 	};
-	uint8_t *model = calloc(1, LEN), *pat = malloc(3000);
+	uint8_t *model = zeroed_model(a, LEN), *pat = malloc(3000);
 
-	REQUIRE(model != NULL && pat != NULL);
-	reset_dst(a, model, LEN);
+	REQUIRE(pat != NULL);
 	gdak_test_fill(pat, 3000, 77);
 	memcpy(h_src + 8192, pat, 3000);
 	/* READ host -> GPU dst[0..3000) */
@@ -298,9 +311,7 @@ static void test_readdep(struct nu_qp *a)
 	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 4500, 64, gdak_mr_lkey(m_dst),
 		     (uint64_t)(uintptr_t)(g_dst + 7000), gdak_mr_rkey(m_dst), 0, NU_SIG);
 	memmove(model + 7000, model + 4500, 64);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "READ then dependent WRITEs");
+	ring_check(a, 1, model, LEN, "READ then dependent WRITEs");
 	free(model);
 	free(pat);
 }
@@ -310,10 +321,8 @@ static void test_big(struct nu_qp *a)
 	enum {
 		LEN = 1 << 20
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	/* 1 MiB from host memory (too big for a batch: a copy of its own) */
 	post_write(a, S_HOST, 0, 0, LEN, 0, model, gsrc_model);
 	for (unsigned i = 0; i < 20; i++)
@@ -328,9 +337,7 @@ static void test_big(struct nu_qp *a)
 		post_write(a, (enum src_kind)(i % 2), i * 64, 5000 + i * 20, 64, 0, model,
 			   gsrc_model);
 	nu_post_nop(a, NU_SIG);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "big and small writes");
+	ring_check(a, 1, model, LEN, "big and small writes");
 	free(model);
 }
 
@@ -350,15 +357,13 @@ static void test_big_passes(struct nu_qp *a)
 		K = 6,
 		LEN = 256 << 10
 	};
-	uint8_t *model = calloc(1, (size_t)K * LEN);
+	uint8_t *model = zeroed_model(a, K * LEN);
 	unsigned long long v0 = 0, v1 = 0, d0 = 0;
 	struct nm_cuda_stats s0, s1;
 	const char *pw = gdak_env_raw("GDAK_CUDA_PASS_WORD");
 	int count = fake && cqe_stream && fake_memops && fake_copies_queued &&
 		    !(pw && !strcmp(pw, "1"));
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, K * LEN);
 	if (count)
 		v0 = fake_memops();
 	if (count && fake_dtod)
@@ -423,9 +428,7 @@ static void test_big_passes(struct nu_qp *a)
 			     (uint64_t)(uintptr_t)(g_dst + LEN), gdak_mr_rkey(m_dst), 0,
 			     i == 2 ? NU_SIG : 0);
 	memcpy(model + LEN, gsrc_model + 8192, LEN);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, K * LEN, "equal large WRITEs, others between");
+	ring_check(a, 1, model, K * LEN, "equal large WRITEs, others between");
 	nm_cuda_stats_get(&s1);
 	{
 		const char *db = gdak_env_raw("GDAK_CUDA_DIRECT_BATCH");
@@ -444,9 +447,7 @@ static void test_big_passes(struct nu_qp *a)
 		     (uint64_t)(uintptr_t)g_dst, gdak_mr_rkey(m_dst), 0, 0);
 	memcpy(model, gsrc_model, LEN);
 	post_write(a, S_INLINE, 3000, 128, 8, NU_SIG, model, gsrc_model);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, K * LEN, "a value after a large copy into its range");
+	ring_check(a, 1, model, K * LEN, "a value after a large copy into its range");
 	free(model);
 }
 
@@ -458,12 +459,11 @@ static void test_wrap(void)
 		PER = 12,
 		LEN = 4096
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model;
 	struct nu_qp a, b;
 
-	REQUIRE(model != NULL);
 	REQUIRE_EQ(nu_pair(ctx, &at, &a, &b), 0);
-	reset_dst(&a, model, LEN);
+	model = zeroed_model(&a, LEN);
 	for (unsigned r = 0; r < ROUNDS; r++) {
 		for (unsigned i = 0; i < PER; i++)
 			post_write(&a, (enum src_kind)((r + i) % 3), (r * 7 + i) * 8 % 4000,
@@ -486,15 +486,14 @@ static void test_qps(void)
 		SLICE = 1024
 	};
 	struct nu_qp a[NQ], b[NQ];
-	uint8_t *model = calloc(1, NQ * SLICE);
+	uint8_t *model;
 	unsigned long long l0, c0, d0, l1, c1, d1;
 
 	struct nm_cuda_stats r0;
 
-	REQUIRE(model != NULL);
 	for (unsigned q = 0; q < NQ; q++)
 		REQUIRE_EQ(nu_pair(ctx, &at, &a[q], &b[q]), 0);
-	reset_dst(&a[0], model, NQ * SLICE);
+	model = zeroed_model(&a[0], NQ * SLICE);
 	stats(&l0, &c0, &d0);
 	nm_cuda_stats_get(&r0);
 	for (unsigned q = 0; q < NQ; q++) {
@@ -682,11 +681,9 @@ static void test_values(struct nu_qp *a)
 		N = 64,
 		LEN = 1024
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1, v0 = 0, v1 = 0, m0 = 0, m1 = 0, k0 = 0, k1 = 0;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	stats(&l0, &c0, &d0);
 	if (fake_memops)
 		v0 = fake_memops();
@@ -707,9 +704,7 @@ static void test_values(struct nu_qp *a)
 	for (unsigned i = 0; i < 4; i++)
 		post_write(a, S_INLINE, 600 + i * 8, 520, 8, i == 3 ? NU_SIG : 0, model,
 			   gsrc_model);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "4/8-byte values");
+	ring_check(a, 1, model, LEN, "4/8-byte values");
 	if (fake && (memop || copymode)) {
 		/* one by one: stream write-values (and their completion words),
 		 * no kernel */
@@ -748,11 +743,9 @@ static void test_replace(struct nu_qp *a)
 		NDST = 4,
 		LEN = 1024
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	struct nm_cuda_stats s0, s1;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	nm_cuda_stats_get(&s0);
 	for (unsigned i = 0; i < N; i++)
 		post_write(a, S_GPU, i * 8, (i % NDST) * 8, 8, i == N - 1 ? NU_SIG : 0, model,
@@ -782,9 +775,7 @@ static void test_replace(struct nu_qp *a)
 	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_dst + 68, 8, gdak_mr_lkey(m_dst),
 		     (uint64_t)(uintptr_t)(g_dst + 64), gdak_mr_rkey(m_dst), 0, NU_SIG);
 	memmove(model + 64, model + 68, 8);
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "a WRITE reading its own destination is not replaced");
+	ring_check(a, 1, model, LEN, "a WRITE reading its own destination is not replaced");
 	free(model);
 }
 
@@ -810,11 +801,9 @@ static void test_same(struct nu_qp *a)
 		N = 64,
 		LEN = 1024
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	struct nm_cuda_stats s0;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	for (unsigned i = 0; i < LEN; i++)
 		model[i] = (uint8_t)(i * 7 + 3);
 	gpu_set(a, g_dst, m_dst, model, LEN);
@@ -839,9 +828,8 @@ static void test_same(struct nu_qp *a)
 			     k ? NU_SIG : 0);
 		memmove(model + 68, model + 64, 8);
 	}
-	nu_ring(a);
-	reap(a, 1);
-	check_dst(a, model, LEN, "equal puts, a WRITE into their source, a self-overlapping pair");
+	ring_check(a, 1, model, LEN,
+		   "equal puts, a WRITE into their source, a self-overlapping pair");
 	{
 		uint8_t got[8];
 
@@ -862,14 +850,12 @@ static void test_values_many(struct nu_qp *a)
 		LEN = 2048,
 		PAIRS = 32
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	unsigned long long l0, c0, d0, l1, c1, d1, m0 = 0, m1 = 0, k0 = 0, k1 = 0;
 	unsigned long long u0 = 0, u1 = 0, u2 = 0;
 	const char *fences = gdak_env_raw("GDAK_CUDA_VALUE_FENCES");
 	int fenced = fences && !strcmp(fences, "1");
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	stats(&l0, &c0, &d0);
 	if (fake_batch_calls)
 		fake_batch_calls(&m0, &k0);
@@ -927,11 +913,9 @@ static void test_hold(struct nu_qp *a)
 		N = 16,
 		LEN = 4096
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	struct gdak_mlx5_cqe_fields f;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	fake_hold(1);
 	for (unsigned i = 0; i < N; i++)
 		post_write(a, (enum src_kind)(i % 3), i * 64, i * 100, 33, NU_SIG, model,
@@ -960,14 +944,12 @@ static void test_hold_open(struct nu_qp *a)
 	enum {
 		LEN = 4096
 	};
-	uint8_t *model = calloc(1, LEN);
+	uint8_t *model = zeroed_model(a, LEN);
 	const char *hv = gdak_env_raw("GDAK_CUDA_HOLD");
 	int on = hv && strcmp(hv, "0"); /* off by default */
 	struct gdak_mlx5_cqe_fields f;
 	struct nm_cuda_stats s0, s1;
 
-	REQUIRE(model != NULL);
-	reset_dst(a, model, LEN);
 	nm_cuda_stats_get(&s0);
 	fake_hold(1);
 	for (unsigned r = 0; r < 3; r++) {

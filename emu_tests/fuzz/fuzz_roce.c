@@ -129,11 +129,7 @@ static void complete(struct roce_qp *qp, struct roce_wr *wr, uint8_t st)
 
 static int key_ok(uint32_t rkey, uint64_t va, uint64_t len, int write)
 {
-	if (rkey != RKEY && (rkey != RKEY_RO || write))
-		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
-	if (va > MEM || len > MEM - va)
-		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
-	return 0;
+	return roce_test_key_check(rkey, va, len, write, RKEY, RKEY_RO, MEM);
 }
 
 static uint8_t *target(struct side *s, uint32_t rkey, uint64_t va)

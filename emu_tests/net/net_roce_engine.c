@@ -14,6 +14,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "gdak_roce_test.h"
 #include "gdak_test.h"
 #include "roce.h"
 
@@ -109,11 +110,7 @@ static void complete(struct roce_qp *qp, struct roce_wr *wr, uint8_t st)
 
 static int key_ok(uint32_t rkey, uint64_t va, uint64_t len, int write)
 {
-	if (rkey != RKEY && (rkey != RKEY_RO || write))
-		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
-	if (va > MEM_SZ || len > MEM_SZ - va)
-		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
-	return 0;
+	return roce_test_key_check(rkey, va, len, write, RKEY, RKEY_RO, MEM_SZ);
 }
 
 static int take_rwqe(struct side *s, struct roce_rmsg *m)

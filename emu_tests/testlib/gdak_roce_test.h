@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gdak_roce_test.h - for the tests that run the RoCE engine (roce.h) with
- * responders of their own: what those responders do with an extended
- * (masked) atomic, the tests' own reading of the semantics, apart from the
- * NIC model's.
+ * responders of their own: what those responders check of a memory key and
+ * what they do with an extended (masked) atomic, the tests' own reading of
+ * the semantics, apart from the NIC model's.
  */
 #ifndef GDAK_ROCE_TEST_H
 #define GDAK_ROCE_TEST_H
@@ -11,7 +11,22 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <gdak/mlx5.h>
+
 #include "roce.h"
+
+/* len bytes at offset va of a size-byte region under rkey, where rw is the
+ * region's key for any access and ro its key for reads only (write 0):
+ * 0, or the syndrome a responder answers, REMOTE_ACCESS_ERR. */
+static inline int roce_test_key_check(uint32_t rkey, uint64_t va, uint64_t len, int write,
+				      uint32_t rw, uint32_t ro, uint64_t size)
+{
+	if (rkey != rw && (rkey != ro || write))
+		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	if (va > size || len > size - va)
+		return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+	return 0;
+}
 
 /* x on the x->size bytes at t: MASKED_FETCH_ADD adds swap_add; the masked
  * compare-swap writes swap_add's bits under swap_mask where the bits under

@@ -246,6 +246,13 @@ int gdak_test_xfer(int fd, void *out, const void *in, size_t n)
 	return 0;
 }
 
+int gdak_test_swap_byte(int fd, char mine)
+{
+	unsigned char theirs;
+
+	return gdak_test_xfer(fd, &theirs, &mine, 1) ? -1 : theirs;
+}
+
 int gdak_test_2proc(void (*child)(int fd), void (*parent)(int fd))
 {
 	int sv[2];

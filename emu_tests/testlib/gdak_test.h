@@ -117,6 +117,9 @@ int gdak_test_has_line(const char *out, const char *const *needles);
 /* Write n bytes from in to fd, then read n bytes from it into out (a swap
  * with the process at the other end): 0, or -1 when either fails. */
 int gdak_test_xfer(int fd, void *out, const void *in, size_t n);
+/* gdak_test_xfer of one byte, mine for the peer's: what the peer sent
+ * (0..255), or -1 when the swap fails. */
+int gdak_test_swap_byte(int fd, char mine);
 /* Two processes over a socketpair: child(fd) runs in a forked child, which
  * then exits with its gdak_test_end(); parent(fd) runs here.  Then the child
  * is waited for and CHECKed to have exited 0 (its exit code or signal named

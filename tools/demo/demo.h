@@ -55,6 +55,25 @@ struct demo_args {
 	struct demo_op_result res[DEMO_NOPS];
 };
 
+/* ---- demo_pair.c: the two connected QPs ------------------------------- */
+/* What demo_pair_open makes, and the buffers and MRs the host path adds
+ * (NULL where there are none). */
+struct demo_pair {
+	struct gdak_ctx *ctx;
+	struct gdak_qp *qa, *qb;
+	void *abuf, *bbuf;
+	struct gdak_mr *amr, *bmr;
+};
+/* A context on device (NULL: gdak's default), QP A (SQ and CQ 64 deep) and
+ * QP B (SQ 8, 64 receives) connected to each other, their descriptors in
+ * *da and *db.  0, or the first failing call's -errno; what was made is in
+ * p either way, for demo_pair_close. */
+int demo_pair_open(struct demo_pair *p, const char *device, struct gdak_dev_qp **da,
+		   struct gdak_dev_qp **db);
+/* Destroys what p holds: MRs, QPs, buffers, then the context (that flushes
+ * and closes the trace). */
+void demo_pair_close(struct demo_pair *p);
+
 /* ---- demo_device.c: the device code (host-thread build) ----------------- */
 /* Runs every operation; fills a->res.  0, or the first failure's -errno. */
 int demo_device_run(struct demo_args *a);

@@ -447,39 +447,6 @@ int demo_cuda_available(const char **why)
 	return 1;
 }
 
-/* Our own context and QP pair, when the caller's context is unknown. */
-struct own {
-	struct gdak_ctx *ctx;
-	struct gdak_qp *qa, *qb;
-};
-
-static int own_setup(struct own *w, struct gdak_dev_qp **da, struct gdak_dev_qp **db)
-{
-	struct gdak_qp_attr qa = {.sq_depth = 64, .cq_depth = 64, .nic_thread = -1};
-	struct gdak_qp_attr qb = {.sq_depth = 8, .cq_depth = 8, .rq_depth = 64, .rcq_depth = 64,
-				  .nic_thread = -1};
-	struct gdak_qp_info ia, ib;
-	int rc;
-
-	if ((rc = gdak_open(NULL, &w->ctx)) || (rc = gdak_qp_create(w->ctx, &qa, &w->qa)) ||
-	    (rc = gdak_qp_create(w->ctx, &qb, &w->qb)) || (rc = gdak_qp_info(w->qa, &ia)) ||
-	    (rc = gdak_qp_info(w->qb, &ib)) || (rc = gdak_qp_connect(w->qa, &ib)) ||
-	    (rc = gdak_qp_connect(w->qb, &ia)) || (rc = gdak_qp_export(w->qa, da)) ||
-	    (rc = gdak_qp_export(w->qb, db)))
-		fprintf(stderr, "gdak-demo: --cuda: own QP pair: %s\n", gdak_strerror(rc));
-	return rc;
-}
-
-static void own_teardown(struct own *w)
-{
-	if (w->qa)
-		gdak_qp_destroy(w->qa);
-	if (w->qb)
-		gdak_qp_destroy(w->qb);
-	if (w->ctx)
-		gdak_close(w->ctx);
-}
-
 static int cuda_err(const char *what, cudaError_t e)
 {
 	fprintf(stderr, "gdak-demo: --cuda: %s: %s\n", what, cudaGetErrorString(e));
@@ -670,7 +637,7 @@ int demo_cuda_run(struct demo_args *a)
 						     "put_signal+wait", "send/recv"};
 	static const uint32_t bytes[DEMO_NOPS] = {DEMO_PUT_LEN, DEMO_GET_LEN, 8,
 						  DEMO_SIG_DATA_LEN, DEMO_SEND_LEN};
-	struct own w = {};
+	struct demo_pair w = {}; /* our own, when the caller's context is unknown */
 	struct gdak_ctx *ctx = a->ctx;
 	struct gdak_dev_qp *da = a->a, *db = a->b;
 	void *ag = NULL, *bg = NULL;
@@ -690,9 +657,11 @@ int demo_cuda_run(struct demo_args *a)
 		a->res[i].bytes = bytes[i];
 	}
 	if (!ctx) {
-		rc = own_setup(&w, &da, &db);
-		if (rc)
+		rc = demo_pair_open(&w, NULL, &da, &db);
+		if (rc) {
+			fprintf(stderr, "gdak-demo: --cuda: own QP pair: %s\n", gdak_strerror(rc));
 			goto out;
+		}
 		ctx = w.ctx;
 	}
 	if ((rc = gdak_mem_alloc(ctx, DEMO_BUF_LEN, GDAK_MEM_GPU, &ag)) ||
@@ -772,7 +741,7 @@ out:
 	if (!a->ctx) {
 		/* the caller's QPs were not used; its descriptors keep their
 		 * scratch word (demo_main.c set it) */
-		own_teardown(&w);
+		demo_pair_close(&w);
 	}
 	return rc;
 }

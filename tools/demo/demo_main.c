@@ -21,13 +21,6 @@
 
 #include "demo.h"
 
-struct demo_setup {
-	struct gdak_ctx *ctx;
-	struct gdak_qp *qa, *qb;
-	void *abuf, *bbuf;
-	struct gdak_mr *amr, *bmr;
-};
-
 static void usage(FILE *f)
 {
 	fputs("usage: gdak-demo [options]\n"
@@ -64,22 +57,12 @@ static int num(const char *s, unsigned long max, unsigned long *out)
 	return errno || *end || *out > max ? -1 : 0;
 }
 
-static int setup(struct demo_setup *st, const char *device, struct demo_args *a)
+/* The pair, with a host-mapped, zeroed, registered buffer on each side. */
+static int setup(struct demo_pair *st, const char *device, struct demo_args *a)
 {
-	struct gdak_qp_attr qa = {.sq_depth = 64, .cq_depth = 64, .nic_thread = -1};
-	struct gdak_qp_attr qb = {.sq_depth = 8, .cq_depth = 8, .rq_depth = 64, .rcq_depth = 64,
-				  .nic_thread = -1};
-	struct gdak_qp_info ia, ib;
 	int rc;
 
-	rc = gdak_open(device, &st->ctx);
-	if (rc)
-		return rc;
-	if ((rc = gdak_qp_create(st->ctx, &qa, &st->qa)) ||
-	    (rc = gdak_qp_create(st->ctx, &qb, &st->qb)) ||
-	    (rc = gdak_qp_info(st->qa, &ia)) || (rc = gdak_qp_info(st->qb, &ib)) ||
-	    (rc = gdak_qp_connect(st->qa, &ib)) || (rc = gdak_qp_connect(st->qb, &ia)) ||
-	    (rc = gdak_qp_export(st->qa, &a->a)) || (rc = gdak_qp_export(st->qb, &a->b)))
+	if ((rc = demo_pair_open(st, device, &a->a, &a->b)))
 		return rc;
 	if ((rc = gdak_mem_alloc(st->ctx, DEMO_BUF_LEN, GDAK_MEM_HOST_MAPPED, &st->abuf)) ||
 	    (rc = gdak_mem_alloc(st->ctx, DEMO_BUF_LEN, GDAK_MEM_HOST_MAPPED, &st->bbuf)))
@@ -102,24 +85,6 @@ static int setup(struct demo_setup *st, const char *device, struct demo_args *a)
 		a->a->scratch_lkey = a->alkey;
 	}
 	return 0;
-}
-
-static void teardown(struct demo_setup *st)
-{
-	if (st->amr)
-		gdak_mr_dereg(st->amr);
-	if (st->bmr)
-		gdak_mr_dereg(st->bmr);
-	if (st->qa)
-		gdak_qp_destroy(st->qa);
-	if (st->qb)
-		gdak_qp_destroy(st->qb);
-	if (st->abuf)
-		gdak_mem_free(st->ctx, st->abuf);
-	if (st->bbuf)
-		gdak_mem_free(st->ctx, st->bbuf);
-	if (st->ctx)
-		gdak_close(st->ctx);	/* flushes and closes the trace */
 }
 
 static void report_qp(const char *who, struct gdak_qp *qp)
@@ -145,7 +110,7 @@ int main(int argc, char **argv)
 	const char *device = NULL, *trace = NULL, *why = "", *runner = "host threads";
 	unsigned long iters = 100, lines = 16;
 	int c, no_trace = 0, want_host = 0, want_cuda = 0, rc, use_cuda, trace_failed = 0;
-	struct demo_setup st = {0};
+	struct demo_pair st = { 0 };
 	struct demo_args a = {0};
 
 	opterr = 0;
@@ -201,7 +166,7 @@ int main(int argc, char **argv)
 			: gdak_env_raw("GDAK_DEVICE") ? " ($GDAK_DEVICE)"
 						      : " (the default)",
 			gdak_strerror(rc));
-		teardown(&st);
+		demo_pair_close(&st);
 		return 1;
 	}
 	a.iters = (uint32_t)iters;
@@ -217,7 +182,7 @@ int main(int argc, char **argv)
 		report_qp("B", st.qb);
 	}
 	demo_print_table(&a, gdak_ctx_device(st.ctx), runner, no_trace ? NULL : trace);
-	teardown(&st);
+	demo_pair_close(&st);
 	if (!no_trace) {
 		/* the NIC model keeps the trace open across contexts: close it
 		 * so the file is complete before gdak-trace reads it */

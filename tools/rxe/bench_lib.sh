@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 #
 # bench_lib.sh - what bench.sh, bench_verbs.sh and sched_probe.sh share:
-# reading a benchmark's log the same way, and waiting for a server.
-# Sourced (POSIX sh); the functions set no variables but row and i.
+# reading a benchmark's log the same way, waiting for a server, and finding
+# iproute2's ip for a network namespace.
+# Sourced (POSIX sh); the functions set no variables but row, i and p.
 
 # iproute2's ss, for wait_port (the guest's busybox has none)
 if [ -z "${SS:-}" ]; then
@@ -11,6 +12,19 @@ if [ -z "${SS:-}" ]; then
 		[ -x "$p" ] && SS=$p && break
 	done
 fi
+
+# iproute2_ip: the path of iproute2's ip, or nothing.  Looked up by path
+# and never busybox's: busybox's ip has no netns, and the guest's
+# busybox-static prefers its own applets - run through busybox's env or
+# sh, "ip" is busybox's even where iproute2's is installed.
+iproute2_ip() {
+	for p in /sbin/ip /bin/ip /usr/sbin/ip /usr/bin/ip; do
+		[ -x "$p" ] || continue
+		case $(readlink -f "$p") in */busybox*) continue ;; esac
+		echo "$p"
+		return
+	done
+}
 
 # wait_port PORT PID [NS]: wait (at most 30 s) until TCP port PORT is
 # listened on (in namespace NS, a command prefix, when given); 1 when pid

@@ -26,21 +26,14 @@ mkdir -p "$OUT" || exit 1
 trap 'rm -rf "$OUT"' EXIT
 port=19800
 
+. "$(dirname "$0")/bench_lib.sh" # iproute2_ip, take_row, f, wait_port
+
 # gdak's devices bind ADDR:4791, which kernel rxe's socket (*:4791) holds
 # in the guest: gdak's rows run in a network namespace of their own (its
-# own loopback and ports), rxe's in the guest's.  That needs iproute2's ip:
-# busybox's has no netns, and the guest's busybox-static prefers its own
-# applets - run through busybox's env or sh, "ip" is busybox's even where
-# iproute2's is installed.  So ip is looked up by path, and where no
-# namespace can be made while something holds UDP 4791 here, the bench
-# stops: gdak's rows would only fail to bind.
-IP=""
-for p in /sbin/ip /bin/ip /usr/sbin/ip /usr/bin/ip; do
-	[ -x "$p" ] || continue
-	case $(readlink -f "$p") in */busybox*) continue ;; esac
-	IP=$p
-	break
-done
+# own loopback and ports), rxe's in the guest's.  That needs iproute2's ip
+# (iproute2_ip), and where no namespace can be made while something holds
+# UDP 4791 here, the bench stops: gdak's rows would only fail to bind.
+IP=$(iproute2_ip)
 NS=""
 NSERR="not root"
 if [ "$(id -u)" = 0 ]; then
@@ -68,8 +61,6 @@ if [ -z "$NS" ]; then
 	fi
 	echo "# no network namespace ($NSERR); UDP 4791 is free here: gdak's rows in this one"
 fi
-. "$(dirname "$0")/bench_lib.sh" # take_row, f, wait_port
-
 echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# gdak build: $B${BENCH_GDAK_SCHED:+; sched column: gdak-run, inline on, GDAK_NIC_SCHED=$BENCH_GDAK_SCHED}"
 

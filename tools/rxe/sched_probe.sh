@@ -44,13 +44,9 @@ for f in /proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/sched_rt_period_u
 done
 echo "# ulimit -r: $(ulimit -r 2>/dev/null)"
 
-IP=""
-for p in /sbin/ip /bin/ip /usr/sbin/ip /usr/bin/ip; do
-	[ -x "$p" ] || continue
-	case $(readlink -f "$p") in */busybox*) continue ;; esac
-	IP=$p
-	break
-done
+. "$(dirname "$0")/bench_lib.sh" # iproute2_ip, wait_port
+
+IP=$(iproute2_ip)
 NS=""
 if [ -n "$IP" ] && mkdir -p /run/netns && "$IP" netns add gdakprobe$$ &&
 	"$IP" -n gdakprobe$$ link set lo up; then
@@ -60,7 +56,6 @@ else
 	echo "# no network namespace: gdak's rows only where UDP 4791 is free" >&2
 	trap 'rm -rf "$OUT"' EXIT
 fi
-. "$(dirname "$0")/bench_lib.sh" # wait_port
 
 # one: WAY(rxe|gdak) POLICY PROG SIZE ITERS
 one() {
