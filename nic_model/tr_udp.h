@@ -64,6 +64,19 @@ int nm_tr_udp_inline_send(void *list);
  * come and go with them, and a clear returns only when no sender writes
  * into the region.  publish: 0 or -errno (the path stays off). */
 int udp_direct_publish(uint32_t addr, uint16_t port);
+/* The head of a segment (/dev/shm/gdak-direct-NS-ADDR-PORT, mode 0600):
+ * complete once magic is set (last); the owner's pid, in pid namespace
+ * pidns (the inode of /proc/PID/ns/pid), holds nonce at nonce_addr while it
+ * runs the program that made it.  Tests read and plant it. */
+#define UDP_DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
+struct udp_direct_head {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t addr; /* network order */
+	uint32_t port;
+	uint32_t pad;
+	uint64_t nonce_addr, nonce, pidns;
+};
 void udp_direct_mr_set(uint32_t addr, uint16_t port, uint32_t rkey, uintptr_t start, uintptr_t end,
 		       unsigned access);
 void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey);
