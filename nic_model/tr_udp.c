@@ -1229,8 +1229,11 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			o->nseg++;
 		}
 	}
+	/* (not while this process traces or injects faults: they must see
+	 * every packet, whenever they were turned on) */
 	if (u->dseg_peer && (wr.op == ROCE_WR_WRITE || wr.op == ROCE_WR_READ) &&
-	    roce_req_idle(&u->rqp) && direct_rdma(u, o, &wr))
+	    roce_req_idle(&u->rqp) && !atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed) &&
+	    !atomic_load_explicit(&nm_faults_on, memory_order_relaxed) && direct_rdma(u, o, &wr))
 		return NM_TX_DONE; /* op->status 0: what its ACK would have given */
 	r = roce_post(&u->rqp, &wr);
 	if (r == -EAGAIN)

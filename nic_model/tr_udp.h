@@ -67,7 +67,9 @@ int udp_direct_publish(uint32_t addr, uint16_t port);
 /* The head of a segment (/dev/shm/gdak-direct-NS-ADDR-PORT, mode 0600):
  * complete once magic is set (last); the owner's pid, in pid namespace
  * pidns (the inode of /proc/PID/ns/pid), holds nonce at nonce_addr while it
- * runs the program that made it.  Tests read and plant it. */
+ * runs the program that made it; off_addr: its words that say "no direct
+ * path now" while non-zero (its trace, its injected faults: a sender reads
+ * them before every copy).  Tests read and plant it. */
 #define UDP_DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
 struct udp_direct_head {
 	uint64_t magic;
@@ -76,6 +78,7 @@ struct udp_direct_head {
 	uint32_t port;
 	uint32_t pad;
 	uint64_t nonce_addr, nonce, pidns;
+	uint64_t off_addr[2]; /* an 8-byte word, a 4-byte word */
 };
 void udp_direct_mr_set(uint32_t addr, uint16_t port, uint32_t rkey, uintptr_t start, uintptr_t end,
 		       unsigned access);

@@ -34,8 +34,13 @@
  * after an exec, not another process that got the pid) and the responder
  * QP's own state word (RTR or RTS, or the request goes over UDP; a modify to
  * ERR takes the lock after it stores the state, so no copy that read the
- * old state outlives it).  process_vm_* refused (Yama's ptrace_scope):
- * the path to that owner turns itself off and says so once.
+ * old state outlives it), and two more words: the owner's trace and
+ * injected-faults switches (either on, whenever it was turned on: the
+ * request goes over UDP, so the owner's trace sees it; the sender checks
+ * its own switches before it asks).  process_vm_* refused (Yama's
+ * ptrace_scope): the path to that owner turns itself off and says so once.
+ * A device that claims its address removes the segments of this user
+ * whose owner is gone (killed, or exec'd: no atexit ran).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,6 +62,7 @@
 #include <arpa/inet.h>
 
 #include "gdak_log.h"
+#include "nm_loc.h"
 #include "tr_udp.h"
 
 #define DIRECT_MAGIC UDP_DIRECT_MAGIC
@@ -300,6 +306,10 @@ int udp_direct_publish(uint32_t addr, uint16_t port)
 	d->s->h.nonce_addr = (uint64_t)(uintptr_t)&d->nonce;
 	d->s->h.nonce = d->nonce;
 	d->s->h.pidns = pid_ns();
+	/* a trace or injected faults, started any time: every packet goes
+	 * over UDP, where both sides' traces and faults see it */
+	d->s->h.off_addr[0] = (uint64_t)(uintptr_t)&nm_cfg.trace;
+	d->s->h.off_addr[1] = (uint64_t)(uintptr_t)&nm_faults_on;
 	/* last: a sender maps only a segment that says it is complete */
 	__atomic_store_n(&d->s->h.magic, DIRECT_MAGIC, __ATOMIC_RELEASE);
 	d->addr = addr;
@@ -538,9 +548,9 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 	struct direct_seg *s = d->s;
 	struct udp_direct_qp *q;
 	const struct direct_mr *m;
-	struct iovec rem, idl[2], idr[2];
-	uint64_t nonce = 0;
-	int32_t state = -1;
+	struct iovec rem, idl[4], idr[4];
+	uint64_t nonce = 0, trace = 1;
+	int32_t state = -1, faults = 1;
 	uint32_t need = read ? GDAK_ACCESS_REMOTE_READ : GDAK_ACCESS_REMOTE_WRITE;
 	uint32_t npkts = (len + mtu - 1) / mtu;
 	ssize_t n;
@@ -573,18 +583,24 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 	if (!m->valid || m->rkey != rkey || (m->access & need) != need || va < m->start ||
 	    va > m->end || len > m->end - va)
 		goto out; /* the responder's NAK comes over UDP */
-	/* the owner is still the process that published the segment, and its
+	/* the owner is still the process that published the segment, its
 	 * QP is in a state that takes requests now (its own word: a modify to
-	 * ERR stores it, then waits for this lock) */
+	 * ERR stores it, then waits for this lock), and it traces nothing and
+	 * injects no faults (its trace must see the packet) */
 	idl[0] = (struct iovec){ &nonce, sizeof(nonce) };
 	idl[1] = (struct iovec){ &state, sizeof(state) };
+	idl[2] = (struct iovec){ &trace, sizeof(trace) };
+	idl[3] = (struct iovec){ &faults, sizeof(faults) };
 	idr[0] = (struct iovec){ (void *)(uintptr_t)s->h.nonce_addr, sizeof(nonce) };
 	idr[1] = (struct iovec){ (void *)(uintptr_t)q->state_addr, sizeof(state) };
-	n = process_vm_readv(s->h.pid, idl, 2, idr, 2, 0);
+	idr[2] = (struct iovec){ (void *)(uintptr_t)s->h.off_addr[0], sizeof(trace) };
+	idr[3] = (struct iovec){ (void *)(uintptr_t)s->h.off_addr[1], sizeof(faults) };
+	n = process_vm_readv(s->h.pid, idl, 4, idr, 4, 0);
 	if (n < 0 && errno == EPERM)
 		goto refused;
-	if (n != (ssize_t)(sizeof(nonce) + sizeof(state)) || nonce != s->h.nonce ||
-	    (state != GDAK_QPS_RTR && state != GDAK_QPS_RTS))
+	if (n != (ssize_t)(sizeof(nonce) + sizeof(state) + sizeof(trace) + sizeof(faults)) ||
+	    nonce != s->h.nonce || (state != GDAK_QPS_RTR && state != GDAK_QPS_RTS) || trace ||
+	    faults)
 		goto out;
 	rem.iov_base = (void *)(uintptr_t)va;
 	rem.iov_len = len;

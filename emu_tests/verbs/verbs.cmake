@@ -36,9 +36,11 @@ target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_m
 set_tests_properties(gdak.verbs.direct PROPERTIES ENVIRONMENT "GDAK_IBV_DIRECT=1")
 # segments a sender must refuse - group-readable (mode), another user's
 # (uid, as root), a dead pid's (deadpid), a pid that exec'd (exec) - and
-# the kernel refusing the copy (eperm): all of it over UDP, the counts 0;
+# the kernel refusing the copy (eperm), a trace started after connect by
+# the owner (trace) or the sender (trace_tx), which then holds every
+# request's packets: all of it over UDP, the counts 0;
 # sweep: opening a device removes killed and exec'd owners' segments only
-foreach(m range dereg race err mode uid deadpid exec eperm sweep)
+foreach(m range dereg race err mode uid deadpid exec eperm trace trace_tx sweep)
   add_test(NAME gdak.verbs.direct_${m} COMMAND gdak_verbs_direct ${m})
   set_tests_properties(gdak.verbs.direct_${m} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
     LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1")

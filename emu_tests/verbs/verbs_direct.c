@@ -67,7 +67,80 @@ static int skipped; /* the client's probe found the path refused: 77 */
 static int refused_mode(void)
 {
 	return !strcmp(mode, "mode") || !strcmp(mode, "uid") || !strcmp(mode, "deadpid") ||
-	       !strcmp(mode, "exec") || !strcmp(mode, "eperm");
+	       !strcmp(mode, "exec") || !strcmp(mode, "eperm") || !strcmp(mode, "trace") ||
+	       !strcmp(mode, "trace_tx");
+}
+
+/* Modes trace (the server: the owner of the segment) and trace_tx (the
+ * client: the sender): that side traces from right after its connect on,
+ * into the file named by what this returns */
+static char *trace_start(int server)
+{
+	char *p = NULL;
+
+	if (strcmp(mode, server ? "trace" : "trace_tx"))
+		return NULL;
+	p = gdak_test_tmpname("direct", "trace");
+	REQUIRE(p != NULL);
+	REQUIRE_EQ(gdak_ibv_set_trace(p), 0);
+	return p;
+}
+
+/* The trace closed, its packets to QP dqpn counted: the distinct PSNs of
+ * RDMA WRITE FIRST / ONLY packets (a message each) and of READ requests.
+ * pcapng: blocks of (type, length); an EPB (6) holds an Ethernet frame
+ * from byte 28 on, its length at byte 20. */
+static void trace_count(char *path, uint32_t dqpn, unsigned *writes, unsigned *reads)
+{
+	uint32_t wpsn[64], rpsn[64];
+	size_t len = 0, off = 0;
+	uint8_t *b;
+
+	*writes = *reads = 0;
+	REQUIRE_EQ(gdak_ibv_set_trace(NULL), 0);
+	b = gdak_test_slurp(path, &len);
+	REQUIRE(b != NULL);
+	while (off + 12 <= len) {
+		uint32_t type, blen, cap;
+		const uint8_t *f, *bth;
+		unsigned ihl;
+
+		memcpy(&type, b + off, 4);
+		memcpy(&blen, b + off + 4, 4);
+		if (blen < 12 || blen > len - off)
+			break;
+		f = b + off + 28;
+		memcpy(&cap, b + off + 20, 4);
+		off += blen;
+		if (type != 6 || blen < 28 + 14 + 20 + 8 + 12 || cap > blen - 28 || cap < 14 + 20)
+			continue;
+		ihl = (f[14] & 0xfu) * 4;
+		if (f[12] != 0x08 || f[13] != 0 || f[14 + 9] != 17 || cap < 14 + ihl + 8 + 12)
+			continue;
+		if ((f[14 + ihl + 2] << 8 | f[14 + ihl + 3]) != 4791)
+			continue;
+		bth = f + 14 + ihl + 8;
+		if ((uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != dqpn)
+			continue;
+		{
+			uint32_t psn = (uint32_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
+			uint32_t *set = bth[0] == 0x06 || bth[0] == 0x0a ? wpsn
+					: bth[0] == 0x0c		 ? rpsn
+									 : NULL;
+			unsigned *n = set == wpsn ? writes : reads, i;
+
+			if (!set)
+				continue;
+			for (i = 0; i < *n && set[i] != psn; i++)
+				;
+			if (i == *n && *n < 64)
+				set[(*n)++] = psn;
+		}
+	}
+	CHECK_EQ(off, len); /* every block whole */
+	free(b);
+	unlink(path);
+	free(path);
 }
 
 /* GDAK_TEST_DIRECT_DENY=1 or mode eperm: the kernel refuses the client's
@@ -221,12 +294,13 @@ static void client(int fd)
 	uint8_t *expect = malloc(BUF);
 	uint32_t rkey, len = 64;
 	int want, ok;
-	char done = 1, ack = 0;
+	char done = 1, ack = 0, *tpath;
 
 	if (deny_wanted())
 		drop_ptrace_cap(); /* before the NIC thread starts */
 	gdak_vt_side_open(&s, BUF, 1, ACCESS, 0x111111);
 	gdak_vt_side_connect(&s, fd);
+	tpath = trace_start(0);
 	memset(&x, 0, sizeof(x));
 	REQUIRE_EQ(gdak_test_xfer(fd, &x, &x, sizeof(x)), 0);
 	/* may this process write into the server at all? */
@@ -380,6 +454,14 @@ static void client(int fd)
 	ibv_ack_async_event(&ev);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(out, want ? 4u : 0u); /* the refused one went over UDP */
+	if (tpath) {
+		/* every WRITE and the READ went out as packets, in our trace */
+		unsigned w, r;
+
+		trace_count(tpath, s.peer.qpn, &w, &r);
+		CHECK_EQ(w, 4u);
+		CHECK_EQ(r, 1u);
+	}
 	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
 	gdak_vt_side_close(&s);
@@ -406,6 +488,7 @@ static void server(int fd)
 	int32_t own_pid = (int32_t)getpid();
 	pid_t held = -1;
 	int hold = -1, ready = -1;
+	char *tpath;
 
 	REQUIRE(cli && mine && buf2 && want2 && snap);
 	if (deny_wanted())
@@ -440,6 +523,7 @@ static void server(int fd)
 		head->pid = (int32_t)held;
 	}
 	gdak_vt_side_connect(&s, fd);
+	tpath = trace_start(1); /* before the client hears from us again */
 	memset(&x, 0, sizeof(x));
 	x.addr2 = (uintptr_t)buf2;
 	x.rkey2 = mr2->rkey;
@@ -519,7 +603,21 @@ static void server(int fd)
 	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(in, x.probe ? 4u : 0u);
+	if (tpath) {
+		/* and every one came in as packets, in ours */
+		unsigned w, r;
+
+		trace_count(tpath, s.qp->qp_num, &w, &r);
+		tpath = NULL;
+		CHECK_EQ(w, 4u);
+		CHECK_EQ(r, 1u);
+	}
 out:
+	if (tpath) {
+		(void)gdak_ibv_set_trace(NULL);
+		unlink(tpath);
+		free(tpath);
+	}
 	if (head) {
 		head->pid = own_pid; /* ours again: removed at exit */
 		munmap(head, sizeof(*head));
@@ -728,7 +826,8 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg") &&
 	    strcmp(mode, "race") && strcmp(mode, "err") && !refused_mode()) {
 		fprintf(stderr,
-			"usage: %s rkey|range|dereg|race|err|mode|uid|deadpid|exec|eperm|sweep|"
+			"usage: %s rkey|range|dereg|race|err|mode|uid|deadpid|exec|eperm|trace|trace_tx|"
+			"sweep|"
 			"badenv\n",
 			argv[0]);
 		return 2;
