@@ -1133,8 +1133,8 @@ static int direct_rdma(struct udp_qp *u, const struct udp_op *o, const struct ro
 		}
 	}
 	r = udp_direct_rdma(u->dseg_peer, &u->dpeer, wr->op == ROCE_WR_READ, u->rqp.dqpn,
-			    u->addr.s_addr, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu, wr->rkey,
-			    wr->raddr, v, n, wr->len, &npkts);
+			    u->addr.s_addr, u->rx_dport, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu,
+			    wr->rkey, wr->raddr, v, n, wr->len, &npkts);
 	if (r < 0) {
 		/* refused by the kernel: this QP stops asking */
 		udp_direct_put(u->dseg_peer);
@@ -1593,7 +1593,8 @@ static void direct_publish(struct udp_qp *u, const struct gdak_qp_info *peer, ui
 	u->dseg_own = udp_direct_own(u->addr.s_addr, u->rx_dport);
 	if (u->dseg_own) {
 		u->dq = udp_direct_qp_add(u->dseg_own, u->rqp.qpn, u->peer.sin_addr.s_addr,
-					  peer->qpn, mtu, &u->rqp, &u->qp->base.state);
+					  peer->udp_port, peer->qpn, mtu, &u->rqp,
+					  &u->qp->base.state);
 		if (u->dq && !udp_direct_lock(u->dseg_own)) {
 			udp_direct_qp_ok(u->dq,
 					 direct_ready(u) || nm_qp_state(u->qp) == GDAK_QPS_INIT);

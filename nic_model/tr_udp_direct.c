@@ -84,9 +84,10 @@ struct udp_direct_qp {
 	uint32_t qpn;
 	uint64_t state_addr; /* the owner's QP state (nm_qp base.state), in its memory */
 	uint32_t ok;	     /* the responder takes a new message at rseq.epsn */
-	uint32_t peer_addr;  /* network order: the connected requester */
-	uint32_t peer_qpn;
-	uint32_t mtu; /* path MTU */
+	uint32_t peer_addr;  /* network order: the connected requester, */
+	uint32_t peer_port;  /* the port it receives on (our packets' destination), */
+	uint32_t peer_qpn;   /* its QP */
+	uint32_t mtu;	     /* path MTU */
 	struct roce_rseq rseq;
 	uint64_t direct_in; /* requests taken through here */
 };
@@ -449,8 +450,8 @@ void udp_direct_put(struct udp_dseg *d)
 /* ---- the owner: QPs and MRs -------------------------------------------------------- */
 
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
-					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
-					const void *state)
+					uint16_t peer_port, uint32_t peer_qpn, uint32_t mtu,
+					struct roce_qp *r, const void *state)
 {
 	struct udp_direct_qp *q = NULL;
 
@@ -465,6 +466,7 @@ struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32
 		q->qpn = qpn;
 		q->state_addr = (uint64_t)(uintptr_t)state;
 		q->peer_addr = peer_addr;
+		q->peer_port = peer_port;
 		q->peer_qpn = peer_qpn;
 		q->mtu = mtu;
 		q->rseq = *r->rseq;
@@ -541,9 +543,9 @@ void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey)
 /* ---- the sender ---------------------------------------------------------------------- */
 
 int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
-		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
-		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
-		    uint32_t *npkts_out)
+		    uint32_t my_addr, uint16_t my_port, uint32_t my_qpn, uint32_t psn, uint32_t mtu,
+		    uint32_t rkey, uint64_t va, const struct iovec *loc, unsigned nloc,
+		    uint32_t len, uint32_t *npkts_out)
 {
 	struct direct_seg *s = d->s;
 	struct udp_direct_qp *q;
@@ -573,9 +575,10 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 		*cache = q;
 	}
 	/* what the responder checks of the packet: its state, that it comes
-	 * from its peer, the PSN; then the rkey (nm_check_rkey) */
-	if (!q || !q->ok || q->peer_addr != my_addr || q->peer_qpn != my_qpn ||
-	    q->rseq.epsn != psn || q->mtu != mtu)
+	 * from its peer - address, port and QPN: two processes on one address
+	 * may have QPs of one number - the PSN; then the rkey (nm_check_rkey) */
+	if (!q || !q->ok || q->peer_addr != my_addr || q->peer_port != my_port ||
+	    q->peer_qpn != my_qpn || q->rseq.epsn != psn || q->mtu != mtu)
 		goto out;
 	if ((rkey >> 8) >= DIRECT_MRS)
 		goto out;
