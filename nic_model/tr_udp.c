@@ -1133,8 +1133,8 @@ static int direct_rdma(struct udp_qp *u, const struct udp_op *o, const struct ro
 		}
 	}
 	r = udp_direct_rdma(u->dseg_peer, &u->dpeer, wr->op == ROCE_WR_READ, u->rqp.dqpn,
-			    u->addr.s_addr, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu, wr->rkey,
-			    wr->raddr, v, n, wr->len, &npkts);
+			    u->addr.s_addr, u->rx_dport, u->rqp.qpn, u->rqp.tx_psn, u->rqp.cfg.mtu,
+			    wr->rkey, wr->raddr, v, n, wr->len, &npkts);
 	if (r < 0) {
 		/* refused by the kernel: this QP stops asking */
 		udp_direct_put(u->dseg_peer);
@@ -1229,8 +1229,11 @@ static enum nm_tx_result udp_post_send(struct nm_qp *qp, struct nm_op *op)
 			o->nseg++;
 		}
 	}
+	/* (not while this process traces or injects faults: they must see
+	 * every packet, whenever they were turned on) */
 	if (u->dseg_peer && (wr.op == ROCE_WR_WRITE || wr.op == ROCE_WR_READ) &&
-	    roce_req_idle(&u->rqp) && direct_rdma(u, o, &wr))
+	    roce_req_idle(&u->rqp) && !atomic_load_explicit(&nm_cfg.trace, memory_order_relaxed) &&
+	    !atomic_load_explicit(&nm_faults_on, memory_order_relaxed) && direct_rdma(u, o, &wr))
 		return NM_TX_DONE; /* op->status 0: what its ACK would have given */
 	r = roce_post(&u->rqp, &wr);
 	if (r == -EAGAIN)
@@ -1590,7 +1593,8 @@ static void direct_publish(struct udp_qp *u, const struct gdak_qp_info *peer, ui
 	u->dseg_own = udp_direct_own(u->addr.s_addr, u->rx_dport);
 	if (u->dseg_own) {
 		u->dq = udp_direct_qp_add(u->dseg_own, u->rqp.qpn, u->peer.sin_addr.s_addr,
-					  peer->qpn, mtu, &u->rqp, &u->qp->base.state);
+					  peer->udp_port, peer->qpn, mtu, &u->rqp,
+					  &u->qp->base.state);
 		if (u->dq && !udp_direct_lock(u->dseg_own)) {
 			udp_direct_qp_ok(u->dq,
 					 direct_ready(u) || nm_qp_state(u->qp) == GDAK_QPS_INIT);

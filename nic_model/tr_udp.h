@@ -64,6 +64,22 @@ int nm_tr_udp_inline_send(void *list);
  * come and go with them, and a clear returns only when no sender writes
  * into the region.  publish: 0 or -errno (the path stays off). */
 int udp_direct_publish(uint32_t addr, uint16_t port);
+/* The head of a segment (/dev/shm/gdak-direct-NS-ADDR-PORT, mode 0600):
+ * complete once magic is set (last); the owner's pid, in pid namespace
+ * pidns (the inode of /proc/PID/ns/pid), holds nonce at nonce_addr while it
+ * runs the program that made it; off_addr: its words that say "no direct
+ * path now" while non-zero (its trace, its injected faults: a sender reads
+ * them before every copy).  Tests read and plant it. */
+#define UDP_DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
+struct udp_direct_head {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t addr; /* network order */
+	uint32_t port;
+	uint32_t pad;
+	uint64_t nonce_addr, nonce, pidns;
+	uint64_t off_addr[2]; /* an 8-byte word, a 4-byte word */
+};
 void udp_direct_mr_set(uint32_t addr, uint16_t port, uint32_t rkey, uintptr_t start, uintptr_t end,
 		       unsigned access);
 void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey);
@@ -86,11 +102,12 @@ void udp_direct_put(struct udp_dseg *d);
 int udp_direct_lock(struct udp_dseg *d);
 void udp_direct_unlock(struct udp_dseg *d);
 /* Owner, at connect: publish responder r of QP qpn, connected to peer_qpn
- * at peer_addr, its state word (a sender reads it before each copy) at
- * state; r->rseq moves into the entry.  NULL when full. */
+ * at peer_addr:peer_port (the port our packets go to), its state word (a
+ * sender reads it before each copy) at state; r->rseq moves into the
+ * entry.  NULL when full. */
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
-					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
-					const void *state);
+					uint16_t peer_port, uint32_t peer_qpn, uint32_t mtu,
+					struct roce_qp *r, const void *state);
 /* Owner, not under the lock, after the QP stopped taking requests (ERR):
  * closes its entry and returns once no sender that saw it open is still
  * copying. */
@@ -102,15 +119,16 @@ void udp_direct_qp_ok(struct udp_direct_qp *q, int ok);
 /* Requests its peer put in through the direct path. */
 uint64_t udp_direct_qp_in(const struct udp_direct_qp *q);
 /* Sender: a WRITE of len bytes from loc to QP dqpn of segment d at
- * rkey/va (read: a READ of them into loc), as QP my_qpn at my_addr whose
+ * rkey/va (read: a READ of them into loc), as QP my_qpn at my_addr:my_port
+ * (the port it receives on: what its peer was connected to) whose
  * idle requester would send it at PSN psn, path MTU mtu.  1: done (the
  * responder's PSN and MSN advanced by it, *npkts its PSNs); 0: not taken -
  * send it over UDP; -EPERM: the kernel refuses the copy (said once): never
  * again to this owner.  *cache: the peer's entry found last time. */
 int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
-		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
-		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
-		    uint32_t *npkts);
+		    uint32_t my_addr, uint16_t my_port, uint32_t my_qpn, uint32_t psn, uint32_t mtu,
+		    uint32_t rkey, uint64_t va, const struct iovec *loc, unsigned nloc,
+		    uint32_t len, uint32_t *npkts);
 
 /* ---- internal to tr_udp*.c: the in-process wire (tr_udp_local.c) ---------- */
 

@@ -34,10 +34,16 @@
  * after an exec, not another process that got the pid) and the responder
  * QP's own state word (RTR or RTS, or the request goes over UDP; a modify to
  * ERR takes the lock after it stores the state, so no copy that read the
- * old state outlives it).  process_vm_* refused (Yama's ptrace_scope):
- * the path to that owner turns itself off and says so once.
+ * old state outlives it), and two more words: the owner's trace and
+ * injected-faults switches (either on, whenever it was turned on: the
+ * request goes over UDP, so the owner's trace sees it; the sender checks
+ * its own switches before it asks).  process_vm_* refused (Yama's
+ * ptrace_scope): the path to that owner turns itself off and says so once.
+ * A device that claims its address removes the segments of this user
+ * whose owner is gone (killed, or exec'd: no atexit ran).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
@@ -47,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -55,9 +62,10 @@
 #include <arpa/inet.h>
 
 #include "gdak_log.h"
+#include "nm_loc.h"
 #include "tr_udp.h"
 
-#define DIRECT_MAGIC 0x31726964616b6467ull /* "gdakdir1" */
+#define DIRECT_MAGIC UDP_DIRECT_MAGIC
 #define DIRECT_QPS 1024
 #define DIRECT_MRS 4096 /* rkey >> 8 below this: published */
 /* The longest request copied under the owner's lock (which its receive
@@ -76,23 +84,21 @@ struct udp_direct_qp {
 	uint32_t qpn;
 	uint64_t state_addr; /* the owner's QP state (nm_qp base.state), in its memory */
 	uint32_t ok;	     /* the responder takes a new message at rseq.epsn */
-	uint32_t peer_addr;  /* network order: the connected requester */
-	uint32_t peer_qpn;
-	uint32_t mtu; /* path MTU */
+	uint32_t peer_addr;  /* network order: the connected requester, */
+	uint32_t peer_port;  /* the port it receives on (our packets' destination), */
+	uint32_t peer_qpn;   /* its QP */
+	uint32_t mtu;	     /* path MTU */
 	struct roce_rseq rseq;
 	uint64_t direct_in; /* requests taken through here */
 };
 
 struct direct_seg {
-	uint64_t magic;
-	int32_t pid;
-	uint32_t addr;
-	uint32_t port;
-	/* who the owner is: a sender reads nonce_addr in pid's memory before
-	 * every copy and finds nonce there only while the process that made
-	 * the segment runs it (not after an exec, not another process that
-	 * got the pid); pidns: the pid namespace the pid means something in */
-	uint64_t nonce_addr, nonce, pidns;
+	/* magic, pid, address, port; who the owner is: a sender reads
+	 * nonce_addr in pid's memory before every copy and finds nonce there
+	 * only while the process that made the segment runs it (not after an
+	 * exec, not another process that got the pid); pidns: the pid
+	 * namespace the pid means something in (tr_udp.h) */
+	struct udp_direct_head h;
 	pthread_mutex_t lock;
 	struct udp_direct_qp qp[DIRECT_QPS];
 	struct direct_mr mr[DIRECT_MRS];
@@ -105,7 +111,7 @@ struct udp_dseg {
 	int own;
 	int refs;
 	_Atomic int refused; /* process_vm_* of this owner said EPERM once */
-	uint64_t nonce;	     /* own: what s->nonce_addr points at */
+	uint64_t nonce;	     /* own: what s->h.nonce_addr points at */
 	struct direct_seg *s;
 	char name[64];
 };
@@ -135,9 +141,100 @@ static void unlink_own(void)
 	pthread_mutex_lock(&reg_lock);
 	/* not a forked child's: the segments are its parent's */
 	for (struct udp_dseg *d = reg_head; d; d = d->next)
-		if (d->own && d->s->pid == (int32_t)getpid())
+		if (d->own && d->s->h.pid == (int32_t)getpid())
 			shm_unlink(d->name);
 	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---- dead owners' segments ------------------------------------------------------------ */
+
+/* 1 when the owner of the segment whose head is h is gone: no process of
+ * that pid in our pid namespace, or the process there holds no longer the
+ * segment's nonce (it exec'd, or the pid went to another process).  0 when
+ * it is alive or we cannot tell: an incomplete head (its owner may be
+ * writing it), another pid namespace's, a pid of another user's, the
+ * kernel refusing to let us read it (Yama's ptrace_scope). */
+static int owner_gone(const struct udp_direct_head *h)
+{
+	uint64_t v = 0;
+	struct iovec l = { &v, sizeof(v) }, r = { (void *)(uintptr_t)h->nonce_addr, sizeof(v) };
+	ssize_t n;
+
+	if (h->magic != DIRECT_MAGIC || h->pid <= 0 || h->pidns != pid_ns() ||
+	    h->pid == (int32_t)getpid())
+		return 0;
+	if (kill(h->pid, 0))
+		return errno == ESRCH;
+	n = process_vm_readv(h->pid, &l, 1, &r, 1, 0);
+	if (n < 0)
+		return errno == ESRCH || errno == EFAULT; /* gone, or no such word there */
+	return n != (ssize_t)sizeof(v) || v != h->nonce;
+}
+
+/* Remove segment name (/gdak-direct-...) when it is a file of ours -
+ * this user's, no group or other access (the senders' rule), a segment's size -
+ * whose owner is gone.  Under
+ * flock: a publisher that replaces a dead owner's segment of its own
+ * address (udp_direct_publish) takes it too before it unlinks the name, so
+ * the name is removed only while it still names the file judged here,
+ * never the new owner's. */
+static void remove_if_gone(const char *name)
+{
+	struct udp_direct_head h;
+	struct stat st, now;
+	char path[96];
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm%s", name);
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    !(st.st_mode & 077) && (size_t)st.st_size == sizeof(struct direct_seg) &&
+	    !flock(fd, LOCK_EX) && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    owner_gone(&h) && !stat(path, &now) && now.st_dev == st.st_dev &&
+	    now.st_ino == st.st_ino) {
+		if (!shm_unlink(name))
+			GDAK_INFO(NULL, 0, "removed %s: its owner (pid %d) is gone", path,
+				  (int)h.pid);
+	}
+	close(fd); /* (the flock goes with it) */
+}
+
+/* Every dead owner's segment of this user (a process killed by a signal
+ * leaves its own): looked for whenever a device claims its address. */
+static void sweep(void)
+{
+	DIR *dir = opendir("/dev/shm");
+	struct dirent *e;
+	char name[80];
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		unsigned long ns;
+		unsigned a, p;
+		int end = 0;
+
+		if (sscanf(e->d_name, "gdak-direct-%lx-%8x-%u%n", &ns, &a, &p, &end) != 3 ||
+		    e->d_name[end] || strlen(e->d_name) >= sizeof(name) - 1)
+			continue;
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		remove_if_gone(name);
+	}
+	closedir(dir);
+}
+
+/* The segment at name is a dead owner's (we hold its address and port):
+ * away with it, under its flock (see remove_if_gone). */
+static void replace_dead(const char *name)
+{
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+
+	if (fd >= 0)
+		(void)flock(fd, LOCK_EX);
+	shm_unlink(name);
+	if (fd >= 0)
+		close(fd);
 }
 
 int udp_direct_lock(struct udp_dseg *d)
@@ -170,10 +267,11 @@ int udp_direct_publish(uint32_t addr, uint16_t port)
 		return -ENOMEM;
 	seg_name(d->name, sizeof(d->name), addr, port);
 	inet_ntop(AF_INET, &addr, txt, sizeof(txt));
+	sweep();
 	/* we hold addr:port, so a segment of that name is a dead owner's */
 	fd = shm_open(d->name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 && errno == EEXIST) {
-		shm_unlink(d->name);
+		replace_dead(d->name);
 		fd = shm_open(d->name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	}
 	if (fd < 0 || ftruncate(fd, sizeof(struct direct_seg))) {
@@ -200,17 +298,21 @@ int udp_direct_publish(uint32_t addr, uint16_t port)
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&d->s->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	d->s->pid = (int32_t)getpid();
-	d->s->addr = addr;
-	d->s->port = port;
+	d->s->h.pid = (int32_t)getpid();
+	d->s->h.addr = addr;
+	d->s->h.port = port;
 	if (getrandom(&d->nonce, sizeof(d->nonce), 0) != sizeof(d->nonce))
 		d->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)d ^ (uint64_t)time(NULL);
 	d->nonce |= 1; /* never 0, which a fresh page holds */
-	d->s->nonce_addr = (uint64_t)(uintptr_t)&d->nonce;
-	d->s->nonce = d->nonce;
-	d->s->pidns = pid_ns();
+	d->s->h.nonce_addr = (uint64_t)(uintptr_t)&d->nonce;
+	d->s->h.nonce = d->nonce;
+	d->s->h.pidns = pid_ns();
+	/* a trace or injected faults, started any time: every packet goes
+	 * over UDP, where both sides' traces and faults see it */
+	d->s->h.off_addr[0] = (uint64_t)(uintptr_t)&nm_cfg.trace;
+	d->s->h.off_addr[1] = (uint64_t)(uintptr_t)&nm_faults_on;
 	/* last: a sender maps only a segment that says it is complete */
-	__atomic_store_n(&d->s->magic, DIRECT_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->s->h.magic, DIRECT_MAGIC, __ATOMIC_RELEASE);
 	d->addr = addr;
 	d->port = port;
 	d->own = 1;
@@ -232,7 +334,8 @@ void udp_direct_forget(uint32_t addr, uint16_t port)
 	/* we hold addr:port and publish nothing: a segment of that name is a
 	 * dead owner's (shm_unlink refuses another user's) */
 	seg_name(name, sizeof(name), addr, port);
-	shm_unlink(name);
+	replace_dead(name);
+	sweep();
 }
 
 static struct udp_dseg *find(uint32_t addr, uint16_t port, int own)
@@ -270,7 +373,7 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 		return NULL;
 	}
 	d = find(addr, port, 0);
-	if (d && (__atomic_load_n(&d->s->pid, __ATOMIC_RELAXED) <= 0 || kill(d->s->pid, 0))) {
+	if (d && (__atomic_load_n(&d->s->h.pid, __ATOMIC_RELAXED) <= 0 || kill(d->s->h.pid, 0))) {
 		/* its owner died: forget the mapping, look for a new owner's */
 		struct udp_dseg **pp;
 
@@ -309,9 +412,10 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	close(fd);
 	/* a dead owner's that nobody replaced (it crashed; nobody holds its
 	 * address now): not a peer */
-	if (d->s == MAP_FAILED || __atomic_load_n(&d->s->magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
-	    d->s->addr != addr || d->s->port != port || d->s->pid <= 0 || d->s->pidns != pid_ns() ||
-	    kill(d->s->pid, 0)) {
+	if (d->s == MAP_FAILED ||
+	    __atomic_load_n(&d->s->h.magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
+	    d->s->h.addr != addr || d->s->h.port != port || d->s->h.pid <= 0 ||
+	    d->s->h.pidns != pid_ns() || kill(d->s->h.pid, 0)) {
 		if (d->s != MAP_FAILED)
 			munmap(d->s, sizeof(*d->s));
 		free(d);
@@ -346,8 +450,8 @@ void udp_direct_put(struct udp_dseg *d)
 /* ---- the owner: QPs and MRs -------------------------------------------------------- */
 
 struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32_t peer_addr,
-					uint32_t peer_qpn, uint32_t mtu, struct roce_qp *r,
-					const void *state)
+					uint16_t peer_port, uint32_t peer_qpn, uint32_t mtu,
+					struct roce_qp *r, const void *state)
 {
 	struct udp_direct_qp *q = NULL;
 
@@ -362,6 +466,7 @@ struct udp_direct_qp *udp_direct_qp_add(struct udp_dseg *d, uint32_t qpn, uint32
 		q->qpn = qpn;
 		q->state_addr = (uint64_t)(uintptr_t)state;
 		q->peer_addr = peer_addr;
+		q->peer_port = peer_port;
 		q->peer_qpn = peer_qpn;
 		q->mtu = mtu;
 		q->rseq = *r->rseq;
@@ -438,16 +543,16 @@ void udp_direct_mr_clear(uint32_t addr, uint16_t port, uint32_t rkey)
 /* ---- the sender ---------------------------------------------------------------------- */
 
 int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, uint32_t dqpn,
-		    uint32_t my_addr, uint32_t my_qpn, uint32_t psn, uint32_t mtu, uint32_t rkey,
-		    uint64_t va, const struct iovec *loc, unsigned nloc, uint32_t len,
-		    uint32_t *npkts_out)
+		    uint32_t my_addr, uint16_t my_port, uint32_t my_qpn, uint32_t psn, uint32_t mtu,
+		    uint32_t rkey, uint64_t va, const struct iovec *loc, unsigned nloc,
+		    uint32_t len, uint32_t *npkts_out)
 {
 	struct direct_seg *s = d->s;
 	struct udp_direct_qp *q;
 	const struct direct_mr *m;
-	struct iovec rem, idl[2], idr[2];
-	uint64_t nonce = 0;
-	int32_t state = -1;
+	struct iovec rem, idl[4], idr[4];
+	uint64_t nonce = 0, trace = 1;
+	int32_t state = -1, faults = 1;
 	uint32_t need = read ? GDAK_ACCESS_REMOTE_READ : GDAK_ACCESS_REMOTE_WRITE;
 	uint32_t npkts = (len + mtu - 1) / mtu;
 	ssize_t n;
@@ -470,9 +575,10 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 		*cache = q;
 	}
 	/* what the responder checks of the packet: its state, that it comes
-	 * from its peer, the PSN; then the rkey (nm_check_rkey) */
-	if (!q || !q->ok || q->peer_addr != my_addr || q->peer_qpn != my_qpn ||
-	    q->rseq.epsn != psn || q->mtu != mtu)
+	 * from its peer - address, port and QPN: two processes on one address
+	 * may have QPs of one number - the PSN; then the rkey (nm_check_rkey) */
+	if (!q || !q->ok || q->peer_addr != my_addr || q->peer_port != my_port ||
+	    q->peer_qpn != my_qpn || q->rseq.epsn != psn || q->mtu != mtu)
 		goto out;
 	if ((rkey >> 8) >= DIRECT_MRS)
 		goto out;
@@ -480,23 +586,29 @@ int udp_direct_rdma(struct udp_dseg *d, struct udp_direct_qp **cache, int read, 
 	if (!m->valid || m->rkey != rkey || (m->access & need) != need || va < m->start ||
 	    va > m->end || len > m->end - va)
 		goto out; /* the responder's NAK comes over UDP */
-	/* the owner is still the process that published the segment, and its
+	/* the owner is still the process that published the segment, its
 	 * QP is in a state that takes requests now (its own word: a modify to
-	 * ERR stores it, then waits for this lock) */
+	 * ERR stores it, then waits for this lock), and it traces nothing and
+	 * injects no faults (its trace must see the packet) */
 	idl[0] = (struct iovec){ &nonce, sizeof(nonce) };
 	idl[1] = (struct iovec){ &state, sizeof(state) };
-	idr[0] = (struct iovec){ (void *)(uintptr_t)s->nonce_addr, sizeof(nonce) };
+	idl[2] = (struct iovec){ &trace, sizeof(trace) };
+	idl[3] = (struct iovec){ &faults, sizeof(faults) };
+	idr[0] = (struct iovec){ (void *)(uintptr_t)s->h.nonce_addr, sizeof(nonce) };
 	idr[1] = (struct iovec){ (void *)(uintptr_t)q->state_addr, sizeof(state) };
-	n = process_vm_readv(s->pid, idl, 2, idr, 2, 0);
+	idr[2] = (struct iovec){ (void *)(uintptr_t)s->h.off_addr[0], sizeof(trace) };
+	idr[3] = (struct iovec){ (void *)(uintptr_t)s->h.off_addr[1], sizeof(faults) };
+	n = process_vm_readv(s->h.pid, idl, 4, idr, 4, 0);
 	if (n < 0 && errno == EPERM)
 		goto refused;
-	if (n != (ssize_t)(sizeof(nonce) + sizeof(state)) || nonce != s->nonce ||
-	    (state != GDAK_QPS_RTR && state != GDAK_QPS_RTS))
+	if (n != (ssize_t)(sizeof(nonce) + sizeof(state) + sizeof(trace) + sizeof(faults)) ||
+	    nonce != s->h.nonce || (state != GDAK_QPS_RTR && state != GDAK_QPS_RTS) || trace ||
+	    faults)
 		goto out;
 	rem.iov_base = (void *)(uintptr_t)va;
 	rem.iov_len = len;
-	n = read ? process_vm_readv(s->pid, loc, nloc, &rem, 1, 0)
-		 : process_vm_writev(s->pid, loc, nloc, &rem, 1, 0);
+	n = read ? process_vm_readv(s->h.pid, loc, nloc, &rem, 1, 0)
+		 : process_vm_writev(s->h.pid, loc, nloc, &rem, 1, 0);
 	if (n < 0 && errno == EPERM)
 		goto refused;
 	if (n < 0)
@@ -516,7 +628,7 @@ refused:
 		GDAK_WARN(NULL, 0,
 			  "direct path to pid %d off: process_vm_%sv refused (%s; "
 			  "/proc/sys/kernel/yama/ptrace_scope): its requests go over UDP",
-			  (int)s->pid, read ? "read" : "write", strerror(EPERM));
+			  (int)s->h.pid, read ? "read" : "write", strerror(EPERM));
 	udp_direct_unlock(d);
 	return -EPERM;
 }

@@ -67,6 +67,14 @@ gdak_add_test(NAME gdak.net.udp_local SOURCES net/net_local.c LIBS gdak_nic_util
               TIMEOUT 120)
 target_include_directories(gdak_net_udp_local PRIVATE ${PROJECT_SOURCE_DIR}/nic_model)
 
+# The direct path's sender match: a request is taken only from the
+# responder's peer - address, UDP port and QPN - not from another QP of the
+# same number on that address (tr_udp_direct.c)
+gdak_add_test(NAME gdak.net.udp_direct_port SOURCES net/net_direct_port.c LABELS net
+              TIMEOUT 60)
+target_include_directories(gdak_net_udp_direct_port PRIVATE ${PROJECT_SOURCE_DIR}/nic_model
+                           ${_gdak_roce_inc})
+
 # A hostile sender on this host (net/net_forge.c: its own address 127.0.0.2, or
 # with raw sockets the peer's address): every case leaves guards, data, the
 # connected pair and a bystander pair intact (net/net_hostile.c says what each

@@ -31,13 +31,25 @@ set_tests_properties(gdak.verbs.lib_2proc_parked PROPERTIES TIMEOUT 120 SKIP_RET
 # WRITE to a QP its owner moved to ERR lands nowhere (RETRY_EXC_ERR); off
 # (GDAK_IBV_DIRECT=0) every count is 0; a bad value fails the open
 gdak_add_verbs_lib_test(gdak.verbs.direct ${CMAKE_CURRENT_SOURCE_DIR}/verbs/verbs_direct.c)
-target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv)
+target_include_directories(gdak_verbs_direct PRIVATE ${PROJECT_SOURCE_DIR}/nic_model/ibv
+  ${PROJECT_SOURCE_DIR}/nic_model ${PROJECT_SOURCE_DIR}/core/include)
 set_tests_properties(gdak.verbs.direct PROPERTIES ENVIRONMENT "GDAK_IBV_DIRECT=1")
-foreach(m range dereg race err)
+# segments a sender must refuse - group-readable (mode), another user's
+# (uid, as root), a dead pid's (deadpid), a pid that exec'd (exec) - and
+# the kernel refusing the copy (eperm), a trace started after connect by
+# the owner (trace) or the sender (trace_tx), which then holds every
+# request's packets: all of it over UDP, the counts 0;
+# sweep: opening a device removes killed and exec'd owners' segments only
+foreach(m range dereg race err mode uid deadpid exec eperm trace trace_tx sweep)
   add_test(NAME gdak.verbs.direct_${m} COMMAND gdak_verbs_direct ${m})
   set_tests_properties(gdak.verbs.direct_${m} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
     LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1")
 endforeach()
+# a direct-path test whose probe finds process_vm_writev refused skips (77)
+add_test(NAME gdak.verbs.direct_denied COMMAND sh -c "\"$0\" rkey; test $? -eq 77"
+  $<TARGET_FILE:gdak_verbs_direct>)
+set_tests_properties(gdak.verbs.direct_denied PROPERTIES TIMEOUT 120
+  LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=1;GDAK_TEST_DIRECT_DENY=1")
 add_test(NAME gdak.verbs.direct_off COMMAND gdak_verbs_direct rkey)
 set_tests_properties(gdak.verbs.direct_off PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
   LABELS "emu;net" ENVIRONMENT "GDAK_IBV_DIRECT=0")

@@ -28,17 +28,29 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/capability.h>
 
 #include <infiniband/verbs.h>
 
 #include "gdak_test.h"
+#include "gdak_test_proc.h"
 #include "gdak_verbs.h"
 #include "gv_private.h"
+#include "tr_udp.h"
 
 #define BUF (256 * 1024)
 #define BUF2 8192
@@ -47,6 +59,183 @@
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
 static const char *mode;
+static int skipped; /* the client's probe found the path refused: 77 */
+
+/* Modes whose segment a sender must refuse (the server plants it so before
+ * the client connects) or whose copies the kernel refuses: every request
+ * goes over UDP, the counts stay 0, the bytes and CQEs are the same. */
+static int refused_mode(void)
+{
+	return !strcmp(mode, "mode") || !strcmp(mode, "uid") || !strcmp(mode, "deadpid") ||
+	       !strcmp(mode, "exec") || !strcmp(mode, "eperm") || !strcmp(mode, "trace") ||
+	       !strcmp(mode, "trace_tx");
+}
+
+/* Modes trace (the server: the owner of the segment) and trace_tx (the
+ * client: the sender): that side traces from right after its connect on,
+ * into the file named by what this returns */
+static char *trace_start(int server)
+{
+	char *p = NULL;
+
+	if (strcmp(mode, server ? "trace" : "trace_tx"))
+		return NULL;
+	p = gdak_test_tmpname("direct", "trace");
+	REQUIRE(p != NULL);
+	REQUIRE_EQ(gdak_ibv_set_trace(p), 0);
+	return p;
+}
+
+/* The trace closed, its packets to QP dqpn counted: the distinct PSNs of
+ * RDMA WRITE FIRST / ONLY packets (a message each) and of READ requests.
+ * pcapng: blocks of (type, length); an EPB (6) holds an Ethernet frame
+ * from byte 28 on, its length at byte 20. */
+static void trace_count(char *path, uint32_t dqpn, unsigned *writes, unsigned *reads)
+{
+	uint32_t wpsn[64], rpsn[64];
+	size_t len = 0, off = 0;
+	uint8_t *b;
+
+	*writes = *reads = 0;
+	REQUIRE_EQ(gdak_ibv_set_trace(NULL), 0);
+	b = gdak_test_slurp(path, &len);
+	REQUIRE(b != NULL);
+	while (off + 12 <= len) {
+		uint32_t type, blen, cap;
+		const uint8_t *f, *bth;
+		unsigned ihl;
+
+		memcpy(&type, b + off, 4);
+		memcpy(&blen, b + off + 4, 4);
+		if (blen < 12 || blen > len - off)
+			break;
+		f = b + off + 28;
+		memcpy(&cap, b + off + 20, 4);
+		off += blen;
+		if (type != 6 || blen < 28 + 14 + 20 + 8 + 12 || cap > blen - 28 || cap < 14 + 20)
+			continue;
+		ihl = (f[14] & 0xfu) * 4;
+		if (f[12] != 0x08 || f[13] != 0 || f[14 + 9] != 17 || cap < 14 + ihl + 8 + 12)
+			continue;
+		if ((f[14 + ihl + 2] << 8 | f[14 + ihl + 3]) != 4791)
+			continue;
+		bth = f + 14 + ihl + 8;
+		if ((uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != dqpn)
+			continue;
+		{
+			uint32_t psn = (uint32_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
+			uint32_t *set = bth[0] == 0x06 || bth[0] == 0x0a ? wpsn
+					: bth[0] == 0x0c		 ? rpsn
+									 : NULL;
+			unsigned *n = set == wpsn ? writes : reads, i;
+
+			if (!set)
+				continue;
+			for (i = 0; i < *n && set[i] != psn; i++)
+				;
+			if (i == *n && *n < 64)
+				set[(*n)++] = psn;
+		}
+	}
+	CHECK_EQ(off, len); /* every block whole */
+	free(b);
+	unlink(path);
+	free(path);
+}
+
+/* GDAK_TEST_DIRECT_DENY=1 or mode eperm: the kernel refuses the client's
+ * process_vm_* into the server (the server not dumpable, the client
+ * without CAP_SYS_PTRACE), as Yama's ptrace_scope would. */
+static int deny_wanted(void)
+{
+	const char *e = getenv("GDAK_TEST_DIRECT_DENY");
+
+	return !strcmp(mode, "eperm") || (e && !strcmp(e, "1"));
+}
+
+/* This thread's CAP_SYS_PTRACE away (the threads it starts after have none
+ * either): ptrace's access rule then holds for root too. */
+static void drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	REQUIRE_EQ(syscall(SYS_capget, &h, d), 0);
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	d[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
+	REQUIRE_EQ(syscall(SYS_capset, &h, d), 0);
+}
+
+/* /dev/shm's name of the segment of a device at addr (network order), port */
+static void seg_path(char *buf, size_t n, uint32_t addr, unsigned port)
+{
+	struct stat st;
+
+	REQUIRE_EQ(stat("/proc/self/ns/net", &st), 0);
+	snprintf(buf, n, "/dev/shm/gdak-direct-%lx-%08x-%u", (unsigned long)st.st_ino,
+		 (unsigned)ntohl(addr), port);
+}
+
+static uint32_t gid_addr(const union ibv_gid *g)
+{
+	uint32_t a;
+
+	memcpy(&a, g->raw + 12, 4);
+	return a;
+}
+
+/* The head of the segment at path, mapped (to be planted) */
+static struct udp_direct_head *map_head(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	void *p;
+
+	REQUIRE(fd >= 0);
+	p = mmap(NULL, sizeof(struct udp_direct_head), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	REQUIRE(p != MAP_FAILED);
+	CHECK_EQ(((struct udp_direct_head *)p)->magic, UDP_DIRECT_MAGIC);
+	return p;
+}
+
+/* A pid nobody has now (a child that exited, reaped) */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+
+	REQUIRE(p >= 0);
+	if (p == 0)
+		_exit(0);
+	gdak_test_reap(p);
+	return p;
+}
+
+/* A child that exec'd this program ("hold": it says so on *ready, then
+ * waits for EOF on the pipe whose write end is *hold). */
+static pid_t exec_child(int *hold, int *ready)
+{
+	int h[2], r[2];
+	pid_t p;
+	char c = 0;
+
+	REQUIRE_EQ(pipe2(h, O_CLOEXEC), 0);
+	REQUIRE_EQ(pipe2(r, O_CLOEXEC), 0);
+	p = fork();
+	REQUIRE(p >= 0);
+	if (p == 0) {
+		if (dup2(h[0], 0) < 0 || dup2(r[1], 1) < 0)
+			_exit(127);
+		execl("/proc/self/exe", "gdak_verbs_direct", "hold", (char *)NULL);
+		_exit(127);
+	}
+	close(h[0]);
+	close(r[1]);
+	REQUIRE_EQ(read(r[0], &c, 1), 1);
+	CHECK_EQ(c, 'x');
+	*hold = h[1];
+	*ready = r[0];
+	return p;
+}
 
 /* What the server tells the client besides gdak_vt_info: its second MR
  * and its pid (for the probe), and whether the path is expected. */
@@ -56,6 +245,7 @@ struct extra {
 	int32_t pid;
 	uint8_t probe; /* the path is expected */
 	uint8_t wrote; /* the client's probe wrote buf2[0] */
+	uint8_t skip;  /* the client's probe found no direct path to test */
 };
 
 /* the client's last message before the server reads its memory */
@@ -104,28 +294,47 @@ static void client(int fd)
 	uint8_t *expect = malloc(BUF);
 	uint32_t rkey, len = 64;
 	int want, ok;
-	char done = 1, ack = 0;
+	char done = 1, ack = 0, *tpath;
 
+	if (deny_wanted())
+		drop_ptrace_cap(); /* before the NIC thread starts */
 	gdak_vt_side_open(&s, BUF, 1, ACCESS, 0x111111);
 	gdak_vt_side_connect(&s, fd);
+	tpath = trace_start(0);
 	memset(&x, 0, sizeof(x));
 	REQUIRE_EQ(gdak_test_xfer(fd, &x, &x, sizeof(x)), 0);
 	/* may this process write into the server at all? */
 	{
 		struct iovec l = { &probe_byte, 1 }, r = { (void *)(uintptr_t)x.addr2, 1 };
+		int e;
 
 		ok = process_vm_writev(x.pid, &l, 1, &r, 1, 0) == 1;
-		if (!ok)
-			printf("# process_vm_writev into the server: %s: the UDP path is expected\n",
-			       strerror(errno));
+		e = errno;
+		if (!strcmp(mode, "eperm")) {
+			CHECK(!ok);
+			CHECK_EQ(ok ? 0 : e, EPERM);
+		} else if (!ok && direct_wanted() && !refused_mode()) {
+			/* a test of the direct path that would only see UDP */
+			fprintf(stderr,
+				"SKIP: process_vm_writev into the server: %s (Yama's "
+				"/proc/sys/kernel/yama/ptrace_scope?): no direct path to test\n",
+				strerror(e));
+			skipped = 1;
+		}
 	}
-	want = direct_wanted() && ok;
+	want = direct_wanted() && ok && !refused_mode();
 	{
 		struct extra v = x, none;
 
 		v.probe = (uint8_t)want;
 		v.wrote = (uint8_t)ok;
+		v.skip = (uint8_t)skipped;
 		REQUIRE_EQ(gdak_test_xfer(fd, &none, &v, sizeof(v)), 0);
+	}
+	if (skipped) {
+		gdak_vt_side_close(&s);
+		free(expect);
+		return;
 	}
 
 	/* four good requests, one at a time: each completes with its CQE */
@@ -192,7 +401,7 @@ static void client(int fd)
 
 	raddr = s.peer.addr;
 	rkey = s.peer.rkey;
-	if (!strcmp(mode, "rkey")) {
+	if (!strcmp(mode, "rkey") || refused_mode()) {
 		rkey = s.peer.rkey ^ 0x5500; /* another slot: never registered */
 	} else if (!strcmp(mode, "range")) {
 		raddr = s.peer.addr + BUF - 32;
@@ -245,6 +454,14 @@ static void client(int fd)
 	ibv_ack_async_event(&ev);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(out, want ? 4u : 0u); /* the refused one went over UDP */
+	if (tpath) {
+		/* every WRITE and the READ went out as packets, in our trace */
+		unsigned w, r;
+
+		trace_count(tpath, s.peer.qpn, &w, &r);
+		CHECK_EQ(w, 4u);
+		CHECK_EQ(r, 1u);
+	}
 	CHECK_EQ(gdak_test_xfer(fd, &ack, &done, 1), 0);
 	CHECK_EQ(ack, 1);
 	gdak_vt_side_close(&s);
@@ -266,7 +483,16 @@ static void server(int fd)
 	struct ibv_mr *mr3;
 	struct ibv_wc wc;
 
+	char path[128];
+	struct udp_direct_head *head = NULL;
+	int32_t own_pid = (int32_t)getpid();
+	pid_t held = -1;
+	int hold = -1, ready = -1;
+	char *tpath;
+
 	REQUIRE(cli && mine && buf2 && want2 && snap);
+	if (deny_wanted())
+		CHECK_EQ(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), 0);
 	gdak_vt_side_open(&s, BUF, 2, ACCESS, 0x222222);
 	mr3 = ibv_reg_mr(s.pd, rb, sizeof(rb), IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(mr3 != NULL);
@@ -279,7 +505,25 @@ static void server(int fd)
 	gdak_test_fill(buf2, BUF2, 3);
 	mr2 = ibv_reg_mr(s.pd, buf2, BUF2, ACCESS);
 	REQUIRE(mr2 != NULL);
+	/* before the client connects (it maps our segment then): what no
+	 * sender may take for ours */
+	seg_path(path, sizeof(path), gid_addr(&s.me.gid), 4791);
+	if (!strcmp(mode, "mode")) {
+		CHECK_EQ(chmod(path, 0640), 0); /* group may read: not private */
+	} else if (!strcmp(mode, "uid")) {
+		CHECK_EQ(chown(path, 65534, 65534), 0); /* nobody's */
+	} else if (!strcmp(mode, "deadpid")) {
+		head = map_head(path);
+		head->pid = (int32_t)dead_pid();
+	} else if (!strcmp(mode, "exec")) {
+		/* a live process at the pid, of this user, in this pid namespace,
+		 * that exec'd: it does not hold the segment's nonce */
+		held = exec_child(&hold, &ready);
+		head = map_head(path);
+		head->pid = (int32_t)held;
+	}
 	gdak_vt_side_connect(&s, fd);
+	tpath = trace_start(1); /* before the client hears from us again */
 	memset(&x, 0, sizeof(x));
 	x.addr2 = (uintptr_t)buf2;
 	x.rkey2 = mr2->rkey;
@@ -292,7 +536,10 @@ static void server(int fd)
 		REQUIRE_EQ(gdak_test_xfer(fd, &v, &v, sizeof(v)), 0); /* the probe's verdict */
 		x.probe = v.probe;
 		x.wrote = v.wrote;
+		x.skip = v.skip;
 	}
+	if (x.skip)
+		goto out;
 	gdak_test_fill(cli, BUF, 1);
 	gdak_test_fill(mine, BUF, 2);
 	gdak_test_fill(want2, BUF2, 3);
@@ -356,7 +603,30 @@ static void server(int fd)
 	CHECK_MEM(s.buf + 70008, mine + 70008, BUF - 70008);
 	REQUIRE_EQ(gdak_ibv_qp_direct(s.qp, &out, &in), 0);
 	CHECK_EQ(in, x.probe ? 4u : 0u);
+	if (tpath) {
+		/* and every one came in as packets, in ours */
+		unsigned w, r;
+
+		trace_count(tpath, s.qp->qp_num, &w, &r);
+		tpath = NULL;
+		CHECK_EQ(w, 4u);
+		CHECK_EQ(r, 1u);
+	}
 out:
+	if (tpath) {
+		(void)gdak_ibv_set_trace(NULL);
+		unlink(tpath);
+		free(tpath);
+	}
+	if (head) {
+		head->pid = own_pid; /* ours again: removed at exit */
+		munmap(head, sizeof(*head));
+	}
+	if (held > 0) {
+		close(hold);
+		close(ready);
+		gdak_test_reap(held);
+	}
 	if (mr2)
 		CHECK_EQ(ibv_dereg_mr(mr2), 0);
 	CHECK_EQ(ibv_dereg_mr(mr3), 0);
@@ -388,15 +658,184 @@ static int badenv(void)
 	return gdak_test_end();
 }
 
+/* A device of a child process (its segment published), which tells us its
+ * address on *ready and then: kill 0 waits to be killed, 1 waits for EOF on
+ * *hold, 2 exec's "hold" (its segment stays, its nonce goes). */
+static pid_t seg_child(int how, uint32_t *addr, int *hold, int *ready)
+{
+	int h[2], r[2];
+	pid_t p, me = getpid();
+
+	REQUIRE_EQ(pipe2(h, O_CLOEXEC), 0);
+	REQUIRE_EQ(pipe2(r, O_CLOEXEC), 0);
+	fflush(NULL);
+	p = fork();
+	REQUIRE(p >= 0);
+	if (p == 0) {
+		struct ibv_context *c;
+		union ibv_gid g;
+		uint32_t a;
+		char x;
+
+		close(h[1]);
+		close(r[0]);
+		if (how != 1) {
+			/* an address of its own outside 127.0.0.0/24 (where the
+			 * devices that come after claim theirs): the one this
+			 * segment names stays unclaimed when this child is gone */
+			char a4[32];
+
+			snprintf(a4, sizeof(a4), "127.%d.%u.%u", 253 - how,
+				 (unsigned)(me >> 8) & 0xff, (unsigned)me & 0xff);
+			setenv("GDAK_IBV_ADDR", a4, 1);
+		}
+		c = gdak_vt_open_first();
+		if (!c || ibv_query_gid(c, 1, 0, &g))
+			_exit(1);
+		a = gid_addr(&g);
+		if (write(r[1], &a, 4) != 4)
+			_exit(1);
+		if (how == 0)
+			for (;;)
+				pause();
+		if (how == 2) {
+			if (dup2(h[0], 0) < 0 || dup2(r[1], 1) < 0)
+				_exit(127);
+			execl("/proc/self/exe", "gdak_verbs_direct", "hold", (char *)NULL);
+			_exit(127);
+		}
+		while (read(h[0], &x, 1) > 0)
+			;
+		ibv_close_device(c);
+		exit(0); /* (its atexit removes its segment) */
+	}
+	close(h[0]);
+	close(r[1]);
+	REQUIRE_EQ(read(r[0], addr, 4), 4);
+	if (how == 2) {
+		char c = 0;
+
+		REQUIRE_EQ(read(r[0], &c, 1), 1); /* it exec'd */
+		CHECK_EQ(c, 'x');
+	}
+	*hold = h[1];
+	*ready = r[0];
+	return p;
+}
+
+/* A copy of segment from at path, its head's pid set to pid, mode m and
+ * (uid != -1) another owner. */
+static void plant(const char *from, const char *path, int32_t pid, mode_t m, uid_t uid)
+{
+	static uint8_t buf[1 << 20];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	REQUIRE(in >= 0);
+	n = read(in, buf, sizeof(buf));
+	close(in);
+	REQUIRE(n >= (ssize_t)sizeof(struct udp_direct_head) && n < (ssize_t)sizeof(buf));
+	((struct udp_direct_head *)(void *)buf)->pid = pid;
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	REQUIRE(out >= 0);
+	REQUIRE_EQ(write(out, buf, (size_t)n), n);
+	REQUIRE_EQ(fchmod(out, m), 0);
+	if (uid != (uid_t)-1)
+		REQUIRE_EQ(fchown(out, uid, uid), 0);
+	close(out);
+}
+
+/* Opening a device removes every segment of this user whose owner is gone -
+ * killed (SIGKILL: no atexit), or exec'd - and no other: a live owner's, one
+ * that others may read, another user's (as root). */
+static int sweep_test(void)
+{
+	char pk[128], pl[128], pe[128], pmode[128], puid[128];
+	uint32_t ak, al, ae;
+	int hk, rk, hl, rl, he, re;
+	pid_t k, l, e;
+	struct ibv_context *c;
+	int root = geteuid() == 0;
+
+	k = seg_child(0, &ak, &hk, &rk);
+	l = seg_child(1, &al, &hl, &rl);
+	e = seg_child(2, &ae, &he, &re);
+	seg_path(pk, sizeof(pk), ak, 4791);
+	seg_path(pl, sizeof(pl), al, 4791);
+	seg_path(pe, sizeof(pe), ae, 4791);
+	REQUIRE_EQ(kill(k, SIGKILL), 0);
+	REQUIRE_EQ(waitpid(k, NULL, 0), k);
+	/* (port 1: no device's; the address: this test's) */
+	seg_path(pmode, sizeof(pmode), htonl(0x7ffe0000u | ((uint32_t)getpid() & 0xffff)), 1);
+	seg_path(puid, sizeof(puid), htonl(0x7ffd0000u | ((uint32_t)getpid() & 0xffff)), 1);
+	plant(pl, pmode, (int32_t)k, 0640, (uid_t)-1);
+	if (root)
+		plant(pl, puid, (int32_t)k, 0600, 65534);
+	if (access(pk, F_OK))
+		printf("# %s: already gone (another device's open)\n", pk);
+	CHECK_EQ(access(pe, F_OK), 0); /* an exec leaves it */
+
+	c = gdak_vt_open_first();
+	REQUIRE(c != NULL);
+	CHECK(access(pk, F_OK) != 0 && errno == ENOENT); /* killed */
+	CHECK(access(pe, F_OK) != 0 && errno == ENOENT); /* exec'd */
+	CHECK_EQ(access(pl, F_OK), 0);			 /* alive */
+	CHECK_EQ(access(pmode, F_OK), 0);		 /* not private: not ours */
+	if (root)
+		CHECK_EQ(access(puid, F_OK), 0); /* another user's */
+	ibv_close_device(c);
+
+	CHECK_EQ(unlink(pmode), 0);
+	if (root)
+		CHECK_EQ(unlink(puid), 0);
+	close(hl);
+	close(he);
+	gdak_test_reap(l);
+	gdak_test_reap(e);
+	CHECK(access(pl, F_OK) != 0 && errno == ENOENT); /* removed at its exit */
+	close(rk);
+	close(hk);
+	close(rl);
+	close(re);
+	return gdak_test_end();
+}
+
+/* "hold" (exec_child's program): says so, then waits for its pipe's EOF */
+static int hold_mode(void)
+{
+	char c;
+
+	if (write(1, "x", 1) != 1)
+		return 1;
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	int r;
+
 	mode = argc > 1 ? argv[1] : "rkey";
+	if (!strcmp(mode, "hold"))
+		return hold_mode();
 	if (!strcmp(mode, "badenv"))
 		return badenv();
+	if (!strcmp(mode, "sweep"))
+		return sweep_test();
 	if (strcmp(mode, "rkey") && strcmp(mode, "range") && strcmp(mode, "dereg") &&
-	    strcmp(mode, "race") && strcmp(mode, "err")) {
-		fprintf(stderr, "usage: %s rkey|range|dereg|race|err|badenv\n", argv[0]);
+	    strcmp(mode, "race") && strcmp(mode, "err") && !refused_mode()) {
+		fprintf(stderr,
+			"usage: %s rkey|range|dereg|race|err|mode|uid|deadpid|exec|eperm|trace|trace_tx|"
+			"sweep|"
+			"badenv\n",
+			argv[0]);
 		return 2;
 	}
-	return gdak_test_2proc(server, client);
+	if (!strcmp(mode, "uid") && geteuid() != 0) {
+		fprintf(stderr, "SKIP: uid: only root can give its segment to another user\n");
+		return 77;
+	}
+	r = gdak_test_2proc(server, client);
+	return r == 0 && skipped ? 77 : r;
 }

@@ -11,6 +11,7 @@
 #include "tr_udp.h"
 #include "gv_private.h"
 #include "nm_ext.h"
+#include <gdak/nic.h>
 
 /* a register page whose writes nobody reads: the CQ arm doorbell (the
  * notifier of gv_verbs.c serves completion channels from the rings) */
@@ -31,6 +32,11 @@ GV_EXPORT int gdak_ibv_qp_direct(struct ibv_qp *qp, uint64_t *out, uint64_t *in)
 	*out = st.direct_wqes;
 	*in = st.direct_in;
 	return 0;
+}
+
+GV_EXPORT int gdak_ibv_set_trace(const char *path)
+{
+	return -gdak_nic_set_trace(path);
 }
 
 GV_EXPORT int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out)

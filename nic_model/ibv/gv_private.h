@@ -52,6 +52,9 @@ int gdak_ibv_qp_rings(struct ibv_qp *qp, struct gdak_ibv_qp_rings *out);
 /* The QP's direct-path counts (docs/VERBS.md "Threads"): WQEs its requester
  * did in a peer process's memory, requests a peer did in ours.  0 or EINVAL. */
 int gdak_ibv_qp_direct(struct ibv_qp *qp, uint64_t *out, uint64_t *in);
+/* gdak_nic_set_trace: trace into path from now on (NULL: close the trace,
+ * complete on disk); 0 or an errno value. */
+int gdak_ibv_set_trace(const char *path);
 int gdak_ibv_cq_ring(struct ibv_cq *cq, struct gdak_ibv_cq_ring *out);
 /* The 24-bit protection domain number. */
 int gdak_ibv_pd_num(struct ibv_pd *pd, uint32_t *pdn);
