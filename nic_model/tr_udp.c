@@ -1824,15 +1824,27 @@ int nm_tr_udp_qp_direct(struct gdak_qp *bqp)
 	return u && __atomic_load_n(&u->dseg_peer, __ATOMIC_RELAXED) != NULL;
 }
 
+/* The emulated QP behind an API QP, and its udp state; NULL when it is not
+ * an emu QP on this transport (the entry points below answer -EINVAL). */
+static struct udp_qp *udp_of(struct gdak_qp *bqp, struct nm_qp **qpp)
+{
+	struct nm_qp *qp;
+
+	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+		return NULL;
+	qp = nm_qp_of(bqp);
+	if (qp->ctx->tr != &nm_tr_udp_ops)
+		return NULL;
+	*qpp = qp;
+	return qp->tr_priv;
+}
+
 int nm_tr_udp_qp_stats(struct gdak_qp *bqp, struct roce_stats *st)
 {
 	struct nm_qp *qp;
-	struct udp_qp *u;
+	struct udp_qp *u = udp_of(bqp, &qp);
 
-	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
-		return -EINVAL;
-	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv))
+	if (!u)
 		return -EINVAL;
 	/* called from any thread while the NIC thread counts: relaxed loads */
 	roce_stats_read(st, &u->rqp.stats);
@@ -1869,13 +1881,11 @@ int nm_tr_udp_qp_peek(struct gdak_qp *bqp, struct nm_tr_udp_peek *out)
 {
 	struct nm_qp *qp;
 	struct peek_call c;
+	struct udp_qp *u = udp_of(bqp, &qp);
 
-	if (!bqp || !out || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
+	if (!u || !out)
 		return -EINVAL;
-	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !qp->tr_priv)
-		return -EINVAL;
-	c = (struct peek_call){ .u = qp->tr_priv, .out = out };
+	c = (struct peek_call){ .u = u, .out = out };
 	nm_thread_call(qp->thr, peek_on_thread, &c);
 	return 0;
 }
@@ -1928,12 +1938,9 @@ int nm_tr_udp_set_sq_psn(struct gdak_qp *bqp, uint32_t psn)
 {
 	struct set_psn a;
 	struct nm_qp *qp;
-	struct udp_qp *u;
+	struct udp_qp *u = udp_of(bqp, &qp);
 
-	if (!bqp || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
-		return -EINVAL;
-	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv))
+	if (!u)
 		return -EINVAL;
 	if (!u->watching) {
 		u->psn0 = psn & ROCE_PSN_MASK;
@@ -1956,12 +1963,9 @@ void nm_tr_udp_set_directory(struct udp_inbox *(*fn)(uint32_t addr, uint16_t por
 int nm_tr_udp_set_rx_port(struct gdak_qp *bqp, uint16_t port)
 {
 	struct nm_qp *qp;
-	struct udp_qp *u;
+	struct udp_qp *u = udp_of(bqp, &qp);
 
-	if (!bqp || !port || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
-		return -EINVAL;
-	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || u->watching)
+	if (!u || !port || u->watching)
 		return -EINVAL;
 	u->rx_dport = port;
 	return 0;
@@ -1993,12 +1997,9 @@ int nm_tr_udp_set_retry(struct gdak_qp *bqp, uint8_t retry_cnt, uint8_t rnr_retr
 {
 	struct set_retry a;
 	struct nm_qp *qp;
-	struct udp_qp *u;
+	struct udp_qp *u = udp_of(bqp, &qp);
 
-	if (!bqp || retry_cnt > 7 || rnr_retry > 7 || strcmp(gdak_ctx_backend(bqp->ctx), "emu"))
-		return -EINVAL;
-	qp = nm_qp_of(bqp);
-	if (qp->ctx->tr != &nm_tr_udp_ops || !(u = qp->tr_priv) || !u->watching)
+	if (!u || retry_cnt > 7 || rnr_retry > 7 || !u->watching)
 		return -EINVAL;
 	a = (struct set_retry){ .u = u, .retry_cnt = retry_cnt, .rnr_retry = rnr_retry };
 	nm_thread_call(qp->thr, set_retry_on_thread, &a);

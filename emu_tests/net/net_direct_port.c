@@ -66,7 +66,8 @@ static int try_write(struct udp_dseg *d, uint32_t addr, uint16_t port, uint32_t 
 
 static int sender(char **argv)
 {
-	uint32_t own = (uint32_t)strtoul(argv[2], NULL, 0), peer = (uint32_t)strtoul(argv[3], NULL, 0);
+	uint32_t own = (uint32_t)strtoul(argv[2], NULL, 0),
+		 peer = (uint32_t)strtoul(argv[3], NULL, 0);
 	uint64_t va = strtoull(argv[4], NULL, 0);
 	struct udp_dseg *d;
 	uint32_t np = 0;

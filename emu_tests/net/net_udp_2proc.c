@@ -404,12 +404,12 @@ static int server_xatomic(struct ep *e)
 
 	REQUIRE_EQ(gdak_bootstrap_barrier(e->bs), 0);
 	/* the barrier orders this process's NIC thread's atomics before this
-	 * read through the client, which ThreadSanitizer cannot see: a call
+	 * read through the client, which ThreadSanitizer cannot see: a peek
 	 * the NIC thread runs after them gives the order within this process */
 	{
-		struct roce_stats st;
+		struct nm_tr_udp_peek pk;
 
-		REQUIRE_EQ(nm_tr_udp_qp_stats(e->q.qp, &st), 0);
+		REQUIRE_EQ(nm_tr_udp_qp_peek(e->q.qp, &pk), 0);
 	}
 	CHECK_MEM(e->buf + X_OFF, x_final32, 16);
 	CHECK_MEM(e->buf + X_OFF + 16, x_final64, 32);

@@ -6,9 +6,10 @@
 int demo_pair_open(struct demo_pair *p, const char *device, struct gdak_dev_qp **da,
 		   struct gdak_dev_qp **db)
 {
-	struct gdak_qp_attr qa = {.sq_depth = 64, .cq_depth = 64, .nic_thread = -1};
-	struct gdak_qp_attr qb = {.sq_depth = 8, .cq_depth = 8, .rq_depth = 64, .rcq_depth = 64,
-				  .nic_thread = -1};
+	struct gdak_qp_attr qa = { .sq_depth = 64, .cq_depth = 64, .nic_thread = -1 };
+	struct gdak_qp_attr qb = {
+		.sq_depth = 8, .cq_depth = 8, .rq_depth = 64, .rcq_depth = 64, .nic_thread = -1
+	};
 	struct gdak_qp_info ia, ib;
 	int rc;
 
