@@ -95,6 +95,7 @@ static void reg_del(struct nm_qp *qp)
 	nm_qp_list_del(&reg, qp);
 	pthread_mutex_unlock(&reg_lock);
 }
+
 struct nm_cq *nm_cq_lookup_own(uint32_t cqn)
 {
 	struct nm_cq *cq = NULL;

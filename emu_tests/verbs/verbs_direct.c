@@ -117,16 +117,17 @@ static void trace_count(char *path, uint32_t dqpn, unsigned *writes, unsigned *r
 		ihl = (f[14] & 0xfu) * 4;
 		if (f[12] != 0x08 || f[13] != 0 || f[14 + 9] != 17 || cap < 14 + ihl + 8 + 12)
 			continue;
-		if ((f[14 + ihl + 2] << 8 | f[14 + ihl + 3]) != 4791)
+		if (roce_get16(f + 14 + ihl + 2) != ROCE_UDP_PORT)
 			continue;
 		bth = f + 14 + ihl + 8;
-		if ((uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != dqpn)
+		if (bth_qpn(bth) != dqpn)
 			continue;
 		{
-			uint32_t psn = (uint32_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
-			uint32_t *set = bth[0] == 0x06 || bth[0] == 0x0a ? wpsn
-					: bth[0] == 0x0c		 ? rpsn
-									 : NULL;
+			uint8_t op = bth_opcode(bth);
+			uint32_t psn = bth_psn(bth);
+			uint32_t *set = op == ROCE_WRITE_FIRST || op == ROCE_WRITE_ONLY ? wpsn
+					: op == ROCE_READ_REQ				? rpsn
+											: NULL;
 			unsigned *n = set == wpsn ? writes : reads, i;
 
 			if (!set)
