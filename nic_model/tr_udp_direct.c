@@ -218,7 +218,9 @@ static void sweep(void)
 		if (sscanf(e->d_name, "gdak-direct-%lx-%8x-%u%n", &ns, &a, &p, &end) != 3 ||
 		    e->d_name[end] || strlen(e->d_name) >= sizeof(name) - 1)
 			continue;
-		snprintf(name, sizeof(name), "/%s", e->d_name);
+		/* (not snprintf: some -O levels then warn of truncation) */
+		name[0] = '/';
+		memcpy(name + 1, e->d_name, strlen(e->d_name) + 1);
 		remove_if_gone(name);
 	}
 	closedir(dir);

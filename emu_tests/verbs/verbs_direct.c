@@ -772,9 +772,12 @@ static int sweep_test(void)
 	plant(pl, pmode, (int32_t)k, 0640, (uid_t)-1);
 	if (root)
 		plant(pl, puid, (int32_t)k, 0600, 65534);
+	/* A device opened meanwhile by another test sweeps them as well; an
+	 * exec leaves the segment, so pe is there unless that happened. */
 	if (access(pk, F_OK))
 		printf("# %s: already gone (another device's open)\n", pk);
-	CHECK_EQ(access(pe, F_OK), 0); /* an exec leaves it */
+	if (access(pe, F_OK))
+		printf("# %s: already gone (another device's open)\n", pe);
 
 	c = gdak_vt_open_first();
 	REQUIRE(c != NULL);
