@@ -8,6 +8,7 @@
  * capture follow a new QP and the file is complete after exit.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,6 +156,15 @@ static void env_capture(void)
 	free(other);
 }
 
+static char *env_trace; /* fork_with_captures's GDAK_CAPTURE_TRACE file */
+
+static void unlink_env_trace(void)
+{
+	if (env_trace)
+		unlink(env_trace);
+	free(env_trace);
+}
+
 /* A child forked while captures run (their threads, the process-wide one
  * with its exit handler) has none of their threads: its QP destroy, its
  * gdak_capture_close and its exit must neither hang nor touch the parent's
@@ -198,12 +208,15 @@ static void fork_with_captures(void)
 	unsetenv("GDAK_CAPTURE_TRACE");
 	unlink(p);
 	free(p);
-	/* pe is completed by the exit handler of this process: left in place */
-	free(pe);
+	/* pe is completed by the exit handler of this process: removed after
+	 * it (unlink_env_trace, registered before it) */
+	env_trace = pe;
 }
 
 int main(void)
 {
+	/* atexit runs its handlers in reverse: this one after the capture's */
+	atexit(unlink_env_trace);
 	env_capture();	/* first: it forks */
 	qp_and_ctx_hooks();
 	fork_with_captures();	/* last: threads are running when it forks */
