@@ -148,6 +148,23 @@ static void unlink_own(void)
 
 /* ---- dead owners' segments ------------------------------------------------------------ */
 
+/* A segment file a sender or the sweep may trust: this user's, nobody
+ * else may read or write it (the senders' rule), a segment's size.  A
+ * file another user planted under the name is not one (its lock, its pid
+ * and its nonce would be theirs to set). */
+static int seg_file_ours(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 077) &&
+	       (size_t)st->st_size == sizeof(struct direct_seg);
+}
+
+/* A complete head of an owner in our pid namespace. */
+static int head_complete(const struct udp_direct_head *h)
+{
+	return __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == DIRECT_MAGIC && h->pid > 0 &&
+	       h->pidns == pid_ns();
+}
+
 /* 1 when the owner of the segment whose head is h is gone: no process of
  * that pid in our pid namespace, or the process there holds no longer the
  * segment's nonce (it exec'd, or the pid went to another process).  0 when
@@ -160,8 +177,7 @@ static int owner_gone(const struct udp_direct_head *h)
 	struct iovec l = { &v, sizeof(v) }, r = { (void *)(uintptr_t)h->nonce_addr, sizeof(v) };
 	ssize_t n;
 
-	if (h->magic != DIRECT_MAGIC || h->pid <= 0 || h->pidns != pid_ns() ||
-	    h->pid == (int32_t)getpid())
+	if (!head_complete(h) || h->pid == (int32_t)getpid())
 		return 0;
 	if (kill(h->pid, 0))
 		return errno == ESRCH;
@@ -171,10 +187,8 @@ static int owner_gone(const struct udp_direct_head *h)
 	return n != (ssize_t)sizeof(v) || v != h->nonce;
 }
 
-/* Remove segment name (/gdak-direct-...) when it is a file of ours -
- * this user's, no group or other access (the senders' rule), a segment's size -
- * whose owner is gone.  Under
- * flock: a publisher that replaces a dead owner's segment of its own
+/* Remove segment name (/gdak-direct-...) when it is a file of ours
+ * (seg_file_ours) whose owner is gone.  Under flock: a publisher that replaces a dead owner's segment of its own
  * address (udp_direct_publish) takes it too before it unlinks the name, so
  * the name is removed only while it still names the file judged here,
  * never the new owner's. */
@@ -188,11 +202,9 @@ static void remove_if_gone(const char *name)
 	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/dev/shm%s", name);
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    !(st.st_mode & 077) && (size_t)st.st_size == sizeof(struct direct_seg) &&
-	    !flock(fd, LOCK_EX) && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	    owner_gone(&h) && !stat(path, &now) && now.st_dev == st.st_dev &&
-	    now.st_ino == st.st_ino) {
+	if (!fstat(fd, &st) && seg_file_ours(&st) && !flock(fd, LOCK_EX) &&
+	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && owner_gone(&h) &&
+	    !stat(path, &now) && now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
 		if (!shm_unlink(name))
 			GDAK_INFO(NULL, 0, "removed %s: its owner (pid %d) is gone", path,
 				  (int)h.pid);
@@ -399,11 +411,7 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 		goto out;
 	seg_name(d->name, sizeof(d->name), addr, port);
 	fd = shm_open(d->name, O_RDWR | O_CLOEXEC, 0);
-	/* only a segment of this user that nobody else may write: a file
-	 * another user planted under the name is not a peer (its lock, its
-	 * pid and its nonce would be theirs to set) */
-	if (fd < 0 || fstat(fd, &st) || (size_t)st.st_size != sizeof(struct direct_seg) ||
-	    st.st_uid != geteuid() || (st.st_mode & 077)) {
+	if (fd < 0 || fstat(fd, &st) || !seg_file_ours(&st)) {
 		if (fd >= 0)
 			close(fd);
 		free(d);
@@ -414,10 +422,8 @@ struct udp_dseg *udp_direct_peer(uint32_t addr, uint16_t port)
 	close(fd);
 	/* a dead owner's that nobody replaced (it crashed; nobody holds its
 	 * address now): not a peer */
-	if (d->s == MAP_FAILED ||
-	    __atomic_load_n(&d->s->h.magic, __ATOMIC_ACQUIRE) != DIRECT_MAGIC ||
-	    d->s->h.addr != addr || d->s->h.port != port || d->s->h.pid <= 0 ||
-	    d->s->h.pidns != pid_ns() || kill(d->s->h.pid, 0)) {
+	if (d->s == MAP_FAILED || !head_complete(&d->s->h) || d->s->h.addr != addr ||
+	    d->s->h.port != port || kill(d->s->h.pid, 0)) {
 		if (d->s != MAP_FAILED)
 			munmap(d->s, sizeof(*d->s));
 		free(d);
