@@ -38,7 +38,8 @@ int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *
 /* bad_opcode - ConnectX: LOCAL_QP_OP_ERR for an opcode it does not know or
  * the QP type does not take.  gdak: the same, also for opcodes the model
  * does not execute (TSO, UMR, ...: a limitation, named in the text). */
-int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info)
+int nm_check_bad_opcode_rule(struct nm_qp *qp, struct nm_op *op,
+			     const struct gdak_mlx5_op_info *info)
 {
 	if (__builtin_expect(info && (info->flags & GDAK_OPF_SUPPORTED), 1))
 		return 0;
@@ -161,8 +162,8 @@ av:
 	}
 }
 
-int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
-		  const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg)
+int nm_check_ctrl_rule(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		       const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg)
 {
 	uint32_t min_ds, max_ds;
 
@@ -235,8 +236,8 @@ static int check_atomic_length(struct nm_qp *qp, struct nm_op *op,
 					    : "an atomic needs one 8-byte local data segment");
 }
 
-int nm_check_sges(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
-		  uint64_t total)
+int nm_check_sges_rule(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		       uint64_t total)
 {
 	if (check_length(qp, op, total))
 		return 1;
@@ -413,8 +414,8 @@ void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, u
  * requester (a NAK), the responder stays up.  gdak: the same.  need: the
  * access the request needs; *mrp the region when it passes, else the
  * syndrome, *rule and why (for the responder's refusal). */
-int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
-		  struct nm_mr **mrp, const char **rule, char *why, size_t why_len)
+int nm_check_rkey_rule(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
+		       struct nm_mr **mrp, const char **rule, char *why, size_t why_len)
 {
 	struct nm_mr *mr = nm_mr_get(qp->ctx, rkey);
 
@@ -485,8 +486,8 @@ const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const
 /* atomic_unaligned - ConnectX: REMOTE_INVAL_REQ_ERR for a target not aligned
  * to the operand size.  gdak: the same (reported strict or not).  idx: the
  * WQE the report names; req_wqe: the requester's WQE (or NM_WQE_NONE). */
-int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
-			      uint64_t va, uint32_t sz)
+int nm_check_atomic_unaligned_rule(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
+				   uint64_t va, uint32_t sz)
 {
 	char who[48] = "";
 
@@ -508,7 +509,7 @@ int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, 
 /* responder_not_ready - ConnectX: requests to a QP not in RTR/RTS are
  * dropped; the requester retries out: TRANSPORT_RETRY_EXC_ERR.  gdak: the
  * same syndrome, at once. */
-int nm_check_resp_ready(struct nm_qp *qp, const char **rule, char *why, size_t why_len)
+int nm_check_resp_ready_rule(struct nm_qp *qp, const char **rule, char *why, size_t why_len)
 {
 	int st = nm_qp_state(qp);
 
@@ -642,8 +643,8 @@ int nm_check_cq_overrun(struct nm_qp *qp, struct nm_cq *cq, uint16_t wqe_index)
 
 /* bad_lkey, lkey_access, lkey_bounds - ConnectX: LOCAL_PROT_ERR.  gdak: the
  * same (DUMP's segments too). */
-int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need,
-		       void **addr, uint32_t *len, struct nm_mr **mrp, const char **rule)
+int nm_check_local_sge_rule(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need,
+			    void **addr, uint32_t *len, struct nm_mr **mrp, const char **rule)
 {
 	uint64_t a;
 	uint32_t l, lkey;

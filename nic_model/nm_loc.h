@@ -794,21 +794,22 @@ int nm_comp_flush_sq(struct nm_qp *qp);
 /* The rules (each function's comment: the rule, what ConnectX does, what
  * gdak does).  A check returns 1 when its rule fired: op->status and
  * op->rule are set (warnings: reported only).  Requester, at DECODE: */
-int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info);
+int nm_check_bad_opcode_rule(struct nm_qp *qp, struct nm_op *op,
+			     const struct gdak_mlx5_op_info *info);
 /* atomic_opmod, bad_ds, wqe_past_producer, wqe_index_mismatch,
  * qpn_mismatch, bf_mismatch (in that order).  The DS range comes from the
  * opcode's info row (a masked atomic's from its opmod, which also sets
  * op->asize and *seg, its atomic segment's bytes), widened by a DCI's
  * address vector of av_ds. */
-int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
-		  const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg);
+int nm_check_ctrl_rule(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		       const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg);
 int nm_check_wait_opmod(struct nm_qp *qp, struct nm_op *op);
 /* inline_not_allowed, inline_overflow: inline data of len bytes, rem DS left */
 int nm_check_inline(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
 		    uint32_t len, uint32_t rem);
 /* length, atomic_length: data segments of total bytes (sets op->len) */
-int nm_check_sges(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
-		  uint64_t total);
+int nm_check_sges_rule(struct nm_qp *qp, struct nm_op *op, const struct gdak_mlx5_op_info *info,
+		       uint64_t total);
 /* Requester, around EXECUTE: */
 int nm_check_wait_bad_cq(struct nm_qp *qp, struct nm_op *op, const struct nm_cq *cq);
 void nm_check_wait_index_ahead(struct nm_qp *qp, const struct nm_op *op, const struct nm_cq *cq,
@@ -830,16 +831,16 @@ int nm_check_db_disagree(const struct nm_qp *qp, uint64_t rec_pi);
 void nm_check_db_disagree_report(struct nm_qp *qp, int which, uint64_t rec_pi, uint64_t half0,
 				 uint64_t half1);
 /* Responder: */
-int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
-		  struct nm_mr **mrp, const char **rule, char *why, size_t why_len);
+int nm_check_rkey_rule(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey, uint64_t len,
+		       struct nm_mr **mrp, const char **rule, char *why, size_t why_len);
 int nm_check_rq_overrun(struct nm_qp *qp, uint32_t avail, uint8_t opcode);
 const char *nm_check_recv_sge(struct nm_qp *qp, uint16_t rwqe, uint32_t i, const struct nm_mr *mr,
 			      uint32_t lkey, uint64_t a, uint32_t l);
-int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
-			      uint64_t va, uint32_t sz);
+int nm_check_atomic_unaligned_rule(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe, uint8_t opcode,
+				   uint64_t va, uint32_t sz);
 /* responder_not_ready, bad_request, no_rq, rnr, recv_too_small, length:
  * the syndrome for the requester (0: passed), *rule and why set */
-int nm_check_resp_ready(struct nm_qp *qp, const char **rule, char *why, size_t why_len);
+int nm_check_resp_ready_rule(struct nm_qp *qp, const char **rule, char *why, size_t why_len);
 int nm_check_resp_opcode(uint8_t opcode, const char **rule, char *why, size_t why_len);
 int nm_check_no_rq(const struct nm_qp *qp, uint8_t opcode, const char **rule, char *why,
 		   size_t why_len);
@@ -885,8 +886,102 @@ int nm_check_fail(struct nm_qp *qp, struct nm_op *op, uint8_t synd, const char *
 		  const char *what);
 /* Resolve local data segment i of op: host pointer + MR, with the lkey,
  * access and bounds checks.  Returns 0 or a syndrome (rule set). */
-int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i, unsigned need_access,
-		       void **addr, uint32_t *len, struct nm_mr **mr, const char **rule);
+int nm_check_local_sge_rule(struct nm_qp *qp, const struct nm_op *op, unsigned i,
+			    unsigned need_access, void **addr, uint32_t *len, struct nm_mr **mr,
+			    const char **rule);
+
+/* The hottest rules' pass conditions, inline: every WQE meets them, and an
+ * out-of-line call per rule was a fifth of the NIC thread's work per WQE
+ * (docs/BENCHMARKS.md, "Session 12").  When a condition does not hold, the
+ * rule's own function in nm_check.c (nm_check_<rule>_rule, the same
+ * arguments) decides, sets the op's status and reports; these only let
+ * what certainly passes skip the call. */
+static inline int nm_check_bad_opcode(struct nm_qp *qp, struct nm_op *op,
+				      const struct gdak_mlx5_op_info *info)
+{
+	if (__builtin_expect(info && (info->flags & GDAK_OPF_SUPPORTED), 1))
+		return 0;
+	return nm_check_bad_opcode_rule(qp, op, info);
+}
+
+/* (a masked atomic's DS range depends on its opmod, a DCI's on its AV:
+ * those go to the rule function) */
+static inline int nm_check_ctrl(struct nm_qp *qp, struct nm_op *op,
+				const struct gdak_mlx5_op_info *info,
+				const struct gdak_mlx5_ctrl *c, uint32_t av_ds, uint32_t *seg)
+{
+	if (__builtin_expect(!(info->flags & GDAK_OPF_MASKED) && !av_ds && op->opmod != 0xff &&
+				     op->ds >= info->min_ds && op->ds <= info->max_ds &&
+				     op->bbs <= qp->pi - qp->ci && c->wqe_index == op->wqe_index &&
+				     c->qpn == qp->base.qpn && qp->bf_bad != qp->ci,
+			     1))
+		return 0;
+	return nm_check_ctrl_rule(qp, op, info, c, av_ds, seg);
+}
+
+static inline int nm_check_sges(struct nm_qp *qp, struct nm_op *op,
+				const struct gdak_mlx5_op_info *info, uint64_t total)
+{
+	if (__builtin_expect(total <= 0x80000000ull &&
+				     (!(info->flags & (GDAK_OPF_ATOMIC | GDAK_OPF_MASKED)) ||
+				      (op->nseg == 1 && total == op->asize)),
+			     1)) {
+		op->len = (uint32_t)total;
+		return 0;
+	}
+	return nm_check_sges_rule(qp, op, info, total);
+}
+
+static inline int nm_check_rkey(struct nm_qp *qp, uint32_t need, uint64_t va, uint32_t rkey,
+				uint64_t len, struct nm_mr **mrp, const char **rule, char *why,
+				size_t why_len)
+{
+	struct nm_mr *mr = nm_mr_get(qp->ctx, rkey);
+
+	if (__builtin_expect(mr && (mr->base.access & need) == need && nm_mr_covers(mr, va, len),
+			     1)) {
+		*mrp = mr;
+		return 0;
+	}
+	return nm_check_rkey_rule(qp, need, va, rkey, len, mrp, rule, why, why_len);
+}
+
+static inline int nm_check_atomic_unaligned(struct nm_qp *qp, uint16_t idx, uint32_t req_wqe,
+					    uint8_t opcode, uint64_t va, uint32_t sz)
+{
+	if (__builtin_expect(!(va & (sz - 1)), 1))
+		return 0;
+	return nm_check_atomic_unaligned_rule(qp, idx, req_wqe, opcode, va, sz);
+}
+
+static inline int nm_check_resp_ready(struct nm_qp *qp, const char **rule, char *why,
+				      size_t why_len)
+{
+	int st = nm_qp_state(qp);
+
+	if (__builtin_expect(st == GDAK_QPS_RTR || st == GDAK_QPS_RTS, 1))
+		return 0;
+	return nm_check_resp_ready_rule(qp, rule, why, why_len);
+}
+
+static inline int nm_check_local_sge(struct nm_qp *qp, const struct nm_op *op, unsigned i,
+				     unsigned need, void **addr, uint32_t *len, struct nm_mr **mrp,
+				     const char **rule)
+{
+	uint64_t a;
+	uint32_t l, lkey;
+	struct nm_mr *mr;
+
+	gdak_mlx5_data_decode(&op->sge[i], &a, &l, &lkey);
+	mr = nm_mr_get(qp->ctx, lkey);
+	if (__builtin_expect(mr && (mr->base.access & need) == need && nm_mr_covers(mr, a, l), 1)) {
+		*addr = (void *)(uintptr_t)a;
+		*len = l;
+		*mrp = mr;
+		return 0;
+	}
+	return nm_check_local_sge_rule(qp, op, i, need, addr, len, mrp, rule);
+}
 
 /* ---- nm_fault.c ---------------------------------------------------------------------- */
 
