@@ -188,10 +188,10 @@ static int owner_gone(const struct udp_direct_head *h)
 }
 
 /* Remove segment name (/gdak-direct-...) when it is a file of ours
- * (seg_file_ours) whose owner is gone.  Under flock: a publisher that replaces a dead owner's segment of its own
- * address (udp_direct_publish) takes it too before it unlinks the name, so
- * the name is removed only while it still names the file judged here,
- * never the new owner's. */
+ * (seg_file_ours) whose owner is gone.  Under flock: a publisher that
+ * replaces a dead owner's segment of its own address (udp_direct_publish)
+ * takes it too before it unlinks the name, so the name is removed only
+ * while it still names the file judged here, never the new owner's. */
 static void remove_if_gone(const char *name)
 {
 	struct udp_direct_head h;
@@ -226,13 +226,14 @@ static void sweep(void)
 		unsigned long ns;
 		unsigned a, p;
 		int end = 0;
+		size_t len = strlen(e->d_name);
 
 		if (sscanf(e->d_name, "gdak-direct-%lx-%8x-%u%n", &ns, &a, &p, &end) != 3 ||
-		    e->d_name[end] || strlen(e->d_name) >= sizeof(name) - 1)
+		    e->d_name[end] || len >= sizeof(name) - 1)
 			continue;
 		/* (not snprintf: some -O levels then warn of truncation) */
 		name[0] = '/';
-		memcpy(name + 1, e->d_name, strlen(e->d_name) + 1);
+		memcpy(name + 1, e->d_name, len + 1);
 		remove_if_gone(name);
 	}
 	closedir(dir);
