@@ -205,13 +205,11 @@ int nm_resp_begin(struct nm_qp *qp, struct nm_resp_msg *m, uint8_t opcode, uint6
 	return nm_resp_begin_wqe(qp, m, NM_WQE_NONE, opcode, va, rkey, len, imm);
 }
 
-int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
-		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm)
+/* A message's fields, one by one: an initializer would also clear rsge[]
+ * (nrsge says how much of it is used), a rep stos on every atomic. */
+static void msg_init(struct nm_resp_msg *m, struct nm_qp *qp, uint32_t req_wqe, uint8_t opcode,
+		     uint32_t len, uint32_t imm)
 {
-	const char *rule;
-	char why[128];
-	int r;
-
 	m->qp = qp;
 	m->req_wqe = req_wqe;
 	m->opcode = opcode;
@@ -220,9 +218,21 @@ int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe,
 	m->mr = NULL;
 	m->va = NULL;
 	m->has_rwqe = false;
+	m->rwqe_index = 0;
 	m->nrsge = 0;
+	m->len_unknown = false;
 	m->cap = 0;
 	m->rule = NULL;
+}
+
+int nm_resp_begin_wqe(struct nm_qp *qp, struct nm_resp_msg *m, uint32_t req_wqe, uint8_t opcode,
+		      uint64_t va, uint32_t rkey, uint32_t len, uint32_t imm)
+{
+	const char *rule;
+	char why[128];
+	int r;
+
+	msg_init(m, qp, req_wqe, opcode, len, imm);
 	/* only a SEND may start without its length (no RETH carries it) */
 	m->len_unknown = len == NM_RESP_LEN_UNKNOWN &&
 			 (opcode == MLX5_OPCODE_SEND || opcode == MLX5_OPCODE_SEND_IMM);
@@ -406,14 +416,13 @@ int nm_resp_atomic(struct nm_qp *qp, uint8_t opcode, uint64_t va, uint32_t rkey,
 		   const struct nm_op *op, uint64_t *orig, const char **rule)
 {
 	uint32_t sz = op->asize == 4 ? 4 : 8;
-	struct nm_resp_msg m = { .qp = qp,
-				 .opcode = opcode,
-				 .len = sz,
-				 .req_wqe = op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE };
+	struct nm_resp_msg m;
 	enum nm_atomic_op aop;
 	char why[128];
-	int r = nm_check_resp_ready(qp, rule, why, sizeof(why));
+	int r;
 
+	msg_init(&m, qp, op->flags & NM_OPF_WQE ? op->wqe_index : NM_WQE_NONE, opcode, sz, 0);
+	r = nm_check_resp_ready(qp, rule, why, sizeof(why));
 	if (r) {
 		r = refuse(&m, NM_RESP_CHK_STATE, r, *rule, why);
 		*rule = m.rule;
