@@ -31,6 +31,16 @@
 # the ctest that runs this would share its Testing/ bookkeeping; `needs
 # ctest` checks what they select instead.)
 set -uo pipefail
+case ${1:-} in
+-h | --help)
+	sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+esac
+if [ $# -lt 2 ] || [ ! -d "$1" ] || [ ! -d "$2" ]; then
+	echo "doctest.sh: usage: doctest.sh SOURCE_DIR BUILD_DIR [FILE.md ...] (two folders; --help)" >&2
+	exit 2
+fi
 src=$(cd "$1" && pwd) bld=$(cd "$2" && pwd)
 shift 2
 cd "$src" || exit 1
