@@ -33,7 +33,7 @@
 set -uo pipefail
 case ${1:-} in
 -h | --help)
-	sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
