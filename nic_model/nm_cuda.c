@@ -651,13 +651,18 @@ enum {
 	CB_COPY
 };
 static int cb_mode;
-static int cqe_stream;	       /* GDAK_CUDA_CQE=stream (with a batch mode) */
-static int memop_refused;      /* cuStreamBatchMemOp failed once */
-static int value_fences;       /* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
-static int pass_word;	       /* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
-static int same_off;	       /* GDAK_CUDA_SAME=0: equal copies take the granule table */
-static int dtod = 1;	       /* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
-static int direct_batch;       /* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
+static int cqe_stream;		/* GDAK_CUDA_CQE=stream (with a batch mode) */
+static int memop_refused;	/* cuStreamBatchMemOp failed once */
+static int value_fences;	/* GDAK_CUDA_VALUE_FENCES=1: a barrier before every value */
+static int pass_word;		/* GDAK_CUDA_PASS_WORD=1: every pass end submits its batch */
+static int same_off;		/* GDAK_CUDA_SAME=0: equal copies take the granule table */
+static int dtod = 1;		/* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
+static int direct_batch;	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
+static int big_mode;		/* GDAK_CUDA_BIG: 0 auto, 1 driver, 2 kernel */
+static nm_cu_function big_fn;	/* the wide copy kernel, NULL: not loaded */
+static unsigned big_grid = 528; /* its most blocks: 4 per SM */
+static nm_cu_module ck_mod;	/* the copy kernels' module, loaded once */
+static nm_cu_device cu_device;
 static unsigned hold_inflight; /* GDAK_CUDA_HOLD: batches in flight that keep one open */
 static int cqe_fences; /* GDAK_CUDA_CQE_FENCES (default 1): a barrier before every CQE word */
 __thread int nm_cuda_pass_pending; /* nm_loc.h: the open batch waits for the pass end */
@@ -1147,6 +1152,35 @@ static void tl_report(const char *when)
 	pthread_mutex_unlock(&tl.lk);
 }
 
+/*
+ * GDAK_CUDA_BIG=kernel: a direct GPU -> GPU copy by the wide copy kernel
+ * (nm_cuda_kern.h) when it can take it - both addresses 16-byte aligned,
+ * the ranges apart.  One cuLaunchKernel costs the NIC thread less than a
+ * cuMemcpyDtoDAsync of the same copy, above all the first call of a burst
+ * from a thread that has not called the driver for a while, and the
+ * kernel copies as fast as the driver's copy (docs/BENCHMARKS-CUDA.md,
+ * "Fourteenth look").  1 with *r the launch's result, 0: not taken.
+ */
+static int big_call(nm_cu_ptr d, nm_cu_ptr sp, size_t len, nm_cu_stream s, nm_cu_result *r)
+{
+	const size_t per = (size_t)NM_CK_BIG_THREADS * NM_CK_BIG_UNROLL * 16;
+	unsigned long long l = len;
+	void *args[3] = { &d, &sp, &l };
+	uint64_t t0;
+	size_t g;
+
+	if (!big_fn || ((d | sp) & 15) || (sp < d + len && d < sp + len))
+		return 0;
+	g = len / per + 1;
+	if (g > big_grid)
+		g = big_grid;
+	t0 = cs_clock();
+	*r = cu.LaunchKernel(big_fn, (unsigned)g, 1, 1, NM_CK_BIG_THREADS, 1, 1, 0, s, args, NULL);
+	CS_ADD(ns_launch, cs_since(t0));
+	CS_ADD(calls_big, 1);
+	return 1;
+}
+
 /* One direct copy on the batch stream, timed (GDAK_CUDA_STATS).  Locked. */
 static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, int src_gpu,
 				   size_t len, int behind)
@@ -1156,9 +1190,11 @@ static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, 
 
 	if (!behind && t0)
 		tl_mark(c->s, len, 0);
-	/* GPU -> GPU: the device-to-device entry point, which need not find
-	 * out what either pointer is */
-	if (dtod && src_gpu && cu.MemcpyDtoDAsync) {
+	/* GPU -> GPU: the wide copy kernel, or the device-to-device entry
+	 * point, which need not find out what either pointer is */
+	if (src_gpu && big_call(d, sp, len, c->s, &r)) {
+		/* counted by big_call */
+	} else if (dtod && src_gpu && cu.MemcpyDtoDAsync) {
 		r = cu.MemcpyDtoDAsync(d, sp, len, c->s);
 		CS_ADD(calls_dtod, 1);
 	} else {
@@ -1167,7 +1203,7 @@ static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, 
 	dt = cs_since(t0);
 	if (!r && t0)
 		tl_mark(c->s, len, 1);
-	CS_ADD(calls_memcpy, 1);
+	CS_ADD(calls_memcpy, 1); /* the direct calls, whichever entry point */
 	CS_ADD(ns_memcpy, dt);
 	cs_max(&cs.ns_memcpy_max, dt);
 	if (behind) {
@@ -1753,7 +1789,8 @@ static int cb_direct(struct cb_ctx *c, void *dst, int dk, const void *src, int s
 		return cu_errno(r);
 	pthread_mutex_lock(&c->lk);
 	cb_flush(c, &cs.flush_other);
-	if (len)
+	if (len && !(dk == GDAK_MEM_GPU && sk == GDAK_MEM_GPU &&
+		     big_call((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s, &r)))
 		r = cu.MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, c->s);
 	if (!r)
 		r = cu.EventRecord(t->ev, c->s);
@@ -2233,7 +2270,7 @@ void nm_cuda_stats_report(const char *when)
 		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
 		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
 		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f; cqe words "
-		"unfenced %llu\n",
+		"unfenced %llu; wide copy kernel %llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -2265,7 +2302,7 @@ void nm_cuda_stats_report(const char *when)
 		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
 		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3,
 		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3,
-		(unsigned long long)d.cqe_words_unfenced);
+		(unsigned long long)d.cqe_words_unfenced, (unsigned long long)d.calls_big);
 }
 
 static void stats_atexit(void)
@@ -2280,7 +2317,7 @@ const char *nm_cuda_gdr(void)
 	return gdr.why ? gdr.why : "in use: GPU memory the NIC allocates is mapped for the CPU";
 }
 
-static char path_buf[256];
+static char path_buf[384];
 
 static const char *path_base(void)
 {
@@ -2336,6 +2373,67 @@ extern const char nm_cuda_copy_ptx[]; /* nm_cuda_copy_ptx.c */
  * of a lazily loaded kernel may have to wait for the device, which a
  * kernel spinning on a CQE would never let it do.
  */
+
+/* The copy kernels' module (nm_cuda_copy_ptx.c), loaded once: 0 or the
+ * driver's error. */
+static nm_cu_result ck_module(nm_cu_module *m)
+{
+	nm_cu_result r = 0;
+
+	if (!ck_mod)
+		r = cu.ModuleLoadData(&ck_mod, nm_cuda_copy_ptx);
+	*m = r ? NULL : ck_mod;
+	return r;
+}
+
+/* GDAK_CUDA_BIG=kernel (auto: with a batch mode that launches kernels
+ * anyway; copy promises no SM): load the wide copy kernel and launch it
+ * once, empty (a lazily loaded kernel's first launch may wait for the
+ * device); its grid: 4 blocks per SM.  Any failure leaves the driver's
+ * copies. */
+static void big_load(void)
+{
+	unsigned long long zero = 0;
+	nm_cu_ptr null = 0;
+	void *args[3] = { &null, &null, &zero };
+	nm_cu_module mod = NULL;
+	nm_cu_stream s = NULL;
+	nm_cu_result r;
+	int sms = 0;
+
+	if (big_mode == 1 || (big_mode == 0 && cb_mode != CB_KERNEL && cb_mode != CB_MEMOP))
+		return;
+	if (!cu.ModuleLoadData || !cu.ModuleGetFunction || !cu.LaunchKernel) {
+		GDAK_WARN(
+			"cuda", cu_ordinal,
+			"libcuda.so.1 lacks the module API: GDAK_CUDA_BIG=kernel goes on as driver");
+		return;
+	}
+	r = ck_module(&mod);
+	if (!r)
+		r = cu.ModuleGetFunction(&big_fn, mod, NM_CK_BIG_ENTRY);
+	if (!r)
+		r = cu.StreamCreate(&s, NM_CU_STREAM_NON_BLOCKING);
+	if (!r)
+		r = cu.LaunchKernel(big_fn, 1, 1, 1, NM_CK_BIG_THREADS, 1, 1, 0, s, args, NULL);
+	if (!r)
+		r = cu.StreamSynchronize(s);
+	if (s)
+		cu.StreamDestroy(s);
+	if (r) {
+		GDAK_WARN(
+			"cuda", cu_ordinal,
+			"the wide copy kernel does not load or run (%s): GDAK_CUDA_BIG=kernel goes "
+			"on as driver",
+			cu_err(r));
+		big_fn = NULL;
+		return;
+	}
+	if (cu.DeviceGetAttribute && !cu.DeviceGetAttribute(&sms, 16 /* SM count */, cu_device) &&
+	    sms > 0 && sms < 1 << 20)
+		big_grid = 4 * (unsigned)sms;
+}
+
 static void cb_setup(void *lib)
 {
 	unsigned long long m;
@@ -2366,6 +2464,8 @@ static void cb_setup(void *lib)
 		dtod = !(gdak_env_bool("GDAK_CUDA_DTOD", &on) == 0 && !on);
 		on = 0;
 		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
+		if (gdak_env_choice("GDAK_CUDA_BIG", &big_mode) < 0)
+			big_mode = 0;
 		if (gdak_env_uint("GDAK_CUDA_HOLD", &m) == 0)
 			hold_inflight = (unsigned)m;
 		on = 1;
@@ -2415,8 +2515,10 @@ static void cb_setup(void *lib)
 		cqe_stream = 0;
 		return;
 	}
+	*(void **)(&cu.DeviceGetAttribute) = dlsym(lib, "cuDeviceGetAttribute");
+	big_load();
 	if (cb_mode == CB_COPY) {
-		/* the copy engines and the front end only: no kernel to load */
+		/* the copy engines and the front end only: no batch kernel */
 		pthread_key_create(&cb_key, cb_release);
 		return;
 	}
@@ -2427,7 +2529,7 @@ static void cb_setup(void *lib)
 		cb_mode = CB_OFF;
 		return;
 	}
-	r = cu.ModuleLoadData(&mod, nm_cuda_copy_ptx);
+	r = ck_module(&mod);
 	if (!r)
 		r = cu.ModuleGetFunction(&cb_fn, mod, NM_CK_ENTRY);
 	if (!r)
@@ -2516,6 +2618,7 @@ static void probe_once(void)
 		goto fail;
 	}
 	cu_ctx = (nm_cu_ctx)d.ctx;
+	cu_device = d.device;
 	cu.DeviceGetName(name, sizeof(name) - 1, d.device);
 	for (int i = 0; i < NM_CUDA_ATOMIC_LOCKS; i++)
 		pthread_mutex_init(&atomic_lock[i], NULL);
@@ -2531,7 +2634,9 @@ static void probe_once(void)
 	cb_setup(lib);
 	if (!cb_mode)
 		cqe_stream = 0;
-	snprintf(path_buf, sizeof(path_buf), "%s%s", path_base(),
+	snprintf(path_buf, sizeof(path_buf), "%s%s%s", path_base(),
+		 big_fn ? "; larger GPU->GPU copies: the wide copy kernel (GDAK_CUDA_BIG=kernel)"
+			: "",
 		 cqe_stream ? "; CQEs stream-ordered behind the data (GDAK_CUDA_CQE=stream)" : "");
 	gdr_setup();
 	/* the library stays loaded for the life of the process */

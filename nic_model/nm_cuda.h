@@ -104,6 +104,8 @@ struct nm_cu_api {
 	nm_cu_result (*LaunchKernel)(nm_cu_function f, unsigned gx, unsigned gy, unsigned gz,
 				     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
 				     nm_cu_stream s, void **params, void **extra);
+	/* the wide copy's grid (GDAK_CUDA_BIG=kernel); optional */
+	nm_cu_result (*DeviceGetAttribute)(int *v, int attr, nm_cu_device dev);
 };
 
 /*
@@ -215,6 +217,9 @@ struct nm_cuda_stats {
 	/* CQE words submitted without a memory barrier (after the batch's
 	 * first one) */
 	uint64_t cqe_words_unfenced;
+	/* GDAK_CUDA_BIG=kernel: direct GPU->GPU copies by the engine's wide
+	 * copy kernel (cuLaunchKernel) */
+	uint64_t calls_big;
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

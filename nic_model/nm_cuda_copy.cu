@@ -10,6 +10,8 @@
  * memory: one PCIe round trip per group, not per descriptor), then copies
  * them in order, every thread a part of each, with a barrier between two
  * descriptors so that a later one's bytes land after an earlier one's.
+ *
+ * gdak_nm_copy_big: one large copy over the whole grid (nm_cuda_kern.h).
  */
 #include "nm_cuda_kern.h"
 
@@ -101,4 +103,32 @@ gdak_nm_copy_batch(const struct nm_ck_desc *desc, const uint32_t *chain, uint32_
 			*(volatile unsigned long long *)done = seq;
 		}
 	}
+}
+
+extern "C" __global__ void __launch_bounds__(NM_CK_BIG_THREADS)
+gdak_nm_copy_big(uint4 *__restrict__ dst, const uint4 *__restrict__ src, unsigned long long len)
+{
+	const unsigned long long n = len / 16;
+	const unsigned t = threadIdx.x;
+	unsigned long long i = (unsigned long long)blockIdx.x * NM_CK_BIG_THREADS * NM_CK_BIG_UNROLL + t;
+	const unsigned long long stride =
+		(unsigned long long)gridDim.x * NM_CK_BIG_THREADS * NM_CK_BIG_UNROLL;
+
+	/* whole groups: every load of a group issued before its stores */
+	for (; i + (NM_CK_BIG_UNROLL - 1) * NM_CK_BIG_THREADS < n; i += stride) {
+		uint4 v[NM_CK_BIG_UNROLL];
+
+#pragma unroll
+		for (int k = 0; k < NM_CK_BIG_UNROLL; k++)
+			v[k] = src[i + k * NM_CK_BIG_THREADS];
+#pragma unroll
+		for (int k = 0; k < NM_CK_BIG_UNROLL; k++)
+			dst[i + k * NM_CK_BIG_THREADS] = v[k];
+	}
+	/* the last, partial group of this block's stride */
+	for (; i < n; i += NM_CK_BIG_THREADS)
+		dst[i] = src[i];
+	/* the bytes past the last whole word */
+	if (blockIdx.x == 0 && t < (len & 15))
+		((uint8_t *)dst)[n * 16 + t] = ((const uint8_t *)src)[n * 16 + t];
 }

@@ -43,4 +43,18 @@ struct nm_ck_desc {
  * completion the CPU sees with one load of host memory, without asking the
  * driver about an event.  count == NULL: no completion word. */
 
+/*
+ * The wide copy (GDAK_CUDA_BIG=kernel): one large GPU -> GPU copy - a
+ * WRITE too large for a batch - by every block of a grid, 16 bytes a
+ * thread and NM_CK_BIG_UNROLL loads in flight, grid-strided.  Arguments,
+ * in order: uint64_t dst, uint64_t src (device addresses, both 16-byte
+ * aligned; the ranges apart), uint64_t len (any; the bytes past the last
+ * 16-byte word are block 0's); grid G x 1 x 1 (at least 1), block
+ * NM_CK_BIG_THREADS x 1 x 1, no dynamic shared memory.  No completion word:
+ * the stream orders what comes after it.
+ */
+#define NM_CK_BIG_ENTRY "gdak_nm_copy_big"
+#define NM_CK_BIG_THREADS 256
+#define NM_CK_BIG_UNROLL 4
+
 #endif /* NM_CUDA_KERN_H */

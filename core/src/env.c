@@ -131,6 +131,11 @@ static const struct gdak_env_var table[] = {
 	B("GDAK_CUDA_CQE_FENCES", "1", "cuda",
 	  "with GDAK_CUDA_CQE=stream: 1: a memory barrier before every CQE word of a batch; 0: "
 	  "before the first, and before each word of a collapsed CQ's entry"),
+	C("GDAK_CUDA_BIG", "auto|driver|kernel", "auto", "cuda",
+	  "a GPU->GPU copy too large for a batch (a large WRITE): kernel: one launch of the "
+	  "engine's wide copy kernel when both addresses are 16-byte aligned (needs a free SM "
+	  "slot); driver: a cuMemcpyDtoDAsync (no SM); auto: kernel with "
+	  "GDAK_CUDA_BATCH=kernel|memop, driver with copy (docs/CUDA.md)"),
 	B("GDAK_CUDA_DIRECT_BATCH", "0", "cuda",
 	  "with GDAK_CUDA_CQE=stream: 1: equal large GPU->GPU WRITEs of one NIC pass (same "
 	  "source, destination and length) go to the driver in one cuMemcpyBatchAsync at the "

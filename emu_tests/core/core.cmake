@@ -49,3 +49,8 @@ set_tests_properties(gdak.core.deps_split PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME gdak.docs.commands
   COMMAND bash ${PROJECT_SOURCE_DIR}/tools/doctest.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 set_tests_properties(gdak.docs.commands PROPERTIES LABELS doc TIMEOUT 900)
+# doctest.sh's own errors: its usage (exit 2), --help, an unmarked block.
+add_test(NAME gdak.docs.doctest_usage
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/scripts/doctest_usage.sh ${PROJECT_SOURCE_DIR}
+  ${PROJECT_BINARY_DIR})
+set_tests_properties(gdak.docs.doctest_usage PROPERTIES LABELS unit TIMEOUT 60)

@@ -18,9 +18,10 @@
  *             of its own on another stream and calls cudaDeviceSynchronize()
  *             and cudaStreamSynchronize(0): both return (hang guard), and
  *             the puts' bytes are right
- *   fullgpu   (GDAK_CUDA_BATCH=off and copy) one block per SM, each holding
- *             its SM's shared memory until block 0's 200 puts from GPU
- *             memory into GPU memory have completed: they complete (the
+ *   fullgpu   (GDAK_CUDA_BATCH=off and copy, GDAK_CUDA_BIG not kernel) one
+ *             block per SM, each holding its SM's shared memory until block
+ *             0's 200 puts and two 1 MiB puts (too large for a batch) from
+ *             GPU memory into GPU memory have completed: they complete (the
  *             NIC's copies take no SM), the bytes are the last puts'
  */
 #include <pthread.h>
@@ -360,10 +361,11 @@ static void test_sync(struct gdak_ctx *ctx)
 
 /* One block per SM, each holding (nearly) all of its SM's shared memory, so
  * no other kernel can run until they end: block 0 puts from GPU memory
- * into GPU memory and waits for the puts, the others wait for block 0.  A
+ * into GPU memory - n 8-byte puts, then two of big bytes from src + n * 8
+ * to dst + 64 - and waits for the puts, the others wait for block 0.  A
  * NIC whose copies need an SM of their own never gets one. */
 __global__ void k_full(struct gdak_dev_qp *qp, uint64_t src, uint32_t skey, uint64_t dst,
-		       uint32_t dkey, unsigned n, volatile int *flag, int *rc)
+		       uint32_t dkey, unsigned n, uint32_t big, volatile int *flag, int *rc)
 {
 	extern __shared__ uint8_t hold[];
 
@@ -376,6 +378,10 @@ __global__ void k_full(struct gdak_dev_qp *qp, uint64_t src, uint32_t skey, uint
 		for (unsigned i = 0; i < n && !r; i++) {
 			struct gdak_dev_sge s = {src + i * 8, 8, skey};
 			r = gdak_dev_put(qp, &s, dst + (i % 8) * 8, dkey, 0, &t);
+		}
+		for (unsigned i = 0; i < 2 && !r; i++) {
+			struct gdak_dev_sge s = {src + n * 8, big, skey};
+			r = gdak_dev_put(qp, &s, dst + 64, dkey, 0, &t);
 		}
 		if (!r)
 			r = gdak_dev_quiet_timeout(qp, CU_WAIT_NS, NULL);
@@ -391,11 +397,12 @@ __global__ void k_full(struct gdak_dev_qp *qp, uint64_t src, uint32_t skey, uint
 
 static void test_fullgpu(struct gdak_ctx *ctx)
 {
-	enum { N = 200 };
+	enum { N = 200, BIG = 1 << 20 };
 	struct gdak_qp_attr at = cu_attr(GDAK_DEV_DB_DB, GDAK_DEV_EXCLUSIVE, 256, 0);
 	struct cu_pair p;
 	struct cu_buf src, dst;
-	uint8_t pat[N * 8], want[64] = {0}, got[64];
+	uint8_t *pat = (uint8_t *)malloc(N * 8 + BIG), *want = (uint8_t *)calloc(1, 64 + BIG),
+		*got = (uint8_t *)malloc(64 + BIG);
 	int *rc = cu_results<int>(ctx, 1), *flag = cu_results<int>(ctx, 1);
 	cudaStream_t s = cu_stream();
 	int dev = 0, sms = 0, smem = 0;
@@ -405,18 +412,24 @@ static void test_fullgpu(struct gdak_ctx *ctx)
 	CU_REQUIRE(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
 	CU_REQUIRE(cudaFuncSetAttribute(k_full, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					smem));
-	g2g_open(ctx, &at, &p, &src, pat, sizeof(pat), 77, &dst, sizeof(want));
-	cu_write(&dst, 0, want, sizeof(want));
+	REQUIRE(pat && want && got);
+	g2g_open(ctx, &at, &p, &src, pat, N * 8 + BIG, 77, &dst, 64 + BIG);
+	cu_write(&dst, 0, want, 64 + BIG);
 	for (unsigned i = 0; i < N; i++)
 		memcpy(want + (i % 8) * 8, pat + i * 8, 8);
+	memcpy(want + 64, pat + N * 8, BIG);
 	*rc = -1;
 	*flag = 0;
 	k_full<<<sms, 32, smem, s>>>(p.a, cu_addr(&src, 0), src.key, cu_addr(&dst, 0),
-				     gdak_mr_rkey(dst.mr), N, flag, rc);
+				     gdak_mr_rkey(dst.mr), N, BIG, flag, rc);
 	CU_REQUIRE(cudaGetLastError());
-	g2g_check(s, "every SM held by the application", rc, &dst, got, want, sizeof(want));
-	printf("fullgpu: %d blocks of %d bytes of shared memory, %u puts landed\n", sms, smem,
-	       (unsigned)N);
+	g2g_check(s, "every SM held by the application", rc, &dst, got, want, 64 + BIG);
+	printf("fullgpu: %d blocks of %d bytes of shared memory, %u puts and 2 of %u bytes "
+	       "landed\n",
+	       sms, smem, (unsigned)N, (unsigned)BIG);
+	free(pat);
+	free(want);
+	free(got);
 	gdak_mem_free(ctx, flag);
 	g2g_close(ctx, &p, &src, &dst, rc, s);
 }
@@ -429,11 +442,12 @@ static void run(struct gdak_ctx *ctx)
 	test_wrap(ctx);
 	test_sync(ctx);
 	{
-		/* kernel / memop copy 8-byte GPU sources with a kernel: they
-		 * would wait for an SM forever here */
-		const char *m = getenv("GDAK_CUDA_BATCH");
+		/* kernel / memop copy 8-byte GPU sources with a kernel, and
+		 * GDAK_CUDA_BIG=kernel the large ones: they would wait for an
+		 * SM forever here */
+		const char *m = getenv("GDAK_CUDA_BATCH"), *b = getenv("GDAK_CUDA_BIG");
 
-		if (!m || !strcmp(m, "off") || !strcmp(m, "copy"))
+		if ((!m || !strcmp(m, "off") || !strcmp(m, "copy")) && !(b && !strcmp(b, "kernel")))
 			test_fullgpu(ctx);
 	}
 }

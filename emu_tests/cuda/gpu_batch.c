@@ -78,6 +78,7 @@ static unsigned long long (*fake_memops)(void);
 static unsigned long long (*fake_unfenced)(void);
 static unsigned long long (*fake_copies_queued)(void);
 static unsigned long long (*fake_dtod)(void);
+static unsigned long long (*fake_big)(void);
 static int fake_has_batch; /* the stand-in has cuMemcpyBatchAsync */
 static void (*fake_stats)(unsigned long long *, unsigned long long *, unsigned long long *);
 
@@ -351,6 +352,20 @@ static void test_big(struct nu_qp *a)
  * completion word are the only ones (one would run before the CQE shows
  * for every pass that submitted its copies' completion word).
  */
+/* GDAK_CUDA_BIG's answer for this run: the engine's wide copy kernel
+ * takes an aligned large GPU -> GPU copy (kernel, or auto with a batch mode
+ * that launches kernels anyway), else the driver's copy. */
+static int big_by_kernel(void)
+{
+	const char *b = gdak_env_raw("GDAK_CUDA_BIG");
+
+	if (b && !strcmp(b, "kernel"))
+		return 1;
+	if (b && strcmp(b, "auto"))
+		return 0;
+	return batching && !copymode;
+}
+
 static void test_big_passes(struct nu_qp *a)
 {
 	enum {
@@ -358,8 +373,9 @@ static void test_big_passes(struct nu_qp *a)
 		LEN = 256 << 10
 	};
 	uint8_t *model = zeroed_model(a, K * LEN);
-	unsigned long long v0 = 0, v1 = 0, d0 = 0;
+	unsigned long long v0 = 0, v1 = 0, d0 = 0, b0 = 0;
 	struct nm_cuda_stats s0, s1;
+	int bigk = big_by_kernel();
 	const char *pw = gdak_env_raw("GDAK_CUDA_PASS_WORD");
 	int count = fake && cqe_stream && fake_memops && fake_copies_queued &&
 		    !(pw && !strcmp(pw, "1"));
@@ -368,6 +384,8 @@ static void test_big_passes(struct nu_qp *a)
 		v0 = fake_memops();
 	if (count && fake_dtod)
 		d0 = fake_dtod();
+	if (count && fake_big)
+		b0 = fake_big();
 	nm_cuda_stats_get(&s0);
 	for (unsigned i = 0; i < K; i++) {
 		unsigned long long q0 = count ? fake_copies_queued() : 0;
@@ -391,15 +409,18 @@ static void test_big_passes(struct nu_qp *a)
 	if (count)
 		v1 = fake_memops();
 	check_dst(a, model, K * LEN, "large WRITEs in consecutive passes");
-	/* GPU -> GPU copies on the stream: the device-to-device entry point
+	/* GPU -> GPU copies on the stream: the wide copy kernel (see
+	 * big_by_kernel), else the device-to-device entry point
 	 * (GDAK_CUDA_DTOD=0: cuMemcpyAsync), and the counters say so */
-	if (count && fake_dtod) {
+	if (count && fake_dtod && fake_big) {
 		const char *dt = gdak_env_raw("GDAK_CUDA_DTOD");
-		int on = !(dt && !strcmp(dt, "0"));
+		int on = !bigk && !(dt && !strcmp(dt, "0"));
 
 		CHECK_EQ(fake_dtod() - d0, on ? (unsigned long long)K : 0ull);
+		CHECK_EQ(fake_big() - b0, bigk ? (unsigned long long)K : 0ull);
 		nm_cuda_stats_get(&s1);
 		CHECK_EQ(s1.calls_dtod - s0.calls_dtod, on ? (uint64_t)K : 0);
+		CHECK_EQ(s1.calls_big - s0.calls_big, bigk ? (uint64_t)K : 0);
 		/* all but the first queued behind another of the same burst */
 		CHECK(s1.calls_behind - s0.calls_behind <= K - 1);
 	}
@@ -448,6 +469,23 @@ static void test_big_passes(struct nu_qp *a)
 	memcpy(model, gsrc_model, LEN);
 	post_write(a, S_INLINE, 3000, 128, 8, NU_SIG, model, gsrc_model);
 	ring_check(a, 1, model, K * LEN, "a value after a large copy into its range");
+	/* the wide copy kernel's edges: a length that is no multiple of 16
+	 * (its last bytes are block 0's), a source that is not 16-byte
+	 * aligned (the driver's copy instead), each next to bytes that must
+	 * stay as they are */
+	nm_cuda_stats_get(&s0);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + 16, LEN - 9, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)(g_dst + 2 * LEN), gdak_mr_rkey(m_dst), 0, 0);
+	memcpy(model + 2 * LEN, gsrc_model + 16, LEN - 9);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, g_src + 3, LEN - 100, gdak_mr_lkey(m_src),
+		     (uint64_t)(uintptr_t)(g_dst + 3 * LEN + 32), gdak_mr_rkey(m_dst), 0, NU_SIG);
+	memcpy(model + 3 * LEN + 32, gsrc_model + 3, LEN - 100);
+	ring_check(a, 1, model, K * LEN, "large WRITEs: an odd length, an unaligned source");
+	nm_cuda_stats_get(&s1);
+	printf("large WRITEs of odd length or alignment: %llu by the wide copy kernel\n",
+	       (unsigned long long)(s1.calls_big - s0.calls_big));
+	if (cqe_stream)
+		CHECK_EQ(s1.calls_big - s0.calls_big, bigk ? (uint64_t)1 : 0);
 	free(model);
 }
 
@@ -1050,6 +1088,7 @@ int main(void)
 		*(void **)(&fake_copies_queued) = dlsym(lib, "gdak_fake_gpu_copies_queued");
 		*(void **)(&fake_rw) = dlsym(lib, "gdak_fake_gpu_rw");
 		*(void **)(&fake_dtod) = dlsym(lib, "gdak_fake_gpu_dtod");
+		*(void **)(&fake_big) = dlsym(lib, "gdak_fake_gpu_big");
 		fake_has_batch = dlsym(lib, "cuMemcpyBatchAsync_v2") != NULL;
 		fake = fake_hold && fake_stats;
 	}

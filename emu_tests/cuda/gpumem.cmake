@@ -53,6 +53,16 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_old gdak_cuda_gpu_batch ENV
 add_test(NAME gdak.cuda.gpu_batch_stream COMMAND gdak_cuda_gpu_batch)
 set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
   LABELS cuda RESOURCE_LOCK gdak_gpu ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream")
+# The wide copy kernel for large GPU->GPU WRITEs (GDAK_CUDA_BIG=kernel; auto
+# takes it with kernel and memop) in copy mode, against the stand-in and
+# the real driver.
+gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_big gdak_cuda_gpu_batch ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=copy
+  GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_BIG=kernel)
+add_test(NAME gdak.cuda.gpu_batch_stream_big COMMAND gdak_cuda_gpu_batch)
+set_tests_properties(gdak.cuda.gpu_batch_stream_big PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS cuda RESOURCE_LOCK gdak_gpu
+  ENVIRONMENT "GDAK_CUDA_BATCH=copy;GDAK_CUDA_CQE=stream;GDAK_CUDA_BIG=kernel")
 # Kernels with their data in GPU memory (cuda/cuda_gpumem.cu), with the batches
 # and with the per-copy path.
 if(GDAK_HAVE_CUDA)

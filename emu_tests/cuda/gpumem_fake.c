@@ -32,7 +32,8 @@
  * work), gdak_fake_gpu_rw (the writable view of device memory),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
  * gdak_fake_gpu_unfenced (write-values without a barrier),
- * gdak_fake_gpu_copies_queued (copies accepted),
+ * gdak_fake_gpu_copies_queued (copies accepted), gdak_fake_gpu_dtod and
+ * gdak_fake_gpu_big (cuMemcpyDtoDAsync calls, wide copy kernel launches),
  * gdak_fake_gpu_watch / gdak_fake_gpu_watched (the order in which the
  * last byte of each 64-byte slot of a range - a CQ's owner bytes - was
  * written, by which kind of operation, with which value).
@@ -92,8 +93,8 @@ static struct fstream streams[MAX_STREAMS];
 static unsigned rr;
 static int held, no_done;
 static unsigned long long n_launch, n_copy, n_desc, n_memop, n_batch_memop, n_batch_copy, n_nobar,
-	n_copy_q, n_dtod;
-static int module_magic, func_magic;
+	n_copy_q, n_dtod, n_big;
+static int module_magic, func_magic, func_big_magic;
 
 /* One of the counters below, read under the lock. */
 static unsigned long long counter(const unsigned long long *n)
@@ -488,7 +489,8 @@ API int cuDeviceTotalMem_v2(size_t *b, int dev)
 API int cuDeviceGetAttribute(int *v, int attr, int dev)
 {
 	(void)dev;
-	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+	/* compute capability 9.0; 2 SMs (the wide copy's grid) */
+	*v = attr == 75 ? 9 : attr == 16 ? 2 : 0;
 	return OK;
 }
 
@@ -855,10 +857,39 @@ API int cuModuleGetFunction(void **f, void *m, const char *name)
 {
 	if (m != &module_magic)
 		return E_INVALID_HANDLE;
-	if (strcmp(name, NM_CK_ENTRY))
+	if (!strcmp(name, NM_CK_ENTRY))
+		*f = &func_magic;
+	else if (!strcmp(name, NM_CK_BIG_ENTRY))
+		*f = &func_big_magic;
+	else
 		return E_NOT_FOUND;
-	*f = &func_magic;
 	return OK;
+}
+
+/* The wide copy kernel (nm_cuda_kern.h): its preconditions checked - live
+ * device memory at both ends, 16-byte aligned, apart - then a copy on the
+ * stream like any other.  An empty one (the engine's load check) may have
+ * null addresses. */
+static int launch_big(unsigned gx, unsigned bx, struct fstream *s, void **params)
+{
+	devptr d = *(const uint64_t *)params[0], src = *(const uint64_t *)params[1];
+	size_t len = (size_t) * (const unsigned long long *)params[2];
+
+	if (gx == 0 || bx != NM_CK_BIG_THREADS)
+		return E_INVALID_VALUE;
+	if (len && (!dev_rw(d, len) || !dev_rw(src, len) || ((d | src) & 15) ||
+		    (src < d + len && d < src + len)))
+		return E_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	n_big++;
+	pthread_mutex_unlock(&lock);
+	return memcpy_async(d, src, len, s);
+}
+
+/* Launches of the wide copy kernel. */
+API unsigned long long gdak_fake_gpu_big(void)
+{
+	return counter(&n_big);
 }
 
 API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -869,6 +900,9 @@ API int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
 
 	if (r)
 		return r;
+	if (f == &func_big_magic && params && !extra && gy == 1 && gz == 1 && by == 1 && bz == 1 &&
+	    !shmem)
+		return launch_big(gx, bx, s, params);
 	if (f != &func_magic || !params || extra || gy != 1 || gz != 1 || bx != NM_CK_THREADS ||
 	    by != 1 || bz != 1 || shmem)
 		return E_INVALID_VALUE;
