@@ -336,6 +336,20 @@ static void show_cuda(void)
 		if (gdak_env_choice("GDAK_CUDA_BATCH", &b) < 0 || b < 0 || b > 3)
 			b = 0;
 		kv_str("gpu_copies", n ? how[b] : "(no GPU)");
+		{
+			/* WRITEs too large for a batch (GDAK_CUDA_BIG, docs/CUDA.md) */
+			int g = 0, k;
+
+			if (gdak_env_choice("GDAK_CUDA_BIG", &g) < 0)
+				g = 0;
+			k = g == 2 || (g == 0 && (b == 1 || b == 2));
+			kv_str("gpu_large_copies",
+			       !n   ? "(no GPU)"
+			       : !b ? "one cuMemcpyAsync per WQE (GDAK_CUDA_BATCH=off)"
+			       : k ? "the wide copy kernel, one launch per WRITE (16-byte aligned; "
+				     "needs a free SM slot; GDAK_CUDA_BIG)"
+				   : "one cuMemcpyDtoDAsync per WRITE, no SM (GDAK_CUDA_BIG)");
+		}
 		kv_str("gdrcopy", n ? gdr_state() : "(no GPU)");
 	}
 	section_end();

@@ -59,6 +59,10 @@ set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETU
 gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_big gdak_cuda_gpu_batch ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=copy
   GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_BIG=kernel)
+# gdak-info's gpu_copies / gpu_large_copies for each mode, on the stand-in.
+add_test(NAME gdak.nic.info_gpu_paths COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/info_paths.sh
+  $<TARGET_FILE:gdak-info> ${CMAKE_CURRENT_BINARY_DIR}/gpumemfake)
+set_tests_properties(gdak.nic.info_gpu_paths PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME gdak.cuda.gpu_batch_stream_big COMMAND gdak_cuda_gpu_batch)
 set_tests_properties(gdak.cuda.gpu_batch_stream_big PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
   LABELS cuda RESOURCE_LOCK gdak_gpu
