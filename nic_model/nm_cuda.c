@@ -659,6 +659,7 @@ static int same_off;		/* GDAK_CUDA_SAME=0: equal copies take the granule table *
 static int dtod = 1;		/* GDAK_CUDA_DTOD=0: direct GPU->GPU copies by cuMemcpyAsync */
 static int direct_batch;	/* GDAK_CUDA_DIRECT_BATCH=1: equal direct copies, one call */
 static int big_mode;		/* GDAK_CUDA_BIG: 0 auto, 1 driver, 2 kernel */
+static int pre_query = 1;	/* GDAK_CUDA_PREQUERY: a stream query before a burst */
 static nm_cu_function big_fn;	/* the wide copy kernel, NULL: not loaded */
 static unsigned big_grid = 528; /* its most blocks: 4 per SM */
 static nm_cu_module ck_mod;	/* the copy kernels' module, loaded once */
@@ -1190,6 +1191,15 @@ static nm_cu_result cb_direct_call(struct cb_ctx *c, nm_cu_ptr d, nm_cu_ptr sp, 
 
 	if (!behind && t0)
 		tl_mark(c->s, len, 0);
+	/* GDAK_CUDA_PREQUERY (default 1): the first direct copy of a burst
+	 * comes from a NIC thread that may not have called the driver for a
+	 * while, and such a first call is slow; a stream query just before it
+	 * makes the two together cheaper (docs/BENCHMARKS-CUDA.md, "Twelfth
+	 * look", "Fourteenth look") */
+	if (pre_query && !behind) {
+		(void)cu.StreamQuery(c->s);
+		CS_ADD(queries, 1);
+	}
 	/* GPU -> GPU: the wide copy kernel, or the device-to-device entry
 	 * point, which need not find out what either pointer is */
 	if (src_gpu && big_call(d, sp, len, c->s, &r)) {
@@ -2466,6 +2476,8 @@ static void cb_setup(void *lib)
 		direct_batch = gdak_env_bool("GDAK_CUDA_DIRECT_BATCH", &on) == 0 && on;
 		if (gdak_env_choice("GDAK_CUDA_BIG", &big_mode) < 0)
 			big_mode = 0;
+		on = 1;
+		pre_query = !(gdak_env_bool("GDAK_CUDA_PREQUERY", &on) == 0 && !on);
 		if (gdak_env_uint("GDAK_CUDA_HOLD", &m) == 0)
 			hold_inflight = (unsigned)m;
 		on = 1;

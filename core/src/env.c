@@ -136,6 +136,9 @@ static const struct gdak_env_var table[] = {
 	  "engine's wide copy kernel when both addresses are 16-byte aligned (needs a free SM "
 	  "slot); driver: a cuMemcpyDtoDAsync (no SM); auto: kernel with "
 	  "GDAK_CUDA_BATCH=kernel|memop, driver with copy (docs/CUDA.md)"),
+	B("GDAK_CUDA_PREQUERY", "1", "cuda",
+	  "with GDAK_CUDA_CQE=stream: 1: a cuStreamQuery just before the first large GPU copy "
+	  "of a burst (a NIC thread's first driver call after a while is slow); 0: none (A/B)"),
 	B("GDAK_CUDA_DIRECT_BATCH", "0", "cuda",
 	  "with GDAK_CUDA_CQE=stream: 1: equal large GPU->GPU WRITEs of one NIC pass (same "
 	  "source, destination and length) go to the driver in one cuMemcpyBatchAsync at the "
