@@ -2396,6 +2396,30 @@ static nm_cu_result ck_module(nm_cu_module *m)
 	return r;
 }
 
+/* One of the copy kernels: looked up in the module, then launched once,
+ * one block, with args (empty work) and waited for on a stream of its own -
+ * a lazily loaded kernel's first launch may wait for the device, which must
+ * not happen once an application kernel spins on a CQE.  0 or the
+ * driver's error. */
+static nm_cu_result ck_load(const char *entry, nm_cu_function *f, unsigned threads, void **args)
+{
+	nm_cu_module mod = NULL;
+	nm_cu_stream s = NULL;
+	nm_cu_result r = ck_module(&mod);
+
+	if (!r)
+		r = cu.ModuleGetFunction(f, mod, entry);
+	if (!r)
+		r = cu.StreamCreate(&s, NM_CU_STREAM_NON_BLOCKING);
+	if (!r)
+		r = cu.LaunchKernel(*f, 1, 1, 1, threads, 1, 1, 0, s, args, NULL);
+	if (!r)
+		r = cu.StreamSynchronize(s);
+	if (s)
+		cu.StreamDestroy(s);
+	return r;
+}
+
 /* GDAK_CUDA_BIG=kernel (auto: with a batch mode that launches kernels
  * anyway; copy promises no SM): load the wide copy kernel and launch it
  * once, empty (a lazily loaded kernel's first launch may wait for the
@@ -2406,8 +2430,6 @@ static void big_load(void)
 	unsigned long long zero = 0;
 	nm_cu_ptr null = 0;
 	void *args[3] = { &null, &null, &zero };
-	nm_cu_module mod = NULL;
-	nm_cu_stream s = NULL;
 	nm_cu_result r;
 	int sms = 0;
 
@@ -2419,17 +2441,7 @@ static void big_load(void)
 			"libcuda.so.1 lacks the module API: GDAK_CUDA_BIG=kernel goes on as driver");
 		return;
 	}
-	r = ck_module(&mod);
-	if (!r)
-		r = cu.ModuleGetFunction(&big_fn, mod, NM_CK_BIG_ENTRY);
-	if (!r)
-		r = cu.StreamCreate(&s, NM_CU_STREAM_NON_BLOCKING);
-	if (!r)
-		r = cu.LaunchKernel(big_fn, 1, 1, 1, NM_CK_BIG_THREADS, 1, 1, 0, s, args, NULL);
-	if (!r)
-		r = cu.StreamSynchronize(s);
-	if (s)
-		cu.StreamDestroy(s);
+	r = ck_load(NM_CK_BIG_ENTRY, &big_fn, NM_CK_BIG_THREADS, args);
 	if (r) {
 		GDAK_WARN(
 			"cuda", cu_ordinal,
@@ -2447,8 +2459,6 @@ static void big_load(void)
 static void cb_setup(void *lib)
 {
 	unsigned long long m;
-	nm_cu_module mod = NULL;
-	nm_cu_stream s = NULL;
 	nm_cu_result r = 0;
 	uint32_t zero = 0;
 	nm_cu_ptr null = 0;
@@ -2541,17 +2551,7 @@ static void cb_setup(void *lib)
 		cb_mode = CB_OFF;
 		return;
 	}
-	r = ck_module(&mod);
-	if (!r)
-		r = cu.ModuleGetFunction(&cb_fn, mod, NM_CK_ENTRY);
-	if (!r)
-		r = cu.StreamCreate(&s, NM_CU_STREAM_NON_BLOCKING);
-	if (!r)
-		r = cu.LaunchKernel(cb_fn, 1, 1, 1, NM_CK_THREADS, 1, 1, 0, s, args, NULL);
-	if (!r)
-		r = cu.StreamSynchronize(s);
-	if (s)
-		cu.StreamDestroy(s);
+	r = ck_load(NM_CK_ENTRY, &cb_fn, NM_CK_THREADS, args);
 	if (r) {
 		GDAK_WARN("cuda", cu_ordinal,
 			  "the batch copy kernel does not load or run (%s): "
