@@ -342,16 +342,6 @@ static void test_big(struct nu_qp *a)
 	free(model);
 }
 
-/*
- * GDAK_CUDA_CQE=stream: large WRITEs (too big for a batch: copies of their
- * own on the batch stream) in consecutive NIC passes, one doorbell each,
- * rung after the NIC has queued the previous copy, then a signalled NOP.
- * Every range lands and the NOP's CQE comes after them; with the stand-in,
- * no write-value between the copies (the pass end does not submit a batch
- * of copies already on the stream): the NOP's CQE word and the one
- * completion word are the only ones (one would run before the CQE shows
- * for every pass that submitted its copies' completion word).
- */
 /* GDAK_CUDA_BIG's answer for this run: the engine's wide copy kernel
  * takes an aligned large GPU -> GPU copy (kernel, or auto with a batch mode
  * that launches kernels anyway), else the driver's copy. */
@@ -366,6 +356,16 @@ static int big_by_kernel(void)
 	return batching && !copymode;
 }
 
+/*
+ * GDAK_CUDA_CQE=stream: large WRITEs (too big for a batch: copies of their
+ * own on the batch stream) in consecutive NIC passes, one doorbell each,
+ * rung after the NIC has queued the previous copy, then a signalled NOP.
+ * Every range lands and the NOP's CQE comes after them; with the stand-in,
+ * no write-value between the copies (the pass end does not submit a batch
+ * of copies already on the stream): the NOP's CQE word and the one
+ * completion word are the only ones (one would run before the CQE shows
+ * for every pass that submitted its copies' completion word).
+ */
 static void test_big_passes(struct nu_qp *a)
 {
 	enum {
