@@ -672,6 +672,7 @@ static nm_cu_function cb_fn;
 static pthread_key_t cb_key;
 static pthread_mutex_t cb_pool_lk = PTHREAD_MUTEX_INITIALIZER;
 static struct cb_ctx *cb_pool, *cb_all;
+static unsigned cb_nall; /* cb_all's length */
 static __thread struct cb_ctx *tls_cb;
 static __thread int tls_cb_failed;
 
@@ -770,7 +771,9 @@ static struct cb_ctx *cb_get(void)
 			pthread_mutex_lock(&cb_pool_lk);
 			c->all = cb_all;
 			cb_all = c;
+			cb_nall++;
 			pthread_mutex_unlock(&cb_pool_lk);
+			CS_ADD(engines_built, 1);
 		}
 	}
 	if (!c) {
@@ -781,6 +784,46 @@ static struct cb_ctx *cb_get(void)
 	tls_cb = c;
 	pthread_setspecific(cb_key, c);
 	return c;
+}
+
+/*
+ * nm_dma_ops.gpu_prepare: an MR on GPU memory was registered, and up to n
+ * NIC threads may copy into it.  Each needs a batch engine, whose pinned
+ * slots cost about a millisecond of driver calls (docs/BENCHMARKS-CUDA.md,
+ * "Fifteenth look") - on the NIC thread, in the middle of the pass of its
+ * first GPU WRITE, while the application's kernel waits for the CQE.  Built
+ * here on the registering thread instead, into the pool the NIC threads
+ * take their engine from; never more than n altogether.
+ */
+static void cuda_gpu_prepare(unsigned n)
+{
+	static pthread_mutex_t prep_lk = PTHREAD_MUTEX_INITIALIZER;
+
+	if (!cb_mode || !n)
+		return;
+	pthread_mutex_lock(&prep_lk);
+	for (;;) {
+		struct cb_ctx *c;
+		unsigned have;
+
+		pthread_mutex_lock(&cb_pool_lk);
+		have = cb_nall;
+		pthread_mutex_unlock(&cb_pool_lk);
+		if (have >= n)
+			break;
+		c = cb_create();
+		if (!c)
+			break; /* said why; the NIC threads try again themselves */
+		pthread_mutex_lock(&cb_pool_lk);
+		c->all = cb_all;
+		cb_all = c;
+		cb_nall++;
+		c->next = cb_pool;
+		cb_pool = c;
+		pthread_mutex_unlock(&cb_pool_lk);
+		CS_ADD(engines_ahead, 1);
+	}
+	pthread_mutex_unlock(&prep_lk);
 }
 
 /* Advance done_seq from the completion word (one load), and with force or
@@ -2223,6 +2266,7 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.cqe_tail = cuda_cqe_tail,
 	.gpu_writable = cuda_gpu_writable,
 	.kind_of = cuda_kind_of,
+	.gpu_prepare = cuda_gpu_prepare,
 };
 
 /* ---- counters (nm_cuda.h) ------------------------------------------------ */
@@ -2278,7 +2322,8 @@ void nm_cuda_stats_report(const char *when)
 		"span us %.1f; open us/batch %.2f; direct behind another: %llu calls, us/call %.2f "
 		"(max %.1f), gap us/call %.2f (max %.1f); dtod %llu; equal direct copies batched %llu "
 		"(us in those calls %.1f); holds %llu; us in calls: memcpy-batch %.1f; cqe words "
-		"unfenced %llu; wide copy kernel %llu\n",
+		"unfenced %llu; wide copy kernel %llu; engines built by NIC threads %llu, ahead "
+		"%llu\n",
 		when, nm_cuda_path(), (unsigned long long)d.copies_batched,
 		(unsigned long long)d.copies_replaced, (unsigned long long)d.copies_submitted,
 		(unsigned long long)d.copies_single, (unsigned long long)d.copies_sync,
@@ -2310,7 +2355,8 @@ void nm_cuda_stats_report(const char *when)
 		(double)d.ns_direct_gap_max / 1e3, (unsigned long long)d.calls_dtod,
 		(unsigned long long)d.copies_dq_batched, (double)d.ns_dq_batch / 1e3,
 		(unsigned long long)d.holds, (double)d.ns_memcpy_batch / 1e3,
-		(unsigned long long)d.cqe_words_unfenced, (unsigned long long)d.calls_big);
+		(unsigned long long)d.cqe_words_unfenced, (unsigned long long)d.calls_big,
+		(unsigned long long)d.engines_built, (unsigned long long)d.engines_ahead);
 }
 
 static void stats_atexit(void)

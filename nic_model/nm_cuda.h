@@ -220,6 +220,9 @@ struct nm_cuda_stats {
 	/* GDAK_CUDA_BIG=kernel: direct GPU->GPU copies by the engine's wide
 	 * copy kernel (cuLaunchKernel) */
 	uint64_t calls_big;
+	/* batch engines built by a NIC thread at its first GPU copy, and built
+	 * ahead for the pool when an MR on GPU memory was registered */
+	uint64_t engines_built, engines_ahead;
 };
 void nm_cuda_stats_get(struct nm_cuda_stats *s);
 /* With GDAK_CUDA_STATS=1: one line "gdak cuda stats (WHEN): ..." with the

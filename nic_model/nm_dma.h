@@ -108,6 +108,10 @@ struct nm_dma_ops {
 	int (*gpu_writable)(const void *addr, size_t len);
 	/* What kind of memory addr is (HOST for anything the engine does not know). */
 	enum gdak_mem_kind (*kind_of)(const void *addr);
+	/* Optional: an MR on GPU memory was registered and up to nthreads NIC
+	 * threads may copy into it: build now, on the caller's thread, what
+	 * their first copy would otherwise build in the middle of a pass. */
+	void (*gpu_prepare)(unsigned nthreads);
 };
 
 extern const struct nm_dma_ops nm_dma_host_ops;

@@ -131,6 +131,8 @@ int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned ac
 	mr->kind = (uint8_t)nm_mem_kind_of(bctx, addr);
 	if (mr->kind == GDAK_MEM_HOST_MAPPED)
 		mr->kind = GDAK_MEM_HOST;
+	if (mr->kind == GDAK_MEM_GPU && nm_dma_get()->gpu_prepare)
+		nm_dma_get()->gpu_prepare(nm_engine_nthreads());
 	mr->start = (uintptr_t)addr;
 	mr->end = (uintptr_t)addr + len;
 	mr->base.ctx = bctx;

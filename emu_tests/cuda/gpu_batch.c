@@ -25,7 +25,9 @@
  *             then a WRITE of that: every byte
  *   big       a 1 MiB WRITE, then small WRITEs into it, under one doorbell
  *   wrap      16-entry CQ, 600 signalled WRITEs (the CQ wraps 37 times)
- *   reopen    gdak_close, gdak_open: WRITEs on the new NIC thread
+ *   reopen    gdak_close, gdak_open with two NIC threads: WRITEs on the
+ *             second; its batch engine built ahead when the GPU MR was
+ *             registered (as the first context's was), none by a NIC thread
  *   qps       8 QP pairs on one NIC thread, 100 WRITEs each, one doorbell
  *             each, the same destination range per QP
  *   values    4/8-byte aligned inline WRITEs one by one, and four to one
@@ -71,6 +73,7 @@
 
 static struct gdak_ctx *ctx;
 static int fake, batching, memop, copymode, cqe_stream;
+static int engines; /* the engine batches (any GDAK_CUDA_BATCH but off; copy by default) */
 static void (*fake_batch_calls)(unsigned long long *, unsigned long long *);
 static void (*fake_hold)(int), (*fake_no_done)(int);
 static void *(*fake_rw)(uint64_t, size_t);
@@ -1025,17 +1028,22 @@ static void test_hold_open(struct nu_qp *a)
 
 static void test_reopen(void)
 {
-	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 0 };
+	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 1 };
 	uint8_t *g, *h, *back, want[2048];
 	struct gdak_mr *mg, *mh, *mb;
 	struct nu_qp a, b;
 	struct gdak_mlx5_cqe_fields f;
+	struct nm_cuda_stats s0, s1;
+	int gdr = getenv("GPU_BATCH_EXPECT_GDR") != NULL;
 
-	REQUIRE_EQ(gdak_nic_set_threads(1), 0);
+	/* two NIC threads now: the pool holds the first context's engine, the
+	 * GPU MR builds one more ahead; the WRITEs go on thread 1 */
+	REQUIRE_EQ(gdak_nic_set_threads(2), 0);
 	REQUIRE_EQ(gdak_open("emu", &ctx), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_GPU, (void **)&g), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&h), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, 2048, GDAK_MEM_HOST, (void **)&back), 0);
+	nm_cuda_stats_get(&s0);
 	mg = reg(g, 2048);
 	mh = reg(h, 2048);
 	mb = reg(back, 2048);
@@ -1055,6 +1063,11 @@ static void test_reopen(void)
 	REQUIRE_EQ(nu_poll(&a, 0, &f, TMO), 0);
 	CHECK_EQ(f.opcode, MLX5_CQE_REQ);
 	CHECK_MEM(back, want, 2048);
+	nm_cuda_stats_get(&s1);
+	if (!gdr) {
+		CHECK_EQ(s1.engines_ahead - s0.engines_ahead, engines ? 1u : 0u);
+		CHECK_EQ(s1.engines_built - s0.engines_built, 0);
+	}
 	nu_destroy(&a);
 	nu_destroy(&b);
 	gdak_mr_dereg(mg);
@@ -1064,6 +1077,7 @@ static void test_reopen(void)
 	gdak_mem_free(ctx, h);
 	gdak_mem_free(ctx, back);
 	gdak_close(ctx);
+	gdak_nic_set_threads(1);
 }
 
 int main(void)
@@ -1096,6 +1110,7 @@ int main(void)
 	memop = mode && !strcmp(mode, "memop");
 	copymode = mode && !strcmp(mode, "copy");
 	batching = mode && (!strcmp(mode, "kernel") || memop || copymode);
+	engines = !mode || strcmp(mode, "off");
 	cqe_stream = batching && gdak_env_raw("GDAK_CUDA_CQE") &&
 		     !strcmp(gdak_env_raw("GDAK_CUDA_CQE"), "stream");
 	if (lib)
@@ -1115,6 +1130,13 @@ int main(void)
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_HOST, (void **)&h_src), 0);
 	REQUIRE_EQ(gdak_mem_alloc(ctx, GLEN, GDAK_MEM_HOST, (void **)&h_got), 0);
 	m_dst = reg(g_dst, GLEN);
+	/* the first MR on GPU memory builds the NIC thread's batch engine
+	 * ahead, on this thread; the NIC thread never builds one */
+	nm_cuda_stats_get(&st1);
+	if (!gdr) {
+		CHECK_EQ(st1.engines_ahead - st0.engines_ahead, engines ? 1u : 0u);
+		CHECK_EQ(st1.engines_built - st0.engines_built, 0);
+	}
 	m_src = reg(g_src, GLEN);
 	m_hsrc = reg(h_src, GLEN);
 	m_hgot = reg(h_got, GLEN);
@@ -1160,6 +1182,13 @@ int main(void)
 
 	nm_cuda_stats_get(&st1);
 	printf("GDRCopy copies: %llu\n", (unsigned long long)(st1.copies_gdr - st0.copies_gdr));
+	printf("batch engines: %llu built ahead, %llu by the NIC thread\n",
+	       (unsigned long long)(st1.engines_ahead - st0.engines_ahead),
+	       (unsigned long long)(st1.engines_built - st0.engines_built));
+	if (!gdr) {
+		CHECK_EQ(st1.engines_ahead - st0.engines_ahead, engines ? 1u : 0u);
+		CHECK_EQ(st1.engines_built - st0.engines_built, 0);
+	}
 	if (gdr)
 		CHECK(st1.copies_gdr - st0.copies_gdr > 0);
 	else if (fake)
