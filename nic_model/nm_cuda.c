@@ -244,9 +244,9 @@ static struct {
 } gdr = { .why = "libgdrapi.so.2 not found" };
 
 struct gdr_map {
-	uint64_t dev; /* aligned start, what the allocation returned */
-	size_t len;   /* pinned and mapped */
-	nm_cu_ptr base;
+	uint64_t dev;	/* aligned start, what the allocation returned */
+	size_t len;	/* pinned and mapped */
+	nm_cu_ptr base; /* the engine's allocation; 0: a caller's range (nm_cuda_gdr_pin) */
 	uint8_t *host;
 	struct nm_gdr_mh mh;
 };
@@ -291,15 +291,68 @@ static void gdr_setup(void)
 	gdr.why = NULL;
 }
 
+/* Pin and map m->len bytes at m->dev and enter the mapping in the table:
+ * 0, or -errno with nothing left pinned. */
+static int gdr_map_add(struct gdr_map *m)
+{
+	void *va = NULL;
+	int ret = -ENOSPC;
+
+	if (gdr.pin(gdr.g, (unsigned long)m->dev, m->len, 0, 0, &m->mh))
+		return -EIO;
+	if (gdr.map(gdr.g, m->mh, &va, m->len)) {
+		gdr.unpin(gdr.g, m->mh);
+		return -EIO;
+	}
+	m->host = (uint8_t *)va;
+	pthread_rwlock_wrlock(&gdr_lk);
+	if (gdr_nmaps < NM_GDR_MAPS) {
+		gdr_maps[gdr_nmaps++] = *m;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (ret) {
+		gdr.unmap(gdr.g, m->mh, va, m->len);
+		gdr.unpin(gdr.g, m->mh);
+	}
+	return ret;
+}
+
+/* Take the mapping of an allocation at dev (own) or of a caller's range
+ * whose CPU address is host out of the table, unmapped and unpinned: 1
+ * when there was one (*out: what it was). */
+static int gdr_map_take(int own, uint64_t key, struct gdr_map *out)
+{
+	int found = 0;
+
+	pthread_rwlock_wrlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++) {
+		struct gdr_map *m = &gdr_maps[i];
+
+		if (own ? !(m->base && m->dev == key)
+			: !(!m->base && (uint64_t)(uintptr_t)m->host == key))
+			continue;
+		*out = *m;
+		*m = gdr_maps[--gdr_nmaps];
+		found = 1;
+		break;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	if (found) {
+		gdr.unmap(gdr.g, out->mh, out->host, out->len);
+		gdr.unpin(gdr.g, out->mh);
+	}
+	return found;
+}
+
 /* A GPU allocation of len bytes, pinned and mapped for the CPU: 0, or
  * -errno (the caller then allocates the plain way). */
 static int gdr_alloc(size_t len, void **addr)
 {
 	size_t plen = (len + NM_GDR_PAGE - 1) & ~(NM_GDR_PAGE - 1);
 	struct gdr_map m = { 0 };
-	void *va = NULL;
 	nm_cu_result r;
-	int ret = -ENOSPC;
+	int ret;
 
 	if (!gdr.g || len > gdr.max)
 		return -ENOTSUP;
@@ -308,29 +361,11 @@ static int gdr_alloc(size_t len, void **addr)
 		return cu_errno(r);
 	m.dev = (m.base + NM_GDR_PAGE - 1) & ~(uint64_t)(NM_GDR_PAGE - 1);
 	m.len = plen;
-	if (gdr.pin(gdr.g, (unsigned long)m.dev, plen, 0, 0, &m.mh)) {
-		ret = -EIO;
-		goto fail;
-	}
-	if (gdr.map(gdr.g, m.mh, &va, plen)) {
-		gdr.unpin(gdr.g, m.mh);
-		ret = -EIO;
-		goto fail;
-	}
-	m.host = (uint8_t *)va;
-	pthread_rwlock_wrlock(&gdr_lk);
-	if (gdr_nmaps < NM_GDR_MAPS) {
-		gdr_maps[gdr_nmaps++] = m;
-		ret = 0;
-	}
-	pthread_rwlock_unlock(&gdr_lk);
+	ret = gdr_map_add(&m);
 	if (!ret) {
 		*addr = (void *)(uintptr_t)m.dev;
 		return 0;
 	}
-	gdr.unmap(gdr.g, m.mh, va, plen);
-	gdr.unpin(gdr.g, m.mh);
-fail:
 	GDAK_DBG("cuda", cu_ordinal, "GDRCopy mapping of %zu bytes: %s; not mapped", len,
 		 gdak_strerror(ret));
 	cu.MemFree(m.base);
@@ -341,25 +376,33 @@ fail:
 static int gdr_free(void *addr)
 {
 	struct gdr_map m;
-	int found = 0;
 
-	if (!gdr.g)
+	if (!gdr.g || !gdr_map_take(1, (uint64_t)(uintptr_t)addr, &m))
 		return 0;
-	pthread_rwlock_wrlock(&gdr_lk);
-	for (unsigned i = 0; i < gdr_nmaps; i++)
-		if (gdr_maps[i].dev == (uint64_t)(uintptr_t)addr) {
-			m = gdr_maps[i];
-			gdr_maps[i] = gdr_maps[--gdr_nmaps];
-			found = 1;
-			break;
-		}
-	pthread_rwlock_unlock(&gdr_lk);
-	if (!found)
-		return 0;
-	gdr.unmap(gdr.g, m.mh, m.host, m.len);
-	gdr.unpin(gdr.g, m.mh);
 	cu.MemFree(m.base);
 	return 1;
+}
+
+/* GPU [a, a + len) <-> host h through the mapping that covers it: 1 done,
+ * 0 no mapping covers it, -EIO the copy failed. */
+static int gdr_rw(uint64_t a, void *h, size_t len, int to_gpu)
+{
+	int done = 0;
+
+	pthread_rwlock_rdlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps; i++) {
+		const struct gdr_map *m = &gdr_maps[i];
+
+		if (a < m->dev || a + len > m->dev + m->len)
+			continue;
+		if (to_gpu)
+			done = gdr.to(m->mh, m->host + (a - m->dev), h, len) ? -EIO : 1;
+		else
+			done = gdr.from(m->mh, h, m->host + (a - m->dev), len) ? -EIO : 1;
+		break;
+	}
+	pthread_rwlock_unlock(&gdr_lk);
+	return done;
 }
 
 /* dst <- src through a mapping when one side is a mapped GPU range and the
@@ -367,27 +410,70 @@ static int gdr_free(void *addr)
 static int gdr_copy(void *dst, enum gdak_mem_kind dk, const void *src, enum gdak_mem_kind sk,
 		    size_t len)
 {
-	uint64_t a = dk == GDAK_MEM_GPU ? (uint64_t)(uintptr_t)dst : (uint64_t)(uintptr_t)src;
-	int done = 0;
+	int done;
 
 	if (!gdr.g || !len || len > NM_GDR_COPY || (dk == GDAK_MEM_GPU) == (sk == GDAK_MEM_GPU))
 		return 0;
-	pthread_rwlock_rdlock(&gdr_lk);
-	for (unsigned i = 0; i < gdr_nmaps; i++) {
-		const struct gdr_map *m = &gdr_maps[i];
-
-		if (a < m->dev || a + len > m->dev + m->len)
-			continue;
-		if (dk == GDAK_MEM_GPU)
-			done = !gdr.to(m->mh, m->host + (a - m->dev), src, len);
-		else
-			done = !gdr.from(m->mh, dst, m->host + (a - m->dev), len);
-		break;
-	}
-	pthread_rwlock_unlock(&gdr_lk);
-	if (done)
+	if (dk == GDAK_MEM_GPU)
+		done = gdr_rw((uint64_t)(uintptr_t)dst, (void *)(uintptr_t)src, len, 1);
+	else
+		done = gdr_rw((uint64_t)(uintptr_t)src, dst, len, 0);
+	if (done == 1)
 		CS_ADD(copies_gdr, 1);
-	return done;
+	return done == 1;
+}
+
+int nm_cuda_gdr_rw(void *gpu, void *host, size_t len, int to_gpu)
+{
+	if (!gdr.g || !len)
+		return 0;
+	return gdr_rw((uint64_t)(uintptr_t)gpu, host, len, to_gpu);
+}
+
+int nm_cuda_gdr_mapped(const void *gpu, size_t len)
+{
+	uint64_t a = (uint64_t)(uintptr_t)gpu;
+	int in = 0;
+
+	if (!gdr.g || !len)
+		return 0;
+	pthread_rwlock_rdlock(&gdr_lk);
+	for (unsigned i = 0; i < gdr_nmaps && !in; i++)
+		in = a >= gdr_maps[i].dev && a + len <= gdr_maps[i].dev + gdr_maps[i].len;
+	pthread_rwlock_unlock(&gdr_lk);
+	return in;
+}
+
+int nm_cuda_gdr_pin(const void *gpu, size_t len, uint64_t *key)
+{
+	uint64_t a = (uint64_t)(uintptr_t)gpu & ~(uint64_t)(NM_GDR_PAGE - 1);
+	uint64_t e = ((uint64_t)(uintptr_t)gpu + len + NM_GDR_PAGE - 1) &
+		     ~(uint64_t)(NM_GDR_PAGE - 1);
+	struct gdr_map m = { 0 };
+	int ret;
+
+	*key = 0;
+	if (!gdr.g || !len)
+		return -ENOTSUP;
+	if (e - a > gdr.max)
+		return -E2BIG;
+	m.dev = a;
+	m.len = (size_t)(e - a);
+	/* GDRCopy pins whole 64 KiB GPU pages, so the pages around the range
+	 * must be GPU memory of one allocation too; where it refuses, the
+	 * driver's path stays */
+	ret = gdr_map_add(&m);
+	if (!ret)
+		*key = (uint64_t)(uintptr_t)m.host;
+	return ret;
+}
+
+void nm_cuda_gdr_unpin(uint64_t key)
+{
+	struct gdr_map m;
+
+	if (key && gdr.g)
+		(void)gdr_map_take(0, key, &m);
 }
 
 /* ---- the engine ---------------------------------------------------------- */

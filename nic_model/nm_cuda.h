@@ -232,6 +232,17 @@ void nm_cuda_stats_report(const char *when);
 const char *nm_cuda_path(void);
 /* GDRCopy: in use, or why not. */
 const char *nm_cuda_gdr(void);
+/* GDRCopy (when in use): GPU [gpu, gpu + len) <-> host through the mapping
+ * that covers it - CPU loads and stores, fenced, done when it returns.  1
+ * done, 0 no mapping covers it (use the driver), -EIO the copy failed. */
+int nm_cuda_gdr_rw(void *gpu, void *host, size_t len, int to_gpu);
+/* 1 when one GDRCopy mapping covers [gpu, gpu + len) */
+int nm_cuda_gdr_mapped(const void *gpu, size_t len);
+/* Pin and map the 64 KiB GPU pages around a range of a caller's GPU memory
+ * (rings in cudaMalloc memory); *key for nm_cuda_gdr_unpin.  0, or -errno
+ * (no GDRCopy, GDRCopy refused: the range stays on the driver's path). */
+int nm_cuda_gdr_pin(const void *gpu, size_t len, uint64_t *key);
+void nm_cuda_gdr_unpin(uint64_t key);
 
 /* The loaded driver API (NULL without the CUDA engine), the calling
  * thread's current-context setup (0 or -errno) and an error's text: for

@@ -1101,7 +1101,9 @@ static inline void nm_trace_wqe(struct nm_qp *qp, uint16_t idx, const uint8_t *w
 struct nm_rg_cq {
 	uint8_t *cqes;
 	uint32_t *dbrec;
-	void *shadow; /* external CQs: the host shadow (malloc) */
+	void *shadow;	 /* external CQs: the host shadow (malloc) */
+	uint64_t gdr[2]; /* external CQs: GDRCopy pins of buffer and record */
+	bool mapped;	 /* the buffer is under a GDRCopy mapping: CQEs are stores */
 };
 struct nm_rg_qp {
 	uint8_t *sq, *rq;
@@ -1115,6 +1117,8 @@ struct nm_rg_qp {
 	void *gblock;	   /* GDAK_QP_F_QUEUES_GPU: the NIC's own GPU block */
 	size_t glen;
 	void *shadow;		  /* external rings: the host shadow (malloc) */
+	uint64_t gdr[3];	  /* external rings: GDRCopy pins of SQ, RQ, record */
+	bool sq_mapped;		  /* the SQ is under a GDRCopy mapping: fetches are loads */
 	struct nm_rg_cq scq, rcq; /* the embedded CQs' part of gblock */
 };
 /* 1 while the calling NIC thread is inside a pass (CQEs wait for its end) */
@@ -1164,7 +1168,10 @@ void *nm_rg_dev_addr(const struct nm_qp *qp, const void *host);
 int nm_rg_cq_ext(struct nm_cq *cq, int buf_gpu, int rec_gpu);
 void nm_rg_cq_fini(struct nm_cq *cq);
 /* fetches, bytes fetched, record reads, CQE batches, CQEs delivered */
-void nm_rg_stats(uint64_t out[5]);
+/* ring fetches, fetch bytes, record reads (either path); CQE batches and
+ * CQEs through the driver; reads (fetches and records) and CQEs through
+ * GDRCopy mappings */
+void nm_rg_stats(uint64_t out[7]);
 
 /* ---- nm_backend.c ---------------------------------------------------------------------- */
 

@@ -36,6 +36,15 @@
  *     built only after its data landed (the batched data engine's order),
  *     so the delivery that follows it is after the data too.
  *
+ * With GDRCopy (nm_cuda.c; its libgdrapi and driver present), the pages of a
+ * GPU ring - the NIC's own GPU block, allocated mapped, or a caller's ring
+ * pinned when the QP or CQ is created - are mapped for the CPU, and the
+ * three hooks become CPU loads and stores through the mapping: a fetch or a
+ * record read lands when it returns, a CQE is written at once, its first 60
+ * bytes, a fence, then its last 4 (PCIe keeps the posted writes in order,
+ * so the owner byte lands last).  Where GDRCopy refuses a pin, that ring
+ * stays on the driver's path.
+ *
  * Host rings pay one predicted branch per hook (qp->rg / cq->rg NULL).
  */
 #include <errno.h>
@@ -77,6 +86,7 @@ static _Atomic int memop_refused; /* cuStreamBatchMemOp failed once */
 
 static struct {
 	_Atomic uint64_t fetches, fetch_bytes, rec_reads, cqe_batches, cqes;
+	_Atomic uint64_t gdr_reads, gdr_cqes;
 } rgs;
 
 static void rg_dtor(void *p)
@@ -146,13 +156,26 @@ static struct rg_thread *rg_self(void)
 	return t;
 }
 
-/* A synchronous device-to-host copy on the thread's stream.  0 or -EIO. */
+/* A synchronous device-to-host copy: through a GDRCopy mapping, else on
+ * the thread's stream.  0 or -EIO. */
 static int rg_d2h(void *dst, const void *src, size_t len)
 {
 	const struct nm_cu_api *cu = nm_cuda_api();
-	struct rg_thread *t = rg_self();
+	struct rg_thread *t;
 	nm_cu_result r;
+	int m = nm_cuda_gdr_rw((void *)(uintptr_t)src, dst, len, 0);
 
+	if (m) {
+		if (m < 0) {
+			GDAK_ERR_RL("cuda", 0,
+				    "GPU-memory ring read (%zu bytes at %p) through GDRCopy failed",
+				    len, src);
+			return -EIO;
+		}
+		atomic_fetch_add_explicit(&rgs.gdr_reads, 1, memory_order_relaxed);
+		return 0;
+	}
+	t = rg_self();
 	if (!t)
 		return -EIO;
 	r = cu->MemcpyAsync((nm_cu_ptr)(uintptr_t)dst, (nm_cu_ptr)(uintptr_t)src, len, t->s);
@@ -290,7 +313,12 @@ int nm_rg_sq_step(struct nm_qp *qp)
 		from = g->sq_have > qp->ci ? g->sq_have : qp->ci;
 		if (g->sq_want - from > qp->sq_cnt)
 			from = g->sq_want - qp->sq_cnt;
-		if (from < g->sq_want && fetch_start(qp, from, g->sq_want)) {
+		if (from < g->sq_want && g->sq_mapped) {
+			/* GDRCopy: the WQEBBs land when the loads return */
+			nm_rg_sq_fetch(qp, g->sq_want);
+			if (g->sq_have < g->sq_want)
+				return 0; /* the read failed: the QP is in error */
+		} else if (from < g->sq_want && fetch_start(qp, from, g->sq_want)) {
 			rg_fail(qp, "send queue");
 			return 0;
 		}
@@ -448,12 +476,39 @@ static void rg_flush(struct rg_thread *t)
 	atomic_fetch_add_explicit(&rgs.cqes, n, memory_order_relaxed);
 }
 
+/* A CQE through the CQ's GDRCopy mapping: its first 60 bytes, a fence, its
+ * last 4 (the owner byte), a fence.  0 or -EIO. */
+static int rg_gdr_cqe(uint8_t *g, const struct mlx5_cqe64 *cqe)
+{
+	uint8_t b[64];
+
+	memcpy(b, cqe, 64);
+	if (nm_cuda_gdr_rw(g, b, 60, 1) != 1)
+		return -EIO;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (nm_cuda_gdr_rw(g + 60, b + 60, 4, 1) != 1)
+		return -EIO;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	atomic_fetch_add_explicit(&rgs.gdr_cqes, 1, memory_order_relaxed);
+	return 0;
+}
+
 void nm_rg_cqe(struct nm_cq *cq, const struct mlx5_cqe64 *cqe, uint32_t slot)
 {
-	struct rg_thread *t = rg_self();
+	struct rg_thread *t;
 	uint8_t *g = cq->rg->cqes + (size_t)slot * 64;
 	bool cc = !!(cq->flags & NM_CQ_CC);
 	unsigned i;
+
+	if (cq->rg->mapped) {
+		if (rg_gdr_cqe(g, cqe))
+			GDAK_ERR_RL("cuda", 0,
+				    "CQ 0x%x in GPU memory: writing CQE slot %u through GDRCopy "
+				    "failed, CQE lost",
+				    cq->cqn, slot);
+		return;
+	}
+	t = rg_self();
 
 	if (!t) {
 		GDAK_ERR_RL("cuda", 0, "CQ 0x%x in GPU memory: no CUDA stream, CQE lost", cq->cqn);
@@ -543,6 +598,9 @@ int nm_rg_qp_own(struct nm_qp *qp)
 		return ret;
 	}
 	m = g->gblock;
+	/* allocated mapped where GDRCopy is in use (nm_cuda.c gdr_alloc) */
+	g->sq_mapped = nm_cuda_gdr_mapped(m, g->glen);
+	g->scq.mapped = g->rcq.mapped = g->sq_mapped;
 	g->sq = m;
 	g->scq.cqes = m + sq_b;
 	g->rq = qp->rq_cnt ? m + sq_b + cq_b : NULL;
@@ -582,17 +640,22 @@ int nm_rg_qp_ext(struct nm_qp *qp)
 	}
 	memset(sh, 0, sq_b + rq_b + 64);
 	g->shadow = sh;
+	/* GDRCopy where it pins the pages: the ring's hooks become loads and
+	 * stores (nm_cuda_gdr_pin; a refusal leaves the driver's path) */
 	if (sq) {
 		g->sq = qp->sq;
 		qp->sq = sh;
+		g->sq_mapped = !nm_cuda_gdr_pin(g->sq, sq_b, &g->gdr[0]);
 	}
 	if (rq) {
 		g->rq = qp->rq;
 		qp->rq = sh + sq_b;
+		(void)nm_cuda_gdr_pin(g->rq, rq_b, &g->gdr[1]);
 	}
 	if (rec) {
 		g->dbrec = qp->dbrec;
 		qp->dbrec = (uint32_t *)(void *)(sh + sq_b + rq_b);
+		(void)nm_cuda_gdr_pin(g->dbrec, 8, &g->gdr[2]);
 	}
 	qp->rg = g;
 	return 0;
@@ -610,6 +673,8 @@ void nm_rg_qp_fini(struct nm_qp *qp)
 	}
 	if (g->gblock)
 		nm_dma_get()->free(g->gblock, g->glen, GDAK_MEM_GPU);
+	for (int i = 0; i < 3; i++)
+		nm_cuda_gdr_unpin(g->gdr[i]);
 	free(g->shadow);
 	free(g);
 	qp->rg = NULL;
@@ -651,11 +716,13 @@ int nm_rg_cq_ext(struct nm_cq *cq, int buf_gpu, int rec_gpu)
 	if (buf_gpu) {
 		g->cqes = (uint8_t *)cq->cqes;
 		cq->cqes = sh;
+		g->mapped = !nm_cuda_gdr_pin(g->cqes, (size_t)cq->ncqe * 64, &g->gdr[0]);
 	}
 	if (rec_gpu) {
 		g->dbrec = cq->dbrec;
 		cq->dbrec = (uint32_t *)(void *)((uint8_t *)sh + (size_t)cq->ncqe * 64);
 		cq->arm_dbrec = cq->dbrec + 1;
+		(void)nm_cuda_gdr_pin(g->dbrec, 8, &g->gdr[1]);
 	}
 	cq->rg = g;
 	return 0;
@@ -665,16 +732,20 @@ void nm_rg_cq_fini(struct nm_cq *cq)
 {
 	if (!cq->rg)
 		return;
+	nm_cuda_gdr_unpin(cq->rg->gdr[0]);
+	nm_cuda_gdr_unpin(cq->rg->gdr[1]);
 	free(cq->rg->shadow);
 	free(cq->rg);
 	cq->rg = NULL;
 }
 
-void nm_rg_stats(uint64_t out[5])
+void nm_rg_stats(uint64_t out[7])
 {
 	out[0] = atomic_load(&rgs.fetches);
 	out[1] = atomic_load(&rgs.fetch_bytes);
 	out[2] = atomic_load(&rgs.rec_reads);
 	out[3] = atomic_load(&rgs.cqe_batches);
 	out[4] = atomic_load(&rgs.cqes);
+	out[5] = atomic_load(&rgs.gdr_reads);
+	out[6] = atomic_load(&rgs.gdr_cqes);
 }

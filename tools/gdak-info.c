@@ -221,6 +221,8 @@ enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
 
 /* GDRCopy as the NIC model's CUDA engine would find it (nm_cuda.c): the
  * library, and a driver gdr_open can reach. */
+static int gdr_in_use;
+
 static const char *gdr_state(void)
 {
 	void *(*op)(void);
@@ -239,6 +241,7 @@ static const char *gdr_state(void)
 	if (g && cl)
 		cl(g);
 	dlclose(lib);
+	gdr_in_use = g != NULL;
 	return g ? "in use: GPU memory the NIC model allocates is mapped for the CPU; small "
 		   "copies are CPU loads and stores"
 		 : "libgdrapi.so.2 found, gdr_open fails (no gdrdrv): GPU memory through the "
@@ -351,6 +354,15 @@ static void show_cuda(void)
 				   : "one cuMemcpyDtoDAsync per WRITE, no SM (GDAK_CUDA_BIG)");
 		}
 		kv_str("gdrcopy", n ? gdr_state() : "(no GPU)");
+		/* rings in GPU memory (nic_model/nm_ring_gpu.c) */
+		kv_str("gpu_rings",
+		       !n ? "(no GPU)"
+		       : gdr_in_use
+			       ? "through GDRCopy mappings where GDRCopy pins the ring's "
+				 "pages: WQE fetches and record reads are CPU loads, CQEs CPU "
+				 "stores (owner byte last); else through the driver"
+			       : "through the driver: WQE fetches as device-to-host copies, CQEs "
+				 "as copies plus stream write-values (owner byte last)");
 	}
 	section_end();
 	dlclose(h);

@@ -27,6 +27,9 @@
  *             in GPU memory, UAR page in host memory; the descriptor names
  *             the caller's memory, 40 WRITEs through an 8-entry CQ, a GPU
  *             UAR page refused
+ *   (gdak.nic.gpu_rings_gdr: all of it with a stand-in GDRCopy too - the
+ *   NIC's own GPU blocks allocated mapped, the caller's rings pinned: every
+ *   CQE a CPU store through a mapping, none through the driver)
  *   strict    a BlueFlame copy that differs from the GPU ring (rule
  *             bf_mismatch, LOCAL_QP_OP_ERR CQE); a register rung past a
  *             GPU record that stays behind (ring_without_record, read from
@@ -45,6 +48,7 @@
 #include "gdak_test.h"
 #include "nic_util.h"
 #include "nm_ext.h"
+#include "nm_loc.h" /* nm_rg_stats */
 
 #define TMO 20000
 
@@ -61,6 +65,13 @@ struct fwatch {
 };
 static void (*fake_watch)(devptr, size_t);
 static unsigned (*fake_watched)(struct fwatch *, unsigned);
+static int (*cu_alloc)(devptr *, size_t);
+static int (*cu_free)(devptr);
+/* gdak.nic.gpu_rings_gdr: a stand-in GDRCopy too - every ring hook is a CPU
+ * load or store through a mapping, none a driver copy */
+static int gdr;
+/* nm_rg_stats (nm_loc.h): [4] CQEs through the driver, [5] reads and [6]
+ * CQEs through GDRCopy mappings */
 
 static struct gdak_ctx *ctx;
 
@@ -371,6 +382,17 @@ static void test_owner(void)
 	}
 	n = fake_watched(log, 4096);
 	REQUIRE(n <= 4096);
+	if (gdr) {
+		/* the CPU wrote every CQE through the mapping: the driver none */
+		printf("owner: %u owner-byte writes by the driver (GDRCopy)\n", n);
+		CHECK_EQ(n, 0u);
+		fake_watch(0, 0);
+		gdak_mr_dereg(mr);
+		nu_destroy(&qa);
+		nu_destroy(&qb);
+		gq_fini(&a);
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		if (log[i].by_value) {
 			vals++;
@@ -392,7 +414,10 @@ static void test_owner(void)
 
 /* ---- nm_ext.h on GPU memory ---------------------------------------------------- */
 
+#define EXT_PAGE ((size_t)64 << 10)
+
 struct ext_side {
+	devptr raw; /* cuMemAlloc'd: three 64 KiB GPU pages */
 	uint8_t *g; /* GPU: cq (8 x 64), cq record (+512), QP record (+576), sq (+1024), rq */
 	uint8_t *uar;
 	struct nm_cq *cq;
@@ -406,7 +431,13 @@ static void ext_make(struct ext_side *e)
 	struct gdak_qp *qp;
 	uint8_t init[1024];
 
-	REQUIRE_EQ(gdak_mem_alloc(ctx, 1024 + 64 * 64 + 16 * 16, GDAK_MEM_GPU, (void **)&e->g), 0);
+	devptr raw = 0;
+
+	/* the caller's GPU memory (cuMemAlloc, as a DEVX umem in cudaMalloc
+	 * memory), the rings in a 64 KiB GPU page of it: GDRCopy can pin that */
+	REQUIRE_EQ(cu_alloc(&raw, 3 * EXT_PAGE), 0);
+	e->raw = raw;
+	e->g = (uint8_t *)(uintptr_t)((raw + EXT_PAGE - 1) & ~(devptr)(EXT_PAGE - 1));
 	e->uar = aligned_alloc(4096, 4096);
 	REQUIRE(e->uar);
 	memset(e->uar, 0, 4096);
@@ -469,9 +500,11 @@ static void test_ext(void)
 	struct gdak_mr *ms, *md;
 	uint8_t src[40 * 16], dst[40 * 16];
 	struct gdak_mlx5_cqe_fields f;
+	uint64_t s0[7], s1[7];
 
 	ext_make(&A);
 	ext_make(&B);
+	nm_rg_stats(s0);
 	REQUIRE_EQ(gdak_qp_info(A.q.qp, &ia), 0);
 	REQUIRE_EQ(gdak_qp_info(B.q.qp, &ib), 0);
 	REQUIRE_EQ(gdak_qp_connect(A.q.qp, &ib), 0);
@@ -498,6 +531,17 @@ static void test_ext(void)
 	}
 	CHECK_MEM(dst, src, sizeof(dst));
 	CHECK_EQ(nm_ext_cq_produced(A.cq), 40u);
+	nm_rg_stats(s1);
+	printf("ext: CQEs %llu through the driver, %llu through GDRCopy\n",
+	       (unsigned long long)(s1[4] - s0[4]), (unsigned long long)(s1[6] - s0[6]));
+	if (gdr) {
+		CHECK_EQ(s1[4] - s0[4], 0);
+		CHECK_EQ(s1[6] - s0[6], 40);
+		CHECK(s1[5] > s0[5]);
+	} else {
+		CHECK_EQ(s1[4] - s0[4], 40);
+		CHECK_EQ(s1[6] - s0[6], 0);
+	}
 	gdak_mr_dereg(ms);
 	gdak_mr_dereg(md);
 	gdak_qp_destroy(A.q.qp);
@@ -505,8 +549,8 @@ static void test_ext(void)
 	CHECK_EQ(nm_ext_cq_destroy(A.cq), 0);
 	CHECK_EQ(nm_ext_cq_destroy(B.cq), 0);
 	gq_fini(&a);
-	gdak_mem_free(ctx, A.g);
-	gdak_mem_free(ctx, B.g);
+	CHECK_EQ(cu_free(A.raw), 0);
+	CHECK_EQ(cu_free(B.raw), 0);
 	free(A.uar);
 	free(B.uar);
 }
@@ -652,8 +696,11 @@ int main(void)
 	*(void **)(&stream_create) = dlsym(lib, "cuStreamCreate");
 	*(void **)(&fake_watch) = dlsym(lib, "gdak_fake_gpu_watch");
 	*(void **)(&fake_watched) = dlsym(lib, "gdak_fake_gpu_watched");
+	*(void **)(&cu_alloc) = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)(&cu_free) = dlsym(lib, "cuMemFree_v2");
+	gdr = getenv("GPU_RINGS_EXPECT_GDR") != NULL;
 	REQUIRE(cu_memcpy && cu_sync && cu_query && cu_attr && ctx_retain && ctx_set &&
-		stream_create);
+		stream_create && cu_alloc && cu_free);
 	{
 		const char *dev = getenv("GDAK_CUDA_DEVICE");
 
@@ -661,12 +708,32 @@ int main(void)
 	}
 	REQUIRE_EQ(ctx_set(cctx), 0);
 	REQUIRE_EQ(stream_create(&ts, 1), 0);
-	printf("driver: %s\n", fake_watch ? "stand-in" : "real");
+	printf("driver: %s%s\n", fake_watch ? "stand-in" : "real", gdr ? ", GDRCopy stand-in" : "");
 
 	test_layout();
-	test_handler(GDAK_DEV_DB_DB);
-	test_handler(GDAK_DEV_DB_BF);
-	test_handler(GDAK_DEV_DB_CPU_PROXY);
+	{
+		uint64_t s0[7], s1[7];
+
+		nm_rg_stats(s0);
+		test_handler(GDAK_DEV_DB_DB);
+		test_handler(GDAK_DEV_DB_BF);
+		test_handler(GDAK_DEV_DB_CPU_PROXY);
+		nm_rg_stats(s1);
+		/* the NIC's own GPU blocks: allocated mapped with GDRCopy */
+		printf("handlers: CQEs %llu through the driver, %llu through GDRCopy; "
+		       "%llu reads through GDRCopy\n",
+		       (unsigned long long)(s1[4] - s0[4]), (unsigned long long)(s1[6] - s0[6]),
+		       (unsigned long long)(s1[5] - s0[5]));
+		if (gdr) {
+			CHECK_EQ(s1[4] - s0[4], 0);
+			CHECK(s1[6] - s0[6] >= 3 * 300);
+			CHECK(s1[5] > s0[5]);
+		} else {
+			CHECK(s1[4] - s0[4] >= 3 * 300);
+			CHECK_EQ(s1[6] - s0[6], 0);
+			CHECK_EQ(s1[5] - s0[5], 0);
+		}
+	}
 	test_owner();
 	test_ext();
 	test_fault();

@@ -59,9 +59,11 @@ set_tests_properties(gdak.cuda.gpu_batch_stream PROPERTIES TIMEOUT 300 SKIP_RETU
 gdak_add_fake_cuda_test(gdak.nic.gpu_batch_stream_big gdak_cuda_gpu_batch ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake GDAK_CUDA_BATCH=copy
   GDAK_CUDA_CQE=stream GDAK_FAKE_GPU_ASYNC=1 GDAK_CUDA_BIG=kernel)
-# gdak-info's gpu_copies / gpu_large_copies for each mode, on the stand-in.
+# gdak-info's gpu_copies / gpu_large_copies for each mode, and gpu_rings
+# with and without the stand-in GDRCopy, on the stand-in.
 add_test(NAME gdak.nic.info_gpu_paths COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/info_paths.sh
-  $<TARGET_FILE:gdak-info> ${CMAKE_CURRENT_BINARY_DIR}/gpumemfake)
+  $<TARGET_FILE:gdak-info> ${CMAKE_CURRENT_BINARY_DIR}/gpumemfake
+  ${CMAKE_CURRENT_BINARY_DIR}/gdrfake)
 set_tests_properties(gdak.nic.info_gpu_paths PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME gdak.cuda.gpu_batch_stream_big COMMAND gdak_cuda_gpu_batch)
 set_tests_properties(gdak.cuda.gpu_batch_stream_big PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
@@ -128,6 +130,11 @@ gdak_add_fake_cuda_test(gdak.nic.gpu_rings gdak_cuda_gpu_rings ENV
 # stand-in built without cuMemcpyBatchAsync: the CQE path does not need it
 gdak_add_fake_cuda_test(gdak.nic.gpu_rings_old gdak_cuda_gpu_rings ENV
   LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake_old)
+# ... and with the stand-in GDRCopy: the rings through its mappings
+add_dependencies(gdak_cuda_gpu_rings gdak_gdr_fake)
+gdak_add_fake_cuda_test(gdak.nic.gpu_rings_gdr gdak_cuda_gpu_rings ENV
+  LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/gpumemfake:${CMAKE_CURRENT_BINARY_DIR}/gdrfake
+  GPU_RINGS_EXPECT_GDR=1)
 # The NIC thread's cost per WQE of gdak-perf-cuda's GPU-memory rate row, GPU
 # memory against host-mapped memory in one process (cuda/gpu_batch_rate.c; a
 # benchmark with --rounds, a short run as a test: the bytes are checked, the
