@@ -2339,6 +2339,22 @@ static int cuda_gpu_writable(const void *addr, size_t len)
 	       d == (nm_cu_ptr)(uintptr_t)addr + len - 1;
 }
 
+/* nm_dma_ops.gpu_map: a GPU MR the engine did not allocate mapped through
+ * GDRCopy (up to GDAK_CUDA_GDR_MAX bytes), so that small copies into and
+ * out of it are CPU stores and loads as for the engine's own allocations */
+static void cuda_gpu_map(const void *addr, size_t len, uint64_t *key)
+{
+	int r;
+
+	*key = 0;
+	if (!gdr.g || !len || nm_cuda_gdr_mapped(addr, len))
+		return;
+	r = nm_cuda_gdr_pin(addr, len, key);
+	if (r)
+		GDAK_DBG("cuda", cu_ordinal, "GDRCopy mapping of the MR at %p+%zu: %s; not mapped",
+			 addr, len, gdak_strerror(r));
+}
+
 static const struct nm_dma_ops nm_cuda_ops = {
 	.name = "cuda",
 	.alloc = cuda_alloc,
@@ -2353,6 +2369,8 @@ static const struct nm_dma_ops nm_cuda_ops = {
 	.gpu_writable = cuda_gpu_writable,
 	.kind_of = cuda_kind_of,
 	.gpu_prepare = cuda_gpu_prepare,
+	.gpu_map = cuda_gpu_map,
+	.gpu_unmap = nm_cuda_gdr_unpin,
 };
 
 /* ---- counters (nm_cuda.h) ------------------------------------------------ */

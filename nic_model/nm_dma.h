@@ -112,6 +112,12 @@ struct nm_dma_ops {
 	 * threads may copy into it: build now, on the caller's thread, what
 	 * their first copy would otherwise build in the middle of a pass. */
 	void (*gpu_prepare)(unsigned nthreads);
+	/* Optional: an MR on GPU memory: map it for the CPU where the engine
+	 * can (GDRCopy), as a ConnectX's driver pins GPU memory at
+	 * registration.  *key for gpu_unmap, 0 when nothing was mapped (no
+	 * GDRCopy, too large, refused, or already mapped). */
+	void (*gpu_map)(const void *addr, size_t len, uint64_t *key);
+	void (*gpu_unmap)(uint64_t key);
 };
 
 extern const struct nm_dma_ops nm_dma_host_ops;

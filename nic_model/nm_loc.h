@@ -78,6 +78,7 @@ struct nm_mr {
 	void *tr_priv;
 	uint32_t wire_lkey, wire_rkey;
 	bool wire_keys;
+	uint64_t gpu_map; /* nm_dma_ops.gpu_map's key (GDRCopy), 0: none */
 };
 
 /* ---- transport interface -------------------------------------------------- */

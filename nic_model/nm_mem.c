@@ -112,6 +112,14 @@ static int slot_alloc(struct nm_ctx *ctx, uint32_t *idx, uint8_t *prev_key)
 	return 0;
 }
 
+/* The CPU mapping gpu_map made at registration, undone (no WQE holds mr). */
+static void mr_unmap(struct nm_mr *mr)
+{
+	if (mr->gpu_map && nm_dma_get()->gpu_unmap)
+		nm_dma_get()->gpu_unmap(mr->gpu_map);
+	mr->gpu_map = 0;
+}
+
 int nm_mr_reg(struct gdak_ctx *bctx, void *addr, size_t len, unsigned access, struct gdak_mr **out)
 {
 	return nm_mr_reg_variant(bctx, addr, len, access, -1, out);
@@ -133,6 +141,8 @@ int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned ac
 		mr->kind = GDAK_MEM_HOST;
 	if (mr->kind == GDAK_MEM_GPU && nm_dma_get()->gpu_prepare)
 		nm_dma_get()->gpu_prepare(nm_engine_nthreads());
+	if (mr->kind == GDAK_MEM_GPU && nm_dma_get()->gpu_map)
+		nm_dma_get()->gpu_map(addr, len, &mr->gpu_map);
 	mr->start = (uintptr_t)addr;
 	mr->end = (uintptr_t)addr + len;
 	mr->base.ctx = bctx;
@@ -142,6 +152,7 @@ int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned ac
 	if (ctx->tr->mr_reg) {
 		ret = ctx->tr->mr_reg(ctx, mr);
 		if (ret) {
+			mr_unmap(mr);
 			free(mr);
 			return ret;
 		}
@@ -166,6 +177,7 @@ int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned ac
 		GDAK_ERR("ctx", bctx->id, "no free memory-region slot: %s", gdak_strerror(ret));
 		if (ctx->tr->mr_dereg)
 			ctx->tr->mr_dereg(ctx, mr);
+		mr_unmap(mr);
 		free(mr);
 		return ret;
 	}
@@ -197,6 +209,7 @@ int nm_mr_dereg(struct gdak_mr *bmr)
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->tr->mr_dereg)
 		ctx->tr->mr_dereg(ctx, mr);
+	mr_unmap(mr);
 	free(mr);
 	atomic_fetch_sub(&ctx->nmrs, 1);
 	nm_ctx_maybe_free(ctx); /* a deferred close may end here */
@@ -214,6 +227,7 @@ void nm_mem_ctx_fini(struct nm_ctx *ctx)
 			struct nm_mr *mr = atomic_load(&ctx->mrt[c][i]);
 			if (mr) {
 				leaked++;
+				mr_unmap(mr);
 				free(mr);
 			}
 		}

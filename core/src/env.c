@@ -98,10 +98,11 @@ static const struct gdak_env_var table[] = {
 	  "kernel, but a pass of aligned 4/8-byte inline WRITEs as one cuStreamBatchMemOp; "
 	  "copy: memops, else one cuMemcpyBatchAsync per pass (no SM; docs/CUDA.md)"),
 	B("GDAK_CUDA_GDR", "1", "cuda",
-	  "map GPU memory the NIC model allocates for the CPU with GDRCopy (libgdrapi.so.2) "
-	  "where it and its driver exist; 0: never"),
+	  "map GPU memory for the CPU with GDRCopy (libgdrapi.so.2) where it and its driver "
+	  "exist - what the NIC model allocates, rings in GPU memory, MRs registered on GPU "
+	  "memory; 0: never"),
 	U("GDAK_CUDA_GDR_MAX", 0, 1ull << 40, "67108864", "cuda",
-	  "largest GPU allocation mapped with GDRCopy"),
+	  "largest GPU allocation, ring or MR mapped with GDRCopy"),
 	B("GDAK_CUDA_STATS", "0", "cuda",
 	  "print the CUDA engine's counters (batches, driver calls) to stderr at every emu "
 	  "context close and at exit"),

@@ -48,7 +48,9 @@
  *   values_many  200 inline 8-byte WRITEs, one doorbell: with memop and
  *             copy a few cuStreamBatchMemOp calls, no kernel
  *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
- *   host copies then CPU stores through its mapping)
+ *   host copies then CPU stores through its mapping; and user_mr: the
+ *   caller's cuMemAlloc memory mapped while registered, WRITEs into it
+ *   through the mapping, checked in the stand-in's memory)
  *   hold      (stand-in driver, batching) no CQE while the copies cannot
  *             land; all of them, and the bytes, once they can; then small
  *             and overlap again with the kernel's completion word off
@@ -1026,6 +1028,51 @@ static void test_hold_open(struct nu_qp *a)
 	free(model);
 }
 
+/*
+ * (stand-in GDRCopy) GPU memory of the caller's - cuMemAlloc, not
+ * gdak_mem_alloc, as NVSHMEM's heap or a GPUNetIO buffer - registered as an
+ * MR: mapped at registration, so small WRITEs from host memory into it are
+ * CPU stores (the counter moves); unmapped at deregistration.  The bytes
+ * are read through the stand-in driver's own view of its memory.
+ */
+static void test_user_mr(struct nu_qp *a)
+{
+	unsigned long long raw = 0;
+	int (*cu_alloc)(unsigned long long *, size_t), (*cu_free)(unsigned long long);
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	struct nm_cuda_stats s0, s1;
+	struct gdak_mr *mr;
+	uint8_t *p, *view;
+
+	REQUIRE(lib);
+	*(void **)(&cu_alloc) = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)(&cu_free) = dlsym(lib, "cuMemFree_v2");
+	REQUIRE(cu_alloc && cu_free);
+	/* a 64 KiB GPU page of the allocation: what GDRCopy pins */
+	REQUIRE_EQ(cu_alloc(&raw, (size_t)3 << 16), 0);
+	p = (uint8_t *)(uintptr_t)((raw + 0xffff) & ~0xffffull);
+	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 0);
+	mr = reg(p, 4096);
+	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 1);
+	nm_cuda_stats_get(&s0);
+	for (unsigned i = 0; i < 16; i++)
+		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, h_src + i * 256, 256, gdak_mr_lkey(m_hsrc),
+			     (uint64_t)(uintptr_t)(p + i * 256), gdak_mr_rkey(mr), 0,
+			     i == 15 ? NU_SIG : 0);
+	nu_ring(a);
+	reap(a, 1);
+	nm_cuda_stats_get(&s1);
+	printf("user MR: %llu copies through its GDRCopy mapping\n",
+	       (unsigned long long)(s1.copies_gdr - s0.copies_gdr));
+	CHECK(s1.copies_gdr - s0.copies_gdr >= 16);
+	view = fake_rw((uint64_t)(uintptr_t)p, 4096);
+	REQUIRE(view != NULL);
+	CHECK_MEM(view, h_src, 4096);
+	gdak_mr_dereg(mr);
+	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 0);
+	CHECK_EQ(cu_free(raw), 0);
+}
+
 static void test_reopen(void)
 {
 	struct gdak_qp_attr at = { .sq_depth = 256, .mtu = 1024, .nic_thread = 1 };
@@ -1179,6 +1226,9 @@ int main(void)
 			fake_no_done(0);
 		}
 	}
+
+	if (gdr && fake_rw)
+		test_user_mr(&a);
 
 	nm_cuda_stats_get(&st1);
 	printf("GDRCopy copies: %llu\n", (unsigned long long)(st1.copies_gdr - st0.copies_gdr));
