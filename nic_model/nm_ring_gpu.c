@@ -476,6 +476,21 @@ static void rg_flush(struct rg_thread *t)
 	atomic_fetch_add_explicit(&rgs.cqes, n, memory_order_relaxed);
 }
 
+/* The stores through a GDRCopy mapping (write-combining) flushed and
+ * ordered before the next ones (rdma-core's mmio_flush_writes). */
+static inline void rg_wc_fence(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("sfence" ::: "memory");
+#elif defined(__aarch64__)
+	__asm__ __volatile__("dsb st" ::: "memory");
+#elif defined(__SANITIZE_THREAD__)
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* TSan has no thread fence */
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /* A CQE through the CQ's GDRCopy mapping: its first 60 bytes, a fence, its
  * last 4 (the owner byte), a fence.  0 or -EIO. */
 static int rg_gdr_cqe(uint8_t *g, const struct mlx5_cqe64 *cqe)
@@ -485,10 +500,10 @@ static int rg_gdr_cqe(uint8_t *g, const struct mlx5_cqe64 *cqe)
 	memcpy(b, cqe, 64);
 	if (nm_cuda_gdr_rw(g, b, 60, 1) != 1)
 		return -EIO;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rg_wc_fence();
 	if (nm_cuda_gdr_rw(g + 60, b + 60, 4, 1) != 1)
 		return -EIO;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rg_wc_fence();
 	atomic_fetch_add_explicit(&rgs.gdr_cqes, 1, memory_order_relaxed);
 	return 0;
 }
