@@ -2,8 +2,10 @@
 /*
  * gdr_fake.c - a stand-in libgdrapi.so.2 (GDRCopy) next to the stand-in
  * libcuda (gpumem_fake.c), for the CUDA engine's GDRCopy path in CI
- * (gdak.nic.gpu_batch_gdr).  A "mapping" is the stand-in driver's writable
- * view of its device memory (gdak_fake_gpu_rw).  Strict where GDRCopy is:
+ * (gdak.nic.gpu_batch_gdr, gdak.nic.gpu_rings_gdr).  A "mapping" is the
+ * stand-in driver's writable view of its device memory (gdak_fake_gpu_rw);
+ * its copies run under the stand-in's lock (gdak_fake_gpu_bar_copy), as the
+ * device's own operations do.  Strict where GDRCopy is:
  * pins start and end on 64 KiB GPU pages, a mapping covers its whole pin,
  * copies stay inside a mapping, unpinning a mapped buffer fails.
  */
@@ -31,14 +33,17 @@ static struct {
 } pins[MAXH + 1];
 static int token;
 static void *(*rw)(unsigned long long p, size_t len);
+static void (*bar_copy)(void *dst, const void *src, size_t len);
 
 API void *gdr_open(void)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 
-	if (lib)
+	if (lib) {
 		*(void **)(&rw) = dlsym(lib, "gdak_fake_gpu_rw");
-	return rw ? &token : NULL;
+		*(void **)(&bar_copy) = dlsym(lib, "gdak_fake_gpu_bar_copy");
+	}
+	return rw && bar_copy ? &token : NULL;
 }
 
 API int gdr_close(void *g)
@@ -109,7 +114,7 @@ API int gdr_copy_to_mapping(gdr_mh_t mh, void *map, const void *h, size_t size)
 {
 	if (!inside(mh, map, size))
 		return -1;
-	memcpy(map, h, size);
+	bar_copy(map, h, size);
 	return 0;
 }
 
@@ -117,6 +122,6 @@ API int gdr_copy_from_mapping(gdr_mh_t mh, void *h, const void *map, size_t size
 {
 	if (!inside(mh, map, size))
 		return -1;
-	memcpy(h, map, size);
+	bar_copy(h, map, size);
 	return 0;
 }

@@ -30,6 +30,7 @@
  *     asks nothing).
  * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
  * work), gdak_fake_gpu_rw (the writable view of device memory),
+ * gdak_fake_gpu_bar_copy (a GDRCopy mapping's loads and stores, locked),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
  * gdak_fake_gpu_unfenced (write-values without a barrier),
  * gdak_fake_gpu_copies_queued (copies accepted), gdak_fake_gpu_dtod and
@@ -222,6 +223,17 @@ API void *gdak_fake_gpu_rw(devptr p, size_t len)
 }
 
 /* What a kernel may touch: device memory or pinned host memory. */
+/* A CPU load or store through a GDRCopy mapping (gdr_fake.c), under the
+ * lock the device's own operations run under: a BAR access is ordered with
+ * the GPU's accesses to the same memory, and the NIC thread's CQE stores
+ * through a mapping meet the test's device-side reads only here. */
+API void gdak_fake_gpu_bar_copy(void *dst, const void *src, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	memcpy(dst, src, len);
+	pthread_mutex_unlock(&lock);
+}
+
 static uint8_t *kptr(devptr p, size_t len)
 {
 	uint8_t *d = dev_rw(p, len);
