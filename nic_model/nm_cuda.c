@@ -295,9 +295,17 @@ static void gdr_setup(void)
  * 0, or -errno with nothing left pinned. */
 static int gdr_map_add(struct gdr_map *m)
 {
+	const unsigned one = 1;
 	void *va = NULL;
 	int ret = -ENOSPC;
 
+	/* as GDRCopy asks: synchronous memory operations on the range (a
+	 * cudaMemcpy into it) complete before they return, so that CPU loads
+	 * through the mapping after one see its bytes */
+	if (cu.PointerSetAttribute &&
+	    cu.PointerSetAttribute(&one, NM_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, m->dev))
+		GDAK_DBG("cuda", cu_ordinal, "SYNC_MEMOPS on 0x%llx: refused",
+			 (unsigned long long)m->dev);
 	if (gdr.pin(gdr.g, (unsigned long)m->dev, m->len, 0, 0, &m->mh))
 		return -EIO;
 	if (gdr.map(gdr.g, m->mh, &va, m->len)) {
@@ -2750,6 +2758,8 @@ static void probe_once(void)
 	*(void **)(&cu.EventElapsedTime) = dlsym(lib, "cuEventElapsedTime_v2");
 	if (!cu.EventElapsedTime)
 		*(void **)(&cu.EventElapsedTime) = dlsym(lib, "cuEventElapsedTime");
+	/* optional: SYNC_MEMOPS before a GDRCopy pin */
+	*(void **)(&cu.PointerSetAttribute) = dlsym(lib, "cuPointerSetAttribute");
 	/* optional: the GPU-memory ring engine's CQE owner words (nm_ring_gpu.c) */
 	*(void **)(&cu.StreamWriteValue32) = dlsym(lib, "cuStreamWriteValue32_v2");
 	*(void **)(&cu.StreamBatchMemOp) = dlsym(lib, "cuStreamBatchMemOp_v2");

@@ -28,6 +28,7 @@ typedef struct nm_cu_func_st *nm_cu_function; /* CUfunction */
 #define NM_CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define NM_CU_STREAM_NON_BLOCKING 0x1
 #define NM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define NM_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS 6
 #define NM_CU_MEMORYTYPE_HOST 1
 #define NM_CU_MEMORYTYPE_DEVICE 2
 #define NM_CU_MEMORYTYPE_UNIFIED 4
@@ -74,6 +75,8 @@ struct nm_cu_api {
 	nm_cu_result (*StreamSynchronize)(nm_cu_stream s);
 	nm_cu_result (*StreamDestroy)(nm_cu_stream s);
 	nm_cu_result (*PointerGetAttribute)(void *data, int attr, nm_cu_ptr p);
+	/* optional: SYNC_MEMOPS on memory pinned for GDRCopy */
+	nm_cu_result (*PointerSetAttribute)(const void *value, int attr, nm_cu_ptr p);
 	nm_cu_result (*GetErrorString)(nm_cu_result r, const char **s);
 	nm_cu_result (*EventCreate)(nm_cu_event *e, unsigned flags);
 	nm_cu_result (*EventRecord)(nm_cu_event e, nm_cu_stream s);

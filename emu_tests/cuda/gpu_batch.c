@@ -1031,14 +1031,16 @@ static void test_hold_open(struct nu_qp *a)
 /*
  * (stand-in GDRCopy) GPU memory of the caller's - cuMemAlloc, not
  * gdak_mem_alloc, as NVSHMEM's heap or a GPUNetIO buffer - registered as an
- * MR: mapped at registration, so small WRITEs from host memory into it are
- * CPU stores (the counter moves); unmapped at deregistration.  The bytes
+ * MR: mapped at registration (SYNC_MEMOPS set first), so small WRITEs from
+ * host memory into it are CPU stores (the counter moves); unmapped at
+ * deregistration.  The bytes
  * are read through the stand-in driver's own view of its memory.
  */
 static void test_user_mr(struct nu_qp *a)
 {
 	unsigned long long raw = 0;
 	int (*cu_alloc)(unsigned long long *, size_t), (*cu_free)(unsigned long long);
+	unsigned long long (*sync_memops)(void), sm0;
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	struct nm_cuda_stats s0, s1;
 	struct gdak_mr *mr;
@@ -1047,13 +1049,17 @@ static void test_user_mr(struct nu_qp *a)
 	REQUIRE(lib);
 	*(void **)(&cu_alloc) = dlsym(lib, "cuMemAlloc_v2");
 	*(void **)(&cu_free) = dlsym(lib, "cuMemFree_v2");
-	REQUIRE(cu_alloc && cu_free);
+	*(void **)(&sync_memops) = dlsym(lib, "gdak_fake_gpu_sync_memops");
+	REQUIRE(cu_alloc && cu_free && sync_memops);
 	/* a 64 KiB GPU page of the allocation: what GDRCopy pins */
 	REQUIRE_EQ(cu_alloc(&raw, (size_t)3 << 16), 0);
 	p = (uint8_t *)(uintptr_t)((raw + 0xffff) & ~0xffffull);
 	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 0);
+	sm0 = sync_memops();
 	mr = reg(p, 4096);
 	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 1);
+	/* SYNC_MEMOPS set on the pinned range first, as GDRCopy asks */
+	CHECK_EQ(sync_memops() - sm0, 1);
 	nm_cuda_stats_get(&s0);
 	for (unsigned i = 0; i < 16; i++)
 		nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, h_src + i * 256, 256, gdak_mr_lkey(m_hsrc),

@@ -31,6 +31,7 @@
  * Test hooks (looked up with dlsym): gdak_fake_gpu_hold (stop running
  * work), gdak_fake_gpu_rw (the writable view of device memory),
  * gdak_fake_gpu_bar_copy (a GDRCopy mapping's loads and stores, locked),
+ * gdak_fake_gpu_sync_memops (cuPointerSetAttribute SYNC_MEMOPS calls),
  * gdak_fake_gpu_stats (kernel launches, copies, descriptors run),
  * gdak_fake_gpu_unfenced (write-values without a barrier),
  * gdak_fake_gpu_copies_queued (copies accepted), gdak_fake_gpu_dtod and
@@ -555,6 +556,33 @@ API int cuPointerGetAttribute(void *data, int attr, devptr p)
 	}
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+/* SYNC_MEMOPS (6) on device memory: counted (gdak_fake_gpu_sync_memops);
+ * this stand-in's synchronous copies are synchronous anyway */
+static unsigned long long n_sync_memops;
+
+API int cuPointerSetAttribute(const void *value, int attr, devptr p)
+{
+	int r = E_INVALID_VALUE;
+
+	pthread_mutex_lock(&lock);
+	if (attr == 6 && value && *(const unsigned *)value <= 1 && dev_rw(p, 1)) {
+		n_sync_memops++;
+		r = OK;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API unsigned long long gdak_fake_gpu_sync_memops(void)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&lock);
+	n = n_sync_memops;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 API int cuStreamCreate(struct fstream **s, unsigned flags)
