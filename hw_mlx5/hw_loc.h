@@ -33,6 +33,7 @@
 
 #include "gdak_backend.h"
 #include "gdak_ibv.h"
+#include "gdak_mmio.h"
 
 /* ---- memory ordering on the host side, named by what they order --------- */
 
@@ -50,23 +51,6 @@ static inline void hw_wmb_before_db(void)
 	__asm__ __volatile__("sfence" ::: "memory");
 #elif defined(__aarch64__)
 	__asm__ __volatile__("dmb oshst" ::: "memory");
-#else
-	atomic_thread_fence(memory_order_seq_cst);
-#endif
-}
-
-/*
- * The doorbell/BlueFlame register is mapped write-combining: the store sits in
- * a WC buffer until it is flushed.  Flush after each doorbell so it reaches
- * the HCA now, and so the next doorbell cannot be merged with this one
- * (rdma-core's mmio_flush_writes()).
- */
-static inline void hw_wc_flush(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ __volatile__("sfence" ::: "memory");
-#elif defined(__aarch64__)
-	__asm__ __volatile__("dsb st" ::: "memory");
 #else
 	atomic_thread_fence(memory_order_seq_cst);
 #endif

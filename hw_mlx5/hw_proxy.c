@@ -50,8 +50,10 @@ void hw_ring_db(struct hw_qp *hq, uint64_t pi)
 	ctrl[1] = gdak_htobe32(hq->base.qpn << 8);
 	memcpy(&v, ctrl, sizeof(v));
 	*(volatile uint64_t *)hq->db_reg = v;
-	/* 4. push it out of the write-combining buffer now */
-	hw_wc_flush();
+	/* 4. the register is mapped write-combining: push the store out of
+	 *    the WC buffer now, so that it reaches the HCA and the next
+	 *    doorbell cannot be merged with it (gdak_mmio.h) */
+	gdak_wc_flush();
 }
 
 static int proxy_pass(struct hw_proxy *px)

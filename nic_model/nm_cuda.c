@@ -391,24 +391,28 @@ static int gdr_free(void *addr)
 	return 1;
 }
 
+/* The mapping that covers GPU [a, a + len), or NULL.  gdr_lk held. */
+static const struct gdr_map *gdr_cover(uint64_t a, size_t len)
+{
+	for (unsigned i = 0; i < gdr_nmaps; i++)
+		if (a >= gdr_maps[i].dev && a + len <= gdr_maps[i].dev + gdr_maps[i].len)
+			return &gdr_maps[i];
+	return NULL;
+}
+
 /* GPU [a, a + len) <-> host h through the mapping that covers it: 1 done,
  * 0 no mapping covers it, -EIO the copy failed. */
 static int gdr_rw(uint64_t a, void *h, size_t len, int to_gpu)
 {
+	const struct gdr_map *m;
 	int done = 0;
 
 	pthread_rwlock_rdlock(&gdr_lk);
-	for (unsigned i = 0; i < gdr_nmaps; i++) {
-		const struct gdr_map *m = &gdr_maps[i];
-
-		if (a < m->dev || a + len > m->dev + m->len)
-			continue;
-		if (to_gpu)
-			done = gdr.to(m->mh, m->host + (a - m->dev), h, len) ? -EIO : 1;
-		else
-			done = gdr.from(m->mh, h, m->host + (a - m->dev), len) ? -EIO : 1;
-		break;
-	}
+	m = gdr_cover(a, len);
+	if (m && to_gpu)
+		done = gdr.to(m->mh, m->host + (a - m->dev), h, len) ? -EIO : 1;
+	else if (m)
+		done = gdr.from(m->mh, h, m->host + (a - m->dev), len) ? -EIO : 1;
 	pthread_rwlock_unlock(&gdr_lk);
 	return done;
 }
@@ -440,14 +444,12 @@ int nm_cuda_gdr_rw(void *gpu, void *host, size_t len, int to_gpu)
 
 int nm_cuda_gdr_mapped(const void *gpu, size_t len)
 {
-	uint64_t a = (uint64_t)(uintptr_t)gpu;
-	int in = 0;
+	int in;
 
 	if (!gdr.g || !len)
 		return 0;
 	pthread_rwlock_rdlock(&gdr_lk);
-	for (unsigned i = 0; i < gdr_nmaps && !in; i++)
-		in = a >= gdr_maps[i].dev && a + len <= gdr_maps[i].dev + gdr_maps[i].len;
+	in = gdr_cover((uint64_t)(uintptr_t)gpu, len) != NULL;
 	pthread_rwlock_unlock(&gdr_lk);
 	return in;
 }
@@ -845,6 +847,25 @@ static struct cb_ctx *cb_create(void)
 	return c;
 }
 
+/* A new engine into the list of all of them (cb_drain_all), and into the
+ * pool when pooled (built ahead for a NIC thread to take). */
+static void cb_enlist(struct cb_ctx *c, int pooled)
+{
+	pthread_mutex_lock(&cb_pool_lk);
+	c->all = cb_all;
+	cb_all = c;
+	cb_nall++;
+	if (pooled) {
+		c->next = cb_pool;
+		cb_pool = c;
+	}
+	pthread_mutex_unlock(&cb_pool_lk);
+	if (pooled)
+		CS_ADD(engines_ahead, 1);
+	else
+		CS_ADD(engines_built, 1);
+}
+
 /* The calling thread's batch engine (from the pool or new); NULL: none. */
 static struct cb_ctx *cb_get(void)
 {
@@ -861,14 +882,8 @@ static struct cb_ctx *cb_get(void)
 	pthread_mutex_unlock(&cb_pool_lk);
 	if (!c && thread_ctx() == 0) {
 		c = cb_create();
-		if (c) {
-			pthread_mutex_lock(&cb_pool_lk);
-			c->all = cb_all;
-			cb_all = c;
-			cb_nall++;
-			pthread_mutex_unlock(&cb_pool_lk);
-			CS_ADD(engines_built, 1);
-		}
+		if (c)
+			cb_enlist(c, 0);
 	}
 	if (!c) {
 		tls_cb_failed = 1;
@@ -908,14 +923,7 @@ static void cuda_gpu_prepare(unsigned n)
 		c = cb_create();
 		if (!c)
 			break; /* said why; the NIC threads try again themselves */
-		pthread_mutex_lock(&cb_pool_lk);
-		c->all = cb_all;
-		cb_all = c;
-		cb_nall++;
-		c->next = cb_pool;
-		cb_pool = c;
-		pthread_mutex_unlock(&cb_pool_lk);
-		CS_ADD(engines_ahead, 1);
+		cb_enlist(c, 1);
 	}
 	pthread_mutex_unlock(&prep_lk);
 }
@@ -2480,7 +2488,9 @@ const char *nm_cuda_gdr(void)
 {
 	if (!probe_result)
 		return "no CUDA engine";
-	return gdr.why ? gdr.why : "in use: GPU memory the NIC allocates is mapped for the CPU";
+	return gdr.why ? gdr.why
+		       : "in use: GPU memory the NIC allocates, GPU MRs and GPU rings "
+			 "are mapped for the CPU";
 }
 
 static char path_buf[384];

@@ -1168,7 +1168,6 @@ void *nm_rg_dev_addr(const struct nm_qp *qp, const void *host);
 /* external CQ whose buffer / record is GPU memory */
 int nm_rg_cq_ext(struct nm_cq *cq, int buf_gpu, int rec_gpu);
 void nm_rg_cq_fini(struct nm_cq *cq);
-/* fetches, bytes fetched, record reads, CQE batches, CQEs delivered */
 /* ring fetches, fetch bytes, record reads (either path); CQE batches and
  * CQEs through the driver; reads (fetches and records) and CQEs through
  * GDRCopy mappings */

@@ -139,10 +139,14 @@ int nm_mr_reg_variant(struct gdak_ctx *bctx, void *addr, size_t len, unsigned ac
 	mr->kind = (uint8_t)nm_mem_kind_of(bctx, addr);
 	if (mr->kind == GDAK_MEM_HOST_MAPPED)
 		mr->kind = GDAK_MEM_HOST;
-	if (mr->kind == GDAK_MEM_GPU && nm_dma_get()->gpu_prepare)
-		nm_dma_get()->gpu_prepare(nm_engine_nthreads());
-	if (mr->kind == GDAK_MEM_GPU && nm_dma_get()->gpu_map)
-		nm_dma_get()->gpu_map(addr, len, &mr->gpu_map);
+	if (mr->kind == GDAK_MEM_GPU) {
+		const struct nm_dma_ops *dma = nm_dma_get();
+
+		if (dma->gpu_prepare)
+			dma->gpu_prepare(nm_engine_nthreads());
+		if (dma->gpu_map)
+			dma->gpu_map(addr, len, &mr->gpu_map);
+	}
 	mr->start = (uintptr_t)addr;
 	mr->end = (uintptr_t)addr + len;
 	mr->base.ctx = bctx;

@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "gdak_mmio.h"
 #include "nm_cuda.h"
 #include "nm_loc.h"
 
@@ -476,23 +477,8 @@ static void rg_flush(struct rg_thread *t)
 	atomic_fetch_add_explicit(&rgs.cqes, n, memory_order_relaxed);
 }
 
-/* The stores through a GDRCopy mapping (write-combining) flushed and
- * ordered before the next ones (rdma-core's mmio_flush_writes). */
-static inline void rg_wc_fence(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ __volatile__("sfence" ::: "memory");
-#elif defined(__aarch64__)
-	__asm__ __volatile__("dsb st" ::: "memory");
-#elif defined(__SANITIZE_THREAD__)
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* TSan has no thread fence */
-#else
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-/* A CQE through the CQ's GDRCopy mapping: its first 60 bytes, a fence, its
- * last 4 (the owner byte), a fence.  0 or -EIO. */
+/* A CQE through the CQ's GDRCopy mapping (write-combining): its first 60
+ * bytes, a flush, its last 4 (the owner byte), a flush.  0 or -EIO. */
 static int rg_gdr_cqe(uint8_t *g, const struct mlx5_cqe64 *cqe)
 {
 	uint8_t b[64];
@@ -500,10 +486,10 @@ static int rg_gdr_cqe(uint8_t *g, const struct mlx5_cqe64 *cqe)
 	memcpy(b, cqe, 64);
 	if (nm_cuda_gdr_rw(g, b, 60, 1) != 1)
 		return -EIO;
-	rg_wc_fence();
+	gdak_wc_flush();
 	if (nm_cuda_gdr_rw(g + 60, b + 60, 4, 1) != 1)
 		return -EIO;
-	rg_wc_fence();
+	gdak_wc_flush();
 	atomic_fetch_add_explicit(&rgs.gdr_cqes, 1, memory_order_relaxed);
 	return 0;
 }
@@ -524,7 +510,6 @@ void nm_rg_cqe(struct nm_cq *cq, const struct mlx5_cqe64 *cqe, uint32_t slot)
 		return;
 	}
 	t = rg_self();
-
 	if (!t) {
 		GDAK_ERR_RL("cuda", 0, "CQ 0x%x in GPU memory: no CUDA stream, CQE lost", cq->cqn);
 		return;

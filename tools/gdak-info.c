@@ -219,10 +219,10 @@ typedef int (*cu_dev_attr_fn)(int *, int, int);
 typedef int (*cu_err_fn)(int, const char **);
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
 
+static int gdr_in_use; /* what gdr_state found (gpu_rings) */
+
 /* GDRCopy as the NIC model's CUDA engine would find it (nm_cuda.c): the
  * library, and a driver gdr_open can reach. */
-static int gdr_in_use;
-
 static const char *gdr_state(void)
 {
 	void *(*op)(void);
@@ -242,8 +242,8 @@ static const char *gdr_state(void)
 		cl(g);
 	dlclose(lib);
 	gdr_in_use = g != NULL;
-	return g ? "in use: GPU memory the NIC model allocates is mapped for the CPU; small "
-		   "copies are CPU loads and stores"
+	return g ? "in use: GPU memory the NIC model allocates, GPU MRs and GPU rings are "
+		   "mapped for the CPU; small copies are CPU loads and stores"
 		 : "libgdrapi.so.2 found, gdr_open fails (no gdrdrv): GPU memory through the "
 		   "driver";
 }

@@ -70,8 +70,6 @@ static int (*cu_free)(devptr);
 /* gdak.nic.gpu_rings_gdr: a stand-in GDRCopy too - every ring hook is a CPU
  * load or store through a mapping, none a driver copy */
 static int gdr;
-/* nm_rg_stats (nm_loc.h): [4] CQEs through the driver, [5] reads and [6]
- * CQEs through GDRCopy mappings */
 
 static struct gdak_ctx *ctx;
 
@@ -719,7 +717,9 @@ int main(void)
 		test_handler(GDAK_DEV_DB_BF);
 		test_handler(GDAK_DEV_DB_CPU_PROXY);
 		nm_rg_stats(s1);
-		/* the NIC's own GPU blocks: allocated mapped with GDRCopy */
+		/* the NIC's own GPU blocks: allocated mapped with GDRCopy.
+		 * nm_rg_stats (nm_loc.h): [4] CQEs through the driver, [5]
+		 * reads and [6] CQEs through GDRCopy mappings */
 		printf("handlers: CQEs %llu through the driver, %llu through GDRCopy; "
 		       "%llu reads through GDRCopy\n",
 		       (unsigned long long)(s1[4] - s0[4]), (unsigned long long)(s1[6] - s0[6]),

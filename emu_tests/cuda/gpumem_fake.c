@@ -223,7 +223,6 @@ API void *gdak_fake_gpu_rw(devptr p, size_t len)
 	return r;
 }
 
-/* What a kernel may touch: device memory or pinned host memory. */
 /* A CPU load or store through a GDRCopy mapping (gdr_fake.c), under the
  * lock the device's own operations run under: a BAR access is ordered with
  * the GPU's accesses to the same memory, and the NIC thread's CQE stores
@@ -235,6 +234,7 @@ API void gdak_fake_gpu_bar_copy(void *dst, const void *src, size_t len)
 	pthread_mutex_unlock(&lock);
 }
 
+/* What a kernel may touch: device memory or pinned host memory. */
 static uint8_t *kptr(devptr p, size_t len)
 {
 	uint8_t *d = dev_rw(p, len);
