@@ -50,7 +50,8 @@
  *   (gdak.nic.gpu_batch_gdr: all of it with a stand-in GDRCopy too, small
  *   host copies then CPU stores through its mapping; and user_mr: the
  *   caller's cuMemAlloc memory mapped while registered, WRITEs into it
- *   through the mapping, checked in the stand-in's memory)
+ *   through the mapping, checked in the stand-in's memory; one GDRCopy
+ *   cannot pin left on the driver's path, its WRITE landing too)
  *   hold      (stand-in driver, batching) no CQE while the copies cannot
  *             land; all of them, and the bytes, once they can; then small
  *             and overlap again with the kernel's completion word off
@@ -1076,6 +1077,25 @@ static void test_user_mr(struct nu_qp *a)
 	CHECK_MEM(view, h_src, 4096);
 	gdak_mr_dereg(mr);
 	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 0);
+	CHECK_EQ(cu_free(raw), 0);
+
+	/* an allocation smaller than a 64 KiB GPU page: GDRCopy refuses the
+	 * pin, the MR stays on the driver's path, and its WRITEs land */
+	REQUIRE_EQ(cu_alloc(&raw, 4096), 0);
+	p = (uint8_t *)(uintptr_t)raw;
+	mr = reg(p, 4096);
+	CHECK_EQ(nm_cuda_gdr_mapped(p, 4096), 0);
+	nm_cuda_stats_get(&s0);
+	nu_post_rdma(a, MLX5_OPCODE_RDMA_WRITE, h_src + 4096, 256, gdak_mr_lkey(m_hsrc),
+		     (uint64_t)(uintptr_t)p, gdak_mr_rkey(mr), 0, NU_SIG);
+	nu_ring(a);
+	reap(a, 1);
+	nm_cuda_stats_get(&s1);
+	CHECK_EQ(s1.copies_gdr - s0.copies_gdr, 0);
+	view = fake_rw((uint64_t)(uintptr_t)p, 256);
+	REQUIRE(view != NULL);
+	CHECK_MEM(view, h_src + 4096, 256);
+	gdak_mr_dereg(mr);
 	CHECK_EQ(cu_free(raw), 0);
 }
 
